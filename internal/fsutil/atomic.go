@@ -1,0 +1,84 @@
+// Package fsutil writes files the way seedkeeper must: atomically, only when
+// the content changes, and never through a symbolic link.
+package fsutil
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// ErrSymlink is returned when the file to write is a symbolic link.
+var ErrSymlink = errors.New("refusing to write through a symbolic link")
+
+// WriteFile makes path hold exactly data with mode perm. It writes a
+// temporary file in the same directory, syncs it, renames it over path and
+// syncs the directory, so a crash leaves either the old or the new file. It
+// does nothing when the file already has that content and mode, and reports
+// whether it changed anything. Missing parent directories are created 0755.
+func WriteFile(path string, data []byte, perm fs.FileMode) (changed bool, err error) {
+	fi, err := os.Lstat(path)
+	switch {
+	case err == nil && fi.Mode()&fs.ModeSymlink != 0:
+		return false, fmt.Errorf("writing %s: %w", path, ErrSymlink)
+	case err == nil && !fi.Mode().IsRegular():
+		return false, fmt.Errorf("writing %s: not a regular file", path)
+	case err == nil && fi.Mode().Perm() == perm.Perm():
+		old, rerr := os.ReadFile(path)
+		if rerr == nil && bytes.Equal(old, data) {
+			return false, nil
+		}
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return false, fmt.Errorf("writing %s: %w", path, err)
+	}
+
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return false, fmt.Errorf("writing %s: %w", path, err)
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return false, fmt.Errorf("writing %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if err = tmp.Chmod(perm.Perm()); err != nil {
+		return false, fmt.Errorf("writing %s: %w", path, err)
+	}
+	if _, err = tmp.Write(data); err != nil {
+		return false, fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err = tmp.Sync(); err != nil {
+		return false, fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err = tmp.Close(); err != nil {
+		return false, fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err = os.Rename(tmp.Name(), path); err != nil {
+		return false, fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err = SyncDir(dir); err != nil {
+		return true, fmt.Errorf("writing %s: %w", path, err)
+	}
+	return true, nil
+}
+
+// SyncDir flushes a directory's entries to disk.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("syncing directory %s: %w", dir, err)
+	}
+	return nil
+}

@@ -1,0 +1,76 @@
+package netcfg
+
+import "net/netip"
+
+// Kind is the type of a configured link.
+type Kind string
+
+// The kinds of link a configuration can describe.
+const (
+	Physical Kind = "physical"
+	Bond     Kind = "bond"
+	VLAN     Kind = "vlan"
+	Bridge   Kind = "bridge"
+)
+
+// Config is one network configuration, whatever format it came from.
+type Config struct {
+	// Interfaces in the order the source listed them.
+	Interfaces []Interface
+	// Routes that belong to no interface (v1 "route" entries).
+	Routes []Route
+	// DNS that belongs to no interface (v1 "nameserver", sdc:resolvers).
+	DNS DNS
+}
+
+// Interface is one link the configuration describes.
+type Interface struct {
+	// ID is the key the source used for the entry (v2 map key, v1 name).
+	ID   string
+	Kind Kind
+	// Name is the kernel name the link should have (v1 name, v2 set-name),
+	// or "" when the configuration does not ask for one.
+	Name string
+	// MAC is the lower-case colon-separated hardware address that selects
+	// the link, or "" when the source matches by name or driver only.
+	MAC string
+	// MatchName is a name or shell glob (v2 match.name).
+	MatchName string
+	// MatchDriver is a kernel driver name (v2 match.driver).
+	MatchDriver string
+	MTU         int
+
+	// Addresses are static addresses with their prefix length.
+	Addresses []netip.Prefix
+	DHCP4     bool
+	DHCP6     bool
+	// SLAAC asks for IPv6 stateless autoconfiguration (router advertisements).
+	SLAAC bool
+
+	// Routes include default routes (To is 0.0.0.0/0 or ::/0) made from
+	// gateways.
+	Routes []Route
+	DNS    DNS
+
+	// Links are the member IDs of a bond or bridge.
+	Links []string
+	// VLANID and VLANLink describe a VLAN on top of another entry's ID.
+	VLANID   int
+	VLANLink string
+	// Params are bond or bridge parameters, keyed by their v2 names.
+	Params map[string]string
+}
+
+// Route is one route. A zero Via means an on-link route.
+type Route struct {
+	To     netip.Prefix
+	Via    netip.Addr
+	Metric int
+	Table  int
+}
+
+// DNS is a list of resolvers and search domains.
+type DNS struct {
+	Nameservers []netip.Addr
+	Search      []string
+}
