@@ -1,0 +1,232 @@
+// Package wire encodes and decodes the bytes of the SmartOS metadata
+// protocol: V2 frames (length, CRC32, request ID, base64 payload) and V1
+// dot-stuffed bodies. It is shared by the client (package mdata) and the
+// simulated host (package mdatatest) so that both speak exactly one format.
+package wire
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"strconv"
+)
+
+// Response and request codes.
+const (
+	CodeSuccess  = "SUCCESS"
+	CodeNotFound = "NOTFOUND"
+	CodeFailure  = "FAILURE"
+	CodeGet      = "GET"
+	CodeKeys     = "KEYS"
+	CodePut      = "PUT"
+	CodeDelete   = "DELETE"
+)
+
+// Lines the host sends outside V2 frames.
+const (
+	InvalidCommand = "invalid command"
+	V2OK           = "V2_OK"
+	Negotiate      = "NEGOTIATE V2"
+)
+
+// Frame is one V2 message. Payload holds the decoded payload bytes; a nil
+// Payload means the frame carries none (an empty payload is sent as none,
+// as the host agent does).
+type Frame struct {
+	RequestID string
+	Code      string
+	Payload   []byte
+}
+
+// Append appends f to dst as it goes on the wire: "V2 <len> <crc> <body>\n".
+func (f Frame) Append(dst []byte) []byte {
+	body := make([]byte, 0, len(f.RequestID)+len(f.Code)+2+base64.StdEncoding.EncodedLen(len(f.Payload)))
+	body = append(body, f.RequestID...)
+	body = append(body, ' ')
+	body = append(body, f.Code...)
+	if len(f.Payload) > 0 {
+		body = append(body, ' ')
+		body = base64.StdEncoding.AppendEncode(body, f.Payload)
+	}
+	dst = append(dst, "V2 "...)
+	dst = strconv.AppendInt(dst, int64(len(body)), 10)
+	dst = append(dst, ' ')
+	dst = AppendCRC(dst, body)
+	dst = append(dst, ' ')
+	dst = append(dst, body...)
+	return append(dst, '\n')
+}
+
+// AppendCRC appends the IEEE CRC32 of body as exactly eight lower-case hex
+// digits, the only form the host agent accepts.
+func AppendCRC(dst, body []byte) []byte {
+	const hexdigits = "0123456789abcdef"
+	c := crc32.ChecksumIEEE(body)
+	for shift := 28; shift >= 0; shift -= 4 {
+		dst = append(dst, hexdigits[(c>>uint(shift))&0xf])
+	}
+	return dst
+}
+
+// Errors from ParseFrame. They all mean "not a frame for us": the caller
+// skips the line.
+var (
+	ErrNotFrame   = errors.New("not a V2 frame")
+	ErrLength     = errors.New("body length does not match")
+	ErrCRC        = errors.New("CRC32 does not match")
+	ErrBadBody    = errors.New("malformed frame body")
+	ErrBadPayload = errors.New("payload is not valid base64")
+)
+
+// ParseFrame parses one line (without its trailing "\n"; a trailing "\r" is
+// ignored) as a V2 frame and checks its length and CRC. The request ID must
+// be eight hex digits and the code one upper-case word.
+func ParseFrame(line []byte) (Frame, error) {
+	line = bytes.TrimSuffix(line, []byte("\r"))
+	rest, ok := bytes.CutPrefix(line, []byte("V2 "))
+	if !ok {
+		return Frame{}, ErrNotFrame
+	}
+	lenField, rest, ok := bytes.Cut(rest, []byte(" "))
+	if !ok || !isDecimal(lenField) {
+		return Frame{}, ErrNotFrame
+	}
+	crcField, body, ok := bytes.Cut(rest, []byte(" "))
+	if !ok || len(crcField) != 8 {
+		return Frame{}, ErrNotFrame
+	}
+	n, err := strconv.Atoi(string(lenField))
+	if err != nil || n != len(body) || n == 0 {
+		return Frame{}, ErrLength
+	}
+	want, err := strconv.ParseUint(string(crcField), 16, 32)
+	if err != nil {
+		return Frame{}, ErrNotFrame
+	}
+	if uint32(want) != crc32.ChecksumIEEE(body) {
+		return Frame{}, ErrCRC
+	}
+	fields := bytes.Split(body, []byte(" "))
+	if len(fields) < 2 || len(fields) > 3 || !IsRequestID(fields[0]) || !isCode(fields[1]) {
+		return Frame{}, ErrBadBody
+	}
+	f := Frame{RequestID: string(fields[0]), Code: string(fields[1])}
+	if len(fields) == 3 {
+		if len(fields[2]) == 0 {
+			return Frame{}, ErrBadBody
+		}
+		p, err := base64.StdEncoding.Strict().DecodeString(string(fields[2]))
+		if err != nil {
+			return Frame{}, ErrBadPayload
+		}
+		f.Payload = p
+	}
+	return f, nil
+}
+
+func isDecimal(b []byte) bool {
+	if len(b) == 0 || len(b) > 10 {
+		return false
+	}
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// IsRequestID reports whether b is eight lower-case hex digits.
+func IsRequestID(b []byte) bool {
+	if len(b) != 8 {
+		return false
+	}
+	for _, c := range b {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func isCode(b []byte) bool {
+	if len(b) == 0 {
+		return false
+	}
+	for _, c := range b {
+		if !(c >= 'A' && c <= 'Z' || c == '_' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// NewRequestID returns eight lower-case hex digits from the system's random
+// source.
+func NewRequestID() string {
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		// crypto/rand does not fail on Linux; keep IDs well-formed anyway.
+		panic(fmt.Sprintf("mdata: reading random request ID: %v", err))
+	}
+	return fmt.Sprintf("%08x", binary.BigEndian.Uint32(b[:]))
+}
+
+// PutPayload builds the inner PUT payload: base64(key) + " " + base64(value).
+// Frame.Append encodes it once more, giving the protocol's double encoding.
+func PutPayload(key string, value []byte) []byte {
+	p := base64.StdEncoding.AppendEncode(nil, []byte(key))
+	p = append(p, ' ')
+	return base64.StdEncoding.AppendEncode(p, value)
+}
+
+// AppendV1Body appends value as a V1 body: every line that starts with "."
+// gets one more ".", then "\n.\n" ends it.
+func AppendV1Body(dst, value []byte) []byte {
+	for {
+		line, rest, more := bytes.Cut(value, []byte("\n"))
+		if len(line) > 0 && line[0] == '.' {
+			dst = append(dst, '.')
+		}
+		dst = append(dst, line...)
+		dst = append(dst, '\n')
+		if !more {
+			break
+		}
+		value = rest
+	}
+	return append(dst, ".\n"...)
+}
+
+// V1Body collects the lines of a V1 body. Unlike the reference C client it
+// keeps leading empty lines, so it returns exactly what the host sent.
+type V1Body struct {
+	buf   []byte
+	lines int
+}
+
+// Line adds one received line (without "\n") and reports whether it was the
+// terminating ".".
+func (b *V1Body) Line(line []byte) (done bool) {
+	if len(line) == 1 && line[0] == '.' {
+		return true
+	}
+	if b.lines > 0 {
+		b.buf = append(b.buf, '\n')
+	}
+	b.lines++
+	b.buf = append(b.buf, bytes.TrimPrefix(line, []byte("."))...)
+	return false
+}
+
+// Bytes returns the value collected so far.
+func (b *V1Body) Bytes() []byte {
+	if b.buf == nil {
+		return []byte{}
+	}
+	return b.buf
+}
