@@ -1,0 +1,77 @@
+// Command seedkeeper is the guest-side metadata agent. Invoked as
+// mdata-get, mdata-put, mdata-delete or mdata-list it acts as that tool.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// version is stamped at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	os.Exit(run(os.Args, os.Stdin, os.Stdout, os.Stderr))
+}
+
+// command is one seedkeeper subcommand.
+type command struct {
+	summary string
+	run     func(args []string, stdout, stderr io.Writer) int
+}
+
+func commands() map[string]command {
+	return map[string]command{
+		"mdata": {"get, put, delete or list metadata keys (as the mdata-* tools)", func(args []string, stdout, stderr io.Writer) int {
+			return runMdataSub(args, os.Stdin, stdout, stderr)
+		}},
+		"version": {"print the version", func(args []string, stdout, stderr io.Writer) int {
+			fmt.Fprintln(stdout, "seedkeeper", version)
+			return exitOK
+		}},
+	}
+}
+
+func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	name := filepath.Base(argv[0])
+	if tool, ok := strings.CutPrefix(name, "mdata-"); ok && isMdataTool(tool) {
+		return runMdataTool(tool, argv[0], argv[1:], stdin, stdout, stderr)
+	}
+	if len(argv) < 2 {
+		usage(stderr)
+		return exitUsage
+	}
+	switch argv[1] {
+	case "-h", "--help", "help":
+		usage(stdout)
+		return exitOK
+	case "--version", "-version":
+		fmt.Fprintln(stdout, "seedkeeper", version)
+		return exitOK
+	}
+	cmd, ok := commands()[argv[1]]
+	if !ok {
+		fmt.Fprintf(stderr, "seedkeeper: unknown command %q\n", argv[1])
+		usage(stderr)
+		return exitUsage
+	}
+	return cmd.run(argv[2:], stdout, stderr)
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintf(w, "seedkeeper %s: the guest-side metadata agent\n\nUsage: seedkeeper COMMAND [ARGS]\n\nCommands:\n", version)
+	cmds := commands()
+	names := make([]string, 0, len(cmds))
+	for n := range cmds {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", n, cmds[n].summary)
+	}
+	fmt.Fprintf(w, "\nInvoked as mdata-get, mdata-put, mdata-delete or mdata-list it acts as that tool.\nRun \"seedkeeper COMMAND --help\" for a command's options.\n")
+}

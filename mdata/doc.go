@@ -1,0 +1,31 @@
+// Package mdata is a client for the SmartOS/Triton metadata protocol: it
+// asks the host agent for instance metadata over the VM's second serial port
+// (KVM and bhyve guests), over the zone's unix socket (native and LX zones)
+// or over vsock.
+//
+// A Client never returns a wrong value and never gives up on its own. Each
+// session follows the reference client: open the port, take the same fcntl
+// write lock as mdata-client and cloud-init, drain stale input, send a bare
+// "\n" and require "invalid command", then "NEGOTIATE V2" (falling back to
+// V1 for GET and KEYS). Every read has a deadline; on any timeout, I/O error
+// or unexpected line the port is closed, reopened and the request is sent
+// again with a fresh request ID. V2 replies with a bad length or CRC or
+// another request ID (stale replies from a killed client) are skipped.
+//
+// The three answers a host can give are kept apart: ErrNotFound (the key
+// does not exist; never retried), a *HostError (FAILURE, with the host's
+// message) and a value, possibly empty. How long to wait is the caller's
+// decision, through the context: without a deadline a Client waits until
+// the host answers, as the reference tools do, logging progress every few
+// seconds.
+//
+// # Transports
+//
+// Detect picks the transport the way the reference tools do: a zone socket
+// if one exists, the serial port only when DMI says the machine is a SmartOS
+// guest. The environment variable SEEDKEEPER_MDATA overrides it:
+//
+//	serial:/dev/ttyS1
+//	unix:/native/.zonecontrol/metadata.sock
+//	vsock:CID:PORT
+package mdata

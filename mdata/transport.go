@@ -1,0 +1,95 @@
+package mdata
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Conn is one open connection to the host: a byte stream with read
+// deadlines. A Read past the deadline fails with an error that matches
+// os.ErrDeadlineExceeded. Close must unblock a pending Read.
+type Conn interface {
+	Read(p []byte) (int, error)
+	Write(p []byte) (int, error)
+	SetReadDeadline(t time.Time) error
+	Close() error
+}
+
+// Transport opens connections to the host.
+type Transport interface {
+	// Open returns a new connection. For a serial port it also takes the
+	// port's lock, released by Conn.Close.
+	Open(ctx context.Context) (Conn, error)
+	// Shared reports whether the line is shared by every process of the
+	// guest and outlives connections (a serial port), so that stale bytes
+	// must be drained before use. Sockets give each connection a clean
+	// session.
+	Shared() bool
+	// String names the transport as SEEDKEEPER_MDATA would: "serial:PATH",
+	// "unix:PATH", "vsock:CID:PORT".
+	String() string
+}
+
+// ParseTransport parses a transport in the form SEEDKEEPER_MDATA takes:
+// "serial:PATH", "unix:PATH" or "vsock:CID:PORT".
+func ParseTransport(s string) (Transport, error) {
+	kind, arg, ok := strings.Cut(s, ":")
+	if !ok || arg == "" {
+		return nil, fmt.Errorf("transport %q: want serial:PATH, unix:PATH or vsock:CID:PORT", s)
+	}
+	switch kind {
+	case "serial":
+		return Serial(arg), nil
+	case "unix":
+		return Unix(arg), nil
+	case "vsock":
+		cidS, portS, ok := strings.Cut(arg, ":")
+		cid, err1 := strconv.ParseUint(cidS, 10, 32)
+		port, err2 := strconv.ParseUint(portS, 10, 32)
+		if !ok || err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("transport %q: want vsock:CID:PORT with decimal CID and port", s)
+		}
+		return Vsock(uint32(cid), uint32(port)), nil
+	}
+	return nil, fmt.Errorf("transport %q: unknown kind %q (want serial, unix or vsock)", s, kind)
+}
+
+// Unix returns a transport over a unix stream socket, such as a zone's
+// /native/.zonecontrol/metadata.sock.
+func Unix(path string) Transport { return unixTransport(path) }
+
+type unixTransport string
+
+func (u unixTransport) String() string { return "unix:" + string(u) }
+func (u unixTransport) Shared() bool   { return false }
+
+func (u unixTransport) Open(ctx context.Context) (Conn, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "unix", string(u))
+	if err != nil {
+		return nil, classifyOpen(err)
+	}
+	return c.(*net.UnixConn), nil
+}
+
+// classifyOpen marks open errors that no retry can fix. A missing device or
+// socket is marked too; the client treats it as transient once the
+// transport has worked (a host agent restarting recreates its socket).
+func classifyOpen(err error) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission),
+		errors.Is(err, syscall.ENOTSOCK), errors.Is(err, syscall.ENOTTY):
+		return permanent(err)
+	}
+	return err
+}
+
+// isNotExist reports whether err says the device or socket is missing.
+func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
