@@ -1,0 +1,167 @@
+// Package config reads seedkeeper's configuration file,
+// /etc/seedkeeper/config.yaml. Every key has a default, so no file is
+// needed; a key the program does not know is an error (a typo must not be
+// silently ignored).
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"slices"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// DefaultPath is where the configuration file lives.
+const DefaultPath = "/etc/seedkeeper/config.yaml"
+
+// Config is the whole configuration.
+type Config struct {
+	// Sources are the metadata sources to detect, in order.
+	Sources []string `yaml:"sources"`
+
+	Mdata struct {
+		// Transport forces the mdata transport ("serial:/dev/ttyS1",
+		// "unix:PATH", "vsock:CID:PORT"); SEEDKEEPER_MDATA overrides it.
+		Transport string `yaml:"transport"`
+	} `yaml:"mdata"`
+
+	Boot struct {
+		// Wait bounds the wait for a detected mdata host at boot; zero
+		// waits as long as it takes (boot cannot go on without identity).
+		Wait Duration `yaml:"wait"`
+	} `yaml:"boot"`
+
+	Network struct {
+		// Owner is "seedkeeper" (apply and render the network ourselves)
+		// or "cloud-init" (hand it the network-config instead).
+		Owner string `yaml:"owner"`
+	} `yaml:"network"`
+
+	Events struct {
+		// Network lists the events that apply the network: boot,
+		// hotplug (boot-new-instance always applies).
+		Network []string `yaml:"network"`
+	} `yaml:"events"`
+
+	Hotplug struct {
+		// Drivers is the driver allowlist. It is kept raw: whether it is
+		// well formed is the allowlist's decision, and a malformed one
+		// allows nothing.
+		Drivers yaml.Node `yaml:"drivers"`
+	} `yaml:"hotplug"`
+
+	VMware struct {
+		// Redact clears guestinfo user-data and metadata after reading.
+		Redact bool `yaml:"redact"`
+	} `yaml:"vmware"`
+
+	// Path is the file this was read from; empty for the defaults.
+	Path string `yaml:"-"`
+}
+
+// Names accepted in sources, network.owner and events.network.
+var (
+	KnownSources = []string{"smartos", "vmware", "nocloud"}
+	KnownOwners  = []string{"seedkeeper", "cloud-init"}
+	KnownEvents  = []string{"boot-new-instance", "boot", "hotplug"}
+)
+
+// Default returns the configuration used when there is no file.
+func Default() *Config {
+	c := &Config{Sources: slices.Clone(KnownSources)}
+	c.Network.Owner = "seedkeeper"
+	c.Events.Network = []string{"boot", "hotplug"}
+	return c
+}
+
+// HotplugDriversSet reports whether the file sets hotplug.drivers.
+func (c *Config) HotplugDriversSet() bool { return c.Hotplug.Drivers.Kind != 0 }
+
+// HotplugDriversValue decodes hotplug.drivers into a plain value (a list
+// or a string) for the allowlist to judge.
+func (c *Config) HotplugDriversValue() (any, error) {
+	var v any
+	if err := c.Hotplug.Drivers.Decode(&v); err != nil {
+		return nil, fmt.Errorf("%s: hotplug.drivers: %w", c.Path, err)
+	}
+	return v, nil
+}
+
+// EventEnabled reports whether the network is applied on event ev.
+func (c *Config) EventEnabled(ev string) bool {
+	return ev == "boot-new-instance" || slices.Contains(c.Events.Network, ev)
+}
+
+// Load reads the file at path. A missing file gives the defaults. Any other
+// problem gives the defaults and an error that names the file, line and key:
+// the caller decides what may go on without it (the allowlist must then
+// allow nothing).
+func Load(path string) (*Config, error) {
+	c := Default()
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return c, nil
+	}
+	if err != nil {
+		return c, fmt.Errorf("reading configuration: %w", err)
+	}
+	n := Default()
+	n.Path = path
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(n); err != nil && !errors.Is(err, io.EOF) {
+		return c, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := n.validate(); err != nil {
+		return c, fmt.Errorf("%s: %w", path, err)
+	}
+	return n, nil
+}
+
+func (c *Config) validate() error {
+	for i, s := range c.Sources {
+		if !slices.Contains(KnownSources, s) {
+			return fmt.Errorf("sources[%d]: unknown source %q (want one of %v)", i, s, KnownSources)
+		}
+	}
+	if !slices.Contains(KnownOwners, c.Network.Owner) {
+		return fmt.Errorf("network.owner: %q is not one of %v", c.Network.Owner, KnownOwners)
+	}
+	for i, e := range c.Events.Network {
+		if !slices.Contains(KnownEvents, e) {
+			return fmt.Errorf("events.network[%d]: unknown event %q (want one of %v)", i, e, KnownEvents)
+		}
+	}
+	if c.Boot.Wait < 0 {
+		return fmt.Errorf("boot.wait: must not be negative")
+	}
+	return nil
+}
+
+// Duration is a time.Duration written as "90s", "5m" or a number of seconds.
+type Duration time.Duration
+
+// UnmarshalYAML accepts a Go duration string or a number of seconds.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	var secs float64
+	if err := n.Decode(&secs); err == nil {
+		*d = Duration(secs * float64(time.Second))
+		return nil
+	}
+	var s string
+	if err := n.Decode(&s); err != nil {
+		return fmt.Errorf("line %d: want a duration such as 90s", n.Line)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("line %d: %q is not a duration such as 90s", n.Line, s)
+	}
+	*d = Duration(v)
+	return nil
+}

@@ -1,0 +1,98 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func write(t *testing.T, s string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestMissingFileGivesDefaults(t *testing.T) {
+	c, err := Load(filepath.Join(t.TempDir(), "nope.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Network.Owner != "seedkeeper" || !c.EventEnabled("boot") || !c.EventEnabled("hotplug") ||
+		strings.Join(c.Sources, ",") != "smartos,vmware,nocloud" || c.HotplugDriversSet() {
+		t.Errorf("defaults = %+v", c)
+	}
+}
+
+func TestLoad(t *testing.T) {
+	c, err := Load(write(t, `
+sources: [nocloud]
+mdata: {transport: "serial:/dev/ttyS2"}
+boot: {wait: 90s}
+network: {owner: cloud-init}
+events: {network: [boot]}
+hotplug: {drivers: [virtio_net, e1000]}
+vmware: {redact: true}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Mdata.Transport != "serial:/dev/ttyS2" || time.Duration(c.Boot.Wait) != 90*time.Second ||
+		c.Network.Owner != "cloud-init" || c.EventEnabled("hotplug") || !c.EventEnabled("boot-new-instance") ||
+		!c.VMware.Redact || !c.HotplugDriversSet() {
+		t.Errorf("loaded = %+v", c)
+	}
+	v, err := c.HotplugDriversValue()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, ok := v.([]any); !ok || len(l) != 2 || l[0] != "virtio_net" {
+		t.Errorf("drivers = %#v", v)
+	}
+	c, err = Load(write(t, "boot: {wait: 30}\n"))
+	if err != nil || time.Duration(c.Boot.Wait) != 30*time.Second {
+		t.Errorf("wait as seconds: %v %v", c.Boot.Wait, err)
+	}
+}
+
+func TestLoadErrorsNameTheProblem(t *testing.T) {
+	for in, want := range map[string]string{
+		"hotplug: {driver: [e1000]}\n":     "field driver not found",
+		"network: {owner: me}\n":           `network.owner: "me"`,
+		"events: {network: [reboot]}\n":    `events.network[0]: unknown event "reboot"`,
+		"sources: [smartos, ec2]\n":        `sources[1]: unknown source "ec2"`,
+		"boot: {wait: soon}\n":             `"soon" is not a duration`,
+		"network: [\n":                     "yaml:",
+		"network: {owner: seedkeeper}\n\t": "yaml:",
+	} {
+		p := write(t, in)
+		c, err := Load(p)
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), p) {
+			t.Errorf("Load(%q) err = %v, want it to name %s and %q", in, err, p, want)
+		}
+		if c == nil || c.Path != "" || c.HotplugDriversSet() {
+			t.Errorf("Load(%q) on error returned %+v, want the defaults", in, c)
+		}
+	}
+}
+
+func FuzzLoad(f *testing.F) {
+	f.Add("hotplug: {drivers: [virtio_net]}\n")
+	f.Add("boot: {wait: 1e400}\n")
+	f.Add("events: {network: [boot, hotplug]}\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		p := filepath.Join(t.TempDir(), "c.yaml")
+		os.WriteFile(p, []byte(s), 0o644)
+		c, err := Load(p)
+		if c == nil {
+			t.Fatal("nil config")
+		}
+		if err == nil {
+			c.HotplugDriversValue()
+		}
+	})
+}
