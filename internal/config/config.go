@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"slices"
 	"time"
@@ -151,6 +152,9 @@ type Duration time.Duration
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	var secs float64
 	if err := n.Decode(&secs); err == nil {
+		if secs < 0 || secs > float64(math.MaxInt64/int64(time.Second)) || math.IsNaN(secs) {
+			return fmt.Errorf("line %d: %v seconds is out of range", n.Line, secs)
+		}
 		*d = Duration(secs * float64(time.Second))
 		return nil
 	}
