@@ -1,8 +1,17 @@
 // Package netcfg turns the network configuration found in instance metadata
 // (cloud-init network config v1 and v2, VMware guestinfo's network key and
-// SmartOS sdc:nics) into one model, plans it against the live links of this
-// machine, applies it through rtnetlink and renders it for systemd-networkd.
+// SmartOS sdc:nics) into one model, writes it back as cloud-init v1 for a
+// NoCloud seed and renders it for systemd-networkd; package netcfg/apply
+// plans it against the live links of this machine and applies it through
+// rtnetlink.
+//
+// Parse reads v1 and v2 documents (YAML or JSON, wrapped in "network:" or
+// not), ParseValue an already decoded one, FromSmartOS the sdc:nics,
+// sdc:routes and sdc:resolvers keys. Errors name the field:
+// config[2].subnets[0].address: "10.0.0.300/24" is not an IP address.
 //
 // Only NICs the configuration names by MAC (or by name where it has no MAC)
 // and whose driver is allowed are ever touched.
+//
+// The package is pure Go with no system calls: it builds on every GOOS.
 package netcfg

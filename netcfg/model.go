@@ -46,6 +46,12 @@ type Interface struct {
 	DHCP6     bool
 	// SLAAC asks for IPv6 stateless autoconfiguration (router advertisements).
 	SLAAC bool
+	// AcceptRA is an explicit accept-ra setting (v1 and v2 "accept-ra"), or
+	// nil when the configuration says nothing.
+	AcceptRA *bool
+	// DHCPMetric is the metric of routes learned by DHCPv4 (v1 "metric" on a
+	// dhcp subnet, v2 dhcp4-overrides.route-metric); 0 means the default.
+	DHCPMetric int
 
 	// Routes include default routes (To is 0.0.0.0/0 or ::/0) made from
 	// gateways.
@@ -57,7 +63,9 @@ type Interface struct {
 	// VLANID and VLANLink describe a VLAN on top of another entry's ID.
 	VLANID   int
 	VLANLink string
-	// Params are bond or bridge parameters, keyed by their v2 names.
+	// Params are bond or bridge parameters, keyed by their v2 names. Lists
+	// (arp-ip-target) are space-separated; per-port maps (path-cost,
+	// port-priority) are "port=value" pairs, space-separated.
 	Params map[string]string
 }
 

@@ -1,0 +1,90 @@
+package netcfg_test
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/seedkeeper/seedkeeper/netcfg"
+)
+
+func ExampleParse() {
+	// A Proxmox VE seed's network-config (cloud-init network config v1).
+	seed := []byte(`version: 1
+config:
+    - type: physical
+      name: eth0
+      mac_address: 'bc:24:11:aa:bb:01'
+      subnets:
+      - type: static
+        address: '192.0.2.10'
+        netmask: '255.255.255.0'
+        gateway: '192.0.2.1'
+      - type: ipv6_slaac
+    - type: nameserver
+      address:
+      - '192.0.2.53'
+`)
+	c, err := netcfg.Parse(seed)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	eth0 := c.ByMAC("BC:24:11:AA:BB:01")
+	fmt.Println(eth0.Name, eth0.Addresses, eth0.SLAAC)
+	fmt.Println(eth0.Routes[0].To, "via", eth0.Routes[0].Via)
+	fmt.Println(c.DNS.Nameservers)
+
+	_, err = netcfg.Parse([]byte("version: 1\nconfig:\n- {type: physical, name: eth0, subnets: [{type: static, address: 10.0.0.300/24}]}\n"))
+	fmt.Println(err)
+	// Output:
+	// eth0 [192.0.2.10/24] true
+	// 0.0.0.0/0 via 192.0.2.1
+	// [192.0.2.53]
+	// config[0].subnets[0].address: "10.0.0.300/24" is not an IP address
+}
+
+func ExampleRenderNetworkd() {
+	c, err := netcfg.Parse([]byte(`version: 2
+ethernets:
+  net0:
+    match: {macaddress: "bc:24:11:aa:bb:01"}
+    set-name: eth0
+    addresses: [192.0.2.10/24]
+    routes: [{to: default, via: 192.0.2.1, metric: 100}]
+    nameservers: {addresses: [192.0.2.53], search: [example.lan]}
+`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	files, err := netcfg.RenderNetworkd(c, nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	var names []string
+	for name := range files {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		fmt.Printf("--- %s\n%s", name, files[name])
+	}
+	// Output:
+	// --- 10-seedkeeper-net0.network
+	// # Written by seedkeeper; changes will be overwritten.
+	//
+	// [Match]
+	// MACAddress=bc:24:11:aa:bb:01
+	// Type=ether
+	//
+	// [Network]
+	// DHCP=no
+	// Address=192.0.2.10/24
+	// DNS=192.0.2.53
+	// Domains=example.lan
+	//
+	// [Route]
+	// Gateway=192.0.2.1
+	// Metric=100
+}

@@ -1,0 +1,77 @@
+package netcfg
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// checkAccepted is what every accepted configuration must allow: MarshalV1
+// works, Parse reads its output back, and the v1 form is a fixed point.
+func checkAccepted(t *testing.T, c *Config) {
+	t.Helper()
+	out, err := c.MarshalV1()
+	if err != nil {
+		t.Fatalf("MarshalV1: %v\n%+v", err, c)
+	}
+	back, err := Parse(out)
+	if err != nil {
+		t.Fatalf("re-Parse: %v\n%s", err, out)
+	}
+	again, err := back.MarshalV1()
+	if err != nil || string(again) != string(out) {
+		t.Fatalf("MarshalV1 not a fixed point (%v):\n%s\n---\n%s", err, out, again)
+	}
+	if _, err := RenderNetworkd(c, nil); err != nil {
+		t.Fatalf("RenderNetworkd: %v", err)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	for _, fx := range validFixtures(f) {
+		if !fx.smarts {
+			f.Add(fx.data)
+		}
+	}
+	for _, s := range []string{
+		"version: 1\nconfig:\n- type: nameserver\n",
+		"network: {config: disabled}",
+		"version: 2\nethernets: {eth0: {addresses: ['10.0.0.1/8'], routes: [{to: default, via: '::1'}]}}",
+		"version: 1\nconfig: [{type: physical, name: a, subnets: [{type: static, address: '::', netmask: 'ffff::'}]}]",
+		"version: 2\nbonds: {b: {interfaces: [x], parameters: {path-cost: {x: 5}}}}",
+		"version: 2\nbonds: {b: {interfaces: [x], parameters: {foo_bar: 1, mode: 4, gratuitious-arp: 2}}}",
+		"version: 2\nbridges: {br: {interfaces: [e], parameters: {path-cost: [a, b], stp: on}}}",
+		"version: 2\nethernets: {a: {set-name: b}, c: {match: {}, routes: [{to: default}], accept-ra: yes}}",
+		"version: 1\nconfig: [{type: physical, name: e, accept-ra: 'yes'}, {type: nameserver, interface: e, search: x}]",
+		"version: 1\nconfig: [{type: bond, name: b, bond_interfaces: [], params: {mode: 1, bond_miimon: 5}, subnets: [{type: manual, routes: [{network: 10.0.0.0/8}]}]}]",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := Parse(data)
+		if err != nil {
+			return
+		}
+		checkAccepted(t, c)
+	})
+}
+
+func FuzzFromSmartOS(f *testing.F) {
+	for _, fx := range validFixtures(f) {
+		if !fx.smarts {
+			continue
+		}
+		var sc sdcCase
+		if err := json.Unmarshal(fx.data, &sc); err != nil {
+			f.Fatal(err)
+		}
+		f.Add([]byte(sc.Nics), []byte(sc.Routes), []byte(sc.Resolvers), sc.DNSDomain)
+	}
+	f.Add([]byte(`[{"interface":"net0","ips":["addrconf","dhcp","::1/128"],"primary":"true","gateways":["::2"]}]`), []byte(`null`), []byte(`[]`), "")
+	f.Fuzz(func(t *testing.T, nics, routes, resolvers []byte, domain string) {
+		c, err := FromSmartOS(nics, routes, resolvers, domain)
+		if err != nil {
+			return
+		}
+		checkAccepted(t, c)
+	})
+}

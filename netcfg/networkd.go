@@ -1,0 +1,369 @@
+package netcfg
+
+import (
+	"bytes"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Header is the first line of every file RenderNetworkd and
+// RenderResolvConf write.
+const Header = "# Written by seedkeeper; changes will be overwritten."
+
+// RenderNetworkd renders the interfaces for which owned returns true (all
+// of them when owned is nil) as systemd-networkd files for
+// /run/systemd/network/: file name → content. Each link gets
+// 10-seedkeeper-<id>.network; bonds, bridges and VLANs also get a .netdev.
+//
+//   - Physical links are matched by MAC address (with Type=ether, so that a
+//     bond or VLAN that inherits the MAC does not match too), by name or
+//     glob where the configuration has no MAC, and by driver if it asks.
+//   - Bond and bridge members get Bond=/Bridge= and no addresses of their
+//     own; a VLAN's parent gets VLAN=.
+//   - Global DNS goes on every owned link that can reach a default router
+//     (a static gateway, DHCP or SLAAC), or on every link with addresses
+//     if none can. A global route goes on the first owned link whose
+//     addresses contain its gateway, else the first with addresses.
+//
+// The output is deterministic: same configuration, same bytes.
+func RenderNetworkd(c *Config, owned func(*Interface) bool) (map[string][]byte, error) {
+	if owned == nil {
+		owned = func(*Interface) bool { return true }
+	}
+	var links []*Interface
+	for i := range c.Interfaces {
+		if ifc := &c.Interfaces[i]; owned(ifc) {
+			links = append(links, ifc)
+		}
+	}
+
+	// Where global DNS and routes go.
+	var dnsLinks []*Interface
+	for _, ifc := range links {
+		if c.Master(ifc) == nil && (hasDefaultRoute(ifc) || ifc.DHCP4 || ifc.DHCP6 || ifc.SLAAC) {
+			dnsLinks = append(dnsLinks, ifc)
+		}
+	}
+	if len(dnsLinks) == 0 {
+		for _, ifc := range links {
+			if c.Master(ifc) == nil && ifc.HasL3() {
+				dnsLinks = append(dnsLinks, ifc)
+			}
+		}
+	}
+	extraRoutes := map[*Interface][]Route{}
+	for _, r := range c.Routes {
+		var best *Interface
+		for _, ifc := range links {
+			if c.Master(ifc) != nil || !ifc.HasL3() {
+				continue
+			}
+			if best == nil {
+				best = ifc
+			}
+			if r.Via.IsValid() && containsAddr(ifc.Addresses, r.Via) {
+				best = ifc
+				break
+			}
+		}
+		if best != nil {
+			extraRoutes[best] = append(extraRoutes[best], r)
+		}
+	}
+
+	files := map[string][]byte{}
+	for _, ifc := range links {
+		base := "10-seedkeeper-" + fileSafe(ifc.ID)
+		if _, dup := files[base+".network"]; dup {
+			return nil, fmt.Errorf("render networkd: two links map to file %s.network", base)
+		}
+		var extraDNS DNS
+		if slices.Contains(dnsLinks, ifc) {
+			extraDNS = c.DNS
+		}
+		files[base+".network"] = renderNetwork(c, ifc, extraDNS, extraRoutes[ifc])
+		if ifc.Kind != Physical {
+			files[base+".netdev"] = renderNetdev(ifc)
+		}
+	}
+	return files, nil
+}
+
+func hasDefaultRoute(ifc *Interface) bool {
+	for _, r := range ifc.Routes {
+		if r.To.Bits() == 0 && r.Via.IsValid() {
+			return true
+		}
+	}
+	return false
+}
+
+func containsAddr(prefixes []netip.Prefix, a netip.Addr) bool {
+	for _, p := range prefixes {
+		if p.Masked().Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// fileSafe keeps a file name to letters, digits, '.', '-' and '_'.
+func fileSafe(id string) string {
+	b := []byte(id)
+	for i, ch := range b {
+		if !(ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' || ch == '.' || ch == '-' || ch == '_') {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}
+
+// ini writes INI sections in the order they are opened.
+type ini struct{ bytes.Buffer }
+
+func (w *ini) section(name string) {
+	w.WriteString("\n[" + name + "]\n")
+}
+
+func (w *ini) kv(k, v string) {
+	w.WriteString(k + "=" + v + "\n")
+}
+
+func renderNetwork(c *Config, ifc *Interface, extraDNS DNS, extraRoutes []Route) []byte {
+	w := &ini{}
+	w.WriteString(Header + "\n")
+	w.section("Match")
+	switch {
+	case ifc.Kind != Physical:
+		w.kv("Name", ifc.LinkName())
+	case ifc.MAC != "":
+		w.kv("MACAddress", ifc.MAC)
+		w.kv("Type", "ether")
+	case ifc.MatchName != "":
+		w.kv("Name", ifc.MatchName)
+	case ifc.MatchDriver == "":
+		w.kv("Name", ifc.LinkName())
+	}
+	if ifc.Kind == Physical && ifc.MatchDriver != "" {
+		w.kv("Driver", ifc.MatchDriver)
+	}
+	if ifc.MTU != 0 {
+		w.section("Link")
+		w.kv("MTUBytes", strconv.Itoa(ifc.MTU))
+	}
+
+	w.section("Network")
+	master := c.Master(ifc)
+	if master != nil {
+		// A member carries no addresses of its own.
+		if master.Kind == Bond {
+			w.kv("Bond", master.LinkName())
+			if p := master.Params["primary"]; p != "" && (p == ifc.ID || p == ifc.LinkName()) {
+				w.kv("PrimarySlave", "yes")
+			}
+		} else {
+			w.kv("Bridge", master.LinkName())
+		}
+		w.kv("DHCP", "no")
+		w.kv("LinkLocalAddressing", "no")
+		w.kv("IPv6AcceptRA", "no")
+	} else {
+		dhcp := "no"
+		switch {
+		case ifc.DHCP4 && ifc.DHCP6:
+			dhcp = "yes"
+		case ifc.DHCP4:
+			dhcp = "ipv4"
+		case ifc.DHCP6:
+			dhcp = "ipv6"
+		}
+		w.kv("DHCP", dhcp)
+		switch {
+		case ifc.SLAAC || ifc.DHCP6 || (ifc.AcceptRA != nil && *ifc.AcceptRA):
+			// DHCPv6 starts from a router advertisement, and the IPv6
+			// default route comes from one.
+			w.kv("IPv6AcceptRA", "yes")
+		case ifc.AcceptRA != nil:
+			w.kv("IPv6AcceptRA", "no")
+		}
+		for _, a := range ifc.Addresses {
+			w.kv("Address", a.String())
+		}
+		dns := DNS{
+			Nameservers: dedupe(slices.Concat(ifc.DNS.Nameservers, extraDNS.Nameservers)),
+			Search:      dedupe(slices.Concat(ifc.DNS.Search, extraDNS.Search)),
+		}
+		for _, ns := range dns.Nameservers {
+			w.kv("DNS", ns.String())
+		}
+		if len(dns.Search) > 0 {
+			w.kv("Domains", strings.Join(dns.Search, " "))
+		}
+	}
+	for _, v := range c.VLANs(ifc) {
+		w.kv("VLAN", v.LinkName())
+	}
+	if master == nil {
+		if ifc.DHCP4 && ifc.DHCPMetric != 0 {
+			w.section("DHCPv4")
+			w.kv("RouteMetric", strconv.Itoa(ifc.DHCPMetric))
+		}
+		for _, r := range slices.Concat(ifc.Routes, extraRoutes) {
+			w.section("Route")
+			if r.To.Bits() != 0 || !r.Via.IsValid() {
+				w.kv("Destination", r.To.String())
+			}
+			if r.Via.IsValid() {
+				w.kv("Gateway", r.Via.String())
+				if !r.Via.IsLinkLocalUnicast() && !containsAddr(ifc.Addresses, r.Via) && !dynamicFor(ifc, r.Via) {
+					// A gateway outside every address (a /32 with a
+					// gateway beside it) is reachable on the link only.
+					w.kv("GatewayOnLink", "yes")
+				}
+			} else {
+				w.kv("Scope", "link")
+			}
+			if r.Metric != 0 {
+				w.kv("Metric", strconv.Itoa(r.Metric))
+			}
+			if r.Table != 0 {
+				w.kv("Table", strconv.Itoa(r.Table))
+			}
+		}
+	}
+	return w.Bytes()
+}
+
+// dynamicFor reports whether the link gets addresses of the gateway's
+// family from DHCP or SLAAC, which may well contain the gateway.
+func dynamicFor(ifc *Interface, gw netip.Addr) bool {
+	if gw.Is4() {
+		return ifc.DHCP4
+	}
+	return ifc.DHCP6 || ifc.SLAAC
+}
+
+// networkd names for netplan bond parameters; ms: a plain number means
+// milliseconds, s: seconds.
+var bondKeys = map[string]struct{ key, unit string }{
+	"mode":                    {"Mode", ""},
+	"lacp-rate":               {"LACPTransmitRate", ""},
+	"mii-monitor-interval":    {"MIIMonitorSec", "ms"},
+	"min-links":               {"MinLinks", ""},
+	"transmit-hash-policy":    {"TransmitHashPolicy", ""},
+	"ad-select":               {"AdSelect", ""},
+	"arp-interval":            {"ARPIntervalSec", "ms"},
+	"arp-ip-target":           {"ARPIPTargets", ""},
+	"arp-validate":            {"ARPValidate", ""},
+	"arp-all-targets":         {"ARPAllTargets", ""},
+	"up-delay":                {"UpDelaySec", "ms"},
+	"down-delay":              {"DownDelaySec", "ms"},
+	"fail-over-mac-policy":    {"FailOverMACPolicy", ""},
+	"gratuitous-arp":          {"GratuitousARP", ""},
+	"packets-per-slave":       {"PacketsPerSlave", ""},
+	"primary-reselect-policy": {"PrimaryReselectPolicy", ""},
+	"resend-igmp":             {"ResendIGMP", ""},
+	"learn-packet-interval":   {"LearnPacketIntervalSec", "s"},
+	"all-slaves-active":       {"AllSlavesActive", "bool"},
+}
+
+var bridgeKeys = map[string]struct{ key, unit string }{
+	"stp":           {"STP", "bool"},
+	"forward-delay": {"ForwardDelaySec", "s"},
+	"hello-time":    {"HelloTimeSec", "s"},
+	"max-age":       {"MaxAgeSec", "s"},
+	"ageing-time":   {"AgeingTimeSec", "s"},
+	"priority":      {"Priority", ""},
+}
+
+// bondModes are the numeric bonding modes of the kernel.
+var bondModes = []string{"balance-rr", "active-backup", "balance-xor", "broadcast", "802.3ad", "balance-tlb", "balance-alb"}
+
+func renderNetdev(ifc *Interface) []byte {
+	w := &ini{}
+	w.WriteString(Header + "\n")
+	w.section("NetDev")
+	w.kv("Name", ifc.LinkName())
+	w.kv("Kind", string(ifc.Kind))
+	if ifc.MTU != 0 {
+		w.kv("MTUBytes", strconv.Itoa(ifc.MTU))
+	}
+	if ifc.MAC != "" {
+		w.kv("MACAddress", ifc.MAC)
+	}
+	switch ifc.Kind {
+	case VLAN:
+		w.section("VLAN")
+		w.kv("Id", strconv.Itoa(ifc.VLANID))
+	case Bond:
+		writeParams(w, "Bond", ifc.Params, bondKeys)
+	case Bridge:
+		writeParams(w, "Bridge", ifc.Params, bridgeKeys)
+	}
+	return w.Bytes()
+}
+
+// writeParams writes the parameters networkd knows as section sec, and
+// the others as comments.
+func writeParams(w *ini, sec string, params map[string]string, keys map[string]struct{ key, unit string }) {
+	var skipped []string
+	opened := false
+	for _, k := range sortedKeys(params) {
+		v := params[k]
+		nk, ok := keys[k]
+		if !ok {
+			skipped = append(skipped, k)
+			continue
+		}
+		switch nk.unit {
+		case "ms", "s":
+			if _, err := strconv.Atoi(v); err == nil {
+				v += nk.unit
+			}
+		case "bool":
+			if b, ok := parseBoolText(v); ok {
+				v = "no"
+				if b {
+					v = "yes"
+				}
+			}
+		}
+		if nk.key == "Mode" {
+			if n, err := strconv.Atoi(v); err == nil && n >= 0 && n < len(bondModes) {
+				v = bondModes[n]
+			}
+		}
+		if !opened {
+			w.section(sec)
+			opened = true
+		}
+		w.kv(nk.key, v)
+	}
+	for _, k := range skipped {
+		if k == "primary" || k == "path-cost" || k == "port-priority" {
+			continue // rendered on the members, or not at all
+		}
+		w.WriteString("# not rendered: " + k + "=" + params[k] + "\n")
+	}
+}
+
+// RenderResolvConf renders dns as /etc/resolv.conf, for systems that do
+// not run systemd-resolved: at most three nameservers (the resolver's
+// limit) and one search line.
+func RenderResolvConf(dns DNS) []byte {
+	var b bytes.Buffer
+	b.WriteString(Header + "\n")
+	for i, ns := range dedupe(slices.Clone(dns.Nameservers)) {
+		if i == 3 {
+			break
+		}
+		b.WriteString("nameserver " + ns.String() + "\n")
+	}
+	if s := dedupe(slices.Clone(dns.Search)); len(s) > 0 {
+		b.WriteString("search " + strings.Join(s, " ") + "\n")
+	}
+	return b.Bytes()
+}
