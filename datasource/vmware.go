@@ -1,0 +1,577 @@
+package datasource
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/seedkeeper/seedkeeper/internal/sysroot"
+	"github.com/seedkeeper/seedkeeper/netcfg"
+)
+
+// VMware guestinfo: the metadata, userdata and vendordata keys of the VM's
+// extraConfig, read the way cloud-init's VMware datasource reads them
+// (reference cloud-init.md §1): the envvar transport first, then
+// vmware-rpctool with vmtoolsd as the fallback.
+
+// ErrBadNetworkDrivers wraps every error of ParseNetworkDrivers: the
+// metadata's network-drivers value is not a list of driver names. An
+// allowlist built from such a value must allow nothing.
+var ErrBadNetworkDrivers = errors.New("bad network-drivers")
+
+// VMwareOptions configures ReadVMware. The zero value reads the real
+// machine through the tools in $PATH and does not redact.
+type VMwareOptions struct {
+	// Root is where system files (/sys/class/dmi/id/...) are read from.
+	Root sysroot.Root
+	// Runner runs vmware-rpctool and vmtoolsd; nil means ExecRunner{}
+	// ($PATH, DefaultToolTimeout per call).
+	Runner CommandRunner
+	// Getenv reads the environment for the envvar transport; nil means
+	// os.Getenv.
+	Getenv func(string) string
+
+	// Redact wipes the guestinfo keys after a successful read, as
+	// cloud-init's redaction does: every value key that had content,
+	// and every key the metadata lists under "redact" (or the legacy
+	// "cleanup-guestinfo"), is set to "---" and its ".encoding" key to
+	// one space, with info-set through the tool that did the reading.
+	// The envvar transport is never redacted.
+	//
+	// It is off by default, and then even the metadata's own redact list
+	// is not acted on: seedkeeper reads guestinfo again on every boot
+	// and on every hotplug event to find the current network config,
+	// and after a redaction those reads find nothing, so BOOT and
+	// HOTPLUG could no longer configure the network. Turn it on when
+	// keeping user-data away from unprivileged guest users (any of them
+	// can run vmware-rpctool) matters more than later re-reads.
+	Redact bool
+
+	// Log receives what the reader decided; nil discards. Values are
+	// never logged.
+	Log *slog.Logger
+}
+
+func (o *VMwareOptions) runner() CommandRunner {
+	if o.Runner != nil {
+		return o.Runner
+	}
+	return ExecRunner{}
+}
+
+func (o *VMwareOptions) getenv() func(string) string {
+	if o.Getenv != nil {
+		return o.Getenv
+	}
+	return os.Getenv
+}
+
+func (o *VMwareOptions) logger() *slog.Logger {
+	if o.Log != nil {
+		return o.Log
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// DetectVMware reports cheaply, without running any tool, whether this
+// looks like a VMware guest, and why: the DMI product name under root
+// contains "vmware" (any case), or the envvar transport is set in this
+// process's environment (VMX_GUESTINFO and one of
+// VMX_GUESTINFO_{METADATA,USERDATA,VENDORDATA}).
+func DetectVMware(root sysroot.Root) (bool, string) {
+	if os.Getenv("VMX_GUESTINFO") != "" {
+		for _, k := range guestinfoValueKeys {
+			if name := envGuestinfoName(k); os.Getenv(name) != "" {
+				return true, "VMX_GUESTINFO and " + name + " are set"
+			}
+		}
+	}
+	return vmwarePlatform(root)
+}
+
+// vmwarePlatform is cloud-init's is_vmware_platform check.
+func vmwarePlatform(root sysroot.Root) (bool, string) {
+	name, err := vmwareDMI(root, "product_name")
+	if err != nil {
+		return false, err.Error()
+	}
+	if !strings.Contains(strings.ToLower(name), "vmware") {
+		return false, fmt.Sprintf("DMI product_name %q is not VMware", name)
+	}
+	return true, fmt.Sprintf("DMI product_name %q", name)
+}
+
+// ReadVMware reads VMware guestinfo into one Metadata.
+//
+// The envvar transport is tried first (VMX_GUESTINFO non-empty); then, on
+// a VMware platform (DMI product_name), guestinfo through vmware-rpctool,
+// or through vmtoolsd when vmware-rpctool is missing or fails on any key
+// (the whole query is then read again with vmtoolsd). The result is an
+// error wrapping ErrNoSource when this is not VMware, when neither tool is
+// installed (also wrapping ErrNoVMwareTools), or when guestinfo.metadata,
+// .userdata and .vendordata are all absent, empty or "---". A tool that
+// fails is a *ToolError; a value that does not decode, or a metadata
+// document that does not parse, is an error naming the key. Unlike
+// cloud-init, a gzip+base64 value that is not gzip is an error rather than
+// silently used as it is.
+//
+// The instance ID is the metadata's instance-id (trimmed); when that is
+// absent or empty it is the DMI product_uuid, lower-cased, and
+// InstanceIDDefaulted is set. MachineID is always the DMI product_uuid.
+func ReadVMware(ctx context.Context, opt VMwareOptions) (*Metadata, error) {
+	log := opt.logger()
+	raw := readGuestinfoEnv(opt.getenv())
+	if raw == nil {
+		ok, why := vmwarePlatform(opt.Root)
+		if !ok {
+			return nil, fmt.Errorf("vmware: %w: %s", ErrNoSource, why)
+		}
+		log.Debug("vmware platform", "reason", why)
+		var err error
+		raw, err = queryGuestinfo(ctx, opt.runner(), log)
+		if err != nil {
+			return nil, fmt.Errorf("vmware: %w", err)
+		}
+		if len(raw.values) == 0 {
+			return nil, fmt.Errorf("vmware: %w: guestinfo.metadata, guestinfo.userdata and guestinfo.vendordata are all empty", ErrNoSource)
+		}
+	}
+	log.Info("vmware guestinfo read", "transport", raw.transport, "keys", strings.Join(raw.items, ","))
+
+	md, err := vmwareMetadata(raw, opt.Root, log)
+	if err != nil {
+		return nil, fmt.Errorf("vmware: %w", err)
+	}
+
+	asked := vmwareRedactList(md.MetaData, log)
+	switch {
+	case raw.transport == TransportEnvvar:
+	case opt.Redact:
+		redactGuestinfo(ctx, guestinfoTool{name: raw.transport, r: opt.runner(), log: log}, raw, asked, log)
+	case len(asked) > 0:
+		log.Info("metadata asks to redact guestinfo keys; not redacting because redaction is off",
+			"keys", strings.Join(asked, ","))
+	}
+	return md, nil
+}
+
+// vmwareMetadata decodes the raw values and builds the Metadata.
+func vmwareMetadata(raw *rawGuestinfo, root sysroot.Root, log *slog.Logger) (*Metadata, error) {
+	doc, err := raw.decode("metadata", log)
+	if err != nil {
+		return nil, err
+	}
+	md := &Metadata{
+		Source: SourceVMware,
+		Origin: Origin{Transport: raw.transport, Items: raw.items},
+	}
+	if md.UserData, err = raw.decode("userdata", log); err != nil {
+		return nil, err
+	}
+	if md.VendorData, err = raw.decode("vendordata", log); err != nil {
+		return nil, err
+	}
+	if err := applyVMwareMetaData(md, doc, log); err != nil {
+		return nil, fmt.Errorf("%s: %w", raw.name("metadata"), err)
+	}
+
+	uuid, err := vmwareDMI(root, "product_uuid")
+	if err != nil {
+		log.Warn("no machine identity", "err", err)
+	}
+	md.MachineID = strings.ToLower(uuid)
+	if md.InstanceID == "" {
+		if md.MachineID == "" {
+			return nil, fmt.Errorf("%s has no instance-id and the DMI product_uuid cannot be read: %w", raw.name("metadata"), err)
+		}
+		md.InstanceID = md.MachineID
+		md.InstanceIDDefaulted = true
+		log.Info("no instance-id in the metadata; using the DMI product_uuid", "instance_id", md.InstanceID)
+	}
+	return md, nil
+}
+
+// applyVMwareMetaData parses the metadata document (JSON, else YAML) and
+// fills md's instance ID, hostname, keys, network and driver allowlist.
+func applyVMwareMetaData(md *Metadata, doc []byte, log *slog.Logger) error {
+	m, err := parseVMwareDoc(doc)
+	if err != nil {
+		return err
+	}
+	md.MetaData = m
+	if v, ok := m["instance-id"]; ok && v != nil {
+		s, ok := vmwareScalar(v)
+		if !ok {
+			return fmt.Errorf("instance-id: want a string, got %s", vmwareKind(v))
+		}
+		md.InstanceID = strings.TrimSpace(s)
+	}
+	if v, ok := m["local-hostname"]; ok && v != nil {
+		s, ok := vmwareScalar(v)
+		if !ok {
+			return fmt.Errorf("local-hostname: want a string, got %s", vmwareKind(v))
+		}
+		md.Hostname = strings.TrimSpace(s)
+	}
+	for _, k := range []string{"public-keys-data", "public_keys_data", "public-keys", "public_keys"} {
+		if v, ok := m[k]; ok {
+			if md.PublicKeys, err = vmwarePublicKeys(v); err != nil {
+				return fmt.Errorf("%s: %w", k, err)
+			}
+			break
+		}
+	}
+	if md.NetworkConfigRaw, err = vmwareNetworkRaw(m); err != nil {
+		return fmt.Errorf("network: %w", err)
+	}
+	if md.NetworkConfigRaw != nil {
+		if nm, ok := m["network"].(map[string]any); ok {
+			md.Network, err = netcfg.ParseValue(nm)
+		} else {
+			md.Network, err = netcfg.Parse(md.NetworkConfigRaw)
+		}
+		switch {
+		case errors.Is(err, netcfg.ErrDisabled):
+			log.Info("metadata network config is disabled; leaving the network alone")
+			md.Network = nil
+		case err != nil:
+			return fmt.Errorf("network: %w", err)
+		}
+	}
+	if v, ok := m["network-drivers"]; ok {
+		md.NetworkDriversSet = true
+		md.NetworkDrivers, err = ParseNetworkDrivers(v)
+		if err != nil {
+			// nil drivers with NetworkDriversSet: the allowlist allows nothing.
+			md.NetworkDrivers = nil
+			log.Warn("hotplug will allow no driver", "err", err)
+		}
+	}
+	return nil
+}
+
+// parseVMwareDoc parses a metadata document as JSON, else as YAML. An
+// absent or null document is an empty mapping; anything else that is not
+// a mapping is an error.
+func parseVMwareDoc(doc []byte) (map[string]any, error) {
+	var v any
+	if len(bytes.TrimSpace(doc)) == 0 {
+		return map[string]any{}, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil || dec.More() {
+		v = nil
+		if err := yaml.Unmarshal(doc, &v); err != nil {
+			return nil, fmt.Errorf("not JSON or YAML: %w", err)
+		}
+	}
+	v = vmwareNormalize(v)
+	if v == nil {
+		return map[string]any{}, nil
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("document is %s, want a mapping", vmwareKind(v))
+	}
+	return m, nil
+}
+
+// vmwareNormalize turns decoded JSON or YAML into plain JSON-like values:
+// maps with string keys, []any, string, bool, int64/uint64/float64.
+func vmwareNormalize(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, e := range t {
+			t[k] = vmwareNormalize(e)
+		}
+		return t
+	case map[any]any:
+		m := make(map[string]any, len(t))
+		for k, e := range t {
+			m[fmt.Sprint(k)] = vmwareNormalize(e)
+		}
+		return m
+	case []any:
+		for i, e := range t {
+			t[i] = vmwareNormalize(e)
+		}
+		return t
+	case json.Number:
+		if i, err := t.Int64(); err == nil {
+			return i
+		}
+		if f, err := t.Float64(); err == nil {
+			return f
+		}
+		return t.String()
+	case int:
+		return int64(t)
+	case time.Time:
+		return t.Format(time.RFC3339Nano)
+	}
+	return v
+}
+
+// vmwareScalar renders a string or number as text.
+func vmwareScalar(v any) (string, bool) {
+	switch t := v.(type) {
+	case string:
+		return t, true
+	case int64:
+		return strconv.FormatInt(t, 10), true
+	case uint64:
+		return strconv.FormatUint(t, 10), true
+	case float64:
+		return strconv.FormatFloat(t, 'f', -1, 64), true
+	}
+	return "", false
+}
+
+// vmwareKind names the type of a decoded value for messages.
+func vmwareKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case map[string]any:
+		return "a mapping"
+	case []any:
+		return "a list"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case int64, uint64, float64:
+		return "a number"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// vmwarePublicKeys reads SSH keys given as a string (one per line), a
+// list, or a mapping of lists (or strings), taken in key order. Blank
+// entries are dropped.
+func vmwarePublicKeys(v any) ([]string, error) {
+	var keys []string
+	add := func(s string) {
+		for _, line := range strings.Split(s, "\n") {
+			if line = strings.TrimSpace(line); line != "" {
+				keys = append(keys, line)
+			}
+		}
+	}
+	addList := func(path string, l []any) error {
+		for i, e := range l {
+			s, ok := e.(string)
+			if !ok {
+				return fmt.Errorf("%s[%d]: want a string, got %s", path, i, vmwareKind(e))
+			}
+			add(s)
+		}
+		return nil
+	}
+	switch t := v.(type) {
+	case nil:
+	case string:
+		add(t)
+	case []any:
+		if err := addList("", t); err != nil {
+			return nil, err
+		}
+	case map[string]any:
+		names := make([]string, 0, len(t))
+		for k := range t {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			switch e := t[k].(type) {
+			case nil:
+			case string:
+				add(e)
+			case []any:
+				if err := addList(k, e); err != nil {
+					return nil, err
+				}
+			default:
+				return nil, fmt.Errorf("%s: want a string or a list, got %s", k, vmwareKind(e))
+			}
+		}
+	default:
+		return nil, fmt.Errorf("want a string, a list or a mapping, got %s", vmwareKind(v))
+	}
+	return keys, nil
+}
+
+// vmwareNetworkRaw returns the network document of the metadata, nil when
+// there is none: a mapping is encoded as JSON; a string is decoded with
+// "network.encoding".
+func vmwareNetworkRaw(m map[string]any) ([]byte, error) {
+	switch t := m["network"].(type) {
+	case nil:
+		return nil, nil
+	case map[string]any:
+		if len(t) == 0 {
+			return nil, nil
+		}
+		b, err := json.Marshal(t)
+		if err != nil { // e.g. a YAML .inf, which JSON cannot hold
+			b, err = yaml.Marshal(t)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return b, nil
+	case string:
+		if _, ok := cleanGuestinfoValue(t); !ok {
+			return nil, nil
+		}
+		var enc string
+		if e, ok := m["network.encoding"]; ok && e != nil {
+			es, ok := e.(string)
+			if !ok {
+				return nil, fmt.Errorf("network.encoding: want a string, got %s", vmwareKind(e))
+			}
+			enc, _ = cleanGuestinfoValue(es)
+		}
+		return decodeGuestinfo(enc, t)
+	default:
+		return nil, fmt.Errorf("want a mapping or an encoded string, got %s", vmwareKind(t))
+	}
+}
+
+// driverName is what a kernel driver name looks like (ethtool reports at
+// most 31 bytes).
+var driverName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,31}$`)
+
+// ParseNetworkDrivers reads a network-drivers metadata value: a list of
+// driver names, or one string of comma-separated names; each is trimmed
+// and duplicates are dropped. An empty list is valid and allows nothing.
+// Anything else (another type, a null, an empty or odd name) is an error
+// wrapping ErrBadNetworkDrivers, and must allow nothing either: a typo
+// must never open the hotplug gate.
+func ParseNetworkDrivers(v any) ([]string, error) {
+	var names []string
+	switch t := v.(type) {
+	case []any:
+		for i, e := range t {
+			s, ok := e.(string)
+			if !ok {
+				return nil, fmt.Errorf("%w: item %d is %s, want a driver name", ErrBadNetworkDrivers, i, vmwareKind(e))
+			}
+			names = append(names, s)
+		}
+	case []string:
+		names = append(names, t...)
+	case string:
+		names = strings.Split(t, ",")
+	default:
+		return nil, fmt.Errorf("%w: %s, want a list of driver names", ErrBadNetworkDrivers, vmwareKind(v))
+	}
+	drivers := make([]string, 0, len(names))
+	seen := map[string]bool{}
+	for i, n := range names {
+		n = strings.TrimSpace(n)
+		if !driverName.MatchString(n) {
+			return nil, fmt.Errorf("%w: item %d %q is not a driver name", ErrBadNetworkDrivers, i, n)
+		}
+		if !seen[n] {
+			seen[n] = true
+			drivers = append(drivers, n)
+		}
+	}
+	return drivers, nil
+}
+
+// NetworkDriversError explains why md's driver allowlist allows nothing
+// because the metadata's network-drivers value is malformed; it is nil
+// when the value is absent or valid. The error wraps ErrBadNetworkDrivers.
+func NetworkDriversError(md *Metadata) error {
+	if md == nil || !md.NetworkDriversSet {
+		return nil
+	}
+	v, ok := md.MetaData["network-drivers"]
+	if !ok {
+		return nil
+	}
+	_, err := ParseNetworkDrivers(v)
+	return err
+}
+
+// guestinfoKeyName is what a key listed for redaction may look like; a
+// space would make info-set write a different key.
+var guestinfoKeyName = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+
+// vmwareRedactList returns the keys the metadata asks to redact ("redact",
+// or the legacy "cleanup-guestinfo"): a list or a single name. Names that
+// cannot be keys are logged and left out.
+func vmwareRedactList(m map[string]any, log *slog.Logger) []string {
+	v, ok := m["redact"]
+	if !ok {
+		v = m["cleanup-guestinfo"]
+	}
+	var items []any
+	switch t := v.(type) {
+	case nil:
+		return nil
+	case []any:
+		items = t
+	default:
+		items = []any{t}
+	}
+	var keys []string
+	for _, e := range items {
+		s, ok := e.(string)
+		if !ok || !guestinfoKeyName.MatchString(s) {
+			log.Warn("ignoring a key to redact that is not a guestinfo key name", "key", fmt.Sprint(e))
+			continue
+		}
+		keys = append(keys, s)
+	}
+	return keys
+}
+
+// redactGuestinfo sets every value key that had content and every key in
+// asked to "---", and their encoding keys to one space. Failures are
+// logged: the data was read, and a failed clean-up does not change it.
+func redactGuestinfo(ctx context.Context, t guestinfoTool, raw *rawGuestinfo, asked []string, log *slog.Logger) {
+	var keys []string
+	seen := map[string]bool{}
+	for _, k := range append(vmwarePresentKeys(raw), asked...) {
+		if !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+	}
+	for _, k := range keys {
+		log.Info("redacting guestinfo key", "key", "guestinfo."+k, "tool", t.name)
+		if err := t.set(ctx, k, guestinfoEmpty); err != nil {
+			log.Error("redacting guestinfo key failed", "key", "guestinfo."+k, "err", err)
+		}
+		if err := t.set(ctx, k+".encoding", ""); err != nil {
+			log.Error("redacting guestinfo key failed", "key", "guestinfo."+k+".encoding", "err", err)
+		}
+	}
+}
+
+// vmwarePresentKeys lists the value keys that had content, in read order.
+func vmwarePresentKeys(raw *rawGuestinfo) []string {
+	var keys []string
+	for _, k := range guestinfoValueKeys {
+		if _, ok := raw.values[k]; ok {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}

@@ -1,0 +1,78 @@
+package datasource_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/seedkeeper/seedkeeper/datasource"
+	"github.com/seedkeeper/seedkeeper/internal/sysroot"
+)
+
+// The envvar transport needs neither a VMware platform nor the tools.
+func ExampleReadVMware() {
+	env := map[string]string{
+		"VMX_GUESTINFO":                   "1",
+		"VMX_GUESTINFO_METADATA":          "instance-id: vm-42\nlocal-hostname: web1\n",
+		"VMX_GUESTINFO_USERDATA":          "I2Nsb3VkLWNvbmZpZwo=",
+		"VMX_GUESTINFO_USERDATA_ENCODING": "base64",
+	}
+	md, err := datasource.ReadVMware(context.Background(), datasource.VMwareOptions{
+		Root:   "/nonexistent", // no DMI here: no machine identity
+		Getenv: func(k string) string { return env[k] },
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(md.Origin.Transport, md.InstanceID, md.Hostname)
+	fmt.Printf("%q\n", md.UserData)
+	// Output:
+	// envvar vm-42 web1
+	// "#cloud-config\n"
+}
+
+// A CommandRunner stands in for vmware-rpctool here; it answers the way
+// the real tool does.
+func ExampleRunnerFunc() {
+	root, _ := os.MkdirTemp("", "vmware-example")
+	defer os.RemoveAll(root)
+	dmi := filepath.Join(root, "sys/class/dmi/id")
+	os.MkdirAll(dmi, 0o755)
+	os.WriteFile(filepath.Join(dmi, "product_name"), []byte("VMware7,1\n"), 0o644)
+
+	vmx := map[string]string{"guestinfo.metadata": `{"instance-id": "i-7", "network-drivers": "vmxnet3"}`}
+	rpctool := datasource.RunnerFunc(func(_ context.Context, argv []string) (datasource.CommandResult, error) {
+		key := strings.TrimPrefix(argv[len(argv)-1], "info-get ")
+		if v, ok := vmx[key]; ok {
+			return datasource.CommandResult{Stdout: []byte(v + "\n")}, nil
+		}
+		return datasource.CommandResult{Stderr: []byte("No value found\n"), ExitCode: 1}, nil
+	})
+	md, err := datasource.ReadVMware(context.Background(), datasource.VMwareOptions{
+		Root:   sysroot.Root(root),
+		Runner: rpctool,
+		Getenv: func(string) string { return "" },
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(md.Origin.Transport, md.InstanceID, md.NetworkDrivers)
+	// Output: vmware-rpctool i-7 [vmxnet3]
+}
+
+func ExampleParseNetworkDrivers() {
+	drivers, err := datasource.ParseNetworkDrivers("vmxnet3, e1000e")
+	fmt.Println(drivers, err)
+
+	// A typo allows nothing.
+	drivers, err = datasource.ParseNetworkDrivers("vmxnet3 e1000e")
+	fmt.Println(drivers == nil, errors.Is(err, datasource.ErrBadNetworkDrivers))
+	// Output:
+	// [vmxnet3 e1000e] <nil>
+	// true true
+}

@@ -1,0 +1,167 @@
+package datasource
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/base64"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/seedkeeper/seedkeeper/internal/sysroot"
+)
+
+// stubVMX is a VM's guestinfo served by the stub vmware-rpctool and
+// vmtoolsd scripts in testdata/vmware, run through the real ExecRunner.
+type stubVMX struct {
+	t    testing.TB
+	dir  string // guestinfo.KEY files
+	bin  string // the stub tools installed
+	log  string // the stubs' call log
+	root sysroot.Root
+	env  []string
+}
+
+const stubProductUUID = "4213ABCD-1234-5678-9ABC-DEF012345678"
+
+// newStubVMX installs the named tools (ToolRPCTool, ToolVMToolsd) in a
+// fresh bin directory and makes a root whose DMI says VMware.
+func newStubVMX(t testing.TB, tools ...string) *stubVMX {
+	t.Helper()
+	base := t.TempDir()
+	s := &stubVMX{
+		t:    t,
+		dir:  filepath.Join(base, "guestinfo"),
+		bin:  filepath.Join(base, "bin"),
+		log:  filepath.Join(base, "calls.log"),
+		root: sysroot.Root(filepath.Join(base, "root")),
+	}
+	for _, d := range []string{s.dir, s.bin} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range append(tools, "guestinfo-stub.sh") {
+		b, err := os.ReadFile(filepath.Join("..", "testdata", "vmware", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(s.bin, name), b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.dmi("product_name", "VMware7,1\n")
+	s.dmi("product_uuid", stubProductUUID+"\n")
+	s.env = append(os.Environ(), "GUESTINFO_DIR="+s.dir, "GUESTINFO_LOG="+s.log)
+	return s
+}
+
+func (s *stubVMX) dmi(name, val string) {
+	p := s.root.Path("/sys/class/dmi/id/" + name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		s.t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(val), 0o644); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// set puts a guestinfo key (without the "guestinfo." prefix) in the VMX.
+func (s *stubVMX) set(key, val string) {
+	if err := os.WriteFile(filepath.Join(s.dir, "guestinfo."+key), []byte(val), 0o644); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// get returns what the VMX holds for key now.
+func (s *stubVMX) get(key string) string {
+	b, err := os.ReadFile(filepath.Join(s.dir, "guestinfo."+key))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return string(b)
+}
+
+// calls returns the argv of every tool run so far, "|"-joined.
+func (s *stubVMX) calls() []string {
+	b, err := os.ReadFile(s.log)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+}
+
+func (s *stubVMX) runner() ExecRunner {
+	return ExecRunner{Path: s.bin, Env: s.env}
+}
+
+func (s *stubVMX) options() VMwareOptions {
+	return VMwareOptions{
+		Root:   s.root,
+		Runner: s.runner(),
+		Getenv: func(string) string { return "" },
+	}
+}
+
+func (s *stubVMX) read() (*Metadata, error) {
+	s.t.Helper()
+	return ReadVMware(context.Background(), s.options())
+}
+
+func (s *stubVMX) mustRead() *Metadata {
+	s.t.Helper()
+	md, err := s.read()
+	if err != nil {
+		s.t.Fatalf("ReadVMware: %v", err)
+	}
+	return md
+}
+
+func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+func gzb64(s string) string {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write([]byte(s))
+	zw.Close()
+	return base64.StdEncoding.EncodeToString(buf.Bytes())
+}
+
+// logBuffer collects slog output for assertions.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+func (l *logBuffer) logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// noRunner fails the test when any tool is run.
+func noRunner(t *testing.T) CommandRunner {
+	return RunnerFunc(func(_ context.Context, argv []string) (CommandResult, error) {
+		t.Errorf("unexpected command %q", argv)
+		return CommandResult{}, os.ErrInvalid
+	})
+}
+
+func discardLog() *slog.Logger { return (&VMwareOptions{}).logger() }
