@@ -29,6 +29,7 @@ func commands() map[string]command {
 		"mdata": {"get, put, delete or list metadata keys (as the mdata-* tools)", func(args []string, stdout, stderr io.Writer) int {
 			return runMdataSub(args, os.Stdin, stdout, stderr)
 		}},
+		"net": {"plan or apply a network configuration on this machine's links", runNet},
 		"version": {"print the version", func(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stdout, "seedkeeper", version)
 			return exitOK

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/seedkeeper/seedkeeper/internal/sysroot"
+	"github.com/seedkeeper/seedkeeper/netcfg"
+	"github.com/seedkeeper/seedkeeper/netcfg/apply"
+)
+
+// Exit codes of "seedkeeper net": 0 done, exitError (2) error, and this one.
+const exitNetPartial = 4
+
+// netDefaultDrivers is the allowlist on KVM, Proxmox and bhyve (DESIGN.md,
+// "Events"), used when --drivers is not given.
+const netDefaultDrivers = "virtio_net,e1000,e1000e,vmxnet3"
+
+// netReceiptPath is where the receipt of what seedkeeper added lives.
+const netReceiptPath = "/var/lib/seedkeeper/network-receipt.json"
+
+const netUsage = `Usage: seedkeeper net plan  --config FILE [--drivers LIST] [--root DIR]
+       seedkeeper net apply --config FILE [--drivers LIST] [--root DIR]
+
+plan prints, and apply makes, the changes that bring the NICs seedkeeper
+owns on this machine to the network configuration in FILE (cloud-init
+network config version 1 or 2, YAML or JSON, with or without a top-level
+"network:" key). One line per operation, for example
+  eth0 (bc:24:11:aa:bb:02): add address 192.0.2.10/24
+
+A NIC is owned when its MAC (or, for an entry without a MAC, its name) is in
+the configuration and its driver is on the allowlist. Other links are never
+read beyond the link list and never changed. Addresses and routes already
+present are left alone; the only ones removed are those seedkeeper added
+(recorded in the receipt, ` + netReceiptPath + `)
+and the configuration no longer has. DHCP and SLAAC are not configured here
+(the systemd-networkd files do that); their links are only brought up.
+Running apply twice with the same configuration changes nothing the second
+time.
+
+Options:
+  --config FILE   the network configuration (required)
+  --drivers LIST  comma-separated driver allowlist for this run
+                  (default ` + netDefaultDrivers + `);
+                  an empty list allows nothing
+  --root DIR      read and write the receipt under DIR instead of /; the
+                  links changed are always those of this network namespace
+
+Exit status:
+  0  done, or nothing to do
+  2  error: bad arguments, an unreadable configuration or receipt, or
+     links that could not be read (nothing was changed); or, after apply,
+     a receipt that could not be saved
+  4  apply only: some operations failed and the others were applied; each
+     failure is printed with its operation
+`
+
+// runNet implements "seedkeeper net plan|apply".
+func runNet(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, netUsage)
+		return exitError
+	}
+	sub := args[0]
+	switch sub {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, netUsage)
+		return exitOK
+	case "plan", "apply":
+	default:
+		fmt.Fprintf(stderr, "seedkeeper net: unknown command %q (want plan or apply)\n", sub)
+		return exitError
+	}
+
+	fs := flag.NewFlagSet("seedkeeper net "+sub, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	config := fs.String("config", "", "")
+	drivers := fs.String("drivers", netDefaultDrivers, "")
+	root := fs.String("root", "", "")
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, netUsage)
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "seedkeeper net %s: %v\n", sub, err)
+		return exitError
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "seedkeeper net %s: unexpected argument %q\n", sub, fs.Arg(0))
+		return exitError
+	}
+	if *config == "" {
+		fmt.Fprintf(stderr, "seedkeeper net %s: --config FILE is required\n", sub)
+		return exitError
+	}
+	fail := func(err error) int {
+		fmt.Fprintf(stderr, "seedkeeper net %s: %v\n", sub, err)
+		return exitError
+	}
+
+	cfg, err := netReadConfig(*config)
+	if err != nil {
+		return fail(err)
+	}
+	var names []string
+	for _, d := range strings.Split(*drivers, ",") {
+		if d = strings.TrimSpace(d); d != "" {
+			names = append(names, d)
+		}
+	}
+	if len(names) == 0 {
+		fmt.Fprintf(stderr, "seedkeeper net %s: the driver allowlist is empty: no NIC will be touched\n", sub)
+	}
+	receipt := sysroot.Root(*root).Path(netReceiptPath)
+	rc, err := apply.LoadReceipt(receipt)
+	if err != nil {
+		return fail(fmt.Errorf("%w (it records what seedkeeper added; move it aside to start afresh, and seedkeeper forgets what to clean up)", err))
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	h, err := apply.Open()
+	if err != nil {
+		return fail(err)
+	}
+	defer h.Close()
+	p, err := h.Plan(ctx, cfg, apply.Drivers(names...), rc)
+	if err != nil {
+		return fail(err)
+	}
+	if sub == "plan" {
+		fmt.Fprint(stdout, p)
+		return exitOK
+	}
+
+	res, applyErr := h.Apply(ctx, p)
+	for _, o := range res.Ops {
+		if o.Err != nil {
+			fmt.Fprintf(stdout, "FAILED %s: %v\n", o.Op, o.Err)
+		} else {
+			fmt.Fprintf(stdout, "done   %s\n", o.Op)
+		}
+	}
+	if len(res.Ops) == 0 {
+		fmt.Fprintln(stdout, "no changes")
+	}
+	for _, n := range p.Notes {
+		fmt.Fprintln(stdout, "note: "+n)
+	}
+	if _, err := res.Receipt.Save(receipt); err != nil {
+		return fail(err)
+	}
+	if applyErr != nil {
+		fmt.Fprintf(stderr, "seedkeeper net apply: %v\n", applyErr)
+		if errors.Is(applyErr, apply.ErrPartial) {
+			return exitNetPartial
+		}
+		return exitError
+	}
+	return exitOK
+}
+
+// netReadConfig reads and parses the configuration file; a configuration
+// that says {config: disabled} is nil, "leave the network alone".
+func netReadConfig(path string) (*netcfg.Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading network configuration: %w", err)
+	}
+	cfg, err := netcfg.Parse(data)
+	if errors.Is(err, netcfg.ErrDisabled) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading network configuration %s: %w", path, err)
+	}
+	return cfg, nil
+}

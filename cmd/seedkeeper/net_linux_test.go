@@ -1,0 +1,116 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+)
+
+// inNewNetns runs the rest of the test on a locked thread inside a new
+// named network namespace, deleted (and the thread returned) at cleanup.
+func inNewNetns(t *testing.T) *netlink.Handle {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to create network namespaces: run `sudo make test`")
+	}
+	runtime.LockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		runtime.UnlockOSThread()
+		t.Fatal(err)
+	}
+	name := fmt.Sprintf("sknet-%d", os.Getpid())
+	ns, err := netns.NewNamed(name)
+	if err != nil {
+		orig.Close()
+		runtime.UnlockOSThread()
+		t.Skipf("cannot create network namespace %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		if err := netns.Set(orig); err != nil {
+			t.Errorf("returning to own namespace: %v", err) // thread stays locked and dies
+			return
+		}
+		orig.Close()
+		ns.Close()
+		netns.DeleteNamed(name)
+		runtime.UnlockOSThread()
+	})
+	nh, err := netlink.NewHandleAt(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nh.Delete)
+	return nh
+}
+
+func TestIntegrationNetPlanApply(t *testing.T) {
+	nh := inNewNetns(t)
+	mac, _ := net.ParseMAC("bc:24:11:aa:bb:01")
+	peer, _ := net.ParseMAC("bc:24:11:00:00:01")
+	if err := nh.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "ens4", HardwareAddr: mac}, PeerName: "p4", PeerHardwareAddr: peer}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "network-config")
+	write := func(gw string) {
+		os.WriteFile(cfgPath, []byte(`version: 2
+ethernets:
+  lan:
+    match: {macaddress: "BC:24:11:AA:BB:01"}
+    set-name: eth0
+    addresses: [192.0.2.10/24]
+    gateway4: `+gw+`
+`), 0o644)
+	}
+	write("192.0.2.1")
+	root := filepath.Join(dir, "root")
+	base := []string{"--config", cfgPath, "--drivers", "veth", "--root", root}
+
+	code, out, errs := runNetCapture(append([]string{"plan"}, base...)...)
+	if code != 0 || !strings.Contains(out, "ens4 (bc:24:11:aa:bb:01): rename ens4 -> eth0\n") {
+		t.Fatalf("plan = %d\n%s%s", code, out, errs)
+	}
+	if _, err := os.Stat(filepath.Join(root, netReceiptPath)); !os.IsNotExist(err) {
+		t.Errorf("plan wrote the receipt (%v)", err)
+	}
+
+	code, out, errs = runNetCapture(append([]string{"apply"}, base...)...)
+	if code != 0 || !strings.Contains(out, "done   eth0 (bc:24:11:aa:bb:01): add route default via 192.0.2.1\n") {
+		t.Fatalf("apply = %d\n%s%s", code, out, errs)
+	}
+	if _, err := nh.LinkByName("eth0"); err != nil {
+		t.Errorf("eth0 after apply: %v", err)
+	}
+	receipt, err := os.ReadFile(filepath.Join(root, netReceiptPath))
+	if err != nil || !strings.Contains(string(receipt), `"192.0.2.10/24"`) {
+		t.Errorf("receipt = %s (%v)", receipt, err)
+	}
+
+	code, out, _ = runNetCapture(append([]string{"apply"}, base...)...)
+	if code != 0 || out != "no changes\n" {
+		t.Errorf("second apply = %d %q, want 0 \"no changes\"", code, out)
+	}
+
+	// The default driver list does not allow veth: nothing is owned.
+	code, out, _ = runNetCapture("plan", "--config", cfgPath, "--root", root)
+	if code != 0 || !strings.Contains(out, `eth0 (bc:24:11:aa:bb:01): driver "veth" is not allowed`) {
+		t.Errorf("plan with default drivers = %d %q", code, out)
+	}
+
+	write("203.0.113.1")
+	code, out, errs = runNetCapture(append([]string{"apply"}, base...)...)
+	if code != exitNetPartial ||
+		!strings.Contains(out, "FAILED eth0 (bc:24:11:aa:bb:01): add route default via 203.0.113.1: network is unreachable\n") ||
+		!strings.Contains(out, "done   eth0 (bc:24:11:aa:bb:01): remove route default via 192.0.2.1") ||
+		!strings.Contains(errs, "network applied partially: 1 of 2 operations failed") {
+		t.Errorf("apply with unreachable gateway = %d\nstdout %s\nstderr %s", code, out, errs)
+	}
+}

@@ -1,0 +1,429 @@
+package apply
+
+import (
+	"fmt"
+	"maps"
+	"net"
+	"net/netip"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/seedkeeper/seedkeeper/netcfg"
+)
+
+// Allowlist reports whether seedkeeper may manage a NIC run by the given
+// kernel driver. A nil Allowlist allows nothing.
+type Allowlist func(driver string) bool
+
+// Drivers returns the Allowlist of exactly the named drivers. With no names
+// it allows nothing.
+func Drivers(names ...string) Allowlist {
+	set := make(map[string]bool, len(names))
+	for _, n := range names {
+		if n != "" {
+			set[n] = true
+		}
+	}
+	return func(driver string) bool { return set[driver] }
+}
+
+// Allows reports whether driver is allowed; an empty driver never is.
+func (a Allowlist) Allows(driver string) bool {
+	return a != nil && driver != "" && a(driver)
+}
+
+// Link is the live state of one link, as read from the kernel.
+type Link struct {
+	Index int
+	Name  string
+	// MAC is lower-case and colon-separated.
+	MAC string
+	MTU int
+	// Up is the administrative state (IFF_UP); OperUp the operational one.
+	Up     bool
+	OperUp bool
+	// Driver comes from ETHTOOL_GDRVINFO and is read only for links the
+	// configuration selects; "" when unknown.
+	Driver string
+	// Addresses and Routes are read only for owned links. Routes carry
+	// Table 0 for the main table.
+	Addresses []netip.Prefix
+	Routes    []netcfg.Route
+}
+
+// normMAC returns s in lower-case colon form, or "" when it is not a MAC.
+func normMAC(s string) string {
+	hw, err := net.ParseMAC(s)
+	if err != nil {
+		return ""
+	}
+	return hw.String()
+}
+
+// selects reports whether the configured interface ifc, whose MAC in
+// normal form is mac, selects live link l, ignoring drivers. An entry with a MAC matches by MAC only; one without
+// matches by match.name (a glob), else by its name or ID. A link that
+// already carries the name the entry asks for matches too, so a second run
+// after a rename still finds it.
+func selects(ifc *netcfg.Interface, mac string, l *Link) bool {
+	if ifc.Kind != netcfg.Physical && ifc.Kind != "" {
+		return false
+	}
+	if ifc.MAC != "" {
+		return mac == l.MAC && mac != ""
+	}
+	if ifc.Name != "" && l.Name == ifc.Name {
+		return true
+	}
+	if ifc.MatchName != "" {
+		ok, err := path.Match(ifc.MatchName, l.Name)
+		return err == nil && ok
+	}
+	if ifc.MatchDriver != "" {
+		return false // driver-only matches are not applied live
+	}
+	return ifc.ID != "" && l.Name == ifc.ID
+}
+
+// candidates returns the indexes into live of the links some physical
+// entry of cfg selects: the only links whose driver is worth reading.
+func candidates(cfg *netcfg.Config, live []Link) []int {
+	macs := configMACs(cfg)
+	var out []int
+	for i := range live {
+		for j := range cfg.Interfaces {
+			if selects(&cfg.Interfaces[j], macs[j], &live[i]) {
+				out = append(out, i)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// configMACs returns the MAC of each interface of cfg in normal form.
+func configMACs(cfg *netcfg.Config) []string {
+	macs := make([]string, len(cfg.Interfaces))
+	for j, ifc := range cfg.Interfaces {
+		macs[j] = normMAC(ifc.MAC)
+	}
+	return macs
+}
+
+func label(ifc *netcfg.Interface) string {
+	switch {
+	case ifc.ID != "":
+		return ifc.ID
+	case ifc.Name != "":
+		return ifc.Name
+	case ifc.MAC != "":
+		return ifc.MAC
+	}
+	return "(unnamed)"
+}
+
+// owned is one configured interface and the live link it owns.
+type owned struct {
+	ifc  *netcfg.Interface
+	link *Link
+	name string // the name the link has once renames are done
+	// flushed is set when the link is renamed while up: taking it down
+	// drops its routes and IPv6 addresses.
+	flushed bool
+	routes  []netcfg.Route
+}
+
+// Diff plans cfg against the live links, keyed by MAC. live must carry the
+// driver of every link the configuration selects and the addresses and
+// routes of every link it owns (Handle.Plan reads exactly that). rc is the
+// receipt of earlier applies (nil for none). A nil cfg is "no network
+// configuration" and gives an empty plan.
+func Diff(cfg *netcfg.Config, live []Link, allow Allowlist, rc *Receipt) *Plan {
+	p := &Plan{receipt: rc.clone()}
+	if cfg == nil {
+		p.Notes = append(p.Notes, "no network configuration: leaving the network alone")
+		return p
+	}
+
+	// Select: which live link each physical entry owns.
+	macs := configMACs(cfg)
+	claims := map[int][]int{} // live index -> entries selecting it
+	sel := make([][]int, len(cfg.Interfaces))
+	for j := range cfg.Interfaces {
+		ifc := &cfg.Interfaces[j]
+		if ifc.Kind != netcfg.Physical && ifc.Kind != "" {
+			p.notef("%s: %s links are not applied live (they are rendered for systemd-networkd)", label(ifc), ifc.Kind)
+			continue
+		}
+		if ifc.MAC == "" && ifc.MatchName == "" && ifc.MatchDriver != "" {
+			p.notef("%s: matched by driver %s only, not applied live (no MAC or name to own it by)", label(ifc), ifc.MatchDriver)
+			continue
+		}
+		for i := range live {
+			if selects(ifc, macs[j], &live[i]) && (ifc.MatchDriver == "" || live[i].Driver == ifc.MatchDriver) {
+				sel[j] = append(sel[j], i)
+				claims[i] = append(claims[i], j)
+			}
+		}
+	}
+	var own []*owned
+	mentioned := map[string]bool{} // MACs the configuration speaks about
+	for j := range cfg.Interfaces {
+		if macs[j] != "" {
+			mentioned[macs[j]] = true
+		}
+		for _, i := range sel[j] {
+			mentioned[live[i].MAC] = true
+		}
+	}
+	for j := range cfg.Interfaces {
+		ifc := &cfg.Interfaces[j]
+		switch {
+		case ifc.Kind != netcfg.Physical && ifc.Kind != "":
+			continue
+		case len(sel[j]) == 0:
+			if ifc.MAC == "" && ifc.MatchName == "" && ifc.MatchDriver != "" {
+				continue
+			}
+			p.notef("%s: not present", label(ifc))
+			continue
+		case len(sel[j]) > 1:
+			var names []string
+			for _, i := range sel[j] {
+				names = append(names, live[i].Name)
+			}
+			p.notef("%s: matches %d links (%s); left alone", label(ifc), len(names), strings.Join(names, ", "))
+			continue
+		}
+		l := &live[sel[j][0]]
+		if c := claims[sel[j][0]]; len(c) > 1 {
+			if c[0] == j {
+				p.notef("%s (%s): selected by %d configuration entries; left alone", l.Name, l.MAC, len(c))
+			}
+			continue
+		}
+		if !allow.Allows(l.Driver) {
+			d := strconv.Quote(l.Driver)
+			if l.Driver == "" {
+				d = "unknown"
+			}
+			p.notef("%s (%s): driver %s is not allowed; left alone", l.Name, l.MAC, d)
+			continue
+		}
+		own = append(own, &owned{ifc: ifc, link: l, name: l.Name})
+	}
+	for _, mac := range slices.Sorted(maps.Keys(p.receipt.Links)) {
+		if !mentioned[mac] {
+			p.notef("%s: in the receipt but no longer configured; left as it is", mac)
+		}
+	}
+
+	p.planRenames(own, live)
+	for _, o := range own {
+		if o.ifc.MTU > 0 && o.ifc.MTU != o.link.MTU {
+			p.add(o, Op{Kind: SetMTU, MTU: o.ifc.MTU})
+		}
+	}
+	for _, o := range own {
+		if !o.link.Up {
+			p.add(o, Op{Kind: LinkUp})
+		}
+	}
+	p.assignRoutes(cfg, own)
+
+	// Removals of our stale objects first, so a changed address or route
+	// never collides with its old self; then additions.
+	var adds, addRoutes []Op
+	for _, o := range own {
+		prior := p.receipt.Links[o.link.MAC]
+		next := Added{}
+
+		liveAddrs := map[netip.Prefix]bool{}
+		for _, a := range o.link.Addresses {
+			if !(o.flushed && a.Addr().Is6()) {
+				liveAddrs[normPrefix(a)] = true
+			}
+		}
+		want := map[netip.Prefix]bool{}
+		for _, a := range o.ifc.Addresses {
+			a = normPrefix(a)
+			if want[a] {
+				continue
+			}
+			want[a] = true
+			switch {
+			case !liveAddrs[a]:
+				adds = append(adds, p.op(o, Op{Kind: AddAddress, Address: a}))
+			case slices.Contains(prior.Addresses, a):
+				next.Addresses = append(next.Addresses, a)
+			}
+		}
+
+		liveRoutes := map[netcfg.Route]bool{}
+		if !o.flushed {
+			for _, r := range o.link.Routes {
+				liveRoutes[normRoute(r)] = true
+			}
+		}
+		wantR := map[netcfg.Route]bool{}
+		for _, r := range o.routes {
+			r = normRoute(r)
+			if wantR[r] {
+				continue
+			}
+			wantR[r] = true
+			switch {
+			case !liveRoutes[r]:
+				addRoutes = append(addRoutes, p.op(o, Op{Kind: AddRoute, Route: r}))
+			case slices.Contains(prior.Routes, r):
+				next.Routes = append(next.Routes, r)
+			}
+		}
+		for _, r := range prior.Routes {
+			if !wantR[r] && liveRoutes[r] {
+				p.add(o, Op{Kind: RemoveRoute, Route: r})
+			}
+		}
+		for _, a := range prior.Addresses {
+			if !want[a] && liveAddrs[a] {
+				p.add(o, Op{Kind: RemoveAddress, Address: a})
+			}
+		}
+		p.receipt.set(o.link.MAC, next)
+	}
+	// Keep removals ordered routes-then-addresses across links.
+	slices.SortStableFunc(p.Ops, func(a, b Op) int { return int(a.Kind) - int(b.Kind) })
+	p.Ops = append(p.Ops, adds...)
+	p.Ops = append(p.Ops, addRoutes...)
+	return p
+}
+
+func (p *Plan) notef(format string, args ...any) {
+	p.Notes = append(p.Notes, fmt.Sprintf(format, args...))
+}
+
+func (p *Plan) op(o *owned, op Op) Op {
+	op.MAC, op.Index = o.link.MAC, o.link.Index
+	if op.Name == "" {
+		op.Name = o.name
+	}
+	return op
+}
+
+func (p *Plan) add(o *owned, op Op) { p.Ops = append(p.Ops, p.op(o, op)) }
+
+// planRenames orders the renames so that a link gives up a name before
+// another takes it, going through a temporary name to break a cycle (two
+// NICs swapping names). A name held by a link that is not being renamed is
+// left for Apply to report.
+func (p *Plan) planRenames(own []*owned, live []Link) {
+	holder := map[string]int{} // name -> live index
+	for _, l := range live {
+		holder[l.Name] = l.Index
+	}
+	type rename struct {
+		o        *owned
+		from, to string
+	}
+	var pending []*rename
+	for _, o := range own {
+		if o.ifc.Name != "" && o.ifc.Name != o.link.Name {
+			pending = append(pending, &rename{o: o, from: o.link.Name, to: o.ifc.Name})
+			o.name = o.ifc.Name
+			o.flushed = o.link.Up
+		}
+	}
+	emit := func(r *rename, to string) {
+		p.Ops = append(p.Ops, Op{Kind: Rename, MAC: r.o.link.MAC, Index: r.o.link.Index,
+			Name: r.from, NewName: to, wasUp: r.o.link.Up})
+		delete(holder, r.from)
+		holder[to] = r.o.link.Index
+		r.from = to
+	}
+	for len(pending) > 0 {
+		var blocked []*rename
+		for _, r := range pending {
+			if idx, taken := holder[r.to]; taken && idx != r.o.link.Index {
+				blocked = append(blocked, r)
+				continue
+			}
+			emit(r, r.to)
+		}
+		if len(blocked) == len(pending) {
+			// No progress: free the name the first one wants if a pending
+			// rename holds it, otherwise let Apply report the clash.
+			r := blocked[0]
+			var h *rename
+			for _, b := range blocked {
+				if holder[r.to] == b.o.link.Index {
+					h = b
+				}
+			}
+			if h == nil {
+				emit(r, r.to)
+				blocked = blocked[1:]
+			} else {
+				tmp := fmt.Sprintf("sktmp%d", h.o.link.Index)
+				for n := 0; ; n++ {
+					if _, taken := holder[tmp]; !taken {
+						break
+					}
+					tmp = fmt.Sprintf("sktmp%d-%d", h.o.link.Index, n)
+				}
+				emit(h, tmp)
+			}
+		}
+		pending = blocked
+	}
+}
+
+// assignRoutes gives every owned link its own routes plus the global routes
+// whose gateway lies in one of its configured subnets.
+func (p *Plan) assignRoutes(cfg *netcfg.Config, own []*owned) {
+	for _, o := range own {
+		o.routes = append(o.routes, o.ifc.Routes...)
+	}
+	for _, r := range cfg.Routes {
+		var to *owned
+		for _, o := range own {
+			for _, a := range o.ifc.Addresses {
+				if r.Via.IsValid() && a.Masked().Contains(r.Via.Unmap()) {
+					to = o
+					break
+				}
+			}
+			if to != nil {
+				break
+			}
+		}
+		if to == nil {
+			p.notef("route %s: no owned link has an address on the way to its gateway; not applied live", routeString(r))
+			continue
+		}
+		to.routes = append(to.routes, r)
+	}
+}
+
+// normPrefix unmaps IPv4-in-IPv6 addresses.
+func normPrefix(a netip.Prefix) netip.Prefix {
+	if a.Addr().Is4In6() && a.Bits() >= 96 {
+		return netip.PrefixFrom(a.Addr().Unmap(), a.Bits()-96)
+	}
+	return a
+}
+
+// normRoute gives a route the form the kernel reports: destination masked,
+// table 0 for main, metric 1024 for an IPv6 route asked for with metric 0.
+func normRoute(r netcfg.Route) netcfg.Route {
+	r.To = normPrefix(r.To).Masked()
+	r.Via = r.Via.Unmap()
+	if r.Table == 254 {
+		r.Table = 0
+	}
+	if r.Metric == 0 && r.To.Addr().Is6() {
+		r.Metric = 1024
+	}
+	return r
+}

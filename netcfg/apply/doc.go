@@ -1,0 +1,18 @@
+// Package apply brings the NICs seedkeeper owns to the state a
+// netcfg.Config describes: it reads the live links, addresses and routes of
+// one network namespace over rtnetlink (and each candidate NIC's driver
+// through ETHTOOL_GDRVINFO), plans the difference keyed by MAC, and applies
+// it with rtnetlink, remembering what it added in a Receipt.
+//
+// A link is owned only when its MAC matches a physical interface of the
+// configuration (or, where that entry names no MAC, its name matches) and its
+// driver is on the Allowlist. Nothing else is read beyond the link dump, and
+// nothing else is ever changed. Addresses and routes that are already present
+// are left alone; the only objects ever removed are those the Receipt says
+// seedkeeper added and the configuration no longer has. DHCP and SLAAC are
+// not configured here (the systemd-networkd render does that); their links
+// are only brought up.
+//
+// Plan and Apply work on Linux; elsewhere Open and OpenAt return an error.
+// Diff, Plan, Op and Receipt are plain data and work everywhere.
+package apply

@@ -1,0 +1,381 @@
+package apply
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"runtime"
+	"strings"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+
+	"github.com/seedkeeper/seedkeeper/netcfg"
+)
+
+// nlHandle is the part of *netlink.Handle this package uses; tests wrap a
+// real handle to inject dump interruptions.
+type nlHandle interface {
+	LinkList() ([]netlink.Link, error)
+	LinkByIndex(index int) (netlink.Link, error)
+	AddrList(link netlink.Link, family int) ([]netlink.Addr, error)
+	RouteListFiltered(family int, filter *netlink.Route, mask uint64) ([]netlink.Route, error)
+	LinkSetName(link netlink.Link, name string) error
+	LinkSetDown(link netlink.Link) error
+	LinkSetUp(link netlink.Link) error
+	LinkSetMTU(link netlink.Link, mtu int) error
+	AddrAdd(link netlink.Link, addr *netlink.Addr) error
+	AddrDel(link netlink.Link, addr *netlink.Addr) error
+	RouteAdd(route *netlink.Route) error
+	RouteDel(route *netlink.Route) error
+	Delete()
+}
+
+// Handle reads and changes the links of one network namespace. Use it from
+// one goroutine at a time.
+type Handle struct {
+	nl nlHandle
+	ns netns.NsHandle // our own copy
+	fd int            // AF_INET datagram socket in the namespace, for ethtool ioctls
+}
+
+// Open returns a Handle on the network namespace of the calling thread.
+func Open() (*Handle, error) {
+	ns, err := netns.Get()
+	if err != nil {
+		return nil, fmt.Errorf("opening network namespace: %w", err)
+	}
+	defer ns.Close()
+	return OpenAt(ns)
+}
+
+// OpenAt returns a Handle on the network namespace ns. The caller may close
+// ns afterwards; the Handle keeps its own sockets in it.
+func OpenAt(ns netns.NsHandle) (*Handle, error) {
+	dup, err := unix.FcntlInt(uintptr(ns), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("opening network namespace: %w", err)
+	}
+	h := &Handle{ns: netns.NsHandle(dup), fd: -1}
+	if h.nl, err = netlink.NewHandleAt(h.ns, unix.NETLINK_ROUTE); err != nil {
+		h.ns.Close()
+		return nil, fmt.Errorf("opening rtnetlink: %w", err)
+	}
+	err = h.inNS(func() (err error) {
+		h.fd, err = unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		return err
+	})
+	if err != nil {
+		h.Close()
+		return nil, fmt.Errorf("opening ethtool socket: %w", err)
+	}
+	return h, nil
+}
+
+// inNS runs f on a thread inside the Handle's namespace. The thread goes
+// back to its own namespace afterwards, or, if it cannot, stays locked and
+// ends with its goroutine.
+func (h *Handle) inNS(f func() error) error {
+	ch := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		orig, err := netns.Get()
+		if err != nil {
+			runtime.UnlockOSThread()
+			ch <- err
+			return
+		}
+		defer orig.Close()
+		if err := netns.Set(h.ns); err != nil {
+			runtime.UnlockOSThread()
+			ch <- err
+			return
+		}
+		err = f()
+		if rerr := netns.Set(orig); rerr != nil {
+			ch <- errors.Join(err, fmt.Errorf("returning to own namespace: %w", rerr))
+			return
+		}
+		runtime.UnlockOSThread()
+		ch <- err
+	}()
+	return <-ch
+}
+
+// Close releases the Handle's sockets.
+func (h *Handle) Close() error {
+	h.nl.Delete()
+	h.ns.Close()
+	if h.fd < 0 {
+		return nil
+	}
+	return unix.Close(h.fd)
+}
+
+// promoteSecondaries makes the kernel keep the other IPv4 addresses of a
+// subnet when its primary address is removed; by default
+// (net.ipv4.conf.*.promote_secondaries=0) it deletes them all, which would
+// take a person's own addresses with ours.
+func (h *Handle) promoteSecondaries(index int) error {
+	l, err := h.nl.LinkByIndex(index)
+	if err != nil {
+		return err
+	}
+	path := "/proc/sys/net/ipv4/conf/" + l.Attrs().Name + "/promote_secondaries"
+	return h.inNS(func() error {
+		if b, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(b)) == "1" {
+			return nil
+		}
+		if err := os.WriteFile(path, []byte("1\n"), 0o644); err != nil {
+			return fmt.Errorf("setting promote_secondaries: %w", err)
+		}
+		return nil
+	})
+}
+
+// Driver returns the kernel driver of the named link (ETHTOOL_GDRVINFO),
+// such as "virtio_net", "veth" or "bridge".
+func (h *Handle) Driver(name string) (string, error) {
+	info, err := unix.IoctlGetEthtoolDrvinfo(h.fd, name)
+	if err != nil {
+		return "", fmt.Errorf("reading driver of %s: %w", name, err)
+	}
+	return unix.ByteSliceToString(info.Driver[:]), nil
+}
+
+// dumpTries bounds how often an interrupted dump is started again.
+const dumpTries = 5
+
+// retryDump runs f until it returns something other than
+// netlink.ErrDumpInterrupted (the kernel's table changed during the dump,
+// so the answer may be incomplete), at most dumpTries times.
+func retryDump[T any](ctx context.Context, what string, f func() (T, error)) (T, error) {
+	var zero T
+	var err error
+	for range dumpTries {
+		if cerr := ctx.Err(); cerr != nil {
+			return zero, fmt.Errorf("listing %s: %w", what, cerr)
+		}
+		var v T
+		v, err = f()
+		if err == nil {
+			return v, nil
+		}
+		if !errors.Is(err, netlink.ErrDumpInterrupted) {
+			return zero, fmt.Errorf("listing %s: %w", what, err)
+		}
+	}
+	return zero, fmt.Errorf("listing %s: interrupted %d times in a row: %w", what, dumpTries, err)
+}
+
+// read returns the links of the namespace, with the driver of each link
+// cfg selects and the addresses and routes of each link it owns.
+func (h *Handle) read(ctx context.Context, cfg *netcfg.Config, allow Allowlist) ([]Link, error) {
+	nls, err := retryDump(ctx, "links", h.nl.LinkList)
+	if err != nil {
+		return nil, err
+	}
+	live := make([]Link, 0, len(nls))
+	for _, nl := range nls {
+		a := nl.Attrs()
+		live = append(live, Link{
+			Index:  a.Index,
+			Name:   a.Name,
+			MAC:    a.HardwareAddr.String(),
+			MTU:    a.MTU,
+			Up:     a.Flags&net.FlagUp != 0,
+			OperUp: a.OperState == netlink.OperUp,
+		})
+	}
+	byIndex := map[int]*Link{}
+	for _, i := range candidates(cfg, live) {
+		l := &live[i]
+		l.Driver, _ = h.Driver(l.Name) // unknown driver: not allowed
+		if allow.Allows(l.Driver) {
+			byIndex[l.Index] = l
+		}
+	}
+	if len(byIndex) == 0 {
+		return live, nil
+	}
+
+	addrs, err := retryDump(ctx, "addresses", func() ([]netlink.Addr, error) {
+		return h.nl.AddrList(nil, netlink.FAMILY_ALL)
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range addrs {
+		l := byIndex[a.LinkIndex]
+		if l == nil || a.IPNet == nil {
+			continue
+		}
+		if p, ok := prefixOf(a.IPNet); ok {
+			l.Addresses = append(l.Addresses, p)
+		}
+	}
+
+	routes, err := retryDump(ctx, "routes", func() ([]netlink.Route, error) {
+		// Table unspecified with the table filter: every table.
+		return h.nl.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{}, netlink.RT_FILTER_TABLE)
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range routes {
+		l := byIndex[r.LinkIndex]
+		if l == nil || r.Table == unix.RT_TABLE_LOCAL || r.Type != unix.RTN_UNICAST || len(r.MultiPath) > 0 {
+			continue
+		}
+		rt := netcfg.Route{Metric: r.Priority, Table: r.Table}
+		if r.Dst != nil {
+			p, ok := prefixOf(r.Dst)
+			if !ok {
+				continue
+			}
+			rt.To = p
+		} else if r.Family == unix.AF_INET6 {
+			rt.To = netip.PrefixFrom(netip.IPv6Unspecified(), 0)
+		} else {
+			rt.To = netip.PrefixFrom(netip.IPv4Unspecified(), 0)
+		}
+		if r.Gw != nil {
+			gw, ok := netip.AddrFromSlice(r.Gw)
+			if !ok {
+				continue
+			}
+			rt.Via = gw.Unmap()
+		}
+		l.Routes = append(l.Routes, normRoute(rt))
+	}
+	return live, nil
+}
+
+func prefixOf(n *net.IPNet) (netip.Prefix, bool) {
+	ip, ok := netip.AddrFromSlice(n.IP)
+	if !ok {
+		return netip.Prefix{}, false
+	}
+	ones, bits := n.Mask.Size()
+	if bits == 0 {
+		return netip.Prefix{}, false
+	}
+	ip = ip.Unmap()
+	return netip.PrefixFrom(ip, ones), true
+}
+
+func ipNet(p netip.Prefix) *net.IPNet {
+	return &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}
+}
+
+// Plan reads the live state of the links cfg selects and plans what brings
+// the owned ones to cfg (see Diff). rc is the receipt of earlier applies.
+// A nil cfg reads nothing and gives an empty plan.
+func (h *Handle) Plan(ctx context.Context, cfg *netcfg.Config, allow Allowlist, rc *Receipt) (*Plan, error) {
+	if cfg == nil {
+		return Diff(nil, nil, allow, rc), nil
+	}
+	live, err := h.read(ctx, cfg, allow)
+	if err != nil {
+		return nil, fmt.Errorf("reading live network: %w", err)
+	}
+	return Diff(cfg, live, allow, rc), nil
+}
+
+// errLinkChanged is returned for an operation whose link no longer has the
+// MAC it had when planned.
+var errLinkChanged = errors.New("link changed since the plan was made")
+
+// Apply runs the plan's operations in order. A failed operation is recorded
+// in the Result and the others still run; the returned error is then
+// Result.Err (wrapping ErrPartial). The Result's Receipt is what the caller
+// persists.
+func (h *Handle) Apply(ctx context.Context, p *Plan) (*Result, error) {
+	res := &Result{Receipt: p.receipt.clone()}
+	links := map[int]netlink.Link{}
+	for _, op := range p.Ops {
+		err := ctx.Err()
+		if err == nil {
+			err = h.do(op, links)
+		}
+		res.Ops = append(res.Ops, OpResult{Op: op, Err: err})
+		res.Receipt.record(op, err)
+	}
+	return res, res.Err()
+}
+
+func (h *Handle) do(op Op, links map[int]netlink.Link) error {
+	l, ok := links[op.Index]
+	if !ok {
+		var err error
+		l, err = h.nl.LinkByIndex(op.Index)
+		if err != nil {
+			return fmt.Errorf("finding link %d: %w", op.Index, err)
+		}
+		if !strings.EqualFold(l.Attrs().HardwareAddr.String(), op.MAC) {
+			return errLinkChanged
+		}
+		links[op.Index] = l
+	}
+	switch op.Kind {
+	case Rename:
+		if op.wasUp {
+			if err := h.nl.LinkSetDown(l); err != nil {
+				return err
+			}
+		}
+		err := h.nl.LinkSetName(l, op.NewName)
+		if errors.Is(err, unix.EEXIST) {
+			err = fmt.Errorf("name %s is taken by another link: %w", op.NewName, err)
+		}
+		if op.wasUp {
+			err = errors.Join(err, h.nl.LinkSetUp(l))
+		}
+		return err
+	case SetMTU:
+		return h.nl.LinkSetMTU(l, op.MTU)
+	case LinkUp:
+		return h.nl.LinkSetUp(l)
+	case AddAddress:
+		return h.nl.AddrAdd(l, &netlink.Addr{IPNet: ipNet(op.Address)})
+	case RemoveAddress:
+		if op.Address.Addr().Is4() {
+			if err := h.promoteSecondaries(op.Index); err != nil {
+				return err
+			}
+		}
+		err := h.nl.AddrDel(l, &netlink.Addr{IPNet: ipNet(op.Address)})
+		if errors.Is(err, unix.EADDRNOTAVAIL) {
+			return nil // already gone
+		}
+		return err
+	case AddRoute:
+		return h.nl.RouteAdd(nlRoute(op.Index, op.Route))
+	case RemoveRoute:
+		err := h.nl.RouteDel(nlRoute(op.Index, op.Route))
+		if errors.Is(err, unix.ESRCH) {
+			return nil // already gone
+		}
+		return err
+	}
+	return fmt.Errorf("unknown operation %d", op.Kind)
+}
+
+func nlRoute(index int, r netcfg.Route) *netlink.Route {
+	nr := &netlink.Route{
+		LinkIndex: index,
+		Dst:       ipNet(r.To),
+		Priority:  r.Metric,
+		Table:     r.Table,
+	}
+	if r.Via.IsValid() {
+		nr.Gw = r.Via.AsSlice()
+	} else if r.To.Addr().Is4() {
+		nr.Scope = netlink.SCOPE_LINK
+	}
+	return nr
+}

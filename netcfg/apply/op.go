@@ -1,0 +1,178 @@
+package apply
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/seedkeeper/seedkeeper/netcfg"
+)
+
+// Kind says what an Op does. Apply runs a plan's operations in the order of
+// these kinds: renames first, routes last.
+type Kind int
+
+// The operations a Plan can contain, in the order Apply runs them.
+const (
+	Rename Kind = iota + 1
+	SetMTU
+	LinkUp
+	RemoveRoute
+	RemoveAddress
+	AddAddress
+	AddRoute
+)
+
+// Op is one change to one owned link.
+type Op struct {
+	Kind Kind
+	// MAC identifies the link; Apply refuses to act when the link at Index
+	// no longer has this MAC.
+	MAC   string
+	Index int
+	// Name is the link's name when the operation runs (after any rename
+	// planned before it).
+	Name string
+
+	NewName string       // Rename
+	MTU     int          // SetMTU
+	Address netip.Prefix // AddAddress, RemoveAddress
+	Route   netcfg.Route // AddRoute, RemoveRoute
+
+	// wasUp is set on a Rename of a link that is up: the kernel renames
+	// only links that are down, so Apply takes it down and up again.
+	wasUp bool
+}
+
+// String describes the operation for a person, for example
+// "eth1 (bc:24:11:aa:bb:02): add address 192.0.2.10/24".
+func (o Op) String() string {
+	var what string
+	switch o.Kind {
+	case Rename:
+		what = "rename " + o.Name + " -> " + o.NewName
+	case SetMTU:
+		what = fmt.Sprintf("set mtu %d", o.MTU)
+	case LinkUp:
+		what = "link up"
+	case AddAddress:
+		what = "add address " + o.Address.String()
+	case RemoveAddress:
+		what = "remove address " + o.Address.String() + " (added by seedkeeper, no longer configured)"
+	case AddRoute:
+		what = "add route " + routeString(o.Route)
+	case RemoveRoute:
+		what = "remove route " + routeString(o.Route) + " (added by seedkeeper, no longer configured)"
+	default:
+		what = fmt.Sprintf("unknown operation %d", o.Kind)
+	}
+	return fmt.Sprintf("%s (%s): %s", o.Name, o.MAC, what)
+}
+
+func routeString(r netcfg.Route) string {
+	var b strings.Builder
+	if r.To.Bits() == 0 {
+		b.WriteString("default")
+	} else {
+		b.WriteString(r.To.String())
+	}
+	if r.Via.IsValid() {
+		b.WriteString(" via " + r.Via.String())
+	} else {
+		b.WriteString(" on-link")
+	}
+	if r.Metric != 0 {
+		fmt.Fprintf(&b, " metric %d", r.Metric)
+	}
+	if r.Table != 0 {
+		fmt.Fprintf(&b, " table %d", r.Table)
+	}
+	return b.String()
+}
+
+// Plan is the ordered list of operations that bring the owned links to the
+// configuration, with notes on what was decided but needs no operation (a
+// configured NIC that is not present, a NIC whose driver is not allowed).
+type Plan struct {
+	Ops   []Op
+	Notes []string
+
+	// receipt is what the next receipt holds if every operation fails:
+	// the entries still valid. Apply adds what it adds.
+	receipt *Receipt
+}
+
+// String lists the operations one per line, then the notes prefixed "note: ",
+// or says "no changes".
+func (p *Plan) String() string {
+	var b strings.Builder
+	for _, op := range p.Ops {
+		b.WriteString(op.String() + "\n")
+	}
+	if len(p.Ops) == 0 {
+		b.WriteString("no changes\n")
+	}
+	for _, n := range p.Notes {
+		b.WriteString("note: " + n + "\n")
+	}
+	return b.String()
+}
+
+// Receipt returns the receipt that stands if no operation of the plan runs.
+func (p *Plan) Receipt() *Receipt { return p.receipt.clone() }
+
+// ErrPartial is wrapped by the error Apply returns when some operations
+// failed and the others were applied.
+var ErrPartial = errors.New("network applied partially")
+
+// OpError is the failure of one operation.
+type OpError struct {
+	Op  Op
+	Err error
+}
+
+func (e *OpError) Error() string { return e.Op.String() + ": " + e.Err.Error() }
+
+// Unwrap returns the underlying error, often a syscall.Errno such as
+// ENETUNREACH.
+func (e *OpError) Unwrap() error { return e.Err }
+
+// OpResult is one operation and its outcome.
+type OpResult struct {
+	Op  Op
+	Err error // nil when the operation succeeded
+}
+
+// Result is what Apply did.
+type Result struct {
+	Ops []OpResult
+	// Receipt records what seedkeeper has added to the owned links after
+	// this apply; the caller persists it with Save.
+	Receipt *Receipt
+}
+
+// Failed reports whether any operation failed.
+func (r *Result) Failed() bool {
+	for _, o := range r.Ops {
+		if o.Err != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// Err returns nil when every operation succeeded, and otherwise an error
+// wrapping ErrPartial and an *OpError for each failed operation.
+func (r *Result) Err() error {
+	var errs []error
+	for _, o := range r.Ops {
+		if o.Err != nil {
+			errs = append(errs, &OpError{Op: o.Op, Err: o.Err})
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %d of %d operations failed: %w", ErrPartial, len(errs), len(r.Ops), errors.Join(errs...))
+}
