@@ -26,6 +26,7 @@ type command struct {
 
 func commands() map[string]command {
 	return map[string]command{
+		"identity": {"show or reset the instance ID pinned for this machine", runIdentity},
 		"mdata": {"get, put, delete or list metadata keys (as the mdata-* tools)", func(args []string, stdout, stderr io.Writer) int {
 			return runMdataSub(args, os.Stdin, stdout, stderr)
 		}},

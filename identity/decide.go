@@ -1,0 +1,363 @@
+package identity
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/seedkeeper/seedkeeper/datasource"
+	"github.com/seedkeeper/seedkeeper/internal/sysroot"
+)
+
+// Rule names the rule that made a decision. 1 to 5 are DESIGN.md's rules;
+// 6 to 8 are the cases the design implies.
+type Rule int
+
+// The rules, numbered as in DESIGN.md.
+const (
+	RuleKeep        Rule = 1 // same machine, derived or unchanged ID: keep the pin
+	RuleExplicit    Rule = 2 // an explicit new ID: honour and pin it
+	RuleAdopt       Rule = 3 // first run after cloud-init: pin cloud-init's ID
+	RuleNewMachine  Rule = 4 // another machine (clone): drop the pin
+	RulePassThrough Rule = 5 // no machine identity: pass the reported ID through
+	RuleFirstRun    Rule = 6 // first run, cloud-init never ran: pin the reported ID
+	RuleReset       Rule = 7 // a reset was requested: new ID on purpose
+	RuleBadState    Rule = 8 // state unreadable: keep cloud-init's ID, pin nothing
+)
+
+var ruleNames = map[Rule]string{
+	RuleKeep:        "keep",
+	RuleExplicit:    "explicit-id",
+	RuleAdopt:       "adopt-cloud-init",
+	RuleNewMachine:  "new-machine",
+	RulePassThrough: "no-machine-identity",
+	RuleFirstRun:    "first-run",
+	RuleReset:       "reset",
+	RuleBadState:    "state-unreadable",
+}
+
+// String returns the rule's short name, e.g. "keep".
+func (r Rule) String() string {
+	if n, ok := ruleNames[r]; ok {
+		return n
+	}
+	return fmt.Sprintf("rule-%d", int(r))
+}
+
+// Kind classifies a reported instance ID.
+type Kind string
+
+// The kinds of reported IDs.
+const (
+	// KindExplicit is an ID someone chose: an identity.
+	KindExplicit Kind = "explicit"
+	// KindDerived is a NoCloud ID equal to SHA-1(user-data ‖
+	// network-config): Proxmox's config hash, not an identity.
+	KindDerived Kind = "derived"
+	// KindDefault is NoCloud's default "nocloud": no ID was given.
+	KindDefault Kind = "default"
+)
+
+// NoCloudDefaultID is the instance ID cloud-init's NoCloud uses when
+// meta-data has none.
+const NoCloudDefaultID = "nocloud"
+
+// Input is what a decision is made from.
+type Input struct {
+	// Root is where the state file and cloud-init's files are found.
+	Root sysroot.Root
+	// Source is the metadata source (datasource.Source*).
+	Source string
+	// ReportedID is the instance ID the source reported. Required.
+	ReportedID string
+	// Defaulted is true when the source had no ID and used its default.
+	Defaulted bool
+	// MachineID is the machine identity; empty when none could be read.
+	MachineID string
+	// UserData and NetworkConfig are the raw bytes the source read, used
+	// to recognise a derived NoCloud ID.
+	UserData      []byte
+	NetworkConfig []byte
+	// Now is the time recorded in the state; zero means time.Now().
+	Now time.Time
+}
+
+// FromMetadata builds the Input for md.
+func FromMetadata(root sysroot.Root, md *datasource.Metadata) Input {
+	return Input{
+		Root:          root,
+		Source:        md.Source,
+		ReportedID:    md.InstanceID,
+		Defaulted:     md.InstanceIDDefaulted,
+		MachineID:     md.MachineID,
+		UserData:      md.UserData,
+		NetworkConfig: md.NetworkConfigRaw,
+	}
+}
+
+// Decision is the outcome of Decide.
+type Decision struct {
+	// InstanceID is the ID to hand cloud-init.
+	InstanceID string `json:"instance_id"`
+	// ReportedID is the ID the source reported, and ReportedKind what
+	// kind of ID it is.
+	ReportedID   string `json:"reported_id"`
+	ReportedKind Kind   `json:"reported_kind"`
+	// Rule is the rule that decided, RuleName its name.
+	Rule     Rule   `json:"rule"`
+	RuleName string `json:"rule_name"`
+	// PinnedID is the pin after the decision (empty when nothing is
+	// pinned) and PinnedAt when it was made.
+	PinnedID string    `json:"pinned_id,omitempty"`
+	PinnedAt time.Time `json:"pinned_at,omitzero"`
+	// PreviousID is the pin before the decision, if any.
+	PreviousID string `json:"previous_id,omitempty"`
+	// Changed is true when the pin was made, replaced or dropped.
+	Changed bool `json:"changed"`
+	// Explanation says in one paragraph why the ID is what it is.
+	Explanation string `json:"explanation"`
+}
+
+// DerivedID returns the ID Proxmox computes for a NoCloud seed: the hex
+// SHA-1 of the user-data bytes followed by the network-config bytes.
+func DerivedID(userData, networkConfig []byte) string {
+	h := sha1.New()
+	h.Write(userData)
+	h.Write(networkConfig)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Classify says what kind of ID in.ReportedID is.
+func Classify(in Input) Kind {
+	if in.Source != datasource.SourceNoCloud {
+		return KindExplicit
+	}
+	if in.Defaulted || in.ReportedID == NoCloudDefaultID {
+		return KindDefault
+	}
+	if strings.EqualFold(in.ReportedID, DerivedID(in.UserData, in.NetworkConfig)) {
+		return KindDerived
+	}
+	return KindExplicit
+}
+
+// MachineIdentity normalises a machine identity: trimmed and lower-cased,
+// and empty for values that identify no machine (all zeros or all F, which
+// firmware uses as placeholders shared by every clone).
+func MachineIdentity(s string) string {
+	s = strings.ToLower(strings.TrimSpace(s))
+	if strings.Trim(s, "0-") == "" || strings.Trim(s, "f-") == "" {
+		return ""
+	}
+	return s
+}
+
+// Decide decides the instance ID for in and records the decision in the
+// state file under in.Root (see the package documentation for the rules).
+//
+// It always returns a usable Decision when in.ReportedID is set. When the
+// state file is unreadable the Decision keeps cloud-init's current ID
+// (RuleBadState) and the error wraps ErrBadState; when the new state cannot
+// be saved the Decision stands and the error says so. The caller should log
+// the error and go on with d.InstanceID.
+func Decide(in Input) (Decision, error) {
+	if in.ReportedID == "" {
+		return Decision{}, errors.New("deciding the instance ID: the source reported no instance ID")
+	}
+	now := in.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	now = now.UTC().Truncate(time.Second)
+	in.MachineID = MachineIdentity(in.MachineID)
+
+	ciID, ciErr := CloudInitID(in.Root)
+	st, err := Load(in.Root)
+	if err == nil && ciErr != nil {
+		err = ciErr
+	}
+	if err != nil {
+		return fallback(in, ciID, err), err
+	}
+	d, next := decide(st, ciID, in, now)
+	if _, err := Save(in.Root, next); err != nil {
+		return d, fmt.Errorf("saving the identity decision: %w", err)
+	}
+	return d, nil
+}
+
+// fallback keeps cloud-init's current ID (or passes the reported one
+// through when there is none) and pins nothing.
+func fallback(in Input, ciID string, err error) Decision {
+	d := Decision{
+		InstanceID:   in.ReportedID,
+		ReportedID:   in.ReportedID,
+		ReportedKind: Classify(in),
+		Rule:         RuleBadState,
+		RuleName:     RuleBadState.String(),
+	}
+	if ciID != "" {
+		d.InstanceID = ciID
+		d.Explanation = fmt.Sprintf("Instance ID %q: the %s source reported %q, but %v. seedkeeper does not start over: it keeps cloud-init's current ID and leaves the state file as it is. Fix or remove the file (removing it re-pins cloud-init's current ID on the next boot) (rule %d, %s).",
+			d.InstanceID, sourceName(in), in.ReportedID, err, RuleBadState, RuleBadState)
+	} else {
+		d.Explanation = fmt.Sprintf("Instance ID %q: %v, and cloud-init has no current ID to keep, so the ID the %s source reported is passed through unchanged and nothing is pinned. Fix or remove the file (rule %d, %s).",
+			d.InstanceID, err, sourceName(in), RuleBadState, RuleBadState)
+	}
+	return d
+}
+
+// decide applies the rules to the loaded state. It returns the decision and
+// the state to save.
+func decide(st *State, ciID string, in Input, now time.Time) (Decision, *State) {
+	kind := Classify(in)
+	d := Decision{ReportedID: in.ReportedID, ReportedKind: kind}
+	var next State
+	if st != nil {
+		next = *st
+		d.PreviousID = st.InstanceID
+	}
+	hasPin := st != nil && st.InstanceID != ""
+	src := sourceName(in)
+
+	pin := func(id string, r Rule) {
+		d.InstanceID, d.Rule = id, r
+		d.Changed = !hasPin || id != st.InstanceID || in.MachineID != st.MachineID
+		next.InstanceID, next.MachineID = id, in.MachineID
+		next.Rule, next.RuleName = r, r.String()
+		next.PinnedAt, next.ConfirmedAt = now, now
+		next.Reset = nil
+	}
+
+	switch {
+	case in.MachineID == "":
+		d.InstanceID, d.Rule = in.ReportedID, RulePassThrough
+		d.Explanation = fmt.Sprintf("Instance ID %q: no machine identity could be read (or it is a placeholder every clone shares), so seedkeeper cannot tell this machine from a clone and passes the ID the %s source reported through unchanged, as cloud-init itself would; nothing is pinned",
+			d.InstanceID, src)
+		if hasPin {
+			d.Explanation += fmt.Sprintf(" and the existing pin %q is left as it is", st.InstanceID)
+		}
+		if st != nil && st.Reset != nil {
+			d.Explanation += "; the pending reset stays pending"
+		}
+
+	case !hasPin && st != nil && st.Reset != nil:
+		id := resetID(in.ReportedID, st.Reset.Suffix, ciID)
+		req := st.Reset
+		pin(id, RuleReset)
+		d.Explanation = fmt.Sprintf("Instance ID %q: a reset was requested at %s, so this boot is a new instance on purpose: the new ID is the ID the %s source reported (%q) with the reset's random suffix",
+			id, stamp(req.RequestedAt), src, in.ReportedID)
+		if ciID != "" {
+			d.Explanation += fmt.Sprintf(", unlike cloud-init's current ID %q", ciID)
+		}
+		d.Explanation += fmt.Sprintf(". It is pinned for this machine (%s)", in.MachineID)
+
+	case !hasPin && ciID != "":
+		pin(ciID, RuleAdopt)
+		d.Explanation = fmt.Sprintf("Instance ID %q: seedkeeper runs here for the first time and cloud-init already ran with this ID, so it is pinned for this machine (%s) and installing seedkeeper changes nothing. The %s source reported %q, %s",
+			ciID, in.MachineID, src, in.ReportedID, kindPhrase(kind))
+
+	case !hasPin:
+		pin(in.ReportedID, RuleFirstRun)
+		d.Explanation = fmt.Sprintf("Instance ID %q: seedkeeper runs here for the first time and cloud-init has never run, so the ID the %s source reported (%s) is pinned for this machine (%s)",
+			in.ReportedID, src, kindPhrase(kind), in.MachineID)
+
+	case st.MachineID != in.MachineID:
+		old := *st
+		id := in.ReportedID
+		if id == old.InstanceID || id == ciID {
+			id = id + "-m" + DerivedID([]byte(in.MachineID), nil)[:8]
+		}
+		pin(id, RuleNewMachine)
+		d.Explanation = fmt.Sprintf("Instance ID %q: this machine (%s) is not the one the pin %q belongs to (%s, pinned at %s): it is a clone or a copied disk, so the pin is dropped and this boot is a new instance, with new SSH host keys. The %s source reported %q",
+			id, in.MachineID, old.InstanceID, old.MachineID, stamp(old.PinnedAt), src, in.ReportedID)
+		if id != in.ReportedID {
+			d.Explanation += ", which equals the old instance's ID, so 8 hex digits of the machine identity's SHA-1 were appended"
+		}
+		if old.Reset != nil {
+			d.Explanation += "; the pending reset is satisfied by this"
+		}
+
+	case st.Reset != nil:
+		old := *st
+		id := resetID(in.ReportedID, st.Reset.Suffix, old.InstanceID, ciID)
+		pin(id, RuleReset)
+		d.Explanation = fmt.Sprintf("Instance ID %q: a reset was requested at %s, so this boot is a new instance on purpose: the new ID is the ID the %s source reported (%q) with the reset's random suffix, replacing the pin %q (pinned at %s)",
+			id, stamp(old.Reset.RequestedAt), src, in.ReportedID, old.InstanceID, stamp(old.PinnedAt))
+
+	case kind == KindExplicit && in.ReportedID != st.InstanceID && in.ReportedID != st.ReportedID:
+		old := *st
+		pin(in.ReportedID, RuleExplicit)
+		d.Explanation = fmt.Sprintf("Instance ID %q: the %s source reported this explicit ID, which differs from the pin %q (pinned at %s) and from the ID it reported before (%q): someone set a new ID, so this boot is a new instance and the new ID is pinned",
+			in.ReportedID, src, old.InstanceID, stamp(old.PinnedAt), old.ReportedID)
+
+	default:
+		d.InstanceID, d.Rule = st.InstanceID, RuleKeep
+		next.ConfirmedAt = now
+		why := kindPhrase(kind)
+		if kind == KindExplicit {
+			why = "an explicit ID that has not changed"
+			if in.ReportedID == st.InstanceID {
+				why = "the pinned ID itself"
+			}
+		}
+		d.Explanation = fmt.Sprintf("Instance ID %q: the %s source reported %q, %s; this is the machine the pin belongs to (%s), so the pin made at %s by rule %d (%s) is kept",
+			st.InstanceID, src, in.ReportedID, why, in.MachineID, stamp(st.PinnedAt), st.Rule, st.Rule)
+	}
+
+	d.RuleName = d.Rule.String()
+	d.Explanation += fmt.Sprintf(" (rule %d, %s).", d.Rule, d.Rule)
+	if next.InstanceID != "" && in.MachineID != "" {
+		d.PinnedID, d.PinnedAt = next.InstanceID, next.PinnedAt
+		next.ReportedID = in.ReportedID
+		next.Source = in.Source
+	}
+	next.Last = &LastDecision{
+		At:          now,
+		ReportedID:  in.ReportedID,
+		InstanceID:  d.InstanceID,
+		Rule:        d.Rule,
+		RuleName:    d.RuleName,
+		Explanation: d.Explanation,
+	}
+	return d, &next
+}
+
+// resetID derives the post-reset ID from the reported one and the reset's
+// suffix, making sure it differs from every ID in avoid.
+func resetID(reported, suffix string, avoid ...string) string {
+	id := reported + "-r" + suffix
+	for slices.Contains(avoid, id) {
+		id += "-r" + suffix
+	}
+	return id
+}
+
+func kindPhrase(k Kind) string {
+	switch k {
+	case KindDerived:
+		return "which is the SHA-1 of its user-data and network-config (derived from config, as Proxmox makes it), not an identity"
+	case KindDefault:
+		return "which is NoCloud's default (no ID was given), not an identity"
+	default:
+		return "an explicit ID"
+	}
+}
+
+func sourceName(in Input) string {
+	if in.Source == "" {
+		return "metadata"
+	}
+	return in.Source
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "an unknown time"
+	}
+	return t.UTC().Format(time.RFC3339)
+}

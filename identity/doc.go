@@ -1,0 +1,48 @@
+// Package identity decides the instance ID seedkeeper hands to cloud-init
+// and keeps it stable. Its inputs are the ID the metadata source reported,
+// the machine identity (DMI product_uuid, or sdc:uuid on SmartOS), the raw
+// NoCloud user-data and network-config, cloud-init's own current ID
+// (/var/lib/cloud/data/instance-id) and the pin kept in
+// /var/lib/seedkeeper/identity.json.
+//
+// The rules (DESIGN.md, "Identity"), checked in this order:
+//
+//   - Rule 5, no machine identity (none readable, or an all-zero or all-F
+//     product_uuid that clones share): the reported ID is passed through
+//     unchanged, as cloud-init would use it; the pin is left as it is and
+//     a pending reset stays pending.
+//   - No pin yet: a pending reset wins (see Reset); otherwise rule 3, if
+//     cloud-init already ran here, its current ID is pinned so that
+//     installing seedkeeper changes nothing; otherwise (first run, rule 6)
+//     the reported ID is pinned.
+//   - Rule 4, the machine identity differs from the pin's (a clone, a disk
+//     copied to another VM): the pin is dropped and the reported ID is
+//     pinned. When the reported ID equals the dropped pin or cloud-init's
+//     current ID (a template with a fixed ID, NoCloud's default "nocloud"),
+//     "-m" and 8 hex digits of SHA-1(machine identity) are appended, so
+//     that the clone really is a new instance and gets new SSH host keys.
+//   - A pending reset (rule 7) gives a new ID, see Reset.
+//   - Rule 2, an explicit reported ID that differs both from the pin and
+//     from the ID reported when the state was last written (an operator set
+//     a new one: Proxmox cicustom meta=, VMware metadata, sdc:uuid) is
+//     honoured and pinned. Comparing with the last reported ID too is what
+//     keeps an adopted (rule 3) or reset (rule 7) pin stable while the
+//     source keeps reporting the same explicit ID.
+//   - Rule 1, otherwise the same machine keeps its pin: the reported ID is
+//     derived from config (NoCloud: the hex SHA-1 of the user-data bytes
+//     followed by the network-config bytes, which is how Proxmox makes its
+//     ID, so a changed host resolv.conf changes it), NoCloud's default
+//     "nocloud" (not an identity either, treated like a derived ID), or an
+//     explicit ID that has not changed.
+//
+// If the state file cannot be read or parsed, Decide does not start over:
+// it keeps cloud-init's current ID (or, when cloud-init never ran, passes
+// the reported ID through), leaves the file untouched for a person to look
+// at, and returns that decision together with an error wrapping
+// ErrBadState. Removing the file makes the next boot re-adopt cloud-init's
+// current ID by rule 3.
+//
+// The state file holds IDs, hashes of nothing secret and timestamps; it is
+// written atomically, 0644, only when its content changes (the confirmation
+// time changes on every decision that keeps a pin).
+package identity

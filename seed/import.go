@@ -1,0 +1,78 @@
+package seed
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/seedkeeper/seedkeeper/internal/fsutil"
+	"github.com/seedkeeper/seedkeeper/internal/sysroot"
+)
+
+// importSeed copies a person's seed out of Dir into ImportDir, once. It
+// returns ImportDir when it imported now, "" when there was nothing to
+// import or an import already exists.
+func importSeed(root sysroot.Root) (string, error) {
+	dir := root.Path(Dir)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", fmt.Errorf("reading %s: %w", Dir, err)
+	}
+	var names []string
+	found := false
+	for _, e := range entries {
+		if !e.Type().IsRegular() || strings.HasPrefix(e.Name(), ".") {
+			continue // fsutil temporaries, the marker, symlinks
+		}
+		names = append(names, e.Name())
+		found = found || slices.Contains(seedFiles, e.Name())
+	}
+	if !found {
+		return "", nil
+	}
+	dst := root.Path(ImportDir)
+	if _, err := os.Lstat(dst); err == nil {
+		return "", nil // imported by a run that was killed before claiming
+	}
+	parent := filepath.Dir(dst)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return "", fmt.Errorf("importing the seed in %s: %w", Dir, err)
+	}
+	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dst)+".tmp-*")
+	if err != nil {
+		return "", fmt.Errorf("importing the seed in %s: %w", Dir, err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			os.RemoveAll(tmp)
+		}
+	}()
+	if err := os.Chmod(tmp, 0o700); err != nil {
+		return "", fmt.Errorf("importing the seed in %s: %w", Dir, err)
+	}
+	for _, n := range names {
+		data, err := os.ReadFile(filepath.Join(dir, n))
+		if err != nil {
+			return "", fmt.Errorf("importing the seed in %s: %w", Dir, err)
+		}
+		if _, err := fsutil.WriteFile(filepath.Join(tmp, n), data, 0o600); err != nil {
+			return "", fmt.Errorf("importing the seed in %s: %w", Dir, err)
+		}
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return "", nil
+		}
+		return "", fmt.Errorf("importing the seed in %s: %w", Dir, err)
+	}
+	ok = true
+	if err := fsutil.SyncDir(parent); err != nil {
+		return "", fmt.Errorf("importing the seed in %s: %w", Dir, err)
+	}
+	return ImportDir, nil
+}

@@ -1,0 +1,445 @@
+package seed
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/seedkeeper/seedkeeper/datasource"
+	"github.com/seedkeeper/seedkeeper/internal/fsutil"
+	"github.com/seedkeeper/seedkeeper/internal/sysroot"
+)
+
+// System paths seed writes (resolve them with sysroot.Root.Path).
+const (
+	// Dir is cloud-init's NoCloud seed directory.
+	Dir = "/var/lib/cloud/seed/nocloud"
+	// MarkerName is the marker file in Dir.
+	MarkerName = ".seedkeeper"
+	// ImportDir holds a seed a person put into Dir before seedkeeper
+	// first ran.
+	ImportDir = "/var/lib/seedkeeper/imported-seed"
+	// PerBootDir is cloud-init's per-boot scripts directory.
+	PerBootDir = "/var/lib/cloud/scripts/per-boot"
+	// OperatorScript and UserScript are the SmartOS scripts, named so that
+	// the operator's runs first.
+	OperatorScript = PerBootDir + "/00-seedkeeper-operator-script"
+	UserScript     = PerBootDir + "/01-seedkeeper-user-script"
+	// LegacyUserData is where SmartOS's legacy user-data key goes.
+	LegacyUserData = "/var/db/mdata-user-data"
+)
+
+// The files in Dir.
+const (
+	MetaDataFile      = "meta-data"
+	UserDataFile      = "user-data"
+	VendorDataFile    = "vendor-data"
+	NetworkConfigFile = "network-config"
+)
+
+var seedFiles = []string{MetaDataFile, UserDataFile, VendorDataFile, NetworkConfigFile}
+
+// Seed is what cloud-init is handed.
+type Seed struct {
+	// InstanceID is the decided instance ID. Required.
+	InstanceID string
+	Hostname   string
+	PublicKeys []string
+	// UserData and VendorData are written as given; nil writes an empty
+	// file.
+	UserData   []byte
+	VendorData []byte
+	// NetworkConfig is a cloud-init network config (v1 or v2) to hand
+	// cloud-init. Set it only when cloud-init owns the network; nil means
+	// no network-config file (one written before is removed).
+	NetworkConfig []byte
+	// SmartOS holds the SmartOS extras; nil removes any written before.
+	SmartOS *datasource.SmartOSExtras
+}
+
+// FromMetadata builds the Seed for md with the decided instance ID. It
+// leaves NetworkConfig nil: set it when cloud-init owns the network.
+func FromMetadata(md *datasource.Metadata, instanceID string) Seed {
+	return Seed{
+		InstanceID: instanceID,
+		Hostname:   md.Hostname,
+		PublicKeys: md.PublicKeys,
+		UserData:   md.UserData,
+		VendorData: md.VendorData,
+		SmartOS:    md.SmartOS,
+	}
+}
+
+// Result says what Write did. Paths are system paths.
+type Result struct {
+	// Dir is the seed directory.
+	Dir string
+	// Written and Removed list the files that changed.
+	Written []string
+	Removed []string
+	// Imported is set on the one run that imported a person's seed, to
+	// the directory it was copied to.
+	Imported string
+	// Warnings are things a person should know: hand-edited files that
+	// were overwritten or removed, an unreadable marker.
+	Warnings []string
+}
+
+// Changed reports whether Write changed any file.
+func (r Result) Changed() bool { return len(r.Written) > 0 || len(r.Removed) > 0 }
+
+type file struct {
+	path string // system path
+	data []byte
+	perm fs.FileMode
+}
+
+// Write brings the seed directory and the SmartOS extras under root to s.
+// See the package documentation for files, modes and ownership.
+func Write(root sysroot.Root, s Seed) (Result, error) {
+	res := Result{Dir: Dir}
+	want, err := files(s)
+	if err != nil {
+		return res, err
+	}
+	dir := root.Path(Dir)
+	if err := ensureDir(dir, 0o700, true); err != nil {
+		return res, err
+	}
+	cleanTemps(root)
+
+	mk, owned, err := readMarker(root)
+	if err != nil {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("%v; treating %s as seedkeeper's", err, Dir))
+		mk, owned = &marker{}, true
+	}
+	justImported := false
+	if !owned {
+		imported, err := importSeed(root)
+		if err != nil {
+			return res, err
+		}
+		res.Imported, justImported = imported, imported != ""
+		if err := writeMarker(root, mk); err != nil {
+			return res, err
+		}
+	}
+
+	// What to write and what to remove.
+	wantSum := map[string]string{}
+	for _, f := range want {
+		wantSum[f.path] = sum(f.data)
+	}
+	var stale []string
+	for _, name := range seedFiles {
+		p := filepath.Join(Dir, name)
+		if _, ok := wantSum[p]; !ok && exists(root.Path(p)) {
+			stale = append(stale, p)
+		}
+	}
+	for p := range mk.Files {
+		if _, ok := wantSum[p]; !ok && !slices.Contains(stale, p) && exists(root.Path(p)) {
+			stale = append(stale, p)
+		}
+	}
+	slices.Sort(stale)
+	var todo []file
+	for _, f := range want {
+		if !same(root.Path(f.path), f.data, f.perm) {
+			todo = append(todo, f)
+		}
+	}
+	if len(todo) == 0 && len(stale) == 0 && len(mk.Pending) == 0 && maps.Equal(mk.Files, wantSum) {
+		return res, nil
+	}
+
+	// Hand edits: content that matches neither what the marker recorded
+	// nor what is about to be written.
+	check := func(p string) {
+		cur, err := os.ReadFile(root.Path(p))
+		if err != nil {
+			return
+		}
+		h := sum(cur)
+		if h == mk.Files[p] || h == mk.Pending[p] || h == wantSum[p] {
+			return
+		}
+		if justImported && strings.HasPrefix(p, Dir+"/") {
+			return // the person's seed, imported just now
+		}
+		verb := "overwriting it"
+		if _, ok := wantSum[p]; !ok {
+			verb = "removing it"
+		}
+		res.Warnings = append(res.Warnings, fmt.Sprintf("%s was changed by hand since seedkeeper wrote it; %s (change the metadata instead)", p, verb))
+	}
+	for _, f := range todo {
+		check(f.path)
+	}
+	for _, p := range stale {
+		check(p)
+	}
+
+	// Marker first (so a kill at any point leaves files the marker
+	// knows), then the files, then the marker again.
+	pending := &marker{Files: mk.Files, Pending: wantSum}
+	if err := writeMarker(root, pending); err != nil {
+		return res, err
+	}
+	for _, f := range todo {
+		if err := ensureDir(filepath.Dir(root.Path(f.path)), 0o755, false); err != nil {
+			return res, err
+		}
+		changed, err := fsutil.WriteFile(root.Path(f.path), f.data, f.perm)
+		if err != nil {
+			return res, fmt.Errorf("writing the seed: %w", err)
+		}
+		if changed {
+			res.Written = append(res.Written, f.path)
+		}
+	}
+	for _, p := range stale {
+		if err := os.Remove(root.Path(p)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return res, fmt.Errorf("writing the seed: %w", err)
+		}
+		if err := fsutil.SyncDir(filepath.Dir(root.Path(p))); err != nil {
+			return res, fmt.Errorf("writing the seed: %w", err)
+		}
+		res.Removed = append(res.Removed, p)
+	}
+	if err := writeMarker(root, &marker{Files: wantSum}); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// files returns every file s asks for.
+func files(s Seed) ([]file, error) {
+	md, err := MetaData(s)
+	if err != nil {
+		return nil, err
+	}
+	fs := []file{
+		{filepath.Join(Dir, MetaDataFile), md, 0o644},
+		{filepath.Join(Dir, UserDataFile), nonNil(s.UserData), 0o600},
+		{filepath.Join(Dir, VendorDataFile), nonNil(s.VendorData), 0o600},
+	}
+	if s.NetworkConfig != nil {
+		nc, err := UnwrapNetworkConfig(s.NetworkConfig)
+		if err != nil {
+			return nil, err
+		}
+		fs = append(fs, file{filepath.Join(Dir, NetworkConfigFile), nc, 0o600})
+	}
+	if x := s.SmartOS; x != nil {
+		if len(x.OperatorScript) > 0 {
+			fs = append(fs, file{OperatorScript, script(x.OperatorScript), 0o700})
+		}
+		if len(x.UserScript) > 0 {
+			fs = append(fs, file{UserScript, script(x.UserScript), 0o700})
+		}
+		if len(x.LegacyUserData) > 0 {
+			fs = append(fs, file{LegacyUserData, x.LegacyUserData, 0o400})
+		}
+	}
+	return fs, nil
+}
+
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}
+
+// script adds "#!/bin/bash" to a text script that has no "#!" line, as
+// cloud-init's SmartOS datasource does for user-script.
+func script(b []byte) []byte {
+	if bytes.HasPrefix(b, []byte("#!")) || !utf8.Valid(b) || bytes.IndexByte(b, 0) >= 0 {
+		return b
+	}
+	return append([]byte("#!/bin/bash\n"), b...)
+}
+
+// MetaData returns the meta-data document for s: instance-id,
+// local-hostname and public-keys, every value a double-quoted YAML string.
+func MetaData(s Seed) ([]byte, error) {
+	if s.InstanceID == "" {
+		return nil, errors.New("meta-data: instance-id is empty")
+	}
+	str := func(field, v string) (*yaml.Node, error) {
+		if !utf8.ValidString(v) {
+			return nil, fmt.Errorf("meta-data %s: not valid UTF-8", field)
+		}
+		// cloud-init keeps the ID in a line-based file and uses it as a
+		// directory name; a control character breaks both.
+		if i := strings.IndexFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }); i >= 0 {
+			return nil, fmt.Errorf("meta-data %s: control character %U at byte %d", field, v[i], i)
+		}
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v, Style: yaml.DoubleQuotedStyle}, nil
+	}
+	key := func(k string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: k} }
+	doc := &yaml.Node{Kind: yaml.MappingNode}
+	v, err := str("instance-id", s.InstanceID)
+	if err != nil {
+		return nil, err
+	}
+	doc.Content = append(doc.Content, key("instance-id"), v)
+	if s.Hostname != "" {
+		v, err := str("local-hostname", s.Hostname)
+		if err != nil {
+			return nil, err
+		}
+		doc.Content = append(doc.Content, key("local-hostname"), v)
+	}
+	keys := &yaml.Node{Kind: yaml.SequenceNode}
+	for i, k := range s.PublicKeys {
+		k = strings.TrimSpace(k)
+		if k == "" {
+			continue
+		}
+		v, err := str(fmt.Sprintf("public-keys[%d]", i), k)
+		if err != nil {
+			return nil, err
+		}
+		keys.Content = append(keys.Content, v)
+	}
+	if len(keys.Content) > 0 {
+		doc.Content = append(doc.Content, key("public-keys"), keys)
+	}
+	return encode(doc)
+}
+
+func encode(n *yaml.Node) ([]byte, error) {
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(n); err != nil {
+		return nil, fmt.Errorf("encoding YAML: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return nil, fmt.Errorf("encoding YAML: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+// UnwrapNetworkConfig returns a network config without a top-level
+// "network:" key, which cloud-init 22.4's NoCloud rejects. A document that
+// is not wrapped is returned byte for byte; a wrapped one is re-encoded
+// from its "network" value.
+func UnwrapNetworkConfig(data []byte) ([]byte, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("network-config: %w", err)
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 {
+		return data, nil // empty document
+	}
+	top := doc.Content[0]
+	if top.Kind != yaml.MappingNode {
+		return nil, errors.New("network-config: the top level is not a mapping")
+	}
+	var inner *yaml.Node
+	for i := 0; i+1 < len(top.Content); i += 2 {
+		switch top.Content[i].Value {
+		case "version":
+			return data, nil
+		case "network":
+			inner = top.Content[i+1]
+		}
+	}
+	if inner == nil {
+		return data, nil
+	}
+	if inner.Kind == yaml.AliasNode {
+		inner = inner.Alias
+	}
+	if inner == nil || inner.Kind != yaml.MappingNode {
+		return nil, errors.New("network-config: \"network\" is not a mapping")
+	}
+	out, err := encode(inner)
+	if err != nil {
+		return nil, fmt.Errorf("network-config: %w", err)
+	}
+	return out, nil
+}
+
+func sum(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// same reports whether path is a regular file holding data with mode perm.
+func same(path string, data []byte, perm fs.FileMode) bool {
+	fi, err := os.Lstat(path)
+	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != perm {
+		return false
+	}
+	cur, err := os.ReadFile(path)
+	return err == nil && bytes.Equal(cur, data)
+}
+
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}
+
+// ensureDir makes dir a directory, refusing a symbolic link. A directory it
+// creates gets mode perm; an existing one is brought to perm only when
+// private is set (the seed directory), others keep the mode they have.
+func ensureDir(dir string, perm fs.FileMode, private bool) error {
+	fi, err := os.Lstat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+			return fmt.Errorf("creating %s: %w", dir, err)
+		}
+		if err := os.Mkdir(dir, perm); err != nil && !errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("creating %s: %w", dir, err)
+		}
+		return os.Chmod(dir, perm) // umask
+	case err != nil:
+		return fmt.Errorf("checking %s: %w", dir, err)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return fmt.Errorf("%s: %w", dir, fsutil.ErrSymlink)
+	case !fi.IsDir():
+		return fmt.Errorf("%s: not a directory", dir)
+	case private && fi.Mode().Perm() != perm:
+		return os.Chmod(dir, perm)
+	}
+	return nil
+}
+
+// cleanTemps removes temporary files a killed run left next to the files
+// seed manages.
+func cleanTemps(root sysroot.Root) {
+	names := append(slices.Clone(seedFiles), MarkerName)
+	var globs []string
+	for _, n := range names {
+		globs = append(globs, filepath.Join(root.Path(Dir), "."+n+".tmp-*"))
+	}
+	for _, p := range []string{OperatorScript, UserScript, LegacyUserData} {
+		globs = append(globs, filepath.Join(root.Path(filepath.Dir(p)), "."+filepath.Base(p)+".tmp-*"))
+	}
+	for _, g := range globs {
+		matches, _ := filepath.Glob(g)
+		for _, m := range matches {
+			os.Remove(m)
+		}
+	}
+	matches, _ := filepath.Glob(root.Path(filepath.Join(filepath.Dir(ImportDir), "."+filepath.Base(ImportDir)+".tmp-*")))
+	for _, m := range matches {
+		os.RemoveAll(m)
+	}
+}
