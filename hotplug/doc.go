@@ -2,4 +2,70 @@
 // runs: it subscribes to rtnetlink link events, lists the existing links,
 // reconciles them against the metadata, and handles NICs added later, for
 // drivers on the allowlist only.
+//
+// # Flow
+//
+// Watcher.Run (or Watch) subscribes to RTM_NEWLINK/RTM_DELLINK first and
+// only then lists the links, so a NIC added before or during start is seen
+// in the list or as an event (cloud-init GH #4863 lost those). Links are
+// keyed by ifindex and MAC; a new MAC on an old ifindex is a new NIC. Each
+// link is judged once, when first seen:
+//
+//   - not ethernet-like (loopback, tunnels without a MAC): ignored;
+//   - driver read with ETHTOOL_GDRVINFO on a socket opened inside the
+//     watched namespace; not on the Allowlist: ignored. Ignored links cost
+//     no metadata fetch and no netlink write, whatever events follow, so a
+//     docker veth storm (cloud-init LP #1946003) costs one ioctl per link;
+//   - allowlisted: pending.
+//
+// Pending links added together are coalesced: the first fetch waits for a
+// quiet window (Options.Debounce, 300 ms by default, at most five windows
+// for a burst that goes on), and one fetch serves every pending NIC. When
+// udev runs (its data directory exists), a new NIC also waits until udev
+// has written /run/udev/data/n<ifindex>, that is until its rename is done,
+// or Options.SettleTimeout (5 s) has passed; without udev, and in a
+// namespace other than the current one, the quiet window alone settles it.
+//
+// Each fetch calls Options.Fetch. NICs whose MAC the configuration lists
+// are applied together with one call to Options.Apply, for those MACs only.
+// NICs it does not list yet (the metadata lags the device, cloud-init GH
+// #5373) are fetched for again after 1, 3, 5, 10 and 30 s (Options.Backoff);
+// after the last wait the watcher gives up on the NIC, logs it, and tries
+// again only when the NIC is added again (or on the next boot). A nil
+// configuration means the metadata has no network: the NIC is left alone
+// with no more fetches. Failed fetches and applies count as attempts.
+// Remove events change nothing on the machine; they only clear the pending
+// state. A lost subscription (ENOBUFS in a storm) is made again and the
+// links listed again.
+//
+// Options.Ready is called once the links present at start have been judged
+// and fetched for once; Options.Status whenever what the watcher does
+// changes. Run returns when its context is done, after any fetch or apply
+// in flight has returned, with no goroutine left behind.
+//
+// The watcher writes nothing itself: no identity, no seed, no file at all.
+// It only calls Fetch and Apply. NetlinkApplier is the Apply that uses
+// netcfg/apply, restricted to the new NICs with Only.
+//
+// # Allowlist
+//
+// ResolveAllowlist picks the metadata's value (VMware network-drivers,
+// seedkeeper:network-drivers elsewhere), else the config's hotplug.drivers,
+// else the platform default. A value that cannot be read or parsed allows
+// nothing and says why: a typo closes the gate, never opens it.
+//
+// # Tests
+//
+// The unit tests run the watch loop on a fake link source and need no
+// privileges:
+//
+//	go test -race ./hotplug/
+//
+// The TestIntegration tests and the BenchmarkIntegration benchmarks need
+// root (network namespaces, veth and bridge links) and iproute2 for the
+// storm; `sudo make test` installs what is missing and runs them. Each
+// makes its own named namespaces and removes them.
+//
+//	go test -race -run Integration ./hotplug/
+//	go test -run '^$' -bench Integration -benchtime 5x ./hotplug/
 package hotplug

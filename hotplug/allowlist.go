@@ -1,0 +1,256 @@
+package hotplug
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Where an allowlist can come from, as Allowlist.Origin reports it.
+const (
+	OriginMetadataVMware = "metadata network-drivers"
+	OriginMetadata       = "metadata seedkeeper:network-drivers"
+	OriginConfig         = "config hotplug.drivers"
+	OriginFlag           = "flag --drivers"
+	originDefault        = "default for " // + platform
+)
+
+// maxDriverName is the longest driver name ETHTOOL_GDRVINFO can report
+// (a 32-byte NUL-terminated field).
+const maxDriverName = 31
+
+// Default allowlists by platform (DESIGN.md "Events"; VMware's list is
+// cloud-init's default for network-drivers, reference/cloud-init.md §3.4).
+var (
+	vmwareDrivers = []string{"e1000", "e1000e", "vlance", "vmxnet2", "vmxnet3", "vrdma"}
+	kvmDrivers    = []string{"virtio_net", "e1000", "e1000e", "vmxnet3"}
+)
+
+// defaultDrivers maps a platform name (the hypervisor family, as detected)
+// to its default allowlist.
+var defaultDrivers = map[string][]string{
+	"vmware":  vmwareDrivers,
+	"kvm":     kvmDrivers,
+	"qemu":    kvmDrivers,
+	"proxmox": kvmDrivers,
+	"bhyve":   kvmDrivers,
+	"smartos": kvmDrivers,
+}
+
+// Allowlist says which kernel drivers' NICs hotplug may configure. The zero
+// value allows nothing.
+//
+// An allowlist built from a value that could not be read or parsed allows
+// nothing, and Reason says why: a typo closes the gate, never opens it.
+type Allowlist struct {
+	drivers []string // sorted, unique
+	origin  string
+	reason  string
+}
+
+// Allows reports whether NICs driven by driver may be configured.
+func (a Allowlist) Allows(driver string) bool {
+	if a.reason != "" || driver == "" {
+		return false
+	}
+	_, ok := slices.BinarySearch(a.drivers, driver)
+	return ok
+}
+
+// Origin says where the allowlist came from: "metadata network-drivers",
+// "config hotplug.drivers", "flag --drivers", "default for vmware", ...
+func (a Allowlist) Origin() string { return a.origin }
+
+// Reason is why the allowlist allows nothing, or "" when it allows what
+// Drivers lists.
+func (a Allowlist) Reason() string {
+	if a.reason == "" && a.origin == "" {
+		return "no allowlist was set"
+	}
+	return a.reason
+}
+
+// Drivers returns the allowed driver names, sorted. It is empty when the
+// allowlist allows nothing.
+func (a Allowlist) Drivers() []string {
+	if a.reason != "" {
+		return nil
+	}
+	return slices.Clone(a.drivers)
+}
+
+// String describes the allowlist in one line, for logs and status:
+// "e1000,vmxnet3 (from metadata network-drivers)" or
+// "nothing (config hotplug.drivers: entry 2 "vmx net3": ...)".
+func (a Allowlist) String() string {
+	if r := a.Reason(); r != "" {
+		return "nothing (" + r + ")"
+	}
+	return strings.Join(a.drivers, ",") + " (from " + a.origin + ")"
+}
+
+// NewAllowlist returns an allowlist of drivers that says it came from
+// origin. Invalid names make it allow nothing, with the reason set.
+func NewAllowlist(origin string, drivers []string) Allowlist {
+	for i, d := range drivers {
+		if err := checkDriverName(d); err != nil {
+			return closed(origin, fmt.Errorf("entry %d: %w", i+1, err))
+		}
+	}
+	return build(origin, drivers)
+}
+
+func build(origin string, drivers []string) Allowlist {
+	ds := slices.Clone(drivers)
+	slices.Sort(ds)
+	ds = slices.Compact(ds)
+	if len(ds) == 0 {
+		return closed(origin, errors.New("the list is empty"))
+	}
+	return Allowlist{drivers: ds, origin: origin}
+}
+
+func closed(origin string, err error) Allowlist {
+	return Allowlist{origin: origin, reason: origin + ": " + err.Error() + "; allowing no driver"}
+}
+
+// Setting is one raw allowlist value as a source gave it, before parsing.
+type Setting struct {
+	// Set says the key was present.
+	Set bool
+	// Value is the raw value: a string "a,b,c", a []string, or a []any of
+	// strings as YAML or JSON decode a list. Anything else is an error.
+	Value any
+	// Err is an error met while reading or decoding the key; it closes
+	// the allowlist even when Set is false (the key may have been there).
+	Err error
+}
+
+// ResolveAllowlist decides the allowlist in force: the metadata's value if
+// it set one, else the config's, else the platform's default. platform is
+// the hypervisor family as detected: "vmware", "kvm", "qemu", "proxmox",
+// "bhyve" or "smartos"; any other has no default. The metadata key is
+// network-drivers on VMware and seedkeeper:network-drivers elsewhere.
+//
+// A value that cannot be read or parsed, has empty names or characters
+// other than [a-z0-9_-], or is of the wrong type makes an allowlist that
+// allows nothing; its Reason says why and where. It does not fall through
+// to the next source: a typo must close the gate, not open it.
+func ResolveAllowlist(metadata, config Setting, platform string) Allowlist {
+	mdOrigin := OriginMetadata
+	if platform == "vmware" {
+		mdOrigin = OriginMetadataVMware
+	}
+	if metadata.Set || metadata.Err != nil {
+		return fromSetting(mdOrigin, metadata)
+	}
+	if config.Set || config.Err != nil {
+		return fromSetting(OriginConfig, config)
+	}
+	origin := originDefault + platform
+	if platform == "" {
+		origin = originDefault + "unknown platform"
+	}
+	d, ok := defaultDrivers[platform]
+	if !ok {
+		return closed(origin, fmt.Errorf("no default allowlist for platform %q: set hotplug.drivers", platform))
+	}
+	return build(origin, d)
+}
+
+func fromSetting(origin string, s Setting) Allowlist {
+	if s.Err != nil {
+		return closed(origin, fmt.Errorf("cannot be read: %w", s.Err))
+	}
+	names, err := driverNames(s.Value)
+	if err != nil {
+		return closed(origin, err)
+	}
+	return NewAllowlist(origin, names)
+}
+
+// driverNames turns a raw value into a list of names, checking each one.
+func driverNames(v any) ([]string, error) {
+	switch v := v.(type) {
+	case string:
+		return ParseDriverList(v)
+	case []string:
+		return checkNames(v)
+	case []any:
+		names := make([]string, len(v))
+		for i, e := range v {
+			s, ok := e.(string)
+			if !ok {
+				return nil, fmt.Errorf("entry %d is a %s, not a driver name", i+1, typeName(e))
+			}
+			names[i] = s
+		}
+		return checkNames(names)
+	default:
+		return nil, fmt.Errorf("is a %s, not a list of driver names", typeName(v))
+	}
+}
+
+func checkNames(names []string) ([]string, error) {
+	if len(names) == 0 {
+		return nil, errors.New("the list is empty")
+	}
+	for i, n := range names {
+		if err := checkDriverName(n); err != nil {
+			return nil, fmt.Errorf("entry %d: %w", i+1, err)
+		}
+	}
+	return names, nil
+}
+
+// ParseDriverList parses a comma-separated list of driver names, as the
+// --drivers flag and string metadata values give it: "virtio_net,e1000".
+// Spaces around a name are dropped; an empty name, a name longer than 31
+// bytes or one with a character outside [a-z0-9_-] is an error naming the
+// entry.
+func ParseDriverList(s string) ([]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, errors.New("the list is empty")
+	}
+	parts := strings.Split(s, ",")
+	for i, p := range parts {
+		parts[i] = strings.Trim(p, " \t")
+		if err := checkDriverName(parts[i]); err != nil {
+			return nil, fmt.Errorf("entry %d: %w", i+1, err)
+		}
+	}
+	return parts, nil
+}
+
+func checkDriverName(n string) error {
+	if n == "" {
+		return errors.New("empty driver name")
+	}
+	if len(n) > maxDriverName {
+		return fmt.Errorf("driver name %.40q is longer than %d bytes", n, maxDriverName)
+	}
+	for i := 0; i < len(n); i++ {
+		c := n[i]
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '_' && c != '-' {
+			return fmt.Errorf("driver name %q has %q at byte %d (allowed: a-z 0-9 _ -)", n, n[i:i+1], i+1)
+		}
+	}
+	return nil
+}
+
+func typeName(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case int, int64, uint64, float64:
+		return "number"
+	case map[string]any:
+		return "mapping"
+	case string:
+		return "string"
+	}
+	return fmt.Sprintf("%T", v)
+}
