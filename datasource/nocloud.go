@@ -1,0 +1,388 @@
+package datasource
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/seedkeeper/seedkeeper/internal/seedimage"
+	"github.com/seedkeeper/seedkeeper/internal/sysroot"
+	"github.com/seedkeeper/seedkeeper/netcfg"
+)
+
+// NoCloud seed locations (system paths, read under NoCloudOptions.Root).
+const (
+	NoCloudSeedDir    = "/var/lib/cloud/seed/nocloud"
+	NoCloudNetSeedDir = "/var/lib/cloud/seed/nocloud-net"
+	cmdlinePath       = "/proc/cmdline"
+	dmiSerialFile     = "product_serial"
+)
+
+// NoCloudLabels are the filesystem labels of a NoCloud seed disk, exactly
+// as cloud-init accepts them (its fs_label "cidata" upper- and lower-case).
+var NoCloudLabels = []string{"cidata", "CIDATA"}
+
+// NoCloudOptions says where and how ReadNoCloud looks.
+type NoCloudOptions struct {
+	// Root is where system paths (/proc/cmdline, /sys, /dev, the seed
+	// directories) are read; the zero value is the real root.
+	Root sysroot.Root
+	// SeedPath, when set, is the only seed read: a seed directory or an
+	// ISO9660/FAT image file (or device). The command line, SMBIOS serial,
+	// seed directories and labelled disks are then not consulted; a
+	// seedfrom in its meta-data still is.
+	SeedPath string
+	// SeedDirs are the seed directories tried, in order (system paths,
+	// read under Root); nil means NoCloudSeedDir, then NoCloudNetSeedDir.
+	// seedkeeper writes the one cloud-init reads and must not read its own
+	// output back, so it passes the others here.
+	SeedDirs []string
+	// SkipDirs leaves out the seed directories altogether.
+	SkipDirs bool
+	// HTTPClient fetches an http(s) seedfrom; nil means
+	// http.DefaultClient.
+	HTTPClient *http.Client
+	// SeedfromTries, SeedfromBackoff and SeedfromTimeout bound an http(s)
+	// seedfrom fetch: attempts per file, the first wait between attempts
+	// (doubling after each), and the time one request may take. Zero
+	// values mean the Default* constants.
+	SeedfromTries   int
+	SeedfromBackoff time.Duration
+	SeedfromTimeout time.Duration
+	// Logger receives one line per decision; nil discards them. Seed
+	// contents are never logged.
+	Logger *slog.Logger
+}
+
+// seedDirs are the seed directories to try.
+func (o *NoCloudOptions) seedDirs() []string {
+	switch {
+	case o.SkipDirs:
+		return nil
+	case o.SeedDirs != nil:
+		return o.SeedDirs
+	}
+	return []string{NoCloudSeedDir, NoCloudNetSeedDir}
+}
+
+func (o *NoCloudOptions) logger() *slog.Logger {
+	if o.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return o.Logger
+}
+
+// ReadNoCloud reads the NoCloud seed the way cloud-init's NoCloud datasource
+// does (reference cloud-init.md §4), from these sources in this order:
+//
+//  1. the SMBIOS system serial number (/sys/class/dmi/id/product_serial)
+//     and 2. the kernel command line (/proc/cmdline), each holding a
+//     ds=nocloud[;key=value...] token (see ParseNoCloudLine);
+//  3. the first of the seed directories (SeedDirs; by default
+//     NoCloudSeedDir, then NoCloudNetSeedDir) that has both meta-data and
+//     user-data;
+//  4. the first block device, in reverse name order, whose ISO9660 or FAT
+//     label is one of NoCloudLabels and that has both files, read in
+//     process (see seedimage.Scan);
+//  5. the seedfrom location named in the meta-data gathered so far
+//     (file://, an absolute path, or http(s)://, with __dmi.<key>__
+//     replaced by that DMI value).
+//
+// With SeedPath set, that seed replaces sources 1 to 4.
+//
+// Meta-data keys merge first-wins in that order, so an i= on the command
+// line beats the instance-id of a disk. user-data, vendor-data and
+// network-config are last-wins: a later source that has the file replaces
+// an earlier one (an empty network-config does not). This is the order of
+// cloud-init's code (22.4.2 and current), where seedfrom is fetched after
+// the disk search: its meta-data ranks lowest and its user-data wins.
+//
+// The instance ID is meta-data instance-id, or "nocloud" with
+// InstanceIDDefaulted set. MachineID is the DMI product_uuid, lower-cased.
+// A meta-data dsmode of "disabled", like finding nothing at all, gives an
+// error wrapping ErrNoSource.
+func ReadNoCloud(ctx context.Context, opt NoCloudOptions) (*Metadata, error) {
+	log := opt.logger()
+	m := noCloudMerge{meta: map[string]any{}, nodes: map[string]*yaml.Node{}}
+	if opt.SeedPath != "" {
+		s, err := readSeedPath(opt.SeedPath)
+		if err != nil {
+			return nil, err
+		}
+		if err := m.add(s); err != nil {
+			return nil, err
+		}
+	} else if err := opt.gather(&m, log); err != nil {
+		return nil, err
+	}
+	if len(m.transports) == 0 {
+		return nil, fmt.Errorf("nocloud: %w: no ds=nocloud on the kernel command line or in the SMBIOS serial, no seed directory, no filesystem labelled cidata", ErrNoSource)
+	}
+	if err := opt.seedfrom(ctx, &m, log); err != nil {
+		return nil, err
+	}
+	return m.metadata(opt.Root, log)
+}
+
+// gather reads sources 1 to 4.
+func (o *NoCloudOptions) gather(m *noCloudMerge, log *slog.Logger) error {
+	root := o.Root
+	for _, line := range []struct{ transport, path string }{
+		{"dmi", "/sys/class/dmi/id/" + dmiSerialFile},
+		{"cmdline", cmdlinePath},
+	} {
+		b, err := os.ReadFile(root.Path(line.path))
+		if err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				log.Debug("cannot read", "path", line.path, "err", err)
+			}
+			continue
+		}
+		if md, ok := ParseNoCloudLine(strings.TrimSpace(string(b))); ok {
+			m.addMeta(noCloudMeta{values: md}, line.transport)
+			m.items = append(m.items, line.path)
+		}
+	}
+	for _, dir := range o.seedDirs() {
+		s, err := readSeedDir(root, dir)
+		if err != nil {
+			return err
+		}
+		if !s.complete() {
+			if s.hasMeta || s.hasUser {
+				log.Warn("seed directory is not a seed", "dir", dir, "missing", s.missing())
+			}
+			continue
+		}
+		if err := m.add(s); err != nil {
+			return err
+		}
+		break
+	}
+	devs, skipped, err := seedimage.Scan(root, NoCloudLabels...)
+	if err != nil {
+		return err
+	}
+	for _, why := range skipped {
+		log.Debug("block device skipped", "reason", why)
+	}
+	for _, d := range devs {
+		s, err := readSeedImage(d.Path, d.Dev)
+		if err != nil {
+			log.Warn("labelled filesystem cannot be read", "device", d.Dev, "err", err)
+			continue
+		}
+		if !s.complete() {
+			log.Warn("labelled filesystem is not a seed", "device", d.Dev, "label", d.Label, "missing", s.missing())
+			continue
+		}
+		if err := m.add(s); err != nil {
+			return err
+		}
+		break
+	}
+	return nil
+}
+
+// readSeedPath reads an explicit seed: a directory or an image.
+func readSeedPath(p string) (noCloudSeed, error) {
+	p, err := filepath.Abs(p)
+	if err != nil {
+		return noCloudSeed{}, fmt.Errorf("nocloud seed: %w", err)
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		return noCloudSeed{}, fmt.Errorf("nocloud seed: %w", err)
+	}
+	var s noCloudSeed
+	if fi.IsDir() {
+		s, err = readSeedDir("", p)
+	} else {
+		s, err = readSeedImage(p, p)
+	}
+	if err != nil {
+		return s, fmt.Errorf("nocloud seed: %w", err)
+	}
+	if !s.complete() {
+		return s, fmt.Errorf("nocloud seed %s: no %s", p, s.missing())
+	}
+	return s, nil
+}
+
+// seedfrom reads source 5, when the meta-data names one.
+func (o *NoCloudOptions) seedfrom(ctx context.Context, m *noCloudMerge, log *slog.Logger) error {
+	v, ok := m.meta["seedfrom"]
+	if !ok || v == nil {
+		return nil
+	}
+	base, ok := v.(string)
+	if !ok || base == "" {
+		return fmt.Errorf("meta-data seedfrom: want a URL or path, got %s", noCloudKind(v))
+	}
+	base, unknown := substDMI(o.Root, base)
+	for _, k := range unknown {
+		log.Warn("seedfrom names an unknown DMI key; left as is", "key", k)
+	}
+	s, err := o.readSeedfrom(ctx, base)
+	if err != nil {
+		return err
+	}
+	return m.add(s)
+}
+
+// noCloudMerge accumulates sources with cloud-init's precedence.
+type noCloudMerge struct {
+	meta  map[string]any
+	nodes map[string]*yaml.Node
+	// user etc. hold the winning file and its name.
+	user, vendor, network             []byte
+	userName, vendorName, networkName string
+	hasUser, hasVendor, hasNetwork    bool
+	transports, items                 []string
+}
+
+// addMeta merges meta-data keys, first-wins, and records the source.
+func (m *noCloudMerge) addMeta(md noCloudMeta, transport string) {
+	for k, v := range md.values {
+		if _, ok := m.meta[k]; ok {
+			continue
+		}
+		m.meta[k] = v
+		if n, ok := md.nodes[k]; ok {
+			m.nodes[k] = n
+		}
+	}
+	m.transports = append(m.transports, transport)
+}
+
+// add merges a seed: its meta-data under what is there, its files over it.
+func (m *noCloudMerge) add(s noCloudSeed) error {
+	var md noCloudMeta
+	if s.hasMeta {
+		var err error
+		if md, err = parseNoCloudMeta(s.meta, s.names[ncMetaData]); err != nil {
+			return err
+		}
+		m.items = append(m.items, s.names[ncMetaData])
+	}
+	m.addMeta(md, s.transport)
+	replace := func(file string, has bool, data []byte, dst *[]byte, dstHas *bool, name *string) {
+		if has {
+			*dst, *dstHas, *name = data, true, s.names[file]
+			m.items = append(m.items, s.names[file])
+		}
+	}
+	replace(ncUserData, s.hasUser, s.user, &m.user, &m.hasUser, &m.userName)
+	replace(ncVendorData, s.hasVendor, s.vendor, &m.vendor, &m.hasVendor, &m.vendorName)
+	// An empty network-config replaces nothing (cloud-init tests it for
+	// truth before loading it).
+	replace(ncNetworkConfig, s.hasNetwork && len(bytes.TrimSpace(s.network)) > 0, s.network, &m.network, &m.hasNetwork, &m.networkName)
+	return nil
+}
+
+// metadata turns the merged seed into the model.
+func (m *noCloudMerge) metadata(root sysroot.Root, log *slog.Logger) (*Metadata, error) {
+	md := &Metadata{
+		Source:   SourceNoCloud,
+		Origin:   Origin{Transport: strings.Join(m.transports, ","), Items: m.items},
+		MetaData: m.meta,
+	}
+	if mode, _, _ := noCloudString(m.meta, "dsmode"); mode == "disabled" {
+		return nil, fmt.Errorf("nocloud (%s): %w: meta-data dsmode is disabled", md.Origin.Transport, ErrNoSource)
+	}
+	id, ok, err := noCloudString(m.meta, "instance-id")
+	if err != nil {
+		return nil, err
+	}
+	if !ok || strings.TrimSpace(id) == "" {
+		id, md.InstanceIDDefaulted = "nocloud", true
+		log.Info("meta-data has no instance-id; using cloud-init's default", "instance_id", id)
+	}
+	md.InstanceID = id
+	if md.Hostname, _, err = noCloudString(m.meta, "local-hostname"); err != nil {
+		return nil, err
+	}
+	if md.PublicKeys, err = noCloudPublicKeys(m.meta["public-keys"], m.nodes["public-keys"]); err != nil {
+		return nil, err
+	}
+	md.MachineID = strings.ToLower(readDMIValue(root, "product_uuid"))
+
+	md.UserData = m.user
+	if md.UserData == nil {
+		md.UserData = []byte{} // a cmdline-only seed: cloud-init's ""
+	}
+	if m.hasVendor {
+		md.VendorData = m.vendor
+	}
+	if m.hasNetwork {
+		md.NetworkConfigRaw = m.network
+		md.Network, err = netcfg.Parse(m.network)
+		switch {
+		case errors.Is(err, netcfg.ErrDisabled):
+			log.Info("network-config disables networking; leaving the network alone", "file", m.networkName)
+			md.Network = nil
+		case err != nil:
+			return nil, fmt.Errorf("%s: %w", m.networkName, err)
+		}
+	} else if _, ok := m.meta["network-interfaces"]; ok {
+		log.Warn("meta-data network-interfaces (ENI, deprecated) is not supported; leaving the network alone")
+	}
+	if v, ok := m.meta[KeyNetworkDrivers]; ok {
+		md.NetworkDriversSet = true
+		drivers, err := ParseNetworkDrivers(v)
+		if err != nil {
+			log.Warn("hotplug driver allowlist is malformed; it allows nothing", "key", KeyNetworkDrivers, "err", err)
+		}
+		md.NetworkDrivers = drivers
+	}
+	log.Info("nocloud seed read", "sources", md.Origin.Transport, "instance_id", md.InstanceID)
+	return md, nil
+}
+
+// DetectNoCloud reports, from cheap local checks only, whether a NoCloud
+// seed is present, and why: SeedPath exists; a ds=nocloud token in the
+// SMBIOS serial or on the kernel command line; a seed directory with
+// meta-data and user-data (see SeedDirs); a filesystem labelled cidata. It does not
+// fetch a seedfrom or read seed files.
+func DetectNoCloud(opt NoCloudOptions) (found bool, reason string) {
+	root := opt.Root
+	if opt.SeedPath != "" {
+		if _, err := os.Stat(opt.SeedPath); err != nil {
+			return false, fmt.Sprintf("seed path: %v", err)
+		}
+		return true, "seed path " + opt.SeedPath
+	}
+	if _, ok := ParseNoCloudLine(readDMIValue(root, dmiSerialFile)); ok {
+		return true, "ds=nocloud in the SMBIOS system serial number"
+	}
+	if b, err := os.ReadFile(root.Path(cmdlinePath)); err == nil {
+		if _, ok := ParseNoCloudLine(strings.TrimSpace(string(b))); ok {
+			return true, "ds=nocloud on the kernel command line"
+		}
+	}
+	for _, dir := range opt.seedDirs() {
+		if noCloudFileExists(root.Path(dir+"/"+ncMetaData)) && noCloudFileExists(root.Path(dir+"/"+ncUserData)) {
+			return true, "seed directory " + dir
+		}
+	}
+	if devs, _, err := seedimage.Scan(root, NoCloudLabels...); err == nil && len(devs) > 0 {
+		d := devs[0]
+		return true, fmt.Sprintf("%s filesystem labelled %s on %s", d.Type, d.Label, d.Dev)
+	}
+	return false, "no ds=nocloud on the kernel command line or in the SMBIOS serial, no seed directory, no filesystem labelled cidata"
+}
+
+func noCloudFileExists(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular()
+}

@@ -1,0 +1,47 @@
+package datasource_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+
+	"github.com/seedkeeper/seedkeeper/datasource"
+	"github.com/seedkeeper/seedkeeper/internal/sysroot"
+)
+
+func ExampleParseNoCloudLine() {
+	md, found := datasource.ParseNoCloudLine("ro quiet ds=nocloud;i=iid-01;h=web1;s=http://192.0.2.1/seeds/")
+	fmt.Println(found, md["instance-id"], md["local-hostname"], md["seedfrom"], md["dsmode"])
+	// Output: true iid-01 web1 http://192.0.2.1/seeds/ net
+}
+
+// ReadNoCloud with a scratch root: a seed directory, and an instance ID on
+// the kernel command line that beats the one in the directory.
+func ExampleReadNoCloud() {
+	root, err := os.MkdirTemp("", "nocloud")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(root)
+	write := func(p, content string) {
+		p = filepath.Join(root, p)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			log.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			log.Fatal(err)
+		}
+	}
+	write("/proc/cmdline", "root=/dev/vda1 ds=nocloud;i=iid-from-cmdline\n")
+	write("/var/lib/cloud/seed/nocloud/meta-data", "instance-id: iid-from-dir\nlocal-hostname: web1\n")
+	write("/var/lib/cloud/seed/nocloud/user-data", "#cloud-config\n")
+
+	md, err := datasource.ReadNoCloud(context.Background(), datasource.NoCloudOptions{Root: sysroot.Root(root)})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(md.InstanceID, md.Hostname, md.Origin.Transport)
+	// Output: iid-from-cmdline web1 cmdline,dir:/var/lib/cloud/seed/nocloud
+}

@@ -1,0 +1,168 @@
+package datasource
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// noCloudMeta is one source's meta-data document: the decoded mapping and,
+// for keys whose order matters (public-keys as a mapping), the YAML nodes.
+type noCloudMeta struct {
+	values map[string]any
+	nodes  map[string]*yaml.Node
+}
+
+// parseNoCloudMeta reads a meta-data document: YAML, or JSON (which YAML
+// mostly is; JSON that YAML rejects, such as tab-indented, is read as
+// JSON). An empty document is an empty mapping; anything but a mapping is
+// an error naming the file.
+func parseNoCloudMeta(data []byte, name string) (noCloudMeta, error) {
+	md := noCloudMeta{values: map[string]any{}, nodes: map[string]*yaml.Node{}}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		trimmed := bytes.TrimSpace(data)
+		if len(trimmed) > 0 && trimmed[0] == '{' {
+			var m map[string]any
+			if jerr := json.Unmarshal(trimmed, &m); jerr == nil {
+				md.values = m
+				return md, nil
+			}
+		}
+		return md, fmt.Errorf("%s: meta-data is not YAML or JSON: %w", name, err)
+	}
+	if doc.Kind == 0 || len(doc.Content) == 0 {
+		return md, nil // empty, or only comments
+	}
+	top := doc.Content[0]
+	if top.Kind == yaml.ScalarNode && top.Tag == "!!null" {
+		return md, nil
+	}
+	if top.Kind != yaml.MappingNode {
+		return md, fmt.Errorf("%s: meta-data must be a mapping, not %s", name, noCloudNodeKind(top))
+	}
+	if err := top.Decode(&md.values); err != nil {
+		return md, fmt.Errorf("%s: meta-data: %w", name, err)
+	}
+	for i := 0; i+1 < len(top.Content); i += 2 {
+		md.nodes[top.Content[i].Value] = top.Content[i+1]
+	}
+	return md, nil
+}
+
+func noCloudNodeKind(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		return fmt.Sprintf("the %s %q", strings.TrimPrefix(n.Tag, "!!"), n.Value)
+	case yaml.AliasNode:
+		return "an alias"
+	}
+	return "a document of another kind"
+}
+
+// noCloudString reads a scalar meta-data value as text: strings as they are,
+// numbers and booleans as YAML wrote them (instance-id: 12345 is the ID
+// "12345"). ok is false when the key is absent or null.
+func noCloudString(md map[string]any, key string) (s string, ok bool, err error) {
+	v, present := md[key]
+	if !present || v == nil {
+		return "", false, nil
+	}
+	switch t := v.(type) {
+	case string:
+		return t, true, nil
+	case int, int64, uint64, float64, bool, json.Number:
+		return fmt.Sprint(t), true, nil
+	}
+	return "", false, fmt.Errorf("meta-data %s: want a string, got %s", key, noCloudKind(v))
+}
+
+func noCloudKind(v any) string {
+	switch v.(type) {
+	case map[string]any:
+		return "a mapping"
+	case []any:
+		return "a list"
+	case nil:
+		return "null"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// noCloudPublicKeys reads meta-data public-keys the way cloud-init's
+// normalize_pubkey_data does: a string holds one key per line; a list
+// holds keys; a mapping holds, per name, a key or a list of keys, taken in
+// document order. Blank entries are dropped.
+func noCloudPublicKeys(v any, node *yaml.Node) ([]string, error) {
+	var keys []string
+	add := func(where string, v any) error {
+		s, ok := v.(string)
+		if !ok {
+			return fmt.Errorf("meta-data public-keys%s: want a key string, got %s", where, noCloudKind(v))
+		}
+		if s = strings.TrimSpace(s); s != "" {
+			keys = append(keys, s)
+		}
+		return nil
+	}
+	switch t := v.(type) {
+	case nil:
+		return nil, nil
+	case string:
+		for _, line := range strings.Split(t, "\n") {
+			_ = add("", line)
+		}
+	case []any:
+		for i, e := range t {
+			if err := add(fmt.Sprintf("[%d]", i), e); err != nil {
+				return nil, err
+			}
+		}
+	case map[string]any:
+		for _, name := range noCloudKeyOrder(t, node) {
+			switch kl := t[name].(type) {
+			case []any:
+				for i, e := range kl {
+					if err := add(fmt.Sprintf(".%s[%d]", name, i), e); err != nil {
+						return nil, err
+					}
+				}
+			default:
+				if err := add("."+name, kl); err != nil {
+					return nil, err
+				}
+			}
+		}
+	default:
+		return nil, fmt.Errorf("meta-data public-keys: want a string, a list or a mapping, got %s", noCloudKind(v))
+	}
+	return keys, nil
+}
+
+// noCloudKeyOrder returns m's keys in document order when node is the YAML
+// mapping m came from, else sorted.
+func noCloudKeyOrder(m map[string]any, node *yaml.Node) []string {
+	var names []string
+	if node != nil && node.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(node.Content); i += 2 {
+			if _, ok := m[node.Content[i].Value]; ok && !slices.Contains(names, node.Content[i].Value) {
+				names = append(names, node.Content[i].Value)
+			}
+		}
+	}
+	if len(names) == len(m) {
+		return names
+	}
+	names = names[:0]
+	for k := range m {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	return names
+}

@@ -1,0 +1,285 @@
+package datasource
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"os"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/seedkeeper/seedkeeper/internal/seedimage"
+	"github.com/seedkeeper/seedkeeper/internal/sysroot"
+)
+
+// The files of a NoCloud seed (cloud-init's pathprefix2dict arguments).
+const (
+	ncMetaData      = "meta-data"
+	ncUserData      = "user-data"
+	ncVendorData    = "vendor-data"
+	ncNetworkConfig = "network-config"
+)
+
+// maxSeedFile bounds every seed file read, local or fetched.
+const maxSeedFile = seedimage.MaxFileSize
+
+// noCloudSeed is what one seed (a directory, an image, a seedfrom URL)
+// holds. A nil slice means the file is absent; an empty one that it is
+// empty.
+type noCloudSeed struct {
+	// transport names the seed in Origin ("dir:/var/lib/cloud/seed/nocloud").
+	transport string
+	// names are how each file is named in errors and Origin.Items.
+	names                       map[string]string
+	meta, user, vendor, network []byte
+	hasMeta, hasUser            bool
+	hasVendor, hasNetwork       bool
+}
+
+func (s *noCloudSeed) set(file, name string, data []byte) {
+	if s.names == nil {
+		s.names = map[string]string{}
+	}
+	s.names[file] = name
+	if data == nil {
+		data = []byte{}
+	}
+	switch file {
+	case ncMetaData:
+		s.meta, s.hasMeta = data, true
+	case ncUserData:
+		s.user, s.hasUser = data, true
+	case ncVendorData:
+		s.vendor, s.hasVendor = data, true
+	case ncNetworkConfig:
+		s.network, s.hasNetwork = data, true
+	}
+}
+
+// complete reports whether the required files are there.
+func (s *noCloudSeed) complete() bool { return s.hasMeta && s.hasUser }
+
+// missing names the required files that are absent.
+func (s *noCloudSeed) missing() string {
+	var m []string
+	if !s.hasMeta {
+		m = append(m, ncMetaData)
+	}
+	if !s.hasUser {
+		m = append(m, ncUserData)
+	}
+	return strings.Join(m, " and ")
+}
+
+// readLimited reads a local file of at most maxSeedFile bytes.
+func readLimited(p string) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxSeedFile+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxSeedFile {
+		return nil, fmt.Errorf("%s: over the %d byte limit", p, maxSeedFile)
+	}
+	return b, nil
+}
+
+// readSeedDir reads the seed files in the directory sysPath (a system path,
+// read under root). A missing file is simply absent.
+func readSeedDir(root sysroot.Root, sysPath string) (noCloudSeed, error) {
+	s := noCloudSeed{transport: "dir:" + sysPath}
+	for _, file := range []string{ncMetaData, ncUserData, ncVendorData, ncNetworkConfig} {
+		name := path.Join(sysPath, file)
+		b, err := readLimited(root.Path(name))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return s, fmt.Errorf("reading %s: %w", name, err)
+		}
+		s.set(file, name, b)
+	}
+	return s, nil
+}
+
+// readSeedImage reads the seed files from an ISO9660 or FAT image or
+// device; dev is how the device is named in Origin (its system path).
+func readSeedImage(p, dev string) (noCloudSeed, error) {
+	im, err := seedimage.Open(p)
+	if err != nil {
+		return noCloudSeed{}, err
+	}
+	defer im.Close()
+	s := noCloudSeed{transport: string(im.Type()) + ":" + dev}
+	for _, file := range []string{ncMetaData, ncUserData, ncVendorData, ncNetworkConfig} {
+		b, err := im.ReadFile(file)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return s, err
+		}
+		s.set(file, s.transport+":"+file, b)
+	}
+	return s, nil
+}
+
+// errSeedNotFound marks a seedfrom file that does not exist (a 404).
+var errSeedNotFound = errors.New("not found")
+
+// seedfromURLs returns where each seed file is for a seedfrom base:
+// a "%s" in the base is replaced by the file name; otherwise the name is
+// appended, after a "/" when the base has neither one nor a query (as
+// current cloud-init does).
+func seedfromURLs(base string) map[string]string {
+	urls := map[string]string{}
+	for _, file := range []string{ncMetaData, ncUserData, ncVendorData, ncNetworkConfig} {
+		if strings.Contains(base, "%s") {
+			urls[file] = strings.ReplaceAll(base, "%s", file)
+			continue
+		}
+		b := base
+		if !strings.HasSuffix(b, "/") && !strings.Contains(b, "?") {
+			b += "/"
+		}
+		urls[file] = b + file
+	}
+	return urls
+}
+
+// readSeedfrom reads a seed from a seedfrom location: file://, an absolute
+// path (both under root) or http(s)://. meta-data and user-data must
+// exist; vendor-data and network-config may not.
+func (o *NoCloudOptions) readSeedfrom(ctx context.Context, base string) (noCloudSeed, error) {
+	s := noCloudSeed{transport: "seedfrom:" + redactURL(base)}
+	var get func(ctx context.Context, loc string) ([]byte, error)
+	switch {
+	case strings.HasPrefix(base, "file://") || strings.HasPrefix(base, "/"):
+		get = func(_ context.Context, loc string) ([]byte, error) {
+			p := strings.TrimPrefix(loc, "file://")
+			b, err := readLimited(o.Root.Path(p))
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil, errSeedNotFound
+			}
+			return b, err
+		}
+	case strings.HasPrefix(base, "http://") || strings.HasPrefix(base, "https://"):
+		get = o.fetchURL
+	default:
+		scheme, _, _ := strings.Cut(base, ":")
+		return s, fmt.Errorf("seedfrom %q: unsupported scheme %q (file://, / and http(s):// are)", base, scheme)
+	}
+	urls := seedfromURLs(base)
+	for _, file := range []string{ncMetaData, ncUserData, ncVendorData, ncNetworkConfig} {
+		b, err := get(ctx, urls[file])
+		if errors.Is(err, errSeedNotFound) {
+			if file == ncMetaData || file == ncUserData {
+				return s, fmt.Errorf("seedfrom: %s: %w", redactURL(urls[file]), err)
+			}
+			continue
+		}
+		if err != nil {
+			return s, fmt.Errorf("seedfrom: %w", err)
+		}
+		s.set(file, redactURL(urls[file]), b)
+	}
+	return s, nil
+}
+
+// Defaults for fetching an http(s) seedfrom.
+const (
+	DefaultSeedfromTries   = 3
+	DefaultSeedfromBackoff = time.Second
+	DefaultSeedfromTimeout = 10 * time.Second
+)
+
+// fetchURL GETs u with the options' retry policy: up to SeedfromTries
+// attempts, waiting SeedfromBackoff, then twice that, and so on, each
+// attempt bounded by SeedfromTimeout. Connection errors, 5xx and 429 are
+// retried; 404 and 410 are errSeedNotFound at once; other statuses fail
+// at once.
+func (o *NoCloudOptions) fetchURL(ctx context.Context, u string) ([]byte, error) {
+	tries, wait, timeout := o.SeedfromTries, o.SeedfromBackoff, o.SeedfromTimeout
+	if tries <= 0 {
+		tries = DefaultSeedfromTries
+	}
+	if wait <= 0 {
+		wait = DefaultSeedfromBackoff
+	}
+	if timeout <= 0 {
+		timeout = DefaultSeedfromTimeout
+	}
+	client := o.HTTPClient
+	if client == nil {
+		client = http.DefaultClient
+	}
+	var last error
+	for try := 1; ; try++ {
+		b, retry, err := fetchOnce(ctx, client, u, timeout)
+		if err == nil || !retry {
+			return b, err
+		}
+		last = err
+		if try >= tries {
+			return nil, fmt.Errorf("%w (after %d tries)", last, tries)
+		}
+		o.logger().Debug("seedfrom fetch failed; retrying", "url", redactURL(u), "err", err, "wait", wait)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("%w (giving up: %w)", last, ctx.Err())
+		case <-t.C:
+		}
+		wait *= 2
+	}
+}
+
+func fetchOnce(ctx context.Context, client *http.Client, u string, timeout time.Duration) (data []byte, retry bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, false, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, true, err
+	}
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusOK:
+	case resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusGone:
+		return nil, false, errSeedNotFound
+	case resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests:
+		return nil, true, fmt.Errorf("GET %s: %s", redactURL(u), resp.Status)
+	default:
+		return nil, false, fmt.Errorf("GET %s: %s", redactURL(u), resp.Status)
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxSeedFile+1))
+	if err != nil {
+		return nil, true, fmt.Errorf("GET %s: reading the body: %w", redactURL(u), err)
+	}
+	if len(b) > maxSeedFile {
+		return nil, false, fmt.Errorf("GET %s: body over the %d byte limit", redactURL(u), maxSeedFile)
+	}
+	return b, false, nil
+}
+
+// redactURL drops any user:password from a URL before it is logged.
+func redactURL(u string) string {
+	p, err := url.Parse(u)
+	if err != nil || p.User == nil {
+		return u
+	}
+	return p.Redacted()
+}
