@@ -26,11 +26,15 @@ type command struct {
 
 func commands() map[string]command {
 	return map[string]command{
+		"boot":     {"detect, read, decide the instance ID, write the seed, apply the network (once per boot)", runBoot},
+		"fetch":    {"print the normalized metadata, writing nothing", runFetch},
 		"identity": {"show or reset the instance ID pinned for this machine", runIdentity},
 		"mdata": {"get, put, delete or list metadata keys (as the mdata-* tools)", func(args []string, stdout, stderr io.Writer) int {
 			return runMdataSub(args, os.Stdin, stdout, stderr)
 		}},
-		"net": {"plan or apply a network configuration on this machine's links", runNet},
+		"net":    {"plan or apply a network configuration on this machine's links", runNet},
+		"status": {"say what the last boot decided, and why", runStatus},
+		"watch":  {"the hotplug daemon: apply the network of NICs added later", runWatch},
 		"version": {"print the version", func(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stdout, "seedkeeper", version)
 			return exitOK

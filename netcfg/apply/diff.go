@@ -213,6 +213,7 @@ func Diff(cfg *netcfg.Config, live []Link, allow Allowlist, rc *Receipt) *Plan {
 			continue
 		}
 		own = append(own, &owned{ifc: ifc, link: l, name: l.Name})
+		p.Owned = append(p.Owned, ifc.ID)
 	}
 	for _, mac := range slices.Sorted(maps.Keys(p.receipt.Links)) {
 		if !mentioned[mac] {

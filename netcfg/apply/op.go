@@ -97,6 +97,9 @@ func routeString(r netcfg.Route) string {
 type Plan struct {
 	Ops   []Op
 	Notes []string
+	// Owned lists the IDs of the configured physical interfaces that own a
+	// live link (MAC or name matched, driver allowed), in config order.
+	Owned []string
 
 	// receipt is what the next receipt holds if every operation fails:
 	// the entries still valid. Apply adds what it adds.

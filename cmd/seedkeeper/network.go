@@ -1,0 +1,206 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/seedkeeper/seedkeeper/hotplug"
+	"github.com/seedkeeper/seedkeeper/internal/fsutil"
+	"github.com/seedkeeper/seedkeeper/netcfg"
+	"github.com/seedkeeper/seedkeeper/netcfg/apply"
+)
+
+// netResult is what the network step did, for the log and the status file.
+type netResult struct {
+	Action    string   `json:"action"` // applied, planned, skipped, failed
+	Reason    string   `json:"reason,omitempty"`
+	Allowlist string   `json:"allowlist"`
+	Owned     []string `json:"owned,omitempty"`
+	Ops       []string `json:"ops,omitempty"`
+	Failed    []string `json:"failed,omitempty"`
+	Notes     []string `json:"notes,omitempty"`
+	Rendered  []string `json:"rendered,omitempty"`
+	Removed   []string `json:"removed,omitempty"`
+	Reloaded  bool     `json:"networkd_reloaded,omitempty"`
+}
+
+// Partial reports whether some operation failed.
+func (r *netResult) Partial() bool { return len(r.Failed) > 0 }
+
+// networkStep brings the owned NICs to cfg: plan against the live links,
+// apply when live is true (otherwise only report the plan), remember what
+// was added in the receipt, and render the networkd files for the owned
+// links under the root. A nil cfg leaves the network alone.
+func (e *runEnv) networkStep(ctx context.Context, cfg *netcfg.Config, allow hotplug.Allowlist, live bool) (*netResult, error) {
+	res := &netResult{Allowlist: allow.String()}
+	if cfg == nil {
+		res.Action, res.Reason = "skipped", "the metadata has no network configuration; leaving the network alone"
+		e.log.Info("network: " + res.Reason)
+		return res, nil
+	}
+	h, err := apply.Open()
+	if err != nil {
+		res.Action, res.Reason = "failed", err.Error()
+		return res, fmt.Errorf("network: %w", err)
+	}
+	defer h.Close()
+	rpath := e.root.Path(receiptPath)
+	rc, err := apply.LoadReceipt(rpath)
+	if err != nil {
+		// Without the receipt we would not know what is ours to remove.
+		res.Action, res.Reason = "failed", err.Error()
+		return res, fmt.Errorf("network: %w", err)
+	}
+	p, err := h.Plan(ctx, cfg, allow.Allows, rc)
+	if err != nil {
+		res.Action, res.Reason = "failed", err.Error()
+		return res, fmt.Errorf("network: planning: %w", err)
+	}
+	res.Owned = p.Owned
+	res.Notes = p.Notes
+	for _, n := range p.Notes {
+		e.log.Info("network: " + n)
+	}
+	if !live {
+		res.Action, res.Reason = "planned", "not applied: --root is set (use --network=apply to apply anyway)"
+		for _, o := range p.Ops {
+			res.Ops = append(res.Ops, o.String())
+			e.log.Info("network: would " + o.String())
+		}
+	} else {
+		r, aerr := h.Apply(ctx, p)
+		res.Action = "applied"
+		for _, o := range r.Ops {
+			if o.Err != nil {
+				res.Failed = append(res.Failed, fmt.Sprintf("%s: %v", o.Op, o.Err))
+				e.log.Warn("network: "+o.Op.String()+" failed", "err", o.Err)
+				continue
+			}
+			res.Ops = append(res.Ops, o.Op.String())
+			e.log.Info("network: " + o.Op.String())
+		}
+		if _, err := r.Receipt.Save(rpath); err != nil {
+			return res, fmt.Errorf("network: saving the receipt: %w", err)
+		}
+		if aerr != nil && !errors.Is(aerr, apply.ErrPartial) {
+			return res, fmt.Errorf("network: %w", aerr)
+		}
+		if len(p.Ops) == 0 {
+			e.log.Info("network: no changes")
+		}
+	}
+	if err := e.render(ctx, cfg, p.Owned, res, live); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// render writes the networkd files for the owned interfaces and asks a
+// running networkd to reload when they changed and the change is live.
+func (e *runEnv) render(ctx context.Context, cfg *netcfg.Config, owned []string, res *netResult, live bool) error {
+	changed, err := e.renderNetworkd(cfg, owned, res)
+	if err != nil {
+		return err
+	}
+	if changed && live && e.root.IsReal() {
+		res.Reloaded = reloadNetworkd(ctx, e.log)
+	}
+	return nil
+}
+
+// renderCurrent renders the networkd files for cfg as ownership stands now
+// (planning against the live links without applying anything).
+func (e *runEnv) renderCurrent(ctx context.Context, cfg *netcfg.Config, allow hotplug.Allowlist) error {
+	h, err := apply.Open()
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	rc, err := apply.LoadReceipt(e.root.Path(receiptPath))
+	if err != nil {
+		return err
+	}
+	p, err := h.Plan(ctx, cfg, allow.Allows, rc)
+	if err != nil {
+		return err
+	}
+	return e.render(ctx, cfg, p.Owned, &netResult{}, true)
+}
+
+// renderNetworkd writes the networkd files of the owned interfaces (and of
+// bonds, bridges and VLANs built only from owned ones) and removes files of
+// ours that are no longer wanted.
+func (e *runEnv) renderNetworkd(cfg *netcfg.Config, ownedIDs []string, res *netResult) (bool, error) {
+	owned := func(i *netcfg.Interface) bool { return ownsInterface(cfg, i, ownedIDs, 0) }
+	files, err := netcfg.RenderNetworkd(cfg, owned)
+	if err != nil {
+		return false, fmt.Errorf("network: rendering networkd files: %w", err)
+	}
+	dir := e.root.Path(networkDir)
+	changed := false
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		c, err := fsutil.WriteFile(filepath.Join(dir, name), files[name], 0o644)
+		if err != nil {
+			return changed, fmt.Errorf("network: %w", err)
+		}
+		res.Rendered = append(res.Rendered, name)
+		changed = changed || c
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return changed, fmt.Errorf("network: %w", err)
+	}
+	for _, ent := range ents {
+		n := ent.Name()
+		if _, keep := files[n]; keep || !strings.HasPrefix(n, "10-seedkeeper-") {
+			continue
+		}
+		p := filepath.Join(dir, n)
+		if b, err := os.ReadFile(p); err != nil || !bytes.HasPrefix(b, []byte(netcfg.Header)) {
+			continue // not written by us
+		}
+		if err := os.Remove(p); err != nil {
+			return changed, fmt.Errorf("network: %w", err)
+		}
+		res.Removed = append(res.Removed, n)
+		changed = true
+	}
+	if changed {
+		e.log.Info("network: networkd files written", "dir", networkDir, "files", len(files), "removed", len(res.Removed))
+	}
+	return changed, nil
+}
+
+// ownsInterface: a physical interface is ours when it owns a live link; a
+// bond or bridge when all its members are ours; a VLAN when its link is.
+func ownsInterface(cfg *netcfg.Config, i *netcfg.Interface, ownedIDs []string, depth int) bool {
+	if depth > 8 {
+		return false
+	}
+	switch i.Kind {
+	case netcfg.Physical, "":
+		return slices.Contains(ownedIDs, i.ID)
+	case netcfg.VLAN:
+		l := cfg.Lookup(i.VLANLink)
+		return l != nil && ownsInterface(cfg, l, ownedIDs, depth+1)
+	default:
+		m := cfg.Members(i)
+		if len(m) == 0 {
+			return false
+		}
+		for _, x := range m {
+			if !ownsInterface(cfg, x, ownedIDs, depth+1) {
+				return false
+			}
+		}
+		return true
+	}
+}
