@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/seedkeeper/seedkeeper/mdata/internal/wire"
 )
 
 // Mode is a way for the simulated host to misbehave. The zero Mode is Normal.
@@ -133,3 +135,10 @@ const (
 // garbage is the junk GarbageLine and GarbagePrefix write: NUL, bytes that
 // are not UTF-8, an escape sequence and text that looks almost like a reply.
 const garbage = "\x00\xff\xfe\x1b[2J\x7fSUCC\x80ESS V2 \x00"
+
+// StaleReply returns a valid V2 SUCCESS frame for request ID reqID that
+// carries StaleValue: what a killed client leaves unread on a serial line.
+// Give it to InjectOutput.
+func StaleReply(reqID string) []byte {
+	return wire.Frame{RequestID: reqID, Code: wire.CodeSuccess, Payload: []byte(StaleValue)}.Append(nil)
+}
