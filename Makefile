@@ -21,7 +21,7 @@ build:
 
 demo: build
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/seedkeeper-demo ./cmd/seedkeeper-demo
-	$(BIN)/seedkeeper-demo --bin $(BIN)
+	$(BIN)/seedkeeper-demo --bin $(BIN) --testdata testdata
 
 test-deps:
 	@sh scripts/test-deps.sh
