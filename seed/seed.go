@@ -192,8 +192,21 @@ func Write(root sysroot.Root, s Seed) (Result, error) {
 	}
 
 	// Marker first (so a kill at any point leaves files the marker
-	// knows), then the files, then the marker again.
-	pending := &marker{Files: mk.Files, Pending: wantSum}
+	// knows), then the files, then the marker again. The marker written
+	// first records what each file holds now when that is ours (a kill
+	// during an earlier write may have left some files at its pending
+	// content): every file on disk is then either in Files or in Pending,
+	// however many writes are cut short in a row.
+	known := maps.Clone(mk.Files)
+	if known == nil {
+		known = map[string]string{}
+	}
+	for p, h := range mk.Pending {
+		if cur, err := os.ReadFile(root.Path(p)); err == nil && sum(cur) == h {
+			known[p] = h
+		}
+	}
+	pending := &marker{Files: known, Pending: wantSum}
 	if err := writeMarker(root, pending); err != nil {
 		return res, err
 	}

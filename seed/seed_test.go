@@ -519,3 +519,53 @@ func FuzzParseMarker(f *testing.F) {
 		}
 	})
 }
+
+// Two writes cut short in a row (the second before it reached a file the
+// first had already rewritten) must not make the third call that file a
+// hand edit: the marker keeps track of what each file holds.
+func TestInterruptedWritesInARowAreNotHandEdits(t *testing.T) {
+	root := sysroot.Root(t.TempDir())
+	gen := func(n string) Seed {
+		return Seed{InstanceID: "iid-" + n, UserData: []byte("#cloud-config\n# " + n + "\n"), VendorData: []byte(n)}
+	}
+	if _, err := Write(root, gen("0")); err != nil {
+		t.Fatal(err)
+	}
+	// A write of generation A got as far as user-data, then was killed.
+	mk, _, err := readMarker(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := files(gen("A"))
+	mk.Pending = map[string]string{}
+	for _, f := range want {
+		mk.Pending[f.path] = sum(f.data)
+	}
+	if err := writeMarker(root, mk); err != nil {
+		t.Fatal(err)
+	}
+	ud := root.Path(filepath.Join(Dir, UserDataFile))
+	if err := os.WriteFile(ud, []byte("#cloud-config\n# A\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A write of generation B fails on meta-data, before it reaches
+	// user-data (a directory stands where meta-data goes).
+	md := root.Path(filepath.Join(Dir, MetaDataFile))
+	if err := os.Remove(md); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(md, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Write(root, gen("B")); err == nil {
+		t.Fatal("write over a directory succeeded")
+	}
+	os.Remove(md)
+	res, err := Write(root, gen("C"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Warnings) != 0 {
+		t.Errorf("warnings after interrupted writes: %q", res.Warnings)
+	}
+}
