@@ -109,6 +109,10 @@ func ReadSmartOS(ctx context.Context, c *mdata.Client, log *slog.Logger) (*Metad
 	}
 	if v, ok := r.vals[KeyNetworkDrivers]; ok {
 		md.NetworkDriversSet = true
+		// NetworkDriversError looks for the value under the model's
+		// name for the setting; without it a malformed list would
+		// allow nothing without saying why.
+		md.MetaData = map[string]any{"network-drivers": string(v)}
 		drivers, err := ParseNetworkDrivers(string(v))
 		if err != nil {
 			log.Warn("metadata key has a malformed driver list; hotplug will allow no driver",

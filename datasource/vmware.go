@@ -503,7 +503,9 @@ func NetworkDriversError(md *Metadata) error {
 	}
 	v, ok := md.MetaData["network-drivers"]
 	if !ok {
-		return nil
+		if v, ok = md.MetaData[KeyNetworkDrivers]; !ok {
+			return nil
+		}
 	}
 	_, err := ParseNetworkDrivers(v)
 	return err

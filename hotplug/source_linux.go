@@ -39,9 +39,9 @@ func newSource(ns int, log *slog.Logger) (linkSource, error) {
 	}
 	var err error
 	if s.ns.IsOpen() {
-		s.h, err = netlink.NewHandleAt(s.ns)
+		s.h, err = netlink.NewHandleAt(s.ns, unix.NETLINK_ROUTE)
 	} else {
-		s.h, err = netlink.NewHandle()
+		s.h, err = netlink.NewHandle(unix.NETLINK_ROUTE)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("hotplug: opening rtnetlink: %w", err)

@@ -132,6 +132,11 @@ func TestIntegrationCloudInitAgrees(t *testing.T) {
 		name     string
 		summary  ciSummary
 		noMetric bool
+		// noRoutes leaves routes out of the comparison: seedkeeper puts
+		// each sdc:routes entry on the NICs that can reach its gateway,
+		// where cloud-init copies it onto every NIC with a static
+		// address (which the kernel then refuses on the others).
+		noRoutes bool
 	}
 	var jobs []ciJob
 	var wants []want
@@ -157,14 +162,14 @@ func TestIntegrationCloudInitAgrees(t *testing.T) {
 			if f.isV2() {
 				ci22V2DefaultRoute6(&sum)
 			}
-			wants = append(wants, want{key, sum, noMetric})
+			wants = append(wants, want{key, sum, noMetric, f.smarts})
 		}
 		v1, err := c.MarshalV1()
 		if err != nil {
 			t.Fatalf("%s: %v", key, err)
 		}
 		jobs = append(jobs, ciJob{Name: key + " as v1", Text: string(v1)})
-		wants = append(wants, want{key + " as v1", summarize(c, false), false})
+		wants = append(wants, want{key + " as v1", summarize(c, false), false, false})
 	}
 
 	in, err := json.Marshal(jobs)
@@ -185,6 +190,9 @@ func TestIntegrationCloudInitAgrees(t *testing.T) {
 	}
 	for _, w := range wants {
 		g, ok := got[w.name]
+		if w.noRoutes {
+			g, w.summary = withoutRoutes(g), withoutRoutes(w.summary)
+		}
 		switch {
 		case !ok:
 			t.Errorf("%s: no summary from cloud-init", w.name)
@@ -205,4 +213,15 @@ func TestIntegrationCloudInitAgrees(t *testing.T) {
 func firstLine(python string) string {
 	out, _ := exec.Command(python, "-c", "import cloudinit.version as v; print('cloud-init', v.version_string())").Output()
 	return string(out)
+}
+
+func withoutRoutes(s ciSummary) ciSummary {
+	s.Routes = nil
+	ifs := make([]ciInterface, len(s.Interfaces))
+	copy(ifs, s.Interfaces)
+	for i := range ifs {
+		ifs[i].Routes = nil
+	}
+	s.Interfaces = ifs
+	return s
 }

@@ -350,26 +350,27 @@ func TestParseValue(t *testing.T) {
 
 func TestFromSmartOSDualStack(t *testing.T) {
 	c := fixture{name: "dual-stack.json", data: readFixture(t, "sdc/dual-stack.json"), smarts: true}.parse(t)
-	sdcRoutes := []Route{
-		{To: pfx("3.0.0.0/8"), Via: ip("8.12.42.3")},
-		{To: pfx("192.168.1.1/32"), Via: ip("192.168.128.93")},
-	}
+	// Each sdc:routes entry goes on the nic whose subnet holds its gateway
+	// (cloud-init copies them all onto every nic, where the kernel refuses
+	// the ones it cannot reach).
 	want := &Config{
 		Interfaces: []Interface{
 			{
 				ID: "net0", Kind: Physical, Name: "net0", MAC: "90:b8:d0:ae:64:51", MTU: 1500,
 				Addresses: []netip.Prefix{pfx("2001:4800:78ff:1b:be76:4eff:fe06:96b3/64"), pfx("8.12.42.51/24"), pfx("8.12.42.52/24")},
 				// The primary gateways go on the first v6 and first v4 address.
-				Routes: append([]Route{
+				Routes: []Route{
 					{To: pfx("::/0"), Via: ip("2001::1")},
 					{To: pfx("0.0.0.0/0"), Via: ip("8.12.42.1")},
-				}, sdcRoutes...),
+					{To: pfx("3.0.0.0/8"), Via: ip("8.12.42.3")},
+				},
 			},
 			{
-				// Not primary: its gateway is ignored; it still gets sdc:routes.
+				// Not primary: its gateway is ignored; it gets the
+				// sdc:routes entry whose gateway is on its subnet.
 				ID: "net1", Kind: Physical, Name: "net1", MAC: "90:b8:d0:a5:ff:cd", MTU: 8500,
 				Addresses: []netip.Prefix{pfx("192.168.128.93/22")},
-				Routes:    sdcRoutes,
+				Routes:    []Route{{To: pfx("192.168.1.1/32"), Via: ip("192.168.128.93")}},
 			},
 		},
 		DNS: DNS{Nameservers: ips("8.8.8.8", "8.8.4.4"), Search: []string{"example.com"}},
@@ -388,16 +389,20 @@ func TestFromSmartOSCases(t *testing.T) {
 	if r := c.Interfaces[0].Routes; len(r) != 1 || r[0].To.Bits() == 0 {
 		t.Errorf("net0 routes = %v, want only the sdc route", r)
 	}
-	if r := c.Interfaces[1].Routes; len(r) != 2 || r[0] != (Route{To: pfx("0.0.0.0/0"), Via: ip("172.16.0.1")}) {
-		t.Errorf("net1 routes = %v", r)
+	if r := c.Interfaces[1].Routes; len(r) != 1 || r[0] != (Route{To: pfx("0.0.0.0/0"), Via: ip("172.16.0.1")}) {
+		t.Errorf("net1 routes = %v, want only the default (10.0.0.254 is not on its subnet)", r)
 	}
 	if len(c.DNS.Search) != 0 {
 		t.Errorf("search without sdc:dns_domain: %v", c.DNS.Search)
 	}
-	// dhcp: DHCPv4, no static subnet, so neither gateway nor routes.
+	// dhcp: DHCPv4, no static subnet, so no gateway; the sdc route has no
+	// nic known to reach its gateway and becomes a global route.
 	c = load("dhcp.json")
 	if i := c.Interfaces[0]; !i.DHCP4 || len(i.Routes) != 0 || len(i.Addresses) != 0 {
 		t.Errorf("dhcp = %+v", i)
+	}
+	if len(c.Routes) != 1 || c.Routes[0].Via != ip("10.0.0.254") {
+		t.Errorf("dhcp global routes = %v", c.Routes)
 	}
 	// addrconf: SLAAC + DHCPv6, never an address called "addrconf".
 	c = load("addrconf.json")

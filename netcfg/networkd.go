@@ -218,9 +218,13 @@ func renderNetwork(c *Config, ifc *Interface, extraDNS DNS, extraRoutes []Route)
 			}
 			if r.Via.IsValid() {
 				w.kv("Gateway", r.Via.String())
-				if !r.Via.IsLinkLocalUnicast() && !containsAddr(ifc.Addresses, r.Via) && !dynamicFor(ifc, r.Via) {
+				if !r.Via.IsLinkLocalUnicast() && !containsAddr(ifc.Addresses, r.Via) &&
+					(!dynamicFor(ifc, r.Via) || len(ifc.Addresses) == 0) {
 					// A gateway outside every address (a /32 with a
-					// gateway beside it) is reachable on the link only.
+					// gateway beside it, or a DHCP-only link) is
+					// reachable on the link only; networkd assumes so
+					// on a link without static addresses, with a
+					// warning, so say it.
 					w.kv("GatewayOnLink", "yes")
 				}
 			} else {

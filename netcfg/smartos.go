@@ -20,8 +20,11 @@ import (
 //   - only nics with "primary": true give gateways: for each address
 //     family, the first of that nic's "gateways" goes on its first static
 //     address of the family, once across all nics;
-//   - every nic with a static address gets all of sdc:routes ("linklocal"
-//     is ignored);
+//   - each of sdc:routes goes on the nics with an address on its
+//     gateway's subnet, or becomes a global route when there is none
+//     ("linklocal" is ignored). cloud-init puts every route on every nic
+//     with a static address, which the kernel refuses on the nics that
+//     cannot reach the gateway;
 //   - sdc:resolvers, if any, are global DNS servers, searched in dnsDomain.
 //
 // Errors name the key and index: sdc:nics[1].ips[0]: ...
@@ -115,7 +118,6 @@ func FromSmartOS(nics, routes, resolvers []byte, dnsDomain string) (*Config, err
 		if err != nil {
 			return nil, err
 		}
-		static := false
 		for _, ipf := range ips {
 			s, err := ipf.str()
 			if err != nil {
@@ -135,7 +137,6 @@ func FromSmartOS(nics, routes, resolvers []byte, dnsDomain string) (*Config, err
 				return nil, err
 			}
 			ifc.Addresses = append(ifc.Addresses, a)
-			static = true
 			is4 := a.Addr().Is4()
 			placed := &gw6
 			if is4 {
@@ -165,11 +166,9 @@ func FromSmartOS(nics, routes, resolvers []byte, dnsDomain string) (*Config, err
 				break
 			}
 		}
-		if static {
-			ifc.Routes = append(ifc.Routes, sdcRoutes...)
-		}
 		c.Interfaces = append(c.Interfaces, ifc)
 	}
+	placeRoutes(c, sdcRoutes)
 
 	if len(resolverList) > 0 {
 		for _, rf := range resolverList {
@@ -208,4 +207,29 @@ func smartosArray(key string, data []byte) ([]field, error) {
 		return nil, nil
 	}
 	return field{path: key, v: v}.list()
+}
+
+// placeRoutes gives each sdc:routes entry to the NICs that have an address
+// on its gateway's subnet. cloud-init copies every route onto every NIC
+// with a static address; the kernel refuses a gateway that is not on the
+// link (ENETUNREACH), so a second NIC made every boot a partial failure.
+// A route whose gateway is on no NIC's subnet becomes a global route,
+// which the apply reports as not applied live.
+func placeRoutes(c *Config, routes []Route) {
+	for _, r := range routes {
+		placed := false
+		for i := range c.Interfaces {
+			ifc := &c.Interfaces[i]
+			for _, a := range ifc.Addresses {
+				if r.Via.IsValid() && a.Masked().Contains(r.Via) {
+					ifc.Routes = append(ifc.Routes, r)
+					placed = true
+					break
+				}
+			}
+		}
+		if !placed {
+			c.Routes = append(c.Routes, r)
+		}
+	}
 }
