@@ -15,6 +15,8 @@ need="
 /usr/bin/systemd-analyze:systemd
 /usr/lib/python3/dist-packages/cloudinit/__init__.py:cloud-init
 /usr/lib/python3/dist-packages/serial/__init__.py:python3-serial
+/usr/bin/qemu-system-x86_64:qemu-system-x86
+/usr/bin/xz:xz-utils
 "
 
 missing=""
@@ -28,6 +30,23 @@ for entry in $need; do
 		esac
 	fi
 done
+
+# The VM tests (test/vm) boot this pinned Debian kernel under QEMU; they
+# look for the extracted package in $kcache/linux-image-$kver.
+kver=6.1.0-57-amd64
+kcache=${SEEDKEEPER_VM_KERNEL_DIR:-/var/cache/seedkeeper-test}
+if [ "$(uname -m)" = x86_64 ] && [ ! -e "$kcache/linux-image-$kver/boot/vmlinuz-$kver" ]; then
+	if [ "$(id -u)" != 0 ]; then
+		echo "test-deps: missing the VM test kernel linux-image-$kver (run as root to fetch it; the VM tests will skip)" >&2
+	else
+		echo "test-deps: fetching linux-image-$kver for the VM tests" >&2
+		mkdir -p "$kcache"
+		(cd "$kcache" && { apt-get download -qq "linux-image-$kver" 2>/dev/null ||
+			{ apt-get update -qq >/dev/null && apt-get download -qq "linux-image-$kver"; }; })
+		dpkg-deb -x "$kcache/linux-image-${kver}_"*.deb "$kcache/linux-image-$kver"
+		rm -f "$kcache/linux-image-${kver}_"*.deb
+	fi
+fi
 
 if [ -z "$missing" ]; then
 	exit 0
