@@ -3,6 +3,11 @@
 #   make demo    run seedkeeper against the simulated SmartOS host (no root)
 #   make test    install missing test tools (as root) and run every test
 #   make build   build the static binary into bin/
+#   make package build the .deb and .rpm into bin/pkg/ (nfpm, a Go tool in tools/)
+#   make cross   build the binary for linux/amd64, linux/arm64, freebsd/amd64
+#                and windows/amd64 into bin/cross/
+#   make bench   Go benchmarks + the whole-process harness → BENCHMARKS.md
+#   make faults  the full fault matrix → BENCHMARKS.md
 
 GO        ?= go
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -11,7 +16,7 @@ BIN       := bin
 TOOLS     := mdata-get mdata-put mdata-delete mdata-list
 TESTFLAGS ?= -race -count=1 -timeout 30m
 
-.PHONY: all build demo test test-deps vet unit bench fuzz clean
+.PHONY: all build demo test test-deps vet unit bench bench-report faults skbench fuzz clean
 
 all: build
 
@@ -36,8 +41,58 @@ test: test-deps vet
 unit:
 	$(GO) test -short $(TESTFLAGS) ./...
 
-bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+# The Go benchmarks beside the code, then the harness (bench/cmd/skbench),
+# which compares whole processes against cloud-init, isoinfo and mtools on
+# one simulated host and writes the figures into BENCHMARKS.md. Run as root
+# (network namespaces), one at a time: the machine is small.
+bench: skbench
+	$(GO) test -run '^$$' -bench . -benchmem ./... > $(BIN)/gobench.txt || { cat $(BIN)/gobench.txt; exit 1; }
+	@cat $(BIN)/gobench.txt
+	$(BIN)/skbench bench --bin $(BIN)/seedkeeper --gobench $(BIN)/gobench.txt
+
+# The harness alone (it runs only the hotplug and netcfg/apply benchmarks).
+bench-report: skbench
+	$(BIN)/skbench bench --bin $(BIN)/seedkeeper
+
+# The full fault matrix (the short form runs in make test as
+# TestIntegrationFaultMatrix).
+faults: skbench
+	$(BIN)/skbench faults --bin $(BIN)/seedkeeper
+
+skbench: build
+	$(GO) build -o $(BIN)/skbench ./bench/cmd/skbench
 
 clean:
 	rm -rf $(BIN)
+
+# Packages (.deb and .rpm, for the host's GOARCH). The package version is
+# made from VERSION by packaging/pkgversion.sh.
+PKGDIR      := $(BIN)/pkg
+MANDIR      := $(BIN)/man
+PKG_VERSION ?= $(shell sh packaging/pkgversion.sh '$(VERSION)')
+PKG_ARCH    ?= $(shell $(GO) env GOARCH)
+NFPM        := $(GO) tool -modfile=tools/go.mod nfpm
+
+.PHONY: package cross
+
+package: build
+	rm -rf $(MANDIR) $(PKGDIR)
+	$(GO) run ./packaging/genman -bin $(BIN)/seedkeeper -out $(MANDIR)
+	@mkdir -p $(PKGDIR)
+	@for p in deb rpm; do \
+		SEEDKEEPER_VERSION='$(PKG_VERSION)' SEEDKEEPER_BIN='$(BIN)/seedkeeper' \
+		SEEDKEEPER_MAN='$(MANDIR)' SEEDKEEPER_ARCH='$(PKG_ARCH)' \
+		$(NFPM) package -f packaging/nfpm.yaml -p $$p -t $(PKGDIR)/ || exit 1; \
+	done
+
+# Cross-builds: the whole binary on Linux; elsewhere the mdata tools over the
+# serial port, and honest "not supported" errors for the rest.
+CROSS := linux/amd64 linux/arm64 freebsd/amd64 windows/amd64
+
+cross:
+	@for t in $(CROSS); do \
+		os=$${t%/*}; arch=$${t#*/}; ext=; [ $$os = windows ] && ext=.exe; \
+		echo "cross: $$t"; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' \
+			-o $(BIN)/cross/seedkeeper-$$os-$$arch$$ext ./cmd/seedkeeper || exit 1; \
+	done
