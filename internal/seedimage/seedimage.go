@@ -97,6 +97,8 @@ func (im *Image) mount(g *fatGeom) error {
 		if err := g.checkChains(st); err != nil {
 			return err
 		}
+		// Read the second FAT as the first, as the kernel does.
+		st.afrom, st.ato, st.alen = g.fatOffset, g.fatOffset+g.fatSize, g.fatSize
 		switch g.bits {
 		case 12:
 			fsys, err = fat12.Read(st, g.fsSize, 0, 0)

@@ -36,6 +36,11 @@ type storage struct {
 	// the end of the image; go-diskfs ignores some read errors, so the
 	// caller checks both after each operation.
 	over, short bool
+	// alias, when alen > 0, makes the alen bytes at ato read as those at
+	// afrom: the second FAT copy reads as the first, which is the copy
+	// the kernel's vfat uses. go-diskfs refuses a FAT32 whose two copies
+	// differ, even by a byte nothing refers to.
+	afrom, ato, alen int64
 }
 
 var _ backend.Storage = (*storage)(nil)
@@ -74,7 +79,7 @@ func (s *storage) ReadAt(p []byte, off int64) (int, error) {
 	if rest := s.size - off; int64(want) > rest {
 		p = p[:rest]
 	}
-	n, err := s.r.ReadAt(p, off)
+	n, err := s.readAliased(p, off)
 	if n == len(p) && n < want {
 		s.short = true
 		return n, io.EOF
@@ -124,3 +129,33 @@ func (i storageInfo) Mode() fs.FileMode  { return 0o400 }
 func (i storageInfo) ModTime() time.Time { return time.Time{} }
 func (i storageInfo) IsDir() bool        { return false }
 func (i storageInfo) Sys() any           { return nil }
+
+// readAliased reads p at off from the image, taking the aliased window
+// from its source.
+func (s *storage) readAliased(p []byte, off int64) (int, error) {
+	if s.alen <= 0 || off+int64(len(p)) <= s.ato || off >= s.ato+s.alen {
+		return s.r.ReadAt(p, off)
+	}
+	done := 0
+	for done < len(p) {
+		at := off + int64(done)
+		chunk := p[done:]
+		src := at
+		switch {
+		case at < s.ato:
+			chunk = chunk[:min(int64(len(chunk)), s.ato-at)]
+		case at < s.ato+s.alen:
+			chunk = chunk[:min(int64(len(chunk)), s.ato+s.alen-at)]
+			src = s.afrom + (at - s.ato)
+		}
+		n, err := s.r.ReadAt(chunk, src)
+		done += n
+		if err != nil && !(err == io.EOF && n == len(chunk)) {
+			return done, err
+		}
+		if n < len(chunk) {
+			return done, io.ErrUnexpectedEOF
+		}
+	}
+	return done, nil
+}
