@@ -232,6 +232,27 @@ func vlanID(f field) (int, error) {
 }
 
 func v1Params(f field, kind Kind) (map[string]string, error) {
+	return params(f, kind, func(name string, vf field) (string, error) {
+		if name != "path-cost" && name != "port-priority" && name != "arp-ip-target" {
+			return vf.scalar()
+		}
+		// Lists: bridge_pathcost ["eth0 50"], bond-arp-ip-target.
+		l, err := vf.strList()
+		if err != nil {
+			return "", err
+		}
+		if name != "arp-ip-target" {
+			for i, e := range l {
+				l[i] = strings.Join(strings.Fields(e), "=")
+			}
+		}
+		return strings.Join(l, " "), nil
+	})
+}
+
+// params reads a bond or bridge parameter mapping; value turns one entry,
+// under its v2 name, into the model's string form.
+func params(f field, kind Kind, value func(name string, vf field) (string, error)) (map[string]string, error) {
 	if !f.present() {
 		return nil, nil
 	}
@@ -243,23 +264,12 @@ func v1Params(f field, kind Kind) (map[string]string, error) {
 	for _, k := range m.keys() {
 		vf := m.get(k)
 		name := v1Param(kind, k)
-		var s string
-		if name == "path-cost" || name == "port-priority" || name == "arp-ip-target" {
-			// Lists: bridge_pathcost ["eth0 50"], bond-arp-ip-target.
-			l, err := vf.strList()
-			if err != nil {
-				return nil, err
-			}
-			if name != "arp-ip-target" {
-				for i, e := range l {
-					l[i] = strings.Join(strings.Fields(e), "=")
-				}
-			}
-			s = strings.Join(l, " ")
-		} else {
-			if s, err = vf.scalar(); err != nil {
-				return nil, err
-			}
+		s, err := value(name, vf)
+		if err != nil {
+			return nil, err
+		}
+		if name == "gratuitious-arp" {
+			name = "gratuitous-arp"
 		}
 		if err := addParam(out, vf, name, s); err != nil {
 			return nil, err

@@ -322,30 +322,16 @@ func v2Route(rf field) (Route, error) {
 }
 
 func v2Params(f field, kind Kind) (map[string]string, error) {
-	if !f.present() {
-		return nil, nil
-	}
-	m, err := f.mapping()
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]string{}
-	for _, k := range m.keys() {
-		vf := m.get(k)
-		// v1 spellings are accepted too, as are the old misspelling
-		// netplan knows (LP #1756701).
-		name := v1Param(kind, k)
-		if name == "gratuitious-arp" {
-			name = "gratuitous-arp"
-		}
-		var s string
+	// v1 spellings are accepted too, as is the old misspelling netplan
+	// knows (LP #1756701), which params corrects.
+	return params(f, kind, func(name string, vf field) (string, error) {
 		switch vf.v.(type) {
 		case []any:
 			l, err := vf.strList()
 			if err != nil {
-				return nil, err
+				return "", err
 			}
-			s = strings.Join(l, " ")
+			return strings.Join(l, " "), nil
 		case map[string]any, map[any]any:
 			// path-cost and port-priority: {port: value}.
 			pm, _ := vf.mapping()
@@ -353,23 +339,13 @@ func v2Params(f field, kind Kind) (map[string]string, error) {
 			for _, port := range pm.keys() {
 				ps, err := pm.get(port).scalar()
 				if err != nil {
-					return nil, err
+					return "", err
 				}
 				parts = append(parts, port+"="+ps)
 			}
 			sort.Strings(parts)
-			s = strings.Join(parts, " ")
-		default:
-			if s, err = vf.scalar(); err != nil {
-				return nil, err
-			}
+			return strings.Join(parts, " "), nil
 		}
-		if err := addParam(out, vf, name, s); err != nil {
-			return nil, err
-		}
-	}
-	if len(out) == 0 {
-		return nil, nil
-	}
-	return out, nil
+		return vf.scalar()
+	})
 }
