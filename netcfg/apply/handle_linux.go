@@ -41,16 +41,26 @@ type Handle struct {
 	nl nlHandle
 	ns netns.NsHandle // our own copy
 	fd int            // AF_INET datagram socket in the namespace, for ethtool ioctls
+	// here is true for a Handle on the process's own namespace: nothing
+	// needs a namespace switch.
+	here bool
 }
 
 // Open returns a Handle on the network namespace of the calling thread.
+//
+// It never switches namespaces (which would need CAP_SYS_ADMIN on top of
+// CAP_NET_ADMIN): the sockets are opened where the process already is.
 func Open() (*Handle, error) {
-	ns, err := netns.Get()
+	nl, err := netlink.NewHandle(unix.NETLINK_ROUTE)
 	if err != nil {
-		return nil, fmt.Errorf("opening network namespace: %w", err)
+		return nil, fmt.Errorf("opening rtnetlink: %w", err)
 	}
-	defer ns.Close()
-	return OpenAt(ns)
+	h := &Handle{nl: nl, ns: netns.None(), fd: -1, here: true}
+	if h.fd, err = unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0); err != nil {
+		h.Close()
+		return nil, fmt.Errorf("opening ethtool socket: %w", err)
+	}
+	return h, nil
 }
 
 // OpenAt returns a Handle on the network namespace ns. The caller may close
@@ -80,6 +90,9 @@ func OpenAt(ns netns.NsHandle) (*Handle, error) {
 // back to its own namespace afterwards, or, if it cannot, stays locked and
 // ends with its goroutine.
 func (h *Handle) inNS(f func() error) error {
+	if h.here {
+		return f()
+	}
 	ch := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
@@ -109,7 +122,9 @@ func (h *Handle) inNS(f func() error) error {
 // Close releases the Handle's sockets.
 func (h *Handle) Close() error {
 	h.nl.Delete()
-	h.ns.Close()
+	if h.ns.IsOpen() {
+		h.ns.Close()
+	}
 	if h.fd < 0 {
 		return nil
 	}
