@@ -17,6 +17,7 @@ need="
 /usr/lib/python3/dist-packages/serial/__init__.py:python3-serial
 /usr/bin/qemu-system-x86_64:qemu-system-x86
 /usr/bin/xz:xz-utils
+/usr/bin/rpm:rpm
 "
 
 missing=""

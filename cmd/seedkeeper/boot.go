@@ -74,7 +74,9 @@ type seedStatus struct {
 func runBoot(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("boot", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, bootHelp) }
+	// The help goes to stdout on --help and to stderr after a bad flag,
+	// once: flag would print it before returning ErrHelp too.
+	fs.Usage = func() {}
 	root, cfgPath := commonFlags(fs)
 	netMode := fs.String("network", "auto", "")
 	if err := fs.Parse(args); err != nil {
@@ -82,6 +84,7 @@ func runBoot(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprint(stdout, bootHelp)
 			return exitOK
 		}
+		fmt.Fprint(stderr, bootHelp)
 		return exitUsage
 	}
 	switch *netMode {
@@ -183,7 +186,11 @@ func (e *runEnv) boot(ctx context.Context, st *bootStatus, netMode string) int {
 	if sr.Imported != "" {
 		e.log.Info("seed: imported the seed found in "+seed.Dir, "into", sr.Imported)
 	}
-	e.log.Info("seed written", "dir", seed.Dir, "changed", len(sr.Written)+len(sr.Removed))
+	if sr.Changed() {
+		e.log.Info("seed written", "dir", seed.Dir, "written", len(sr.Written), "removed", len(sr.Removed))
+	} else {
+		e.log.Info("seed unchanged", "dir", seed.Dir)
+	}
 
 	// The network (the BOOT event).
 	allow := e.allowlist(md)
@@ -192,6 +199,10 @@ func (e *runEnv) boot(ctx context.Context, st *bootStatus, netMode string) int {
 		st.Network = &netResult{Action: "skipped", Reason: "--network off", Allowlist: allow.String()}
 	case e.cfg.Network.Owner == "cloud-init":
 		st.Network = &netResult{Action: "skipped", Reason: "network.owner is cloud-init; its network-config is in the seed", Allowlist: allow.String()}
+	case allow.Reason() != "":
+		// A typo closes the gate: change nothing, not even the files
+		// rendered on an earlier run.
+		st.Network = &netResult{Action: "skipped", Reason: "the driver allowlist is unusable (" + allow.Reason() + "); leaving the network alone", Allowlist: allow.String()}
 	case !newInstance && !e.cfg.EventEnabled("boot"):
 		st.Network = &netResult{Action: "skipped", Reason: "events.network does not include boot", Allowlist: allow.String()}
 	default:
@@ -224,7 +235,7 @@ func (e *runEnv) sourceOptions() datasource.Options {
 		MdataTransport: e.mdataTransport(),
 		Logger:         e.log,
 	}
-	o.Mdata.Progress = func(msg string) { notifyStatus("%s", msg) }
+	o.Mdata.Progress = notifyWaiting
 	o.VMware.Redact = e.cfg.VMware.Redact
 	// Never read back the seed seedkeeper writes for cloud-init.
 	dir, err := seed.SourceDir(e.root)

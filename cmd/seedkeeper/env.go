@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/coreos/go-systemd/v22/daemon"
 	"github.com/seedkeeper/seedkeeper/internal/config"
@@ -85,4 +86,17 @@ func notify(state string) {
 // notifyStatus sends a STATUS line.
 func notifyStatus(format string, args ...any) {
 	notify("STATUS=" + fmt.Sprintf(format, args...))
+}
+
+// waitExtension is how far each progress line sent while a detected mdata
+// host is silent pushes out systemd's start timeout: more than the longest
+// gap between two lines (one attempt can block for the mdata write
+// timeout, 45 s), so that the wait is unbounded as DESIGN.md asks while
+// the units' TimeoutStartSec still cuts off any other hang.
+const waitExtension = 90 * time.Second
+
+// notifyWaiting sends a progress line of the wait for the metadata host,
+// with EXTEND_TIMEOUT_USEC.
+func notifyWaiting(msg string) {
+	notify(fmt.Sprintf("STATUS=%s\nEXTEND_TIMEOUT_USEC=%d", msg, waitExtension.Microseconds()))
 }

@@ -70,7 +70,9 @@ type fetchSmartOS struct {
 func runFetch(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("fetch", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, fetchHelp) }
+	// The help goes to stdout on --help and to stderr after a bad flag,
+	// once: flag would print it before returning ErrHelp too.
+	fs.Usage = func() {}
 	root, cfgPath := commonFlags(fs)
 	source := fs.String("source", "", "")
 	seedPath := fs.String("seed", "", "")
@@ -82,6 +84,11 @@ func runFetch(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprint(stdout, fetchHelp)
 			return exitOK
 		}
+		fmt.Fprint(stderr, fetchHelp)
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "seedkeeper fetch: unexpected argument %q\n", fs.Arg(0))
 		return exitUsage
 	}
 	if *source != "" && !datasource.ValidSource(*source) {
@@ -132,6 +139,7 @@ func runFetch(args []string, stdout, stderr io.Writer) int {
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false) // "<redacted: ...>", not "\u003credacted"
 		enc.Encode(out)
 		return exitOK
 	}

@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -13,6 +15,12 @@ import (
 func reloadNetworkd(ctx context.Context, log *slog.Logger) bool {
 	if _, err := os.Stat("/run/systemd/netif"); err != nil {
 		log.Info("network: systemd-networkd is not running; files are in place for when it starts")
+		return false
+	}
+	if _, err := os.Stat("/run/dbus/system_bus_socket"); err != nil {
+		// Early in boot (before dbus.socket) networkd reads the files
+		// when it starts: nothing to ask.
+		log.Info("network: no system D-Bus yet; systemd-networkd will read the files when it starts")
 		return false
 	}
 	conn, err := dbus.ConnectSystemBus(dbus.WithContext(ctx))

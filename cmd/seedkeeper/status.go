@@ -30,12 +30,14 @@ Exit status: 0, or 1 when boot has not run yet, 2 on error.
 `
 
 // dropIn is the cloud-init configuration seedkeeper ships.
-const dropIn = "/etc/cloud/cloud.cfg.d/90-seedkeeper.cfg"
+const dropIn = "/etc/cloud/cloud.cfg.d/95-seedkeeper.cfg"
 
 func runStatus(args []string, stdout, stderr io.Writer) int {
 	flags := flag.NewFlagSet("status", flag.ContinueOnError)
 	flags.SetOutput(stderr)
-	flags.Usage = func() { fmt.Fprint(stderr, statusHelp) }
+	// The help goes to stdout on --help and to stderr after a bad flag,
+	// once: flag would print it before returning ErrHelp too.
+	flags.Usage = func() {}
 	root := flags.String("root", "", "")
 	asJSON := flags.Bool("json", false, "")
 	if err := flags.Parse(args); err != nil {
@@ -43,6 +45,11 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprint(stdout, statusHelp)
 			return exitOK
 		}
+		fmt.Fprint(stderr, statusHelp)
+		return exitUsage
+	}
+	if flags.NArg() > 0 {
+		fmt.Fprintf(stderr, "seedkeeper status: unexpected argument %q\n", flags.Arg(0))
 		return exitUsage
 	}
 	r := sysroot.Root(*root)
@@ -68,6 +75,7 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		}{st, warnings}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
 		if err := enc.Encode(out); err != nil {
 			return exitError
 		}
@@ -104,9 +112,16 @@ func printStatus(w io.Writer, st *bootStatus, r sysroot.Root, warnings []string)
 		fmt.Fprintf(w, "Pinned ID:   %s (since %s)\n", s.InstanceID, s.PinnedAt.Format("2006-01-02 15:04:05 MST"))
 	}
 	if s := st.Seed; s != nil {
+		var parts []string
+		if len(s.Written) > 0 {
+			parts = append(parts, "wrote "+strings.Join(s.Written, ", "))
+		}
+		if len(s.Removed) > 0 {
+			parts = append(parts, "removed "+strings.Join(s.Removed, ", "))
+		}
 		state := "unchanged"
-		if len(s.Written)+len(s.Removed) > 0 {
-			state = fmt.Sprintf("wrote %s", strings.Join(append(append([]string{}, s.Written...), s.Removed...), ", "))
+		if len(parts) > 0 {
+			state = strings.Join(parts, "; ")
 		}
 		fmt.Fprintf(w, "Seed:        %s: %s\n", s.Dir, state)
 		for _, x := range s.Warnings {

@@ -38,7 +38,9 @@ Exit status: 0 stopped (SIGTERM) or nothing to watch, 2 error, 3 usage.
 func runWatch(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("watch", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, watchHelp) }
+	// The help goes to stdout on --help and to stderr after a bad flag,
+	// once: flag would print it before returning ErrHelp too.
+	fs.Usage = func() {}
 	root, cfgPath := commonFlags(fs)
 	drivers := fs.String("drivers", "", "")
 	if err := fs.Parse(args); err != nil {
@@ -46,6 +48,11 @@ func runWatch(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprint(stdout, watchHelp)
 			return exitOK
 		}
+		fmt.Fprint(stderr, watchHelp)
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "seedkeeper watch: unexpected argument %q\n", fs.Arg(0))
 		return exitUsage
 	}
 	var flagAllow *hotplug.Allowlist
@@ -119,9 +126,11 @@ func runWatch(args []string, stdout, stderr io.Writer) int {
 		Allowlist: allow,
 		Fetch:     fetch,
 		Apply:     applyFn,
-		Ready:     func() { notify("READY=1") },
-		Status:    func(s string) { notifyStatus("%s", s) },
-		Logger:    e.log,
+		// udev's records are a system path too: under --root.
+		UdevDataDir: e.root.Path(hotplug.DefaultUdevDataDir),
+		Ready:       func() { notify("READY=1") },
+		Status:      func(s string) { notifyStatus("%s", s) },
+		Logger:      e.log,
 	})
 	notify("STOPPING=1")
 	if err != nil && ctx.Err() == nil {

@@ -1,0 +1,275 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/seedkeeper/seedkeeper/mdata/mdatatest"
+)
+
+// fetchSchema are the keys every "seedkeeper fetch --json" object has.
+var fetchSchema = []string{"source", "transport", "items", "instance_id", "instance_id_defaulted", "hostname",
+	"machine_id", "public_keys", "network_config", "network_drivers", "user_data", "vendor_data"}
+
+func decodeFetch(t *testing.T, r procResult) map[string]any {
+	t.Helper()
+	if r.code != exitOK {
+		t.Fatalf("fetch: %v", r)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &m); err != nil {
+		t.Fatalf("fetch --json output is not JSON: %v\n%s", err, r.stdout)
+	}
+	for _, k := range fetchSchema {
+		if _, ok := m[k]; !ok {
+			t.Errorf("fetch --json has no %q", k)
+		}
+	}
+	if strings.Contains(r.stdout, `\u003c`) {
+		t.Errorf("fetch --json escapes '<': %s", r.stdout)
+	}
+	return m
+}
+
+// redacted is how fetch shows a secret.
+func redacted(data string) string {
+	sum := sha256.Sum256([]byte(data))
+	return fmt.Sprintf("<redacted: %d bytes, sha256 %x>", len(data), sum[:6])
+}
+
+// The network-config of testdata/nocloud/seed (v2) as fetch normalizes it:
+// a cloud-init v1 document.
+var fixtureNetworkV1 = map[string]any{
+	"version": float64(1),
+	"config": []any{map[string]any{
+		"type": "physical", "name": "eth0", "mac_address": "52:54:00:12:34:56",
+		"subnets": []any{map[string]any{"type": "static", "address": "192.0.2.10/24", "gateway": "192.0.2.1"}},
+	}},
+}
+
+func TestFetchSeedDirAndImages(t *testing.T) {
+	root := scratchRoot(t, kvmProduct, kvmVendor, kvmUUID)
+	dir := t.TempDir()
+	seedFile := func(name string) string { return readFile(t, filepath.Join(fixtureSeed, name)) }
+	for _, tc := range []struct {
+		name, fixture, transport string
+		network, vendor          bool
+	}{
+		{name: "directory", transport: "dir:", network: true, vendor: true},
+		{name: "iso9660 (cloud-localds)", fixture: "cloud-localds.iso", transport: "iso9660:", network: true},
+		{name: "iso9660 without Rock Ridge or Joliet", fixture: "plain.iso", transport: "iso9660:", network: true, vendor: true},
+		{name: "fat12 (cloud-localds -f vfat)", fixture: "cloud-localds.vfat", transport: "vfat:"},
+		{name: "fat32", fixture: "fat32.img", transport: "vfat:", network: true, vendor: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			seed, _ := filepath.Abs(fixtureSeed)
+			if tc.fixture != "" {
+				seed = filepath.Join(dir, tc.fixture)
+				gunzipTo(t, tc.fixture, seed)
+			}
+			m := decodeFetch(t, runInProcess("fetch", "--root", root, "--seed", seed, "--json"))
+			want := map[string]any{
+				"source":      "nocloud",
+				"instance_id": "iid-fixture-01",
+				"hostname":    "fixture-host",
+				"machine_id":  strings.ToLower(kvmUUID),
+				"public_keys": []any{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFixtureKeyOne fixture@one"},
+				"user_data":   redacted(seedFile("user-data")),
+			}
+			if tc.network {
+				want["network_config"] = fixtureNetworkV1
+			} else {
+				want["network_config"] = nil
+			}
+			if tc.vendor {
+				want["vendor_data"] = redacted(seedFile("vendor-data"))
+			} else {
+				want["vendor_data"] = nil
+			}
+			for k, v := range want {
+				if !reflect.DeepEqual(m[k], v) {
+					t.Errorf("%s = %#v, want %#v", k, m[k], v)
+				}
+			}
+			if tr, _ := m["transport"].(string); !strings.HasPrefix(tr, tc.transport) || !strings.HasSuffix(tr, seed) {
+				t.Errorf("transport %q, want %s%s", tr, tc.transport, seed)
+			}
+
+			m = decodeFetch(t, runInProcess("fetch", "--root", root, "--seed", seed, "--json", "--show-secrets"))
+			if m["user_data"] != seedFile("user-data") {
+				t.Errorf("--show-secrets user_data = %#v", m["user_data"])
+			}
+		})
+	}
+}
+
+func TestFetchText(t *testing.T) {
+	seed, _ := filepath.Abs(fixtureSeed)
+	r := runInProcess("fetch", "--root", t.TempDir(), "--seed", seed)
+	ud := readFile(t, filepath.Join(fixtureSeed, "user-data"))
+	for _, want := range []string{
+		"source:                nocloud\n",
+		"instance-id:           iid-fixture-01\n",
+		"hostname:              fixture-host\n",
+		"user-data:             " + redacted(ud) + "\n",
+		"network:               (cloud-init v1)\n",
+		`mac_address: "52:54:00:12:34:56"`,
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("fetch output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if r.code != exitOK || strings.Contains(r.stdout, "ssh_pwauth") {
+		t.Errorf("fetch: %v", r)
+	}
+}
+
+func TestFetchExitCodes(t *testing.T) {
+	empty := scratchRoot(t, kvmProduct, kvmVendor, kvmUUID)
+	seed, _ := filepath.Abs(fixtureSeed)
+	junk := filepath.Join(t.TempDir(), "junk.img")
+	writeFile(t, junk, strings.Repeat("not a filesystem\n", 4096), 0o644)
+	badNet := t.TempDir()
+	copyDir(t, fixtureSeed, badNet)
+	writeFile(t, filepath.Join(badNet, "network-config"), "version: 1\nconfig:\n  - type: physical\n    name: eth0\n    subnets:\n      - type: static\n        address: 10.0.0.300/24\n", 0o644)
+
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"seed directory", []string{"--seed", seed}, exitOK, ""},
+		{"no source", []string{"--root", empty}, exitNoSource, "seedkeeper fetch: no metadata source found"},
+		{"vmware asked for, not VMware", []string{"--root", empty, "--source", "vmware"}, exitNoSource, `DMI product_name "Standard PC (i440FX + PIIX, 1996)" is not VMware`},
+		{"seed path missing", []string{"--seed", filepath.Join(empty, "nope")}, exitError, "nope: no such file or directory"},
+		{"seed image corrupt", []string{"--seed", junk}, exitError, junk},
+		{"bad network-config", []string{"--seed", badNet}, exitError, "10.0.0.300/24"},
+		{"unknown flag", []string{"--bogus"}, exitUsage, "flag provided but not defined: -bogus"},
+		{"unknown source", []string{"--source", "azure"}, exitUsage, `--source "azure": want one of`},
+		{"seed with another source", []string{"--seed", seed, "--source", "vmware"}, exitUsage, "cannot be combined with --source vmware"},
+		{"extra argument", []string{"--seed", seed, "now"}, exitUsage, `unexpected argument "now"`},
+	} {
+		r := runBinary(t, nil, append([]string{"fetch"}, tc.args...)...)
+		if r.code != tc.code || !strings.Contains(r.stderr, tc.msg) {
+			t.Errorf("%s: want exit %d and %q, got %v", tc.name, tc.code, tc.msg, r)
+		}
+	}
+}
+
+// vmwareStub installs the stub vmware-rpctool and vmtoolsd of
+// testdata/vmware in a bin directory and returns the environment that
+// makes seedkeeper run them, serving the guestinfo files in dir.
+func vmwareStub(t *testing.T) (env []string, dir string) {
+	t.Helper()
+	needTool(t, "sh")
+	base := t.TempDir()
+	bin, dir := filepath.Join(base, "bin"), filepath.Join(base, "guestinfo")
+	for _, name := range []string{"vmware-rpctool", "vmtoolsd", "guestinfo-stub.sh"} {
+		writeFile(t, filepath.Join(bin, name), readFile(t, filepath.Join("../../testdata/vmware", name)), 0o755)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"PATH=" + bin + ":/usr/bin:/bin", "GUESTINFO_DIR=" + dir}, dir
+}
+
+func gzipBase64(t *testing.T, s string) string {
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	zw.Write([]byte(s))
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return base64.StdEncoding.EncodeToString(b.Bytes())
+}
+
+func TestFetchVMware(t *testing.T) {
+	env, gi := vmwareStub(t)
+	root := scratchRoot(t, "VMware7,1", "VMware, Inc.", "4213ABCD-1234-5678-9ABC-DEF012345678")
+	set := func(key, val string) { writeFile(t, filepath.Join(gi, "guestinfo."+key), val, 0o644) }
+	userData := "#cloud-config\nhostname: cloud-vm\n"
+	set("metadata", gzipBase64(t, readFile(t, "../../testdata/vmware/metadata.json")))
+	set("metadata.encoding", "gzip+base64")
+	set("userdata", base64.StdEncoding.EncodeToString([]byte(userData)))
+	set("userdata.encoding", "b64")
+
+	m := decodeFetch(t, runBinary(t, env, "fetch", "--root", root, "--source", "vmware", "--json"))
+	want := map[string]any{
+		"source":          "vmware",
+		"transport":       "vmware-rpctool",
+		"instance_id":     "cloud-vm-0042",
+		"hostname":        "cloud-vm",
+		"machine_id":      "4213abcd-1234-5678-9abc-def012345678",
+		"public_keys":     []any{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAbcdefghijklmnopqrstuvwxyz0123456789ABCD one@example", "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQCxyz two@example"},
+		"network_drivers": []any{"vmxnet3", "e1000e"},
+		"network_config": map[string]any{"version": float64(1), "config": []any{map[string]any{
+			"type": "physical", "name": "ens192", "mac_address": "00:50:56:aa:bb:01",
+			"subnets": []any{map[string]any{"type": "dhcp4"}},
+		}}},
+		"user_data":   redacted(userData),
+		"vendor_data": nil,
+	}
+	for k, v := range want {
+		if !reflect.DeepEqual(m[k], v) {
+			t.Errorf("%s = %#v, want %#v", k, m[k], v)
+		}
+	}
+
+	// Detected without --source; secrets shown when asked.
+	m = decodeFetch(t, runBinary(t, env, "fetch", "--root", root, "--json", "--show-secrets"))
+	if m["source"] != "vmware" || m["user_data"] != userData {
+		t.Errorf("detected fetch: source %v user_data %#v", m["source"], m["user_data"])
+	}
+
+	// vmware-rpctool refused (secure RPC): vmtoolsd answers.
+	m = decodeFetch(t, runBinary(t, append(env, "GUESTINFO_FAIL_RPCTOOL=Permission denied"), "fetch", "--root", root, "--source", "vmware", "--json"))
+	if m["transport"] != "vmtoolsd" || m["instance_id"] != "cloud-vm-0042" {
+		t.Errorf("after Permission denied: transport %v instance_id %v", m["transport"], m["instance_id"])
+	}
+
+	set("userdata", "!!! not base64")
+	r := runBinary(t, env, "fetch", "--root", root, "--source", "vmware")
+	if r.code != exitError || !strings.Contains(r.stderr, "seedkeeper fetch: vmware: guestinfo.userdata: decoding b64: bad base64") {
+		t.Errorf("bad base64: %v", r)
+	}
+}
+
+func TestFetchSmartOS(t *testing.T) {
+	h, transport := smartosHost(t, smartosStore())
+	env := []string{"SEEDKEEPER_MDATA=" + transport}
+	root := scratchRoot(t, "SmartDC HVM", "Joyent", "")
+	m := decodeFetch(t, runBinary(t, env, "fetch", "--root", root, "--json"))
+	userScript, _ := mdatatest.Default().Get("user-script")
+	wantOS := map[string]any{
+		"user_script":       redacted(string(userScript)),
+		"operator_script":   redacted("echo operator ran\n"),
+		"legacy_user_data":  redacted("legacy user-data\n"),
+		"availability_zone": "us-east-1",
+		"dns_domain":        "example.com",
+	}
+	if m["source"] != "smartos" || m["instance_id"] != mdatatest.SampleUUID || m["machine_id"] != mdatatest.SampleUUID ||
+		m["transport"] != transport || !reflect.DeepEqual(m["smartos"], wantOS) {
+		t.Errorf("fetch: %v", m)
+	}
+	m = decodeFetch(t, runBinary(t, env, "fetch", "--root", root, "--json", "--show-secrets"))
+	if os, _ := m["smartos"].(map[string]any); os == nil || os["operator_script"] != "echo operator ran\n" {
+		t.Errorf("--show-secrets smartos = %#v", m["smartos"])
+	}
+
+	// A host that does not answer: waited for until --timeout, exit 10.
+	h.Down()
+	r := runBinary(t, env, "fetch", "--root", root, "--source", "smartos", "--timeout", "1s")
+	if r.code != exitTryAgain || !strings.Contains(r.stderr, "seedkeeper fetch: smartos: reading sdc:uuid") {
+		t.Errorf("fetch from a host that is down: %v", r)
+	}
+}

@@ -1,0 +1,11 @@
+//go:build !linux
+
+package main
+
+import (
+	"context"
+	"log/slog"
+)
+
+// reloadNetworkd: systemd-networkd exists only on Linux.
+func reloadNetworkd(ctx context.Context, log *slog.Logger) bool { return false }

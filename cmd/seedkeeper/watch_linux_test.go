@@ -1,0 +1,472 @@
+package main
+
+// Whole-process tests of "seedkeeper watch" (the HOTPLUG event) and of the
+// network step of "seedkeeper boot" (the BOOT event). Each test has named
+// network namespaces of its own ("ip netns add"), runs the built binary
+// inside with "ip netns exec", and looks at the links through netlink.
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+)
+
+var netnsSeq atomic.Int32
+
+// testNetns is a named network namespace and a netlink handle into it.
+type testNetns struct {
+	name string
+	fd   netns.NsHandle
+	h    *netlink.Handle
+}
+
+// newTestNetns creates a named namespace, removed at cleanup with
+// everything in it.
+func newTestNetns(t *testing.T) *testNetns {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for network namespaces: run `sudo make test`")
+	}
+	needTool(t, "ip")
+	name := fmt.Sprintf("skcmd-%d-%d", os.Getpid(), netnsSeq.Add(1))
+	if r := runCommand(t, nil, "ip", "netns", "add", name); r.code != 0 {
+		t.Skipf("cannot create network namespace %s: %v", name, r)
+	}
+	n := &testNetns{name: name}
+	t.Cleanup(func() { runCommand(t, nil, "ip", "netns", "del", name) })
+	var err error
+	if n.fd, err = netns.GetFromName(name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.fd.Close() })
+	if n.h, err = netlink.NewHandleAt(n.fd); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.h.Close)
+	return n
+}
+
+func mustMAC(s string) net.HardwareAddr {
+	m, err := net.ParseMAC(s)
+	if err != nil {
+		panic(err)
+	}
+	return m
+}
+
+// addVeth creates a veth whose end name (with mac) is in n and whose peer
+// is in peers, so that only the one link appears in n.
+func addVeth(t *testing.T, n, peers *testNetns, name, mac string) {
+	t.Helper()
+	err := peers.h.LinkAdd(&netlink.Veth{
+		LinkAttrs: netlink.LinkAttrs{Name: name, HardwareAddr: mustMAC(mac), Namespace: netlink.NsFd(n.fd)},
+		PeerName:  "p-" + name,
+	})
+	if err != nil {
+		t.Fatalf("adding veth %s: %v", name, err)
+	}
+}
+
+// addTap creates a tap device (driver "tun") with mac in peers and moves
+// it into n, so that it appears there with its final MAC.
+func addTap(t *testing.T, n, peers *testNetns, name, mac string) {
+	t.Helper()
+	for _, args := range [][]string{
+		{"-n", peers.name, "tuntap", "add", "dev", name, "mode", "tap"},
+		{"-n", peers.name, "link", "set", name, "address", mac},
+		{"-n", peers.name, "link", "set", name, "netns", n.name},
+	} {
+		if r := runCommand(t, nil, "ip", args...); r.code != 0 {
+			t.Fatalf("ip %q: %v", args, r)
+		}
+	}
+}
+
+func (n *testNetns) link(t *testing.T, name string) netlink.Link {
+	t.Helper()
+	l, err := n.h.LinkByName(name)
+	if err != nil {
+		t.Fatalf("link %s: %v", name, err)
+	}
+	return l
+}
+
+// addrs lists the IPv4 addresses of a link, as "a.b.c.d/len".
+func (n *testNetns) addrs(t *testing.T, name string) []string {
+	t.Helper()
+	as, err := n.h.AddrList(n.link(t, name), netlink.FAMILY_V4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, a := range as {
+		out = append(out, a.IPNet.String())
+	}
+	return out
+}
+
+func (n *testNetns) hasAddr(t *testing.T, name, addr string) bool {
+	return slices.Contains(n.addrs(t, name), addr)
+}
+
+// watchProc is a running "seedkeeper watch".
+type watchProc struct {
+	cmd  *exec.Cmd
+	log  *syncBuffer
+	done chan struct{}
+	err  error
+}
+
+// startWatch runs "seedkeeper watch ARGS" inside n, with sd_notify going
+// to notify. The process is killed at cleanup if the test did not stop it.
+func startWatch(t *testing.T, n *testNetns, notify *notifySocket, args ...string) *watchProc {
+	t.Helper()
+	bin := seedkeeperBinary(t)
+	cmd := exec.Command("ip", append([]string{"netns", "exec", n.name, bin, "watch"}, args...)...)
+	cmd.Env = testEnv([]string{"NOTIFY_SOCKET=" + notify.path})
+	p := &watchProc{cmd: cmd, log: &syncBuffer{}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = p.log, p.log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.err = cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			cmd.Process.Kill()
+			<-p.done
+		}
+	})
+	return p
+}
+
+// stop sends SIGTERM and checks that watch exits 0.
+func (p *watchProc) stop(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.done:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("watch did not stop within 20s of SIGTERM\n%s", p.log)
+	}
+	if p.err != nil {
+		t.Errorf("watch after SIGTERM: %v, want exit 0\n%s", p.err, p.log)
+	}
+}
+
+func (p *watchProc) waitLog(t *testing.T, s string) {
+	t.Helper()
+	waitFor(t, fmt.Sprintf("%q in the log", s), func() bool {
+		select {
+		case <-p.done:
+			t.Fatalf("watch exited (%v) before logging %q\n%s", p.err, s, p.log)
+		default:
+		}
+		return strings.Contains(p.log.String(), s)
+	})
+}
+
+// hotplugNetworkConfig configures, by MAC, one static address per entry.
+func hotplugNetworkConfig(nics map[string]string) string {
+	var b strings.Builder
+	b.WriteString("version: 2\nethernets:\n")
+	for _, mac := range slices.Sorted(func(yield func(string) bool) {
+		for m := range nics {
+			if !yield(m) {
+				return
+			}
+		}
+	}) {
+		id := "nic" + strings.ReplaceAll(mac[len(mac)-5:], ":", "")
+		fmt.Fprintf(&b, "  %s:\n    match: {macaddress: %q}\n    addresses: [%s]\n", id, mac, nics[mac])
+	}
+	return b.String()
+}
+
+// netSeedRoot makes a root whose NoCloud seed is in the nocloud-net seed
+// directory (read afresh on every fetch: the test changes it as metadata
+// changes) with the given network-config ("" for none), and runs boot
+// once without touching the network, so that the identity state and the
+// seed for cloud-init exist.
+func netSeedRoot(t *testing.T, networkConfig string) string {
+	t.Helper()
+	root := scratchRoot(t, kvmProduct, kvmVendor, kvmUUID)
+	dir := filepath.Join(root, "var/lib/cloud/seed/nocloud-net")
+	writeFile(t, filepath.Join(dir, "meta-data"), "instance-id: iid-hotplug\nlocal-hostname: hp\n", 0o644)
+	writeFile(t, filepath.Join(dir, "user-data"), "#cloud-config\n", 0o644)
+	if networkConfig != "" {
+		setNetworkConfig(t, root, networkConfig)
+	}
+	if r := runBinary(t, nil, "boot", "--root", root, "--network", "off"); r.code != exitOK {
+		t.Fatalf("boot: %v", r)
+	}
+	return root
+}
+
+// setNetworkConfig replaces the metadata's network-config atomically.
+func setNetworkConfig(t *testing.T, root, data string) {
+	t.Helper()
+	p := filepath.Join(root, "var/lib/cloud/seed/nocloud-net/network-config")
+	writeFile(t, p+".tmp", data, 0o644)
+	if err := os.Rename(p+".tmp", p); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestIntegrationWatchHotplugVeth(t *testing.T) {
+	n, peers := newTestNetns(t), newTestNetns(t)
+	const (
+		macStart = "02:5e:00:00:01:01" // there before watch starts
+		macAdded = "02:5e:00:00:01:02" // added later, in the metadata
+		macLate  = "02:5e:00:00:01:03" // added before the metadata lists it
+	)
+	nics := map[string]string{macStart: "192.0.2.11/24", macAdded: "192.0.2.12/24"}
+	root := netSeedRoot(t, hotplugNetworkConfig(nics))
+	identityFile := filepath.Join(root, "var/lib/seedkeeper/identity.json")
+	before := map[string]fileState{"identity.json": statFile(t, identityFile), "meta-data": statFile(t, seedPath(root, "meta-data"))}
+
+	addVeth(t, n, peers, "eth1", macStart)
+	notify := newNotifySocket(t)
+	w := startWatch(t, n, notify, "--root", root, "--drivers", "veth")
+
+	// READY comes after the first reconcile: the NIC that was there
+	// before watch started already has its address.
+	waitFor(t, "READY=1", func() bool { return notify.has("READY=1") })
+	if !n.hasAddr(t, "eth1", "192.0.2.11/24") {
+		t.Errorf("READY=1 sent before the NIC present at start was applied: eth1 has %q\n%s", n.addrs(t, "eth1"), w.log)
+	}
+
+	addVeth(t, n, peers, "eth2", macAdded)
+	waitFor(t, "eth2's address", func() bool { return n.hasAddr(t, "eth2", "192.0.2.12/24") })
+	if l := n.link(t, "eth2"); l.Attrs().Flags&net.FlagUp == 0 {
+		t.Error("eth2 is not up")
+	}
+
+	// The metadata lags the device (cloud-init GH #5373): applied once
+	// a re-fetch finds the MAC.
+	addVeth(t, n, peers, "eth3", macLate)
+	w.waitLog(t, "the metadata does not list eth3 ("+macLate)
+	nics[macLate] = "192.0.2.13/24"
+	setNetworkConfig(t, root, hotplugNetworkConfig(nics))
+	waitFor(t, "eth3's address", func() bool { return n.hasAddr(t, "eth3", "192.0.2.13/24") })
+	// The networkd files are rendered after the live apply.
+	waitFor(t, "a networkd file for each applied NIC", func() bool {
+		files, _ := filepath.Glob(filepath.Join(root, networkDir, "10-seedkeeper-*.network"))
+		return len(files) == 3
+	})
+
+	w.stop(t)
+	if !notify.has("STOPPING=1") || !slices.ContainsFunc(notify.lines(), func(s string) bool { return strings.HasPrefix(s, "STATUS=watching links for veth") }) {
+		t.Errorf("sd_notify lines: %q", notify.lines())
+	}
+	// The hotplug path never writes the identity state or the seed.
+	after := map[string]fileState{"identity.json": statFile(t, identityFile), "meta-data": statFile(t, seedPath(root, "meta-data"))}
+	for name, b := range before {
+		if after[name] != b {
+			t.Errorf("%s changed across hotplug events:\n%+v\n%+v", name, b, after[name])
+		}
+	}
+	for _, mac := range []string{macStart, macAdded, macLate} {
+		f := filepath.Join(root, networkDir, "10-seedkeeper-nic"+strings.ReplaceAll(mac[len(mac)-5:], ":", "")+".network")
+		if b, err := os.ReadFile(f); err != nil || !strings.Contains(string(b), mac) {
+			t.Errorf("networkd file for %s: %v\n%s", mac, err, b)
+		}
+	}
+}
+
+// A bridge, and a veth when veth is not allowlisted, are left alone even
+// though the metadata lists their MACs, and cost no metadata fetch (the
+// docker veth storm, cloud-init LP #1946003).
+func TestIntegrationWatchLeavesOtherLinksAlone(t *testing.T) {
+	n, peers := newTestNetns(t), newTestNetns(t)
+	const macVeth, macBridge, macTap = "02:5e:00:00:02:01", "02:5e:00:00:02:02", "02:5e:00:00:02:03"
+	root := netSeedRoot(t, hotplugNetworkConfig(map[string]string{
+		macVeth: "192.0.2.21/24", macBridge: "192.0.2.22/24", macTap: "192.0.2.23/24",
+	}))
+	notify := newNotifySocket(t)
+	w := startWatch(t, n, notify, "--root", root, "--drivers", "tun")
+	waitFor(t, "READY=1", func() bool { return notify.has("READY=1") })
+
+	addVeth(t, n, peers, "eth1", macVeth)
+	if err := n.h.LinkAdd(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "br1", HardwareAddr: mustMAC(macBridge)}}); err != nil {
+		t.Fatal(err)
+	}
+	// The tap (driver tun, allowlisted) comes last: once it has its
+	// address, the events before it have been judged.
+	addTap(t, n, peers, "tap1", macTap)
+	waitFor(t, "tap1's address", func() bool { return n.hasAddr(t, "tap1", "192.0.2.23/24") })
+	w.stop(t)
+
+	for _, name := range []string{"eth1", "br1"} {
+		l := n.link(t, name)
+		if a := n.addrs(t, name); len(a) != 0 || l.Attrs().Flags&net.FlagUp != 0 {
+			t.Errorf("%s was touched: addresses %q, flags %v", name, a, l.Attrs().Flags)
+		}
+	}
+	if got := strings.Count(w.log.String(), `msg="nocloud seed read"`); got != 1 {
+		t.Errorf("%d metadata fetches, want 1 (the tap's only)\n%s", got, w.log)
+	}
+	if strings.Contains(w.log.String(), "eth1") || strings.Contains(w.log.String(), "br1") {
+		t.Errorf("the log mentions links that are not allowlisted:\n%s", w.log)
+	}
+}
+
+// An allowlist that cannot be read allows nothing: a typo closes the gate.
+func TestIntegrationWatchBrokenAllowlist(t *testing.T) {
+	n, peers := newTestNetns(t), newTestNetns(t)
+	const mac = "02:5e:00:00:03:01"
+	root := netSeedRoot(t, hotplugNetworkConfig(map[string]string{mac: "192.0.2.31/24"}))
+	cfg := filepath.Join(root, "etc/seedkeeper/config.yaml")
+	writeFile(t, cfg, "hotplug: {drivers: [veth}\n", 0o644)
+	addVeth(t, n, peers, "eth1", mac)
+
+	notify := newNotifySocket(t)
+	w := startWatch(t, n, notify, "--root", root)
+	waitFor(t, "READY=1", func() bool { return notify.has("READY=1") })
+	w.stop(t)
+
+	if a := n.addrs(t, "eth1"); len(a) != 0 {
+		t.Errorf("eth1 got %q from a broken allowlist", a)
+	}
+	log := w.log.String()
+	if !strings.Contains(log, "allows nothing") || !strings.Contains(log, cfg) || !strings.Contains(log, "did not find expected") {
+		t.Errorf("the log does not say why nothing is allowed:\n%s", log)
+	}
+	if !notify.has("STATUS=watching links; allowlist allows nothing") {
+		t.Errorf("sd_notify lines: %q", notify.lines())
+	}
+	for _, p := range []string{receiptPath, networkDir} {
+		if _, err := os.Stat(filepath.Join(root, p)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s exists after a watch that may apply nothing (%v)", p, err)
+		}
+	}
+}
+
+// The BOOT event: boot --network apply brings owned NICs to the metadata,
+// renders networkd files and keeps a receipt; a second boot does nothing.
+func TestIntegrationBootNetworkApply(t *testing.T) {
+	n, peers := newTestNetns(t), newTestNetns(t)
+	const macOwned, macBridge = "02:5e:00:00:04:01", "02:5e:00:00:04:02"
+	root := scratchRoot(t, kvmProduct, kvmVendor, kvmUUID)
+	seed := filepath.Join(root, "var/lib/cloud/seed/nocloud")
+	writeFile(t, filepath.Join(seed, "meta-data"), "instance-id: iid-bootnet\n", 0o644)
+	writeFile(t, filepath.Join(seed, "user-data"), "#cloud-config\n", 0o644)
+	writeFile(t, filepath.Join(seed, "network-config"), `version: 2
+ethernets:
+  lan:
+    match: {macaddress: "`+macOwned+`"}
+    addresses: [192.0.2.41/24]
+    routes:
+      - {to: default, via: 192.0.2.1}
+      - {to: 198.51.100.0/24, via: 192.0.2.254}
+  br:
+    match: {macaddress: "`+macBridge+`"}
+    addresses: [192.0.2.42/24]
+`, 0o644)
+	writeFile(t, filepath.Join(root, "etc/seedkeeper/config.yaml"), "hotplug:\n  drivers: [veth]\n", 0o644)
+	addVeth(t, n, peers, "eth1", macOwned)
+	if err := n.h.LinkAdd(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "br1", HardwareAddr: mustMAC(macBridge)}}); err != nil {
+		t.Fatal(err)
+	}
+
+	boot := func() procResult {
+		t.Helper()
+		r := runCommand(t, nil, "ip", "netns", "exec", n.name, seedkeeperBinary(t), "boot", "--root", root, "--network", "apply")
+		if r.code != exitOK {
+			t.Fatalf("boot --network apply: %v", r)
+		}
+		return r
+	}
+	boot()
+	if !n.hasAddr(t, "eth1", "192.0.2.41/24") {
+		t.Errorf("eth1 addresses %q", n.addrs(t, "eth1"))
+	}
+	routes, err := n.h.RouteList(n.link(t, "eth1"), netlink.FAMILY_V4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range routes {
+		if r.Gw != nil {
+			dst := "default"
+			if r.Dst != nil && r.Dst.String() != "0.0.0.0/0" {
+				dst = r.Dst.String()
+			}
+			got = append(got, dst+" via "+r.Gw.String())
+		}
+	}
+	slices.Sort(got)
+	if want := []string{"198.51.100.0/24 via 192.0.2.254", "default via 192.0.2.1"}; !slices.Equal(got, want) {
+		t.Errorf("eth1 routes %q, want %q", got, want)
+	}
+	if a := n.addrs(t, "br1"); len(a) != 0 || n.link(t, "br1").Attrs().Flags&net.FlagUp != 0 {
+		t.Errorf("the bridge (driver not allowlisted) was touched: %q", a)
+	}
+	files, _ := filepath.Glob(filepath.Join(root, networkDir, "10-seedkeeper-*.network"))
+	if len(files) != 1 || !strings.Contains(readFile(t, files[0]), macOwned) || !strings.Contains(readFile(t, files[0]), "192.0.2.41/24") {
+		t.Fatalf("networkd files %q", files)
+	}
+	if rc := readFile(t, filepath.Join(root, receiptPath)); !strings.Contains(rc, "192.0.2.41/24") {
+		t.Errorf("receipt lacks the address it added:\n%s", rc)
+	}
+	st := readStatus(t, root)
+	if st.Network == nil || st.Network.Action != "applied" || len(st.Network.Ops) == 0 || !slices.Equal(st.Network.Owned, []string{"lan"}) {
+		t.Errorf("status network: %+v", st.Network)
+	}
+
+	networkd := statFile(t, files[0])
+	r := boot()
+	if st := readStatus(t, root); st.Network == nil || st.Network.Action != "applied" || len(st.Network.Ops) != 0 {
+		t.Errorf("second boot: %+v, want zero operations", st.Network)
+	}
+	if !strings.Contains(r.stderr, `msg="network: no changes"`) {
+		t.Errorf("second boot does not log that nothing changed:\n%s", r.stderr)
+	}
+	if statFile(t, files[0]) != networkd {
+		t.Error("the second boot rewrote the networkd file")
+	}
+}
+
+// No network key in the metadata: leave the network alone.
+func TestIntegrationBootNoNetworkConfig(t *testing.T) {
+	n, peers := newTestNetns(t), newTestNetns(t)
+	root := scratchRoot(t, kvmProduct, kvmVendor, kvmUUID)
+	copyDir(t, fixtureSeed, filepath.Join(root, "var/lib/cloud/seed/nocloud"))
+	os.Remove(filepath.Join(root, "var/lib/cloud/seed/nocloud/network-config"))
+	writeFile(t, filepath.Join(root, "etc/seedkeeper/config.yaml"), "hotplug:\n  drivers: [veth]\n", 0o644)
+	addVeth(t, n, peers, "eth0", "52:54:00:12:34:56") // the fixture's MAC
+	before := n.link(t, "eth0").Attrs()
+
+	r := runCommand(t, nil, "ip", "netns", "exec", n.name, seedkeeperBinary(t), "boot", "--root", root, "--network", "apply")
+	if r.code != exitOK {
+		t.Fatalf("boot: %v", r)
+	}
+	after := n.link(t, "eth0").Attrs()
+	if a := n.addrs(t, "eth0"); len(a) != 0 || after.Flags != before.Flags || after.MTU != before.MTU || after.Name != before.Name {
+		t.Errorf("eth0 changed: %q %+v -> %+v", a, before, after)
+	}
+	st := readStatus(t, root)
+	if st.Network == nil || st.Network.Action != "skipped" || !strings.Contains(st.Network.Reason, "no network configuration") {
+		t.Errorf("status network: %+v", st.Network)
+	}
+	for _, p := range []string{receiptPath, networkDir} {
+		if _, err := os.Stat(filepath.Join(root, p)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s exists (%v)", p, err)
+		}
+	}
+}
