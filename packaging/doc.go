@@ -1,0 +1,8 @@
+// Package packaging checks what seedkeeper ships besides its code: the
+// systemd units (seedkeeper-boot.service, seedkeeper-watch.service), the
+// cloud-init drop-in (95-seedkeeper.cfg), the .deb and .rpm that
+// "make package" builds from nfpm.yaml, and the cross-builds of
+// "make cross". It has no API: its data is the files in this directory,
+// and its tests check them against the real tools (systemd-analyze,
+// cloud-init and ds-identify, dpkg, rpm, the Go toolchain).
+package packaging

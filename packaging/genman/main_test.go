@@ -1,0 +1,143 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const topHelp = `seedkeeper v1.2.3: the guest-side metadata agent
+
+Usage: seedkeeper COMMAND [ARGS]
+
+Commands:
+  boot       detect and write the seed
+  version    print the version
+
+Invoked as mdata-get it acts as that tool.
+`
+
+func TestParseTop(t *testing.T) {
+	v, cmds, err := parseTop(topHelp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v != "v1.2.3" || len(cmds) != 2 || cmds[0] != (Command{"boot", "detect and write the seed"}) || cmds[1].Name != "version" {
+		t.Errorf("parseTop = %q, %+v", v, cmds)
+	}
+	for _, bad := range []string{"", "seedkeeper v1: x\n\nno list\n", "something else\nCommands:\n  boot  b\n"} {
+		if _, _, err := parseTop(bad); err == nil {
+			t.Errorf("parseTop(%q) gave no error", bad)
+		}
+	}
+}
+
+func TestFirstParagraph(t *testing.T) {
+	got, err := firstParagraph("Usage: mdata-get <keyname>\n\nPrint the value\nof a key.\n\nMore.\n")
+	if err != nil || got != "Print the value of a key" {
+		t.Errorf("firstParagraph = %q, %v", got, err)
+	}
+	if _, err := firstParagraph("no usage here\n"); err == nil {
+		t.Error("firstParagraph of a help without Usage gave no error")
+	}
+}
+
+// TestRoff checks the page layout and the escaping of what roff would
+// otherwise read as requests, escapes or hyphenation points.
+func TestRoff(t *testing.T) {
+	p := Page{
+		Name: "seedkeeper-net", Summary: "plan or apply", Version: "v1-dirty",
+		Help:    "Usage: seedkeeper net plan  --config FILE\n       seedkeeper net apply --config FILE\n\n.starts with a dot\n'starts with a quote\na \\back slash\n",
+		SeeAlso: []string{"seedkeeper", "mdata-get"},
+	}
+	want := `.TH SEEDKEEPER\-NET 8 "" "seedkeeper v1\-dirty" "System Administration"
+.SH NAME
+seedkeeper\-net \- plan or apply
+.SH SYNOPSIS
+.nf
+seedkeeper net plan  \-\-config FILE
+seedkeeper net apply \-\-config FILE
+.fi
+.SH DESCRIPTION
+.nf
+\&.starts with a dot
+\&'starts with a quote
+a \eback slash
+.fi
+.SH SEE ALSO
+.BR seedkeeper (8),
+.BR mdata\-get (8)
+`
+	if got := string(p.Roff()); got != want {
+		t.Errorf("Roff:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestRun makes the pages from a stand-in binary (a shell script printing
+// help) and checks the set of pages and that they are stable.
+func TestRun(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "seedkeeper")
+	script := "#!/bin/sh\ncase \"$(basename \"$0\") $1\" in\n" +
+		"\"seedkeeper --help\") cat <<'E'\n" + topHelp + "E\n;;\n" +
+		"\"seedkeeper boot\") echo 'Usage: seedkeeper boot'; echo; echo 'Boots.' ;;\n" +
+		"mdata-*) echo \"Usage: $(basename \"$0\") <keyname>\"; echo; echo 'Does a thing.' ;;\n" +
+		"*) exit 3 ;;\nesac\n"
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "man")
+	if err := run(bin, out); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(out)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	want := "mdata-delete.8.gz mdata-get.8.gz mdata-list.8.gz mdata-put.8.gz seedkeeper-boot.8.gz seedkeeper.8.gz"
+	if strings.Join(names, " ") != want {
+		t.Errorf("pages %v; want %s", names, want)
+	}
+	first := readGz(t, filepath.Join(out, "mdata-put.8.gz"))
+	if !strings.Contains(first, "mdata\\-put \\- Does a thing\n") {
+		t.Errorf("mdata-put page:\n%s", first)
+	}
+	a, _ := os.ReadFile(filepath.Join(out, "seedkeeper.8.gz"))
+	if err := run(bin, out); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(filepath.Join(out, "seedkeeper.8.gz"))
+	if !bytes.Equal(a, b) {
+		t.Error("two runs wrote different bytes")
+	}
+	// A command whose --help fails stops the run.
+	if err := os.WriteFile(bin, []byte(strings.Replace(script, "echo 'Boots.'", "exit 1", 1)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(bin, out); err == nil {
+		t.Error("a failing --help gave no error")
+	}
+}
+
+func readGz(t *testing.T, path string) string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
