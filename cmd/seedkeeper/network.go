@@ -30,6 +30,8 @@ type netResult struct {
 	Rendered  []string `json:"rendered,omitempty"`
 	Removed   []string `json:"removed,omitempty"`
 	Reloaded  bool     `json:"networkd_reloaded,omitempty"`
+	// ResolvConf says what happened to /etc/resolv.conf.
+	ResolvConf string `json:"resolv_conf,omitempty"`
 }
 
 // Partial reports whether some operation failed.
@@ -108,6 +110,9 @@ func (e *runEnv) networkStep(ctx context.Context, cfg *netcfg.Config, allow hotp
 func (e *runEnv) render(ctx context.Context, cfg *netcfg.Config, owned []string, res *netResult, live bool) error {
 	changed, err := e.renderNetworkd(cfg, owned, res)
 	if err != nil {
+		return err
+	}
+	if err := e.writeResolvConf(cfg, owned, res); err != nil {
 		return err
 	}
 	if changed && live && e.root.IsReal() {
@@ -203,4 +208,63 @@ func ownsInterface(cfg *netcfg.Config, i *netcfg.Interface, ownedIDs []string, d
 		}
 		return true
 	}
+}
+
+// writeResolvConf writes /etc/resolv.conf from the DNS of the metadata when
+// nothing else manages it: not when systemd-resolved is in use (the
+// networkd files carry per-link DNS for it, and /etc/resolv.conf is then
+// usually a symlink to its stub), never through a symlink, and never over
+// a file someone else wrote. Only a missing file or one seedkeeper wrote
+// is (re)written, and only when seedkeeper owns a NIC.
+func (e *runEnv) writeResolvConf(cfg *netcfg.Config, owned []string, res *netResult) error {
+	var dns netcfg.DNS
+	dns.Nameservers = append(dns.Nameservers, cfg.DNS.Nameservers...)
+	dns.Search = append(dns.Search, cfg.DNS.Search...)
+	for i := range cfg.Interfaces {
+		if ifc := &cfg.Interfaces[i]; slices.Contains(owned, ifc.ID) {
+			dns.Nameservers = append(dns.Nameservers, ifc.DNS.Nameservers...)
+			dns.Search = append(dns.Search, ifc.DNS.Search...)
+		}
+	}
+	const path = "/etc/resolv.conf"
+	skip := func(why string) error {
+		res.ResolvConf = "left alone: " + why
+		e.log.Info("network: " + path + " " + res.ResolvConf)
+		return nil
+	}
+	switch {
+	case len(owned) == 0:
+		return skip("seedkeeper owns no NIC here")
+	case len(dns.Nameservers) == 0:
+		return skip("the metadata names no resolvers")
+	}
+	if _, err := os.Stat(e.root.Path("/run/systemd/resolve")); err == nil {
+		return skip("systemd-resolved is in use")
+	}
+	p := e.root.Path(path)
+	fi, err := os.Lstat(p)
+	switch {
+	case err == nil && fi.Mode()&fs.ModeSymlink != 0:
+		return skip("it is a symbolic link (managed elsewhere)")
+	case err == nil:
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return fmt.Errorf("network: %w", err)
+		}
+		if !bytes.HasPrefix(b, []byte(netcfg.Header)) {
+			return skip("it was not written by seedkeeper")
+		}
+	case !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("network: %w", err)
+	}
+	changed, err := fsutil.WriteFile(p, netcfg.RenderResolvConf(dns), 0o644)
+	if err != nil {
+		return fmt.Errorf("network: %w", err)
+	}
+	res.ResolvConf = "unchanged"
+	if changed {
+		res.ResolvConf = "written"
+		e.log.Info("network: " + path + " written")
+	}
+	return nil
 }

@@ -142,6 +142,9 @@ func printStatus(w io.Writer, st *bootStatus, r sysroot.Root, warnings []string)
 				fmt.Fprintf(w, "             failed: %s\n", f)
 			}
 		}
+		if n.ResolvConf != "" {
+			fmt.Fprintf(w, "Resolvers:   /etc/resolv.conf %s\n", n.ResolvConf)
+		}
 		fmt.Fprintf(w, "Hotplug:     allowlist %s\n", n.Allowlist)
 	}
 	for _, x := range warnings {
