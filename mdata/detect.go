@@ -72,11 +72,14 @@ func Detect(root sysroot.Root, forced string) (t Transport, reason string, err e
 }
 
 // DMIProductName returns the SMBIOS system product name, or "" when it
-// cannot be read.
+// cannot be read: /sys/class/dmi/id/product_name under root on Linux, the
+// kernel environment on FreeBSD, the registry on Windows.
 func DMIProductName(root sysroot.Root) string {
-	b, err := os.ReadFile(root.Path("/sys/class/dmi/id/product_name"))
-	if err != nil {
+	if b, err := os.ReadFile(root.Path("/sys/class/dmi/id/product_name")); err == nil {
+		return strings.TrimSpace(string(b))
+	}
+	if !root.IsReal() {
 		return ""
 	}
-	return strings.TrimSpace(string(b))
+	return strings.TrimSpace(platformProductName())
 }
