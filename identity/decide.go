@@ -256,6 +256,15 @@ func decide(st *State, ciID string, in Input, now time.Time) (Decision, *State) 
 		}
 		d.Explanation += fmt.Sprintf(". It is pinned for this machine (%s)", in.MachineID)
 
+	case !hasPin && ciID != "" && kind == KindExplicit && in.ReportedID != ciID:
+		// cloud-init compares an explicit ID with its own and would make
+		// this boot a new instance itself: adopting its old ID here would
+		// let a clone of a template that ran cloud-init keep the
+		// template's identity.
+		pin(in.ReportedID, RuleExplicit)
+		d.Explanation = fmt.Sprintf("Instance ID %q: seedkeeper runs here for the first time; cloud-init ran before with %q, but the %s source now reports a different explicit ID, so this boot is a new instance (as cloud-init alone would decide) and the new ID is pinned for this machine (%s)",
+			in.ReportedID, ciID, src, in.MachineID)
+
 	case !hasPin && ciID != "":
 		pin(ciID, RuleAdopt)
 		d.Explanation = fmt.Sprintf("Instance ID %q: seedkeeper runs here for the first time and cloud-init already ran with this ID, so it is pinned for this machine (%s) and installing seedkeeper changes nothing. The %s source reported %q, %s",

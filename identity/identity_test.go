@@ -293,14 +293,23 @@ func TestRule3ExistingVMInstallKeepsCloudInitID(t *testing.T) {
 	}
 	expect(t, m.boot(now), old.ReportedID, RuleKeep)
 
-	// An explicit source whose ID differs from cloud-init's (cloud-init
-	// ran with another datasource): adopting must survive the next boots
-	// too, and only a change of the explicit ID is a new instance.
+	// An explicit source that reports cloud-init's own ID: adopted, kept.
 	v := newMachine(t)
-	v.cloudInitRan("iid-vmware-1a2b")
-	expect(t, v.boot(vmware(uuidA, "vm-42")), "iid-vmware-1a2b", RuleAdopt)
-	expect(t, v.boot(vmware(uuidA, "vm-42")), "iid-vmware-1a2b", RuleKeep)
+	v.cloudInitRan("vm-42")
+	expect(t, v.boot(vmware(uuidA, "vm-42")), "vm-42", RuleAdopt)
+	expect(t, v.boot(vmware(uuidA, "vm-42")), "vm-42", RuleKeep)
 	expect(t, v.boot(vmware(uuidA, "vm-43")), "vm-43", RuleExplicit)
+}
+
+// An explicit ID that differs from the one cloud-init ran with is a new
+// instance, as cloud-init itself would decide: adopting cloud-init's ID
+// would let every clone of a template that ran cloud-init (and was not
+// cleaned) keep the template's identity and SSH host keys.
+func TestTemplateCloneWithExplicitIDIsNewInstance(t *testing.T) {
+	clone := newMachine(t)
+	clone.cloudInitRan("template-uuid")
+	expect(t, clone.boot(vmware(uuidB, "clone-uuid")), "clone-uuid", RuleExplicit)
+	expect(t, clone.boot(vmware(uuidB, "clone-uuid")), "clone-uuid", RuleKeep)
 }
 
 // Rule 4: a Proxmox clone gets a new product_uuid and new MACs, so a new

@@ -38,9 +38,14 @@ func (a Allowlist) Allows(driver string) bool {
 type Link struct {
 	Index int
 	Name  string
-	// MAC is lower-case and colon-separated.
+	// MAC is lower-case and colon-separated: the permanent address when
+	// the kernel reports one (a bond member's current address is the
+	// bond's), else the current one.
 	MAC string
-	MTU int
+	// Stacked is true for links built on others (VLAN, bond, bridge,
+	// macvlan, ...): they carry a NIC's MAC but are never the NIC.
+	Stacked bool
+	MTU     int
 	// Up is the administrative state (IFF_UP); OperUp the operational one.
 	Up     bool
 	OperUp bool
@@ -68,7 +73,7 @@ func normMAC(s string) string {
 // already carries the name the entry asks for matches too, so a second run
 // after a rename still finds it.
 func selects(ifc *netcfg.Interface, mac string, l *Link) bool {
-	if ifc.Kind != netcfg.Physical && ifc.Kind != "" {
+	if ifc.Kind != netcfg.Physical && ifc.Kind != "" || l.Stacked {
 		return false
 	}
 	if ifc.MAC != "" {

@@ -1,6 +1,7 @@
 package apply
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -198,12 +199,13 @@ func (h *Handle) read(ctx context.Context, cfg *netcfg.Config, allow Allowlist) 
 	for _, nl := range nls {
 		a := nl.Attrs()
 		live = append(live, Link{
-			Index:  a.Index,
-			Name:   a.Name,
-			MAC:    a.HardwareAddr.String(),
-			MTU:    a.MTU,
-			Up:     a.Flags&net.FlagUp != 0,
-			OperUp: a.OperState == netlink.OperUp,
+			Index:   a.Index,
+			Name:    a.Name,
+			MAC:     linkMAC(a),
+			Stacked: stackedTypes[nl.Type()],
+			MTU:     a.MTU,
+			Up:      a.Flags&net.FlagUp != 0,
+			OperUp:  a.OperState == netlink.OperUp,
 		})
 	}
 	byIndex := map[int]*Link{}
@@ -331,7 +333,7 @@ func (h *Handle) do(op Op, links map[int]netlink.Link) error {
 		if err != nil {
 			return fmt.Errorf("finding link %d: %w", op.Index, err)
 		}
-		if !strings.EqualFold(l.Attrs().HardwareAddr.String(), op.MAC) {
+		if !strings.EqualFold(linkMAC(l.Attrs()), op.MAC) {
 			return errLinkChanged
 		}
 		links[op.Index] = l
@@ -393,4 +395,23 @@ func nlRoute(index int, r netcfg.Route) *netlink.Route {
 		nr.Scope = netlink.SCOPE_LINK
 	}
 	return nr
+}
+
+// stackedTypes are the link types built on other links. A VLAN inherits its
+// parent's MAC and a bond gives its own to its members, so matching them by
+// MAC would make a configured NIC look claimed twice.
+var stackedTypes = map[string]bool{
+	"vlan": true, "bond": true, "bridge": true, "macvlan": true, "macvtap": true,
+	"ipvlan": true, "ipvtap": true, "vxlan": true, "vrf": true, "team": true,
+	"geneve": true, "gretap": true, "ip6gretap": true, "hsr": true,
+}
+
+// linkMAC is the address a configuration's MAC means: the permanent one
+// when the kernel knows it (a bond member's current address is the
+// bond's), else the current one.
+func linkMAC(a *netlink.LinkAttrs) string {
+	if len(a.PermHWAddr) == 6 && !bytes.Equal(a.PermHWAddr, make(net.HardwareAddr, 6)) {
+		return a.PermHWAddr.String()
+	}
+	return a.HardwareAddr.String()
 }

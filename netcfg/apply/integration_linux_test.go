@@ -236,7 +236,8 @@ func TestIntegrationApplyOwnedLinksOnly(t *testing.T) {
 		"eth0 (bc:24:11:aa:bb:01): add route 198.51.100.0/24 via 192.0.2.254 metric 10",
 		"eth0 (bc:24:11:aa:bb:01): add route default via 2001:db8::1 metric 1024",
 	)
-	wantNote(t, p, `br0 (bc:24:11:aa:bb:b0): driver "bridge" is not allowed`)
+	// A bridge is a stacked link: never a NIC, whatever MAC it carries.
+	wantNote(t, p, "br: not present")
 	wantNote(t, p, "gone: not present")
 
 	eth0 := link(t, nh, "eth0").Attrs()
@@ -542,5 +543,36 @@ func BenchmarkIntegrationPlanApply(b *testing.B) {
 				}
 			})
 		})
+	}
+}
+
+// A bridge takes the MAC of its first port, as a VLAN takes its parent's
+// and a bond gives its own to its members: the configured NIC must still
+// be the one link its MAC selects, and the bridge is never touched.
+func TestIntegrationStackedLinkWithNICMACDoesNotStealIt(t *testing.T) {
+	ns, nh := newNS(t)
+	addVeth(t, nh, "eth0", mac1, "p0", "bc:24:11:00:00:09")
+	must(t, nh.LinkAdd(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "br9"}}))
+	must(t, nh.LinkSetMaster(link(t, nh, "eth0"), link(t, nh, "br9").(*netlink.Bridge)))
+	if got := link(t, nh, "br9").Attrs().HardwareAddr.String(); got != mac1 {
+		t.Skipf("the bridge did not take its port's MAC (%s); nothing to test", got)
+	}
+	before := state(t, nh, "br9")
+	cfg := &netcfg.Config{Interfaces: []netcfg.Interface{
+		{ID: "eth0", Kind: netcfg.Physical, MAC: mac1, Addresses: []netip.Prefix{pfx("192.0.2.10/24")}},
+	}}
+	h := openAt(t, ns)
+	p, _, err := planApply(t, h, cfg, Drivers("veth", "bridge"), &Receipt{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Owned) != 1 || p.Owned[0] != "eth0" {
+		t.Fatalf("owned = %v, notes %q; want eth0 owned despite the bridge carrying its MAC", p.Owned, p.Notes)
+	}
+	if got := addrs(t, nh, "eth0"); !hasAll(got, "192.0.2.10/24") {
+		t.Errorf("eth0 addresses = %v", got)
+	}
+	if after := state(t, nh, "br9"); after != before {
+		t.Errorf("the bridge changed:\n%s\n%s", before, after)
 	}
 }
