@@ -2,9 +2,11 @@ package mdata
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/mdlayher/vsock"
+	"golang.org/x/sys/unix"
 )
 
 // Vsock returns a transport over a vsock stream to CID:PORT.
@@ -16,27 +18,15 @@ func (v vsockTransport) String() string { return fmt.Sprintf("vsock:%d:%d", v.ci
 func (v vsockTransport) Shared() bool   { return false }
 
 func (v vsockTransport) Open(ctx context.Context) (Conn, error) {
-	type result struct {
-		c   *vsock.Conn
-		err error
+	c, err := vsock.DialContext(ctx, v.cid, v.port, nil)
+	if errors.Is(err, unix.EAFNOSUPPORT) {
+		// The kernel loads vsock.ko itself when a socket is made; this
+		// error means the machine has no vsock at all, and waiting will
+		// not bring it.
+		return nil, permanent(fmt.Errorf("%s: this kernel has no vsock support: %w", v, err))
 	}
-	ch := make(chan result, 1)
-	go func() {
-		c, err := vsock.Dial(v.cid, v.port, nil)
-		ch <- result{c, err}
-	}()
-	select {
-	case r := <-ch:
-		if r.err != nil {
-			return nil, classifyOpen(r.err)
-		}
-		return r.c, nil
-	case <-ctx.Done():
-		go func() {
-			if r := <-ch; r.c != nil {
-				r.c.Close()
-			}
-		}()
-		return nil, ctx.Err()
+	if err != nil {
+		return nil, classifyOpen(err)
 	}
+	return c, nil
 }

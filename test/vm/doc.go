@@ -14,7 +14,13 @@
 //     found by its label and read in process;
 //   - a virtio-net NIC hot-added from the QEMU monitor while "seedkeeper
 //     watch" runs: its address, added to the metadata on the host side, is
-//     applied and the identity state and seed do not change.
+//     applied and the identity state and seed do not change;
+//   - the vsock transport for real: with vsock, vmw_vsock_virtio_transport_common
+//     and vsock_loopback loaded in the guest, a simulated host started by the
+//     init listens on a vsock port, and the mdata tools reach it with
+//     SEEDKEEPER_MDATA=vsock:1:PORT (get, list, put, delete, a 96 KB value,
+//     recovery from a dropped connection and an unanswered probe); a port
+//     with no listener gives exit status 10 after --timeout.
 //
 // The data comes from the host side: the kernel is the pinned package
 // linux-image-KernelRelease extracted with dpkg-deb -x under

@@ -45,6 +45,7 @@ const guestMachineID = "5eed0000c0ffee00000000000000a11c\n"
 
 // guest is what every VM of the test run shares: built once.
 type guest struct {
+	kern    kernel
 	vmlinux string
 	initrd  []byte // the gzip cpio with /init, seedkeeper and the modules
 }
@@ -162,7 +163,7 @@ func buildGuest() (*guest, string, error) {
 	if err := a.Close(); err != nil {
 		return nil, "", err
 	}
-	return &guest{vmlinux: vmlinux, initrd: buf.Bytes()}, "", nil
+	return &guest{kern: k, vmlinux: vmlinux, initrd: buf.Bytes()}, "", nil
 }
 
 // vmConfig says how to start one VM.
@@ -173,6 +174,7 @@ type vmConfig struct {
 	cdrom   string          // an ISO image for the CD-ROM drive
 	nics    []string        // the MACs of the virtio-net NICs present at boot
 	monitor bool            // a QEMU monitor socket, for hotplug
+	modules []string        // more modules to load, in dependency order (built-in ones are left out)
 }
 
 // machine is a running VM.
@@ -202,6 +204,23 @@ func startVM(t *testing.T, g *guest, cfg vmConfig) *machine {
 	var sc bytes.Buffer
 	a := newInitramfs(&sc)
 	a.File("/skvm/script", 0o644, []byte(cfg.script))
+	if len(cfg.modules) > 0 {
+		mods, err := g.kern.modulePaths(cfg.modules)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var list []string
+		for _, p := range mods {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dst := "/skvm/ko/" + filepath.Base(p)
+			a.File(dst, 0o644, b)
+			list = append(list, dst)
+		}
+		a.File("/skvm/modules.vm", 0o644, []byte(strings.Join(list, "\n")+"\n"))
+	}
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -487,6 +506,19 @@ func (c *consoleLog) find(prefix string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// hasLine reports whether a console line starts with prefix and
+// contains sub.
+func (c *consoleLog) hasLine(prefix, sub string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, l := range c.lines {
+		if strings.HasPrefix(l, prefix) && strings.Contains(l, sub) {
+			return true
+		}
+	}
+	return false
 }
 
 // all returns every mark starting with prefix, in order.

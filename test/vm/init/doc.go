@@ -3,8 +3,8 @@
 // statically and put into the initramfs as /init, next to /sbin/seedkeeper.
 //
 // It mounts /proc, /sys, /dev (devtmpfs), /run and /tmp, loads the kernel
-// modules listed one a line in /skvm/modules (paths, in dependency order)
-// with finit_module, runs the steps of /skvm/script, and powers the machine
+// modules listed one a line in /skvm/modules, then in /skvm/modules.vm (the
+// ones a single VM asks for; paths, in dependency order) with finit_module, runs the steps of /skvm/script, and powers the machine
 // off. The host side reads what happened from the console (ttyS0): every
 // fact is one line that starts with "SKVM " (see the step list below), and
 // the output of the programs it runs is copied there with a "[name] "
@@ -23,6 +23,19 @@
 //	wait-addr MAC CIDR SECS   wait for the link with MAC to carry CIDR:
 //	                          "SKVM addr MAC CIDR IFNAME"
 //	links                     "SKVM link NAME MAC DRIVER ADDR,ADDR..." for every link
+//	env KEY [VALUE...]        set KEY (unset it without a value) for the programs
+//	                          later steps start: "SKVM env KEY=VALUE"
+//	mdata-vsock PORT          start a simulated metadata host (mdatatest.Default's
+//	                          store) listening on vsock PORT, any local CID, serving
+//	                          each connection as a session; its transcript goes to
+//	                          the console as "[mdata-vsock] ..." lines:
+//	                          "SKVM mdata-vsock listening PORT ADDR LOCALCID"
+//	mdata-vsock-fault MODE [COUNT]
+//	                          make that host misbehave (an mdatatest fault mode, e.g.
+//	                          drop, silent; "normal" ends it) for COUNT uses (default
+//	                          all): "SKVM mdata-vsock fault DESCRIPTION"
+//	mdata-vsock-stop          stop that host: "SKVM mdata-vsock stats JSON"
+//	                          (mdatatest.Stats); done at the end if still running
 //	mark TEXT                 "SKVM mark TEXT", for the host to wait on
 //
 // A step that cannot do its job prints "SKVM error STEP: WHY" and the

@@ -27,6 +27,7 @@ import (
 // Where the harness puts this program's inputs in the initramfs.
 const (
 	modulesList = "/skvm/modules"
+	vmModules   = "/skvm/modules.vm" // the modules of one VM, loaded after modulesList
 	scriptPath  = "/skvm/script"
 )
 
@@ -69,6 +70,7 @@ type proc struct {
 type runner struct {
 	con   *console
 	procs map[string]*proc
+	vsock *vsockHost // the mdata-vsock step's host
 }
 
 func main() {
@@ -77,13 +79,19 @@ func main() {
 	if err := setup(); err != nil {
 		con.mark("error setup: %v", err)
 	}
-	loadModules(con)
+	loadModules(con, modulesList)
+	loadModules(con, vmModules)
 	r := &runner{con: con, procs: map[string]*proc{}}
 	if err := r.script(scriptPath); err != nil {
 		con.mark("error script: %v", err)
 	}
 	for name, p := range r.procs {
 		r.stop(name, p)
+	}
+	if r.vsock != nil {
+		if err := r.stopVsockHost(); err != nil {
+			con.mark("error mdata-vsock-stop: %v", err)
+		}
 	}
 	con.mark("done")
 	unix.Sync()
@@ -123,9 +131,9 @@ func setup() error {
 	return errors.Join(errs...)
 }
 
-// loadModules loads the modules listed in modulesList, in order.
-func loadModules(con *console) {
-	b, err := os.ReadFile(modulesList)
+// loadModules loads the modules listed in the file list, in order.
+func loadModules(con *console, list string) {
+	b, err := os.ReadFile(list)
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
 			con.mark("error modules: %v", err)
@@ -242,6 +250,35 @@ func (r *runner) step(op string, args []string) error {
 		return r.waitAddr(args[0], args[1], args[2])
 	case "links":
 		return r.links()
+	case "env":
+		if err := need(1); err != nil {
+			return err
+		}
+		if len(args) == 1 {
+			os.Unsetenv(args[0])
+			r.con.mark("env %s", args[0])
+			return nil
+		}
+		v := strings.Join(args[1:], " ")
+		os.Setenv(args[0], v)
+		r.con.mark("env %s=%s", args[0], v)
+		return nil
+	case "mdata-vsock":
+		if err := need(1); err != nil {
+			return err
+		}
+		return r.startVsockHost(args[0])
+	case "mdata-vsock-fault":
+		if err := need(1); err != nil {
+			return err
+		}
+		count := ""
+		if len(args) > 1 {
+			count = args[1]
+		}
+		return r.setVsockFault(args[0], count)
+	case "mdata-vsock-stop":
+		return r.stopVsockHost()
 	case "mark":
 		r.con.mark("mark %s", strings.Join(args, " "))
 		return nil
