@@ -99,7 +99,7 @@ func (e *runEnv) networkStep(ctx context.Context, cfg *netcfg.Config, allow hotp
 			e.log.Info("network: no changes")
 		}
 	}
-	if err := e.render(ctx, cfg, p.Owned, res, live); err != nil {
+	if err := e.render(ctx, cfg, p, res, live); err != nil {
 		return res, err
 	}
 	return res, nil
@@ -107,12 +107,23 @@ func (e *runEnv) networkStep(ctx context.Context, cfg *netcfg.Config, allow hotp
 
 // render writes the networkd files for the owned interfaces and asks a
 // running networkd to reload when they changed and the change is live.
-func (e *runEnv) render(ctx context.Context, cfg *netcfg.Config, owned []string, res *netResult, live bool) error {
-	changed, err := e.renderNetworkd(cfg, owned, res)
+func (e *runEnv) render(ctx context.Context, cfg *netcfg.Config, p *apply.Plan, res *netResult, live bool) error {
+	// Match every owned NIC by the MAC of the link it owns, also when the
+	// configuration selected it by name or glob: the files must never
+	// configure another NIC that comes to carry that name.
+	pinned := *cfg
+	pinned.Interfaces = slices.Clone(cfg.Interfaces)
+	for i := range pinned.Interfaces {
+		ifc := &pinned.Interfaces[i]
+		if mac := p.OwnedMAC[ifc.ID]; mac != "" && ifc.MAC == "" {
+			ifc.MAC, ifc.MatchName = mac, ""
+		}
+	}
+	changed, err := e.renderNetworkd(&pinned, p.Owned, res)
 	if err != nil {
 		return err
 	}
-	if err := e.writeResolvConf(cfg, owned, res); err != nil {
+	if err := e.writeResolvConf(&pinned, p.Owned, res); err != nil {
 		return err
 	}
 	if changed && live && e.root.IsReal() {
@@ -137,7 +148,7 @@ func (e *runEnv) renderCurrent(ctx context.Context, cfg *netcfg.Config, allow ho
 	if err != nil {
 		return err
 	}
-	return e.render(ctx, cfg, p.Owned, &netResult{}, true)
+	return e.render(ctx, cfg, p, &netResult{}, true)
 }
 
 // renderNetworkd writes the networkd files of the owned interfaces (and of

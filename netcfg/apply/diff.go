@@ -219,6 +219,10 @@ func Diff(cfg *netcfg.Config, live []Link, allow Allowlist, rc *Receipt) *Plan {
 		}
 		own = append(own, &owned{ifc: ifc, link: l, name: l.Name})
 		p.Owned = append(p.Owned, ifc.ID)
+		if p.OwnedMAC == nil {
+			p.OwnedMAC = map[string]string{}
+		}
+		p.OwnedMAC[ifc.ID] = l.MAC
 	}
 	for _, mac := range slices.Sorted(maps.Keys(p.receipt.Links)) {
 		if !mentioned[mac] {

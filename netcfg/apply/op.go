@@ -100,6 +100,9 @@ type Plan struct {
 	// Owned lists the IDs of the configured physical interfaces that own a
 	// live link (MAC or name matched, driver allowed), in config order.
 	Owned []string
+	// OwnedMAC maps each of those IDs to the MAC of the live link it owns
+	// (for entries that select by name, the only place the MAC is known).
+	OwnedMAC map[string]string
 
 	// receipt is what the next receipt holds if every operation fails:
 	// the entries still valid. Apply adds what it adds.
