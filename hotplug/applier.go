@@ -57,6 +57,11 @@ func NetlinkApplier(ns int, allow Allowlist, receiptPath string, log *slog.Logge
 			return fmt.Errorf("opening the network namespace: %w", err)
 		}
 		defer h.Close()
+		unlock, err := apply.LockReceipt(receiptPath)
+		if err != nil {
+			return err
+		}
+		defer unlock()
 		rc, err := apply.LoadReceipt(receiptPath)
 		if err != nil {
 			return err

@@ -87,7 +87,7 @@ func TestUnitsHardening(t *testing.T) {
 				"NoNewPrivileges": "yes", "ProtectHome": "yes", "PrivateTmp": "yes",
 				// full, not strict: /var/lib/cloud and /var/db may not exist
 				// before the first boot, and /etc stays read-only.
-				"ProtectSystem": "full",
+				"ProtectSystem": "yes",
 				// setns() into its own network namespace.
 				"RestrictNamespaces": "net",
 			} {
@@ -168,7 +168,7 @@ func TestIntegrationUnitsVerify(t *testing.T) {
 		need string // a unit that must be installed for this case
 	}{
 		{"misspelled key", func(s string) string {
-			return strings.Replace(s, "\nProtectSystem=full\n", "\nProtectSytem=full\n", 1)
+			return strings.Replace(s, "\nProtectSystem=yes\n", "\nProtectSytem=yes\n", 1)
 		}, ""},
 		{"bad type", func(s string) string {
 			return strings.Replace(s, "\nType=oneshot\n", "\nType=oneshoot\n", 1)

@@ -23,9 +23,6 @@ const exitNetPartial = 4
 // "Events"), used when --drivers is not given.
 const netDefaultDrivers = "virtio_net,e1000,e1000e,vmxnet3"
 
-// netReceiptPath is where the receipt of what seedkeeper added lives.
-const netReceiptPath = "/var/lib/seedkeeper/network-receipt.json"
-
 const netUsage = `Usage: seedkeeper net plan  --config FILE [--drivers LIST] [--root DIR]
        seedkeeper net apply --config FILE [--drivers LIST] [--root DIR]
 
@@ -39,7 +36,7 @@ A NIC is owned when its MAC (or, for an entry without a MAC, its name) is in
 the configuration and its driver is on the allowlist. Other links are never
 read beyond the link list and never changed. Addresses and routes already
 present are left alone; the only ones removed are those seedkeeper added
-(recorded in the receipt, ` + netReceiptPath + `)
+(recorded in the receipt, ` + receiptPath + `)
 and the configuration no longer has. DHCP and SLAAC are not configured here
 (the systemd-networkd files do that); their links are only brought up.
 Running apply twice with the same configuration changes nothing the second
@@ -118,7 +115,14 @@ func runNet(args []string, stdout, stderr io.Writer) int {
 	if len(names) == 0 {
 		fmt.Fprintf(stderr, "seedkeeper net %s: the driver allowlist is empty: no NIC will be touched\n", sub)
 	}
-	receipt := sysroot.Root(*root).Path(netReceiptPath)
+	receipt := sysroot.Root(*root).Path(receiptPath)
+	if sub == "apply" {
+		unlock, err := apply.LockReceipt(receipt)
+		if err != nil {
+			return fail(err)
+		}
+		defer unlock()
+	}
 	rc, err := apply.LoadReceipt(receipt)
 	if err != nil {
 		return fail(fmt.Errorf("%w (it records what seedkeeper added; move it aside to start afresh, and seedkeeper forgets what to clean up)", err))

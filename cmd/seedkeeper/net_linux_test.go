@@ -78,7 +78,7 @@ ethernets:
 	if code != 0 || !strings.Contains(out, "ens4 (bc:24:11:aa:bb:01): rename ens4 -> eth0\n") {
 		t.Fatalf("plan = %d\n%s%s", code, out, errs)
 	}
-	if _, err := os.Stat(filepath.Join(root, netReceiptPath)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(root, receiptPath)); !os.IsNotExist(err) {
 		t.Errorf("plan wrote the receipt (%v)", err)
 	}
 
@@ -89,7 +89,7 @@ ethernets:
 	if _, err := nh.LinkByName("eth0"); err != nil {
 		t.Errorf("eth0 after apply: %v", err)
 	}
-	receipt, err := os.ReadFile(filepath.Join(root, netReceiptPath))
+	receipt, err := os.ReadFile(filepath.Join(root, receiptPath))
 	if err != nil || !strings.Contains(string(receipt), `"192.0.2.10/24"`) {
 		t.Errorf("receipt = %s (%v)", receipt, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/seedkeeper/seedkeeper/hotplug"
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
@@ -55,6 +56,12 @@ func (e *runEnv) networkStep(ctx context.Context, cfg *netcfg.Config, allow hotp
 	}
 	defer h.Close()
 	rpath := e.root.Path(receiptPath)
+	unlock, err := apply.LockReceipt(rpath)
+	if err != nil {
+		res.Action, res.Reason = "failed", err.Error()
+		return res, fmt.Errorf("network: %w", err)
+	}
+	defer unlock()
 	rc, err := apply.LoadReceipt(rpath)
 	if err != nil {
 		// Without the receipt we would not know what is ours to remove.
@@ -140,6 +147,11 @@ func (e *runEnv) renderCurrent(ctx context.Context, cfg *netcfg.Config, allow ho
 		return err
 	}
 	defer h.Close()
+	unlock, err := apply.LockReceipt(e.root.Path(receiptPath))
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	rc, err := apply.LoadReceipt(e.root.Path(receiptPath))
 	if err != nil {
 		return err
@@ -269,6 +281,9 @@ func (e *runEnv) writeResolvConf(cfg *netcfg.Config, owned []string, res *netRes
 		return fmt.Errorf("network: %w", err)
 	}
 	changed, err := fsutil.WriteFile(p, netcfg.RenderResolvConf(dns), 0o644)
+	if errors.Is(err, syscall.EROFS) {
+		return skip("/etc is read-only here")
+	}
 	if err != nil {
 		return fmt.Errorf("network: %w", err)
 	}

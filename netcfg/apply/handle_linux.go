@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 
@@ -414,4 +415,29 @@ func linkMAC(a *netlink.LinkAttrs) string {
 		return a.PermHWAddr.String()
 	}
 	return a.HardwareAddr.String()
+}
+
+// LockReceipt takes an exclusive lock that serialises everyone who reads,
+// applies and saves the receipt at path (boot, watch, "net apply"), so that
+// none of them saves a receipt that forgets what another just added. The
+// lock is a file beside the receipt; unlock releases it.
+func LockReceipt(path string) (unlock func(), err error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("locking the receipt: %w", err)
+	}
+	f, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("locking the receipt: %w", err)
+	}
+	for {
+		err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("locking the receipt %s: %w", path, err)
+	}
+	return func() { f.Close() }, nil
 }

@@ -39,3 +39,6 @@ func (h *Handle) Plan(ctx context.Context, cfg *netcfg.Config, allow Allowlist, 
 func (h *Handle) Apply(ctx context.Context, p *Plan) (*Result, error) {
 	return nil, errNotSupported
 }
+
+// LockReceipt returns an error: only Linux is supported.
+func LockReceipt(path string) (unlock func(), err error) { return nil, errNotSupported }
