@@ -109,6 +109,7 @@ func runFetch(args []string, stdout, stderr io.Writer) int {
 	}
 	o := e.sourceOptions()
 	o.Mdata.Progress = func(msg string) { fmt.Fprintf(stderr, "seedkeeper fetch: %s\n", msg) }
+	o.VMware.Redact = false // fetch writes nothing, guestinfo included
 	var md *datasource.Metadata
 	var err error
 	switch {

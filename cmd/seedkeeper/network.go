@@ -79,7 +79,7 @@ func (e *runEnv) networkStep(ctx context.Context, cfg *netcfg.Config, allow hotp
 		e.log.Info("network: " + n)
 	}
 	if !live {
-		res.Action, res.Reason = "planned", "not applied: --root is set (use --network=apply to apply anyway)"
+		res.Action, res.Reason = "planned", "not applied: --network plan, or --root without --network apply"
 		for _, o := range p.Ops {
 			res.Ops = append(res.Ops, o.String())
 			e.log.Info("network: would " + o.String())
@@ -106,10 +106,39 @@ func (e *runEnv) networkStep(ctx context.Context, cfg *netcfg.Config, allow hotp
 			e.log.Info("network: no changes")
 		}
 	}
+	// A plan on the machine itself changes nothing, not even the files
+	// networkd would read; under --root the files are only a preview.
+	if !live && e.root.IsReal() {
+		return res, nil
+	}
 	if err := e.render(ctx, cfg, p, res, live); err != nil {
 		return res, err
 	}
 	return res, nil
+}
+
+// logPlan logs what applying cfg would do, changing nothing.
+func (e *runEnv) logPlan(ctx context.Context, cfg *netcfg.Config, allow hotplug.Allowlist) error {
+	h, err := apply.Open()
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	rc, err := apply.LoadReceipt(e.root.Path(receiptPath))
+	if err != nil {
+		return err
+	}
+	p, err := h.Plan(ctx, cfg, allow.Allows, rc)
+	if err != nil {
+		return err
+	}
+	for _, n := range p.Notes {
+		e.log.Info("network: " + n)
+	}
+	for _, o := range p.Ops {
+		e.log.Info("network: would " + o.String())
+	}
+	return nil
 }
 
 // render writes the networkd files for the owned interfaces and asks a

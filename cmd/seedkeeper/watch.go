@@ -31,6 +31,8 @@ Options:
   --config FILE    configuration file (default /etc/seedkeeper/config.yaml)
   --drivers LIST   the driver allowlist for this run, comma-separated
                    (overrides the metadata and the configuration)
+  --network MODE   auto (apply, or only log the plan when --root is set:
+                   links are not paths), apply, or plan
 
 Exit status: 0 stopped (SIGTERM) or nothing to watch, 2 error, 3 usage.
 `
@@ -43,6 +45,7 @@ func runWatch(args []string, stdout, stderr io.Writer) int {
 	fs.Usage = func() {}
 	root, cfgPath := commonFlags(fs)
 	drivers := fs.String("drivers", "", "")
+	netMode := fs.String("network", "auto", "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, watchHelp)
@@ -53,6 +56,10 @@ func runWatch(args []string, stdout, stderr io.Writer) int {
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "seedkeeper watch: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	if *netMode != "auto" && *netMode != "apply" && *netMode != "plan" {
+		fmt.Fprintf(stderr, "seedkeeper watch: --network %q: want auto, apply or plan\n", *netMode)
 		return exitUsage
 	}
 	var flagAllow *hotplug.Allowlist
@@ -121,6 +128,12 @@ func runWatch(args []string, stdout, stderr io.Writer) int {
 			return err
 		}
 		return e.renderCurrent(ctx, cfg, allow)
+	}
+	if !(*netMode == "apply" || *netMode == "auto" && e.root.IsReal()) {
+		e.log.Info("watch: the network is only planned (--root is set, or --network plan)")
+		applyFn = func(ctx context.Context, cfg *netcfg.Config, macs []string) error {
+			return e.logPlan(ctx, hotplug.Only(cfg, macs), allow)
+		}
 	}
 	err = hotplug.Watch(ctx, hotplug.Options{
 		Allowlist: allow,

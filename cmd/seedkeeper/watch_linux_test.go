@@ -134,7 +134,7 @@ type watchProc struct {
 func startWatch(t *testing.T, n *testNetns, notify *notifySocket, args ...string) *watchProc {
 	t.Helper()
 	bin := seedkeeperBinary(t)
-	cmd := exec.Command("ip", append([]string{"netns", "exec", n.name, bin, "watch"}, args...)...)
+	cmd := exec.Command("ip", append([]string{"netns", "exec", n.name, bin, "watch", "--network", "apply"}, args...)...)
 	cmd.Env = testEnv([]string{"NOTIFY_SOCKET=" + notify.path})
 	p := &watchProc{cmd: cmd, log: &syncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.log, p.log
