@@ -428,3 +428,41 @@ func TestLineTooLongIsAnError(t *testing.T) {
 		t.Fatal("no error for an endless line")
 	}
 }
+
+// V1 values come back byte for byte, CRs included: only status lines are
+// compared without a trailing CR.
+func TestV1KeepsCR(t *testing.T) {
+	c, _ := newScripted(t, []step{
+		{expect: "", reply: "invalid command\r\n"},
+		{expect: "NEGOTIATE V2", reply: "FAILURE\r\n"},
+		{expect: "GET crlf", reply: "SUCCESS\r\nline1\r\nline2\r\n\n.\n"},
+	})
+	v, err := c.Get(context.Background(), "crlf")
+	if err != nil || string(v) != "line1\r\nline2\r\n" {
+		t.Fatalf("Get = %q, %v; want the CRs kept", v, err)
+	}
+}
+
+// The text of an unexpected reply goes to logs and systemd's STATUS; on a
+// shared line it can be someone else's answer, so its payload never shows.
+func TestUnexpectedReplyHidesPayload(t *testing.T) {
+	secret := "SHVudGVyMjohU3VwZXJTZWNyZXRQYXNzd29yZA=="
+	e := &unexpectedError{"probe", []byte("V2 45 0123abcd 89abcdef SUCCESS " + secret)}
+	if strings.Contains(e.Error(), secret) || !strings.Contains(e.Error(), `"V2"`) {
+		t.Errorf("%q", e.Error())
+	}
+}
+
+// A line of many frame-like candidates is searched once: the only place a
+// valid frame can start is the last "V2 ".
+func TestFindFrameTakesTheLastCandidate(t *testing.T) {
+	junk := bytes.Repeat([]byte("V2 25 b5a9ff01 abcdef12 SUCCESS dmFsdWU="), 50000) // bad CRC
+	line := append(junk, bytes.TrimSuffix(frameBytes("abcdef12", "SUCCESS", []byte("right")), []byte("\n"))...)
+	f, ok := findFrame(line, "abcdef12")
+	if !ok || string(f.Payload) != "right" {
+		t.Fatalf("findFrame = %+v, %v", f, ok)
+	}
+	if _, ok := findFrame(junk, "abcdef12"); ok {
+		t.Fatal("found a frame in a line whose last candidate is not one")
+	}
+}

@@ -500,3 +500,83 @@ func TestIntegrationTwoProcessesAndGoroutines(t *testing.T) {
 		t.Errorf("host saw %d malformed frames and %d unknown lines", s.Malformed, s.Unknown)
 	}
 }
+
+// A host that answers the probe and NEGOTIATE and then stops reading must
+// not hold a PUT past its deadline: a write blocked in the kernel cannot be
+// interrupted by closing the port, so writes go through a non-blocking
+// descriptor with the deadline.
+func TestIntegrationWriteHonoursDeadline(t *testing.T) {
+	p, err := mdatatest.NewPTY()
+	if err != nil {
+		t.Skipf("no pty here: %v", err)
+	}
+	defer p.Close()
+	go func() {
+		// Answer the handshake of the first session, then read nothing.
+		buf := make([]byte, 1)
+		var line []byte
+		for {
+			if _, err := p.Master().Read(buf); err != nil {
+				return
+			}
+			if buf[0] != '\n' {
+				line = append(line, buf[0])
+				continue
+			}
+			switch string(line) {
+			case "":
+				p.Master().Write([]byte("invalid command\n"))
+			case "NEGOTIATE V2":
+				p.Master().Write([]byte("V2_OK\n"))
+				return // and never read again
+			}
+			line = line[:0]
+		}
+	}()
+	c := mdata.New(mdata.Serial(p.Path()), &mdata.Options{Timeouts: quick})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- c.Put(ctx, "big", bytes.Repeat([]byte("x"), 4<<20)) }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, mdata.ErrUnavailable) {
+			t.Fatalf("Put = %v, want ErrUnavailable", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Put blocked in a write long past its 2s deadline")
+	}
+}
+
+// Giving up on a port another process holds leaves nothing behind: no
+// descriptor, no waiter that could later take (and drop) the lock.
+func TestIntegrationCancelledLockWaitLeavesNothing(t *testing.T) {
+	_, path := startPTY(t, mdatatest.Default())
+	holder := exec.Command(os.Args[0], "-test.run=^TestHelperHoldLock$")
+	holder.Env = append(os.Environ(), "MDATA_HOLD_LOCK="+path)
+	stdin, _ := holder.StdinPipe()
+	out := &syncBuffer{}
+	holder.Stdout = out
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { stdin.Close(); holder.Wait() }()
+	for !strings.Contains(out.String(), "locked") {
+		time.Sleep(10 * time.Millisecond)
+	}
+	fds := func() int { e, _ := os.ReadDir("/proc/self/fd"); return len(e) }
+	before := fds()
+	for range 5 {
+		c := mdata.New(mdata.Serial(path), &mdata.Options{Timeouts: quick})
+		ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+		if _, err := c.Get(ctx, "sdc:uuid"); !errors.Is(err, mdata.ErrUnavailable) {
+			t.Fatalf("Get on a held port = %v", err)
+		}
+		cancel()
+		c.Close()
+	}
+	if after := fds(); after > before {
+		t.Errorf("%d descriptors before, %d after five abandoned lock waits", before, after)
+	}
+}

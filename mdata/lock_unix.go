@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -15,18 +17,30 @@ import (
 // portLock is a second descriptor on the serial port that holds the
 // port's fcntl write lock and is used to adjust its termios.
 type portLock struct {
-	fd   int
-	path string
-	orig *unix.Termios
-	once sync.Once
+	fd         int
+	path       string
+	orig       *unix.Termios
+	once       sync.Once
+	unlockPath func()
 }
 
 // lockPort opens path and takes a write lock over the whole file, waiting
 // for other holders (mdata-client, cloud-init, another seedkeeper) for as
-// long as ctx allows.
+// long as ctx allows. Within this process a lock per path comes first, so
+// two clients here never contend through the kernel.
+//
+// The wait polls the non-blocking lock rather than sleeping in F_SETLKW:
+// a blocked F_SETLKW cannot be cancelled, and an abandoned waiter would
+// hold a descriptor (and, with classic locks, could later release the
+// lock a live session holds) for as long as the other holder keeps it.
 func lockPort(ctx context.Context, path string) (*portLock, error) {
+	release, err := lockPath(ctx, path)
+	if err != nil {
+		return nil, err
+	}
 	fd, err := unix.Open(path, unix.O_RDWR|unix.O_NOCTTY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
+		release()
 		switch {
 		case errors.Is(err, unix.ENOENT):
 			return nil, permanent(fmt.Errorf("opening %s: %w", path, fs.ErrNotExist))
@@ -38,46 +52,68 @@ func lockPort(ctx context.Context, path string) (*portLock, error) {
 	orig, err := unix.IoctlGetTermios(fd, ioctlGetTermios)
 	if err != nil {
 		unix.Close(fd)
+		release()
 		return nil, permanent(fmt.Errorf("%s is not a serial port: %w", path, err))
 	}
-	lk := &portLock{fd: fd, path: path, orig: orig}
-
-	fl := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0, Start: 0, Len: 0}
-	err = unix.FcntlFlock(uintptr(fd), lockCmd, &fl)
-	if err == nil {
-		return lk, nil
-	}
-	if !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EACCES) {
-		unix.Close(fd)
-		return nil, fmt.Errorf("locking %s: %w", path, err)
-	}
-	// Someone else holds the port. Wait for the kernel to hand it over,
-	// in a goroutine so the context can end the wait.
-	done := make(chan error, 1)
-	go func() {
-		for {
-			fl := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0, Start: 0, Len: 0}
-			err := unix.FcntlFlock(uintptr(fd), lockWaitCmd, &fl)
-			if errors.Is(err, unix.EINTR) {
-				continue
-			}
-			done <- err
-			return
+	lk := &portLock{fd: fd, path: path, orig: orig, unlockPath: release}
+	for {
+		fl := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0, Start: 0, Len: 0}
+		err := unix.FcntlFlock(uintptr(fd), lockCmd, &fl)
+		if err == nil {
+			return lk, nil
 		}
-	}()
-	select {
-	case err := <-done:
-		if err != nil {
-			unix.Close(fd)
+		if !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EACCES) && !errors.Is(err, unix.EINTR) {
+			lk.release()
 			return nil, fmt.Errorf("locking %s: %w", path, err)
 		}
-		return lk, nil
-	case <-ctx.Done():
-		// Closing the descriptor once the wait ends releases the lock
-		// it may have won.
-		go func() { <-done; unix.Close(fd) }()
-		return nil, ctx.Err()
+		t := time.NewTimer(lockPoll)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			lk.release()
+			return nil, ctx.Err()
+		}
 	}
+}
+
+// lockPoll is how often a held port is tried again.
+const lockPoll = 20 * time.Millisecond
+
+// write writes p to the port through the lock's descriptor, which is
+// non-blocking, waiting for room until deadline (zero: no deadline) and
+// giving up as soon as closed reports true. A write blocked in the kernel
+// could not be interrupted by closing the port.
+func (l *portLock) write(p []byte, deadline time.Time, closed func() bool) (int, error) {
+	done := 0
+	for done < len(p) {
+		if closed() {
+			return done, os.ErrClosed
+		}
+		n, err := unix.Write(l.fd, p[done:])
+		if n > 0 {
+			done += n
+		}
+		switch {
+		case err == nil || errors.Is(err, unix.EINTR):
+			continue
+		case !errors.Is(err, unix.EAGAIN):
+			return done, err
+		}
+		wait := 100 * time.Millisecond
+		if !deadline.IsZero() {
+			left := time.Until(deadline)
+			if left <= 0 {
+				return done, deadlineError{}
+			}
+			wait = min(wait, left)
+		}
+		fds := []unix.PollFd{{Fd: int32(l.fd), Events: unix.POLLOUT}}
+		if _, err := unix.Poll(fds, int(wait.Milliseconds())+1); err != nil && !errors.Is(err, unix.EINTR) {
+			return done, err
+		}
+	}
+	return done, nil
 }
 
 // fixTermios finishes raw mode the way the reference client does: HUPCL
@@ -94,5 +130,8 @@ func (l *portLock) fixTermios() error {
 }
 
 func (l *portLock) release() {
-	l.once.Do(func() { unix.Close(l.fd) })
+	l.once.Do(func() {
+		unix.Close(l.fd)
+		l.unlockPath()
+	})
 }

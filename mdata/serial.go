@@ -53,8 +53,12 @@ type serialConn struct {
 
 	mu       sync.Mutex
 	deadline time.Time
+	wdl      time.Time // write deadline
 	closed   bool
 }
+
+// errNoLockWrite: the platform has no lock descriptor to write through.
+var errNoLockWrite = errors.New("no lock descriptor to write through")
 
 // deadlineError is returned by reads past the deadline; it matches
 // os.ErrDeadlineExceeded like a net.Conn's.
@@ -95,9 +99,31 @@ func (c *serialConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
+func (c *serialConn) SetWriteDeadline(t time.Time) error {
+	c.mu.Lock()
+	c.wdl = t
+	c.mu.Unlock()
+	return nil
+}
+
+func (c *serialConn) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
+// Write writes all of p (the reference client once lost frames to short
+// writes, mdata-client PR #25), through the lock's non-blocking descriptor
+// so that the write deadline and Close can end a write the host does not
+// drain.
 func (c *serialConn) Write(p []byte) (int, error) {
-	// The port may accept part of a frame; the reference client once lost
-	// frames that way (mdata-client PR #25).
+	c.mu.Lock()
+	dl := c.wdl
+	c.mu.Unlock()
+	n, err := c.lock.write(p, dl, c.isClosed)
+	if !errors.Is(err, errNoLockWrite) {
+		return n, err
+	}
 	total := 0
 	for total < len(p) {
 		n, err := c.port.Write(p[total:])

@@ -36,6 +36,10 @@ type session struct {
 	off int
 }
 
+// status is a protocol status line as the host agent compares it, without a
+// trailing CR.
+func status(line []byte) string { return string(bytes.TrimSuffix(line, []byte("\r"))) }
+
 // unexpectedError is a reply that makes no sense at this point of the
 // protocol; the session is reset.
 type unexpectedError struct {
@@ -44,11 +48,14 @@ type unexpectedError struct {
 }
 
 func (e *unexpectedError) Error() string {
-	l := e.line
-	if len(l) > 80 {
-		l = append(l[:80:80], "..."...)
+	// Say what kind of line it was, never its payload: on a shared line it
+	// can be someone else's answer (a password, a key), and this text goes
+	// to logs and systemd's STATUS.
+	word, _, _ := bytes.Cut(e.line, []byte(" "))
+	if len(word) > 16 {
+		word = word[:16]
 	}
-	return fmt.Sprintf("unexpected reply to %s: %s", e.step, strconv.Quote(string(l)))
+	return fmt.Sprintf("unexpected reply to %s: a %d-byte line starting %s", e.step, len(e.line), strconv.Quote(string(word)))
 }
 
 // timeoutError says which step the host did not answer.
@@ -83,24 +90,24 @@ func (s *session) start(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := s.write([]byte("\n")); err != nil {
+	if err := s.write(ctx, []byte("\n")); err != nil {
 		return err
 	}
 	line, err := s.readLine(ctx, "probe", s.to.Probe)
 	if err != nil {
 		return err
 	}
-	if string(line) != wire.InvalidCommand {
+	if status(line) != wire.InvalidCommand {
 		return &unexpectedError{"probe", line}
 	}
-	if err := s.write([]byte(wire.Negotiate + "\n")); err != nil {
+	if err := s.write(ctx, []byte(wire.Negotiate+"\n")); err != nil {
 		return err
 	}
 	line, err = s.readLine(ctx, "NEGOTIATE", s.to.Negotiate)
 	if err != nil {
 		return err
 	}
-	switch string(line) {
+	switch status(line) {
 	case wire.V2OK:
 		s.version = 2
 	case wire.CodeFailure:
@@ -136,7 +143,13 @@ func (s *session) drain() error {
 	}
 }
 
-func (s *session) write(b []byte) error {
+func (s *session) write(ctx context.Context, b []byte) error {
+	// A host that stops reading must not hold us past the context's
+	// deadline (a cancelled context closes the connection instead).
+	dl, _ := ctx.Deadline()
+	if err := s.conn.SetWriteDeadline(dl); err != nil {
+		return err
+	}
 	for len(b) > 0 {
 		n, err := s.conn.Write(b)
 		if err != nil {
@@ -147,15 +160,15 @@ func (s *session) write(b []byte) error {
 	return nil
 }
 
-// readLine returns the next line without its "\n" (and without a "\r"
-// before it). timeout bounds the wait for each read, the context the
-// whole wait.
+// readLine returns the next line without its "\n", byte for byte (a V1
+// value may hold CRs; status lines are compared through status).
+// timeout bounds the wait for each read, the context the whole wait.
 func (s *session) readLine(ctx context.Context, step string, timeout time.Duration) ([]byte, error) {
 	for {
 		if i := bytes.IndexByte(s.buf[s.off:], '\n'); i >= 0 {
 			line := s.buf[s.off : s.off+i]
 			s.off += i + 1
-			return bytes.TrimSuffix(line, []byte("\r")), nil
+			return line, nil
 		}
 		if s.off > 0 {
 			n := copy(s.buf, s.buf[s.off:])
@@ -191,7 +204,7 @@ func (s *session) readLine(ctx context.Context, step string, timeout time.Durati
 func (s *session) execV2(ctx context.Context, r request) ([]byte, error) {
 	id := newRequestID()
 	f := wire.Frame{RequestID: id, Code: r.code, Payload: r.payload}
-	if err := s.write(f.Append(nil)); err != nil {
+	if err := s.write(ctx, f.Append(nil)); err != nil {
 		return nil, err
 	}
 	timeout := s.to.Read
@@ -225,20 +238,19 @@ func (s *session) execV2(ctx context.Context, r request) ([]byte, error) {
 }
 
 // findFrame finds a valid frame with request ID id in line, allowing junk
-// before it (a line that picked up garbage before the frame started).
+// before it (a line that picked up garbage before the frame started). A
+// valid frame holds no "V2 " after its start (base64 has no space), so only
+// the last "V2 " can begin it: linear in the line, however hostile.
 func findFrame(line []byte, id string) (wire.Frame, bool) {
-	for i := 0; i+3 <= len(line); {
-		j := bytes.Index(line[i:], []byte("V2 "))
-		if j < 0 {
-			break
-		}
-		f, err := wire.ParseFrame(line[i+j:])
-		if err == nil && f.RequestID == id {
-			return f, true
-		}
-		i += j + 1
+	i := bytes.LastIndex(line, []byte("V2 "))
+	if i < 0 {
+		return wire.Frame{}, false
 	}
-	return wire.Frame{}, false
+	f, err := wire.ParseFrame(line[i:])
+	if err != nil || f.RequestID != id {
+		return wire.Frame{}, false
+	}
+	return f, true
 }
 
 // execV1 sends a V1 GET or KEYS. V1 replies carry no request ID, so on a
@@ -261,16 +273,17 @@ func (s *session) execV1(ctx context.Context, r request) ([]byte, error) {
 			return nil, err
 		}
 	}
-	if err := s.write(req); err != nil {
+	if err := s.write(ctx, req); err != nil {
 		return nil, err
 	}
 	line, err := s.readLine(ctx, r.code, s.to.V1)
 	if err != nil {
 		return nil, err
 	}
-	switch string(line) {
+	switch status(line) {
 	case wire.CodeSuccess:
 		var body wire.V1Body
+		total := 0
 		for {
 			l, err := s.readLine(ctx, r.code, s.to.V1)
 			if err != nil {
@@ -278,6 +291,9 @@ func (s *session) execV1(ctx context.Context, r request) ([]byte, error) {
 			}
 			if body.Line(l) {
 				return body.Bytes(), nil
+			}
+			if total += len(l) + 1; total > maxLine {
+				return nil, fmt.Errorf("reading %s: a V1 value longer than %d bytes", r.code, maxLine)
 			}
 		}
 	case wire.CodeNotFound:

@@ -12,13 +12,14 @@ import (
 	"time"
 )
 
-// Conn is one open connection to the host: a byte stream with read
-// deadlines. A Read past the deadline fails with an error that matches
-// os.ErrDeadlineExceeded. Close must unblock a pending Read.
+// Conn is one open connection to the host: a byte stream with deadlines. A
+// Read or Write past its deadline fails with an error that matches
+// os.ErrDeadlineExceeded. Close must unblock a pending Read or Write.
 type Conn interface {
 	Read(p []byte) (int, error)
 	Write(p []byte) (int, error)
 	SetReadDeadline(t time.Time) error
+	SetWriteDeadline(t time.Time) error
 	Close() error
 }
 
