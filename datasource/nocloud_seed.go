@@ -176,7 +176,7 @@ func (o *NoCloudOptions) readSeedfrom(ctx context.Context, base string) (noCloud
 		get = o.fetchURL
 	default:
 		scheme, _, _ := strings.Cut(base, ":")
-		return s, fmt.Errorf("seedfrom %q: unsupported scheme %q (file://, / and http(s):// are)", base, scheme)
+		return s, fmt.Errorf("seedfrom %q: unsupported scheme %q (file://, / and http(s):// are)", redactURL(base), scheme)
 	}
 	urls := seedfromURLs(base)
 	for _, file := range []string{ncMetaData, ncUserData, ncVendorData, ncNetworkConfig} {
@@ -276,10 +276,15 @@ func fetchOnce(ctx context.Context, client *http.Client, u string, timeout time.
 }
 
 // redactURL drops any user:password from a URL before it is logged.
+// redactURL hides what in a seed URL may be a secret (a password, a
+// presigned query) before it reaches a log, an error or Origin.
 func redactURL(u string) string {
 	p, err := url.Parse(u)
-	if err != nil || p.User == nil {
-		return u
+	if err != nil {
+		return "<unparsable URL>"
+	}
+	if p.RawQuery != "" {
+		p.RawQuery = "REDACTED"
 	}
 	return p.Redacted()
 }

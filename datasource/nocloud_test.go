@@ -745,3 +745,20 @@ func BenchmarkReadNoCloud(b *testing.B) {
 		})
 	}
 }
+
+// Seed URLs can carry secrets (a password, a presigned query): they never
+// reach errors or Origin as they are.
+func TestRedactURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://u:pw@host/seed/":          "https://u:xxxxx@host/seed/",
+		"https://host/seed/?X-Amz-Sig=abc": "https://host/seed/?REDACTED",
+		"ftp://u:pw@host/":                 "ftp://u:xxxxx@host/",
+		"http://host/seed/":                "http://host/seed/",
+		"/var/lib/seed/":                   "/var/lib/seed/",
+		"http://[::1%zz/bad":               "<unparsable URL>",
+	} {
+		if got := redactURL(in); got != want {
+			t.Errorf("redactURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -580,3 +580,48 @@ func TestIntegrationCancelledLockWaitLeavesNothing(t *testing.T) {
 		t.Errorf("%d descriptors before, %d after five abandoned lock waits", before, after)
 	}
 }
+
+// Options come before the key; after it every argument is data, as the
+// reference tools take it: "mdata-put k -h" stores "-h".
+func TestIntegrationToolArgumentsAfterKeyAreData(t *testing.T) {
+	dir := buildTools(t)
+	st := mdatatest.Default()
+	_, path := startPTY(t, st)
+	for _, v := range []string{"-h", "--help", "-t", "--", "--version"} {
+		r := runTool(t, dir, path, "", time.Minute, "mdata-put", "k", v)
+		if r.code != 0 || r.stdout != "" {
+			t.Fatalf("mdata-put k %s: exit %d stdout %q stderr %q", v, r.code, r.stdout, r.stderr)
+		}
+		if got, _ := st.Get("k"); string(got) != v {
+			t.Errorf("mdata-put k %s stored %q", v, got)
+		}
+	}
+}
+
+// A signal ends a wait with 128+N, as the reference tools' death by that
+// signal does, not with the timeout's "try again".
+func TestIntegrationToolSignalExitCode(t *testing.T) {
+	dir := buildTools(t)
+	h, path := startPTY(t, mdatatest.Default())
+	h.Down()
+	cmd := exec.Command(filepath.Join(dir, "mdata-get"), "sdc:uuid")
+	cmd.Env = append(os.Environ(), "SEEDKEEPER_MDATA=serial:"+path)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Wait(ctxFor(t, 10*time.Second), func(s mdatatest.Stats) bool { return s.Discarded > 0 }); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Process.Signal(unix.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+		if code := cmd.ProcessState.ExitCode(); code != 128+int(unix.SIGTERM) {
+			t.Errorf("exit %d after SIGTERM, want %d", code, 128+int(unix.SIGTERM))
+		}
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("mdata-get did not end after SIGTERM")
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -44,13 +45,14 @@ to choose: serial:PATH, unix:PATH or vsock:CID:PORT.
 Without --timeout the command waits until the host answers, as the
 reference tools do, printing a line every few seconds while it waits.
 
-Options:
+Options (before the key; after it every argument is data):
   -t, --timeout DURATION  give up after DURATION (e.g. 30s, or seconds)
   -h, --help              show this help
       --version           print the version
   --                      end of options (for keys that start with -)
 
-Exit status: 0 success, 1 no such key, 2 error, 3 usage, 10 timed out.
+Exit status: 0 success, 1 no such key, 2 error, 3 usage, 10 timed out,
+128+N ended by signal N (SIGINT, SIGTERM).
 `
 
 var mdataSynopsis = map[string][2]string{
@@ -62,13 +64,18 @@ var mdataSynopsis = map[string][2]string{
 
 // runMdataTool behaves like the reference C tool of the same name: the same
 // arguments, output, messages and exit codes, plus --timeout and --help.
-func runMdataTool(tool, argv0 string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+func runMdataTool(tool, argv0 string, args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	prog := "mdata-" + tool
 	var timeout time.Duration
 	var pos []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
+		case len(pos) > 0:
+			// Options come before the key: after it every argument is
+			// data, as the reference tools take it ("mdata-put k -h"
+			// stores "-h").
+			pos = append(pos, a)
 		case a == "--":
 			pos = append(pos, args[i+1:]...)
 			i = len(args)
@@ -138,8 +145,25 @@ func runMdataTool(tool, argv0 string, args []string, stdin io.Reader, stdout, st
 		return exitError
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	// A signal ends the wait like the reference tools' death by that
+	// signal would: exit 128+N, not the "try again" of a timeout.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	var caught atomic.Value
+	go func() {
+		if sig, ok := <-sigs; ok {
+			caught.Store(sig)
+			cancel()
+		}
+	}()
+	defer func() {
+		if sig, ok := caught.Load().(syscall.Signal); ok {
+			code = 128 + int(sig)
+		}
+	}()
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
