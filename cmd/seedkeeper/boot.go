@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -72,29 +71,16 @@ type seedStatus struct {
 }
 
 func runBoot(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("boot", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	// The help goes to stdout on --help and to stderr after a bad flag,
-	// once: flag would print it before returning ErrHelp too.
-	fs.Usage = func() {}
+	fs := newFlags("boot", stderr)
 	root, cfgPath := commonFlags(fs)
 	netMode := fs.String("network", "auto", "")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, bootHelp)
-			return exitOK
-		}
-		fmt.Fprint(stderr, bootHelp)
-		return exitUsage
+	if code, ok := parseFlags(fs, args, bootHelp, stdout, stderr); !ok {
+		return code
 	}
 	switch *netMode {
 	case "auto", "apply", "plan", "off":
 	default:
 		fmt.Fprintf(stderr, "seedkeeper boot: --network %q: want auto, apply, plan or off\n", *netMode)
-		return exitUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "seedkeeper boot: unexpected argument %q\n", fs.Arg(0))
 		return exitUsage
 	}
 	e := newEnv(*root, *cfgPath, stderr)

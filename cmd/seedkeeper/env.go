@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -99,4 +100,31 @@ const waitExtension = 90 * time.Second
 // with EXTEND_TIMEOUT_USEC.
 func notifyWaiting(msg string) {
 	notify(fmt.Sprintf("STATUS=%s\nEXTEND_TIMEOUT_USEC=%d", msg, waitExtension.Microseconds()))
+}
+
+// newFlags returns the flag set of a subcommand. Its help text is printed
+// by parseFlags, once: to stdout on --help, to stderr after a bad flag.
+func newFlags(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {}
+	return fs
+}
+
+// parseFlags parses args; when it returns false the command ends with code
+// (0 after --help, 3 for a bad flag or a stray argument).
+func parseFlags(fs *flag.FlagSet, args []string, help string, stdout, stderr io.Writer) (code int, ok bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, help)
+			return exitOK, false
+		}
+		fmt.Fprint(stderr, help)
+		return exitUsage, false
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "seedkeeper %s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
+		return exitUsage, false
+	}
+	return exitOK, true
 }

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -68,28 +67,15 @@ type fetchSmartOS struct {
 }
 
 func runFetch(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("fetch", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	// The help goes to stdout on --help and to stderr after a bad flag,
-	// once: flag would print it before returning ErrHelp too.
-	fs.Usage = func() {}
+	fs := newFlags("fetch", stderr)
 	root, cfgPath := commonFlags(fs)
 	source := fs.String("source", "", "")
 	seedPath := fs.String("seed", "", "")
 	asJSON := fs.Bool("json", false, "")
 	secrets := fs.Bool("show-secrets", false, "")
 	timeout := fs.Duration("timeout", 0, "")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, fetchHelp)
-			return exitOK
-		}
-		fmt.Fprint(stderr, fetchHelp)
-		return exitUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "seedkeeper fetch: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
+	if code, ok := parseFlags(fs, args, fetchHelp, stdout, stderr); !ok {
+		return code
 	}
 	if *source != "" && !datasource.ValidSource(*source) {
 		fmt.Fprintf(stderr, "seedkeeper fetch: --source %q: want one of %v\n", *source, datasource.Sources)

@@ -119,16 +119,7 @@ func (e *runEnv) networkStep(ctx context.Context, cfg *netcfg.Config, allow hotp
 
 // logPlan logs what applying cfg would do, changing nothing.
 func (e *runEnv) logPlan(ctx context.Context, cfg *netcfg.Config, allow hotplug.Allowlist) error {
-	h, err := apply.Open()
-	if err != nil {
-		return err
-	}
-	defer h.Close()
-	rc, err := apply.LoadReceipt(e.root.Path(receiptPath))
-	if err != nil {
-		return err
-	}
-	p, err := h.Plan(ctx, cfg, allow.Allows, rc)
+	p, err := e.planCurrent(ctx, cfg, allow)
 	if err != nil {
 		return err
 	}
@@ -171,25 +162,31 @@ func (e *runEnv) render(ctx context.Context, cfg *netcfg.Config, p *apply.Plan, 
 // renderCurrent renders the networkd files for cfg as ownership stands now
 // (planning against the live links without applying anything).
 func (e *runEnv) renderCurrent(ctx context.Context, cfg *netcfg.Config, allow hotplug.Allowlist) error {
-	h, err := apply.Open()
-	if err != nil {
-		return err
-	}
-	defer h.Close()
 	unlock, err := apply.LockReceipt(e.root.Path(receiptPath))
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	rc, err := apply.LoadReceipt(e.root.Path(receiptPath))
-	if err != nil {
-		return err
-	}
-	p, err := h.Plan(ctx, cfg, allow.Allows, rc)
+	p, err := e.planCurrent(ctx, cfg, allow)
 	if err != nil {
 		return err
 	}
 	return e.render(ctx, cfg, p, &netResult{}, true)
+}
+
+// planCurrent plans cfg against the live links and the receipt, changing
+// nothing.
+func (e *runEnv) planCurrent(ctx context.Context, cfg *netcfg.Config, allow hotplug.Allowlist) (*apply.Plan, error) {
+	h, err := apply.Open()
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	rc, err := apply.LoadReceipt(e.root.Path(receiptPath))
+	if err != nil {
+		return nil, err
+	}
+	return h.Plan(ctx, cfg, allow.Allows, rc)
 }
 
 // renderNetworkd writes the networkd files of the owned interfaces (and of

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -33,24 +32,11 @@ Exit status: 0, or 1 when boot has not run yet, 2 on error.
 const dropIn = "/etc/cloud/cloud.cfg.d/95-seedkeeper.cfg"
 
 func runStatus(args []string, stdout, stderr io.Writer) int {
-	flags := flag.NewFlagSet("status", flag.ContinueOnError)
-	flags.SetOutput(stderr)
-	// The help goes to stdout on --help and to stderr after a bad flag,
-	// once: flag would print it before returning ErrHelp too.
-	flags.Usage = func() {}
+	flags := newFlags("status", stderr)
 	root := flags.String("root", "", "")
 	asJSON := flags.Bool("json", false, "")
-	if err := flags.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, statusHelp)
-			return exitOK
-		}
-		fmt.Fprint(stderr, statusHelp)
-		return exitUsage
-	}
-	if flags.NArg() > 0 {
-		fmt.Fprintf(stderr, "seedkeeper status: unexpected argument %q\n", flags.Arg(0))
-		return exitUsage
+	if code, ok := parseFlags(flags, args, statusHelp, stdout, stderr); !ok {
+		return code
 	}
 	r := sysroot.Root(*root)
 	var st bootStatus

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -38,25 +37,12 @@ Exit status: 0 stopped (SIGTERM) or nothing to watch, 2 error, 3 usage.
 `
 
 func runWatch(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("watch", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	// The help goes to stdout on --help and to stderr after a bad flag,
-	// once: flag would print it before returning ErrHelp too.
-	fs.Usage = func() {}
+	fs := newFlags("watch", stderr)
 	root, cfgPath := commonFlags(fs)
 	drivers := fs.String("drivers", "", "")
 	netMode := fs.String("network", "auto", "")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, watchHelp)
-			return exitOK
-		}
-		fmt.Fprint(stderr, watchHelp)
-		return exitUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "seedkeeper watch: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
+	if code, ok := parseFlags(fs, args, watchHelp, stdout, stderr); !ok {
+		return code
 	}
 	if *netMode != "auto" && *netMode != "apply" && *netMode != "plan" {
 		fmt.Fprintf(stderr, "seedkeeper watch: --network %q: want auto, apply or plan\n", *netMode)
