@@ -180,21 +180,7 @@ func TestIntegrationConcurrentClientsOnePort(t *testing.T) {
 // take (F_SETLKW, whole file) keeps us off the port until it lets go.
 func TestIntegrationLockHolderBlocks(t *testing.T) {
 	h, path := startPTY(t, mdatatest.Default())
-	holder := exec.Command(os.Args[0], "-test.run=^TestHelperHoldLock$")
-	holder.Env = append(os.Environ(), "MDATA_HOLD_LOCK="+path)
-	stdin, _ := holder.StdinPipe()
-	out := &syncBuffer{}
-	holder.Stdout = out
-	if err := holder.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Process.Kill()
-	for !strings.Contains(out.String(), "locked") {
-		if holder.ProcessState != nil {
-			t.Fatal("lock holder exited")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	release := holdLock(t, path)
 
 	c := mdata.New(mdata.Serial(path), &mdata.Options{Timeouts: quick})
 	defer c.Close()
@@ -208,7 +194,7 @@ func TestIntegrationLockHolderBlocks(t *testing.T) {
 	if s := h.Stats(); s.Probes != 0 || s.BytesIn != 0 {
 		t.Fatalf("we wrote to the port while it was locked: %+v", s)
 	}
-	stdin.Close() // the holder exits, which releases its lock
+	release()
 	select {
 	case err := <-done:
 		if err != nil {
@@ -217,6 +203,34 @@ func TestIntegrationLockHolderBlocks(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("Get did not proceed after the lock was released")
 	}
+}
+
+// holdLock starts a child process that holds the classic fcntl lock on
+// path (as mdata-client does) and returns once it holds it; release makes
+// the child exit, which drops the lock.
+func holdLock(t *testing.T, path string) (release func()) {
+	t.Helper()
+	holder := exec.Command(os.Args[0], "-test.run=^TestHelperHoldLock$")
+	holder.Env = append(os.Environ(), "MDATA_HOLD_LOCK="+path)
+	stdin, _ := holder.StdinPipe()
+	out := &syncBuffer{}
+	holder.Stdout = out
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { holder.Wait(); close(exited) }()
+	for !strings.Contains(out.String(), "locked") {
+		select {
+		case <-exited:
+			t.Fatal("lock holder exited before taking the lock")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	var once sync.Once
+	release = func() { once.Do(func() { stdin.Close(); <-exited }) }
+	t.Cleanup(release)
+	return release
 }
 
 // TestHelperHoldLock is run as a child process by TestIntegrationLockHolderBlocks.
@@ -553,18 +567,7 @@ func TestIntegrationWriteHonoursDeadline(t *testing.T) {
 // descriptor, no waiter that could later take (and drop) the lock.
 func TestIntegrationCancelledLockWaitLeavesNothing(t *testing.T) {
 	_, path := startPTY(t, mdatatest.Default())
-	holder := exec.Command(os.Args[0], "-test.run=^TestHelperHoldLock$")
-	holder.Env = append(os.Environ(), "MDATA_HOLD_LOCK="+path)
-	stdin, _ := holder.StdinPipe()
-	out := &syncBuffer{}
-	holder.Stdout = out
-	if err := holder.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { stdin.Close(); holder.Wait() }()
-	for !strings.Contains(out.String(), "locked") {
-		time.Sleep(10 * time.Millisecond)
-	}
+	defer holdLock(t, path)()
 	fds := func() int { e, _ := os.ReadDir("/proc/self/fd"); return len(e) }
 	before := fds()
 	for range 5 {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"regexp"
@@ -246,14 +247,7 @@ func printFetch(w io.Writer, o *fetchOutput) {
 		b, _ := yaml.Marshal(o.NetworkConfig)
 		line("network", "(cloud-init v1)\n"+string(b))
 	}
-	keys := slices.Sorted(func(yield func(string) bool) {
-		for k := range o.MetaData {
-			if !yield(k) {
-				return
-			}
-		}
-	})
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(o.MetaData)) {
 		b, _ := json.Marshal(o.MetaData[k])
 		line("meta-data "+k, string(b))
 	}
