@@ -1,0 +1,11 @@
+//go:build unix
+
+package fsutil
+
+import "syscall"
+
+const (
+	oNoCTTY   = syscall.O_NOCTTY
+	oNoFollow = syscall.O_NOFOLLOW
+	oNonblock = syscall.O_NONBLOCK
+)
