@@ -1,7 +1,6 @@
 package datasource
 
 import (
-	"os"
 	"regexp"
 	"strings"
 
@@ -138,7 +137,7 @@ func substDMI(root sysroot.Root, s string) (out string, unknown []string) {
 // readDMIValue reads /sys/class/dmi/id/<name> under root, trimmed; "" when it
 // cannot be read.
 func readDMIValue(root sysroot.Root, name string) string {
-	b, err := os.ReadFile(root.Path("/sys/class/dmi/id/" + name))
+	b, err := readSysFile(root, "/sys/class/dmi/id/"+name)
 	if err != nil {
 		return ""
 	}

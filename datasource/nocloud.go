@@ -15,6 +15,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 	"github.com/seedkeeper/seedkeeper/internal/seedimage"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 	"github.com/seedkeeper/seedkeeper/netcfg"
@@ -115,14 +116,14 @@ func ReadNoCloud(ctx context.Context, opt NoCloudOptions) (*Metadata, error) {
 	log := opt.logger()
 	m := noCloudMerge{meta: map[string]any{}, nodes: map[string]*yaml.Node{}}
 	if opt.SeedPath != "" {
-		s, err := readSeedPath(opt.SeedPath)
+		s, err := readSeedPath(ctx, opt.SeedPath)
 		if err != nil {
 			return nil, err
 		}
 		if err := m.add(s); err != nil {
 			return nil, err
 		}
-	} else if err := opt.gather(&m, log); err != nil {
+	} else if err := opt.gather(ctx, &m, log); err != nil {
 		return nil, err
 	}
 	if len(m.transports) == 0 {
@@ -135,13 +136,13 @@ func ReadNoCloud(ctx context.Context, opt NoCloudOptions) (*Metadata, error) {
 }
 
 // gather reads sources 1 to 4.
-func (o *NoCloudOptions) gather(m *noCloudMerge, log *slog.Logger) error {
+func (o *NoCloudOptions) gather(ctx context.Context, m *noCloudMerge, log *slog.Logger) error {
 	root := o.Root
 	for _, line := range []struct{ transport, path string }{
 		{"dmi", "/sys/class/dmi/id/" + dmiSerialFile},
 		{"cmdline", cmdlinePath},
 	} {
-		b, err := os.ReadFile(root.Path(line.path))
+		b, err := readSysFile(root, line.path)
 		if err != nil {
 			if !errors.Is(err, fs.ErrNotExist) {
 				log.Debug("cannot read", "path", line.path, "err", err)
@@ -154,7 +155,7 @@ func (o *NoCloudOptions) gather(m *noCloudMerge, log *slog.Logger) error {
 		}
 	}
 	for _, dir := range o.seedDirs() {
-		s, err := readSeedDir(root, dir)
+		s, err := readSeedDir(ctx, root, dir)
 		if err != nil {
 			return err
 		}
@@ -195,7 +196,7 @@ func (o *NoCloudOptions) gather(m *noCloudMerge, log *slog.Logger) error {
 }
 
 // readSeedPath reads an explicit seed: a directory or an image.
-func readSeedPath(p string) (noCloudSeed, error) {
+func readSeedPath(ctx context.Context, p string) (noCloudSeed, error) {
 	p, err := filepath.Abs(p)
 	if err != nil {
 		return noCloudSeed{}, fmt.Errorf("nocloud seed: %w", err)
@@ -205,10 +206,14 @@ func readSeedPath(p string) (noCloudSeed, error) {
 		return noCloudSeed{}, fmt.Errorf("nocloud seed: %w", err)
 	}
 	var s noCloudSeed
-	if fi.IsDir() {
-		s, err = readSeedDir("", p)
-	} else {
+	switch m := fi.Mode(); {
+	case m.IsDir():
+		s, err = readSeedDir(ctx, "", p)
+	case m.IsRegular() || (m&fs.ModeDevice != 0 && m&fs.ModeCharDevice == 0):
 		s, err = readSeedImage(p, p)
+	default:
+		// Opening a FIFO or a terminal could block for ever.
+		return s, fmt.Errorf("nocloud seed %s: a %s is neither a seed directory nor an image", p, fsutil.Kind(m))
 	}
 	if err != nil {
 		return s, fmt.Errorf("nocloud seed: %w", err)
@@ -365,7 +370,7 @@ func DetectNoCloud(opt NoCloudOptions) (found bool, reason string) {
 	if _, ok := ParseNoCloudLine(readDMIValue(root, dmiSerialFile)); ok {
 		return true, "ds=nocloud in the SMBIOS system serial number"
 	}
-	if b, err := os.ReadFile(root.Path(cmdlinePath)); err == nil {
+	if b, err := readSysFile(root, cmdlinePath); err == nil {
 		if _, ok := ParseNoCloudLine(strings.TrimSpace(string(b))); ok {
 			return true, "ds=nocloud on the kernel command line"
 		}

@@ -59,7 +59,8 @@ func noCloudNodeKind(n *yaml.Node) string {
 	case yaml.SequenceNode:
 		return "a list"
 	case yaml.ScalarNode:
-		return fmt.Sprintf("the %s %q", strings.TrimPrefix(n.Tag, "!!"), n.Value)
+		// Described, never quoted: the file may be anything (a key).
+		return fmt.Sprintf("a %s scalar of %d bytes", strings.TrimPrefix(n.Tag, "!!"), len(n.Value))
 	case yaml.AliasNode:
 		return "an alias"
 	}

@@ -7,12 +7,12 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
-	"net/url"
-	"os"
 	"path"
 	"strings"
 	"time"
 
+	"github.com/seedkeeper/seedkeeper/internal/fsutil"
+	"github.com/seedkeeper/seedkeeper/internal/redact"
 	"github.com/seedkeeper/seedkeeper/internal/seedimage"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
@@ -76,30 +76,26 @@ func (s *noCloudSeed) missing() string {
 	return strings.Join(m, " and ")
 }
 
-// readLimited reads a local file of at most maxSeedFile bytes.
-func readLimited(p string) ([]byte, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxSeedFile+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > maxSeedFile {
-		return nil, fmt.Errorf("%s: over the %d byte limit", p, maxSeedFile)
-	}
-	return b, nil
+// readLocal reads the seed file at system path p under root with the one
+// bounded reader: p is resolved as the kernel would (no lexical ".."), and
+// only a regular file of at most maxSeedFile bytes is read.
+func readLocal(ctx context.Context, root sysroot.Root, p string) ([]byte, error) {
+	return fsutil.ReadFileIn(ctx, string(root), p, maxSeedFile)
+}
+
+// readSysFile reads a small kernel or firmware file (/proc/cmdline,
+// /sys/class/dmi/id/*) under root with the one bounded reader.
+func readSysFile(root sysroot.Root, p string) ([]byte, error) {
+	return fsutil.ReadFileIn(context.Background(), string(root), p, fsutil.TinyFile)
 }
 
 // readSeedDir reads the seed files in the directory sysPath (a system path,
 // read under root). A missing file is simply absent.
-func readSeedDir(root sysroot.Root, sysPath string) (noCloudSeed, error) {
+func readSeedDir(ctx context.Context, root sysroot.Root, sysPath string) (noCloudSeed, error) {
 	s := noCloudSeed{transport: "dir:" + sysPath}
 	for _, file := range []string{ncMetaData, ncUserData, ncVendorData, ncNetworkConfig} {
 		name := path.Join(sysPath, file)
-		b, err := readLimited(root.Path(name))
+		b, err := readLocal(ctx, root, name)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -160,13 +156,13 @@ func seedfromURLs(base string) map[string]string {
 // path (both under root) or http(s)://. meta-data and user-data must
 // exist; vendor-data and network-config may not.
 func (o *NoCloudOptions) readSeedfrom(ctx context.Context, base string) (noCloudSeed, error) {
-	s := noCloudSeed{transport: "seedfrom:" + redactURL(base)}
+	s := noCloudSeed{transport: "seedfrom:" + redact.URL(base)}
 	var get func(ctx context.Context, loc string) ([]byte, error)
 	switch {
 	case strings.HasPrefix(base, "file://") || strings.HasPrefix(base, "/"):
-		get = func(_ context.Context, loc string) ([]byte, error) {
+		get = func(ctx context.Context, loc string) ([]byte, error) {
 			p := strings.TrimPrefix(loc, "file://")
-			b, err := readLimited(o.Root.Path(p))
+			b, err := readLocal(ctx, o.Root, p)
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil, errSeedNotFound
 			}
@@ -176,21 +172,21 @@ func (o *NoCloudOptions) readSeedfrom(ctx context.Context, base string) (noCloud
 		get = o.fetchURL
 	default:
 		scheme, _, _ := strings.Cut(base, ":")
-		return s, fmt.Errorf("seedfrom %q: unsupported scheme %q (file://, / and http(s):// are)", redactURL(base), scheme)
+		return s, fmt.Errorf("seedfrom %q: unsupported scheme %q (file://, / and http(s):// are)", redact.URL(base), scheme)
 	}
 	urls := seedfromURLs(base)
 	for _, file := range []string{ncMetaData, ncUserData, ncVendorData, ncNetworkConfig} {
 		b, err := get(ctx, urls[file])
 		if errors.Is(err, errSeedNotFound) {
 			if file == ncMetaData || file == ncUserData {
-				return s, fmt.Errorf("seedfrom: %s: %w", redactURL(urls[file]), err)
+				return s, fmt.Errorf("seedfrom: %s: %w", redact.URL(urls[file]), err)
 			}
 			continue
 		}
 		if err != nil {
 			return s, fmt.Errorf("seedfrom: %w", err)
 		}
-		s.set(file, redactURL(urls[file]), b)
+		s.set(file, redact.URL(urls[file]), b)
 	}
 	return s, nil
 }
@@ -232,7 +228,7 @@ func (o *NoCloudOptions) fetchURL(ctx context.Context, u string) ([]byte, error)
 		if try >= tries {
 			return nil, fmt.Errorf("%w (after %d tries)", last, tries)
 		}
-		o.logger().Debug("seedfrom fetch failed; retrying", "url", redactURL(u), "err", err, "wait", wait)
+		o.logger().Debug("seedfrom fetch failed; retrying", "url", redact.URL(u), "err", err, "wait", wait)
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -253,7 +249,8 @@ func fetchOnce(ctx context.Context, client *http.Client, u string, timeout time.
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return nil, true, err
+		// The library's error names the whole URL, query included.
+		return nil, true, redact.Error(err)
 	}
 	defer resp.Body.Close()
 	switch {
@@ -261,30 +258,16 @@ func fetchOnce(ctx context.Context, client *http.Client, u string, timeout time.
 	case resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusGone:
 		return nil, false, errSeedNotFound
 	case resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests:
-		return nil, true, fmt.Errorf("GET %s: %s", redactURL(u), resp.Status)
+		return nil, true, fmt.Errorf("GET %s: %s", redact.URL(u), resp.Status)
 	default:
-		return nil, false, fmt.Errorf("GET %s: %s", redactURL(u), resp.Status)
+		return nil, false, fmt.Errorf("GET %s: %s", redact.URL(u), resp.Status)
 	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxSeedFile+1))
 	if err != nil {
-		return nil, true, fmt.Errorf("GET %s: reading the body: %w", redactURL(u), err)
+		return nil, true, fmt.Errorf("GET %s: reading the body: %w", redact.URL(u), err)
 	}
 	if len(b) > maxSeedFile {
-		return nil, false, fmt.Errorf("GET %s: body over the %d byte limit", redactURL(u), maxSeedFile)
+		return nil, false, fmt.Errorf("GET %s: body over the %d byte limit", redact.URL(u), maxSeedFile)
 	}
 	return b, false, nil
-}
-
-// redactURL drops any user:password from a URL before it is logged.
-// redactURL hides what in a seed URL may be a secret (a password, a
-// presigned query) before it reaches a log, an error or Origin.
-func redactURL(u string) string {
-	p, err := url.Parse(u)
-	if err != nil {
-		return "<unparsable URL>"
-	}
-	if p.RawQuery != "" {
-		p.RawQuery = "REDACTED"
-	}
-	return p.Redacted()
 }

@@ -442,7 +442,7 @@ func guestinfoGunzip(b []byte) ([]byte, error) {
 
 // vmwareDMI reads a /sys/class/dmi/id attribute under root, right-stripped.
 func vmwareDMI(root sysroot.Root, name string) (string, error) {
-	b, err := os.ReadFile(root.Path("/sys/class/dmi/id/" + name))
+	b, err := readSysFile(root, "/sys/class/dmi/id/"+name)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return "", fmt.Errorf("no DMI %s: %w", name, err)

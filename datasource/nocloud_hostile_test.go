@@ -1,0 +1,117 @@
+package datasource
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/seedkeeper/seedkeeper/internal/fsutil"
+)
+
+// Issue 11 class 3: s=/etc/ssh/KEY/%s/.. was cleaned lexically to the host
+// private key, whose text then landed in an error message.
+func TestSeedfromLocalResolvedAsTheKernelDoes(t *testing.T) {
+	r := newNCRoot(t)
+	r.write("/etc/ssh/ssh_host_rsa_key", []byte("-----BEGIN OPENSSH PRIVATE KEY-----\nSECRETMARKER\n"))
+	r.write(cmdlinePath, []byte("ds=nocloud;s=/etc/ssh/ssh_host_rsa_key/%s/..\n"))
+	_, err := ReadNoCloud(context.Background(), r.opts())
+	if !errors.Is(err, syscall.ENOTDIR) {
+		t.Fatalf("err = %v, want ENOTDIR as the kernel gives", err)
+	}
+	if strings.Contains(err.Error(), "SECRETMARKER") {
+		t.Errorf("error quotes the file: %v", err)
+	}
+}
+
+// Issue 11 class 3: a seedfrom naming a FIFO blocked boot for ever.
+func TestSeedfromFIFODoesNotBlock(t *testing.T) {
+	r := newNCRoot(t)
+	r.seed("/srv/seed", map[string]string{"user-data": "#\n"})
+	if err := syscall.Mkfifo(filepath.Join(r.dir, "srv/seed/meta-data"), 0o600); err != nil {
+		t.Skipf("cannot make a FIFO here: %v", err)
+	}
+	r.write(cmdlinePath, []byte("ds=nocloud;s=/srv/seed/\n"))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := ReadNoCloud(ctx, r.opts())
+	if !errors.Is(err, fsutil.ErrNotRegular) {
+		t.Fatalf("err = %v, want ErrNotRegular", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("the read ran into its deadline")
+	}
+}
+
+func TestSeedfromDeviceRefused(t *testing.T) {
+	r := newNCRoot(t)
+	// A seed directory that links to the machine's /dev/zero: read under
+	// a real root, it would be read without end.
+	r.seed("/srv/seed", map[string]string{"meta-data": "{}\n"})
+	if err := os.Symlink("/dev/zero", filepath.Join(r.dir, "srv/seed/user-data")); err != nil {
+		t.Fatal(err)
+	}
+	o := r.opts()
+	o.Root = ""
+	o.SeedPath = filepath.Join(r.dir, "srv/seed")
+	_, err := ReadNoCloud(context.Background(), o)
+	if !errors.Is(err, fsutil.ErrNotRegular) {
+		t.Fatalf("err = %v, want ErrNotRegular", err)
+	}
+}
+
+func TestSeedPathFIFORefused(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(p, 0o600); err != nil {
+		t.Skipf("cannot make a FIFO here: %v", err)
+	}
+	_, err := ReadNoCloud(context.Background(), NoCloudOptions{SeedPath: p, Logger: testLogger(t)})
+	if err == nil || !strings.Contains(err.Error(), "a FIFO is neither a seed directory nor an image") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// Issue 11 class 4: "meta-data is not a mapping: <the whole file>".
+func TestMetaDataErrorsDescribeNotQuote(t *testing.T) {
+	for _, md := range []string{
+		"-----BEGIN OPENSSH PRIVATE KEY-----\nSECRETMARKER\n-----END OPENSSH PRIVATE KEY-----\n",
+		"- SECRETMARKER\n",
+		"SECRETMARKER: [1\n",
+		"instance-id: {SECRETMARKER: 1}\n",
+		"public-keys: [{SECRETMARKER: 1}]\n",
+	} {
+		r := newNCRoot(t)
+		r.seed(NoCloudSeedDir, map[string]string{"meta-data": md, "user-data": "#\n"})
+		_, err := ReadNoCloud(context.Background(), r.opts())
+		if err == nil {
+			t.Errorf("meta-data %q read without error", md)
+			continue
+		}
+		if strings.Contains(err.Error(), "SECRETMARKER") {
+			t.Errorf("error quotes the meta-data: %v", err)
+		}
+	}
+}
+
+// Issue 11 class 4: a failed http(s) seedfrom returned the library's
+// error, which names the whole URL with its presigned query.
+func TestSeedfromHTTPErrorHidesQuery(t *testing.T) {
+	r := newNCRoot(t)
+	r.write(cmdlinePath, []byte("ds=nocloud;s=http://u:SECRETMARKER1@127.0.0.1:1/%s?sig=SECRETMARKER2\n"))
+	o := r.opts()
+	o.SeedfromTries = 1
+	_, err := ReadNoCloud(context.Background(), o)
+	if err == nil {
+		t.Fatal("no error from a closed port")
+	}
+	if strings.Contains(err.Error(), "SECRETMARKER") {
+		t.Errorf("error holds a secret: %v", err)
+	}
+	if !strings.Contains(err.Error(), "127.0.0.1:1/meta-data") {
+		t.Errorf("error does not say where: %v", err)
+	}
+}
