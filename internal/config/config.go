@@ -6,20 +6,25 @@ package config
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"math"
-	"os"
 	"slices"
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 )
 
 // DefaultPath is where the configuration file lives.
 const DefaultPath = "/etc/seedkeeper/config.yaml"
+
+// MaxSize bounds the configuration file.
+const MaxSize = fsutil.SmallFile
 
 // Config is the whole configuration.
 type Config struct {
@@ -105,7 +110,9 @@ func (c *Config) EventEnabled(ev string) bool {
 // allow nothing).
 func Load(path string) (*Config, error) {
 	c := Default()
-	b, err := os.ReadFile(path)
+	// The one bounded reader: --config /dev/zero or a FIFO must not hang
+	// or fill memory.
+	b, err := fsutil.ReadFile(context.Background(), path, MaxSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return c, nil
 	}
@@ -126,17 +133,19 @@ func Load(path string) (*Config, error) {
 }
 
 func (c *Config) validate() error {
+	// Errors name the key and what is wanted, never the value: the
+	// file named by --config may be anything.
 	for i, s := range c.Sources {
 		if !slices.Contains(KnownSources, s) {
-			return fmt.Errorf("sources[%d]: unknown source %q (want one of %v)", i, s, KnownSources)
+			return fmt.Errorf("sources[%d]: unknown source (want one of %v)", i, KnownSources)
 		}
 	}
 	if !slices.Contains(KnownOwners, c.Network.Owner) {
-		return fmt.Errorf("network.owner: %q is not one of %v", c.Network.Owner, KnownOwners)
+		return fmt.Errorf("network.owner: not one of %v", KnownOwners)
 	}
 	for i, e := range c.Events.Network {
 		if !slices.Contains(KnownEvents, e) {
-			return fmt.Errorf("events.network[%d]: unknown event %q (want one of %v)", i, e, KnownEvents)
+			return fmt.Errorf("events.network[%d]: unknown event (want one of %v)", i, KnownEvents)
 		}
 	}
 	if c.Boot.Wait < 0 {
@@ -164,7 +173,7 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	}
 	v, err := time.ParseDuration(s)
 	if err != nil {
-		return fmt.Errorf("line %d: %q is not a duration such as 90s", n.Line, s)
+		return fmt.Errorf("line %d: not a duration such as 90s", n.Line)
 	}
 	*d = Duration(v)
 	return nil

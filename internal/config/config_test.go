@@ -1,11 +1,15 @@
 package config
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 )
 
 func write(t *testing.T, s string) string {
@@ -62,10 +66,10 @@ vmware: {redact: true}
 func TestLoadErrorsNameTheProblem(t *testing.T) {
 	for in, want := range map[string]string{
 		"hotplug: {driver: [e1000]}\n":     "field driver not found",
-		"network: {owner: me}\n":           `network.owner: "me"`,
-		"events: {network: [reboot]}\n":    `events.network[0]: unknown event "reboot"`,
-		"sources: [smartos, ec2]\n":        `sources[1]: unknown source "ec2"`,
-		"boot: {wait: soon}\n":             `"soon" is not a duration`,
+		"network: {owner: me}\n":           "network.owner: not one of",
+		"events: {network: [reboot]}\n":    "events.network[0]: unknown event",
+		"sources: [smartos, ec2]\n":        "sources[1]: unknown source",
+		"boot: {wait: soon}\n":             "line 1: not a duration",
 		"network: [\n":                     "yaml:",
 		"network: {owner: seedkeeper}\n\t": "yaml:",
 	} {
@@ -95,4 +99,39 @@ func FuzzLoad(f *testing.F) {
 			c.HotplugDriversValue()
 		}
 	})
+}
+
+// Issue 11 class 3: --config /dev/zero read without bound; a FIFO hung.
+func TestLoadReadsOnlyRegularFiles(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"/dev/zero", fifo} {
+		c, err := Load(p)
+		if !errors.Is(err, fsutil.ErrNotRegular) {
+			t.Errorf("Load(%s) = %v, want ErrNotRegular", p, err)
+		}
+		if c == nil || c.Path != "" {
+			t.Errorf("Load(%s) did not give the defaults", p)
+		}
+	}
+	big := write(t, "# "+strings.Repeat("x", MaxSize)+"\n")
+	if _, err := Load(big); !errors.Is(err, fsutil.ErrTooLarge) {
+		t.Errorf("Load(a file over %d bytes) = %v, want ErrTooLarge", MaxSize, err)
+	}
+}
+
+// Errors name the key, never the value.
+func TestLoadErrorsDoNotQuote(t *testing.T) {
+	for _, in := range []string{
+		"network: {owner: SECRETMARKER}\n",
+		"events: {network: [SECRETMARKER]}\n",
+		"sources: [SECRETMARKER]\n",
+		"boot: {wait: SECRETMARKER}\n",
+	} {
+		if _, err := Load(write(t, in)); err == nil || strings.Contains(err.Error(), "SECRETMARKER") {
+			t.Errorf("Load(%q) err = %v", in, err)
+		}
+	}
 }
