@@ -18,8 +18,13 @@ var ErrSymlink = errors.New("refusing to write through a symbolic link")
 // temporary file in the same directory, syncs it, renames it over path and
 // syncs the directory, so a crash leaves either the old or the new file. It
 // does nothing when the file already has that content and mode, and reports
-// whether it changed anything. Missing parent directories are created 0755.
+// whether it changed anything. Missing parent directories are created 0755;
+// a parent directory that is a symbolic link is refused (MkdirNoFollow).
 func WriteFile(path string, data []byte, perm fs.FileMode) (changed bool, err error) {
+	dir := filepath.Dir(path)
+	if err := MkdirNoFollow(dir, 0o755); err != nil {
+		return false, fmt.Errorf("writing %s: %w", path, err)
+	}
 	fi, err := os.Lstat(path)
 	switch {
 	case err == nil && fi.Mode()&fs.ModeSymlink != 0:
@@ -35,10 +40,6 @@ func WriteFile(path string, data []byte, perm fs.FileMode) (changed bool, err er
 		return false, fmt.Errorf("writing %s: %w", path, err)
 	}
 
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return false, fmt.Errorf("writing %s: %w", path, err)
-	}
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return false, fmt.Errorf("writing %s: %w", path, err)
