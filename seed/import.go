@@ -1,6 +1,7 @@
 package seed
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -39,7 +40,7 @@ func importSeed(root sysroot.Root) (string, error) {
 		return "", nil // imported by a run that was killed before claiming
 	}
 	parent := filepath.Dir(dst)
-	if err := os.MkdirAll(parent, 0o755); err != nil {
+	if err := fsutil.MkdirNoFollow(parent, 0o755); err != nil {
 		return "", fmt.Errorf("importing the seed in %s: %w", Dir, err)
 	}
 	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dst)+".tmp-*")
@@ -56,7 +57,7 @@ func importSeed(root sysroot.Root) (string, error) {
 		return "", fmt.Errorf("importing the seed in %s: %w", Dir, err)
 	}
 	for _, n := range names {
-		data, err := os.ReadFile(filepath.Join(dir, n))
+		data, err := fsutil.ReadFileNoFollow(context.Background(), filepath.Join(dir, n), maxFile)
 		if err != nil {
 			return "", fmt.Errorf("importing the seed in %s: %w", Dir, err)
 		}

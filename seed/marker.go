@@ -1,6 +1,7 @@
 package seed
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,7 +34,7 @@ func markerPath(root sysroot.Root) string {
 // exists but cannot be parsed is an error (and still means "owned").
 func readMarker(root sysroot.Root) (*marker, bool, error) {
 	path := markerPath(root)
-	data, err := os.ReadFile(path)
+	data, err := fsutil.ReadFileNoFollow(context.Background(), path, fsutil.SmallFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return &marker{}, false, nil
 	}

@@ -2,6 +2,7 @@ package seed
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -148,7 +149,13 @@ func Write(root sysroot.Root, s Seed) (Result, error) {
 			stale = append(stale, p)
 		}
 	}
-	for p := range mk.Files {
+	for _, p := range slices.Sorted(maps.Keys(mk.Files)) {
+		if !managed(p) {
+			// The marker is a file on disk: a path it lists is deleted
+			// only when it is one seedkeeper writes.
+			res.Warnings = append(res.Warnings, fmt.Sprintf("the seed marker lists a path seedkeeper does not write (%d bytes); ignoring it", len(p)))
+			continue
+		}
 		if _, ok := wantSum[p]; !ok && !slices.Contains(stale, p) && exists(root.Path(p)) {
 			stale = append(stale, p)
 		}
@@ -165,31 +172,35 @@ func Write(root sysroot.Root, s Seed) (Result, error) {
 	}
 
 	// Hand edits: content that matches neither what the marker recorded
-	// nor what is about to be written.
-	check := func(p string) {
-		cur, err := os.ReadFile(root.Path(p))
+	// nor what is about to be written. A file to overwrite is overwritten
+	// with a warning; a file to remove is removed only when its content
+	// is what seedkeeper wrote (or a person's seed imported just now), and
+	// otherwise left in place with a warning.
+	ours := func(p string) (bool, bool) {
+		cur, err := readOwn(root.Path(p))
 		if err != nil {
-			return
+			return false, false
 		}
 		h := sum(cur)
-		if h == mk.Files[p] || h == mk.Pending[p] || h == wantSum[p] {
-			return
-		}
 		if justImported && strings.HasPrefix(p, Dir+"/") {
-			return // the person's seed, imported just now
+			return true, true // the person's seed, imported just now
 		}
-		verb := "overwriting it"
-		if _, ok := wantSum[p]; !ok {
-			verb = "removing it"
-		}
-		res.Warnings = append(res.Warnings, fmt.Sprintf("%s was changed by hand since seedkeeper wrote it; %s (change the metadata instead)", p, verb))
+		return h == mk.Files[p] || h == mk.Pending[p], h == wantSum[p]
 	}
 	for _, f := range todo {
-		check(f.path)
+		if written, same := ours(f.path); !written && !same && exists(root.Path(f.path)) {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("%s was changed by hand since seedkeeper wrote it; overwriting it (change the metadata instead)", f.path))
+		}
 	}
+	var remove []string
 	for _, p := range stale {
-		check(p)
+		if written, _ := ours(p); !written {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("%s is not what seedkeeper wrote there; leaving it in place (remove it by hand if cloud-init must not read it)", p))
+			continue
+		}
+		remove = append(remove, p)
 	}
+	stale = remove
 
 	// Marker first (so a kill at any point leaves files the marker
 	// knows), then the files, then the marker again. The marker written
@@ -202,7 +213,10 @@ func Write(root sysroot.Root, s Seed) (Result, error) {
 		known = map[string]string{}
 	}
 	for p, h := range mk.Pending {
-		if cur, err := os.ReadFile(root.Path(p)); err == nil && sum(cur) == h {
+		if !managed(p) {
+			continue
+		}
+		if cur, err := readOwn(root.Path(p)); err == nil && sum(cur) == h {
 			known[p] = h
 		}
 	}
@@ -399,9 +413,30 @@ func same(path string, data []byte, perm fs.FileMode) bool {
 	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != perm {
 		return false
 	}
-	cur, err := os.ReadFile(path)
+	cur, err := readOwn(path)
 	return err == nil && bytes.Equal(cur, data)
 }
+
+// maxFile bounds every file seed reads back: its own output, a person's
+// seed (the datasource's limit for one seed file).
+const maxFile = 16 << 20
+
+// readOwn reads a file seed wrote (or is about to replace) with the one
+// bounded reader, never through a link, never from a FIFO or a device.
+func readOwn(path string) ([]byte, error) {
+	return fsutil.ReadFileNoFollow(context.Background(), path, maxFile)
+}
+
+// managedPaths are the only system paths seed writes, and so the only
+// ones it may remove.
+var managedPaths = []string{
+	filepath.Join(Dir, MetaDataFile), filepath.Join(Dir, UserDataFile),
+	filepath.Join(Dir, VendorDataFile), filepath.Join(Dir, NetworkConfigFile),
+	OperatorScript, UserScript, LegacyUserData,
+}
+
+// managed reports whether p is a path seed writes.
+func managed(p string) bool { return slices.Contains(managedPaths, p) }
 
 func exists(path string) bool {
 	_, err := os.Lstat(path)

@@ -314,9 +314,15 @@ func TestHandEditsAreReportedAndOverwritten(t *testing.T) {
 	res := mustWrite(t, root, testSeed())
 	if len(res.Warnings) != 2 ||
 		!strings.Contains(res.Warnings[0], sd(UserDataFile)+" was changed by hand") || !strings.Contains(res.Warnings[0], "overwriting") ||
-		!strings.Contains(res.Warnings[1], sd(NetworkConfigFile)) || !strings.Contains(res.Warnings[1], "removing") {
+		!strings.Contains(res.Warnings[1], sd(NetworkConfigFile)) || !strings.Contains(res.Warnings[1], "leaving it in place") {
 		t.Errorf("warnings = %q", res.Warnings)
 	}
+	// Issue 11 class 6: only files whose content seedkeeper wrote are
+	// removed; a person's file is left, with the warning.
+	if read(t, root, sd(NetworkConfigFile)) != "version: 1\nconfig: []\n" {
+		t.Error("a file seedkeeper did not write was removed")
+	}
+	os.Remove(root.Path(sd(NetworkConfigFile)))
 	if read(t, root, sd(UserDataFile)) != string(testSeed().UserData) {
 		t.Error("hand edit not overwritten")
 	}
