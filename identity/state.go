@@ -135,7 +135,7 @@ func Save(root sysroot.Root, st *State) (changed bool, err error) {
 	}
 	data = append(data, '\n')
 	path := root.Path(StatePath)
-	if err := os.MkdirAll(root.Path("/var/lib/seedkeeper"), 0o755); err != nil {
+	if err := fsutil.MkdirNoFollow(root.Path("/var/lib/seedkeeper"), 0o755); err != nil {
 		return false, fmt.Errorf("saving identity state: %w", err)
 	}
 	return fsutil.WriteFile(path, data, 0o644)

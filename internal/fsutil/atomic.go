@@ -4,6 +4,7 @@ package fsutil
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -32,7 +33,8 @@ func WriteFile(path string, data []byte, perm fs.FileMode) (changed bool, err er
 	case err == nil && !fi.Mode().IsRegular():
 		return false, fmt.Errorf("writing %s: not a regular file", path)
 	case err == nil && fi.Mode().Perm() == perm.Perm():
-		old, rerr := os.ReadFile(path)
+		// A file longer than data differs: read no more than that.
+		old, rerr := ReadFileNoFollow(context.Background(), path, int64(len(data)))
 		if rerr == nil && bytes.Equal(old, data) {
 			return false, nil
 		}

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
+	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 	"github.com/seedkeeper/seedkeeper/netcfg"
 )
 
@@ -147,7 +147,13 @@ func (h *Handle) promoteSecondaries(index int) error {
 		if b, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(b)) == "1" {
 			return nil
 		}
-		if err := os.WriteFile(path, []byte("1\n"), 0o644); err != nil {
+		// A /proc/sys file exists or the link is gone: never create one.
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+		if err != nil {
+			return fmt.Errorf("setting promote_secondaries: %w", err)
+		}
+		defer f.Close()
+		if _, err := f.Write([]byte("1\n")); err != nil {
 			return fmt.Errorf("setting promote_secondaries: %w", err)
 		}
 		return nil
@@ -422,10 +428,8 @@ func linkMAC(a *netlink.LinkAttrs) string {
 // none of them saves a receipt that forgets what another just added. The
 // lock is a file beside the receipt; unlock releases it.
 func LockReceipt(path string) (unlock func(), err error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, fmt.Errorf("locking the receipt: %w", err)
-	}
-	f, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE|unix.O_CLOEXEC, 0o600)
+	// Created without following a link, in a directory that is not one.
+	f, err := fsutil.OpenLock(path + ".lock")
 	if err != nil {
 		return nil, fmt.Errorf("locking the receipt: %w", err)
 	}

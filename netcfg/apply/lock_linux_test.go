@@ -1,9 +1,13 @@
 package apply
 
 import (
+	"errors"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 )
 
 // Two writers of the receipt never overlap: the second waits until the
@@ -34,5 +38,24 @@ func TestLockReceiptSerialises(t *testing.T) {
 	case <-got:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the second writer never got the lock")
+	}
+}
+
+// Issue 11 class 6: the lock was created through a symbolic link.
+func TestLockReceiptRefusesALink(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "network-receipt.json")
+	target := filepath.Join(dir, "created-elsewhere")
+	if err := os.Symlink(target, path+".lock"); err != nil {
+		t.Fatal(err)
+	}
+	if unlock, err := LockReceipt(path); !errors.Is(err, fsutil.ErrSymlink) {
+		if err == nil {
+			unlock()
+		}
+		t.Errorf("LockReceipt through a link = %v, want ErrSymlink", err)
+	}
+	if _, err := os.Lstat(target); err == nil {
+		t.Errorf("the link's target was created")
 	}
 }
