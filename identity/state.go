@@ -2,11 +2,11 @@ package identity
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"time"
 
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
@@ -86,7 +86,7 @@ type LastDecision struct {
 // but cannot be read or parsed.
 func Load(root sysroot.Root) (*State, error) {
 	path := root.Path(StatePath)
-	data, err := os.ReadFile(path)
+	data, err := fsutil.ReadFileNoFollow(context.Background(), path, fsutil.SmallFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -145,7 +145,7 @@ func Save(root sysroot.Root, st *State) (changed bool, err error) {
 // when cloud-init has not run here.
 func CloudInitID(root sysroot.Root) (string, error) {
 	path := root.Path(CloudInitIDPath)
-	data, err := os.ReadFile(path)
+	data, err := fsutil.ReadFile(context.Background(), path, fsutil.TinyFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}

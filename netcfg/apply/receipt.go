@@ -2,13 +2,13 @@ package apply
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
 	"net/netip"
-	"os"
 	"slices"
 
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
@@ -175,7 +175,7 @@ func ParseReceipt(data []byte) (*Receipt, error) {
 // the caller decides what to do (never silently start afresh: that would
 // forget what to clean up).
 func LoadReceipt(path string) (*Receipt, error) {
-	data, err := os.ReadFile(path)
+	data, err := fsutil.ReadFileNoFollow(context.Background(), path, fsutil.SmallFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return &Receipt{Links: map[string]Added{}}, nil
 	}
