@@ -168,6 +168,10 @@ func Decide(in Input) (Decision, error) {
 	if in.ReportedID == "" {
 		return Decision{}, errors.New("deciding the instance ID: the source reported no instance ID")
 	}
+	// A refused ID is neither handed on nor pinned.
+	if err := CheckID(in.ReportedID); err != nil {
+		return Decision{}, fmt.Errorf("deciding the instance ID: %w", err)
+	}
 	now := in.Now
 	if now.IsZero() {
 		now = time.Now()
