@@ -264,6 +264,7 @@ func (e *runEnv) saveStatus(st *bootStatus) error {
 	if err != nil {
 		return err
 	}
-	_, err = fsutil.WriteFile(e.root.Path(statusPath), append(b, '\n'), 0o644)
+	// 0600: the status keeps error text, which may describe secrets.
+	_, err = fsutil.WriteFile(e.root.Path(statusPath), append(b, '\n'), 0o600)
 	return err
 }
