@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/seedkeeper/seedkeeper/identity"
+	"github.com/seedkeeper/seedkeeper/internal/safetext"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
 
@@ -60,7 +61,7 @@ func runIdentity(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprint(stdout, identityUsage)
 			return exitOK
 		}
-		fmt.Fprintf(stderr, "seedkeeper identity %s: %v\n", sub, err)
+		fmt.Fprintf(stderr, "seedkeeper identity %s: %s\n", sub, safetext.Escape(err.Error()))
 		return exitUsage
 	}
 	if fs.NArg() > 0 {
@@ -69,7 +70,7 @@ func runIdentity(args []string, stdout, stderr io.Writer) int {
 	}
 	root := sysroot.Root(*rootDir)
 	fail := func(err error) int {
-		fmt.Fprintf(stderr, "seedkeeper identity %s: %v\n", sub, err)
+		fmt.Fprintf(stderr, "seedkeeper identity %s: %s\n", sub, safetext.Escape(err.Error()))
 		if errors.Is(err, identity.ErrBadState) {
 			fmt.Fprintf(stderr, "seedkeeper identity %s: until it is fixed, boot keeps cloud-init's current instance ID; removing the file makes the next boot pin cloud-init's current ID again\n", sub)
 		}
@@ -106,9 +107,9 @@ func runIdentity(args []string, stdout, stderr io.Writer) int {
 		r := st.Reset
 		fmt.Fprintf(stdout, "Reset requested at %s: the next boot will be a new instance.\n", r.RequestedAt.Format(time.RFC3339))
 		if r.From != "" {
-			fmt.Fprintf(stdout, "The pinned ID %s will be replaced by the reported ID followed by -r%s.\n", r.From, r.Suffix)
+			fmt.Fprintf(stdout, "The pinned ID %s will be replaced by the reported ID followed by -r%s.\n", safetext.Escape(r.From), safetext.Escape(r.Suffix))
 		} else {
-			fmt.Fprintf(stdout, "The next boot will use the reported ID followed by -r%s.\n", r.Suffix)
+			fmt.Fprintf(stdout, "The next boot will use the reported ID followed by -r%s.\n", safetext.Escape(r.Suffix))
 		}
 		return exitOK
 	}
@@ -123,7 +124,8 @@ func showIdentity(w io.Writer, st *identity.State, ciID string, ciErr error) {
 		}
 		return t.Format(time.RFC3339)
 	}
-	line := func(k, v string) { fmt.Fprintf(w, "%-17s %s\n", k+":", v) }
+	// Every value may come from the metadata host: escaped.
+	line := func(k, v string) { fmt.Fprintf(w, "%-17s %s\n", k+":", safetext.Escape(v)) }
 	switch {
 	case ciErr != nil:
 		line("cloud-init's ID", ciErr.Error())
@@ -150,6 +152,6 @@ func showIdentity(w io.Writer, st *identity.State, ciID string, ciErr error) {
 	}
 	if d := st.Last; d != nil {
 		line("Last decision", fmt.Sprintf("%s: %s by rule %d (%s), reported %s", when(d.At), d.InstanceID, d.Rule, d.RuleName, d.ReportedID))
-		fmt.Fprintf(w, "\n%s\n", d.Explanation)
+		fmt.Fprintf(w, "\n%s\n", safetext.Escape(d.Explanation))
 	}
 }

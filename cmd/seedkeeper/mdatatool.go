@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/seedkeeper/seedkeeper/internal/safetext"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 	"github.com/seedkeeper/seedkeeper/mdata"
 )
@@ -170,7 +171,7 @@ func runMdataTool(tool, argv0 string, args []string, stdin io.Reader, stdout, st
 		defer cancel()
 	}
 	c := mdata.New(t, &mdata.Options{
-		Progress: func(msg string) { fmt.Fprintf(stderr, "%s: %s\n", prog, msg) },
+		Progress: func(msg string) { fmt.Fprintf(stderr, "%s: %s\n", prog, safetext.Escape(msg)) },
 	})
 	defer c.Close()
 
@@ -207,6 +208,8 @@ func runMdataTool(tool, argv0 string, args []string, stdin io.Reader, stdout, st
 // reportMdataError prints the reference tools' message for err and returns
 // their exit code.
 func reportMdataError(stderr io.Writer, tool, key string, err error) int {
+	// The host's messages are its own text: escaped before they reach
+	// the terminal.
 	var he *mdata.HostError
 	switch {
 	case errors.Is(err, mdata.ErrNotFound):
@@ -219,27 +222,27 @@ func reportMdataError(stderr io.Writer, tool, key string, err error) int {
 	case errors.As(err, &he):
 		switch tool {
 		case "get":
-			fmt.Fprintf(stderr, "Error getting metadata for key '%s': %s\n", key, he.Message)
+			fmt.Fprintf(stderr, "Error getting metadata for key '%s': %s\n", key, safetext.Escape(he.Message))
 		case "put":
-			fmt.Fprintf(stderr, "Error putting metadata for key '%s': %s\n", key, he.Message)
+			fmt.Fprintf(stderr, "Error putting metadata for key '%s': %s\n", key, safetext.Escape(he.Message))
 		case "delete":
-			fmt.Fprintf(stderr, "Error deleting metadata key '%s': %s\n", key, he.Message)
+			fmt.Fprintf(stderr, "Error deleting metadata key '%s': %s\n", key, safetext.Escape(he.Message))
 		default:
-			fmt.Fprintf(stderr, "Error getting metadata: %s\n", he.Message)
+			fmt.Fprintf(stderr, "Error getting metadata: %s\n", safetext.Escape(he.Message))
 		}
 		return exitError
 	case errors.Is(err, mdata.ErrUnsupported):
 		fmt.Fprintf(stderr, "ERROR: host does not support %s\n", map[string]string{"get": "GET", "put": "PUT", "delete": "DELETE", "list": "KEYS"}[tool])
 		return exitError
 	case errors.Is(err, mdata.ErrUnavailable):
-		fmt.Fprintf(stderr, "ERROR: %v\n", errors.Unwrap(err))
+		fmt.Fprintf(stderr, "ERROR: %s\n", safetext.Escape(fmt.Sprint(errors.Unwrap(err))))
 		return exitTryAgain
 	}
 	var op *mdata.OpError
 	if errors.As(err, &op) {
 		err = op.Err
 	}
-	fmt.Fprintf(stderr, "ERROR: could not initialise protocol: %v\n", err)
+	fmt.Fprintf(stderr, "ERROR: could not initialise protocol: %s\n", safetext.Escape(err.Error()))
 	return exitError
 }
 

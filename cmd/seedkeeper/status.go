@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/seedkeeper/seedkeeper/identity"
+	"github.com/seedkeeper/seedkeeper/internal/fsutil"
+	"github.com/seedkeeper/seedkeeper/internal/safetext"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
 
@@ -40,13 +43,13 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 	}
 	r := sysroot.Root(*root)
 	var st bootStatus
-	b, err := os.ReadFile(r.Path(statusPath))
+	b, err := fsutil.ReadFileNoFollow(context.Background(), r.Path(statusPath), fsutil.SmallFile)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		fmt.Fprintln(stderr, "seedkeeper boot has not run on this machine yet")
 		return exitNotFound
 	case err != nil:
-		fmt.Fprintf(stderr, "seedkeeper status: %v\n", err)
+		fmt.Fprintf(stderr, "seedkeeper status: %s\n", safetext.Escape(err.Error()))
 		return exitError
 	}
 	if err := json.Unmarshal(b, &st); err != nil {
@@ -72,38 +75,42 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 }
 
 func printStatus(w io.Writer, st *bootStatus, r sysroot.Root, warnings []string) {
-	fmt.Fprintf(w, "Last boot:   %s (seedkeeper %s): %s\n", st.Time.Format("2006-01-02 15:04:05 MST"), st.Seedkeeper, st.Outcome)
+	// Every string here may come from the metadata host: escaped, so
+	// that escape sequences do not act on the admin's terminal.
+	e := safetext.Escape
+	j := func(ss []string) string { return strings.Join(safetext.Strings(ss), ", ") }
+	fmt.Fprintf(w, "Last boot:   %s (seedkeeper %s): %s\n", st.Time.Format("2006-01-02 15:04:05 MST"), e(st.Seedkeeper), e(st.Outcome))
 	if st.Error != "" {
-		fmt.Fprintf(w, "Error:       %s\n", st.Error)
+		fmt.Fprintf(w, "Error:       %s\n", e(st.Error))
 	}
 	if st.ConfigError != "" {
-		fmt.Fprintf(w, "Config:      NOT USED: %s\n", st.ConfigError)
+		fmt.Fprintf(w, "Config:      NOT USED: %s\n", e(st.ConfigError))
 	} else {
-		fmt.Fprintf(w, "Config:      %s\n", st.Config)
+		fmt.Fprintf(w, "Config:      %s\n", e(st.Config))
 	}
 	for _, c := range st.Candidates {
 		mark := "not present"
 		if c.Found {
 			mark = "detected"
 		}
-		fmt.Fprintf(w, "%-12s %s: %s\n", c.Source+":", mark, c.Reason)
+		fmt.Fprintf(w, "%-12s %s: %s\n", e(c.Source)+":", mark, e(c.Reason))
 	}
 	if st.Source != "" {
-		fmt.Fprintf(w, "Read from:   %s via %s\n", st.Source, st.Transport)
+		fmt.Fprintf(w, "Read from:   %s via %s\n", e(st.Source), e(st.Transport))
 	}
 	if d := st.Identity; d != nil {
-		fmt.Fprintf(w, "Instance ID: %s (reported %s; rule %d, %s)\n", d.InstanceID, d.ReportedID, d.Rule, d.RuleName)
-		fmt.Fprintf(w, "Why:         %s\n", d.Explanation)
+		fmt.Fprintf(w, "Instance ID: %s (reported %s; rule %d, %s)\n", e(d.InstanceID), e(d.ReportedID), d.Rule, e(d.RuleName))
+		fmt.Fprintf(w, "Why:         %s\n", e(d.Explanation))
 	} else if s, err := identity.Load(r); err == nil && s != nil && s.InstanceID != "" {
-		fmt.Fprintf(w, "Pinned ID:   %s (since %s)\n", s.InstanceID, s.PinnedAt.Format("2006-01-02 15:04:05 MST"))
+		fmt.Fprintf(w, "Pinned ID:   %s (since %s)\n", e(s.InstanceID), s.PinnedAt.Format("2006-01-02 15:04:05 MST"))
 	}
 	if s := st.Seed; s != nil {
 		var parts []string
 		if len(s.Written) > 0 {
-			parts = append(parts, "wrote "+strings.Join(s.Written, ", "))
+			parts = append(parts, "wrote "+j(s.Written))
 		}
 		if len(s.Removed) > 0 {
-			parts = append(parts, "removed "+strings.Join(s.Removed, ", "))
+			parts = append(parts, "removed "+j(s.Removed))
 		}
 		state := "unchanged"
 		if len(parts) > 0 {
@@ -111,30 +118,30 @@ func printStatus(w io.Writer, st *bootStatus, r sysroot.Root, warnings []string)
 		}
 		fmt.Fprintf(w, "Seed:        %s: %s\n", s.Dir, state)
 		for _, x := range s.Warnings {
-			fmt.Fprintf(w, "             warning: %s\n", x)
+			fmt.Fprintf(w, "             warning: %s\n", e(x))
 		}
 	}
 	if n := st.Network; n != nil {
 		switch n.Action {
 		case "skipped":
-			fmt.Fprintf(w, "Network:     left alone: %s\n", n.Reason)
+			fmt.Fprintf(w, "Network:     left alone: %s\n", e(n.Reason))
 		default:
-			owned := strings.Join(n.Owned, ", ")
+			owned := j(n.Owned)
 			if owned == "" {
 				owned = "none present"
 			}
-			fmt.Fprintf(w, "Network:     %s: %d operations, %d failed; owned NICs: %s\n", n.Action, len(n.Ops), len(n.Failed), owned)
+			fmt.Fprintf(w, "Network:     %s: %d operations, %d failed; owned NICs: %s\n", e(n.Action), len(n.Ops), len(n.Failed), owned)
 			for _, f := range n.Failed {
-				fmt.Fprintf(w, "             failed: %s\n", f)
+				fmt.Fprintf(w, "             failed: %s\n", e(f))
 			}
 		}
 		if n.ResolvConf != "" {
-			fmt.Fprintf(w, "Resolvers:   /etc/resolv.conf %s\n", n.ResolvConf)
+			fmt.Fprintf(w, "Resolvers:   /etc/resolv.conf %s\n", e(n.ResolvConf))
 		}
-		fmt.Fprintf(w, "Hotplug:     allowlist %s\n", n.Allowlist)
+		fmt.Fprintf(w, "Hotplug:     allowlist %s\n", e(n.Allowlist))
 	}
 	for _, x := range warnings {
-		fmt.Fprintf(w, "Warning:     %s\n", x)
+		fmt.Fprintf(w, "Warning:     %s\n", e(x))
 	}
 }
 
