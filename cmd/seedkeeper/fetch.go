@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"maps"
 	"os"
 	"os/signal"
-	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -18,6 +16,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/seedkeeper/seedkeeper/datasource"
+	"github.com/seedkeeper/seedkeeper/internal/redact"
+	"github.com/seedkeeper/seedkeeper/internal/safetext"
 )
 
 const fetchHelp = `Usage: seedkeeper fetch [--source NAME] [--seed PATH] [--json] [--show-secrets]
@@ -95,7 +95,7 @@ func runFetch(args []string, stdout, stderr io.Writer) int {
 		defer cancel()
 	}
 	o := e.sourceOptions()
-	o.Mdata.Progress = func(msg string) { fmt.Fprintf(stderr, "seedkeeper fetch: %s\n", msg) }
+	o.Mdata.Progress = func(msg string) { fmt.Fprintf(stderr, "seedkeeper fetch: %s\n", safetext.Escape(msg)) }
 	o.VMware.Redact = false // fetch writes nothing, guestinfo included
 	var md *datasource.Metadata
 	var err error
@@ -110,18 +110,18 @@ func runFetch(args []string, stdout, stderr io.Writer) int {
 	}
 	switch {
 	case errors.Is(err, datasource.ErrNoSource):
-		fmt.Fprintf(stderr, "seedkeeper fetch: %v\n", err)
+		fmt.Fprintf(stderr, "seedkeeper fetch: %s\n", safetext.Escape(err.Error()))
 		return exitNoSource
 	case err != nil && ctx.Err() == context.DeadlineExceeded:
-		fmt.Fprintf(stderr, "seedkeeper fetch: %v\n", err)
+		fmt.Fprintf(stderr, "seedkeeper fetch: %s\n", safetext.Escape(err.Error()))
 		return exitTryAgain
 	case err != nil:
-		fmt.Fprintf(stderr, "seedkeeper fetch: %v\n", err)
+		fmt.Fprintf(stderr, "seedkeeper fetch: %s\n", safetext.Escape(err.Error()))
 		return exitError
 	}
 	out, err := normalize(md, *secrets)
 	if err != nil {
-		fmt.Fprintf(stderr, "seedkeeper fetch: %v\n", err)
+		fmt.Fprintf(stderr, "seedkeeper fetch: %s\n", safetext.Escape(err.Error()))
 		return exitError
 	}
 	if *asJSON {
@@ -182,35 +182,28 @@ func secret(b []byte, present, show bool) *string {
 	if show {
 		s = string(b)
 	} else {
-		sum := sha256.Sum256(b)
-		s = fmt.Sprintf("<redacted: %d bytes, sha256 %x>", len(b), sum[:6])
+		s = redact.Summary(b)
 	}
 	return &s
 }
 
-var passwordLike = regexp.MustCompile(`(?i)(pass|secret|token|_pw$|private)`)
-
+// redactMeta hides secrets in meta-data at any depth, lists included
+// (passwords in a users list, a seedfrom URL's user:password).
 func redactMeta(m map[string]any, show bool) map[string]any {
 	if m == nil || show {
 		return m
 	}
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		if passwordLike.MatchString(k) {
-			b, _ := json.Marshal(v)
-			out[k] = *secret(b, true, false)
-			continue
-		}
-		if sub, ok := v.(map[string]any); ok {
-			v = redactMeta(sub, show)
-		}
-		out[k] = v
-	}
-	return out
+	return redact.Value(m, json.Marshal).(map[string]any)
 }
 
 func printFetch(w io.Writer, o *fetchOutput) {
-	line := func(k, v string) { fmt.Fprintf(w, "%-22s %s\n", k+":", v) }
+	// Every value comes from the metadata host: escaped, so that escape
+	// sequences do not act on the terminal (multi-line values keep their
+	// lines).
+	line := func(k, v string) { fmt.Fprintf(w, "%-22s %s\n", k+":", safetext.Escape(v)) }
+	block := func(k, head, body string) {
+		fmt.Fprintf(w, "%-22s %s\n%s\n", k+":", head, safetext.EscapeLines(body))
+	}
 	line("source", o.Source)
 	line("transport", o.Transport)
 	line("instance-id", o.InstanceID)
@@ -228,7 +221,7 @@ func printFetch(w io.Writer, o *fetchOutput) {
 		} else if strings.HasPrefix(*v, "<redacted") {
 			line(k, *v)
 		} else {
-			line(k, fmt.Sprintf("%d bytes:\n%s", len(*v), *v))
+			block(k, fmt.Sprintf("%d bytes:", len(*v)), *v)
 		}
 	}
 	show("user-data", o.UserData)
@@ -245,7 +238,7 @@ func printFetch(w io.Writer, o *fetchOutput) {
 		line("network", "(none: the network is left alone)")
 	} else {
 		b, _ := yaml.Marshal(o.NetworkConfig)
-		line("network", "(cloud-init v1)\n"+string(b))
+		block("network", "(cloud-init v1)", string(b))
 	}
 	for _, k := range slices.Sorted(maps.Keys(o.MetaData)) {
 		b, _ := json.Marshal(o.MetaData[k])
