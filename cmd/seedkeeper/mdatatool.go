@@ -47,7 +47,8 @@ Without --timeout the command waits until the host answers, as the
 reference tools do, printing a line every few seconds while it waits.
 
 Options (before the key; after it every argument is data):
-  -t, --timeout DURATION  give up after DURATION (e.g. 30s, or seconds)
+  -t, --timeout DURATION  give up after DURATION (e.g. 30s, or seconds;
+                          from 1ms to 24h)
   -h, --help              show this help
       --version           print the version
   --                      end of options (for keys that start with -)
@@ -246,13 +247,31 @@ func reportMdataError(stderr io.Writer, tool, key string, err error) int {
 	return exitError
 }
 
+// Bounds of -t/--timeout. A value outside them is a usage error (exit 3,
+// before any I/O, as the reference tools treat a bad command line): below
+// a millisecond it rounds to nothing, and 1e-10 or 1e300 used to turn
+// silently into "no timeout".
+const (
+	minTimeout = time.Millisecond
+	maxTimeout = 24 * time.Hour
+)
+
+// parseTimeout reads a Go duration ("30s") or a number of seconds.
 func parseTimeout(s string) (time.Duration, error) {
-	if f, err := strconv.ParseFloat(s, 64); err == nil && f > 0 {
-		return time.Duration(f * float64(time.Second)), nil
+	bad := fmt.Errorf("invalid timeout %q: want a duration between %v and %v, such as 30s, or a number of seconds", s, minTimeout, maxTimeout)
+	var d time.Duration
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		// NaN, Inf and anything out of range fail here, before the
+		// conversion to Duration could overflow.
+		if !(f*float64(time.Second) >= float64(minTimeout) && f*float64(time.Second) <= float64(maxTimeout)) {
+			return 0, bad
+		}
+		d = time.Duration(f * float64(time.Second))
+	} else if d, err = time.ParseDuration(s); err != nil {
+		return 0, bad
 	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("invalid timeout %q: want a positive duration such as 30s, or a number of seconds", s)
+	if d < minTimeout || d > maxTimeout {
+		return 0, bad
 	}
 	return d, nil
 }

@@ -1,0 +1,29 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// Issue 11 class 8: "mdata-get -t 1e-10" and "-t 1e300" were accepted and
+// meant "no timeout". A timeout outside 1ms..24h is a usage error, like
+// the reference tools' bad command lines: exit 3, before any I/O.
+func TestMdataTimeoutOutOfRangeIsAUsageError(t *testing.T) {
+	for _, v := range []string{"1e-10", "1e300", "NaN", "Inf", "+Inf", "-1", "0", "-5s", "0s", "100us", "25h", "1e10", "9223372036854775807", "soon"} {
+		// A transport that would fail at once if it were used: exit 3,
+		// not 2, shows nothing was tried.
+		r := runInProcess("mdata", "get", "-t", v, "sdc:uuid")
+		if r.code != exitUsage || !strings.Contains(r.stderr, "invalid timeout") {
+			t.Errorf("-t %s: %v", v, r)
+		}
+	}
+	for v, want := range map[string]time.Duration{
+		"1ms": time.Millisecond, "0.001": time.Millisecond, "30": 30 * time.Second,
+		"1.5": 1500 * time.Millisecond, "24h": 24 * time.Hour, "86400": 24 * time.Hour, "2m": 2 * time.Minute,
+	} {
+		if d, err := parseTimeout(v); err != nil || d != want {
+			t.Errorf("parseTimeout(%q) = %v, %v; want %v", v, d, err, want)
+		}
+	}
+}
