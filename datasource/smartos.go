@@ -24,6 +24,12 @@ const KeyNetworkDrivers = "seedkeeper:network-drivers"
 // smartosKeys are the keys read at boot, in the order cloud-init's SmartOS
 // datasource asks for them (so the host sees the same sequence), plus our
 // own allowlist key.
+// MaxSmartOSTotal bounds the values of one SmartOS read taken together
+// (every key seedkeeper reads, as received). The mdata client bounds each
+// value; without a total a hostile host could make boot hold fifteen of
+// the largest values at once. It is the bound of one NoCloud seed file.
+const MaxSmartOSTotal = 16 << 20
+
 var smartosKeys = []string{
 	"sdc:uuid", "hostname", "root_authorized_keys", "user-script", "user-data",
 	"cloud-init:user-data", "sdc:datacenter_name", "sdc:vendor-data",
@@ -130,6 +136,8 @@ type smartosReader struct {
 	vals  map[string][]byte
 	found []string
 
+	total int // bytes of the values read so far
+
 	keys     []string // customer keys, read once when decoding is first needed
 	keysRead bool
 	b64All   bool
@@ -144,11 +152,24 @@ func (r *smartosReader) fetch(key string) error {
 	if err != nil {
 		return fmt.Errorf("smartos: reading %s: %w", key, err)
 	}
+	if err := r.spend(key, len(v)); err != nil {
+		return err
+	}
 	if err := r.decode(key, &v); err != nil {
 		return err
 	}
 	r.vals[key] = v
 	r.found = append(r.found, key)
+	return nil
+}
+
+// spend counts n bytes of key's value against MaxSmartOSTotal.
+func (r *smartosReader) spend(key string, n int) error {
+	r.total += n
+	if r.total > MaxSmartOSTotal {
+		return fmt.Errorf("smartos: reading %s: the values read add up to more than the %d byte limit for one read (%s is %d bytes, %d before it)",
+			key, MaxSmartOSTotal, key, n, r.total-n)
+	}
 	return nil
 }
 
@@ -167,6 +188,9 @@ func (r *smartosReader) decode(key string, v *[]byte) error {
 		flag, err := r.c.Get(r.ctx, "b64-"+key)
 		if err != nil && !errors.Is(err, mdata.ErrNotFound) {
 			return fmt.Errorf("smartos: reading b64-%s: %w", key, err)
+		}
+		if err := r.spend("b64-"+key, len(flag)); err != nil {
+			return err
 		}
 		want = isTrue(flag)
 	}
@@ -190,11 +214,21 @@ func (r *smartosReader) readFlags() error {
 	if err != nil && !errors.Is(err, mdata.ErrNotFound) {
 		return fmt.Errorf("smartos: listing keys: %w", err)
 	}
+	n := 0
+	for _, k := range keys {
+		n += len(k) + 1
+	}
+	if err := r.spend("the key list", n); err != nil {
+		return err
+	}
 	r.keys = keys
 	if slices.Contains(keys, "base64_all") {
 		v, err := r.c.Get(r.ctx, "base64_all")
 		if err != nil && !errors.Is(err, mdata.ErrNotFound) {
 			return fmt.Errorf("smartos: reading base64_all: %w", err)
+		}
+		if err := r.spend("base64_all", len(v)); err != nil {
+			return err
 		}
 		r.b64All = isTrue(v)
 	}
@@ -202,6 +236,9 @@ func (r *smartosReader) readFlags() error {
 		v, err := r.c.Get(r.ctx, "base64_keys")
 		if err != nil && !errors.Is(err, mdata.ErrNotFound) {
 			return fmt.Errorf("smartos: reading base64_keys: %w", err)
+		}
+		if err := r.spend("base64_keys", len(v)); err != nil {
+			return err
 		}
 		for _, k := range strings.Split(string(v), ",") {
 			if k = strings.TrimSpace(k); k != "" {
