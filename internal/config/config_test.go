@@ -135,3 +135,22 @@ func TestLoadErrorsDoNotQuote(t *testing.T) {
 		}
 	}
 }
+
+// The configuration part of the hostile-input corpus (issue 11): every
+// file gives the defaults or a configuration, never a crash, and no error
+// quotes a secret.
+func TestLoadHostileCorpus(t *testing.T) {
+	files, err := filepath.Glob("../../testdata/hostile/config/*")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no corpus: %v", err)
+	}
+	for _, p := range files {
+		c, err := Load(p)
+		if c == nil {
+			t.Errorf("Load(%s) = nil", p)
+		}
+		if err != nil && strings.Contains(err.Error(), "SECRETMARKER") {
+			t.Errorf("Load(%s): error quotes the file: %v", p, err)
+		}
+	}
+}
