@@ -169,7 +169,8 @@ func bootAndLook(t *testing.T, env []string, root string, args ...string) procRe
 	}
 	for _, cmd := range [][]string{{"status", "--root", root}, {"status", "--root", root, "--json"}, {"identity", "show", "--root", root}} {
 		s := runBinary(t, env, cmd...)
-		checkOutput(t, strings.Join(cmd[:len(cmd)-2], " "), s)
+		label := strings.Join(slices.DeleteFunc(slices.Clone(cmd), func(a string) bool { return a == root || a == "--root" }), " ")
+		checkOutput(t, label, s)
 		if !slices.Contains(cmd, "--json") {
 			checkTerminal(t, cmd[0], s.stdout+s.stderr)
 		}
