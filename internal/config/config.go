@@ -12,6 +12,7 @@ import (
 	"io"
 	"io/fs"
 	"math"
+	"regexp"
 	"slices"
 	"time"
 
@@ -124,7 +125,7 @@ func Load(path string) (*Config, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(n); err != nil && !errors.Is(err, io.EOF) {
-		return c, fmt.Errorf("%s: %w", path, err)
+		return c, fmt.Errorf("%s: %w", path, describeYAML(err))
 	}
 	if err := n.validate(); err != nil {
 		return c, fmt.Errorf("%s: %w", path, err)
@@ -152,6 +153,24 @@ func (c *Config) validate() error {
 		return fmt.Errorf("boot.wait: must not be negative")
 	}
 	return nil
+}
+
+// yamlExcerpt is how the YAML library quotes a value in a type error
+// ("cannot unmarshal !!str `SECRETM...` into []string").
+var yamlExcerpt = regexp.MustCompile(" `[^`]*`")
+
+// describeYAML drops the value excerpts of a YAML type error, keeping the
+// line, the kind and the wanted type: errors describe, never quote.
+func describeYAML(err error) error {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return err
+	}
+	msgs := make([]string, len(te.Errors))
+	for i, m := range te.Errors {
+		msgs[i] = yamlExcerpt.ReplaceAllString(m, "")
+	}
+	return &yaml.TypeError{Errors: msgs}
 }
 
 // Duration is a time.Duration written as "90s", "5m" or a number of seconds.

@@ -129,8 +129,11 @@ func TestLoadErrorsDoNotQuote(t *testing.T) {
 		"events: {network: [SECRETMARKER]}\n",
 		"sources: [SECRETMARKER]\n",
 		"boot: {wait: SECRETMARKER}\n",
+		"sources: SECRETMARKER\n",
+		"events: {network: SECRETMARKER}\n",
+		"hotplug: SECRETMARKER\n",
 	} {
-		if _, err := Load(write(t, in)); err == nil || strings.Contains(err.Error(), "SECRETMARKER") {
+		if _, err := Load(write(t, in)); err == nil || strings.Contains(err.Error(), "SECRETM") {
 			t.Errorf("Load(%q) err = %v", in, err)
 		}
 	}
