@@ -32,6 +32,16 @@ func MkdirNoFollow(dir string, perm fs.FileMode) error {
 	return checkDir(dir)
 }
 
+// NotLinked returns nil when dir is absent or a real directory, and the
+// error MkdirNoFollow gives otherwise: for code that lists or removes in
+// one of seedkeeper's own directories without writing to it first.
+func NotLinked(dir string) error {
+	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return checkDir(dir)
+}
+
 func checkDir(dir string) error {
 	fi, err := os.Lstat(dir)
 	switch {

@@ -32,6 +32,15 @@ func TestWriteFileRefusesALinkedDirectory(t *testing.T) {
 	if err := MkdirNoFollow(state, 0o755); !errors.Is(err, ErrSymlink) {
 		t.Errorf("MkdirNoFollow(a link) = %v", err)
 	}
+	if err := NotLinked(state); !errors.Is(err, ErrSymlink) {
+		t.Errorf("NotLinked(a link) = %v", err)
+	}
+	if err := NotLinked(filepath.Join(root, "absent")); err != nil {
+		t.Errorf("NotLinked(absent) = %v", err)
+	}
+	if err := NotLinked(elsewhere); err != nil {
+		t.Errorf("NotLinked(a directory) = %v", err)
+	}
 	d := filepath.Join(root, "run/systemd/network")
 	if err := MkdirNoFollow(d, 0o700); err != nil {
 		t.Fatal(err)
