@@ -199,6 +199,10 @@ func (e *runEnv) renderNetworkd(cfg *netcfg.Config, ownedIDs []string, res *netR
 		return false, fmt.Errorf("network: rendering networkd files: %w", err)
 	}
 	dir := e.root.Path(networkDir)
+	// Never list, read or remove through a link planted in its place.
+	if err := fsutil.NotLinked(dir); err != nil {
+		return false, fmt.Errorf("network: %w", err)
+	}
 	changed := false
 	for _, name := range slices.Sorted(maps.Keys(files)) {
 		c, err := fsutil.WriteFile(filepath.Join(dir, name), files[name], 0o644)
@@ -218,7 +222,7 @@ func (e *runEnv) renderNetworkd(cfg *netcfg.Config, ownedIDs []string, res *netR
 			continue
 		}
 		p := filepath.Join(dir, n)
-		if b, err := os.ReadFile(p); err != nil || !bytes.HasPrefix(b, []byte(netcfg.Header)) {
+		if b, err := fsutil.ReadFileNoFollow(context.Background(), p, fsutil.SmallFile); err != nil || !bytes.HasPrefix(b, []byte(netcfg.Header)) {
 			continue // not written by us
 		}
 		if err := os.Remove(p); err != nil {
