@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 	"github.com/seedkeeper/seedkeeper/netcfg"
 	"github.com/seedkeeper/seedkeeper/netcfg/apply"
@@ -174,7 +175,8 @@ func runNet(args []string, stdout, stderr io.Writer) int {
 // netReadConfig reads and parses the configuration file; a configuration
 // that says {config: disabled} is nil, "leave the network alone".
 func netReadConfig(path string) (*netcfg.Config, error) {
-	data, err := os.ReadFile(path)
+	// Bounded like a seed file; a FIFO or a device is refused.
+	data, err := fsutil.ReadFile(context.Background(), path, 16<<20)
 	if err != nil {
 		return nil, fmt.Errorf("reading network configuration: %w", err)
 	}

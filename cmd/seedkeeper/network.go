@@ -300,7 +300,7 @@ func (e *runEnv) writeResolvConf(cfg *netcfg.Config, owned []string, res *netRes
 	case err == nil && fi.Mode()&fs.ModeSymlink != 0:
 		return skip("it is a symbolic link (managed elsewhere)")
 	case err == nil:
-		b, err := os.ReadFile(p)
+		b, err := fsutil.ReadFileNoFollow(context.Background(), p, fsutil.SmallFile)
 		if err != nil {
 			return fmt.Errorf("network: %w", err)
 		}
