@@ -335,3 +335,12 @@ func TestHostileStateAndMarker(t *testing.T) {
 		}
 	})
 }
+
+// Issue 11 class 3: "net plan --config /dev/zero" read without end.
+func TestHostileNetConfigDevice(t *testing.T) {
+	r := runBinary(t, nil, "net", "plan", "--config", "/dev/zero")
+	checkOutput(t, "net plan", r)
+	if r.code != exitError || !strings.Contains(r.stderr, "not a regular file") {
+		t.Errorf("net plan --config /dev/zero: %s", r)
+	}
+}
