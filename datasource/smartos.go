@@ -8,10 +8,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"slices"
 	"strings"
 
+	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 	"github.com/seedkeeper/seedkeeper/mdata"
 	"github.com/seedkeeper/seedkeeper/netcfg"
@@ -270,6 +270,6 @@ func firstNonEmpty(s ...string) string {
 }
 
 func isBrandZ() bool {
-	b, err := os.ReadFile("/proc/sys/kernel/version")
+	b, err := fsutil.ReadFile(context.Background(), "/proc/sys/kernel/version", fsutil.TinyFile)
 	return err == nil && strings.Contains(string(b), "BrandZ virtual linux")
 }
