@@ -1,9 +1,10 @@
 package main
 
 import (
-	"os"
+	"context"
 	"strings"
 
+	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
 
@@ -12,7 +13,7 @@ import (
 // cannot tell.
 func platform(root sysroot.Root) string {
 	read := func(name string) string {
-		b, _ := os.ReadFile(root.Path("/sys/class/dmi/id/" + name))
+		b, _ := fsutil.ReadFileIn(context.Background(), string(root), "/sys/class/dmi/id/"+name, fsutil.TinyFile)
 		return strings.ToLower(strings.TrimSpace(string(b)))
 	}
 	product, vendor := read("product_name"), read("sys_vendor")

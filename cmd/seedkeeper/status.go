@@ -162,7 +162,7 @@ func cloudCfgWarnings(r sysroot.Root) []string {
 	}
 	last := map[string]string{}
 	for _, f := range files {
-		b, err := os.ReadFile(r.Path(f))
+		b, err := fsutil.ReadFile(context.Background(), r.Path(f), fsutil.SmallFile)
 		if err != nil {
 			continue
 		}
