@@ -233,3 +233,23 @@ func unwrapPathErr(err error) error {
 }
 
 func isELOOP(err error) bool { return errors.Is(err, syscall.ELOOP) }
+
+// OpenImage opens a filesystem image or block device at path read-only,
+// without blocking and without becoming a controlling terminal, and
+// refuses anything else (a FIFO, a terminal, a character device).
+func OpenImage(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|oNonblock|oNoCTTY, 0)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if m := fi.Mode(); !m.IsRegular() && (m&fs.ModeDevice == 0 || m&fs.ModeCharDevice != 0) {
+		f.Close()
+		return nil, fmt.Errorf("opening %s: %w (%s), want an image file or a block device", path, ErrNotRegular, Kind(m))
+	}
+	return f, nil
+}

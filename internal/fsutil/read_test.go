@@ -157,3 +157,24 @@ func FuzzResolve(f *testing.F) {
 		}
 	})
 }
+
+func TestOpenImage(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("cannot make a FIFO: %v", err)
+	}
+	for _, p := range []string{fifo, "/dev/zero", dir} {
+		if f, err := OpenImage(p); err == nil {
+			f.Close()
+			t.Errorf("OpenImage(%s) succeeded", p)
+		}
+	}
+	img := filepath.Join(dir, "img")
+	os.WriteFile(img, make([]byte, 512), 0o600)
+	f, err := OpenImage(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+}

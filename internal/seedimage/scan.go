@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
 
@@ -91,7 +92,7 @@ func blockDevices(root sysroot.Root) ([]string, error) {
 // directory but the FAT root's first cluster.
 func Probe(path string) (info Info, err error) {
 	defer recoverError(&err, path, "probing")
-	f, err := os.Open(path)
+	f, err := fsutil.OpenImage(path)
 	if err != nil {
 		return Info{}, err
 	}

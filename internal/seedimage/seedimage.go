@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"strings"
 	"sync"
 
@@ -13,6 +12,8 @@ import (
 	"github.com/diskfs/go-diskfs/filesystem/fat16"
 	"github.com/diskfs/go-diskfs/filesystem/fat32"
 	"github.com/diskfs/go-diskfs/filesystem/iso9660"
+
+	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 )
 
 // Image is an open seed filesystem. Its methods are safe for concurrent
@@ -43,7 +44,7 @@ type entry struct {
 // Open opens the image file or block device at path read-only and reads
 // its root directory.
 func Open(path string) (*Image, error) {
-	f, err := os.Open(path)
+	f, err := fsutil.OpenImage(path)
 	if err != nil {
 		return nil, err
 	}
