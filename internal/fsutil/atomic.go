@@ -1,5 +1,9 @@
-// Package fsutil writes files the way seedkeeper must: atomically, only when
-// the content changes, and never through a symbolic link.
+// Package fsutil writes and reads files the way seedkeeper must: it writes
+// atomically, only when the content changes, never through a symbolic link
+// or into a linked directory; it reads only regular files, bounded in size,
+// honouring the context, with paths resolved as the kernel resolves them.
+// Every file seedkeeper reads from disk goes through ReadFile (or
+// ReadFileIn, ReadFileNoFollow, OpenImage).
 package fsutil
 
 import (
