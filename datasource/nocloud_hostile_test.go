@@ -115,3 +115,15 @@ func TestSeedfromHTTPErrorHidesQuery(t *testing.T) {
 		t.Errorf("error does not say where: %v", err)
 	}
 }
+
+// A seedfrom that is not a URL is described, not quoted.
+func TestSeedfromNotAURLNotQuoted(t *testing.T) {
+	for _, v := range []string{"SECRETMARKER", "SECRETMARKER:x", "hunter2 SECRETMARKER://x"} {
+		r := newNCRoot(t)
+		r.seed(NoCloudSeedDir, map[string]string{"meta-data": "seedfrom: \"" + v + "\"\n", "user-data": "#\n"})
+		_, err := ReadNoCloud(context.Background(), r.opts())
+		if err == nil || strings.Contains(err.Error(), "SECRETMARKER") {
+			t.Errorf("seedfrom %q: %v", v, err)
+		}
+	}
+}

@@ -171,8 +171,15 @@ func (o *NoCloudOptions) readSeedfrom(ctx context.Context, base string) (noCloud
 	case strings.HasPrefix(base, "http://") || strings.HasPrefix(base, "https://"):
 		get = o.fetchURL
 	default:
-		scheme, _, _ := strings.Cut(base, ":")
-		return s, fmt.Errorf("seedfrom %q: unsupported scheme %q (file://, / and http(s):// are)", redact.URL(base), scheme)
+		// Named only when it looks like a scheme: the value may be
+		// anything, a password pasted in the wrong place included.
+		scheme, _, ok := strings.Cut(base, "://")
+		if !ok || len(scheme) > 16 || strings.IndexFunc(scheme, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '+' || r == '-' || r == '.')
+		}) >= 0 {
+			return s, fmt.Errorf("seedfrom: not a URL or an absolute path (%d bytes; file://, / and http(s):// are supported)", len(base))
+		}
+		return s, fmt.Errorf("seedfrom %s: unsupported scheme %q (file://, / and http(s):// are)", redact.URL(base), scheme)
 	}
 	urls := seedfromURLs(base)
 	for _, file := range []string{ncMetaData, ncUserData, ncVendorData, ncNetworkConfig} {
