@@ -19,6 +19,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/seedkeeper/seedkeeper/datasource"
+	"github.com/seedkeeper/seedkeeper/mdata/mdatatest"
 )
 
 const (
@@ -342,5 +345,23 @@ func TestHostileNetConfigDevice(t *testing.T) {
 	checkOutput(t, "net plan", r)
 	if r.code != exitError || !strings.Contains(r.stderr, "not a regular file") {
 		t.Errorf("net plan --config /dev/zero: %s", r)
+	}
+}
+
+// Issue 11 class 8: a hostile SmartOS host could make boot hold ~15 of the
+// largest values at once; one read stops at its total budget and says
+// which key it was reading.
+func TestHostileSmartOSTotal(t *testing.T) {
+	st := mdatatest.NewStore()
+	st.SetString("sdc:uuid", mdatatest.SampleUUID)
+	big := bytes.Repeat([]byte("x"), datasource.MaxSmartOSTotal/3+1)
+	for _, k := range []string{"user-script", "user-data", "cloud-init:user-data", "sdc:vendor-data"} {
+		st.Set(k, big)
+	}
+	_, transport := smartosHost(t, st)
+	root := scratchRoot(t, "SmartDC HVM", "Joyent", "")
+	r := bootAndLook(t, []string{"SEEDKEEPER_MDATA=" + transport}, root)
+	if r.code != exitError || !strings.Contains(r.stderr, "reading cloud-init:user-data: the values read add up to more than") {
+		t.Errorf("boot: %s", r)
 	}
 }
