@@ -200,7 +200,7 @@ func printFetch(w io.Writer, o *fetchOutput) {
 	// Every value comes from the metadata host: escaped, so that escape
 	// sequences do not act on the terminal (multi-line values keep their
 	// lines).
-	line := func(k, v string) { fmt.Fprintf(w, "%-22s %s\n", k+":", safetext.Escape(v)) }
+	line := func(k, v string) { fmt.Fprintf(w, "%-22s %s\n", safetext.Escape(k)+":", safetext.Escape(v)) }
 	block := func(k, head, body string) {
 		fmt.Fprintf(w, "%-22s %s\n%s\n", k+":", head, safetext.EscapeLines(body))
 	}
