@@ -180,12 +180,24 @@ func Decide(in Input) (Decision, error) {
 	if err == nil && ciErr != nil {
 		err = ciErr
 	}
+	// A sealed image: the first boot of a clone, whatever was left.
+	seal := ReadSeal(in.Root)
+	if seal != nil {
+		st, ciID, err = nil, "", nil
+	}
 	if err != nil {
 		return fallback(in, ciID, err), err
 	}
 	d, next := decide(st, ciID, in, now)
+	if seal != nil {
+		d.Explanation += seal.explain()
+		next.Last.Explanation = d.Explanation
+	}
 	if _, err := Save(in.Root, next); err != nil {
 		return d, fmt.Errorf("saving the identity decision: %w", err)
+	}
+	if seal != nil {
+		return d, consumeSeal(in.Root)
 	}
 	return d, nil
 }
