@@ -171,6 +171,34 @@ func dig(doc map[string]any, keys []string) (any, bool) {
 	return cur, true
 }
 
+// merged returns the value of keys with mappings merged across files,
+// later files winning, as cloud-init merges them.
+func (cc cloudConfig) merged(keys ...string) any {
+	var v any
+	for _, f := range cc {
+		if x, ok := dig(f.Doc, keys); ok {
+			v = mergeValues(v, x)
+		}
+	}
+	return v
+}
+
+func mergeValues(old, new any) any {
+	om, ok1 := old.(map[string]any)
+	nm, ok2 := new.(map[string]any)
+	if !ok1 || !ok2 {
+		return new
+	}
+	out := make(map[string]any, len(om)+len(nm))
+	for k, v := range om {
+		out[k] = v
+	}
+	for k, v := range nm {
+		out[k] = mergeValues(out[k], v)
+	}
+	return out
+}
+
 // unparsable lists the files cloud-init would skip, with why.
 func (cc cloudConfig) unparsable() []string {
 	var out []string
@@ -224,7 +252,7 @@ func (cc cloudConfig) logFiles() []string {
 			}
 		}
 	}
-	walk(cc.lookup("output").Value)
+	walk(cc.merged("output"))
 	for _, t := range targets {
 		m := outputTarget.FindStringSubmatch(t)
 		if m == nil {
