@@ -14,6 +14,7 @@ import (
 
 const identityUsage = `Usage: seedkeeper identity show  [--root DIR] [--json]
        seedkeeper identity reset [--root DIR] [--json]
+       seedkeeper identity pin   [--root DIR] [--json]
 
 show prints the instance ID seedkeeper pinned for this machine, the machine
 identity it belongs to, the rule that pinned it and when, cloud-init's
@@ -24,7 +25,7 @@ reset makes the next boot a new instance on purpose (new SSH host keys,
 cloud-init's per-instance modules run again): the next boot hands cloud-init
 the reported instance ID followed by "-r" and 8 random hex digits chosen
 now, and pins it. Running reset again before that boot changes nothing.
-
+` + identityPinUsage + `
 Options:
   --root DIR  read and write the state under DIR instead of /
   --json      print the state as JSON
@@ -46,9 +47,9 @@ func runIdentity(args []string, stdout, stderr io.Writer) int {
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, identityUsage)
 		return exitOK
-	case "show", "reset":
+	case "show", "reset", "pin":
 	default:
-		fmt.Fprintf(stderr, "seedkeeper identity: unknown command %q (want show or reset)\n", sub)
+		fmt.Fprintf(stderr, "seedkeeper identity: unknown command %q (want show, reset or pin)\n", sub)
 		return exitUsage
 	}
 	fs := flag.NewFlagSet("seedkeeper identity "+sub, flag.ContinueOnError)
@@ -68,6 +69,9 @@ func runIdentity(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	root := sysroot.Root(*rootDir)
+	if sub == "pin" {
+		return runIdentityPin(root, *asJSON, stdout, stderr)
+	}
 	fail := func(err error) int {
 		fmt.Fprintf(stderr, "seedkeeper identity %s: %v\n", sub, err)
 		if errors.Is(err, identity.ErrBadState) {
