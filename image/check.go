@@ -304,17 +304,20 @@ func checkUnits(in *inspection) Item {
 		fixes = append(fixes, "install cloud-init in the image")
 	}
 	it.Found = strings.Join(found, "; ")
+	var clone []string
 	switch {
 	case len(missing)+len(masked) > 0 || slices.Contains(disabled, Units[0].Name):
-		it.Verdict = Finding
-		it.Clone = "seedkeeper does not run at boot: cloud-init finds no seed (or a stale one), the instance ID is not decided and owned NICs get no network"
+		clone = append(clone, "seedkeeper does not run at boot: cloud-init finds no seed (or a stale one), the instance ID is not decided and owned NICs get no network")
 	case len(disabled) > 0:
+		clone = append(clone, "seedkeeper boot runs, but NICs added after boot get no network (the hotplug daemon does not run)")
+	}
+	if ciFile == "" {
+		clone = append(clone, "nothing reads the seed seedkeeper writes: no users, SSH keys or user-data")
+	}
+	if len(clone) > 0 {
 		it.Verdict = Finding
-		it.Clone = "seedkeeper boot runs, but NICs added after boot get no network (the hotplug daemon does not run)"
-	case ciFile == "":
-		it.Verdict = Finding
-		it.Clone = "seedkeeper writes cloud-init's seed and applies the network, but nothing reads the seed: no users, SSH keys or user-data"
-	default:
+		it.Clone = strings.Join(clone, "; ")
+	} else {
 		it.Clone = "seedkeeper boot runs before cloud-init-local and the hotplug daemon after it"
 	}
 	it.Fix = strings.Join(fixes, "; ")
@@ -684,7 +687,7 @@ func checkSSHHostKeys(in *inspection) Item {
 		}
 		return it
 	}
-	it.Found = fmt.Sprintf("%d files in %s", len(keys), SSHDir)
+	it.Found = fmt.Sprintf("%d host key file(s) in %s", len(keys), SSHDir)
 	entries, _, _, _ := in.cloudState()
 	deletes := true
 	if s := in.cc.lookup("ssh_deletekeys"); s.Set() && s.Value == false {

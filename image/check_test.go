@@ -31,7 +31,7 @@ func TestCheckBootedTemplate(t *testing.T) {
 	expectItem(t, r, "cloud-init-state", Finding, templateID, "rule 4", templateMID, "seedkeeper image seal --root "+m.dir)
 	expectItem(t, r, "seedkeeper-state", Finding, "pin "+templateID)
 	expectItem(t, r, "machine-id", Finding, "filled", DBusMachineIDPath+" is a filled file")
-	expectItem(t, r, "ssh-host-keys", Finding, "4 files in /etc/ssh")
+	expectItem(t, r, "ssh-host-keys", Finding, "4 host key file(s) in /etc/ssh")
 	expectItem(t, r, "seed-dir", Note, "seedkeeper's seed from an earlier boot")
 	expectItem(t, r, "units", OK)
 	expectItem(t, r, "drop-in", OK, "datasource_list [NoCloud, None] (from "+DropIn+")")
