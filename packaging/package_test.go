@@ -23,7 +23,7 @@ const (
 // manPages are the pages genman makes from the binary's --help.
 var manPages = []string{
 	"seedkeeper", "seedkeeper-boot", "seedkeeper-watch", "seedkeeper-status",
-	"seedkeeper-fetch", "seedkeeper-identity", "seedkeeper-net",
+	"seedkeeper-fetch", "seedkeeper-identity", "seedkeeper-image", "seedkeeper-net",
 	"mdata-get", "mdata-put", "mdata-delete", "mdata-list",
 }
 
