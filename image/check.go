@@ -2,6 +2,7 @@ package image
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -112,7 +113,10 @@ type inspection struct {
 // real one) and reports, item by item, what a clone made from it will do
 // at its first boot. It fails only when root is not a directory; an item
 // that cannot be read is reported with verdict Error.
-func Check(root sysroot.Root) (*Report, error) {
+//
+// With ids, only those items are checked (e.g. "drop-in" for a status
+// command that warns about overrides).
+func Check(root sysroot.Root, ids ...string) (*Report, error) {
 	if fi, err := os.Stat(root.Path("/")); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("checking the image: %s is not a directory", root.Path("/"))
 	}
@@ -124,6 +128,9 @@ func Check(root sysroot.Root) (*Report, error) {
 	}
 	rep := &Report{Root: root.Path("/")}
 	for _, c := range Checks {
+		if len(ids) > 0 && !slices.Contains(ids, c.ID) {
+			continue
+		}
 		it := c.run(in)
 		it.ID, it.Title = c.ID, c.Title
 		rep.Items = append(rep.Items, it)
@@ -213,9 +220,16 @@ func (in *inspection) wantedBy(file string) []string {
 	if err != nil {
 		return nil
 	}
+	return parseWantedBy(data)
+}
+
+// parseWantedBy returns the targets of the WantedBy= lines of the
+// [Install] section of a unit file.
+func parseWantedBy(data []byte) []string {
 	var out []string
 	section := ""
-	sc := bufio.NewScanner(strings.NewReader(string(data)))
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(nil, len(data)+1)
 	for sc.Scan() {
 		l := strings.TrimSpace(sc.Text())
 		if strings.HasPrefix(l, "[") {
@@ -229,7 +243,7 @@ func (in *inspection) wantedBy(file string) []string {
 	return out
 }
 
-// enabled reports whether unit has a .wants link for target in the image
+// enabledFor reports whether unit has a .wants link for target in the image
 // that leads to an existing unit file.
 func (in *inspection) enabledFor(unit, target string) bool {
 	for _, d := range []string{"/etc/systemd/system", "/usr/lib/systemd/system", "/lib/systemd/system"} {
@@ -471,6 +485,16 @@ func (in *inspection) cloudState() (entries []string, instanceID string, logs []
 	return entries, instanceID, logs, nil
 }
 
+// isInstanceState reports whether a CloudDir entry records an instance:
+// what makes cloud-init compare IDs, or reuse a cache, at the next boot.
+func isInstanceState(p string) bool {
+	switch path.Base(p) {
+	case "instance", "instances", "data", "sem", "handlers":
+		return true
+	}
+	return false
+}
+
 func checkCloudInitState(in *inspection) Item {
 	entries, id, logs, err := in.cloudState()
 	if err != nil {
@@ -485,6 +509,16 @@ func checkCloudInitState(in *inspection) Item {
 			it.Fix = in.cmd("seedkeeper image seal")
 		}
 		it.Clone = "cloud-init's first boot on a clone is a new instance"
+		return it
+	}
+	if !slices.ContainsFunc(entries, isInstanceState) {
+		it.Verdict = Note
+		it.Found = "no instance state, but " + strings.Join(entries, ", ")
+		if len(logs) > 0 {
+			it.Found += "; logs " + strings.Join(logs, ", ")
+		}
+		it.Clone = "cloud-init's first boot on a clone is a new instance; image seal removes these as cloud-init clean does (keep scripts of your own elsewhere, e.g. in a package or a unit)"
+		it.Fix = in.cmd("seedkeeper image seal")
 		return it
 	}
 	it.Found = fmt.Sprintf("%d entries in %s", len(entries), CloudDir)

@@ -237,3 +237,27 @@ func TestCheckRootNotADirectory(t *testing.T) {
 		t.Error("Check on a file succeeded")
 	}
 }
+
+func TestParseWantedBy(t *testing.T) {
+	got := parseWantedBy([]byte("WantedBy=early.target\n[Unit]\nWantedBy=unit.target\n[Install]\nWantedBy=sysinit.target multi-user.target\n WantedBy = b.target\n#WantedBy=c.target\n"))
+	if want := []string{"sysinit.target", "multi-user.target", "b.target"}; strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("parseWantedBy = %q, want %q", got, want)
+	}
+}
+
+// Scripts of a person's own under /var/lib/cloud are no instance state,
+// but seal removes them, as cloud-init clean does: check says so.
+func TestCheckCloudInitScriptsOnly(t *testing.T) {
+	m := freshImage(t)
+	m.write("/var/lib/cloud/scripts/per-boot/10-mine", "#!/bin/sh\n")
+	expectItem(t, check(t, m), "cloud-init-state", Note, "no instance state, but /var/lib/cloud/scripts", "keep scripts of your own elsewhere")
+}
+
+func TestCheckSelectedItems(t *testing.T) {
+	m := freshImage(t)
+	m.write(CloudCfgD+"/99-x.cfg", "datasource_list: [Azure]\n")
+	r, err := Check(m.root(), "drop-in")
+	if err != nil || len(r.Items) != 1 || r.Items[0].ID != "drop-in" || r.Items[0].Verdict != Finding {
+		t.Errorf("Check(drop-in) = %+v, %v", r, err)
+	}
+}
