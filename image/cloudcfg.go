@@ -225,9 +225,12 @@ func (cc cloudConfig) customMerge() []string {
 	return out
 }
 
-// logFiles returns the log files "cloud-init clean --logs" removes:
-// def_log_file (default /var/log/cloud-init.log) and the files the output
-// settings append to ("| tee -a FILE", ">> FILE", "> FILE").
+// logFiles returns the log files "cloud-init clean --logs" removes, as
+// cloud-init 22.4 finds them (util.get_config_logfiles): def_log_file
+// (default /var/log/cloud-init.log) and the files output.all sends stdout
+// and stderr to ("| tee -a FILE", ">> FILE", "> FILE", or a bare FILE,
+// which means ">> FILE"). Like cloud-init, it ignores output.init,
+// output.config and output.final.
 func (cc cloudConfig) logFiles() []string {
 	logs := []string{"/var/log/cloud-init.log"}
 	if s := cc.lookup("def_log_file"); s.Set() {
@@ -236,24 +239,34 @@ func (cc cloudConfig) logFiles() []string {
 			logs = append(logs, v)
 		}
 	}
-	var targets []string
-	var walk func(v any)
-	walk = func(v any) {
-		switch v := v.(type) {
+	var out, errOut any
+	if m, ok := cc.merged("output").(map[string]any); ok {
+		switch all := m["all"].(type) {
 		case string:
-			targets = append(targets, v)
+			out, errOut = all, all
 		case []any:
-			for _, x := range v {
-				walk(x)
+			if len(all) > 0 {
+				out = all[0]
+			}
+			if len(all) > 1 {
+				errOut = all[1]
 			}
 		case map[string]any:
-			for _, x := range v {
-				walk(x)
-			}
+			out, errOut = all["output"], all["error"]
 		}
 	}
-	walk(cc.merged("output"))
-	for _, t := range targets {
+	if errOut == "&1" {
+		errOut = out
+	}
+	for _, v := range []any{out, errOut} {
+		t, ok := v.(string)
+		if !ok || t == "" {
+			continue
+		}
+		t = strings.TrimLeft(t, " \t\n\r\v\f")
+		if !strings.HasPrefix(t, ">") && !strings.HasPrefix(t, "|") {
+			t = ">> " + t
+		}
 		m := outputTarget.FindStringSubmatch(t)
 		if m == nil {
 			continue
@@ -277,4 +290,4 @@ func (cc cloudConfig) logFiles() []string {
 }
 
 // outputTarget is cloud-init's pattern for an output setting.
-var outputTarget = regexp.MustCompile(`^(?:\||>+)\s*(.*)$`)
+var outputTarget = regexp.MustCompile(`^(?:\||>+)\s*(.*)`)
