@@ -155,14 +155,7 @@ func PlanSeal(root sysroot.Root, opts SealOptions) (*Plan, error) {
 
 	// Rendered network files of a running system.
 	if root.IsReal() {
-		for _, d := range RunPaths {
-			ents, _ := os.ReadDir(d)
-			for _, e := range ents {
-				if strings.Contains(e.Name(), "seedkeeper") && e.Type().IsRegular() {
-					b.remove(path.Join(d, e.Name()), "rendered by seedkeeper for this boot")
-				}
-			}
-		}
+		b.runFiles(RunPaths)
 	}
 
 	if real := b.last(identity.SealedPath); real != "" && real != identity.SealedPath {
@@ -236,6 +229,23 @@ func (b *planner) remove(sys, why string) {
 		}
 	}
 	b.p.Actions = append(b.p.Actions, Action{op, real, why})
+}
+
+// runFiles plans the removal of the files seedkeeper rendered in dirs
+// (their names carry "seedkeeper").
+func (b *planner) runFiles(dirs []string) {
+	for _, d := range dirs {
+		real := b.dir(d)
+		if real == "" {
+			continue
+		}
+		ents, _ := os.ReadDir(b.root.Path(real))
+		for _, e := range ents {
+			if strings.Contains(e.Name(), "seedkeeper") && e.Type().IsRegular() {
+				b.remove(path.Join(real, e.Name()), "rendered by seedkeeper for this boot")
+			}
+		}
+	}
 }
 
 func (b *planner) keep(sys, why string) {

@@ -295,3 +295,22 @@ func TestSealNotADirectory(t *testing.T) {
 		t.Error("PlanSeal on a missing root succeeded")
 	}
 }
+
+// The running system's rendered files: only seedkeeper's, in the
+// directories it renders to (under another root /run is not the image's,
+// and PlanSeal does not look there at all).
+func TestSealRunFiles(t *testing.T) {
+	m := freshImage(t)
+	m.write("/run/systemd/network/10-seedkeeper-eth0.network", "[Match]\n")
+	m.write("/run/systemd/network/10-netplan-eth1.network", "[Match]\n")
+	m.write("/run/NetworkManager/system-connections/seedkeeper-eth0.nmconnection", "[connection]\n")
+	b := planner{p: &Plan{}, root: m.root()}
+	b.runFiles(RunPaths)
+	want := []string{"/run/NetworkManager/system-connections/seedkeeper-eth0.nmconnection", "/run/systemd/network/10-seedkeeper-eth0.network"}
+	if got := actionPaths(b.p.Actions, Remove); !slices.Equal(got, want) || b.err != nil {
+		t.Errorf("planned %q (%v), want %q", got, b.err, want)
+	}
+	if got := actionPaths(planSeal(t, m, SealOptions{}).Actions, Remove); len(under(got, "/run")) != 0 {
+		t.Errorf("sealing a root (not the running system) plans %q under /run", got)
+	}
+}
