@@ -32,7 +32,7 @@ func imageRoot(t *testing.T, uuid string) string {
 	writeFile(t, filepath.Join(root, "lib/systemd/system/systemd-networkd.service"), "[Install]\nWantedBy=multi-user.target\n", 0o644)
 	writeFile(t, filepath.Join(root, "lib/systemd/system/cloud-init-local.service"), "[Unit]\n", 0o644)
 	writeFile(t, filepath.Join(root, "etc/cloud/cloud.cfg.d/95-seedkeeper.cfg"), readFile(t, filepath.Join("..", "..", "packaging", "95-seedkeeper.cfg")), 0o644)
-	writeFile(t, filepath.Join(root, "etc/machine-id"), "", 0o444)
+	writeFile(t, filepath.Join(root, "etc/machine-id"), "", 0o644)
 	return root
 }
 
@@ -45,7 +45,7 @@ func cloudInitRan(t *testing.T, root, id string) {
 		t.Fatal(err)
 	}
 	writeFile(t, filepath.Join(root, "var/log/cloud-init.log"), "ran\n", 0o644)
-	writeFile(t, filepath.Join(root, "etc/machine-id"), "5f1c8a2e3b4d4e6f8a9b0c1d2e3f4a5b\n", 0o444)
+	writeFile(t, filepath.Join(root, "etc/machine-id"), "5f1c8a2e3b4d4e6f8a9b0c1d2e3f4a5b\n", 0o644)
 	writeFile(t, filepath.Join(root, "etc/ssh/ssh_host_ed25519_key"), "key\n", 0o600)
 }
 
