@@ -23,6 +23,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/seedkeeper/seedkeeper/agent"
 )
 
 var (
@@ -30,6 +32,13 @@ var (
 	binOnce  sync.Once
 	binPath  string
 	binError error
+)
+
+// Paths of seedkeeper's state, as the tests look for them under a root.
+const (
+	statusPath  = agent.StatusPath
+	receiptPath = agent.ReceiptPath
+	networkDir  = agent.NetworkDir
 )
 
 func TestMain(m *testing.M) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -94,7 +93,7 @@ func runFetch(args []string, stdout, stderr io.Writer) int {
 		ctx, cancel = context.WithTimeout(ctx, *timeout)
 		defer cancel()
 	}
-	o := e.sourceOptions()
+	o := e.SourceOptions()
 	o.Mdata.Progress = func(msg string) { fmt.Fprintf(stderr, "seedkeeper fetch: %s\n", msg) }
 	o.VMware.Redact = false // fetch writes nothing, guestinfo included
 	var md *datasource.Metadata
@@ -108,16 +107,12 @@ func runFetch(args []string, stdout, stderr io.Writer) int {
 	default:
 		md, _, err = datasource.Fetch(ctx, o)
 	}
-	switch {
-	case errors.Is(err, datasource.ErrNoSource):
+	if err != nil {
 		fmt.Fprintf(stderr, "seedkeeper fetch: %v\n", err)
-		return exitNoSource
-	case err != nil && ctx.Err() == context.DeadlineExceeded:
-		fmt.Fprintf(stderr, "seedkeeper fetch: %v\n", err)
-		return exitTryAgain
-	case err != nil:
-		fmt.Fprintf(stderr, "seedkeeper fetch: %v\n", err)
-		return exitError
+		if ctx.Err() == context.DeadlineExceeded {
+			err = errTimedOut{err}
+		}
+		return exitCode(err)
 	}
 	out, err := normalize(md, *secrets)
 	if err != nil {

@@ -107,7 +107,7 @@ ethernets:
 
 	write("203.0.113.1")
 	code, out, errs = runNetCapture(append([]string{"apply"}, base...)...)
-	if code != exitNetPartial ||
+	if code != exitPartial ||
 		!strings.Contains(out, "FAILED eth0 (bc:24:11:aa:bb:01): add route default via 203.0.113.1: network is unreachable\n") ||
 		!strings.Contains(out, "done   eth0 (bc:24:11:aa:bb:01): remove route default via 192.0.2.1") ||
 		!strings.Contains(errs, "network applied partially: 1 of 2 operations failed") {

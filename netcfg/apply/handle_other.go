@@ -35,6 +35,10 @@ func (h *Handle) Plan(ctx context.Context, cfg *netcfg.Config, allow Allowlist, 
 	return nil, errNotSupported
 }
 
+func (h *Handle) read(ctx context.Context, cfg *netcfg.Config, allow Allowlist) ([]Link, error) {
+	return nil, errNotSupported
+}
+
 // Apply returns an error: only Linux is supported.
 func (h *Handle) Apply(ctx context.Context, p *Plan) (*Result, error) {
 	return nil, errNotSupported

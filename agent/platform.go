@@ -1,4 +1,4 @@
-package main
+package agent
 
 import (
 	"os"
@@ -7,10 +7,10 @@ import (
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
 
-// platform names the hypervisor family from DMI, for the default hotplug
+// Platform names the hypervisor family from DMI, for the default hotplug
 // allowlist: vmware, smartos, proxmox, bhyve, kvm, qemu, or "" when it
 // cannot tell.
-func platform(root sysroot.Root) string {
+func Platform(root sysroot.Root) string {
 	read := func(name string) string {
 		b, _ := os.ReadFile(root.Path("/sys/class/dmi/id/" + name))
 		return strings.ToLower(strings.TrimSpace(string(b)))
