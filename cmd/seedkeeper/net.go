@@ -98,7 +98,7 @@ func runNet(args []string, stdout, stderr io.Writer) int {
 	}
 	fail := func(err error) int {
 		fmt.Fprintf(stderr, "seedkeeper net %s: %v\n", sub, err)
-		return exitError
+		return exitCode(err)
 	}
 
 	cfg, err := netReadConfig(*config)

@@ -4,15 +4,14 @@ package apply
 
 import (
 	"context"
-	"errors"
-	"runtime"
 
 	"github.com/vishvananda/netns"
 
+	"github.com/seedkeeper/seedkeeper/internal/goos"
 	"github.com/seedkeeper/seedkeeper/netcfg"
 )
 
-var errNotSupported = errors.New("applying network configuration is not supported on " + runtime.GOOS)
+var errNotSupported = goos.Unsupported("applying network configuration")
 
 // Handle reads and changes the links of one network namespace. Only Linux
 // has one.
