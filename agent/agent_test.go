@@ -129,3 +129,24 @@ func TestPlatform(t *testing.T) {
 		}
 	}
 }
+
+// Fetched never shows a secret unless asked: user-data and password-like
+// meta-data keys are a size and a hash prefix.
+func TestNormalizeRedacts(t *testing.T) {
+	md := &datasource.Metadata{Source: "nocloud", UserData: []byte("#cloud-config\npassword: hunter2\n"),
+		MetaData: map[string]any{"admin_pass": "hunter2", "region": "r1"}}
+	out, err := agent.Normalize(md, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.UserData == nil || strings.Contains(*out.UserData, "hunter2") || !strings.HasPrefix(*out.UserData, "<redacted: 32 bytes, sha256 ") {
+		t.Errorf("user_data %v", out.UserData)
+	}
+	if v, _ := out.MetaData["admin_pass"].(string); !strings.HasPrefix(v, "<redacted") || out.MetaData["region"] != "r1" {
+		t.Errorf("meta_data %v", out.MetaData)
+	}
+	shown, _ := agent.Normalize(md, true)
+	if *shown.UserData != string(md.UserData) || shown.MetaData["admin_pass"] != "hunter2" {
+		t.Errorf("--show-secrets: %v %v", *shown.UserData, shown.MetaData)
+	}
+}

@@ -267,3 +267,21 @@ func (e *Env) writeResolvConf(cfg *netcfg.Config, owned []string, res *NetResult
 	}
 	return nil
 }
+
+// ReadNetworkConfig reads and parses a network configuration file (cloud-init
+// v1 or v2, YAML or JSON); a configuration
+// that says {config: disabled} is nil, "leave the network alone".
+func ReadNetworkConfig(path string) (*netcfg.Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading network configuration: %w", err)
+	}
+	cfg, err := netcfg.Parse(data)
+	if errors.Is(err, netcfg.ErrDisabled) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading network configuration %s: %w", path, err)
+	}
+	return cfg, nil
+}

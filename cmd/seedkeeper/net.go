@@ -13,7 +13,6 @@ import (
 
 	"github.com/seedkeeper/seedkeeper/agent"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
-	"github.com/seedkeeper/seedkeeper/netcfg"
 	"github.com/seedkeeper/seedkeeper/netcfg/apply"
 )
 
@@ -101,7 +100,7 @@ func runNet(args []string, stdout, stderr io.Writer) int {
 		return exitCode(err)
 	}
 
-	cfg, err := netReadConfig(*config)
+	cfg, err := agent.ReadNetworkConfig(*config)
 	if err != nil {
 		return fail(err)
 	}
@@ -145,21 +144,4 @@ func runNet(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "seedkeeper net apply: %v\n", err)
 	}
 	return exitCode(err)
-}
-
-// netReadConfig reads and parses the configuration file; a configuration
-// that says {config: disabled} is nil, "leave the network alone".
-func netReadConfig(path string) (*netcfg.Config, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("reading network configuration: %w", err)
-	}
-	cfg, err := netcfg.Parse(data)
-	if errors.Is(err, netcfg.ErrDisabled) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading network configuration %s: %w", path, err)
-	}
-	return cfg, nil
 }
