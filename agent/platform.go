@@ -1,9 +1,9 @@
 package agent
 
 import (
-	"os"
 	"strings"
 
+	"github.com/seedkeeper/seedkeeper/internal/dmi"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
 
@@ -11,10 +11,7 @@ import (
 // allowlist: vmware, smartos, proxmox, bhyve, kvm, qemu, or "" when it
 // cannot tell.
 func Platform(root sysroot.Root) string {
-	read := func(name string) string {
-		b, _ := os.ReadFile(root.Path("/sys/class/dmi/id/" + name))
-		return strings.ToLower(strings.TrimSpace(string(b)))
-	}
+	read := func(name string) string { return strings.ToLower(dmi.Value(root, name)) }
 	product, vendor := read("product_name"), read("sys_vendor")
 	switch {
 	case strings.Contains(product, "vmware") || strings.Contains(vendor, "vmware"):

@@ -15,6 +15,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/seedkeeper/seedkeeper/internal/dmi"
 	"github.com/seedkeeper/seedkeeper/internal/seedimage"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 	"github.com/seedkeeper/seedkeeper/netcfg"
@@ -138,7 +139,7 @@ func ReadNoCloud(ctx context.Context, opt NoCloudOptions) (*Metadata, error) {
 func (o *NoCloudOptions) gather(m *noCloudMerge, log *slog.Logger) error {
 	root := o.Root
 	for _, line := range []struct{ transport, path string }{
-		{"dmi", "/sys/class/dmi/id/" + dmiSerialFile},
+		{"dmi", dmi.Dir + "/" + dmiSerialFile},
 		{"cmdline", cmdlinePath},
 	} {
 		b, err := os.ReadFile(root.Path(line.path))
@@ -315,7 +316,7 @@ func (m *noCloudMerge) metadata(root sysroot.Root, log *slog.Logger) (*Metadata,
 	if md.PublicKeys, err = noCloudPublicKeys(m.meta["public-keys"], m.nodes["public-keys"]); err != nil {
 		return nil, err
 	}
-	md.MachineID = strings.ToLower(readDMIValue(root, "product_uuid"))
+	md.MachineID = strings.ToLower(dmi.Value(root, "product_uuid"))
 
 	md.UserData = m.user
 	if md.UserData == nil {
@@ -362,7 +363,7 @@ func DetectNoCloud(opt NoCloudOptions) (found bool, reason string) {
 		}
 		return true, "seed path " + opt.SeedPath
 	}
-	if _, ok := ParseNoCloudLine(readDMIValue(root, dmiSerialFile)); ok {
+	if _, ok := ParseNoCloudLine(dmi.Value(root, dmiSerialFile)); ok {
 		return true, "ds=nocloud in the SMBIOS system serial number"
 	}
 	if b, err := os.ReadFile(root.Path(cmdlinePath)); err == nil {

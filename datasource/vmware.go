@@ -17,6 +17,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/seedkeeper/seedkeeper/internal/dmi"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 	"github.com/seedkeeper/seedkeeper/netcfg"
 )
@@ -103,7 +104,7 @@ func DetectVMware(root sysroot.Root) (bool, string) {
 
 // vmwarePlatform is cloud-init's is_vmware_platform check.
 func vmwarePlatform(root sysroot.Root) (bool, string) {
-	name, err := vmwareDMI(root, "product_name")
+	name, err := dmi.Read(root, "product_name")
 	if err != nil {
 		return false, err.Error()
 	}
@@ -187,7 +188,7 @@ func vmwareMetadata(raw *rawGuestinfo, root sysroot.Root, log *slog.Logger) (*Me
 		return nil, fmt.Errorf("%s: %w", raw.name("metadata"), err)
 	}
 
-	uuid, err := vmwareDMI(root, "product_uuid")
+	uuid, err := dmi.Read(root, "product_uuid")
 	if err != nil {
 		log.Warn("no machine identity", "err", err)
 	}
