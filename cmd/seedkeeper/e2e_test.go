@@ -17,7 +17,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -25,13 +24,7 @@ import (
 	"time"
 
 	"github.com/seedkeeper/seedkeeper/agent"
-)
-
-var (
-	binDir   string // removed by TestMain
-	binOnce  sync.Once
-	binPath  string
-	binError error
+	"github.com/seedkeeper/seedkeeper/internal/buildtest"
 )
 
 // Paths of seedkeeper's state, as the tests look for them under a root.
@@ -41,37 +34,10 @@ const (
 	networkDir  = agent.NetworkDir
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { buildtest.Main(m) }
 
 // seedkeeperBinary builds the command once and returns its path.
-func seedkeeperBinary(t testing.TB) string {
-	t.Helper()
-	binOnce.Do(func() {
-		goTool, err := exec.LookPath("go")
-		if err != nil {
-			goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-		}
-		if binDir, binError = os.MkdirTemp("", "seedkeeper-e2e-"); binError != nil {
-			return
-		}
-		binPath = filepath.Join(binDir, "seedkeeper")
-		cmd := exec.Command(goTool, "build", "-o", binPath, ".")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			binError = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if binError != nil {
-		t.Fatalf("building seedkeeper for whole-process tests: %v", binError)
-	}
-	return binPath
-}
+func seedkeeperBinary(t testing.TB) string { return buildtest.Seedkeeper(t) }
 
 // procResult is how a run of the binary ended.
 type procResult struct {
