@@ -49,7 +49,8 @@ func Watch(ctx context.Context, e Env, o WatchOptions) error {
 		return idle("network.owner is cloud-init; nothing to watch")
 	}
 	opts := e.SourceOptions()
-	source, _, err := datasource.Detect(opts)
+	found, _, err := datasource.Detect(opts)
+	source := found.Source
 	if errors.Is(err, datasource.ErrNoSource) {
 		return idle("no metadata source on this machine; nothing to watch")
 	}
@@ -63,7 +64,7 @@ func Watch(ctx context.Context, e Env, o WatchOptions) error {
 	} else {
 		// The metadata may set the allowlist: read it once first.
 		e.notifyStatus("reading the metadata (%s) for the driver allowlist", source)
-		md, err := datasource.Read(ctx, source, opts)
+		md, err := datasource.ReadDetected(ctx, found, opts)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil

@@ -60,9 +60,9 @@ type VMwareOptions struct {
 	// can run vmware-rpctool) matters more than later re-reads.
 	Redact bool
 
-	// Log receives what the reader decided; nil discards. Values are
+	// Logger receives what the reader decided; nil discards. Values are
 	// never logged.
-	Log *slog.Logger
+	Logger *slog.Logger
 }
 
 func (o *VMwareOptions) runner() CommandRunner {
@@ -80,8 +80,8 @@ func (o *VMwareOptions) getenv() func(string) string {
 }
 
 func (o *VMwareOptions) logger() *slog.Logger {
-	if o.Log != nil {
-		return o.Log
+	if o.Logger != nil {
+		return o.Logger
 	}
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
