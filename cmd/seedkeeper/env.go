@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 
 	"github.com/coreos/go-systemd/v22/daemon"
 
@@ -50,6 +52,47 @@ func parseFlags(fs *flag.FlagSet, args []string, help string, stdout, stderr io.
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "seedkeeper %s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
+		return exitUsage, false
+	}
+	return exitOK, true
+}
+
+// subcommand reads the SUB of "seedkeeper NAME SUB [FLAGS]" and returns
+// its flag set (output discarded: parseSubFlags prints the one-line
+// errors). When it returns false the command ends with code: 0 after
+// help, 3 for a missing or unknown SUB.
+func subcommand(name string, args, subs []string, usage string, stdout, stderr io.Writer) (fs *flag.FlagSet, code int, ok bool) {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return nil, exitUsage, false
+	}
+	switch sub := args[0]; {
+	case sub == "-h" || sub == "-help" || sub == "--help" || sub == "help":
+		fmt.Fprint(stdout, usage)
+		return nil, exitOK, false
+	case !slices.Contains(subs, sub):
+		fmt.Fprintf(stderr, "seedkeeper %s: unknown command %q (want %s)\n", name, sub, strings.Join(subs, " or "))
+		return nil, exitUsage, false
+	}
+	fs = flag.NewFlagSet("seedkeeper "+name+" "+args[0], flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return fs, exitOK, true
+}
+
+// parseSubFlags parses the flags after SUB; when it returns false the
+// command ends with code (0 after --help, 3 for a bad flag or a stray
+// argument, said in one line).
+func parseSubFlags(fs *flag.FlagSet, args []string, usage string, stdout, stderr io.Writer) (code int, ok bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, usage)
+			return exitOK, false
+		}
+		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
+		return exitUsage, false
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "%s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
 		return exitUsage, false
 	}
 	return exitOK, true

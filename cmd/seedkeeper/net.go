@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -59,37 +57,16 @@ Exit status:
 
 // runNet implements "seedkeeper net plan|apply".
 func runNet(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, netUsage)
-		return exitUsage
+	fs, code, ok := subcommand("net", args, []string{"plan", "apply"}, netUsage, stdout, stderr)
+	if !ok {
+		return code
 	}
 	sub := args[0]
-	switch sub {
-	case "-h", "-help", "--help", "help":
-		fmt.Fprint(stdout, netUsage)
-		return exitOK
-	case "plan", "apply":
-	default:
-		fmt.Fprintf(stderr, "seedkeeper net: unknown command %q (want plan or apply)\n", sub)
-		return exitUsage
-	}
-
-	fs := flag.NewFlagSet("seedkeeper net "+sub, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	config := fs.String("config", "", "")
 	drivers := fs.String("drivers", netDefaultDrivers, "")
 	root := fs.String("root", "", "")
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, netUsage)
-			return exitOK
-		}
-		fmt.Fprintf(stderr, "seedkeeper net %s: %v\n", sub, err)
-		return exitUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "seedkeeper net %s: unexpected argument %q\n", sub, fs.Arg(0))
-		return exitUsage
+	if code, ok := parseSubFlags(fs, args[1:], netUsage, stdout, stderr); !ok {
+		return code
 	}
 	if *config == "" {
 		fmt.Fprintf(stderr, "seedkeeper net %s: --config FILE is required\n", sub)
