@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/seedkeeper/seedkeeper/agent"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
 
@@ -139,8 +140,8 @@ func bootedTemplate(t *testing.T) img {
 	m.write("/var/log/cloud-init-output.log", "log\n")
 	m.write("/var/log/syslog", "not cloud-init's\n")
 	m.write("/var/lib/seedkeeper/identity.json", `{"version":1,"instance_id":"`+templateID+`","machine_id":"`+templateMID+`","rule":6,"rule_name":"first-run"}`+"\n")
-	m.write(StatusPath, "{}\n")
-	m.write(ReceiptPath, "{}\n")
+	m.write(agent.StatusPath, "{}\n")
+	m.write(agent.ReceiptPath, "{}\n")
 	return m
 }
 

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/seedkeeper/seedkeeper/agent"
 	"github.com/seedkeeper/seedkeeper/hotplug"
 	"github.com/seedkeeper/seedkeeper/identity"
 	"github.com/seedkeeper/seedkeeper/internal/config"
@@ -391,17 +392,11 @@ func checkCloudInitState(in *inspection) Item {
 
 // seedkeeper's own state.
 
-// Paths of seedkeeper's state, as seedkeeper boot writes them.
-const (
-	StatusPath  = "/var/lib/seedkeeper/status.json"
-	ReceiptPath = "/var/lib/seedkeeper/network-receipt.json"
-)
-
 func checkSeedkeeperState(in *inspection) Item {
 	it := Item{Verdict: OK}
 	st, err := identity.Load(in.root)
 	var found []string
-	for _, p := range []string{identity.StatePath, StatusPath, ReceiptPath} {
+	for _, p := range []string{identity.StatePath, agent.StatusPath, agent.ReceiptPath} {
 		if in.exists(p) {
 			it.Paths = append(it.Paths, p)
 		}
@@ -428,7 +423,7 @@ func checkSeedkeeperState(in *inspection) Item {
 		found = append(found, "no pin")
 		it.Clone = "the first boot of a clone decides its instance ID from its own metadata"
 	}
-	for _, p := range []string{StatusPath, ReceiptPath} {
+	for _, p := range []string{agent.StatusPath, agent.ReceiptPath} {
 		if slices.Contains(it.Paths, p) {
 			found = append(found, p+" from an earlier boot")
 			if it.Verdict == OK {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/seedkeeper/seedkeeper/agent"
 	"github.com/seedkeeper/seedkeeper/identity"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 	"github.com/seedkeeper/seedkeeper/seed"
@@ -114,8 +115,8 @@ func PlanSeal(root sysroot.Root, opts SealOptions) (*Plan, error) {
 
 	// seedkeeper's own state.
 	b.remove(identity.StatePath, "seedkeeper's identity pin of this machine")
-	b.remove(StatusPath, "seedkeeper's status of this boot")
-	b.remove(ReceiptPath, "seedkeeper's network receipt of this machine's NICs")
+	b.remove(agent.StatusPath, "seedkeeper's status of this boot")
+	b.remove(agent.ReceiptPath, "seedkeeper's network receipt of this machine's NICs")
 
 	// Machine IDs: emptied, not removed, so that systemd treats the
 	// clone's first boot as a first boot.

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seedkeeper/seedkeeper/agent"
 	"github.com/seedkeeper/seedkeeper/identity"
 )
 
@@ -59,7 +60,7 @@ func TestSealBootedTemplate(t *testing.T) {
 		"/etc/ssh/ssh_host_rsa_key", "/etc/ssh/ssh_host_rsa_key.pub",
 		"/var/lib/cloud/data", "/var/lib/cloud/instance", "/var/lib/cloud/instances",
 		"/var/lib/cloud/scripts", "/var/lib/cloud/seed/nocloud",
-		DBusMachineIDPath, identity.StatePath, ReceiptPath, StatusPath,
+		DBusMachineIDPath, identity.StatePath, agent.ReceiptPath, agent.StatusPath,
 		"/var/log/cloud-init-output.log", "/var/log/cloud-init.log",
 	}
 	slices.Sort(wantRemoved)

@@ -66,21 +66,11 @@ Exit status:
 
 // runImage implements "seedkeeper image check|seal".
 func runImage(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, imageUsage)
-		return exitUsage
+	flags, code, ok := subcommand("image", args, []string{"check", "seal"}, imageUsage, stdout, stderr)
+	if !ok {
+		return code
 	}
 	sub := args[0]
-	switch sub {
-	case "-h", "-help", "--help", "help":
-		fmt.Fprint(stdout, imageUsage)
-		return exitOK
-	case "check", "seal":
-	default:
-		fmt.Fprintf(stderr, "seedkeeper image: unknown command %q (want check or seal)\n", sub)
-		return exitUsage
-	}
-	flags := newFlags("image "+sub, stderr)
 	root := flags.String("root", "", "")
 	var asJSON, keepKeys, dryRun *bool
 	if sub == "check" {
@@ -89,7 +79,7 @@ func runImage(args []string, stdout, stderr io.Writer) int {
 		keepKeys = flags.Bool("keep-ssh-host-keys", false, "")
 		dryRun = flags.Bool("dry-run", false, "")
 	}
-	if code, ok := parseFlags(flags, args[1:], imageUsage, stdout, stderr); !ok {
+	if code, ok := parseSubFlags(flags, args[1:], imageUsage, stdout, stderr); !ok {
 		return code
 	}
 	r := sysroot.Root(*root)
