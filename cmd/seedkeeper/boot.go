@@ -15,6 +15,7 @@ import (
 	"github.com/seedkeeper/seedkeeper/hotplug"
 	"github.com/seedkeeper/seedkeeper/identity"
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
+	"github.com/seedkeeper/seedkeeper/nosource"
 	"github.com/seedkeeper/seedkeeper/seed"
 )
 
@@ -57,6 +58,7 @@ type bootStatus struct {
 	Source      string                 `json:"source,omitempty"`
 	Transport   string                 `json:"transport,omitempty"`
 	Candidates  []datasource.Candidate `json:"candidates,omitempty"`
+	CloudInit   *nosource.Hold         `json:"cloud_init,omitempty"`
 	Identity    *identity.Decision     `json:"identity,omitempty"`
 	Seed        *seedStatus            `json:"seed,omitempty"`
 	Network     *netResult             `json:"network,omitempty"`
@@ -128,7 +130,16 @@ func (e *runEnv) boot(ctx context.Context, st *bootStatus, netMode string) int {
 		st.Outcome = "no-source"
 		e.log.Info("no metadata source on this machine; nothing to do")
 		notifyStatus("no metadata source on this machine")
+		h, herr := nosource.HoldCloudInit(e.root, time.Now())
+		st.CloudInit = &h
+		if herr != nil {
+			e.log.Error("cloud-init", "err", herr)
+		}
+		e.log.Info("cloud-init: " + h.Reason)
 		return exitNoSource
+	}
+	if err := nosource.Release(e.root); err != nil {
+		e.log.Error("cloud-init", "err", err)
 	}
 	if err != nil {
 		return fail(err)
