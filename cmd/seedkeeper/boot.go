@@ -59,6 +59,7 @@ type bootStatus struct {
 	Transport   string                 `json:"transport,omitempty"`
 	Candidates  []datasource.Candidate `json:"candidates,omitempty"`
 	CloudInit   *nosource.Hold         `json:"cloud_init,omitempty"`
+	DeviceWait  string                 `json:"device_wait,omitempty"`
 	Identity    *identity.Decision     `json:"identity,omitempty"`
 	Seed        *seedStatus            `json:"seed,omitempty"`
 	Network     *netResult             `json:"network,omitempty"`
@@ -126,6 +127,19 @@ func (e *runEnv) boot(ctx context.Context, st *bootStatus, netMode string) int {
 	opts := e.sourceOptions()
 	md, cands, err := datasource.Fetch(fctx, opts)
 	st.Candidates = cands
+	if errors.Is(err, datasource.ErrNoSource) {
+		// A seed device may still be coming (a CD-ROM driver loaded
+		// from the real root): wait for udev, bounded, and look again.
+		notifyStatus("no metadata source yet; waiting for late seed devices")
+		w := nosource.WaitForDevices(fctx, nosource.WaitOptions{Root: e.root, Limit: time.Duration(e.cfg.Boot.DeviceWait)})
+		st.DeviceWait = w.String()
+		e.log.Info("no metadata source at first; late seed devices: "+w.Outcome,
+			"waited_for", w.For, "waited", w.Took.Round(time.Millisecond).String())
+		if w.Took > 0 {
+			md, cands, err = datasource.Fetch(fctx, opts)
+			st.Candidates = cands
+		}
+	}
 	if errors.Is(err, datasource.ErrNoSource) {
 		st.Outcome = "no-source"
 		e.log.Info("no metadata source on this machine; nothing to do")

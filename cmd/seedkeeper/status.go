@@ -91,6 +91,9 @@ func printStatus(w io.Writer, st *bootStatus, r sysroot.Root, warnings []string)
 	if st.Source != "" {
 		fmt.Fprintf(w, "Read from:   %s via %s\n", st.Source, st.Transport)
 	}
+	if st.DeviceWait != "" {
+		fmt.Fprintf(w, "Late devices: %s\n", st.DeviceWait)
+	}
 	if h := st.CloudInit; h != nil {
 		fmt.Fprintf(w, "cloud-init:  %s\n", h.Reason)
 	}
