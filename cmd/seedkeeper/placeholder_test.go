@@ -1,11 +1,14 @@
 package main
 
 import (
+	"encoding/json"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // cloudInitRanWithNone puts on root what Debian's cloud-init 22.4.2 wrote
@@ -186,4 +189,84 @@ func copyTreeT(src, dst string) error {
 		fi, _ := e.Info()
 		return os.WriteFile(d, b, fi.Mode().Perm())
 	})
+}
+
+// Issue 16, case 3: the cidata CD-ROM appears after boot first looked (its
+// driver loads from the real root while udev works through coldplug).
+// Boot waits for the udev queue to drain, looks again and finds it: the
+// seed is applied on this boot, cloud-init is not held back.
+func TestBootWaitsForLateCDROM(t *testing.T) {
+	root := scratchRoot(t, kvmProduct, kvmVendor, kvmUUID)
+	writeFile(t, filepath.Join(root, "run/udev/control"), "", 0o644)
+	writeFile(t, filepath.Join(root, "run/udev/queue"), "", 0o644)
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	writeFile(t, cfg, "boot: {device_wait: 2m}\n", 0o644)
+	notify := newNotifySocket(t)
+	cmd := exec.Command(seedkeeperBinary(t), "boot", "--root", root, "--config", cfg)
+	cmd.Env = testEnv([]string{"NOTIFY_SOCKET=" + notify.path})
+	log := &syncBuffer{}
+	cmd.Stderr = log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var waitErr error
+	done := make(chan struct{})
+	go func() { waitErr = cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		select {
+		case <-done:
+		default:
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	const waiting = "STATUS=no metadata source yet; waiting for late seed devices"
+	waitFor(t, waiting, func() bool { return notify.has(waiting) })
+	reported := attachProxmoxISO(t, root, "192.0.2.53") // sr0 appears
+	os.Remove(filepath.Join(root, "run/udev/queue"))    // udev is done with it
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatalf("boot did not finish after the queue drained\n%s", log)
+	}
+	if waitErr != nil {
+		t.Fatalf("boot: %v\n%s", waitErr, log)
+	}
+	if got := metaDataID(t, root); got != reported {
+		t.Errorf("meta-data ID %q; want %q", got, reported)
+	}
+	if !strings.Contains(log.String(), `msg="no metadata source at first; late seed devices: the udev queue drained" waited_for="the udev queue to drain (/run/udev/queue)"`) {
+		t.Errorf("boot does not log what it waited for:\n%s", log)
+	}
+	if _, err := os.Stat(filepath.Join(root, "run/seedkeeper/no-source")); err == nil {
+		t.Error("cloud-init held back although the seed was found")
+	}
+	if st, dw := readStatus(t, root), deviceWait(t, root); st.Outcome != "ok" || !strings.Contains(dw, "the udev queue drained") {
+		t.Errorf("status: outcome %q, device wait %q", st.Outcome, dw)
+	}
+}
+
+// A boot that finds its source at once does not wait, however busy udev
+// is.
+func TestBootNoWaitWithSource(t *testing.T) {
+	root := scratchRoot(t, kvmProduct, kvmVendor, kvmUUID)
+	writeFile(t, filepath.Join(root, "run/udev/control"), "", 0o644)
+	writeFile(t, filepath.Join(root, "run/udev/queue"), "", 0o644) // never drains
+	attachProxmoxISO(t, root, "192.0.2.53")
+	r := bootOK(t, root)
+	if strings.Contains(r.stderr, "late seed devices") || deviceWait(t, root) != "" {
+		t.Errorf("boot waited although the source was there:\n%s", r.stderr)
+	}
+}
+
+// deviceWait is what status.json says about the wait for late devices.
+func deviceWait(t *testing.T, root string) string {
+	t.Helper()
+	var st struct {
+		DeviceWait string `json:"device_wait"`
+	}
+	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(root, statusPath))), &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.DeviceWait
 }
