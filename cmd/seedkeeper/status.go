@@ -13,8 +13,10 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/seedkeeper/seedkeeper/datasource"
 	"github.com/seedkeeper/seedkeeper/identity"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
+	"github.com/seedkeeper/seedkeeper/nosource"
 )
 
 const statusHelp = `Usage: seedkeeper status [--root DIR] [--json]
@@ -23,7 +25,9 @@ Says what the last "seedkeeper boot" decided and why: the metadata source
 and transport, the instance ID reported and the one handed to cloud-init
 with the rule that decided it, the seed files, the network and the hotplug
 allowlist in force. It also warns when another cloud-init setting overrides
-seedkeeper's drop-in (a later datasource_list or network key).
+seedkeeper's drop-in (a later datasource_list or network key), and says
+when a metadata source appeared after boot decided (it takes effect on
+the next boot).
 
 Exit status: 0, or 1 when boot has not run yet, 2 on error.
 `
@@ -54,11 +58,13 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	warnings := cloudCfgWarnings(r)
+	late := lateSource(r)
 	if *asJSON {
 		out := struct {
 			bootStatus
-			Warnings []string `json:"warnings,omitempty"`
-		}{st, warnings}
+			LateSource string   `json:"late_source,omitempty"`
+			Warnings   []string `json:"warnings,omitempty"`
+		}{st, late, warnings}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false)
@@ -68,7 +74,28 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	printStatus(stdout, &st, r, warnings)
+	if late != "" {
+		fmt.Fprintf(stdout, "Late source: %s\n", late)
+	}
 	return exitOK
+}
+
+// lateSource says whether a source appeared after boot decided: what watch
+// recorded in this boot, else what detection finds now.
+func lateSource(r sysroot.Root) string {
+	if msg, err := nosource.ReadLate(r); err != nil || msg != "" {
+		if err != nil {
+			return err.Error()
+		}
+		return msg
+	}
+	e := newEnv(string(r), "", io.Discard)
+	source, _, err := datasource.Detect(e.sourceOptions())
+	if err != nil {
+		return ""
+	}
+	msg, _ := nosource.Late(lastBoot(r), nosource.Found{Source: source})
+	return msg
 }
 
 func printStatus(w io.Writer, st *bootStatus, r sysroot.Root, warnings []string) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,7 +12,9 @@ import (
 
 	"github.com/seedkeeper/seedkeeper/datasource"
 	"github.com/seedkeeper/seedkeeper/hotplug"
+	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 	"github.com/seedkeeper/seedkeeper/netcfg"
+	"github.com/seedkeeper/seedkeeper/nosource"
 )
 
 const watchHelp = `Usage: seedkeeper watch [--root DIR] [--config FILE] [--drivers LIST]
@@ -23,7 +26,10 @@ read the metadata again (1, 3, 5, 10, 30 s apart) until the NIC's MAC
 appears in the network configuration, and then apply the configuration
 of that NIC only. Links of other drivers (docker veths, bridges, tunnels)
 cost no metadata read. It never writes the instance ID, the identity state
-or the seed; READY is sent after the first reconcile.
+or the seed; READY is sent after the first reconcile. It applies nothing
+from a source that boot did not decide on (a seed that appeared after
+boot, a late CD-ROM): that takes effect on the next boot, and "seedkeeper
+status" says so.
 
 Options:
   --root DIR       resolve every system path under DIR
@@ -82,6 +88,25 @@ func runWatch(args []string, stdout, stderr io.Writer) int {
 		e.log.Error("watch: detecting the metadata source", "err", err)
 		return exitError
 	}
+	// Nothing from a source boot did not decide on is applied in this
+	// boot (issue 16): it takes effect on the next boot, as a whole.
+	decided := lastBoot(e.root)
+	late := func(md *datasource.Metadata, source string) (string, bool) {
+		f := nosource.Found{Source: source}
+		if md != nil {
+			f = nosource.Found{Source: md.Source, Transport: md.Origin.Transport}
+		}
+		msg, late := nosource.Late(decided, f)
+		if late {
+			if err := nosource.RecordLate(e.root, msg); err != nil {
+				e.log.Warn("watch", "err", err)
+			}
+		}
+		return msg, late
+	}
+	if msg, ok := late(nil, source); ok {
+		return idle(msg)
+	}
 
 	var allow hotplug.Allowlist
 	if flagAllow != nil {
@@ -97,6 +122,9 @@ func runWatch(args []string, stdout, stderr io.Writer) int {
 			e.log.Error("watch: reading the metadata", "err", err)
 			return exitError
 		}
+		if msg, ok := late(md, ""); ok {
+			return idle(msg)
+		}
 		allow = e.allowlist(md)
 	}
 	e.log.Info("watch: allowlist " + allow.String())
@@ -105,6 +133,9 @@ func runWatch(args []string, stdout, stderr io.Writer) int {
 		md, err := datasource.Read(ctx, source, opts)
 		if err != nil {
 			return nil, err
+		}
+		if msg, ok := late(md, ""); ok {
+			return nil, errors.New(msg)
 		}
 		return md.Network, nil
 	}
@@ -137,4 +168,14 @@ func runWatch(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	return exitOK
+}
+
+// lastBoot is what the last "seedkeeper boot" recorded about its source.
+func lastBoot(root sysroot.Root) nosource.Boot {
+	var st bootStatus
+	b, err := os.ReadFile(root.Path(statusPath))
+	if err != nil || json.Unmarshal(b, &st) != nil {
+		return nosource.Boot{}
+	}
+	return nosource.Boot{Ran: true, At: st.Time, Outcome: st.Outcome, Source: st.Source, Transport: st.Transport}
 }
