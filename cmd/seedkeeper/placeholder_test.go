@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -269,4 +270,43 @@ func deviceWait(t *testing.T, root string) string {
 		t.Fatal(err)
 	}
 	return st.DeviceWait
+}
+
+// Issue 16, case 3 after the fact: the CD-ROM appears after boot found no
+// source. watch applies nothing from it, status says it takes effect on
+// the next boot, and the next boot applies it as a new instance.
+func TestLateSeedTakesEffectOnNextBoot(t *testing.T) {
+	root := scratchRoot(t, kvmProduct, kvmVendor, kvmUUID)
+	bootNoSource(t, root)
+	reported := attachProxmoxISO(t, root, "192.0.2.53")
+
+	s := runBinary(t, nil, "status", "--root", root)
+	const next = "; it takes effect on the next boot, and nothing from it is applied before\n"
+	if !strings.Contains(s.stdout, "Late source: a seed appeared after boot: boot found no metadata source at ") ||
+		!strings.Contains(s.stdout, ", and nocloud is here now"+next) {
+		t.Errorf("status does not say the seed came late:\n%s", s.stdout)
+	}
+	before := filesUnder(t, root)
+	w := runBinary(t, nil, "watch", "--root", root)
+	if w.code != exitOK || !strings.Contains(w.stderr, `msg="watch: a seed appeared after boot: boot found no metadata source at `) {
+		t.Fatalf("watch: %v", w)
+	}
+	// watch wrote nothing but its note for status: no seed, no network
+	// files, no identity.
+	after := filesUnder(t, root)
+	want := append(before, "run/seedkeeper/late-source")
+	slices.Sort(want)
+	if !slices.Equal(after, want) {
+		t.Errorf("files after watch: %q; want %q", after, want)
+	}
+	if j := runBinary(t, nil, "status", "--root", root, "--json"); !strings.Contains(j.stdout, `"late_source": "a seed appeared after boot`) {
+		t.Errorf("status --json lacks late_source:\n%s", j.stdout)
+	}
+
+	reboot(t, root)
+	bootOK(t, root)
+	wantFirstRun(t, root, reported, false)
+	if s := runBinary(t, nil, "status", "--root", root); strings.Contains(s.stdout, "Late source:") {
+		t.Errorf("status after the next boot still reports a late source:\n%s", s.stdout)
+	}
 }
