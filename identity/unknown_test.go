@@ -354,3 +354,30 @@ func writeFileT(t *testing.T, p, s string) {
 		t.Fatal(err)
 	}
 }
+
+// FuzzReadCloudInit feeds cloud-init's three records arbitrary bytes: the
+// reader never fails on the datasource records, and never offers a
+// placeholder or a DataSourceNone run for adoption.
+func FuzzReadCloudInit(f *testing.F) {
+	f.Add([]byte("iid-datasource-none\n"), []byte("DataSourceNone: DataSourceNone\n"), []byte(`{"v1":{"platform":"none","instance_id":"iid-datasource-none"}}`))
+	f.Add([]byte("i-123\n"), []byte("DataSourceNoCloud: DataSourceNoCloud [seed=/dev/sr0][dsmode=net]\n"), []byte(`{"v1":{"platform":"nocloud"}}`))
+	f.Add([]byte(""), []byte(":"), []byte(`{"v1":{"platform":null}}`))
+	f.Add([]byte("x"), []byte("\x00DataSourceNone"), []byte(`{"v1":{"platform":"NONE","instance_id":"x"}}`))
+	f.Fuzz(func(t *testing.T, id, ds, data []byte) {
+		root := sysroot.Root(t.TempDir())
+		for p, b := range map[string][]byte{
+			CloudInitIDPath: id, "/var/lib/cloud/instance/datasource": ds, CloudInitInstanceData: data,
+		} {
+			writeFileT(t, root.Path(p), string(b))
+		}
+		c, err := ReadCloudInit(root)
+		if err != nil {
+			t.Fatalf("ReadCloudInit: %v", err)
+		}
+		if a := c.Adoptable(); a != "" {
+			if _, ok := PlaceholderID(a); ok || c.Datasource == noneDatasource {
+				t.Errorf("adoptable %q from %+v", a, c)
+			}
+		}
+	})
+}

@@ -112,18 +112,6 @@ func Release(root sysroot.Root) error {
 	return nil
 }
 
-// Held reports whether cloud-init is held back this boot, and why.
-func Held(root sysroot.Root) (bool, string) {
-	m, err := readMarker(root)
-	if err != nil {
-		return true, "cloud-init is skipped this boot (" + MarkerPath + " exists)"
-	}
-	if m == nil {
-		return false, ""
-	}
-	return true, m.Reason
-}
-
 // readMarker returns the marker, nil when there is none. A marker that
 // cannot be parsed still holds cloud-init back (the units test only its
 // existence), and is an error here.
