@@ -58,11 +58,17 @@ func Late(b Boot, found Found) (string, bool) {
 	}
 	now := describe(found.Source, found.Transport)
 	const after = "; it takes effect on the next boot, and nothing from it is applied before"
+	what := "a metadata source"
+	if found.Source == "nocloud" {
+		what = "a seed"
+	}
 	switch {
 	case !b.Ran:
-		return "a metadata source (" + now + ") is here, but seedkeeper boot has not decided on a source in this boot" + after, true
+		return what + " (" + now + ") is here, but seedkeeper boot has not decided on a source in this boot" + after, true
+	case b.Source == "" && b.Outcome == "no-source":
+		return fmt.Sprintf("%s appeared after boot: boot found no metadata source at %s, and %s is here now%s", what, stamp(b.At), now, after), true
 	case b.Source == "":
-		return fmt.Sprintf("a seed appeared after boot: boot found no metadata source at %s, and %s is here now%s", stamp(b.At), now, after), true
+		return fmt.Sprintf("boot did not decide on a metadata source at %s (outcome %s), and %s is here now%s", stamp(b.At), b.Outcome, now, after), true
 	case b.Source != found.Source:
 		return fmt.Sprintf("a metadata source appeared after boot: boot decided on %s at %s, and %s is here now%s",
 			describe(b.Source, b.Transport), stamp(b.At), now, after), true
