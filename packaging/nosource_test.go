@@ -7,9 +7,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 	"github.com/seedkeeper/seedkeeper/nosource"
 )
 
@@ -153,5 +155,54 @@ func writeFileT(t *testing.T, p, s string) {
 	}
 	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// cloudInitStatus asks cloud-init 22.4.2's own status code what "cloud-init
+// status" would say about the run directory under root.
+const cloudInitStatus = `
+import sys
+import cloudinit.cmd.status as s
+from cloudinit import helpers
+s.uses_systemd = lambda: True
+s.get_cmdline = lambda: "ro quiet"
+root = sys.argv[1]
+d = s.get_status_details(helpers.Paths({"run_dir": root + "/run/cloud-init", "cloud_dir": root + "/var/lib/cloud"}))
+print(d.status.value, d.boot_status_code.value)
+`
+
+// TestIntegrationHeldCloudInitStatus checks, with cloud-init's status code,
+// that a held boot reads "disabled" (so "cloud-init status --wait" returns,
+// as when ds-identify disables cloud-init) and a released one "not run"
+// with the generator's "enabled".
+func TestIntegrationHeldCloudInitStatus(t *testing.T) {
+	py := needTool(t, "/usr/bin/python3", "python3")
+	if _, err := os.Stat("/usr/lib/python3/dist-packages/cloudinit/cmd/status.py"); err != nil {
+		t.Skip("needs Debian's cloud-init: apt-get install cloud-init (make test-deps installs it as root)")
+	}
+	root := t.TempDir()
+	writeFileT(t, filepath.Join(root, "run/cloud-init/enabled"), "")
+	status := func() string {
+		out, err := exec.Command(py, "-c", cloudInitStatus, root).CombinedOutput()
+		if err != nil {
+			t.Fatalf("cloud-init status: %v\n%s", err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	if got := status(); got != "not run enabled-by-generator" {
+		t.Errorf("before: %q", got)
+	}
+	h, err := nosource.HoldCloudInit(sysroot.Root(root), time.Now())
+	if err != nil || !h.Held {
+		t.Fatalf("HoldCloudInit = %+v, %v", h, err)
+	}
+	if got := status(); got != "disabled disabled-by-generator" {
+		t.Errorf("held: cloud-init status says %q; want disabled", got)
+	}
+	if err := nosource.Release(sysroot.Root(root)); err != nil {
+		t.Fatal(err)
+	}
+	if got := status(); got != "not run enabled-by-generator" {
+		t.Errorf("released: %q", got)
 	}
 }
