@@ -17,27 +17,7 @@ import (
 // what a boot without a seed left before seedkeeper held cloud-init back.
 func cloudInitRanWithNone(t *testing.T, root string) {
 	t.Helper()
-	src := "../../testdata/identity/cloud-init-22.4-none"
-	err := filepath.WalkDir(src, func(p string, e fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		dst := filepath.Join(root, rel)
-		switch {
-		case e.Type()&fs.ModeSymlink != 0:
-			target, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			return os.Symlink(target, dst)
-		case e.IsDir():
-			return os.MkdirAll(dst, 0o755)
-		}
-		writeFile(t, dst, readFile(t, p), 0o644)
-		return nil
-	})
-	if err != nil {
+	if err := copyTreeT("../../testdata/identity/cloud-init-22.4-none", root); err != nil {
 		t.Fatal(err)
 	}
 }
