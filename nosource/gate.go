@@ -71,18 +71,21 @@ func HoldCloudInit(root sysroot.Root, now time.Time) (Hold, error) {
 	if old, err := readMarker(root); err == nil && old != nil {
 		m.Switched = old.Switched
 	}
-	if exists(root.Path(cloudInitEnabled)) {
+	// The marker first: it is what skips the units, and it records the
+	// switch of the status files before the switch is made.
+	enabled := exists(root.Path(cloudInitEnabled))
+	m.Switched = m.Switched || enabled
+	b, _ := json.Marshal(m)
+	if _, err := fsutil.WriteFile(root.Path(MarkerPath), append(b, '\n'), 0o644); err != nil {
+		return h, fmt.Errorf("holding cloud-init back: %w", err)
+	}
+	if enabled {
 		if _, err := fsutil.WriteFile(root.Path(cloudInitDisabled), nil, 0o644); err != nil {
 			return h, fmt.Errorf("holding cloud-init back: %w", err)
 		}
 		if err := os.Remove(root.Path(cloudInitEnabled)); err != nil {
 			return h, fmt.Errorf("holding cloud-init back: %w", err)
 		}
-		m.Switched = true
-	}
-	b, _ := json.Marshal(m)
-	if _, err := fsutil.WriteFile(root.Path(MarkerPath), append(b, '\n'), 0o644); err != nil {
-		return h, fmt.Errorf("holding cloud-init back: %w", err)
 	}
 	return h, nil
 }
