@@ -9,6 +9,7 @@ import (
 	"github.com/seedkeeper/seedkeeper/datasource"
 	"github.com/seedkeeper/seedkeeper/identity"
 	"github.com/seedkeeper/seedkeeper/netcfg/apply"
+	"github.com/seedkeeper/seedkeeper/nosource"
 	"github.com/seedkeeper/seedkeeper/seed"
 )
 
@@ -83,13 +84,36 @@ func (e *Env) boot(ctx context.Context, st *Status, netMode NetworkMode) error {
 		fctx, cancel = context.WithTimeout(ctx, w)
 		defer cancel()
 	}
-	md, cands, err := datasource.Fetch(fctx, e.SourceOptions())
+	opts := e.SourceOptions()
+	md, cands, err := datasource.Fetch(fctx, opts)
 	st.Candidates = cands
+	if errors.Is(err, datasource.ErrNoSource) {
+		// A seed device may still be coming (a CD-ROM driver loaded
+		// from the real root): wait for udev, bounded, and look again.
+		e.notifyStatus("no metadata source yet; waiting for late seed devices")
+		w := nosource.WaitForDevices(fctx, nosource.WaitOptions{Root: e.Root, Limit: time.Duration(e.Config.Boot.DeviceWait)})
+		st.DeviceWait = w.String()
+		e.Log.Info("no metadata source at first; late seed devices: "+w.Outcome,
+			"waited_for", w.For, "waited", w.Took.Round(time.Millisecond).String())
+		if w.Took > 0 {
+			md, cands, err = datasource.Fetch(fctx, opts)
+			st.Candidates = cands
+		}
+	}
 	if errors.Is(err, datasource.ErrNoSource) {
 		st.Outcome = "no-source"
 		e.Log.Info("no metadata source on this machine; nothing to do")
 		e.notifyStatus("no metadata source on this machine")
+		h, herr := nosource.HoldCloudInit(e.Root, time.Now())
+		st.CloudInit = &h
+		if herr != nil {
+			e.Log.Error("cloud-init", "err", herr)
+		}
+		e.Log.Info("cloud-init: " + h.Reason)
 		return err
+	}
+	if err := nosource.Release(e.Root); err != nil {
+		e.Log.Error("cloud-init", "err", err)
 	}
 	if err != nil {
 		return fail(err)

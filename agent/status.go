@@ -10,6 +10,7 @@ import (
 	"github.com/seedkeeper/seedkeeper/identity"
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
+	"github.com/seedkeeper/seedkeeper/nosource"
 )
 
 // Status is what the last boot decided, kept at StatusPath for
@@ -25,6 +26,8 @@ type Status struct {
 	Source      string                 `json:"source,omitempty"`
 	Transport   string                 `json:"transport,omitempty"`
 	Candidates  []datasource.Candidate `json:"candidates,omitempty"`
+	CloudInit   *nosource.Hold         `json:"cloud_init,omitempty"`
+	DeviceWait  string                 `json:"device_wait,omitempty"`
 	Identity    *identity.Decision     `json:"identity,omitempty"`
 	Seed        *SeedStatus            `json:"seed,omitempty"`
 	Network     *NetResult             `json:"network,omitempty"`

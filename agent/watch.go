@@ -28,6 +28,9 @@ type WatchOptions struct {
 // instance ID, the identity state or the seed. It returns nil when ctx
 // ends and when there is nothing to watch (it says why, and tells the
 // service manager READY); errors are logged before they are returned.
+// It applies nothing from a source the last Boot did not decide on (one
+// that appeared after boot): that takes effect on the next boot, and it
+// is recorded for LateSource.
 func Watch(ctx context.Context, e Env, o WatchOptions) error {
 	e.init()
 	if o.Network == "" {
@@ -57,6 +60,12 @@ func Watch(ctx context.Context, e Env, o WatchOptions) error {
 	if err != nil {
 		return fail("watch: detecting the metadata source", err)
 	}
+	// Nothing from a source boot did not decide on is applied in this
+	// boot (issue 16): it takes effect on the next boot, as a whole.
+	decided := LastBoot(e.Root)
+	if msg, late := e.lateCheck(decided, nil, source); late {
+		return idle(msg)
+	}
 
 	var allow hotplug.Allowlist
 	if o.Drivers != nil {
@@ -71,6 +80,9 @@ func Watch(ctx context.Context, e Env, o WatchOptions) error {
 			}
 			return fail("watch: reading the metadata", err)
 		}
+		if msg, late := e.lateCheck(decided, md, ""); late {
+			return idle(msg)
+		}
 		allow = e.Allowlist(md)
 	}
 	e.Log.Info("watch: allowlist " + allow.String())
@@ -79,6 +91,9 @@ func Watch(ctx context.Context, e Env, o WatchOptions) error {
 		md, err := datasource.Read(ctx, source, opts)
 		if err != nil {
 			return nil, err
+		}
+		if msg, late := e.lateCheck(decided, md, ""); late {
+			return nil, errors.New(msg)
 		}
 		return md.Network, nil
 	}

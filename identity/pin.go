@@ -62,7 +62,9 @@ const (
 // boots is still recognised as another machine (rule 4).
 //
 // It never replaces a pin, never pins on a sealed image, and pins nothing
-// when cloud-init has not run or the machine identity is unusable. An
+// when cloud-init has not run with a real datasource (its placeholder
+// iid-datasource-none, or any DataSourceNone run, is not an identity) or
+// the machine identity is unusable. An
 // unreadable state file is an error (ErrBadState).
 func Pin(root sysroot.Root, machineID string, now time.Time) (*State, PinOutcome, error) {
 	st, err := Load(root)
@@ -75,10 +77,13 @@ func Pin(root sysroot.Root, machineID string, now time.Time) (*State, PinOutcome
 	case ReadSeal(root) != nil:
 		return st, SealedImage, nil
 	}
-	ciID, err := CloudInitID(root)
+	ci, err := ReadCloudInit(root)
 	if err != nil {
 		return st, "", fmt.Errorf("pinning the instance ID: %w", err)
 	}
+	// cloud-init's "no datasource" placeholder is not an identity: a VM
+	// that only ever ran as DataSourceNone has nothing to keep.
+	ciID := ci.Adoptable()
 	if ciID == "" {
 		return st, NothingToPin, nil
 	}

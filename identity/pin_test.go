@@ -78,6 +78,10 @@ func TestPinWritesNothingWhenItCannotPin(t *testing.T) {
 		want    PinOutcome
 	}{
 		{"cloud-init never ran", func(m *machine) {}, uuidA, NothingToPin},
+		// Issue 16: a template that ran cloud-init as DataSourceNone has no identity to pin.
+		{"cloud-init ran as DataSourceNone", func(m *machine) { m.ranWithNone() }, uuidA, NothingToPin},
+		{"cloud-init's placeholder ID", func(m *machine) { m.cloudInitRan("iid-datasource-none") }, uuidA, NothingToPin},
+		{"empty instance-id file", func(m *machine) { m.cloudInitRan("") }, uuidA, NothingToPin},
 		{"no machine identity", func(m *machine) { m.cloudInitRan("i-1") }, "", NoMachineIdentity},
 		{"placeholder identity", func(m *machine) { m.cloudInitRan("i-1") }, "FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF", NoMachineIdentity},
 		{"sealed image", func(m *machine) {

@@ -52,6 +52,9 @@ func contents(unitDir, smartdc string) []entry {
 	for _, m := range manPages {
 		e = append(e, entry{path: "/usr/share/man/man8/" + m + ".8.gz", mode: 0o644})
 	}
+	for _, u := range gatedUnits {
+		e = append(e, entry{path: unitDir + "/" + u + ".d/" + noSourceDropIn, mode: 0o644, same: noSourceDropIn})
+	}
 	return e
 }
 

@@ -371,12 +371,18 @@ func TestBootNoSource(t *testing.T) {
 		t.Fatalf("boot with no source: %v", r)
 	}
 	after := filesUnder(t, root)
-	if want := append(before, "var/lib/seedkeeper/status.json"); !slices.Equal(after, want) {
+	// The marker that skips cloud-init's units this boot (issue 16).
+	want := append(before, "run/seedkeeper/no-source", "var/lib/seedkeeper/status.json")
+	slices.Sort(want)
+	if !slices.Equal(after, want) {
 		t.Errorf("files after a boot with no source: %q, want %q", after, want)
 	}
 	st := readStatus(t, root)
 	if st.Outcome != "no-source" || st.Identity != nil || st.Seed != nil || len(st.Candidates) != 3 {
 		t.Errorf("status.json: %+v", st)
+	}
+	if !strings.Contains(r.stderr, "cloud-init: no metadata source and no seed: cloud-init is skipped this boot") {
+		t.Errorf("boot does not log that cloud-init is held back:\n%s", r.stderr)
 	}
 	for _, c := range st.Candidates {
 		if c.Found || c.Reason == "" {
@@ -384,7 +390,8 @@ func TestBootNoSource(t *testing.T) {
 		}
 	}
 	s := runBinary(t, nil, "status", "--root", root)
-	if s.code != exitOK || !strings.Contains(s.stdout, "): no-source\n") || !strings.Contains(s.stdout, "nocloud:     not present: no ds=nocloud") {
+	if s.code != exitOK || !strings.Contains(s.stdout, "): no-source\n") || !strings.Contains(s.stdout, "nocloud:     not present: no ds=nocloud") ||
+		!strings.Contains(s.stdout, "cloud-init:  no metadata source and no seed: cloud-init is skipped this boot") {
 		t.Errorf("status: %v", s)
 	}
 }

@@ -22,7 +22,8 @@ with the rule that decided it, the seed files, the network and the hotplug
 allowlist in force. It also warns, as "seedkeeper image check" does, when
 cloud-init's settings do not leave the seed to seedkeeper: the drop-in
 missing, or overridden by a later file (datasource_list, NoCloud's fs_label,
-network config).
+network config); and it says when a metadata source appeared after boot
+decided (it takes effect on the next boot).
 
 Exit status: 0, or 1 when boot has not run yet, 2 on error.
 `
@@ -45,11 +46,13 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	warnings := cloudConfigWarnings(r)
+	late := agent.LateSource(newEnv(*root, "", io.Discard))
 	if *asJSON {
 		out := struct {
 			agent.Status
-			Warnings []string `json:"warnings,omitempty"`
-		}{*st, warnings}
+			LateSource string   `json:"late_source,omitempty"`
+			Warnings   []string `json:"warnings,omitempty"`
+		}{*st, late, warnings}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false)
@@ -59,6 +62,9 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	printStatus(stdout, st, r, warnings)
+	if late != "" {
+		fmt.Fprintf(stdout, "Late source: %s\n", late)
+	}
 	return exitOK
 }
 
@@ -81,6 +87,12 @@ func printStatus(w io.Writer, st *agent.Status, r sysroot.Root, warnings []strin
 	}
 	if st.Source != "" {
 		fmt.Fprintf(w, "Read from:   %s via %s\n", st.Source, st.Transport)
+	}
+	if st.DeviceWait != "" {
+		fmt.Fprintf(w, "Late devices: %s\n", st.DeviceWait)
+	}
+	if h := st.CloudInit; h != nil {
+		fmt.Fprintf(w, "cloud-init:  %s\n", h.Reason)
 	}
 	if d := st.Identity; d != nil {
 		fmt.Fprintf(w, "Instance ID: %s (reported %s; rule %d, %s)\n", d.InstanceID, d.ReportedID, d.Rule, d.RuleName)

@@ -21,7 +21,10 @@ read the metadata again (1, 3, 5, 10, 30 s apart) until the NIC's MAC
 appears in the network configuration, and then apply the configuration
 of that NIC only. Links of other drivers (docker veths, bridges, tunnels)
 cost no metadata read. It never writes the instance ID, the identity state
-or the seed; READY is sent after the first reconcile.
+or the seed; READY is sent after the first reconcile. It applies nothing
+from a source that boot did not decide on (a seed that appeared after
+boot, a late CD-ROM): that takes effect on the next boot, and "seedkeeper
+status" says so.
 
 Options:
   --root DIR       resolve every system path under DIR
