@@ -57,6 +57,7 @@ type bootStatus struct {
 	Source      string                 `json:"source,omitempty"`
 	Transport   string                 `json:"transport,omitempty"`
 	Candidates  []datasource.Candidate `json:"candidates,omitempty"`
+	Dropped     []string               `json:"dropped,omitempty"` // fields of the metadata not used, and why
 	Identity    *identity.Decision     `json:"identity,omitempty"`
 	Seed        *seedStatus            `json:"seed,omitempty"`
 	Network     *netResult             `json:"network,omitempty"`
@@ -133,7 +134,7 @@ func (e *runEnv) boot(ctx context.Context, st *bootStatus, netMode string) int {
 	if err != nil {
 		return fail(err)
 	}
-	st.Source, st.Transport = md.Source, md.Origin.Transport
+	st.Source, st.Transport, st.Dropped = md.Source, md.Origin.Transport, md.Warnings
 	e.log.Info("metadata read", "source", md.Source, "transport", md.Origin.Transport,
 		"instance_id", md.InstanceID, "keys", len(md.Origin.Items))
 

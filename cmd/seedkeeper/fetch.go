@@ -57,6 +57,7 @@ type fetchOutput struct {
 	VendorData          *string        `json:"vendor_data"`
 	SmartOS             *fetchSmartOS  `json:"smartos,omitempty"`
 	MetaData            map[string]any `json:"meta_data,omitempty"`
+	Dropped             []string       `json:"dropped,omitempty"`
 }
 
 type fetchSmartOS struct {
@@ -128,7 +129,10 @@ func runFetch(args []string, stdout, stderr io.Writer) int {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false) // "<redacted: ...>", not "\u003credacted"
-		enc.Encode(out)
+		if err := enc.Encode(out); err != nil {
+			fmt.Fprintf(stderr, "seedkeeper fetch: writing JSON: %v\n", err)
+			return exitError
+		}
 		return exitOK
 	}
 	printFetch(stdout, out)
@@ -141,7 +145,7 @@ func normalize(md *datasource.Metadata, secrets bool) (*fetchOutput, error) {
 		InstanceID: md.InstanceID, InstanceIDDefaulted: md.InstanceIDDefaulted,
 		Hostname: md.Hostname, MachineID: md.MachineID, PublicKeys: md.PublicKeys,
 		UserData: secret(md.UserData, md.UserData != nil, secrets), VendorData: secret(md.VendorData, md.VendorData != nil, secrets),
-		MetaData: redactMeta(md.MetaData, secrets),
+		MetaData: redactMeta(md.MetaData, secrets), Dropped: md.Warnings,
 	}
 	if out.PublicKeys == nil {
 		out.PublicKeys = []string{}
@@ -250,6 +254,9 @@ func printFetch(w io.Writer, o *fetchOutput) {
 	for _, k := range slices.Sorted(maps.Keys(o.MetaData)) {
 		b, _ := json.Marshal(o.MetaData[k])
 		line("meta-data "+k, string(b))
+	}
+	for _, d := range o.Dropped {
+		line("dropped", d)
 	}
 }
 

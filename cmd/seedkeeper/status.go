@@ -91,6 +91,9 @@ func printStatus(w io.Writer, st *bootStatus, r sysroot.Root, warnings []string)
 	if st.Source != "" {
 		fmt.Fprintf(w, "Read from:   %s via %s\n", st.Source, st.Transport)
 	}
+	for _, d := range st.Dropped {
+		fmt.Fprintf(w, "Dropped:     %s\n", d)
+	}
 	if d := st.Identity; d != nil {
 		fmt.Fprintf(w, "Instance ID: %s (reported %s; rule %d, %s)\n", d.InstanceID, d.ReportedID, d.Rule, d.RuleName)
 		fmt.Fprintf(w, "Why:         %s\n", d.Explanation)
