@@ -38,7 +38,8 @@ const (
 // single file name: not empty, not "." or "..", no "/", at most
 // MaxInstanceID bytes, valid UTF-8 with no control or line-separator
 // character (netcfg.CheckLine). The error describes the problem without
-// quoting the ID.
+// quoting the ID. (Python's splitlines, which cloud-init's readers use,
+// also ends a line at U+0085, U+2028 and the C0 separators.)
 func CheckInstanceID(id string) error {
 	switch {
 	case id == "":
@@ -49,8 +50,6 @@ func CheckInstanceID(id string) error {
 		return fmt.Errorf("instance ID is %d bytes long, more than %d", len(id), MaxInstanceID)
 	case strings.Contains(id, "/"):
 		return fmt.Errorf("instance ID has a \"/\" at byte %d", strings.Index(id, "/"))
-	case strings.TrimSpace(id) != id:
-		return errors.New("instance ID has white space at either end")
 	}
 	if err := netcfg.CheckLine(id); err != nil {
 		return fmt.Errorf("instance ID: %w", err)

@@ -120,12 +120,12 @@ func TestSetPublicKeysBounds(t *testing.T) {
 }
 
 func TestCheckInstanceID(t *testing.T) {
-	for _, id := range []string{"i-1234", "iid-local01", "4a1b2c3d-0000-1111-2222-333344445555", "a.b", "...", strings.Repeat("x", 255)} {
+	for _, id := range []string{"i-1234", "iid-local01", "4a1b2c3d-0000-1111-2222-333344445555", "a.b", "...", " padded ", strings.Repeat("x", 255)} {
 		if err := CheckInstanceID(id); err != nil {
 			t.Errorf("%q: %v", id, err)
 		}
 	}
-	for _, id := range []string{"", ".", "..", "a/b", "/", "a\x00b", "a\nb", "a\tb", "a\u2028", "a\u0085", " a", "a ", strings.Repeat("x", 256), "\xff"} {
+	for _, id := range []string{"", ".", "..", "a/b", "/", "a\x00b", "a\nb", "a\tb", "a\u2028", "a\u0085", "a\x1c", strings.Repeat("x", 256), "\xff"} {
 		err := CheckInstanceID(id)
 		if err == nil {
 			t.Errorf("%q accepted", id)

@@ -20,7 +20,7 @@ func CheckLine(s string) error {
 			if _, n := utf8.DecodeRuneInString(s[i:]); n <= 1 {
 				return fmt.Errorf("invalid UTF-8 at byte %d", i)
 			}
-		case unicode.IsControl(r), r == '\u2028', r == '\u2029', unicode.Is(unicode.Zl, r), unicode.Is(unicode.Zp, r):
+		case unicode.IsControl(r), r == '\u2028', r == '\u2029':
 			return fmt.Errorf("control character %U at byte %d", r, i)
 		}
 	}

@@ -111,7 +111,8 @@ const maxIDInName = 64
 // run of letters, digits, '.', '-' and '_'; otherwise (an ID with other
 // characters, or a long one) its safe prefix and a hash of the whole ID,
 // so that the name is never too long and two IDs that differ only in
-// unsafe characters do not share it.
+// unsafe characters do not share it. The '~' before the hash never occurs
+// in a plain name, so a hashed name cannot equal one.
 func networkdBase(id string) string {
 	safe := fileSafe(id)
 	if safe == id && len(id) <= maxIDInName && id != "." && id != ".." {
