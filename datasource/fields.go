@@ -1,6 +1,7 @@
 package datasource
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -145,4 +146,35 @@ func boundMetaData(doc string, m map[string]any) []string {
 		left -= n + len(k)
 	}
 	return warnings
+}
+
+// checkUsable reports the first field of md that a writer would refuse:
+// what the readers hand on must be writable as it is. For the fuzz
+// targets.
+func checkUsable(md *Metadata) error {
+	if md.InstanceID != "" {
+		if err := CheckInstanceID(md.InstanceID); err != nil {
+			return err
+		}
+	}
+	if err := netcfg.CheckLine(md.Hostname); err != nil {
+		return fmt.Errorf("hostname: %w", err)
+	}
+	total := 0
+	for i, k := range md.PublicKeys {
+		if err := netcfg.CheckLine(k); err != nil || k == "" || len(k) > MaxPublicKey {
+			return fmt.Errorf("public key %d: %v (%d bytes)", i, err, len(k))
+		}
+		total += len(k)
+	}
+	if total > MaxPublicKeys {
+		return fmt.Errorf("public keys take %d bytes", total)
+	}
+	if n, ok := yamlx.Size(md.MetaData, 2*MaxMetaDataExpanded); !ok {
+		return fmt.Errorf("meta-data expands to %d bytes", n)
+	}
+	if _, err := json.Marshal(md.MetaData); err != nil {
+		return fmt.Errorf("meta-data is not JSON: %w", err)
+	}
+	return nil
 }

@@ -784,7 +784,13 @@ func FuzzNoCloudMetaData(f *testing.F) {
 		m.add(noCloudSeed{transport: "fuzz"})
 		m.addMeta(meta, "fuzz")
 		m.hasUser = true
-		_, _ = m.metadata("", slog.New(slog.DiscardHandler))
+		md, err := m.metadata("", slog.New(slog.DiscardHandler))
+		if err != nil {
+			return
+		}
+		if err := checkUsable(md); err != nil {
+			t.Fatalf("reader handed on a field a writer refuses: %v", err)
+		}
 	})
 }
 

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"math"
 	"os"
 	"regexp"
 	"slices"
@@ -332,6 +333,16 @@ func plainValue(v any) any {
 		return t.String()
 	case int:
 		return int64(t)
+	case float64:
+		// JSON has no infinity or NaN: keep YAML's spelling as text.
+		switch {
+		case math.IsInf(t, 1):
+			return ".inf"
+		case math.IsInf(t, -1):
+			return "-.inf"
+		case math.IsNaN(t):
+			return ".nan"
+		}
 	case time.Time:
 		return t.Format(time.RFC3339Nano)
 	}
