@@ -155,3 +155,38 @@ func TestBootAliasesResolvedAndBounded(t *testing.T) {
 		t.Errorf("instance-id %q", got)
 	}
 }
+
+// Issue 11 class 1, the example as reported: a few kilobytes of
+// gzip+base64 guestinfo metadata whose network mapping names one 1 MiB
+// string a thousand times made boot die re-encoding the mapping.
+func TestBootVMwareNetworkAliasBomb(t *testing.T) {
+	env, gi := vmwareStub(t)
+	root := scratchRoot(t, "VMware7,1", "VMware, Inc.", "4213ABCD-1234-5678-9ABC-DEF012345678")
+	var doc strings.Builder
+	doc.WriteString("instance-id: i-vmw\nlocal-hostname: vm1\nnetwork:\n  version: 2\n  x: &big " + strings.Repeat("x", 1<<20) + "\n  ethernets:\n    e0:\n      dhcp4: true\n      l:\n")
+	for range 1000 {
+		doc.WriteString("      - *big\n")
+	}
+	enc := gzipBase64(t, doc.String())
+	if len(enc) > 8<<10 {
+		t.Fatalf("metadata is %d bytes encoded; the point is that it is small", len(enc))
+	}
+	writeFile(t, filepath.Join(gi, "guestinfo.metadata"), enc, 0o644)
+	writeFile(t, filepath.Join(gi, "guestinfo.metadata.encoding"), "gzip+base64", 0o644)
+	r := runBinary(t, env, "boot", "--root", root)
+	if r.code != exitOK {
+		t.Fatalf("boot: %v", r)
+	}
+	if got := metaDataID(t, root); got != "i-vmw" {
+		t.Errorf("instance-id %q", got)
+	}
+	var st struct {
+		Dropped []string `json:"dropped"`
+	}
+	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(root, statusPath))), &st); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Dropped) != 1 || !strings.Contains(st.Dropped[0], "network") || !strings.Contains(st.Dropped[0], "expands to more than") {
+		t.Errorf("dropped = %q", st.Dropped)
+	}
+}
