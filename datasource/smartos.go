@@ -45,17 +45,30 @@ var noBase64 = []string{
 // recognised by their socket (and uname -v "BrandZ virtual linux"), KVM and
 // bhyve guests by the DMI product name.
 func DetectSmartOS(root sysroot.Root, forced string) (mdata.Transport, string, error) {
+	d, err := detectSmartOS(root, forced)
+	if err != nil {
+		return nil, "", err
+	}
+	return d.transport, d.Reason, nil
+}
+
+// detectSmartOS is DetectSmartOS as a Detection. When there is no
+// transport, the Detection says why and the error wraps ErrNoSource.
+func detectSmartOS(root sysroot.Root, forced string) (Detection, error) {
+	d := Detection{Candidate: Candidate{Source: SourceSmartOS}}
 	t, reason, err := mdata.Detect(root, forced)
 	if err != nil {
 		if errors.Is(err, mdata.ErrNoTransport) {
-			return nil, "", fmt.Errorf("%w: %w", ErrNoSource, err)
+			d.Reason = err.Error()
+			return d, fmt.Errorf("%w: %w", ErrNoSource, err)
 		}
-		return nil, "", err
+		return d, err
 	}
 	if root.IsReal() && isBrandZ() {
 		reason += " (uname -v: BrandZ virtual linux)"
 	}
-	return t, reason, nil
+	d.Found, d.Reason, d.transport = true, reason, t
+	return d, nil
 }
 
 // ReadSmartOS reads the instance's metadata through c, in one session.

@@ -19,6 +19,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/seedkeeper/seedkeeper/internal/dmi"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 	"github.com/seedkeeper/seedkeeper/internal/yamlx"
 	"github.com/seedkeeper/seedkeeper/netcfg"
@@ -62,9 +63,9 @@ type VMwareOptions struct {
 	// can run vmware-rpctool) matters more than later re-reads.
 	Redact bool
 
-	// Log receives what the reader decided; nil discards. Values are
+	// Logger receives what the reader decided; nil discards. Values are
 	// never logged.
-	Log *slog.Logger
+	Logger *slog.Logger
 }
 
 func (o *VMwareOptions) runner() CommandRunner {
@@ -82,8 +83,8 @@ func (o *VMwareOptions) getenv() func(string) string {
 }
 
 func (o *VMwareOptions) logger() *slog.Logger {
-	if o.Log != nil {
-		return o.Log
+	if o.Logger != nil {
+		return o.Logger
 	}
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
@@ -106,7 +107,7 @@ func DetectVMware(root sysroot.Root) (bool, string) {
 
 // vmwarePlatform is cloud-init's is_vmware_platform check.
 func vmwarePlatform(root sysroot.Root) (bool, string) {
-	name, err := vmwareDMI(root, "product_name")
+	name, err := dmi.Read(root, "product_name")
 	if err != nil {
 		return false, err.Error()
 	}
@@ -190,7 +191,7 @@ func vmwareMetadata(raw *rawGuestinfo, root sysroot.Root, log *slog.Logger) (*Me
 		return nil, fmt.Errorf("%s: %w", raw.name("metadata"), err)
 	}
 
-	uuid, err := vmwareDMI(root, "product_uuid")
+	uuid, err := dmi.Read(root, "product_uuid")
 	if err != nil {
 		log.Warn("no machine identity", "err", err)
 	}

@@ -110,7 +110,7 @@ func TestReadVMwareEmptyStdout(t *testing.T) {
 	s.set("userdata", "data")
 	var logs logBuffer
 	opt := s.options()
-	opt.Log = logs.logger()
+	opt.Logger = logs.logger()
 	md, err := ReadVMware(context.Background(), opt)
 	if err != nil {
 		t.Fatal(err)
@@ -581,7 +581,7 @@ func TestReadVMwareNetworkDrivers(t *testing.T) {
 			s.set("metadata", tc.doc)
 			var logs logBuffer
 			opt := s.options()
-			opt.Log = logs.logger()
+			opt.Logger = logs.logger()
 			md, err := ReadVMware(context.Background(), opt)
 			if err != nil {
 				t.Fatal(err)
@@ -666,7 +666,7 @@ func TestReadVMwareRedactOffByDefault(t *testing.T) {
 	s.set("userdata", "ud")
 	var logs logBuffer
 	opt := s.options()
-	opt.Log = logs.logger()
+	opt.Logger = logs.logger()
 	if _, err := ReadVMware(context.Background(), opt); err != nil {
 		t.Fatal(err)
 	}
@@ -715,7 +715,7 @@ func TestReadVMwareRedactFailureIsLogged(t *testing.T) {
 	var logs logBuffer
 	opt := s.options()
 	opt.Redact = true
-	opt.Log = logs.logger()
+	opt.Logger = logs.logger()
 	opt.Runner = RunnerFunc(func(ctx context.Context, argv []string) (CommandResult, error) {
 		if strings.HasPrefix(argv[len(argv)-1], "info-set ") {
 			return CommandResult{Stderr: []byte("Permission denied\n"), ExitCode: 1}, nil

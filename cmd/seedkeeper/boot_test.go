@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seedkeeper/seedkeeper/agent"
 	"github.com/seedkeeper/seedkeeper/mdata/mdatatest"
 )
 
@@ -590,7 +591,7 @@ func TestBootWaitsForSilentMdataHost(t *testing.T) {
 		}
 	})
 
-	extend := fmt.Sprintf("EXTEND_TIMEOUT_USEC=%d", waitExtension.Microseconds())
+	extend := fmt.Sprintf("EXTEND_TIMEOUT_USEC=%d", agent.WaitExtension.Microseconds())
 	waitFor(t, extend, func() bool { return notify.has(extend) })
 	if !slices.ContainsFunc(notify.lines(), func(s string) bool {
 		return strings.HasPrefix(s, "STATUS=waiting for the metadata host on "+transport)

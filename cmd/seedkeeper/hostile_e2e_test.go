@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/seedkeeper/seedkeeper/agent"
 )
 
 // hostileSeed puts a NoCloud seed with these files into root's seed
@@ -54,7 +56,7 @@ func TestBootHostileFieldsDegrade(t *testing.T) {
 			Action, Reason string
 		} `json:"network"`
 	}
-	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(root, statusPath))), &st); err != nil {
+	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(root, agent.StatusPath))), &st); err != nil {
 		t.Fatal(err)
 	}
 	all := strings.Join(st.Dropped, "\n")
@@ -74,7 +76,7 @@ func TestBootHostileFieldsDegrade(t *testing.T) {
 	if st.Outcome != "ok" || st.Network.Action != "skipped" {
 		t.Errorf("outcome %q, network %+v", st.Outcome, st.Network)
 	}
-	if ents, _ := os.ReadDir(filepath.Join(root, networkDir)); len(ents) != 0 {
+	if ents, _ := os.ReadDir(filepath.Join(root, agent.NetworkDir)); len(ents) != 0 {
 		t.Errorf("networkd files written from a refused configuration: %v", ents)
 	}
 	s := runBinary(t, nil, "status", "--root", root)
@@ -183,7 +185,7 @@ func TestBootVMwareNetworkAliasBomb(t *testing.T) {
 	var st struct {
 		Dropped []string `json:"dropped"`
 	}
-	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(root, statusPath))), &st); err != nil {
+	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(root, agent.StatusPath))), &st); err != nil {
 		t.Fatal(err)
 	}
 	if len(st.Dropped) != 1 || !strings.Contains(st.Dropped[0], "network") || !strings.Contains(st.Dropped[0], "expands to more than") {

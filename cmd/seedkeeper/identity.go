@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"time"
@@ -37,35 +36,15 @@ Exit status:
 
 // runIdentity implements "seedkeeper identity show|reset".
 func runIdentity(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, identityUsage)
-		return exitUsage
+	fs, code, ok := subcommand("identity", args, []string{"show", "reset"}, identityUsage, stdout, stderr)
+	if !ok {
+		return code
 	}
 	sub := args[0]
-	switch sub {
-	case "-h", "-help", "--help", "help":
-		fmt.Fprint(stdout, identityUsage)
-		return exitOK
-	case "show", "reset":
-	default:
-		fmt.Fprintf(stderr, "seedkeeper identity: unknown command %q (want show or reset)\n", sub)
-		return exitUsage
-	}
-	fs := flag.NewFlagSet("seedkeeper identity "+sub, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	rootDir := fs.String("root", "", "")
 	asJSON := fs.Bool("json", false, "")
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, identityUsage)
-			return exitOK
-		}
-		fmt.Fprintf(stderr, "seedkeeper identity %s: %v\n", sub, err)
-		return exitUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "seedkeeper identity %s: unexpected argument %q\n", sub, fs.Arg(0))
-		return exitUsage
+	if code, ok := parseSubFlags(fs, args[1:], identityUsage, stdout, stderr); !ok {
+		return code
 	}
 	root := sysroot.Root(*rootDir)
 	fail := func(err error) int {

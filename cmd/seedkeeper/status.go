@@ -6,13 +6,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 
-	"gopkg.in/yaml.v3"
-
+	"github.com/seedkeeper/seedkeeper/agent"
 	"github.com/seedkeeper/seedkeeper/identity"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
@@ -28,9 +24,6 @@ seedkeeper's drop-in (a later datasource_list or network key).
 Exit status: 0, or 1 when boot has not run yet, 2 on error.
 `
 
-// dropIn is the cloud-init configuration seedkeeper ships.
-const dropIn = "/etc/cloud/cloud.cfg.d/95-seedkeeper.cfg"
-
 func runStatus(args []string, stdout, stderr io.Writer) int {
 	flags := newFlags("status", stderr)
 	root := flags.String("root", "", "")
@@ -39,8 +32,7 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	r := sysroot.Root(*root)
-	var st bootStatus
-	b, err := os.ReadFile(r.Path(statusPath))
+	st, err := agent.ReadStatus(r)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		fmt.Fprintln(stderr, "seedkeeper boot has not run on this machine yet")
@@ -49,16 +41,12 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "seedkeeper status: %v\n", err)
 		return exitError
 	}
-	if err := json.Unmarshal(b, &st); err != nil {
-		fmt.Fprintf(stderr, "seedkeeper status: %s: %v\n", r.Path(statusPath), err)
-		return exitError
-	}
-	warnings := cloudCfgWarnings(r)
+	warnings := agent.CloudConfigWarnings(r)
 	if *asJSON {
 		out := struct {
-			bootStatus
+			agent.Status
 			Warnings []string `json:"warnings,omitempty"`
-		}{st, warnings}
+		}{*st, warnings}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false)
@@ -67,11 +55,11 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitOK
 	}
-	printStatus(stdout, &st, r, warnings)
+	printStatus(stdout, st, r, warnings)
 	return exitOK
 }
 
-func printStatus(w io.Writer, st *bootStatus, r sysroot.Root, warnings []string) {
+func printStatus(w io.Writer, st *agent.Status, r sysroot.Root, warnings []string) {
 	fmt.Fprintf(w, "Last boot:   %s (seedkeeper %s): %s\n", st.Time.Format("2006-01-02 15:04:05 MST"), st.Seedkeeper, st.Outcome)
 	if st.Error != "" {
 		fmt.Fprintf(w, "Error:       %s\n", st.Error)
@@ -139,43 +127,4 @@ func printStatus(w io.Writer, st *bootStatus, r sysroot.Root, warnings []string)
 	for _, x := range warnings {
 		fmt.Fprintf(w, "Warning:     %s\n", x)
 	}
-}
-
-// cloudCfgWarnings reports cloud-init settings that silently override
-// seedkeeper's drop-in: cloud-init reads cloud.cfg and then cloud.cfg.d/*.cfg
-// in name order, later files winning, and system config ranks above the
-// datasource for network config.
-func cloudCfgWarnings(r sysroot.Root) []string {
-	var warn []string
-	if _, err := os.Stat(r.Path(dropIn)); err != nil {
-		warn = append(warn, fmt.Sprintf("%s is missing: cloud-init may not use seedkeeper's seed", dropIn))
-	}
-	files := []string{"/etc/cloud/cloud.cfg"}
-	matches, _ := filepath.Glob(r.Path("/etc/cloud/cloud.cfg.d/*.cfg"))
-	slices.Sort(matches)
-	for _, m := range matches {
-		files = append(files, r.Rel(m))
-	}
-	last := map[string]string{}
-	for _, f := range files {
-		b, err := os.ReadFile(r.Path(f))
-		if err != nil {
-			continue
-		}
-		var doc map[string]any
-		if yaml.Unmarshal(b, &doc) != nil {
-			continue
-		}
-		for _, k := range []string{"datasource_list", "network"} {
-			if _, ok := doc[k]; ok {
-				last[k] = f
-			}
-		}
-	}
-	for _, k := range []string{"datasource_list", "network"} {
-		if f, ok := last[k]; ok && f != dropIn {
-			warn = append(warn, fmt.Sprintf("%s sets %s and overrides %s", f, k, dropIn))
-		}
-	}
-	return warn
 }
