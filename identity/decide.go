@@ -162,8 +162,11 @@ func MachineIdentity(s string) string {
 // It always returns a usable Decision when in.ReportedID is set. When the
 // state file is unreadable the Decision keeps cloud-init's current ID
 // (RuleBadState) and the error wraps ErrBadState; when the new state cannot
-// be saved the Decision stands and the error says so. The caller should log
-// the error and go on with d.InstanceID.
+// be saved the Decision stands and the error says so. A stored ID that
+// cloud-init could not use (the pin, or cloud-init's current ID; see
+// datasource.CheckInstanceID) is treated as absent: the Decision is made
+// without it, its Explanation says so and the error wraps ErrUnusableID.
+// The caller should log the error and go on with d.InstanceID.
 func Decide(in Input) (Decision, error) {
 	if in.ReportedID == "" {
 		return Decision{}, errors.New("deciding the instance ID: the source reported no instance ID")
@@ -180,14 +183,16 @@ func Decide(in Input) (Decision, error) {
 	if err == nil && ciErr != nil {
 		err = ciErr
 	}
+	dropped := dropUnusable(in.Root, st, &ciID)
 	if err != nil {
-		return fallback(in, ciID, err), err
+		return ignored(fallback(in, ciID, err), dropped), errors.Join(append([]error{err}, dropped...)...)
 	}
 	d, next := decide(st, ciID, in, now)
+	d = ignored(d, dropped)
 	if _, err := Save(in.Root, next); err != nil {
-		return d, fmt.Errorf("saving the identity decision: %w", err)
+		dropped = append(dropped, fmt.Errorf("saving the identity decision: %w", err))
 	}
-	return d, nil
+	return d, errors.Join(dropped...)
 }
 
 // fallback keeps cloud-init's current ID (or passes the reported one
@@ -279,7 +284,7 @@ func decide(st *State, ciID string, in Input, now time.Time) (Decision, *State) 
 		old := *st
 		id := in.ReportedID
 		if id == old.InstanceID || id == ciID {
-			id = id + "-m" + DerivedID([]byte(in.MachineID), nil)[:8]
+			id = withSuffix(id, "-m"+DerivedID([]byte(in.MachineID), nil)[:8])
 		}
 		pin(id, RuleNewMachine)
 		d.Explanation = fmt.Sprintf("Instance ID %q: this machine (%s) is not the one the pin %q belongs to (%s, pinned at %s): it is a clone or a copied disk, so the pin is dropped and this boot is a new instance, with new SSH host keys. The %s source reported %q",
@@ -339,9 +344,12 @@ func decide(st *State, ciID string, in Input, now time.Time) (Decision, *State) 
 // resetID derives the post-reset ID from the reported one and the reset's
 // suffix, making sure it differs from every ID in avoid.
 func resetID(reported, suffix string, avoid ...string) string {
-	id := reported + "-r" + suffix
-	for slices.Contains(avoid, id) {
-		id += "-r" + suffix
+	tail := "-r" + suffix
+	id := withSuffix(reported, tail)
+	// Bounded: a reported ID cut short to fit could repeat an avoided one.
+	for i := 0; i <= len(avoid) && slices.Contains(avoid, id); i++ {
+		tail += "-r" + suffix
+		id = withSuffix(reported, tail)
 	}
 	return id
 }

@@ -101,6 +101,29 @@ func TestBootDotDotInstanceID(t *testing.T) {
 	}
 }
 
+// Issue 11 class 8: a cloud-init instance-id file or a pinned ID that
+// cloud-init could not use was handed back to it, and seed.Write failed
+// the boot with exit 2.
+func TestBootUnusableStoredInstanceID(t *testing.T) {
+	for _, c := range []struct{ name, path, data string }{
+		{"cloud-init's", "var/lib/cloud/data/instance-id", "../../etc\n"},
+		{"pinned", "var/lib/seedkeeper/identity.json", `{"version":1,"instance_id":"..","machine_id":"` +
+			strings.ToLower(kvmUUID) + `","rule":6,"rule_name":"first-run"}`},
+	} {
+		root := scratchRoot(t, kvmProduct, kvmVendor, kvmUUID)
+		// No instance-id: NoCloud's default, which adopts or keeps a stored ID.
+		hostileSeed(t, root, map[string]string{"meta-data": "local-hostname: h1\n", "user-data": ""})
+		writeFile(t, filepath.Join(root, c.path), c.data, 0o644)
+		bootOK(t, root)
+		if got := metaDataID(t, root); got != "nocloud" {
+			t.Errorf("%s: meta-data instance-id %q, want the reported default", c.name, got)
+		}
+		if st := readStatus(t, root); st.Identity == nil || !strings.Contains(st.Identity.Explanation, "Not used: stored instance ID is not usable") {
+			t.Errorf("%s: status %+v", c.name, st.Identity)
+		}
+	}
+}
+
 // Issue 11 class 8: a meta-data mapping with a key that is not a string
 // made fetch --json print nothing and exit 0.
 func TestFetchJSONNonStringKey(t *testing.T) {
