@@ -118,18 +118,19 @@ func (e *Env) boot(ctx context.Context, st *Status, netMode NetworkMode) error {
 	if err != nil {
 		return fail(err)
 	}
-	st.Source, st.Transport = md.Source, md.Origin.Transport
+	st.Source, st.Transport, st.Dropped = md.Source, md.Origin.Transport, md.Warnings
 	e.Log.Info("metadata read", "source", md.Source, "transport", md.Origin.Transport,
 		"instance_id", md.InstanceID, "keys", len(md.Origin.Items))
 
 	// Decide the identity. A decision comes back even with an error (a
-	// corrupt state file): it is the safe one, so go on with it.
+	// corrupt state file, a stored ID cloud-init could not use): it is the
+	// safe one, so go on with it.
 	d, err := identity.Decide(identity.FromMetadata(e.Root, md))
 	if d.InstanceID == "" {
 		return fail(fmt.Errorf("deciding the instance ID: %w", err))
 	}
 	if err != nil {
-		e.Log.Error("identity state not usable; keeping the safe ID", "err", err)
+		e.Log.Error("identity: stored state not usable; going on with the safe ID", "err", err)
 	}
 	st.Identity = &d
 	e.Log.Info("instance ID decided", "instance_id", d.InstanceID, "reported", d.ReportedID,

@@ -29,6 +29,7 @@ type Fetched struct {
 	VendorData          *string         `json:"vendor_data"`
 	SmartOS             *FetchedSmartOS `json:"smartos,omitempty"`
 	MetaData            map[string]any  `json:"meta_data,omitempty"`
+	Dropped             []string        `json:"dropped,omitempty"` // fields of the metadata not used, and why
 }
 
 // FetchedSmartOS is the SmartOS part of Fetched.
@@ -50,7 +51,7 @@ func Normalize(md *datasource.Metadata, secrets bool) (*Fetched, error) {
 		InstanceID: md.InstanceID, InstanceIDDefaulted: md.InstanceIDDefaulted,
 		Hostname: md.Hostname, MachineID: md.MachineID, PublicKeys: md.PublicKeys,
 		UserData: secret(md.UserData, md.UserData != nil, secrets), VendorData: secret(md.VendorData, md.VendorData != nil, secrets),
-		MetaData: redactMeta(md.MetaData, secrets),
+		MetaData: redactMeta(md.MetaData, secrets), Dropped: md.Warnings,
 	}
 	if out.PublicKeys == nil {
 		out.PublicKeys = []string{}

@@ -28,6 +28,7 @@ type Status struct {
 	Candidates  []datasource.Candidate `json:"candidates,omitempty"`
 	CloudInit   *nosource.Hold         `json:"cloud_init,omitempty"`
 	DeviceWait  string                 `json:"device_wait,omitempty"`
+	Dropped     []string               `json:"dropped,omitempty"` // fields of the metadata not used, and why
 	Identity    *identity.Decision     `json:"identity,omitempty"`
 	Seed        *SeedStatus            `json:"seed,omitempty"`
 	Network     *NetResult             `json:"network,omitempty"`

@@ -296,6 +296,7 @@ type noCloudMerge struct {
 	userName, vendorName, networkName string
 	hasUser, hasVendor, hasNetwork    bool
 	transports, items                 []string
+	warnings                          []string
 }
 
 // addMeta merges meta-data keys, first-wins, and records the source.
@@ -310,6 +311,7 @@ func (m *noCloudMerge) addMeta(md noCloudMeta, transport string) {
 		}
 	}
 	m.transports = append(m.transports, transport)
+	m.warnings = append(m.warnings, md.warnings...)
 }
 
 // add merges a seed: its meta-data under what is there, its files over it.
@@ -347,21 +349,28 @@ func (m *noCloudMerge) metadata(root sysroot.Root, log *slog.Logger) (*Metadata,
 	if mode, _, _ := noCloudString(m.meta, "dsmode"); mode == "disabled" {
 		return nil, fmt.Errorf("nocloud (%s): %w: meta-data dsmode is disabled", md.Origin.Transport, ErrNoSource)
 	}
+	for _, w := range m.warnings {
+		md.warn(log, w)
+	}
 	id, ok, err := noCloudString(m.meta, "instance-id")
 	if err != nil {
-		return nil, err
+		md.warn(log, err.Error()+"; treating it as absent")
 	}
-	if !ok || strings.TrimSpace(id) == "" {
+	if !ok || strings.TrimSpace(id) == "" || md.usableInstanceID(log, "meta-data instance-id", id) == "" {
 		id, md.InstanceIDDefaulted = "nocloud", true
-		log.Info("meta-data has no instance-id; using cloud-init's default", "instance_id", id)
+		log.Info("meta-data has no usable instance-id; using cloud-init's default", "instance_id", id)
 	}
 	md.InstanceID = id
-	if md.Hostname, _, err = noCloudString(m.meta, "local-hostname"); err != nil {
-		return nil, err
+	if name, ok, err := noCloudString(m.meta, "local-hostname"); err != nil {
+		md.warn(log, err.Error()+"; dropped")
+	} else if ok {
+		md.setHostname(log, "meta-data local-hostname", name)
 	}
-	if md.PublicKeys, err = noCloudPublicKeys(m.meta["public-keys"], m.nodes["public-keys"]); err != nil {
-		return nil, err
+	keys, where, warnings := noCloudPublicKeys(m.meta["public-keys"], m.nodes["public-keys"])
+	for _, w := range warnings {
+		md.warn(log, w)
 	}
+	md.setPublicKeys(log, keys, where)
 	md.MachineID = strings.ToLower(dmi.Value(root, "product_uuid"))
 
 	md.UserData = m.user
@@ -379,7 +388,10 @@ func (m *noCloudMerge) metadata(root sysroot.Root, log *slog.Logger) (*Metadata,
 			log.Info("network-config disables networking; leaving the network alone", "file", m.networkName)
 			md.Network = nil
 		case err != nil:
-			return nil, fmt.Errorf("%s: %w", m.networkName, err)
+			// The rest of the seed is good: hand it over and leave the
+			// network alone, rather than fail the whole boot.
+			md.warn(log, fmt.Sprintf("%s dropped, leaving the network alone: %v", m.networkName, err))
+			md.Network, md.NetworkConfigRaw = nil, nil
 		}
 	} else if _, ok := m.meta["network-interfaces"]; ok {
 		log.Warn("meta-data network-interfaces (ENI, deprecated) is not supported; leaving the network alone")

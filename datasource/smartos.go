@@ -94,13 +94,21 @@ func ReadSmartOS(ctx context.Context, c *mdata.Client, log *slog.Logger) (*Metad
 	if md.InstanceID == "" {
 		return nil, fmt.Errorf("smartos: the host has no sdc:uuid")
 	}
+	// sdc:uuid is both the instance and the machine identity: there is
+	// no default to fall back on.
+	if err := CheckInstanceID(md.InstanceID); err != nil {
+		return nil, fmt.Errorf("smartos: sdc:uuid: %w", err)
+	}
 	md.MachineID = strings.ToLower(md.InstanceID)
-	md.Hostname = firstNonEmpty(r.str("hostname"), r.str("sdc:hostname"), md.InstanceID)
-	for _, l := range strings.Split(r.str("root_authorized_keys"), "\n") {
+	md.setHostname(log, "hostname", firstNonEmpty(r.str("hostname"), r.str("sdc:hostname"), md.InstanceID))
+	var keys, where []string
+	for i, l := range strings.Split(r.str("root_authorized_keys"), "\n") {
 		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
-			md.PublicKeys = append(md.PublicKeys, l)
+			keys = append(keys, l)
+			where = append(where, fmt.Sprintf("root_authorized_keys line %d", i+1))
 		}
 	}
+	md.setPublicKeys(log, keys, where)
 	md.UserData = r.vals["cloud-init:user-data"]
 	md.VendorData = r.vals["sdc:vendor-data"]
 
@@ -116,7 +124,7 @@ func ReadSmartOS(ctx context.Context, c *mdata.Client, log *slog.Logger) (*Metad
 	if nics, ok := r.vals["sdc:nics"]; ok {
 		cfg, err := netcfg.FromSmartOS(nics, r.vals["sdc:routes"], r.vals["sdc:resolvers"], ex.DNSDomain)
 		if err != nil {
-			return nil, fmt.Errorf("smartos: %w", err)
+			md.warn(log, fmt.Sprintf("sdc:nics dropped, leaving the network alone: %v", err))
 		}
 		md.Network = cfg
 	}

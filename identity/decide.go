@@ -153,8 +153,11 @@ func Classify(in Input) Kind {
 // It always returns a usable Decision when in.ReportedID is set. When the
 // state file is unreadable the Decision keeps cloud-init's current ID
 // (RuleBadState) and the error wraps ErrBadState; when the new state cannot
-// be saved the Decision stands and the error says so. The caller should log
-// the error and go on with d.InstanceID.
+// be saved the Decision stands and the error says so. A stored ID that
+// cloud-init could not use (the pin, or cloud-init's current ID; see
+// datasource.CheckInstanceID) is treated as absent: the Decision is made
+// without it, its Explanation says so and the error wraps ErrUnusableID.
+// The caller should log the error and go on with d.InstanceID.
 func Decide(in Input) (Decision, error) {
 	if in.ReportedID == "" {
 		return Decision{}, errors.New("deciding the instance ID: the source reported no instance ID")
@@ -175,21 +178,25 @@ func Decide(in Input) (Decision, error) {
 	if seal != nil {
 		st, ci, err = nil, CloudInit{}, nil
 	}
+	dropped := dropUnusable(in.Root, st, &ci.ID)
 	if err != nil {
-		return fallback(in, ci.Adoptable(), err), err
+		return ignored(fallback(in, ci.Adoptable(), err), dropped), errors.Join(append([]error{err}, dropped...)...)
 	}
 	d, next := decide(st, ci, in, now)
+	d = ignored(d, dropped)
 	if seal != nil {
 		d.Explanation += seal.explain()
 		next.Last.Explanation = d.Explanation
 	}
 	if _, err := Save(in.Root, next); err != nil {
-		return d, fmt.Errorf("saving the identity decision: %w", err)
+		return d, errors.Join(append(dropped, fmt.Errorf("saving the identity decision: %w", err))...)
 	}
 	if seal != nil {
-		return d, consumeSeal(in.Root)
+		if err := consumeSeal(in.Root); err != nil {
+			dropped = append(dropped, err)
+		}
 	}
-	return d, nil
+	return d, errors.Join(dropped...)
 }
 
 // fallback keeps cloud-init's current ID (or passes the reported one
@@ -323,7 +330,7 @@ func decide(st *State, ci CloudInit, in Input, now time.Time) (Decision, *State)
 		old := *st
 		id := in.ReportedID
 		if id == old.InstanceID || id == ciID {
-			id = id + "-m" + DerivedID([]byte(in.MachineID), nil)[:8]
+			id = withSuffix(id, "-m"+DerivedID([]byte(in.MachineID), nil)[:8])
 		}
 		pin(id, RuleNewMachine)
 		d.Explanation = fmt.Sprintf("Instance ID %q: this machine (%s) is not the one the pin %q belongs to (%s, pinned at %s): it is a clone or a copied disk, so the pin is dropped and this boot is a new instance, with new SSH host keys. The %s source reported %q",
@@ -383,9 +390,12 @@ func decide(st *State, ci CloudInit, in Input, now time.Time) (Decision, *State)
 // resetID derives the post-reset ID from the reported one and the reset's
 // suffix, making sure it differs from every ID in avoid.
 func resetID(reported, suffix string, avoid ...string) string {
-	id := reported + "-r" + suffix
-	for slices.Contains(avoid, id) {
-		id += "-r" + suffix
+	tail := "-r" + suffix
+	id := withSuffix(reported, tail)
+	// Bounded: a reported ID cut short to fit could repeat an avoided one.
+	for i := 0; i <= len(avoid) && slices.Contains(avoid, id); i++ {
+		tail += "-r" + suffix
+		id = withSuffix(reported, tail)
 	}
 	return id
 }

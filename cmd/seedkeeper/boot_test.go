@@ -549,15 +549,24 @@ func TestBootSmartOSBadNICs(t *testing.T) {
 	st.SetString("sdc:nics", `[{"interface":"net0","mac":"90:b8:d0:4a:1b:01",`)
 	_, transport := smartosHost(t, st)
 	root := scratchRoot(t, "SmartDC HVM", "Joyent", "")
+	// Issue 11 class 7: the bad network is dropped and named; the seed
+	// is written and the network left alone.
 	r := runBinary(t, []string{"SEEDKEEPER_MDATA=" + transport}, "boot", "--root", root)
-	if r.code != exitError || !strings.Contains(r.stderr, "sdc:nics") {
+	if r.code != exitOK || !strings.Contains(r.stderr, "sdc:nics dropped, leaving the network alone") {
 		t.Fatalf("boot with bad sdc:nics JSON: %v", r)
 	}
-	if s := readStatus(t, root); s.Outcome != "error" || !strings.Contains(s.Error, "sdc:nics") {
-		t.Errorf("status: %+v", s)
+	var status struct {
+		Outcome string   `json:"outcome"`
+		Dropped []string `json:"dropped"`
 	}
-	if _, err := os.Stat(seedPath(root, "meta-data")); !os.IsNotExist(err) {
-		t.Errorf("a seed was written from metadata that could not be read (%v)", err)
+	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(root, statusPath))), &status); err != nil {
+		t.Fatal(err)
+	}
+	if status.Outcome != "ok" || len(status.Dropped) != 1 || !strings.HasPrefix(status.Dropped[0], "sdc:nics dropped") {
+		t.Errorf("status: %+v", status)
+	}
+	if _, err := os.Stat(seedPath(root, "meta-data")); err != nil {
+		t.Errorf("no seed written: %v", err)
 	}
 }
 

@@ -34,7 +34,8 @@ hostname, machine_id, public_keys, network_config (the normalized network
 configuration as a cloud-init v1 document, or null: leave the network
 alone), network_drivers (null when the metadata sets none), user_data,
 vendor_data, smartos (user_script, operator_script, legacy_user_data,
-availability_zone, dns_domain), meta_data.
+availability_zone, dns_domain), meta_data, dropped (the metadata fields
+not used, and why; absent when none).
 
 Exit status: 0, 1 no metadata source, 2 error, 3 usage, 10 timed out.
 `
@@ -96,7 +97,10 @@ func runFetch(args []string, stdout, stderr io.Writer) int {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false) // "<redacted: ...>", not "\u003credacted"
-		enc.Encode(out)
+		if err := enc.Encode(out); err != nil {
+			fmt.Fprintf(stderr, "seedkeeper fetch: writing JSON: %v\n", err)
+			return exitError
+		}
 		return exitOK
 	}
 	printFetch(stdout, out)
@@ -144,6 +148,9 @@ func printFetch(w io.Writer, o *agent.Fetched) {
 	for _, k := range slices.Sorted(maps.Keys(o.MetaData)) {
 		b, _ := json.Marshal(o.MetaData[k])
 		line("meta-data "+k, string(b))
+	}
+	for _, d := range o.Dropped {
+		line("dropped", d)
 	}
 }
 

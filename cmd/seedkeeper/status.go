@@ -94,6 +94,9 @@ func printStatus(w io.Writer, st *agent.Status, r sysroot.Root, warnings []strin
 	if h := st.CloudInit; h != nil {
 		fmt.Fprintf(w, "cloud-init:  %s\n", h.Reason)
 	}
+	for _, d := range st.Dropped {
+		fmt.Fprintf(w, "Dropped:     %s\n", d)
+	}
 	if d := st.Identity; d != nil {
 		fmt.Fprintf(w, "Instance ID: %s (reported %s; rule %d, %s)\n", d.InstanceID, d.ReportedID, d.Rule, d.RuleName)
 		fmt.Fprintf(w, "Why:         %s\n", d.Explanation)

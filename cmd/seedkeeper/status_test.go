@@ -26,14 +26,16 @@ func TestStatusAfterFailedBoot(t *testing.T) {
 	root := scratchRoot(t, kvmProduct, kvmVendor, kvmUUID)
 	seed := filepath.Join(root, "var/lib/cloud/seed/nocloud")
 	copyDir(t, fixtureSeed, seed)
-	writeFile(t, filepath.Join(seed, "network-config"), "version: 2\nethernets:\n  eth0:\n    addresses: [192.0.2.300/24]\n", 0o644)
+	// A meta-data that is not a mapping leaves nothing to use (a bad
+	// network-config only drops the network, issue 11 class 7).
+	writeFile(t, filepath.Join(seed, "meta-data"), "- a list\n", 0o644)
 	r := runInProcess("boot", "--root", root)
-	if r.code != exitError || !strings.Contains(r.stderr, "192.0.2.300/24") {
-		t.Fatalf("boot with a bad network-config: %v", r)
+	if r.code != exitError || !strings.Contains(r.stderr, "meta-data must be a mapping") {
+		t.Fatalf("boot with a bad meta-data: %v", r)
 	}
 	s := runInProcess("status", "--root", root)
 	if s.code != exitOK || !strings.Contains(s.stdout, "): error\n") || !strings.Contains(s.stdout, "Error:       ") ||
-		!strings.Contains(s.stdout, "/var/lib/cloud/seed/nocloud/network-config") {
+		!strings.Contains(s.stdout, "/var/lib/cloud/seed/nocloud/meta-data") {
 		t.Errorf("status after a failed boot:\n%s", s.stdout)
 	}
 }
