@@ -81,8 +81,6 @@ func TestMetaDataErrorsDescribeNotQuote(t *testing.T) {
 		"-----BEGIN OPENSSH PRIVATE KEY-----\nSECRETMARKER\n-----END OPENSSH PRIVATE KEY-----\n",
 		"- SECRETMARKER\n",
 		"SECRETMARKER: [1\n",
-		"instance-id: {SECRETMARKER: 1}\n",
-		"public-keys: [{SECRETMARKER: 1}]\n",
 	} {
 		r := newNCRoot(t)
 		r.seed(NoCloudSeedDir, map[string]string{"meta-data": md, "user-data": "#\n"})
@@ -93,6 +91,28 @@ func TestMetaDataErrorsDescribeNotQuote(t *testing.T) {
 		}
 		if strings.Contains(err.Error(), "SECRETMARKER") {
 			t.Errorf("error quotes the meta-data: %v", err)
+		}
+	}
+	// A bad field degrades that field, not the read (one bad field does
+	// not stop the boot): it is dropped with a warning that describes it.
+	for _, md := range []string{
+		"instance-id: {SECRETMARKER: 1}\n",
+		"public-keys: [{SECRETMARKER: 1}]\n",
+	} {
+		r := newNCRoot(t)
+		r.seed(NoCloudSeedDir, map[string]string{"meta-data": md, "user-data": "#\n"})
+		got, err := ReadNoCloud(context.Background(), r.opts())
+		if err != nil {
+			t.Errorf("meta-data %q: %v", md, err)
+			continue
+		}
+		if len(got.Warnings) == 0 {
+			t.Errorf("meta-data %q read without a warning", md)
+		}
+		for _, w := range got.Warnings {
+			if strings.Contains(w, "SECRETMARKER") {
+				t.Errorf("warning quotes the meta-data: %v", w)
+			}
 		}
 	}
 }

@@ -22,7 +22,8 @@ func TestCheckID(t *testing.T) {
 			t.Errorf("CheckID(%q) = %v, want ErrBadID", bad, err)
 			continue
 		}
-		if bad != "" && strings.Contains(err.Error(), bad) {
+		// "." and ".." are named by the fixed message for dot names.
+		if len(bad) > 2 && strings.Contains(err.Error(), bad) {
 			t.Errorf("CheckID(%q) quotes the ID: %v", bad, err)
 		}
 	}

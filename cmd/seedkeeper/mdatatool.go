@@ -212,6 +212,7 @@ func reportMdataError(stderr io.Writer, tool, key string, err error) int {
 	// The host's messages are its own text: escaped before they reach
 	// the terminal.
 	var he *mdata.HostError
+	var op *mdata.OpError
 	switch {
 	case errors.Is(err, mdata.ErrNotFound):
 		if tool == "list" {
@@ -219,7 +220,6 @@ func reportMdataError(stderr io.Writer, tool, key string, err error) int {
 		} else {
 			fmt.Fprintf(stderr, "No metadata for '%s'\n", key)
 		}
-		return exitNotFound
 	case errors.As(err, &he):
 		switch tool {
 		case "get":
@@ -231,20 +231,18 @@ func reportMdataError(stderr io.Writer, tool, key string, err error) int {
 		default:
 			fmt.Fprintf(stderr, "Error getting metadata: %s\n", safetext.Escape(he.Message))
 		}
-		return exitError
+		return exitCode(he) // the host's answer: an error, whatever it wraps
 	case errors.Is(err, mdata.ErrUnsupported):
 		fmt.Fprintf(stderr, "ERROR: host does not support %s\n", map[string]string{"get": "GET", "put": "PUT", "delete": "DELETE", "list": "KEYS"}[tool])
-		return exitError
 	case errors.Is(err, mdata.ErrUnavailable):
 		fmt.Fprintf(stderr, "ERROR: %s\n", safetext.Escape(fmt.Sprint(errors.Unwrap(err))))
-		return exitTryAgain
+		err = errTimedOut{err}
+	case errors.As(err, &op):
+		fmt.Fprintf(stderr, "ERROR: could not initialise protocol: %s\n", safetext.Escape(op.Err.Error()))
+	default:
+		fmt.Fprintf(stderr, "ERROR: could not initialise protocol: %s\n", safetext.Escape(err.Error()))
 	}
-	var op *mdata.OpError
-	if errors.As(err, &op) {
-		err = op.Err
-	}
-	fmt.Fprintf(stderr, "ERROR: could not initialise protocol: %s\n", safetext.Escape(err.Error()))
-	return exitError
+	return exitCode(err)
 }
 
 // Bounds of -t/--timeout. A value outside them is a usage error (exit 3,

@@ -1,0 +1,43 @@
+// Package dmi reads the SMBIOS (DMI) attributes the Linux kernel exports
+// in /sys/class/dmi/id (product_name, sys_vendor, product_uuid,
+// product_serial, ...), under a sysroot.Root so tests and --root runs read
+// a scratch folder.
+package dmi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+	"unicode"
+
+	"github.com/seedkeeper/seedkeeper/internal/fsutil"
+	"github.com/seedkeeper/seedkeeper/internal/sysroot"
+)
+
+// Dir is where the kernel exports the attributes.
+const Dir = "/sys/class/dmi/id"
+
+// Read returns the attribute name under root with trailing white space
+// (the kernel's newline) removed. A missing attribute is an error wrapping
+// fs.ErrNotExist. The attribute is read through the one bounded reader
+// (fsutil.ReadFileIn): a regular file of at most fsutil.TinyFile bytes,
+// its path resolved under root as the kernel would.
+func Read(root sysroot.Root, name string) (string, error) {
+	b, err := fsutil.ReadFileIn(context.Background(), string(root), Dir+"/"+name, fsutil.TinyFile)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("no DMI %s: %w", name, err)
+		}
+		return "", fmt.Errorf("reading DMI %s: %w", name, err)
+	}
+	return strings.TrimRightFunc(string(b), unicode.IsSpace), nil
+}
+
+// Value returns the attribute name under root with white space trimmed on
+// both sides, or "" when it cannot be read.
+func Value(root sysroot.Root, name string) string {
+	v, _ := Read(root, name)
+	return strings.TrimSpace(v)
+}
