@@ -12,34 +12,49 @@ import (
 	"github.com/seedkeeper/seedkeeper/mdata/internal/wire"
 )
 
-// Timeouts bound each wait for the host. They apply to the wait for the next
-// byte, not to a whole line, so a slow line still works; the whole operation
+// Timeouts bound each wait for the host. They are timeouts on inactivity:
+// they bound the wait for the next byte, never a whole line, so a slow
+// line and a value of several MiB still arrive whole; the whole operation
 // is bounded only by the caller's context.
 type Timeouts struct {
-	// Drain is the silence that ends the drain of stale input on a shared
-	// serial line.
+	// Drain is the quiet gap that ends the drain of stale input on a
+	// shared serial line: what is pending is read at once, then the drain
+	// ends at the first gap this long. Stale lines arriving later are told
+	// apart by the handshake (which restarts on them) and by request IDs.
 	Drain time.Duration
 	// Probe is how long to wait for "invalid command" after the bare "\n".
-	// It also paces the retries while the host is down, so it is short:
-	// when the host comes back, the pending request completes within
-	// about this long.
+	// It also paces the retries while the host is down, so it is short.
 	Probe time.Duration
 	// Negotiate is how long to wait for the answer to NEGOTIATE V2.
 	Negotiate time.Duration
-	// Read is how long to wait for a GET or KEYS answer, Write for a PUT or
-	// DELETE answer (the host updates its store first, which can take
-	// seconds), V1 for any answer from a V1 host.
+	// Read is how long to wait for the first byte of a GET or KEYS answer,
+	// Write for a PUT or DELETE answer (the host updates its store first,
+	// which can take seconds), V1 for any answer from a V1 host.
 	Read, Write, V1 time.Duration
+	// Idle is the longest silence inside a line once it has begun: a
+	// reply cut off mid-line is given up on this long after its last
+	// byte. The default is 250 times the byte time of a 9600-baud line
+	// (about 1 ms) and 2900 times that of a 115200-baud one (87 µs).
+	Idle time.Duration
+	// Nudge is the silence after which a bare "\n" is sent while a probe,
+	// GET or KEYS goes unanswered. A live host answers it at once with
+	// "invalid command"; if that comes back and the answer to the request
+	// has not, the request was lost (a host restarted, or a line that ate
+	// it) and is sent again, so a lost request costs Nudge rather than
+	// Read. A Nudge not shorter than the wait sends none.
+	Nudge time.Duration
 }
 
 // DefaultTimeouts are the timeouts a zero Options uses.
 var DefaultTimeouts = Timeouts{
-	Drain:     100 * time.Millisecond,
+	Drain:     2 * time.Millisecond,
 	Probe:     500 * time.Millisecond,
 	Negotiate: 3 * time.Second,
 	Read:      5 * time.Second,
 	Write:     45 * time.Second,
 	V1:        6 * time.Second,
+	Idle:      250 * time.Millisecond,
+	Nudge:     250 * time.Millisecond,
 }
 
 // Options configure a Client. The zero value is ready to use.
@@ -97,6 +112,7 @@ func New(t Transport, opts *Options) *Client {
 	for _, p := range []struct{ v, def *time.Duration }{
 		{&c.to.Drain, &d.Drain}, {&c.to.Probe, &d.Probe}, {&c.to.Negotiate, &d.Negotiate},
 		{&c.to.Read, &d.Read}, {&c.to.Write, &d.Write}, {&c.to.V1, &d.V1},
+		{&c.to.Idle, &d.Idle}, {&c.to.Nudge, &d.Nudge},
 	} {
 		if *p.v <= 0 {
 			*p.v = *p.def
