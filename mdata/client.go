@@ -70,17 +70,27 @@ type Options struct {
 	ProgressInterval time.Duration
 	// Timeouts default to DefaultTimeouts, field by field.
 	Timeouts Timeouts
+	// Yield lets other processes use a serial port between requests.
+	// Without it a client holds the port's lock from its first request
+	// until Close. With it the lock is released after every request and
+	// taken again before the next, while the port stays open and the
+	// session negotiated (no new handshake): a long-lived client such as
+	// seedkeeper watch keeps mdata-get and cloud-init waiting for at most
+	// one of its requests. Where the port cannot be unlocked without
+	// closing it (Windows), the session is closed instead.
+	Yield bool
 }
 
 // Client talks to the metadata host. Its methods may be called from several
 // goroutines; requests are sent one at a time over one session, which stays
 // open between calls until Close.
 type Client struct {
-	t    Transport
-	log  *slog.Logger
-	prog func(string)
-	tick time.Duration
-	to   Timeouts
+	t     Transport
+	log   *slog.Logger
+	prog  func(string)
+	tick  time.Duration
+	to    Timeouts
+	yield bool
 
 	sem        chan struct{}
 	sess       *session
@@ -95,12 +105,13 @@ func New(t Transport, opts *Options) *Client {
 		o = *opts
 	}
 	c := &Client{
-		t:    t,
-		log:  o.Logger,
-		prog: o.Progress,
-		tick: o.ProgressInterval,
-		to:   o.Timeouts,
-		sem:  make(chan struct{}, 1),
+		t:     t,
+		log:   o.Logger,
+		prog:  o.Progress,
+		tick:  o.ProgressInterval,
+		to:    o.Timeouts,
+		yield: o.Yield,
+		sem:   make(chan struct{}, 1),
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -201,6 +212,7 @@ func (c *Client) do(ctx context.Context, r request) ([]byte, error) {
 	}
 	defer func() { <-c.sem }()
 
+	defer c.yieldPort()
 	w := waiter{c: c, start: time.Now()}
 	for {
 		attempt := time.Now()
@@ -236,9 +248,37 @@ func (c *Client) do(ctx context.Context, r request) ([]byte, error) {
 // minCycle is the shortest time between two session starts.
 const minCycle = 250 * time.Millisecond
 
+// yielder is a Conn whose lock can be let go and taken again while it
+// stays open (a serial port on Unix).
+type yielder interface {
+	unlock()
+	relock(ctx context.Context) error
+}
+
+// yieldPort lets other processes have a shared port until the next
+// request, when the client was asked to.
+func (c *Client) yieldPort() {
+	if !c.yield || c.sess == nil || !c.sess.shared || c.sess.yielded {
+		return
+	}
+	if y, ok := c.sess.conn.(yielder); ok {
+		y.unlock()
+		c.sess.yielded = true
+		return
+	}
+	c.closeSession()
+}
+
 // attempt runs one request, starting a session first when there is none.
 // Any error other than an answer leaves no session behind.
 func (c *Client) attempt(ctx context.Context, r request) ([]byte, error) {
+	if c.sess != nil && c.sess.yielded {
+		if err := c.sess.conn.(yielder).relock(ctx); err != nil {
+			c.closeSession()
+			return nil, err
+		}
+		c.sess.yielded = false
+	}
 	if c.sess == nil {
 		conn, err := c.t.Open(ctx)
 		if err != nil {

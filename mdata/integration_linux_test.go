@@ -208,6 +208,32 @@ func TestIntegrationLockHolderBlocks(t *testing.T) {
 	}
 }
 
+// A client with Yield keeps its session but lets go of the port between
+// requests: another client gets the port while it stays open, and its
+// next request needs no new handshake.
+func TestIntegrationYieldKeepsSessionReleasesPort(t *testing.T) {
+	h, path := startPTY(t, mdatatest.Default())
+	a := mdata.New(mdata.Serial(path), &mdata.Options{Timeouts: quick, Yield: true})
+	defer a.Close()
+	if v, err := a.Get(ctxFor(t, 20*time.Second), "sdc:uuid"); err != nil || string(v) != mdatatest.SampleUUID {
+		t.Fatalf("first Get = %q, %v", v, err)
+	}
+	// Another client in this process, and another process (holding the
+	// classic lock, as mdata-client does), get the port meanwhile.
+	b := mdata.New(mdata.Serial(path), &mdata.Options{Timeouts: quick})
+	if v, err := b.Get(ctxFor(t, 10*time.Second), "hostname"); err != nil || len(v) == 0 {
+		t.Fatalf("the other client's Get while the first is open = %q, %v", v, err)
+	}
+	b.Close()
+	holdLock(t, path)()
+	if v, err := a.Get(ctxFor(t, 20*time.Second), "sdc:uuid"); err != nil || string(v) != mdatatest.SampleUUID {
+		t.Fatalf("second Get = %q, %v", v, err)
+	}
+	if st := h.Stats(); st.Negotiations != 2 || st.Requests["GET"] != 3 {
+		t.Errorf("stats %+v, want 2 handshakes (one per client) for 3 GETs", st)
+	}
+}
+
 // holdLock starts a child process that holds the classic fcntl lock on
 // path (as mdata-client does) and returns once it holds it; release makes
 // the child exit, which drops the lock.

@@ -114,6 +114,38 @@ func (c *serialConn) lock(ctx context.Context) error {
 // lockPoll is how often a held port is tried again.
 const lockPoll = 20 * time.Millisecond
 
+// unlock lets go of the port's lock, in the kernel and in this process,
+// keeping the port open.
+func (c *serialConn) unlock() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.held {
+		return
+	}
+	c.control(func(fd int) error {
+		fl := unix.Flock_t{Type: unix.F_UNLCK, Whence: 0, Start: 0, Len: 0}
+		return unix.FcntlFlock(uintptr(fd), lockCmd, &fl)
+	})
+	c.held = false
+	c.unlockPath()
+}
+
+// relock takes the lock again after unlock, waiting as Open does.
+func (c *serialConn) relock(ctx context.Context) error {
+	release, err := lockPath(ctx, c.path)
+	if err != nil {
+		return err
+	}
+	if err := c.lock(ctx); err != nil {
+		release()
+		return err
+	}
+	c.mu.Lock()
+	c.held, c.unlockPath = true, release
+	c.mu.Unlock()
+	return nil
+}
+
 // Write writes all of p (the reference client once lost frames to short
 // writes, mdata-client PR #25); os.File already loops on short writes and
 // waits for room through the poller, within the write deadline.

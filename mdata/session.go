@@ -37,6 +37,9 @@ type session struct {
 	buf []byte // received bytes not yet consumed
 	off int
 
+	// yielded: the port's lock is let go until the next request.
+	yielded bool
+
 	// nudges counts the bare "\n" sent while waiting for the answer to
 	// the current request whose "invalid command" has not come back.
 	nudges int
