@@ -11,6 +11,7 @@ import (
 
 	"github.com/seedkeeper/seedkeeper/datasource"
 	"github.com/seedkeeper/seedkeeper/hotplug"
+	"github.com/seedkeeper/seedkeeper/mdata"
 	"github.com/seedkeeper/seedkeeper/netcfg"
 )
 
@@ -83,13 +84,29 @@ func runWatch(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 
+	read := func(ctx context.Context) (*datasource.Metadata, error) { return datasource.Read(ctx, source, opts) }
+	if source == datasource.SourceSmartOS {
+		// One mdata session for the daemon's life: no handshake per
+		// event, and the port let go between requests (mdata.Options.Yield).
+		t, _, err := datasource.DetectSmartOS(opts.Root, opts.MdataTransport)
+		if err != nil {
+			e.log.Error("watch: detecting the metadata source", "err", err)
+			return exitError
+		}
+		mo := opts.Mdata
+		mo.Logger, mo.Yield = e.log, true
+		c := mdata.New(t, &mo)
+		defer c.Close()
+		read = func(ctx context.Context) (*datasource.Metadata, error) { return datasource.ReadSmartOS(ctx, c, e.log) }
+	}
+
 	var allow hotplug.Allowlist
 	if flagAllow != nil {
 		allow = *flagAllow
 	} else {
 		// The metadata may set the allowlist: read it once first.
 		notifyStatus("reading the metadata (%s) for the driver allowlist", source)
-		md, err := datasource.Read(ctx, source, opts)
+		md, err := read(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				return exitOK
@@ -102,7 +119,7 @@ func runWatch(args []string, stdout, stderr io.Writer) int {
 	e.log.Info("watch: allowlist " + allow.String())
 
 	fetch := func(ctx context.Context) (*netcfg.Config, error) {
-		md, err := datasource.Read(ctx, source, opts)
+		md, err := read(ctx)
 		if err != nil {
 			return nil, err
 		}
