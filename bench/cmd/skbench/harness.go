@@ -208,7 +208,7 @@ func (h *harness) run(ctx context.Context) (string, error) {
 	b.WriteString(h.footprint(ctx, ci))
 
 	h.logf("go benchmarks")
-	b.WriteString("\n### Go benchmarks (hotplug, netcfg/apply)\n\n")
+	b.WriteString("\n### Go benchmarks (mdata, hotplug, netcfg/apply)\n\n")
 	b.WriteString(h.goBench(ctx))
 
 	b.WriteString("\n### Commands\n\n")
