@@ -37,16 +37,24 @@ func BenchmarkIntegrationGetPTY(b *testing.B) {
 
 // One GET over a pty with a new session each time: open, lock, drain,
 // probe, negotiate, request. The drain's quiet gap (Timeouts.Drain)
-// dominates; the reference client waits 100 ms of silence here.
+// dominates; side by side, the same with the reference client's 100 ms of
+// silence.
 func BenchmarkIntegrationSessionGetPTY(b *testing.B) {
-	_, path := startPTY(b, mdatatest.Default())
-	ctx := context.Background()
-	for b.Loop() {
-		c := mdata.New(mdata.Serial(path), nil)
-		if _, err := c.Get(ctx, "sdc:uuid"); err != nil {
-			b.Fatal(err)
-		}
-		c.Close()
+	for _, tc := range []struct {
+		name  string
+		drain time.Duration
+	}{{"drain=default", 0}, {"drain=100ms", 100 * time.Millisecond}} {
+		b.Run(tc.name, func(b *testing.B) {
+			_, path := startPTY(b, mdatatest.Default())
+			ctx := context.Background()
+			for b.Loop() {
+				c := mdata.New(mdata.Serial(path), &mdata.Options{Timeouts: mdata.Timeouts{Drain: tc.drain}})
+				if _, err := c.Get(ctx, "sdc:uuid"); err != nil {
+					b.Fatal(err)
+				}
+				c.Close()
+			}
+		})
 	}
 }
 
