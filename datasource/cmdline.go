@@ -1,10 +1,10 @@
 package datasource
 
 import (
-	"os"
 	"regexp"
 	"strings"
 
+	"github.com/seedkeeper/seedkeeper/internal/dmi"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
 
@@ -130,17 +130,7 @@ func substDMI(root sysroot.Root, s string) (out string, unknown []string) {
 			unknown = append(unknown, key)
 			return m
 		}
-		return readDMIValue(root, file)
+		return dmi.Value(root, file)
 	})
 	return out, unknown
-}
-
-// readDMIValue reads /sys/class/dmi/id/<name> under root, trimmed; "" when it
-// cannot be read.
-func readDMIValue(root sysroot.Root, name string) string {
-	b, err := os.ReadFile(root.Path("/sys/class/dmi/id/" + name))
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(b))
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 	"github.com/seedkeeper/seedkeeper/mdata"
@@ -51,46 +50,61 @@ func (o *Options) logger() *slog.Logger {
 	return o.Logger
 }
 
+// Detection is one source's detection result together with what the
+// checks found (the mdata transport; NoCloud's ds=nocloud lines and
+// labelled devices), so that ReadDetected goes on from there instead of
+// looking again.
+type Detection struct {
+	Candidate
+	transport mdata.Transport // SmartOS
+	nocloud   *noCloudProbe   // NoCloud, when it looked beyond SeedPath
+}
+
+// detect runs the cheap checks of one source. A source that is not here
+// is a Detection with Found false and the reason; the error is for checks
+// that could not be made.
+func detect(source string, o *Options) (Detection, error) {
+	switch source {
+	case SourceSmartOS:
+		d, err := detectSmartOS(o.Root, o.MdataTransport)
+		if errors.Is(err, ErrNoSource) {
+			err = nil
+		}
+		return d, err
+	case SourceVMware:
+		ok, reason := DetectVMware(o.Root)
+		if !ok && o.VMware.Getenv != nil && o.VMware.Getenv("VMX_GUESTINFO") != "" {
+			ok, reason = true, "VMX_GUESTINFO is set"
+		}
+		return Detection{Candidate: Candidate{source, ok, reason}}, nil
+	case SourceNoCloud:
+		no := o.NoCloud
+		no.Root = o.Root
+		return detectNoCloud(no), nil
+	}
+	return Detection{}, fmt.Errorf("unknown source %q (want one of %v)", source, Sources)
+}
+
 // Detect runs the cheap checks of each source in order and stops at the
-// first one found. It never talks to a metadata host and never opens a
-// serial port.
-func Detect(o Options) (winner string, cands []Candidate, err error) {
+// first one found, which it returns with what its checks found. It never
+// talks to a metadata host and never opens a serial port. When nothing is
+// found the error wraps ErrNoSource; cands has every result either way.
+func Detect(o Options) (found Detection, cands []Candidate, err error) {
 	order := o.Sources
 	if order == nil {
 		order = Sources
 	}
 	for _, s := range order {
-		var c Candidate
-		switch s {
-		case SourceSmartOS:
-			_, reason, err := DetectSmartOS(o.Root, o.MdataTransport)
-			if err != nil && !errors.Is(err, ErrNoSource) {
-				return "", cands, err
-			}
-			c = Candidate{s, err == nil, reason}
-			if err != nil {
-				c.Reason = strings.TrimPrefix(err.Error(), ErrNoSource.Error()+": ")
-			}
-		case SourceVMware:
-			ok, reason := DetectVMware(o.Root)
-			if !ok && o.VMware.Getenv != nil && o.VMware.Getenv("VMX_GUESTINFO") != "" {
-				ok, reason = true, "VMX_GUESTINFO is set"
-			}
-			c = Candidate{s, ok, reason}
-		case SourceNoCloud:
-			no := o.NoCloud
-			no.Root = o.Root
-			ok, reason := DetectNoCloud(no)
-			c = Candidate{s, ok, reason}
-		default:
-			return "", cands, fmt.Errorf("unknown source %q (want one of %v)", s, Sources)
+		d, err := detect(s, &o)
+		if err != nil {
+			return Detection{}, cands, err
 		}
-		cands = append(cands, c)
-		if c.Found {
-			return s, cands, nil
+		cands = append(cands, d.Candidate)
+		if d.Found {
+			return d, cands, nil
 		}
 	}
-	return "", cands, ErrNoSource
+	return Detection{}, cands, ErrNoSource
 }
 
 // Fetch detects the source and reads it. Each detection result is logged,
@@ -99,7 +113,7 @@ func Detect(o Options) (winner string, cands []Candidate, err error) {
 // ctx allows.
 func Fetch(ctx context.Context, o Options) (*Metadata, []Candidate, error) {
 	log := o.logger()
-	winner, cands, err := Detect(o)
+	found, cands, err := Detect(o)
 	for _, c := range cands {
 		if c.Found {
 			log.Info("metadata source detected", "source", c.Source, "reason", c.Reason)
@@ -110,19 +124,30 @@ func Fetch(ctx context.Context, o Options) (*Metadata, []Candidate, error) {
 	if err != nil {
 		return nil, cands, err
 	}
-	md, err := Read(ctx, winner, o)
+	md, err := ReadDetected(ctx, found, o)
 	return md, cands, err
 }
 
 // Read reads one named source without detecting it first (the caller
-// knows it is there, or asked for it).
+// knows it is there, or asked for it). Each call reads afresh: the hotplug
+// re-fetch uses it to see a seed that changed.
 func Read(ctx context.Context, source string, o Options) (*Metadata, error) {
+	return ReadDetected(ctx, Detection{Candidate: Candidate{Source: source}}, o)
+}
+
+// ReadDetected reads the source d names, going on from what its detection
+// found (a Detection from Detect); what d lacks is looked up as Read does.
+func ReadDetected(ctx context.Context, d Detection, o Options) (*Metadata, error) {
 	log := o.logger()
-	switch source {
+	switch d.Source {
 	case SourceSmartOS:
-		t, _, err := DetectSmartOS(o.Root, o.MdataTransport)
-		if err != nil {
-			return nil, err
+		t := d.transport
+		if t == nil {
+			sd, err := detectSmartOS(o.Root, o.MdataTransport)
+			if err != nil {
+				return nil, err
+			}
+			t = sd.transport
 		}
 		mo := o.Mdata
 		if mo.Logger == nil {
@@ -134,8 +159,8 @@ func Read(ctx context.Context, source string, o Options) (*Metadata, error) {
 	case SourceVMware:
 		vo := o.VMware
 		vo.Root = o.Root
-		if vo.Log == nil {
-			vo.Log = log
+		if vo.Logger == nil {
+			vo.Logger = log
 		}
 		return ReadVMware(ctx, vo)
 	case SourceNoCloud:
@@ -144,9 +169,9 @@ func Read(ctx context.Context, source string, o Options) (*Metadata, error) {
 		if no.Logger == nil {
 			no.Logger = log
 		}
-		return ReadNoCloud(ctx, no)
+		return readNoCloud(ctx, no, d.nocloud)
 	}
-	return nil, fmt.Errorf("unknown source %q (want one of %v)", source, Sources)
+	return nil, fmt.Errorf("unknown source %q (want one of %v)", d.Source, Sources)
 }
 
 // ValidSource reports whether s names a source.

@@ -53,6 +53,13 @@ type Metadata struct {
 
 	// SmartOS holds what only SmartOS has; nil elsewhere.
 	SmartOS *SmartOSExtras
+
+	// Warnings name the fields that were dropped or normalised because
+	// they could not be used as they were (a public key with a control
+	// character, an instance ID that is not a directory name, a network
+	// configuration that does not parse): the rest of the metadata is
+	// used without them. They describe the field, never quote its value.
+	Warnings []string
 }
 
 // Origin records where metadata was read.

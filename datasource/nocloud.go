@@ -15,6 +15,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/seedkeeper/seedkeeper/internal/dmi"
 	"github.com/seedkeeper/seedkeeper/internal/seedimage"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 	"github.com/seedkeeper/seedkeeper/netcfg"
@@ -112,6 +113,12 @@ func (o *NoCloudOptions) logger() *slog.Logger {
 // A meta-data dsmode of "disabled", like finding nothing at all, gives an
 // error wrapping ErrNoSource.
 func ReadNoCloud(ctx context.Context, opt NoCloudOptions) (*Metadata, error) {
+	return readNoCloud(ctx, opt, nil)
+}
+
+// readNoCloud is ReadNoCloud going on from what detection read (p; nil
+// reads afresh).
+func readNoCloud(ctx context.Context, opt NoCloudOptions, p *noCloudProbe) (*Metadata, error) {
 	log := opt.logger()
 	m := noCloudMerge{meta: map[string]any{}, nodes: map[string]*yaml.Node{}}
 	if opt.SeedPath != "" {
@@ -122,8 +129,13 @@ func ReadNoCloud(ctx context.Context, opt NoCloudOptions) (*Metadata, error) {
 		if err := m.add(s); err != nil {
 			return nil, err
 		}
-	} else if err := opt.gather(&m, log); err != nil {
-		return nil, err
+	} else {
+		if p == nil {
+			p = opt.probe()
+		}
+		if err := opt.gather(&m, log, p); err != nil {
+			return nil, err
+		}
 	}
 	if len(m.transports) == 0 {
 		return nil, fmt.Errorf("nocloud: %w: no ds=nocloud on the kernel command line or in the SMBIOS serial, no seed directory, no filesystem labelled cidata", ErrNoSource)
@@ -134,23 +146,58 @@ func ReadNoCloud(ctx context.Context, opt NoCloudOptions) (*Metadata, error) {
 	return m.metadata(opt.Root, log)
 }
 
-// gather reads sources 1 to 4.
-func (o *NoCloudOptions) gather(m *noCloudMerge, log *slog.Logger) error {
-	root := o.Root
-	for _, line := range []struct{ transport, path string }{
-		{"dmi", "/sys/class/dmi/id/" + dmiSerialFile},
+// noCloudProbe is what NoCloud detection read: the ds=nocloud lines (the
+// SMBIOS serial, the kernel command line) and, once scanned, the block
+// devices labelled cidata. The reader goes on from it instead of reading
+// them again.
+type noCloudProbe struct {
+	lines   []probedLine
+	scanned bool
+	devs    []seedimage.Device
+	skipped []string
+	scanErr error
+}
+
+type probedLine struct {
+	transport, path, value string
+	err                    error
+}
+
+// probe reads the ds=nocloud lines under root.
+func (o *NoCloudOptions) probe() *noCloudProbe {
+	p := &noCloudProbe{}
+	for _, l := range []struct{ transport, path string }{
+		{"dmi", dmi.Dir + "/" + dmiSerialFile},
 		{"cmdline", cmdlinePath},
 	} {
-		b, err := os.ReadFile(root.Path(line.path))
-		if err != nil {
-			if !errors.Is(err, fs.ErrNotExist) {
-				log.Debug("cannot read", "path", line.path, "err", err)
+		b, err := os.ReadFile(o.Root.Path(l.path))
+		p.lines = append(p.lines, probedLine{l.transport, l.path, strings.TrimSpace(string(b)), err})
+	}
+	return p
+}
+
+// scan lists the labelled block devices, once.
+func (p *noCloudProbe) scan(root sysroot.Root) ([]seedimage.Device, []string, error) {
+	if !p.scanned {
+		p.devs, p.skipped, p.scanErr = seedimage.Scan(root, NoCloudLabels...)
+		p.scanned = true
+	}
+	return p.devs, p.skipped, p.scanErr
+}
+
+// gather reads sources 1 to 4, going on from what detection read (p).
+func (o *NoCloudOptions) gather(m *noCloudMerge, log *slog.Logger, p *noCloudProbe) error {
+	root := o.Root
+	for _, l := range p.lines {
+		if l.err != nil {
+			if !errors.Is(l.err, fs.ErrNotExist) {
+				log.Debug("cannot read", "path", l.path, "err", l.err)
 			}
 			continue
 		}
-		if md, ok := ParseNoCloudLine(strings.TrimSpace(string(b))); ok {
-			m.addMeta(noCloudMeta{values: md}, line.transport)
-			m.items = append(m.items, line.path)
+		if md, ok := ParseNoCloudLine(l.value); ok {
+			m.addMeta(noCloudMeta{values: md}, l.transport)
+			m.items = append(m.items, l.path)
 		}
 	}
 	for _, dir := range o.seedDirs() {
@@ -169,7 +216,7 @@ func (o *NoCloudOptions) gather(m *noCloudMerge, log *slog.Logger) error {
 		}
 		break
 	}
-	devs, skipped, err := seedimage.Scan(root, NoCloudLabels...)
+	devs, skipped, err := p.scan(root)
 	if err != nil {
 		return err
 	}
@@ -249,6 +296,7 @@ type noCloudMerge struct {
 	userName, vendorName, networkName string
 	hasUser, hasVendor, hasNetwork    bool
 	transports, items                 []string
+	warnings                          []string
 }
 
 // addMeta merges meta-data keys, first-wins, and records the source.
@@ -263,6 +311,7 @@ func (m *noCloudMerge) addMeta(md noCloudMeta, transport string) {
 		}
 	}
 	m.transports = append(m.transports, transport)
+	m.warnings = append(m.warnings, md.warnings...)
 }
 
 // add merges a seed: its meta-data under what is there, its files over it.
@@ -300,22 +349,29 @@ func (m *noCloudMerge) metadata(root sysroot.Root, log *slog.Logger) (*Metadata,
 	if mode, _, _ := noCloudString(m.meta, "dsmode"); mode == "disabled" {
 		return nil, fmt.Errorf("nocloud (%s): %w: meta-data dsmode is disabled", md.Origin.Transport, ErrNoSource)
 	}
+	for _, w := range m.warnings {
+		md.warn(log, w)
+	}
 	id, ok, err := noCloudString(m.meta, "instance-id")
 	if err != nil {
-		return nil, err
+		md.warn(log, err.Error()+"; treating it as absent")
 	}
-	if !ok || strings.TrimSpace(id) == "" {
+	if !ok || strings.TrimSpace(id) == "" || md.usableInstanceID(log, "meta-data instance-id", id) == "" {
 		id, md.InstanceIDDefaulted = "nocloud", true
-		log.Info("meta-data has no instance-id; using cloud-init's default", "instance_id", id)
+		log.Info("meta-data has no usable instance-id; using cloud-init's default", "instance_id", id)
 	}
 	md.InstanceID = id
-	if md.Hostname, _, err = noCloudString(m.meta, "local-hostname"); err != nil {
-		return nil, err
+	if name, ok, err := noCloudString(m.meta, "local-hostname"); err != nil {
+		md.warn(log, err.Error()+"; dropped")
+	} else if ok {
+		md.setHostname(log, "meta-data local-hostname", name)
 	}
-	if md.PublicKeys, err = noCloudPublicKeys(m.meta["public-keys"], m.nodes["public-keys"]); err != nil {
-		return nil, err
+	keys, where, warnings := noCloudPublicKeys(m.meta["public-keys"], m.nodes["public-keys"])
+	for _, w := range warnings {
+		md.warn(log, w)
 	}
-	md.MachineID = strings.ToLower(readDMIValue(root, "product_uuid"))
+	md.setPublicKeys(log, keys, where)
+	md.MachineID = strings.ToLower(dmi.Value(root, "product_uuid"))
 
 	md.UserData = m.user
 	if md.UserData == nil {
@@ -332,7 +388,10 @@ func (m *noCloudMerge) metadata(root sysroot.Root, log *slog.Logger) (*Metadata,
 			log.Info("network-config disables networking; leaving the network alone", "file", m.networkName)
 			md.Network = nil
 		case err != nil:
-			return nil, fmt.Errorf("%s: %w", m.networkName, err)
+			// The rest of the seed is good: hand it over and leave the
+			// network alone, rather than fail the whole boot.
+			md.warn(log, fmt.Sprintf("%s dropped, leaving the network alone: %v", m.networkName, err))
+			md.Network, md.NetworkConfigRaw = nil, nil
 		}
 	} else if _, ok := m.meta["network-interfaces"]; ok {
 		log.Warn("meta-data network-interfaces (ENI, deprecated) is not supported; leaving the network alone")
@@ -355,31 +414,41 @@ func (m *noCloudMerge) metadata(root sysroot.Root, log *slog.Logger) (*Metadata,
 // meta-data and user-data (see SeedDirs); a filesystem labelled cidata. It does not
 // fetch a seedfrom or read seed files.
 func DetectNoCloud(opt NoCloudOptions) (found bool, reason string) {
+	d := detectNoCloud(opt)
+	return d.Found, d.Reason
+}
+
+// detectNoCloud is DetectNoCloud as a Detection, which keeps what it read
+// for the reader.
+func detectNoCloud(opt NoCloudOptions) Detection {
+	d := Detection{Candidate: Candidate{Source: SourceNoCloud}}
+	found := func(reason string) Detection { d.Found, d.Reason = true, reason; return d }
 	root := opt.Root
 	if opt.SeedPath != "" {
 		if _, err := os.Stat(opt.SeedPath); err != nil {
-			return false, fmt.Sprintf("seed path: %v", err)
+			d.Reason = fmt.Sprintf("seed path: %v", err)
+			return d
 		}
-		return true, "seed path " + opt.SeedPath
+		return found("seed path " + opt.SeedPath)
 	}
-	if _, ok := ParseNoCloudLine(readDMIValue(root, dmiSerialFile)); ok {
-		return true, "ds=nocloud in the SMBIOS system serial number"
-	}
-	if b, err := os.ReadFile(root.Path(cmdlinePath)); err == nil {
-		if _, ok := ParseNoCloudLine(strings.TrimSpace(string(b))); ok {
-			return true, "ds=nocloud on the kernel command line"
+	d.nocloud = opt.probe()
+	why := map[string]string{"dmi": "ds=nocloud in the SMBIOS system serial number", "cmdline": "ds=nocloud on the kernel command line"}
+	for _, l := range d.nocloud.lines {
+		if _, ok := ParseNoCloudLine(l.value); ok && l.err == nil {
+			return found(why[l.transport])
 		}
 	}
 	for _, dir := range opt.seedDirs() {
 		if noCloudFileExists(root.Path(dir+"/"+ncMetaData)) && noCloudFileExists(root.Path(dir+"/"+ncUserData)) {
-			return true, "seed directory " + dir
+			return found("seed directory " + dir)
 		}
 	}
-	if devs, _, err := seedimage.Scan(root, NoCloudLabels...); err == nil && len(devs) > 0 {
-		d := devs[0]
-		return true, fmt.Sprintf("%s filesystem labelled %s on %s", d.Type, d.Label, d.Dev)
+	if devs, _, err := d.nocloud.scan(root); err == nil && len(devs) > 0 {
+		dev := devs[0]
+		return found(fmt.Sprintf("%s filesystem labelled %s on %s", dev.Type, dev.Label, dev.Dev))
 	}
-	return false, "no ds=nocloud on the kernel command line or in the SMBIOS serial, no seed directory, no filesystem labelled cidata"
+	d.Reason = "no ds=nocloud on the kernel command line or in the SMBIOS serial, no seed directory, no filesystem labelled cidata"
+	return d
 }
 
 func noCloudFileExists(p string) bool {

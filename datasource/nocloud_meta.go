@@ -15,6 +15,8 @@ import (
 type noCloudMeta struct {
 	values map[string]any
 	nodes  map[string]*yaml.Node
+	// warnings name keys that were dropped.
+	warnings []string
 }
 
 // parseNoCloudMeta reads a meta-data document: YAML, or JSON (which YAML
@@ -45,11 +47,39 @@ func parseNoCloudMeta(data []byte, name string) (noCloudMeta, error) {
 	if top.Kind != yaml.MappingNode {
 		return md, fmt.Errorf("%s: meta-data must be a mapping, not %s", name, noCloudNodeKind(top))
 	}
+	// A key that is not a scalar ([a]: b) cannot be a meta-data key:
+	// leave it out, and go on with the others.
+	kept := *top
+	kept.Content = nil
+	dropped := 0
+	for i := 0; i+1 < len(top.Content); i += 2 {
+		k := top.Content[i]
+		if k.Kind == yaml.AliasNode && k.Alias != nil {
+			k = k.Alias
+		}
+		if k.Kind != yaml.ScalarNode {
+			dropped++
+			continue
+		}
+		kept.Content = append(kept.Content, top.Content[i], top.Content[i+1])
+	}
+	if dropped > 0 {
+		md.warnings = append(md.warnings, fmt.Sprintf("%s: %d meta-data keys that are not strings dropped", name, dropped))
+	}
+	top = &kept
 	if err := top.Decode(&md.values); err != nil {
 		return md, fmt.Errorf("%s: meta-data: %w", name, err)
 	}
+	md.warnings = append(md.warnings, boundMetaData(name+": meta-data", md.values)...)
+	for k, v := range md.values {
+		// Nested mappings with keys that are not strings (1: a) become
+		// string-keyed, as JSON (fetch --json) needs them.
+		md.values[k] = plainValue(v)
+	}
 	for i := 0; i+1 < len(top.Content); i += 2 {
-		md.nodes[top.Content[i].Value] = top.Content[i+1]
+		if _, kept := md.values[top.Content[i].Value]; kept {
+			md.nodes[top.Content[i].Value] = top.Content[i+1]
+		}
 	}
 	return md, nil
 }
@@ -91,6 +121,12 @@ func noCloudKind(v any) string {
 		return "a list"
 	case nil:
 		return "null"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case int, int64, uint64, float64, json.Number:
+		return "a number"
 	}
 	return fmt.Sprintf("%T", v)
 }
@@ -98,51 +134,45 @@ func noCloudKind(v any) string {
 // noCloudPublicKeys reads meta-data public-keys the way cloud-init's
 // normalize_pubkey_data does: a string holds one key per line; a list
 // holds keys; a mapping holds, per name, a key or a list of keys, taken in
-// document order. Blank entries are dropped.
-func noCloudPublicKeys(v any, node *yaml.Node) ([]string, error) {
-	var keys []string
-	add := func(where string, v any) error {
+// document order. Blank entries are dropped, and so are entries that are
+// not strings, with a warning each. where names each key returned.
+func noCloudPublicKeys(v any, node *yaml.Node) (keys, where, warnings []string) {
+	add := func(at string, v any) {
 		s, ok := v.(string)
 		if !ok {
-			return fmt.Errorf("meta-data public-keys%s: want a key string, got %s", where, noCloudKind(v))
+			warnings = append(warnings, fmt.Sprintf("meta-data public-keys%s dropped: want a key string, got %s", at, noCloudKind(v)))
+			return
 		}
 		if s = strings.TrimSpace(s); s != "" {
 			keys = append(keys, s)
+			where = append(where, "meta-data public-keys"+at)
 		}
-		return nil
 	}
 	switch t := v.(type) {
 	case nil:
-		return nil, nil
 	case string:
-		for _, line := range strings.Split(t, "\n") {
-			_ = add("", line)
+		for i, line := range strings.Split(t, "\n") {
+			add(fmt.Sprintf(" line %d", i+1), line)
 		}
 	case []any:
 		for i, e := range t {
-			if err := add(fmt.Sprintf("[%d]", i), e); err != nil {
-				return nil, err
-			}
+			add(fmt.Sprintf("[%d]", i), e)
 		}
 	case map[string]any:
 		for _, name := range noCloudKeyOrder(t, node) {
 			switch kl := t[name].(type) {
 			case []any:
 				for i, e := range kl {
-					if err := add(fmt.Sprintf(".%s[%d]", name, i), e); err != nil {
-						return nil, err
-					}
+					add(fmt.Sprintf(".%s[%d]", name, i), e)
 				}
 			default:
-				if err := add("."+name, kl); err != nil {
-					return nil, err
-				}
+				add("."+name, kl)
 			}
 		}
 	default:
-		return nil, fmt.Errorf("meta-data public-keys: want a string, a list or a mapping, got %s", noCloudKind(v))
+		warnings = append(warnings, fmt.Sprintf("meta-data public-keys dropped: want a string, a list or a mapping, got %s", noCloudKind(v)))
 	}
-	return keys, nil
+	return keys, where, warnings
 }
 
 // noCloudKeyOrder returns m's keys in document order when node is the YAML

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -432,6 +433,19 @@ func TestReadNoCloudSkipDirs(t *testing.T) {
 	}
 }
 
+// warned checks that md carries exactly these warnings, then runs check.
+func warned(check func(*testing.T, *Metadata), want ...string) func(*testing.T, *Metadata) {
+	return func(t *testing.T, md *Metadata) {
+		t.Helper()
+		if !slices.Equal(md.Warnings, want) {
+			t.Errorf("Warnings = %q\nwant %q", md.Warnings, want)
+		}
+		if check != nil {
+			check(t, md)
+		}
+	}
+}
+
 func TestReadNoCloudMetaData(t *testing.T) {
 	tests := []struct {
 		name, meta string
@@ -487,9 +501,53 @@ func TestReadNoCloudMetaData(t *testing.T) {
 		{"a string", "just text\n", nil, "meta-data must be a mapping, not the str \"just text\""},
 		{"bad yaml", "a: [\n", nil, "/var/lib/cloud/seed/nocloud/meta-data: meta-data is not YAML or JSON"},
 		{"duplicate key", "a: 1\na: 2\n", nil, `mapping key "a" already defined`},
-		{"instance-id a list", "instance-id: [a]\n", nil, "meta-data instance-id: want a string, got a list"},
-		{"public-keys a number", "public-keys: 3\n", nil, "meta-data public-keys: want a string, a list or a mapping"},
-		{"public-keys item a mapping", "public-keys: [{a: b}]\n", nil, "meta-data public-keys[0]: want a key string, got a mapping"},
+		// Issue 11 class 7: one bad field is dropped with a warning naming
+		// it; the rest of the seed is used.
+		{"instance-id a list", "instance-id: [a]\nlocal-hostname: h\n", warned(func(t *testing.T, md *Metadata) {
+			if md.InstanceID != "nocloud" || !md.InstanceIDDefaulted || md.Hostname != "h" {
+				t.Errorf("ID %q defaulted %v hostname %q", md.InstanceID, md.InstanceIDDefaulted, md.Hostname)
+			}
+		}, "meta-data instance-id: want a string, got a list; treating it as absent"), ""},
+		{"public-keys a number", "public-keys: 3\n", warned(nil, "meta-data public-keys dropped: want a string, a list or a mapping, got a number"), ""},
+		{"public-keys item a mapping", "public-keys: [{a: b}, ssh-rsa AAA]\n", warned(func(t *testing.T, md *Metadata) {
+			if !slices.Equal(md.PublicKeys, []string{"ssh-rsa AAA"}) {
+				t.Errorf("keys %q", md.PublicKeys)
+			}
+		}, "meta-data public-keys[0] dropped: want a key string, got a mapping"), ""},
+		{"key with a TAB", "public-keys: [\"ssh-ed25519\\tAAAAC3 me@host\", \"ssh-rsa AAA\\rx\", ssh-rsa BBB]\n", warned(func(t *testing.T, md *Metadata) {
+			if !slices.Equal(md.PublicKeys, []string{"ssh-ed25519 AAAAC3 me@host", "ssh-rsa BBB"}) {
+				t.Errorf("keys %q", md.PublicKeys)
+			}
+		}, "meta-data public-keys[0]: a TAB between fields was replaced by a space", "meta-data public-keys[1] dropped: control character U+000D at byte 11"), ""},
+		{"instance-id dot-dot", "instance-id: ..\n", warned(func(t *testing.T, md *Metadata) {
+			if md.InstanceID != "nocloud" || !md.InstanceIDDefaulted {
+				t.Errorf("ID %q", md.InstanceID)
+			}
+		}, "meta-data instance-id dropped: instance ID is \".\" or \"..\", not a directory name"), ""},
+		{"instance-id with a slash", "instance-id: a/../../b\n", warned(func(t *testing.T, md *Metadata) {
+			if md.InstanceID != "nocloud" {
+				t.Errorf("ID %q", md.InstanceID)
+			}
+		}, "meta-data instance-id dropped: instance ID has a \"/\" at byte 1"), ""},
+		{"hostname with a newline", "local-hostname: \"h\\nx\"\n", warned(func(t *testing.T, md *Metadata) {
+			if md.Hostname != "" {
+				t.Errorf("hostname %q", md.Hostname)
+			}
+		}, "meta-data local-hostname dropped: control character U+000A at byte 1"), ""},
+		{"key that is a list", "[a]: b\ninstance-id: i-1\n", warned(func(t *testing.T, md *Metadata) {
+			if md.InstanceID != "i-1" {
+				t.Errorf("ID %q", md.InstanceID)
+			}
+		}, "/var/lib/cloud/seed/nocloud/meta-data: 1 meta-data keys that are not strings dropped"), ""},
+		{"nested key that is not a string", "instance-id: i-1\nx: {1: a, true: b}\n", func(t *testing.T, md *Metadata) {
+			// Issue 11 class 8: fetch --json printed nothing for this.
+			if _, err := json.Marshal(md.MetaData); err != nil {
+				t.Errorf("meta-data cannot be JSON: %v", err)
+			}
+			if x, _ := md.MetaData["x"].(map[string]any); x["1"] != "a" || x["true"] != "b" {
+				t.Errorf("x = %#v", md.MetaData["x"])
+			}
+		}, ""},
 		{"dsmode disabled", "dsmode: disabled\n", nil, "dsmode is disabled"},
 	}
 	for _, tt := range tests {
@@ -518,15 +576,17 @@ func TestReadNoCloudNetworkConfig(t *testing.T) {
 	for _, tt := range []struct{ name, doc, err string }{
 		{"disabled", "network: {config: disabled}\n", ""},
 		{"wrapped v1", "network:\n  version: 1\n  config:\n  - type: physical\n    name: eth0\n", ""},
-		{"bad", "version: 7\n", "/var/lib/cloud/seed/nocloud/network-config: "},
+		{"bad", "version: 7\n", "/var/lib/cloud/seed/nocloud/network-config dropped, leaving the network alone: "},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newNCRoot(t)
 			r.seed(NoCloudSeedDir, map[string]string{"meta-data": "", "user-data": "", "network-config": tt.doc})
 			md, err := ReadNoCloud(context.Background(), r.opts())
 			if tt.err != "" {
-				if err == nil || !strings.HasPrefix(err.Error(), tt.err) {
-					t.Fatalf("err = %v, want prefix %q", err, tt.err)
+				// Issue 11 class 7: the seed is still read; the network
+				// is left alone and the warning says why.
+				if err != nil || md.Network != nil || md.NetworkConfigRaw != nil || len(md.Warnings) != 1 || !strings.HasPrefix(md.Warnings[0], tt.err) {
+					t.Fatalf("err = %v, md %+v, want the warning %q", err, md, tt.err)
 				}
 				return
 			}
@@ -724,7 +784,13 @@ func FuzzNoCloudMetaData(f *testing.F) {
 		m.add(noCloudSeed{transport: "fuzz"})
 		m.addMeta(meta, "fuzz")
 		m.hasUser = true
-		_, _ = m.metadata("", slog.New(slog.DiscardHandler))
+		md, err := m.metadata("", slog.New(slog.DiscardHandler))
+		if err != nil {
+			return
+		}
+		if err := checkUsable(md); err != nil {
+			t.Fatalf("reader handed on a field a writer refuses: %v", err)
+		}
 	})
 }
 

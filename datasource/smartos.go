@@ -45,17 +45,30 @@ var noBase64 = []string{
 // recognised by their socket (and uname -v "BrandZ virtual linux"), KVM and
 // bhyve guests by the DMI product name.
 func DetectSmartOS(root sysroot.Root, forced string) (mdata.Transport, string, error) {
+	d, err := detectSmartOS(root, forced)
+	if err != nil {
+		return nil, "", err
+	}
+	return d.transport, d.Reason, nil
+}
+
+// detectSmartOS is DetectSmartOS as a Detection. When there is no
+// transport, the Detection says why and the error wraps ErrNoSource.
+func detectSmartOS(root sysroot.Root, forced string) (Detection, error) {
+	d := Detection{Candidate: Candidate{Source: SourceSmartOS}}
 	t, reason, err := mdata.Detect(root, forced)
 	if err != nil {
 		if errors.Is(err, mdata.ErrNoTransport) {
-			return nil, "", fmt.Errorf("%w: %w", ErrNoSource, err)
+			d.Reason = err.Error()
+			return d, fmt.Errorf("%w: %w", ErrNoSource, err)
 		}
-		return nil, "", err
+		return d, err
 	}
 	if root.IsReal() && isBrandZ() {
 		reason += " (uname -v: BrandZ virtual linux)"
 	}
-	return t, reason, nil
+	d.Found, d.Reason, d.transport = true, reason, t
+	return d, nil
 }
 
 // ReadSmartOS reads the instance's metadata through c, in one session.
@@ -81,13 +94,21 @@ func ReadSmartOS(ctx context.Context, c *mdata.Client, log *slog.Logger) (*Metad
 	if md.InstanceID == "" {
 		return nil, fmt.Errorf("smartos: the host has no sdc:uuid")
 	}
+	// sdc:uuid is both the instance and the machine identity: there is
+	// no default to fall back on.
+	if err := CheckInstanceID(md.InstanceID); err != nil {
+		return nil, fmt.Errorf("smartos: sdc:uuid: %w", err)
+	}
 	md.MachineID = strings.ToLower(md.InstanceID)
-	md.Hostname = firstNonEmpty(r.str("hostname"), r.str("sdc:hostname"), md.InstanceID)
-	for _, l := range strings.Split(r.str("root_authorized_keys"), "\n") {
+	md.setHostname(log, "hostname", firstNonEmpty(r.str("hostname"), r.str("sdc:hostname"), md.InstanceID))
+	var keys, where []string
+	for i, l := range strings.Split(r.str("root_authorized_keys"), "\n") {
 		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
-			md.PublicKeys = append(md.PublicKeys, l)
+			keys = append(keys, l)
+			where = append(where, fmt.Sprintf("root_authorized_keys line %d", i+1))
 		}
 	}
+	md.setPublicKeys(log, keys, where)
 	md.UserData = r.vals["cloud-init:user-data"]
 	md.VendorData = r.vals["sdc:vendor-data"]
 
@@ -103,7 +124,7 @@ func ReadSmartOS(ctx context.Context, c *mdata.Client, log *slog.Logger) (*Metad
 	if nics, ok := r.vals["sdc:nics"]; ok {
 		cfg, err := netcfg.FromSmartOS(nics, r.vals["sdc:routes"], r.vals["sdc:resolvers"], ex.DNSDomain)
 		if err != nil {
-			return nil, fmt.Errorf("smartos: %w", err)
+			md.warn(log, fmt.Sprintf("sdc:nics dropped, leaving the network alone: %v", err))
 		}
 		md.Network = cfg
 	}

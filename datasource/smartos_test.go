@@ -545,12 +545,17 @@ func TestReadSmartOSNetworkInvalid(t *testing.T) {
 			st := mdatatest.Default()
 			st.SetString(tc.key, tc.value)
 			_, c := smHost(t, st)
+			// Issue 11 class 7: a bad network leaves the network alone;
+			// the rest of the metadata is used.
 			md, err := ReadSmartOS(smContext(t), c, nil)
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("err = %v, want one containing %q", err, tc.want)
+			if err != nil {
+				t.Fatalf("err = %v, want the network dropped and the rest read", err)
 			}
-			if md != nil {
-				t.Errorf("metadata %+v returned with the error", md)
+			if md.Network != nil || md.InstanceID == "" || len(md.PublicKeys) == 0 {
+				t.Errorf("Network %+v, ID %q, keys %d", md.Network, md.InstanceID, len(md.PublicKeys))
+			}
+			if len(md.Warnings) != 1 || !strings.Contains(md.Warnings[0], tc.want) || !strings.Contains(md.Warnings[0], "leaving the network alone") {
+				t.Errorf("Warnings = %q, want one naming %q", md.Warnings, tc.want)
 			}
 		})
 	}

@@ -8,16 +8,20 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"math"
 	"os"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/seedkeeper/seedkeeper/internal/dmi"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
+	"github.com/seedkeeper/seedkeeper/internal/yamlx"
 	"github.com/seedkeeper/seedkeeper/netcfg"
 )
 
@@ -59,9 +63,9 @@ type VMwareOptions struct {
 	// can run vmware-rpctool) matters more than later re-reads.
 	Redact bool
 
-	// Log receives what the reader decided; nil discards. Values are
+	// Logger receives what the reader decided; nil discards. Values are
 	// never logged.
-	Log *slog.Logger
+	Logger *slog.Logger
 }
 
 func (o *VMwareOptions) runner() CommandRunner {
@@ -79,8 +83,8 @@ func (o *VMwareOptions) getenv() func(string) string {
 }
 
 func (o *VMwareOptions) logger() *slog.Logger {
-	if o.Log != nil {
-		return o.Log
+	if o.Logger != nil {
+		return o.Logger
 	}
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
@@ -103,7 +107,7 @@ func DetectVMware(root sysroot.Root) (bool, string) {
 
 // vmwarePlatform is cloud-init's is_vmware_platform check.
 func vmwarePlatform(root sysroot.Root) (bool, string) {
-	name, err := vmwareDMI(root, "product_name")
+	name, err := dmi.Read(root, "product_name")
 	if err != nil {
 		return false, err.Error()
 	}
@@ -187,7 +191,7 @@ func vmwareMetadata(raw *rawGuestinfo, root sysroot.Root, log *slog.Logger) (*Me
 		return nil, fmt.Errorf("%s: %w", raw.name("metadata"), err)
 	}
 
-	uuid, err := vmwareDMI(root, "product_uuid")
+	uuid, err := dmi.Read(root, "product_uuid")
 	if err != nil {
 		log.Warn("no machine identity", "err", err)
 	}
@@ -195,6 +199,9 @@ func vmwareMetadata(raw *rawGuestinfo, root sysroot.Root, log *slog.Logger) (*Me
 	if md.InstanceID == "" {
 		if md.MachineID == "" {
 			return nil, fmt.Errorf("%s has no instance-id and the DMI product_uuid cannot be read: %w", raw.name("metadata"), err)
+		}
+		if err := CheckInstanceID(md.MachineID); err != nil {
+			return nil, fmt.Errorf("%s has no usable instance-id and the DMI product_uuid is no instance ID either: %w", raw.name("metadata"), err)
 		}
 		md.InstanceID = md.MachineID
 		md.InstanceIDDefaulted = true
@@ -211,30 +218,36 @@ func applyVMwareMetaData(md *Metadata, doc []byte, log *slog.Logger) error {
 		return err
 	}
 	md.MetaData = m
+	for _, w := range boundMetaData("metadata", m) {
+		md.warn(log, w)
+	}
 	if v, ok := m["instance-id"]; ok && v != nil {
-		s, ok := vmwareScalar(v)
-		if !ok {
-			return fmt.Errorf("instance-id: want a string, got %s", vmwareKind(v))
+		if s, ok := vmwareScalar(v); !ok {
+			md.warn(log, fmt.Sprintf("instance-id dropped: want a string, got %s", vmwareKind(v)))
+		} else {
+			md.InstanceID = md.usableInstanceID(log, "instance-id", strings.TrimSpace(s))
 		}
-		md.InstanceID = strings.TrimSpace(s)
 	}
 	if v, ok := m["local-hostname"]; ok && v != nil {
-		s, ok := vmwareScalar(v)
-		if !ok {
-			return fmt.Errorf("local-hostname: want a string, got %s", vmwareKind(v))
+		if s, ok := vmwareScalar(v); !ok {
+			md.warn(log, fmt.Sprintf("local-hostname dropped: want a string, got %s", vmwareKind(v)))
+		} else {
+			md.setHostname(log, "local-hostname", strings.TrimSpace(s))
 		}
-		md.Hostname = strings.TrimSpace(s)
 	}
 	for _, k := range []string{"public-keys-data", "public_keys_data", "public-keys", "public_keys"} {
 		if v, ok := m[k]; ok {
-			if md.PublicKeys, err = vmwarePublicKeys(v); err != nil {
-				return fmt.Errorf("%s: %w", k, err)
+			keys, where, warnings := vmwarePublicKeys(k, v)
+			for _, w := range warnings {
+				md.warn(log, w)
 			}
+			md.setPublicKeys(log, keys, where)
 			break
 		}
 	}
 	if md.NetworkConfigRaw, err = vmwareNetworkRaw(m); err != nil {
-		return fmt.Errorf("network: %w", err)
+		md.warn(log, fmt.Sprintf("network dropped, leaving the network alone: %v", err))
+		md.NetworkConfigRaw = nil
 	}
 	if md.NetworkConfigRaw != nil {
 		if nm, ok := m["network"].(map[string]any); ok {
@@ -247,7 +260,8 @@ func applyVMwareMetaData(md *Metadata, doc []byte, log *slog.Logger) error {
 			log.Info("metadata network config is disabled; leaving the network alone")
 			md.Network = nil
 		case err != nil:
-			return fmt.Errorf("network: %w", err)
+			md.warn(log, fmt.Sprintf("network dropped, leaving the network alone: %v", err))
+			md.Network, md.NetworkConfigRaw = nil, nil
 		}
 	}
 	if v, ok := m["network-drivers"]; ok {
@@ -278,7 +292,7 @@ func parseVMwareDoc(doc []byte) (map[string]any, error) {
 			return nil, fmt.Errorf("not JSON or YAML: %w", err)
 		}
 	}
-	v = vmwareNormalize(v)
+	v = plainValue(v)
 	if v == nil {
 		return map[string]any{}, nil
 	}
@@ -289,24 +303,25 @@ func parseVMwareDoc(doc []byte) (map[string]any, error) {
 	return m, nil
 }
 
-// vmwareNormalize turns decoded JSON or YAML into plain JSON-like values:
-// maps with string keys, []any, string, bool, int64/uint64/float64.
-func vmwareNormalize(v any) any {
+// plainValue turns decoded JSON or YAML into plain JSON-like values:
+// maps with string keys (a key that is not a string is written as text),
+// []any, string, bool, int64/uint64/float64.
+func plainValue(v any) any {
 	switch t := v.(type) {
 	case map[string]any:
 		for k, e := range t {
-			t[k] = vmwareNormalize(e)
+			t[k] = plainValue(e)
 		}
 		return t
 	case map[any]any:
 		m := make(map[string]any, len(t))
 		for k, e := range t {
-			m[fmt.Sprint(k)] = vmwareNormalize(e)
+			m[fmt.Sprint(k)] = plainValue(e)
 		}
 		return m
 	case []any:
 		for i, e := range t {
-			t[i] = vmwareNormalize(e)
+			t[i] = plainValue(e)
 		}
 		return t
 	case json.Number:
@@ -319,6 +334,16 @@ func vmwareNormalize(v any) any {
 		return t.String()
 	case int:
 		return int64(t)
+	case float64:
+		// JSON has no infinity or NaN: keep YAML's spelling as text.
+		switch {
+		case math.IsInf(t, 1):
+			return ".inf"
+		case math.IsInf(t, -1):
+			return "-.inf"
+		case math.IsNaN(t):
+			return ".nan"
+		}
 	case time.Time:
 		return t.Format(time.RFC3339Nano)
 	}
@@ -361,57 +386,49 @@ func vmwareKind(v any) string {
 
 // vmwarePublicKeys reads SSH keys given as a string (one per line), a
 // list, or a mapping of lists (or strings), taken in key order. Blank
-// entries are dropped.
-func vmwarePublicKeys(v any) ([]string, error) {
-	var keys []string
-	add := func(s string) {
-		for _, line := range strings.Split(s, "\n") {
+// entries are dropped, and so, with a warning, are entries of another
+// type. key is the metadata key, for where and the warnings.
+func vmwarePublicKeys(key string, v any) (keys, where, warnings []string) {
+	add := func(at, s string) {
+		for i, line := range strings.Split(s, "\n") {
 			if line = strings.TrimSpace(line); line != "" {
 				keys = append(keys, line)
+				where = append(where, fmt.Sprintf("%s%s line %d", key, at, i+1))
 			}
 		}
 	}
-	addList := func(path string, l []any) error {
+	addList := func(at string, l []any) {
 		for i, e := range l {
 			s, ok := e.(string)
 			if !ok {
-				return fmt.Errorf("%s[%d]: want a string, got %s", path, i, vmwareKind(e))
+				warnings = append(warnings, fmt.Sprintf("%s%s[%d] dropped: want a string, got %s", key, at, i, vmwareKind(e)))
+				continue
 			}
-			add(s)
+			add(fmt.Sprintf("%s[%d]", at, i), s)
 		}
-		return nil
 	}
 	switch t := v.(type) {
 	case nil:
 	case string:
-		add(t)
+		add("", t)
 	case []any:
-		if err := addList("", t); err != nil {
-			return nil, err
-		}
+		addList("", t)
 	case map[string]any:
-		names := make([]string, 0, len(t))
-		for k := range t {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-		for _, k := range names {
+		for _, k := range slices.Sorted(maps.Keys(t)) {
 			switch e := t[k].(type) {
 			case nil:
 			case string:
-				add(e)
+				add("."+k, e)
 			case []any:
-				if err := addList(k, e); err != nil {
-					return nil, err
-				}
+				addList("."+k, e)
 			default:
-				return nil, fmt.Errorf("%s: want a string or a list, got %s", k, vmwareKind(e))
+				warnings = append(warnings, fmt.Sprintf("%s.%s dropped: want a string or a list, got %s", key, k, vmwareKind(e)))
 			}
 		}
 	default:
-		return nil, fmt.Errorf("want a string, a list or a mapping, got %s", vmwareKind(v))
+		warnings = append(warnings, fmt.Sprintf("%s dropped: want a string, a list or a mapping, got %s", key, vmwareKind(v)))
 	}
-	return keys, nil
+	return keys, where, warnings
 }
 
 // vmwareNetworkRaw returns the network document of the metadata, nil when
@@ -424,6 +441,11 @@ func vmwareNetworkRaw(m map[string]any) ([]byte, error) {
 	case map[string]any:
 		if len(t) == 0 {
 			return nil, nil
+		}
+		// Aliases in a YAML document make the mapping as large as all
+		// their copies once encoded: measure before encoding.
+		if n, ok := yamlx.Size(t, netcfg.MaxExpandedSize); !ok {
+			return nil, fmt.Errorf("expands to more than %d bytes (%d counted; YAML aliases?)", netcfg.MaxExpandedSize, n)
 		}
 		b, err := json.Marshal(t)
 		if err != nil { // e.g. a YAML .inf, which JSON cannot hold

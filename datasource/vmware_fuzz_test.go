@@ -75,6 +75,9 @@ func FuzzVMwareMetaData(f *testing.F) {
 		if md.MetaData == nil {
 			t.Fatal("nil MetaData without an error")
 		}
+		if err := checkUsable(md); err != nil {
+			t.Fatalf("reader handed on a field a writer refuses: %v", err)
+		}
 		if md.NetworkConfigRaw == nil && md.Network != nil {
 			t.Fatal("Network without NetworkConfigRaw")
 		}

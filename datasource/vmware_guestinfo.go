@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -16,8 +15,6 @@ import (
 	"strings"
 	"time"
 	"unicode"
-
-	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
 
 // The guestinfo tools of open-vm-tools, and the name of the transport that
@@ -438,16 +435,4 @@ func guestinfoGunzip(b []byte) ([]byte, error) {
 		return nil, fmt.Errorf("bad gzip: expands to more than %d MiB", maxGuestinfoDecoded>>20)
 	}
 	return out, nil
-}
-
-// vmwareDMI reads a /sys/class/dmi/id attribute under root, right-stripped.
-func vmwareDMI(root sysroot.Root, name string) (string, error) {
-	b, err := os.ReadFile(root.Path("/sys/class/dmi/id/" + name))
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return "", fmt.Errorf("no DMI %s: %w", name, err)
-		}
-		return "", fmt.Errorf("reading DMI %s: %w", name, err)
-	}
-	return strings.TrimRightFunc(string(b), unicode.IsSpace), nil
 }

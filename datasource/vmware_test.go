@@ -110,7 +110,7 @@ func TestReadVMwareEmptyStdout(t *testing.T) {
 	s.set("userdata", "data")
 	var logs logBuffer
 	opt := s.options()
-	opt.Log = logs.logger()
+	opt.Logger = logs.logger()
 	md, err := ReadVMware(context.Background(), opt)
 	if err != nil {
 		t.Fatal(err)
@@ -404,17 +404,43 @@ func TestVMwareMetaDataErrors(t *testing.T) {
 		{"just a string", "document is a string, want a mapping"},
 		{"a: [unclosed", "not JSON or YAML"},
 		{"{\"a\": 1", "not JSON or YAML"},
-		{"instance-id: [a, b]", "instance-id: want a string, got a list"},
-		{"local-hostname: {a: b}", "local-hostname: want a string, got a mapping"},
-		{"public-keys: 42", "public-keys: want a string, a list or a mapping, got a number"},
-		{"public-keys: [ssh-rsa A, 1]", "public-keys: [1]: want a string, got a number"},
-		{"network: 42", "network: want a mapping or an encoded string, got a number"},
-		{"network: ab!c\nnetwork.encoding: base64\n", "network: decoding base64: bad base64"},
-		{"network: abc\nnetwork.encoding: [base64]\n", "network: network.encoding: want a string, got a list"},
 	} {
 		err := applyVMwareMetaData(&Metadata{}, []byte(tc.doc), discardLog())
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: err = %v, want %q", tc.doc, err, tc.want)
+		}
+	}
+}
+
+// TestVMwareMetaDataFieldDropped: issue 11 class 7, one bad field is
+// dropped with a warning naming it; the rest of the metadata is used.
+func TestVMwareMetaDataFieldDropped(t *testing.T) {
+	for _, tc := range []struct{ doc, want string }{
+		{"instance-id: [a, b]", "instance-id dropped: want a string, got a list"},
+		{"instance-id: ..", "instance-id dropped: instance ID is \".\" or \"..\", not a directory name"},
+		{"local-hostname: {a: b}", "local-hostname dropped: want a string, got a mapping"},
+		{"public-keys: 42", "public-keys dropped: want a string, a list or a mapping, got a number"},
+		{"public-keys: [ssh-rsa A, 1]", "public-keys[1] dropped: want a string, got a number"},
+		{"public-keys: [\"ssh-rsa\\tA\"]", "public-keys[0] line 1: a TAB between fields was replaced by a space"},
+		{"network: 42", "network dropped, leaving the network alone: want a mapping or an encoded string, got a number"},
+		{"network: ab!c\nnetwork.encoding: base64\n", "network dropped, leaving the network alone: decoding base64: bad base64"},
+		{"network: abc\nnetwork.encoding: [base64]\n", "network dropped, leaving the network alone: network.encoding: want a string, got a list"},
+		{"network: {version: 7}", "network dropped, leaving the network alone: version: 7 is not a supported version (1 or 2)"},
+	} {
+		md := &Metadata{}
+		err := applyVMwareMetaData(md, []byte("x-keep: 1\n"+tc.doc), discardLog())
+		if err != nil {
+			t.Errorf("%q: err = %v, want the field dropped", tc.doc, err)
+			continue
+		}
+		if len(md.Warnings) != 1 || !strings.HasPrefix(md.Warnings[0], tc.want) {
+			t.Errorf("%q: Warnings = %q, want %q", tc.doc, md.Warnings, tc.want)
+		}
+		if md.Network != nil || md.NetworkConfigRaw != nil {
+			t.Errorf("%q: network kept", tc.doc)
+		}
+		if md.MetaData["x-keep"] != int64(1) {
+			t.Errorf("%q: the rest was not read: %v", tc.doc, md.MetaData)
 		}
 	}
 }
@@ -555,7 +581,7 @@ func TestReadVMwareNetworkDrivers(t *testing.T) {
 			s.set("metadata", tc.doc)
 			var logs logBuffer
 			opt := s.options()
-			opt.Log = logs.logger()
+			opt.Logger = logs.logger()
 			md, err := ReadVMware(context.Background(), opt)
 			if err != nil {
 				t.Fatal(err)
@@ -640,7 +666,7 @@ func TestReadVMwareRedactOffByDefault(t *testing.T) {
 	s.set("userdata", "ud")
 	var logs logBuffer
 	opt := s.options()
-	opt.Log = logs.logger()
+	opt.Logger = logs.logger()
 	if _, err := ReadVMware(context.Background(), opt); err != nil {
 		t.Fatal(err)
 	}
@@ -689,7 +715,7 @@ func TestReadVMwareRedactFailureIsLogged(t *testing.T) {
 	var logs logBuffer
 	opt := s.options()
 	opt.Redact = true
-	opt.Log = logs.logger()
+	opt.Logger = logs.logger()
 	opt.Runner = RunnerFunc(func(ctx context.Context, argv []string) (CommandResult, error) {
 		if strings.HasPrefix(argv[len(argv)-1], "info-set ") {
 			return CommandResult{Stderr: []byte("Permission denied\n"), ExitCode: 1}, nil
@@ -859,13 +885,10 @@ func TestVMwareNetworkDisabledAndInvalid(t *testing.T) {
 		t.Errorf("wrapped: Network %+v", md.Network)
 	}
 
-	err := applyVMwareMetaData(&Metadata{}, []byte("network: {version: 7}\n"), discardLog())
-	if err == nil || !strings.Contains(err.Error(), "network: version") {
-		t.Errorf("bad version: err = %v", err)
-	}
-	err = applyVMwareMetaData(&Metadata{}, []byte("network: '"+b64("version: [")+"'\nnetwork.encoding: b64\n"), discardLog())
-	if err == nil || !strings.HasPrefix(err.Error(), "network: ") {
-		t.Errorf("bad encoded document: err = %v", err)
+	md = &Metadata{}
+	err := applyVMwareMetaData(md, []byte("network: '"+b64("version: [")+"'\nnetwork.encoding: b64\n"), discardLog())
+	if err != nil || md.Network != nil || len(md.Warnings) != 1 || !strings.HasPrefix(md.Warnings[0], "network dropped") {
+		t.Errorf("bad encoded document: err = %v, warnings %q", err, md.Warnings)
 	}
 }
 

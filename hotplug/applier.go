@@ -2,9 +2,7 @@ package hotplug
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
-	"net"
 
 	"github.com/vishvananda/netns"
 
@@ -13,84 +11,61 @@ import (
 )
 
 // Only returns a copy of cfg that keeps, of its interfaces, those whose
-// MAC is one of macs, and all of its global routes and DNS. Applied through
-// netcfg/apply it touches only those NICs: links the copy does not mention
-// are not owned, and their receipt entries are kept as they are.
-func Only(cfg *netcfg.Config, macs []string) *netcfg.Config {
-	if cfg == nil {
-		return nil
-	}
-	want := make(map[string]bool, len(macs))
-	for _, m := range macs {
-		want[normMAC(m)] = true
-	}
-	out := &netcfg.Config{Routes: cfg.Routes, DNS: cfg.DNS}
-	for _, i := range cfg.Interfaces {
-		if m := normMAC(i.MAC); m != "" && want[m] {
-			out.Interfaces = append(out.Interfaces, i)
-		}
-	}
-	return out
-}
+// MAC is one of macs, and all of its global routes and DNS (apply.Only).
+func Only(cfg *netcfg.Config, macs []string) *netcfg.Config { return apply.Only(cfg, macs) }
 
-func normMAC(s string) string {
-	hw, err := net.ParseMAC(s)
-	if err != nil {
-		return ""
-	}
-	return hw.String()
-}
-
-// NetlinkApplier returns an ApplyFunc that applies, through netcfg/apply in
+// NetlinkApplier returns an ApplyFunc that applies, through apply.Sync in
 // the network namespace ns (0 or -1: the current one), the interfaces of the
 // configuration with the given MACs and nothing else (see Only). allow is
 // checked again by the apply. The receipt of what seedkeeper added is read
 // from and saved to receiptPath before and after each apply; an unreadable
 // receipt fails the apply rather than forgetting what to clean up.
 func NetlinkApplier(ns int, allow Allowlist, receiptPath string, log *slog.Logger) ApplyFunc {
+	return NetlinkApplierThen(ns, allow, receiptPath, log, nil)
+}
+
+// NetlinkApplierThen is NetlinkApplier with a step, then, run with the
+// receipt still locked after every apply in which no operation failed. It
+// gets the plan of the whole configuration (what is owned), made from the
+// same reading of the links: the place to render persistent files.
+func NetlinkApplierThen(ns int, allow Allowlist, receiptPath string, log *slog.Logger, then func(ctx context.Context, cfg *netcfg.Config, whole *apply.Plan) error) ApplyFunc {
 	if log == nil {
 		log = slog.Default()
 	}
 	return func(ctx context.Context, cfg *netcfg.Config, macs []string) error {
-		h, err := openApply(ns)
-		if err != nil {
-			return fmt.Errorf("opening the network namespace: %w", err)
+		o := apply.SyncOptions{Receipt: receiptPath, Allow: allow.Allows, Only: macs}
+		if macs == nil {
+			o.Only = []string{}
 		}
-		defer h.Close()
-		unlock, err := apply.LockReceipt(receiptPath)
-		if err != nil {
-			return err
+		if ns > 0 {
+			o.Namespace = netns.NsHandle(ns)
 		}
-		defer unlock()
-		rc, err := apply.LoadReceipt(receiptPath)
-		if err != nil {
-			return err
-		}
-		p, err := h.Plan(ctx, Only(cfg, macs), allow.Allows, rc)
-		if err != nil {
-			return err
-		}
-		for _, n := range p.Notes {
-			log.Info("hotplug: plan: " + n)
-		}
-		res, applyErr := h.Apply(ctx, p)
-		for _, o := range res.Ops {
-			if o.Err == nil {
-				log.Info("hotplug: " + o.Op.String())
-			} else {
-				log.Warn("hotplug: "+o.Op.String()+" failed", "err", o.Err)
+		logged := false
+		logOps := func(s *apply.Synced) {
+			if logged || s == nil || s.Result == nil {
+				return
+			}
+			logged = true
+			for _, n := range s.Plan.Notes {
+				log.Info("hotplug: plan: " + n)
+			}
+			for _, o := range s.Result.Ops {
+				if o.Err == nil {
+					log.Info("hotplug: " + o.Op.String())
+				} else {
+					log.Warn("hotplug: "+o.Op.String()+" failed", "err", o.Err)
+				}
 			}
 		}
-		if _, err := res.Receipt.Save(receiptPath); err != nil {
-			return fmt.Errorf("saving the receipt: %w", err)
+		o.Locked = func(ctx context.Context, s *apply.Synced) error {
+			logOps(s)
+			if then == nil || s.Result.Failed() {
+				return nil
+			}
+			return then(ctx, cfg, s.Whole)
 		}
-		return applyErr
+		s, err := apply.Sync(ctx, cfg, o)
+		logOps(s) // the receipt could not be saved: the ops still ran
+		return err
 	}
-}
-
-func openApply(ns int) (*apply.Handle, error) {
-	if ns > 0 {
-		return apply.OpenAt(netns.NsHandle(ns))
-	}
-	return apply.Open()
 }

@@ -21,14 +21,13 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 
+	"github.com/seedkeeper/seedkeeper/internal/nstest"
 	"github.com/seedkeeper/seedkeeper/netcfg"
 )
 
 // The integration tests run the real watcher over rtnetlink in network
 // namespaces of their own, with veth and bridge links (the drivers this
 // kernel has; ETHTOOL_GDRVINFO reports "veth" and "bridge").
-
-var nsSeq atomic.Int64
 
 func needRoot(tb testing.TB) {
 	tb.Helper()
@@ -37,35 +36,10 @@ func needRoot(tb testing.TB) {
 	}
 }
 
-// newNetns makes a named network namespace for tb and removes it after. The
-// thread is locked while it is switched into the new namespace and back.
+// newNetns makes a named network namespace for tb and removes it after.
 func newNetns(tb testing.TB) (netns.NsHandle, string) {
-	tb.Helper()
-	name := fmt.Sprintf("skhp-%d-%d", os.Getpid(), nsSeq.Add(1))
-	runtime.LockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		runtime.UnlockOSThread()
-		tb.Fatalf("reading the current namespace: %v", err)
-	}
-	defer orig.Close()
-	ns, err := netns.NewNamed(name)
-	if err != nil {
-		runtime.UnlockOSThread()
-		tb.Skipf("cannot create network namespace %s (%v): run as root with `sudo make test`", name, err)
-	}
-	if err := netns.Set(orig); err != nil {
-		// Leave the thread locked: it dies with this goroutine.
-		tb.Fatalf("switching back from %s: %v", name, err)
-	}
-	runtime.UnlockOSThread()
-	tb.Cleanup(func() {
-		ns.Close()
-		if err := netns.DeleteNamed(name); err != nil {
-			tb.Errorf("removing namespace %s: %v", name, err)
-		}
-	})
-	return ns, name
+	n := nstest.New(tb, "skhp")
+	return n.NS, n.Name
 }
 
 func nlHandle(tb testing.TB, ns netns.NsHandle) *netlink.Handle {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,6 +14,8 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"github.com/seedkeeper/seedkeeper/netcfg/apply"
 )
 
 // subscribeBuffer is the receive buffer asked for the event socket: room
@@ -23,81 +24,29 @@ import (
 var subscribeBuffer = 4 << 20
 
 // nlSource reads links and their events over rtnetlink in one namespace,
-// and drivers through ETHTOOL_GDRVINFO on a socket opened in it.
+// and drivers through ETHTOOL_GDRVINFO, through the same namespace handle
+// netcfg/apply uses.
 type nlSource struct {
-	ns      netns.NsHandle // netns.None() for the current namespace
-	h       *netlink.Handle
-	ethtool int // AF_INET datagram socket in ns, for SIOCETHTOOL
+	h       *apply.Handle
 	lastErr atomic.Pointer[error]
 	log     *slog.Logger
 }
 
 func newSource(ns int, log *slog.Logger) (linkSource, error) {
-	s := &nlSource{ns: netns.None(), log: log}
-	if ns > 0 {
-		s.ns = netns.NsHandle(ns)
-	}
+	var h *apply.Handle
 	var err error
-	if s.ns.IsOpen() {
-		s.h, err = netlink.NewHandleAt(s.ns, unix.NETLINK_ROUTE)
+	if ns > 0 {
+		h, err = apply.OpenAt(netns.NsHandle(ns))
 	} else {
-		s.h, err = netlink.NewHandle(unix.NETLINK_ROUTE)
+		h, err = apply.Open()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("hotplug: opening rtnetlink: %w", err)
+		return nil, fmt.Errorf("hotplug: %w", err)
 	}
-	s.ethtool, err = socketIn(s.ns)
-	if err != nil {
-		s.h.Close()
-		return nil, fmt.Errorf("hotplug: opening the ethtool socket: %w", err)
-	}
-	return s, nil
+	return &nlSource{h: h, log: log}, nil
 }
 
-// socketIn opens a datagram socket in ns. A socket stays in the namespace
-// it was made in, so only its creation needs the thread switch; that runs
-// on a goroutine of its own whose thread is discarded if it cannot switch
-// back.
-func socketIn(ns netns.NsHandle) (int, error) {
-	open := func() (int, error) {
-		return unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	}
-	if !ns.IsOpen() {
-		return open()
-	}
-	type result struct {
-		fd  int
-		err error
-	}
-	res := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread()
-		orig, err := netns.Get()
-		if err != nil {
-			runtime.UnlockOSThread()
-			res <- result{-1, err}
-			return
-		}
-		defer orig.Close()
-		if err := netns.Set(ns); err != nil {
-			runtime.UnlockOSThread()
-			res <- result{-1, fmt.Errorf("entering the namespace: %w", err)}
-			return
-		}
-		fd, err := open()
-		if netns.Set(orig) == nil {
-			runtime.UnlockOSThread()
-		} // else the thread ends with this goroutine
-		res <- result{fd, err}
-	}()
-	r := <-res
-	return r.fd, r.err
-}
-
-func (s *nlSource) close() {
-	unix.Close(s.ethtool)
-	s.h.Close()
-}
+func (s *nlSource) close() { s.h.Close() }
 
 func (s *nlSource) subscriptionErr() error {
 	if p := s.lastErr.Load(); p != nil {
@@ -110,7 +59,7 @@ func (s *nlSource) subscribe() (<-chan linkEvent, func(), error) {
 	ch := make(chan netlink.LinkUpdate, 1024)
 	done := make(chan struct{})
 	var stopping atomic.Bool
-	ns := s.ns
+	ns := s.h.Namespace()
 	opts := netlink.LinkSubscribeOptions{
 		Namespace: &ns,
 		ErrorCallback: func(err error) {
@@ -165,12 +114,12 @@ func linkInfoOf(l netlink.Link) linkInfo {
 	return li
 }
 
-// list dumps the links, again while the dump is interrupted (links
-// changed meanwhile) or fails, until ctx is done.
+// list dumps the links (apply.Handle.Links starts an interrupted dump
+// again), and again after a pause while that fails, until ctx is done.
 func (s *nlSource) list(ctx context.Context) ([]linkInfo, error) {
 	wait := 10 * time.Millisecond
 	for attempt := 1; ; attempt++ {
-		links, err := s.h.LinkList()
+		links, err := s.h.Links(ctx)
 		if err == nil {
 			out := make([]linkInfo, len(links))
 			for i, l := range links {
@@ -178,11 +127,8 @@ func (s *nlSource) list(ctx context.Context) ([]linkInfo, error) {
 			}
 			return out, nil
 		}
-		if !errors.Is(err, netlink.ErrDumpInterrupted) && attempt == 1 {
+		if attempt == 1 {
 			s.log.Warn("hotplug: listing links failed; retrying", "err", err)
-		}
-		if attempt < 3 {
-			continue
 		}
 		select {
 		case <-ctx.Done():
@@ -196,16 +142,13 @@ func (s *nlSource) list(ctx context.Context) ([]linkInfo, error) {
 // driver asks the kernel which driver runs the link. A link renamed since
 // its event is found again by index.
 func (s *nlSource) driver(li linkInfo) (string, error) {
-	info, err := unix.IoctlGetEthtoolDrvinfo(s.ethtool, li.Name)
+	d, err := s.h.Driver(li.Name)
 	if errors.Is(err, unix.ENODEV) {
 		l, lerr := s.h.LinkByIndex(li.Index)
 		if lerr != nil {
 			return "", fmt.Errorf("link %d is gone: %w", li.Index, lerr)
 		}
-		info, err = unix.IoctlGetEthtoolDrvinfo(s.ethtool, l.Attrs().Name)
+		d, err = s.h.Driver(l.Attrs().Name)
 	}
-	if err != nil {
-		return "", fmt.Errorf("ETHTOOL_GDRVINFO on %s: %w", li.Name, err)
-	}
-	return unix.ByteSliceToString(info.Driver[:]), nil
+	return d, err
 }

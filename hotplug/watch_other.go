@@ -3,11 +3,12 @@
 package hotplug
 
 import (
-	"errors"
+	"fmt"
 	"log/slog"
-	"runtime"
+
+	"github.com/seedkeeper/seedkeeper/internal/goos"
 )
 
 func newSource(int, *slog.Logger) (linkSource, error) {
-	return nil, errors.New("hotplug: watching links is not supported on " + runtime.GOOS)
+	return nil, fmt.Errorf("hotplug: %w", goos.Unsupported("watching links"))
 }

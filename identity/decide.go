@@ -27,6 +27,7 @@ const (
 	RuleFirstRun    Rule = 6 // first run, cloud-init never ran: pin the reported ID
 	RuleReset       Rule = 7 // a reset was requested: new ID on purpose
 	RuleBadState    Rule = 8 // state unreadable: keep cloud-init's ID, pin nothing
+	RulePlaceholder Rule = 9 // the source reported a placeholder: pass it through, pin nothing
 )
 
 var ruleNames = map[Rule]string{
@@ -38,6 +39,7 @@ var ruleNames = map[Rule]string{
 	RuleFirstRun:    "first-run",
 	RuleReset:       "reset",
 	RuleBadState:    "state-unreadable",
+	RulePlaceholder: "placeholder-reported",
 }
 
 // String returns the rule's short name, e.g. "keep".
@@ -145,25 +147,17 @@ func Classify(in Input) Kind {
 	return KindExplicit
 }
 
-// MachineIdentity normalises a machine identity: trimmed and lower-cased,
-// and empty for values that identify no machine (all zeros or all F, which
-// firmware uses as placeholders shared by every clone).
-func MachineIdentity(s string) string {
-	s = strings.ToLower(strings.TrimSpace(s))
-	if strings.Trim(s, "0-") == "" || strings.Trim(s, "f-") == "" {
-		return ""
-	}
-	return s
-}
-
 // Decide decides the instance ID for in and records the decision in the
 // state file under in.Root (see the package documentation for the rules).
 //
 // It always returns a usable Decision when in.ReportedID is set. When the
 // state file is unreadable the Decision keeps cloud-init's current ID
 // (RuleBadState) and the error wraps ErrBadState; when the new state cannot
-// be saved the Decision stands and the error says so. The caller should log
-// the error and go on with d.InstanceID.
+// be saved the Decision stands and the error says so. A stored ID that
+// cloud-init could not use (the pin, or cloud-init's current ID; see
+// datasource.CheckInstanceID) is treated as absent: the Decision is made
+// without it, its Explanation says so and the error wraps ErrUnusableID.
+// The caller should log the error and go on with d.InstanceID.
 func Decide(in Input) (Decision, error) {
 	if in.ReportedID == "" {
 		return Decision{}, errors.New("deciding the instance ID: the source reported no instance ID")
@@ -173,21 +167,36 @@ func Decide(in Input) (Decision, error) {
 		now = time.Now()
 	}
 	now = now.UTC().Truncate(time.Second)
-	in.MachineID = MachineIdentity(in.MachineID)
 
-	ciID, ciErr := CloudInitID(in.Root)
+	ci, ciErr := ReadCloudInit(in.Root)
 	st, err := Load(in.Root)
 	if err == nil && ciErr != nil {
 		err = ciErr
 	}
+	// A sealed image: the first boot of a clone, whatever was left.
+	seal := ReadSeal(in.Root)
+	if seal != nil {
+		st, ci, err = nil, CloudInit{}, nil
+	}
+	dropped := dropUnusable(in.Root, st, &ci.ID)
 	if err != nil {
-		return fallback(in, ciID, err), err
+		return ignored(fallback(in, ci.Adoptable(), err), dropped), errors.Join(append([]error{err}, dropped...)...)
 	}
-	d, next := decide(st, ciID, in, now)
+	d, next := decide(st, ci, in, now)
+	d = ignored(d, dropped)
+	if seal != nil {
+		d.Explanation += seal.explain()
+		next.Last.Explanation = d.Explanation
+	}
 	if _, err := Save(in.Root, next); err != nil {
-		return d, fmt.Errorf("saving the identity decision: %w", err)
+		return d, errors.Join(append(dropped, fmt.Errorf("saving the identity decision: %w", err))...)
 	}
-	return d, nil
+	if seal != nil {
+		if err := consumeSeal(in.Root); err != nil {
+			dropped = append(dropped, err)
+		}
+	}
+	return d, errors.Join(dropped...)
 }
 
 // fallback keeps cloud-init's current ID (or passes the reported one
@@ -213,7 +222,14 @@ func fallback(in Input, ciID string, err error) Decision {
 
 // decide applies the rules to the loaded state. It returns the decision and
 // the state to save.
-func decide(st *State, ciID string, in Input, now time.Time) (Decision, *State) {
+//
+// Nothing that means "unknown" is pinned or adopted (see unknown.go): a
+// machine identity from unknownMachineIDs is no machine identity (rule
+// 5); a placeholder reported ID passes through unpinned (rule 9); a
+// placeholder cloud-init ran with (DataSourceNone) is not adopted, so the
+// first boot with a real source is a first run (rule 6); and a placeholder
+// pinned by an earlier version is dropped the same way.
+func decide(st *State, ci CloudInit, in Input, now time.Time) (Decision, *State) {
 	kind := Classify(in)
 	d := Decision{ReportedID: in.ReportedID, ReportedKind: kind}
 	var next State
@@ -221,7 +237,24 @@ func decide(st *State, ciID string, in Input, now time.Time) (Decision, *State) 
 		next = *st
 		d.PreviousID = st.InstanceID
 	}
+	rawMachineID := in.MachineID
+	machineUnknown, _ := unknownMachineID(rawMachineID)
+	in.MachineID = MachineIdentity(rawMachineID)
+	ciID := ci.Adoptable()
+	// notAdopted explains, in front of a first run, why cloud-init's ID
+	// or an old pin was not kept.
+	var notAdopted []string
+	if ci.Placeholder != "" && ci.ID != "" {
+		notAdopted = append(notAdopted, fmt.Sprintf("cloud-init ran before with %q, but that is not an identity: %s, so it is not adopted and this boot is the first with a real source: a new instance for cloud-init, with new SSH host keys", ci.ID, ci.Placeholder))
+	} else if ci.Placeholder != "" {
+		notAdopted = append(notAdopted, ci.Placeholder+", which is no instance ID to adopt")
+	}
 	hasPin := st != nil && st.InstanceID != ""
+	if why, ok := PlaceholderID(next.InstanceID); hasPin && ok {
+		notAdopted = append(notAdopted, fmt.Sprintf("the pin %q (pinned at %s) is %s, not an identity, so it is dropped", st.InstanceID, stamp(st.PinnedAt), why))
+		hasPin = false
+		next.InstanceID, next.MachineID, next.Rule, next.RuleName = "", "", 0, ""
+	}
 	src := sourceName(in)
 
 	pin := func(id string, r Rule) {
@@ -233,16 +266,29 @@ func decide(st *State, ciID string, in Input, now time.Time) (Decision, *State) 
 		next.Reset = nil
 	}
 
+	reportedPlaceholder, isPlaceholder := PlaceholderID(in.ReportedID)
 	switch {
+	case isPlaceholder:
+		d.InstanceID, d.Rule = in.ReportedID, RulePlaceholder
+		d.Explanation = fmt.Sprintf("Instance ID %q: the %s source reported %s, which names no instance, so it is passed through unchanged, as cloud-init itself would use it, and nothing is pinned or changed",
+			d.InstanceID, src, reportedPlaceholder)
+
 	case in.MachineID == "":
 		d.InstanceID, d.Rule = in.ReportedID, RulePassThrough
-		d.Explanation = fmt.Sprintf("Instance ID %q: no machine identity could be read (or it is a placeholder every clone shares), so seedkeeper cannot tell this machine from a clone and passes the ID the %s source reported through unchanged, as cloud-init itself would; nothing is pinned",
-			d.InstanceID, src)
+		what := "no machine identity could be read"
+		if rawMachineID != "" {
+			what = fmt.Sprintf("no machine identity (the value read, %q, is %s)", strings.TrimSpace(rawMachineID), machineUnknown)
+		}
+		d.Explanation = fmt.Sprintf("Instance ID %q: %s, so seedkeeper cannot tell this machine from a clone and passes the ID the %s source reported through unchanged, as cloud-init itself would; nothing is pinned",
+			d.InstanceID, what, src)
 		if hasPin {
 			d.Explanation += fmt.Sprintf(" and the existing pin %q is left as it is", st.InstanceID)
 		}
 		if st != nil && st.Reset != nil {
 			d.Explanation += "; the pending reset stays pending"
+		}
+		if len(notAdopted) > 0 {
+			d.Explanation += "; " + strings.Join(notAdopted, "; ")
 		}
 
 	case !hasPin && st != nil && st.Reset != nil:
@@ -270,6 +316,11 @@ func decide(st *State, ciID string, in Input, now time.Time) (Decision, *State) 
 		d.Explanation = fmt.Sprintf("Instance ID %q: seedkeeper runs here for the first time and cloud-init already ran with this ID, so it is pinned for this machine (%s) and installing seedkeeper changes nothing. The %s source reported %q, %s",
 			ciID, in.MachineID, src, in.ReportedID, kindPhrase(kind))
 
+	case !hasPin && len(notAdopted) > 0:
+		pin(in.ReportedID, RuleFirstRun)
+		d.Explanation = fmt.Sprintf("Instance ID %q: %s; so the ID the %s source reported (%s) is pinned for this machine (%s)",
+			in.ReportedID, strings.Join(notAdopted, "; "), src, kindPhrase(kind), in.MachineID)
+
 	case !hasPin:
 		pin(in.ReportedID, RuleFirstRun)
 		d.Explanation = fmt.Sprintf("Instance ID %q: seedkeeper runs here for the first time and cloud-init has never run, so the ID the %s source reported (%s) is pinned for this machine (%s)",
@@ -279,7 +330,7 @@ func decide(st *State, ciID string, in Input, now time.Time) (Decision, *State) 
 		old := *st
 		id := in.ReportedID
 		if id == old.InstanceID || id == ciID {
-			id = id + "-m" + DerivedID([]byte(in.MachineID), nil)[:8]
+			id = withSuffix(id, "-m"+DerivedID([]byte(in.MachineID), nil)[:8])
 		}
 		pin(id, RuleNewMachine)
 		d.Explanation = fmt.Sprintf("Instance ID %q: this machine (%s) is not the one the pin %q belongs to (%s, pinned at %s): it is a clone or a copied disk, so the pin is dropped and this boot is a new instance, with new SSH host keys. The %s source reported %q",
@@ -320,7 +371,7 @@ func decide(st *State, ciID string, in Input, now time.Time) (Decision, *State) 
 
 	d.RuleName = d.Rule.String()
 	d.Explanation += fmt.Sprintf(" (rule %d, %s).", d.Rule, d.Rule)
-	if next.InstanceID != "" && in.MachineID != "" {
+	if next.InstanceID != "" && in.MachineID != "" && d.Rule != RulePlaceholder {
 		d.PinnedID, d.PinnedAt = next.InstanceID, next.PinnedAt
 		next.ReportedID = in.ReportedID
 		next.Source = in.Source
@@ -339,9 +390,12 @@ func decide(st *State, ciID string, in Input, now time.Time) (Decision, *State) 
 // resetID derives the post-reset ID from the reported one and the reset's
 // suffix, making sure it differs from every ID in avoid.
 func resetID(reported, suffix string, avoid ...string) string {
-	id := reported + "-r" + suffix
-	for slices.Contains(avoid, id) {
-		id += "-r" + suffix
+	tail := "-r" + suffix
+	id := withSuffix(reported, tail)
+	// Bounded: a reported ID cut short to fit could repeat an avoided one.
+	for i := 0; i <= len(avoid) && slices.Contains(avoid, id); i++ {
+		tail += "-r" + suffix
+		id = withSuffix(reported, tail)
 	}
 	return id
 }

@@ -5,16 +5,32 @@
 // (/var/lib/cloud/data/instance-id) and the pin kept in
 // /var/lib/seedkeeper/identity.json.
 //
+// Nothing that means "unknown" is ever pinned, adopted or taken for a
+// machine identity. unknown.go holds the table of such values, each with
+// where it comes from: cloud-init's placeholder "iid-datasource-none" (and
+// any run whose recorded datasource is DataSourceNone, read from
+// /var/lib/cloud/instance/datasource and /run/cloud-init/instance-data.json,
+// either of which may be missing), an empty instance-id file, all-zero and
+// all-F UUIDs, firmware strings such as "Not Settable" or "Default string",
+// and UUIDs every board of a model shares.
+//
 // The rules (DESIGN.md, "Identity"), checked in this order:
 //
-//   - Rule 5, no machine identity (none readable, or an all-zero or all-F
-//     product_uuid that clones share): the reported ID is passed through
-//     unchanged, as cloud-init would use it; the pin is left as it is and
-//     a pending reset stays pending.
+//   - Rule 9, the source reported a placeholder as its ID: it is passed
+//     through unchanged and nothing is pinned or changed.
+//   - Rule 5, no machine identity (none readable, or one of the unknown
+//     values above): the reported ID is passed through unchanged, as
+//     cloud-init would use it; the pin is left as it is and a pending reset
+//     stays pending.
+//   - A pin that is a placeholder (made by an earlier version) is dropped:
+//     there is no pin.
 //   - No pin yet: a pending reset wins (see Reset); otherwise rule 3, if
-//     cloud-init already ran here, its current ID is pinned so that
-//     installing seedkeeper changes nothing; otherwise (first run, rule 6)
-//     the reported ID is pinned.
+//     cloud-init already ran here with a real ID, its current ID is pinned
+//     so that installing seedkeeper changes nothing; otherwise (first run,
+//     rule 6) the reported ID is pinned. A placeholder cloud-init ran with
+//     is not adopted: the first boot with a real source after boots
+//     without one is a first run, a new instance for cloud-init with new
+//     SSH host keys, and the explanation says why.
 //   - Rule 4, the machine identity differs from the pin's (a clone, a disk
 //     copied to another VM): the pin is dropped and the reported ID is
 //     pinned. When the reported ID equals the dropped pin or cloud-init's

@@ -76,3 +76,20 @@ func ExampleReset() {
 	// true reset
 	// true keep
 }
+
+// cloud-init's DataSourceNone records a placeholder, not an instance ID: it
+// is never adopted or pinned.
+func ExamplePlaceholderID() {
+	for _, id := range []string{"iid-datasource-none", "", "nocloud", "i-0abc"} {
+		if why, ok := identity.PlaceholderID(id); ok {
+			fmt.Printf("%q: placeholder, %s\n", id, why)
+		} else {
+			fmt.Printf("%q: an instance ID\n", id)
+		}
+	}
+	// Output:
+	// "iid-datasource-none": placeholder, cloud-init's placeholder for "no datasource" (DataSourceNone)
+	// "": placeholder, an empty instance ID
+	// "nocloud": an instance ID
+	// "i-0abc": an instance ID
+}

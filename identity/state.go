@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
@@ -121,6 +122,10 @@ func ParseState(data []byte) (*State, error) {
 	}
 	if st.Reset != nil && st.Reset.Suffix == "" {
 		return nil, errors.New("state field reset.suffix: empty")
+	}
+	// Reset writes 8 hex digits; anything else would end up in an ID.
+	if st.Reset != nil && (len(st.Reset.Suffix) > 16 || strings.Trim(st.Reset.Suffix, "0123456789abcdef") != "") {
+		return nil, errors.New("state field reset.suffix: not 1 to 16 lower-case hex digits")
 	}
 	return &st, nil
 }

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/seedkeeper/seedkeeper/internal/dmi"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
 
@@ -75,8 +76,8 @@ func Detect(root sysroot.Root, forced string) (t Transport, reason string, err e
 // cannot be read: /sys/class/dmi/id/product_name under root on Linux, the
 // kernel environment on FreeBSD, the registry on Windows.
 func DMIProductName(root sysroot.Root) string {
-	if b, err := os.ReadFile(root.Path("/sys/class/dmi/id/product_name")); err == nil {
-		return strings.TrimSpace(string(b))
+	if v, err := dmi.Read(root, "product_name"); err == nil {
+		return strings.TrimSpace(v)
 	}
 	if !root.IsReal() {
 		return ""

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/seedkeeper/seedkeeper/internal/buildtest"
 	"github.com/seedkeeper/seedkeeper/mdata"
 	"github.com/seedkeeper/seedkeeper/mdata/mdatatest"
 )
@@ -328,9 +329,18 @@ func TestIntegrationBinarySafeValuesPTY(t *testing.T) {
 	}
 }
 
-// buildTool builds the multi-call binary once and returns the path of an
-// mdata-get link to it (and the others beside it).
-var buildOnce struct {
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if toolsOnce.dir != "" {
+		os.RemoveAll(toolsOnce.dir)
+	}
+	buildtest.Cleanup()
+	os.Exit(code)
+}
+
+// buildTools builds the multi-call binary once (buildtest.Seedkeeper) and
+// returns a directory with the mdata-get link to it and the others.
+var toolsOnce struct {
 	sync.Once
 	dir string
 	err error
@@ -338,26 +348,25 @@ var buildOnce struct {
 
 func buildTools(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "seedkeeper-bin-")
+	bin := buildtest.Seedkeeper(t)
+	toolsOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "seedkeeper-tools-")
 		if err != nil {
-			buildOnce.err = err
+			toolsOnce.err = err
 			return
 		}
-		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "seedkeeper"), "github.com/seedkeeper/seedkeeper/cmd/seedkeeper").CombinedOutput()
-		if err != nil {
-			buildOnce.err = fmt.Errorf("go build: %v\n%s", err, out)
-			return
-		}
+		toolsOnce.dir = dir
 		for _, tool := range []string{"mdata-get", "mdata-put", "mdata-delete", "mdata-list"} {
-			os.Symlink("seedkeeper", filepath.Join(dir, tool))
+			if err := os.Symlink(bin, filepath.Join(dir, tool)); err != nil {
+				toolsOnce.err = err
+				return
+			}
 		}
-		buildOnce.dir = dir
 	})
-	if buildOnce.err != nil {
-		t.Fatal(buildOnce.err)
+	if toolsOnce.err != nil {
+		t.Fatal(toolsOnce.err)
 	}
-	return buildOnce.dir
+	return toolsOnce.dir
 }
 
 type toolRun struct {

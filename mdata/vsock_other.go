@@ -5,7 +5,8 @@ package mdata
 import (
 	"context"
 	"fmt"
-	"runtime"
+
+	"github.com/seedkeeper/seedkeeper/internal/goos"
 )
 
 // Vsock returns a transport over a vsock stream to CID:PORT. It is only
@@ -18,5 +19,5 @@ func (v vsockTransport) String() string { return fmt.Sprintf("vsock:%d:%d", v.ci
 func (v vsockTransport) Shared() bool   { return false }
 
 func (v vsockTransport) Open(ctx context.Context) (Conn, error) {
-	return nil, permanent(fmt.Errorf("vsock is not supported on %s", runtime.GOOS))
+	return nil, permanent(goos.Unsupported("vsock"))
 }

@@ -10,6 +10,15 @@
 // sdc:routes and sdc:resolvers keys. Errors name the field:
 // config[2].subnets[0].address: "10.0.0.300/24" is not an IP address.
 //
+// The input comes from outside the VM, so the parsers refuse a document
+// that expands beyond MaxExpandedSize once its YAML aliases are resolved,
+// and any string holding a line break or another control or separator
+// character (CheckLine); the writers (RenderNetworkd, RenderResolvConf)
+// check every value again where they write it, and networkd file names
+// are derived and checked when the configuration is read, before
+// anything is applied. Whatever a parser accepts renders to files that
+// read back, as systemd splits them, to the same model.
+//
 // Only NICs the configuration names by MAC (or by name where it has no MAC)
 // and whose driver is allowed are ever touched.
 //

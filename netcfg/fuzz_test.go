@@ -21,9 +21,7 @@ func checkAccepted(t *testing.T, c *Config) {
 	if err != nil || string(again) != string(out) {
 		t.Fatalf("MarshalV1 not a fixed point (%v):\n%s\n---\n%s", err, out, again)
 	}
-	if _, err := RenderNetworkd(c, nil); err != nil {
-		t.Fatalf("RenderNetworkd: %v", err)
-	}
+	checkNetworkdRoundTrip(t, c)
 }
 
 func FuzzParse(f *testing.F) {

@@ -2,6 +2,9 @@ package netcfg
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -76,7 +79,7 @@ func RenderNetworkd(c *Config, owned func(*Interface) bool) (map[string][]byte, 
 
 	files := map[string][]byte{}
 	for _, ifc := range links {
-		base := "10-seedkeeper-" + fileSafe(ifc.ID)
+		base := networkdBase(ifc.ID)
 		if _, dup := files[base+".network"]; dup {
 			return nil, fmt.Errorf("render networkd: two links map to file %s.network", base)
 		}
@@ -84,12 +87,57 @@ func RenderNetworkd(c *Config, owned func(*Interface) bool) (map[string][]byte, 
 		if slices.Contains(dnsLinks, ifc) {
 			extraDNS = c.DNS
 		}
-		files[base+".network"] = renderNetwork(c, ifc, extraDNS, extraRoutes[ifc])
+		b, err := renderNetwork(c, ifc, extraDNS, extraRoutes[ifc])
+		if err != nil {
+			return nil, fmt.Errorf("render networkd: %s.network: %w", base, err)
+		}
+		files[base+".network"] = b
 		if ifc.Kind != Physical {
-			files[base+".netdev"] = renderNetdev(ifc)
+			if b, err = renderNetdev(ifc); err != nil {
+				return nil, fmt.Errorf("render networkd: %s.netdev: %w", base, err)
+			}
+			files[base+".netdev"] = b
 		}
 	}
 	return files, nil
+}
+
+// maxIDInName is the longest ID used as it is in a file name; longer
+// ones are cut and get a hash, keeping every name far below NAME_MAX.
+const maxIDInName = 64
+
+// networkdBase is the file name, without extension, of the networkd files
+// of the entry with this ID: 10-seedkeeper-<id> when the ID is a short
+// run of letters, digits, '.', '-' and '_'; otherwise (an ID with other
+// characters, or a long one) its safe prefix and a hash of the whole ID,
+// so that the name is never too long and two IDs that differ only in
+// unsafe characters do not share it. The '~' before the hash never occurs
+// in a plain name, so a hashed name cannot equal one.
+func networkdBase(id string) string {
+	safe := fileSafe(id)
+	if safe == id && len(id) <= maxIDInName && id != "." && id != ".." {
+		return "10-seedkeeper-" + id
+	}
+	h := sha256.Sum256([]byte(id))
+	if len(safe) > maxIDInName-16 {
+		safe = safe[:maxIDInName-16]
+	}
+	return "10-seedkeeper-" + safe + "~" + hex.EncodeToString(h[:6])
+}
+
+// checkFileNames refuses a configuration in which two entries would
+// share networkd files: that must be found before anything is applied,
+// not when the files are written after the live apply.
+func (c *Config) checkFileNames() error {
+	seen := make(map[string]int, len(c.Interfaces))
+	for i := range c.Interfaces {
+		base := networkdBase(c.Interfaces[i].ID)
+		if prev, dup := seen[base]; dup {
+			return &FieldError{Msg: fmt.Sprintf("interfaces %d and %d would share the networkd file name %s", prev, i, base)}
+		}
+		seen[base] = i
+	}
+	return nil
 }
 
 func hasDefaultRoute(ifc *Interface) bool {
@@ -121,18 +169,69 @@ func fileSafe(id string) string {
 	return string(b)
 }
 
-// ini writes INI sections in the order they are opened.
-type ini struct{ bytes.Buffer }
+// ini writes INI sections in the order they are opened. Every value is
+// checked as it is written (see checkINIValue); the first refusal is kept
+// in err and nothing the file holds is used.
+type ini struct {
+	bytes.Buffer
+	err error
+}
 
 func (w *ini) section(name string) {
 	w.WriteString("\n[" + name + "]\n")
 }
 
 func (w *ini) kv(k, v string) {
+	if err := checkINIValue(v); err != nil {
+		w.fail(fmt.Errorf("%s: %w", k, err))
+		return
+	}
 	w.WriteString(k + "=" + v + "\n")
 }
 
-func renderNetwork(c *Config, ifc *Interface, extraDNS DNS, extraRoutes []Route) []byte {
+// comment writes a comment line whose text comes from the configuration.
+func (w *ini) comment(text string) {
+	if err := checkINIValue(text); err != nil {
+		w.fail(fmt.Errorf("comment: %w", err))
+		return
+	}
+	w.WriteString("# " + text + "\n")
+}
+
+func (w *ini) fail(err error) {
+	if w.err == nil {
+		w.err = err
+	}
+}
+
+func (w *ini) result() ([]byte, error) {
+	if w.err != nil {
+		return nil, w.err
+	}
+	return w.Bytes(), nil
+}
+
+// checkINIValue refuses what would change the structure of a systemd INI
+// file rather than be one value: a line break or any other control or
+// separator character (CheckLine), a backslash at the end (systemd joins
+// the next line to it), white space at either end (dropped on reading)
+// and the empty value (it resets a list setting).
+func checkINIValue(v string) error {
+	if err := CheckLine(v); err != nil {
+		return err
+	}
+	switch {
+	case v == "":
+		return errors.New("empty value")
+	case strings.HasSuffix(v, "\\"):
+		return errors.New("ends in a backslash")
+	case strings.TrimSpace(v) != v:
+		return errors.New("white space at either end")
+	}
+	return nil
+}
+
+func renderNetwork(c *Config, ifc *Interface, extraDNS DNS, extraRoutes []Route) ([]byte, error) {
 	w := &ini{}
 	w.WriteString(Header + "\n")
 	w.section("Match")
@@ -199,6 +298,11 @@ func renderNetwork(c *Config, ifc *Interface, extraDNS DNS, extraRoutes []Route)
 		for _, ns := range dns.Nameservers {
 			w.kv("DNS", ns.String())
 		}
+		for _, d := range dns.Search {
+			if err := checkDomain(d); err != nil {
+				w.fail(fmt.Errorf("Domains: %w", err))
+			}
+		}
 		if len(dns.Search) > 0 {
 			w.kv("Domains", strings.Join(dns.Search, " "))
 		}
@@ -238,7 +342,7 @@ func renderNetwork(c *Config, ifc *Interface, extraDNS DNS, extraRoutes []Route)
 			}
 		}
 	}
-	return w.Bytes()
+	return w.result()
 }
 
 // dynamicFor reports whether the link gets addresses of the gateway's
@@ -286,7 +390,7 @@ var bridgeKeys = map[string]struct{ key, unit string }{
 // bondModes are the numeric bonding modes of the kernel.
 var bondModes = []string{"balance-rr", "active-backup", "balance-xor", "broadcast", "802.3ad", "balance-tlb", "balance-alb"}
 
-func renderNetdev(ifc *Interface) []byte {
+func renderNetdev(ifc *Interface) ([]byte, error) {
 	w := &ini{}
 	w.WriteString(Header + "\n")
 	w.section("NetDev")
@@ -307,7 +411,7 @@ func renderNetdev(ifc *Interface) []byte {
 	case Bridge:
 		writeParams(w, "Bridge", ifc.Params, bridgeKeys)
 	}
-	return w.Bytes()
+	return w.result()
 }
 
 // writeParams writes the parameters networkd knows as section sec, and
@@ -350,13 +454,15 @@ func writeParams(w *ini, sec string, params map[string]string, keys map[string]s
 		if k == "primary" || k == "path-cost" || k == "port-priority" {
 			continue // rendered on the members, or not at all
 		}
-		w.WriteString("# not rendered: " + k + "=" + params[k] + "\n")
+		w.comment("not rendered: " + k + "=" + params[k])
 	}
 }
 
 // RenderResolvConf renders dns as /etc/resolv.conf, for systems that do
 // not run systemd-resolved: at most three nameservers (the resolver's
-// limit) and one search line.
+// limit) and one search line. A search domain that is not one (white
+// space, a control character: what would add a word or a line) is left
+// out; the parsers never produce one.
 func RenderResolvConf(dns DNS) []byte {
 	var b bytes.Buffer
 	b.WriteString(Header + "\n")
@@ -366,7 +472,8 @@ func RenderResolvConf(dns DNS) []byte {
 		}
 		b.WriteString("nameserver " + ns.String() + "\n")
 	}
-	if s := dedupe(slices.Clone(dns.Search)); len(s) > 0 {
+	search := slices.DeleteFunc(slices.Clone(dns.Search), func(d string) bool { return checkDomain(d) != nil })
+	if s := dedupe(search); len(s) > 0 {
 		b.WriteString("search " + strings.Join(s, " ") + "\n")
 	}
 	return b.Bytes()

@@ -7,7 +7,14 @@ import (
 	"net/netip"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/seedkeeper/seedkeeper/internal/yamlx"
 )
+
+// MaxExpandedSize bounds a network configuration once every YAML alias
+// in it is expanded: about a thousand interfaces' worth, and far below
+// what an alias-laden document of a few kilobytes can stand for.
+const MaxExpandedSize = 1 << 20
 
 // ErrDisabled is returned by Parse for a configuration that says
 // {config: disabled}: the network must be left alone.
@@ -31,7 +38,14 @@ func Parse(data []byte) (*Config, error) {
 
 // ParseValue reads a network configuration that was already decoded from
 // YAML or JSON, such as the "network" value of VMware guestinfo metadata.
+//
+// A value that would expand beyond MaxExpandedSize (YAML aliases naming
+// one large part many times) is refused before it is read, so nothing
+// rendered from it can be larger than a few times that.
 func ParseValue(v any) (*Config, error) {
+	if n, ok := yamlx.Size(v, MaxExpandedSize); !ok {
+		return nil, &FieldError{Msg: fmt.Sprintf("network configuration expands to more than %d bytes (%d counted; YAML aliases?)", MaxExpandedSize, n)}
+	}
 	top, err := field{v: v}.mapping()
 	if err != nil {
 		return nil, &FieldError{Msg: fmt.Sprintf("network configuration must be a mapping, not %s", describe(v))}
@@ -63,6 +77,9 @@ func ParseValue(v any) (*Config, error) {
 		return nil, vf.errorf("%d is not a supported version (1 or 2)", version)
 	}
 	if err != nil {
+		return nil, err
+	}
+	if err := c.checkFileNames(); err != nil {
 		return nil, err
 	}
 	return c, nil

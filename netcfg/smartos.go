@@ -186,6 +186,9 @@ func FromSmartOS(nics, routes, resolvers []byte, dnsDomain string) (*Config, err
 		}
 	}
 	c.dedupeDNS()
+	if err := c.checkFileNames(); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 

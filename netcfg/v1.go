@@ -263,6 +263,9 @@ func params(f field, kind Kind, value func(name string, vf field) (string, error
 	out := map[string]string{}
 	for _, k := range m.keys() {
 		vf := m.get(k)
+		if err := CheckLine(k); err != nil {
+			return nil, &FieldError{Path: m.path, Msg: fmt.Sprintf("a parameter name: %v", err)}
+		}
 		name := v1Param(kind, k)
 		s, err := value(name, vf)
 		if err != nil {
@@ -283,7 +286,17 @@ func params(f field, kind Kind, value func(name string, vf field) (string, error
 
 // addParam validates a parameter and adds it under its model name; one
 // given twice under two spellings (bond-mode and mode) is an error.
+//
+// The value is trimmed; an empty one, or one that ends in a backslash
+// (systemd would join the next line of the file to it), is an error.
 func addParam(params map[string]string, f field, name, value string) error {
+	value = strings.TrimSpace(value)
+	switch {
+	case value == "":
+		return f.errorf("empty value")
+	case strings.HasSuffix(value, "\\"):
+		return f.errorf("value ends in a backslash")
+	}
 	if name == "stp" {
 		if _, ok := parseBoolText(value); !ok {
 			return f.errorf("%q is not a boolean", value)

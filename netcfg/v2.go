@@ -33,6 +33,9 @@ func parseV2(top mapping) (*Config, error) {
 		}
 		for _, id := range m.keys() {
 			ef := m.get(id)
+			if err := CheckLine(id); err != nil {
+				return nil, &FieldError{Path: m.path, Msg: fmt.Sprintf("an ID: %v", err)}
+			}
 			if prev, dup := idPath[id]; dup {
 				return nil, ef.errorf("ID %q is already defined by %s", id, prev)
 			}
@@ -165,6 +168,10 @@ func v2Match(ifc *Interface, m mapping) error {
 	if f := mm.get("driver"); f.present() {
 		if ifc.MatchDriver, err = f.str(); err != nil {
 			return err
+		}
+		if ifc.MatchDriver == "" || strings.ContainsAny(ifc.MatchDriver, " \t") {
+			// networkd reads Driver= as a list of globs.
+			return f.errorf("not a driver name or glob (empty, or white space in it)")
 		}
 	}
 	return nil
@@ -337,6 +344,9 @@ func v2Params(f field, kind Kind) (map[string]string, error) {
 			pm, _ := vf.mapping()
 			var parts []string
 			for _, port := range pm.keys() {
+				if err := CheckLine(port); err != nil {
+					return "", vf.errorf("port name: %v", err)
+				}
 				ps, err := pm.get(port).scalar()
 				if err != nil {
 					return "", err

@@ -142,8 +142,8 @@ func (f field) str() (string, error) {
 	if !ok {
 		return "", f.errorf("must be a string, not %s", describe(f.v))
 	}
-	if !utf8.ValidString(s) {
-		return "", f.errorf("%q is not valid UTF-8", s)
+	if err := CheckLine(s); err != nil {
+		return "", f.errorf("%v", err)
 	}
 	return s, nil
 }
@@ -172,7 +172,7 @@ func checkDomain(d string) error {
 		}
 	}
 	if !ok {
-		return fmt.Errorf("%q is not a search domain", d)
+		return fmt.Errorf("a search domain of %d bytes is not one (1 to 253, no white space or control character)", len(d))
 	}
 	return nil
 }
@@ -260,7 +260,7 @@ func (f field) boolean() (bool, error) {
 func (f field) scalar() (string, error) {
 	switch v := f.v.(type) {
 	case string:
-		return v, nil
+		return f.str()
 	case bool:
 		return strconv.FormatBool(v), nil
 	case int, int64, uint64, json.Number:

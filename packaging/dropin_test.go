@@ -271,7 +271,7 @@ func TestIntegrationDropInDSIdentify(t *testing.T) {
 		t.Skip("needs cloud-init's ds-identify: apt-get install cloud-init (make test-deps installs it as root)")
 	}
 	ours := readDropIn(t)
-	run := func(t *testing.T, files map[string]string) (result, log string, code int) {
+	run := func(t *testing.T, files map[string]string, rootFiles ...string) (result, log string, code int) {
 		t.Helper()
 		root := scratchCloudEtc(t, files)
 		for _, d := range []string{"proc/1", "run", "sys/class/dmi/id"} {
@@ -279,7 +279,14 @@ func TestIntegrationDropInDSIdentify(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		for name, content := range map[string]string{"proc/cmdline": "console=ttyS0\n", "proc/1/cmdline": "/sbin/init\x00"} {
+		extra := map[string]string{"proc/cmdline": "console=ttyS0\n", "proc/1/cmdline": "/sbin/init\x00"}
+		for _, f := range rootFiles {
+			extra[f] = ""
+		}
+		for name, content := range extra {
+			if err := os.MkdirAll(filepath.Dir(filepath.Join(root, name)), 0o755); err != nil {
+				t.Fatal(err)
+			}
 			if err := os.WriteFile(filepath.Join(root, name), []byte(content), 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -314,6 +321,36 @@ func TestIntegrationDropInDSIdentify(t *testing.T) {
 		_, lg, _ := run(t, map[string]string{"90-seedkeeper.cfg": ours, "90_dpkg.cfg": ubuntuDpkgCfg})
 		if strings.Contains(lg, "single entry in datasource_list") {
 			t.Errorf("ds-identify took the shortcut although 90_dpkg.cfg sorts after 90-seedkeeper.cfg; log:\n%s", lg)
+		}
+	})
+
+	// The evidence for the no-source decision (issue 16): leaving None
+	// out of the drop-in cannot stop a DataSourceNone run, because
+	// ds-identify appends None to whatever it enables; ds-identify's own
+	// probing runs before seedkeeper-boot, so it finds seedkeeper's seed
+	// only on the boots after the first one that wrote it, and without
+	// one it disables cloud-init (the default policy, notfound=disabled).
+	// So the shortcut stays, and a sourceless boot is held back after
+	// seedkeeper-boot decided (seedkeeper-no-source.conf).
+	noNone := strings.Replace(ours, "datasource_list: [NoCloud, None]", "datasource_list: [NoCloud]", 1)
+	t.Run("without None ds-identify adds it back", func(t *testing.T) {
+		res, lg, code := run(t, map[string]string{dropIn: noNone})
+		if code != 0 || strings.TrimSpace(res) != "datasource_list: [ NoCloud, None ]" {
+			t.Errorf("ds-identify exit %d, wrote %q; want None appended\nlog:\n%s", code, res, lg)
+		}
+	})
+	probing := strings.Replace(ours, "datasource_list: [NoCloud, None]", "datasource_list: [NoCloud, VMware, None]", 1)
+	t.Run("probing before the first seed disables cloud-init", func(t *testing.T) {
+		res, lg, code := run(t, map[string]string{dropIn: probing})
+		if code != 1 || !strings.Contains(res, "notfound=disabled") {
+			t.Errorf("ds-identify exit %d, wrote %q; want exit 1, not found\nlog:\n%s", code, res, lg)
+		}
+	})
+	t.Run("probing finds a seed an earlier boot wrote", func(t *testing.T) {
+		res, lg, code := run(t, map[string]string{dropIn: probing},
+			"var/lib/cloud/seed/nocloud/meta-data", "var/lib/cloud/seed/nocloud/user-data")
+		if code != 0 || strings.TrimSpace(res) != "datasource_list: [ NoCloud, None ]" {
+			t.Errorf("ds-identify exit %d, wrote %q; want NoCloud found, None appended\nlog:\n%s", code, res, lg)
 		}
 	})
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/seedkeeper/seedkeeper/internal/buildtest"
 )
 
 // repoRoot is the repository root: the tests run in packaging/.
@@ -27,34 +29,14 @@ func TestMain(m *testing.M) {
 	}
 	shared = dir
 	code := m.Run()
+	buildtest.Cleanup()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
 
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-)
-
 // seedkeeperBin builds cmd/seedkeeper once (static, as "make build" does)
 // and returns its path.
-func seedkeeperBin(t *testing.T) string {
-	t.Helper()
-	binOnce.Do(func() {
-		binPath = filepath.Join(shared, "bin", "seedkeeper")
-		cmd := exec.Command("go", "build", "-trimpath", "-o", binPath, "./cmd/seedkeeper")
-		cmd.Dir = repoRoot
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			binErr = fmt.Errorf("go build ./cmd/seedkeeper: %v\n%s", err, out)
-		}
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
-	}
-	return binPath
-}
+func seedkeeperBin(t *testing.T) string { return buildtest.Seedkeeper(t) }
 
 var (
 	pkgOnce sync.Once

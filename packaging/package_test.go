@@ -23,7 +23,7 @@ const (
 // manPages are the pages genman makes from the binary's --help.
 var manPages = []string{
 	"seedkeeper", "seedkeeper-boot", "seedkeeper-watch", "seedkeeper-status",
-	"seedkeeper-fetch", "seedkeeper-identity", "seedkeeper-net",
+	"seedkeeper-fetch", "seedkeeper-identity", "seedkeeper-image", "seedkeeper-net",
 	"mdata-get", "mdata-put", "mdata-delete", "mdata-list",
 }
 
@@ -51,6 +51,9 @@ func contents(unitDir, smartdc string) []entry {
 	}
 	for _, m := range manPages {
 		e = append(e, entry{path: "/usr/share/man/man8/" + m + ".8.gz", mode: 0o644})
+	}
+	for _, u := range gatedUnits {
+		e = append(e, entry{path: unitDir + "/" + u + ".d/" + noSourceDropIn, mode: 0o644, same: noSourceDropIn})
 	}
 	return e
 }

@@ -86,3 +86,89 @@ func TestPkgVersion(t *testing.T) {
 		}
 	}
 }
+
+// runningSystemFunc is the running_system shell function of a script.
+func runningSystemFunc(t *testing.T, script string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("scripts", script))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	start := strings.Index(s, "running_system() {\n")
+	end := strings.Index(s[max(start, 0):], "\n}\n")
+	if start < 0 || end < 0 {
+		t.Fatalf("%s has no running_system function", script)
+	}
+	return s[start : start+end+3]
+}
+
+// TestPostinstPinsOnlyOnARunningSystem: the postinst scripts run
+// "seedkeeper identity pin" only on a booted system, never in an image
+// build (DPKG_ROOT), a container build (no systemd) or a chroot that sees
+// the host's /run (systemd-detect-virt --chroot says so).
+func TestPostinstPinsOnlyOnARunningSystem(t *testing.T) {
+	fn := runningSystemFunc(t, "deb-postinst")
+	if other := runningSystemFunc(t, "rpm-post"); other != fn {
+		t.Error("deb-postinst and rpm-post decide differently")
+	}
+	for _, s := range []string{"deb-postinst", "rpm-post"} {
+		b, _ := os.ReadFile(filepath.Join("scripts", s))
+		if !strings.Contains(string(b), "if running_system; then\n\t\t/usr/sbin/seedkeeper identity pin || true\n") &&
+			!strings.Contains(string(b), "if running_system; then\n\t/usr/sbin/seedkeeper identity pin || true\n") {
+			t.Errorf("%s does not pin on a running system", s)
+		}
+	}
+	// The function runs with a stand-in for /run/systemd/system.
+	cases := []struct {
+		name     string
+		dpkgRoot string
+		systemd  bool // systemd is running (its /run directory exists)
+		detect   string
+		want     bool
+	}{
+		{"booted system", "", true, "not a chroot", true},
+		{"image build (dpkg --root)", "/srv/image", true, "not a chroot", false},
+		{"container build, no systemd", "", false, "not a chroot", false},
+		{"chroot that sees the host's /run", "", true, "chroot", false},
+		// Without systemd-detect-virt, / is compared with PID 1's root.
+		{"booted system, no systemd-detect-virt", "", true, "", true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			run := filepath.Join(dir, "run-systemd-system")
+			if c.systemd {
+				os.Mkdir(run, 0o755)
+			}
+			bin := filepath.Join(dir, "bin")
+			os.Mkdir(bin, 0o755)
+			for _, tool := range []string{"stat", "sh"} {
+				p, err := exec.LookPath(tool)
+				if err != nil {
+					t.Skipf("needs %s", tool)
+				}
+				os.Symlink(p, filepath.Join(bin, tool))
+			}
+			if c.detect != "" {
+				code := "1"
+				if c.detect == "chroot" {
+					code = "0"
+				}
+				fake := "#!/bin/sh\n[ \"$*\" = \"--quiet --chroot\" ] || exit 9\nexit " + code + "\n"
+				if err := os.WriteFile(filepath.Join(bin, "systemd-detect-virt"), []byte(fake), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			} else if _, err := os.Stat("/proc/1/root/."); err != nil {
+				t.Skip("cannot read /proc/1/root: needs root (sudo make test) outside a sandbox that hides PID 1")
+			}
+			script := strings.ReplaceAll(fn, "/run/systemd/system", run) + "running_system"
+			cmd := exec.Command(filepath.Join(bin, "sh"), "-c", script)
+			cmd.Env = []string{"PATH=" + bin, "DPKG_ROOT=" + c.dpkgRoot}
+			err := cmd.Run()
+			if got := err == nil; got != c.want {
+				t.Errorf("running_system = %v (%v); want %v", got, err, c.want)
+			}
+		})
+	}
+}

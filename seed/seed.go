@@ -19,6 +19,8 @@ import (
 	"github.com/seedkeeper/seedkeeper/datasource"
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
+	"github.com/seedkeeper/seedkeeper/internal/yamlx"
+	"github.com/seedkeeper/seedkeeper/netcfg"
 )
 
 // System paths seed writes (resolve them with sysroot.Root.Path).
@@ -109,10 +111,11 @@ type file struct {
 // See the package documentation for files, modes and ownership.
 func Write(root sysroot.Root, s Seed) (Result, error) {
 	res := Result{Dir: Dir}
-	want, err := files(s)
+	want, warnings, err := filesWarn(s)
 	if err != nil {
 		return res, err
 	}
+	res.Warnings = append(res.Warnings, warnings...)
 	dir := root.Path(Dir)
 	if err := ensureDir(dir, 0o700, true); err != nil {
 		return res, err
@@ -239,9 +242,16 @@ func Write(root sysroot.Root, s Seed) (Result, error) {
 
 // files returns every file s asks for.
 func files(s Seed) ([]file, error) {
-	md, err := MetaData(s)
+	fs, _, err := filesWarn(s)
+	return fs, err
+}
+
+// filesWarn returns every file s asks for, and warnings for the fields
+// of s that were left out.
+func filesWarn(s Seed) ([]file, []string, error) {
+	md, warnings, err := metaData(s)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	fs := []file{
 		{filepath.Join(Dir, MetaDataFile), md, 0o644},
@@ -251,7 +261,7 @@ func files(s Seed) ([]file, error) {
 	if s.NetworkConfig != nil {
 		nc, err := UnwrapNetworkConfig(s.NetworkConfig)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		fs = append(fs, file{filepath.Join(Dir, NetworkConfigFile), nc, 0o600})
 	}
@@ -266,7 +276,7 @@ func files(s Seed) ([]file, error) {
 			fs = append(fs, file{LegacyUserData, x.LegacyUserData, 0o400})
 		}
 	}
-	return fs, nil
+	return fs, warnings, nil
 }
 
 func nonNil(b []byte) []byte {
@@ -287,51 +297,64 @@ func script(b []byte) []byte {
 
 // MetaData returns the meta-data document for s: instance-id,
 // local-hostname and public-keys, every value a double-quoted YAML string.
+// The instance ID must pass datasource.CheckInstanceID (cloud-init makes
+// a directory of it). A hostname or public key that cannot be written as
+// one line (a control or line-separator character, invalid UTF-8), a key
+// longer than datasource.MaxPublicKey and keys beyond
+// datasource.MaxPublicKeys in all are left out: one bad field does not
+// cost the seed. Write reports them in Result.Warnings.
 func MetaData(s Seed) ([]byte, error) {
-	if s.InstanceID == "" {
-		return nil, errors.New("meta-data: instance-id is empty")
+	b, _, err := metaData(s)
+	return b, err
+}
+
+func metaData(s Seed) ([]byte, []string, error) {
+	if err := datasource.CheckInstanceID(s.InstanceID); err != nil {
+		return nil, nil, fmt.Errorf("meta-data instance-id: %w", err)
 	}
-	str := func(field, v string) (*yaml.Node, error) {
-		if !utf8.ValidString(v) {
-			return nil, fmt.Errorf("meta-data %s: not valid UTF-8", field)
-		}
-		// cloud-init keeps the ID in a line-based file and uses it as a
-		// directory name; a control character breaks both.
-		if i := strings.IndexFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }); i >= 0 {
-			return nil, fmt.Errorf("meta-data %s: control character %U at byte %d", field, v[i], i)
-		}
-		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v, Style: yaml.DoubleQuotedStyle}, nil
+	var warnings []string
+	str := func(v string) *yaml.Node {
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v, Style: yaml.DoubleQuotedStyle}
 	}
 	key := func(k string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: k} }
 	doc := &yaml.Node{Kind: yaml.MappingNode}
-	v, err := str("instance-id", s.InstanceID)
-	if err != nil {
-		return nil, err
-	}
-	doc.Content = append(doc.Content, key("instance-id"), v)
+	doc.Content = append(doc.Content, key("instance-id"), str(s.InstanceID))
 	if s.Hostname != "" {
-		v, err := str("local-hostname", s.Hostname)
-		if err != nil {
-			return nil, err
+		// cloud-init keeps the hostname in line-based files.
+		if err := netcfg.CheckLine(s.Hostname); err != nil {
+			warnings = append(warnings, fmt.Sprintf("meta-data local-hostname left out: %v", err))
+		} else {
+			doc.Content = append(doc.Content, key("local-hostname"), str(s.Hostname))
 		}
-		doc.Content = append(doc.Content, key("local-hostname"), v)
 	}
 	keys := &yaml.Node{Kind: yaml.SequenceNode}
+	total := 0
 	for i, k := range s.PublicKeys {
 		k = strings.TrimSpace(k)
-		if k == "" {
+		var err error
+		switch {
+		case k == "":
+			continue
+		case len(k) > datasource.MaxPublicKey:
+			err = fmt.Errorf("%d bytes long, more than %d", len(k), datasource.MaxPublicKey)
+		case total+len(k) > datasource.MaxPublicKeys:
+			err = fmt.Errorf("the keys before it already take %d bytes of %d", total, datasource.MaxPublicKeys)
+		default:
+			// A key goes into authorized_keys, one per line.
+			err = netcfg.CheckLine(k)
+		}
+		if err != nil {
+			warnings = append(warnings, fmt.Sprintf("meta-data public-keys[%d] left out: %v", i, err))
 			continue
 		}
-		v, err := str(fmt.Sprintf("public-keys[%d]", i), k)
-		if err != nil {
-			return nil, err
-		}
-		keys.Content = append(keys.Content, v)
+		total += len(k)
+		keys.Content = append(keys.Content, str(k))
 	}
 	if len(keys.Content) > 0 {
 		doc.Content = append(doc.Content, key("public-keys"), keys)
 	}
-	return encode(doc)
+	b, err := encode(doc)
+	return b, warnings, err
 }
 
 func encode(n *yaml.Node) ([]byte, error) {
@@ -350,7 +373,11 @@ func encode(n *yaml.Node) ([]byte, error) {
 // UnwrapNetworkConfig returns a network config without a top-level
 // "network:" key, which cloud-init 22.4's NoCloud rejects. A document that
 // is not wrapped is returned byte for byte; a wrapped one is re-encoded
-// from its "network" value.
+// from its "network" value, with every YAML alias replaced by what it
+// stands for (an alias whose anchor lay outside "network" would otherwise
+// be written dangling). Either way a document that, aliases expanded,
+// is larger than netcfg.MaxExpandedSize is refused: cloud-init expands
+// it when it renders the network.
 func UnwrapNetworkConfig(data []byte) ([]byte, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
@@ -359,7 +386,11 @@ func UnwrapNetworkConfig(data []byte) ([]byte, error) {
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 {
 		return data, nil // empty document
 	}
-	top := doc.Content[0]
+	resolved, err := yamlx.Resolve(&doc, netcfg.MaxExpandedSize)
+	if err != nil {
+		return nil, fmt.Errorf("network-config: %w", err)
+	}
+	top := resolved.Content[0]
 	if top.Kind != yaml.MappingNode {
 		return nil, errors.New("network-config: the top level is not a mapping")
 	}
@@ -375,10 +406,7 @@ func UnwrapNetworkConfig(data []byte) ([]byte, error) {
 	if inner == nil {
 		return data, nil
 	}
-	if inner.Kind == yaml.AliasNode {
-		inner = inner.Alias
-	}
-	if inner == nil || inner.Kind != yaml.MappingNode {
+	if inner.Kind != yaml.MappingNode {
 		return nil, errors.New("network-config: \"network\" is not a mapping")
 	}
 	out, err := encode(inner)

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -16,6 +18,8 @@ import (
 	"github.com/seedkeeper/seedkeeper/datasource"
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
+	"github.com/seedkeeper/seedkeeper/internal/yamlx"
+	"github.com/seedkeeper/seedkeeper/netcfg"
 )
 
 func testSeed() Seed {
@@ -171,13 +175,101 @@ func TestNetworkConfigUnwrappedAndRemoved(t *testing.T) {
 	}
 }
 
+// TestMetaDataRefusesUnusableIDs: issue 11 class 8, instance IDs "." and
+// ".." (and others that are no directory name) reached cloud-init.
+func TestMetaDataRefusesUnusableIDs(t *testing.T) {
+	for _, id := range []string{".", "..", "i-0/with/slash", "/", "a\x00b", strings.Repeat("x", 256)} {
+		if _, err := MetaData(Seed{InstanceID: id}); err == nil || !strings.HasPrefix(err.Error(), "meta-data instance-id: instance ID") {
+			t.Errorf("%q: err = %v", id, err)
+		}
+	}
+}
+
+// TestWriteDropsBadFields: issue 11 class 7, one public key with a
+// control character in it made Write fail, and boot wrote no seed.
+func TestWriteDropsBadFields(t *testing.T) {
+	root := sysroot.Root(t.TempDir())
+	s := testSeed()
+	s.Hostname = "bad\nhost"
+	s.PublicKeys = []string{"ssh-rsa AAA\tone", "ssh-ed25519 BBB two", "ssh-rsa CCC\u2028x", strings.Repeat("K", datasource.MaxPublicKey+1)}
+	res, err := Write(root, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"meta-data local-hostname left out: control character U+000A at byte 3",
+		"meta-data public-keys[0] left out: control character U+0009 at byte 11",
+		"meta-data public-keys[2] left out: control character U+2028 at byte 11",
+		fmt.Sprintf("meta-data public-keys[3] left out: %d bytes long, more than %d", datasource.MaxPublicKey+1, datasource.MaxPublicKey),
+	}
+	if !slices.Equal(res.Warnings, want) {
+		t.Errorf("Warnings = %q\nwant %q", res.Warnings, want)
+	}
+	got := read(t, root, sd(MetaDataFile))
+	if got != "instance-id: \""+s.InstanceID+"\"\npublic-keys:\n  - \"ssh-ed25519 BBB two\"\n" {
+		t.Errorf("meta-data = %q", got)
+	}
+}
+
+// TestMetaDataKeysBounded: issue 11 class 1, keys that share one large
+// string (YAML aliases) were written out in full, once per copy.
+func TestMetaDataKeysBounded(t *testing.T) {
+	big := "ssh-rsa " + strings.Repeat("A", datasource.MaxPublicKey-8)
+	keys := make([]string, 10000)
+	for i := range keys {
+		keys[i] = big
+	}
+	b, err := MetaData(Seed{InstanceID: "i-1", PublicKeys: keys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > datasource.MaxPublicKeys+64<<10 {
+		t.Errorf("meta-data is %d bytes", len(b))
+	}
+}
+
+// TestUnwrapNetworkConfigSelfContained: issue 11 class 1, a wrapped
+// network-config whose alias pointed at an anchor outside "network:" was
+// written with a dangling *alias, which cloud-init rejects; one whose
+// aliases expand hugely was re-encoded in full.
+func TestUnwrapNetworkConfigSelfContained(t *testing.T) {
+	in := "dns: &dns {addresses: [10.0.0.2]}\nnetwork:\n  version: 2\n  ethernets:\n    eth0: {dhcp4: true, nameservers: *dns}\n"
+	out, err := UnwrapNetworkConfig([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.ContainsAny(out, "*&") {
+		t.Errorf("output has an alias or anchor:\n%s", out)
+	}
+	var got map[string]any
+	if err := yaml.Unmarshal(out, &got); err != nil {
+		t.Fatalf("output does not parse: %v\n%s", err, out)
+	}
+	var whole map[string]any
+	yaml.Unmarshal([]byte(in), &whole)
+	if !reflect.DeepEqual(got, whole["network"]) {
+		t.Errorf("unwrapped = %v, want %v", got, whole["network"])
+	}
+
+	var b strings.Builder
+	b.WriteString("big: &big " + strings.Repeat("x", 1<<20) + "\nnetwork:\n  version: 2\n  list:\n")
+	for range 1000 {
+		b.WriteString("  - *big\n")
+	}
+	for _, doc := range []string{b.String(), strings.Replace(b.String(), "network:\n  version: 2\n", "version: 2\nnetwork:\n", 1)} {
+		if _, err := UnwrapNetworkConfig([]byte(doc)); err == nil || !errors.Is(err, yamlx.ErrTooLarge) {
+			t.Errorf("alias bomb: err = %v", err)
+		}
+	}
+}
+
 func TestUnwrapNetworkConfig(t *testing.T) {
 	for _, tc := range []struct{ in, want, err string }{
 		{"version: 1\nconfig: []\n", "version: 1\nconfig: []\n", ""},
 		{"# comment\nversion: 2\nethernets: {}\n", "# comment\nversion: 2\nethernets: {}\n", ""},
 		{"network:\n  version: 2\n  ethernets: {}\n", "version: 2\nethernets: {}\n", ""},
 		{`{"network": {"version": 1, "config": []}}`, `{"version": 1, "config": []}` + "\n", ""},
-		{"network: &n {version: 1, config: []}\n", "&n {version: 1, config: []}\n", ""},
+		{"network: &n {version: 1, config: []}\n", "{version: 1, config: []}\n", ""},
 		{"network: {config: disabled}\n", "{config: disabled}\n", ""},
 		{"version: 1\nnetwork: {x: 1}\n", "version: 1\nnetwork: {x: 1}\n", ""},
 		{"", "", ""},
@@ -202,7 +294,14 @@ func TestMetaDataKeepsStringsStrings(t *testing.T) {
 	// Values a YAML 1.1 or 1.2 loader would read as something else when
 	// unquoted; the conformance test feeds the same to cloud-init.
 	for _, id := range trickyIDs {
-		b, err := MetaData(Seed{InstanceID: id, Hostname: id, PublicKeys: []string{id}})
+		host := id
+		if netcfg.CheckLine(id) != nil {
+			host = "h"
+		}
+		b, err := MetaData(Seed{InstanceID: id, Hostname: host, PublicKeys: []string{host}})
+		if err := datasource.CheckInstanceID(id); err != nil {
+			continue // TestMetaDataRefusesUnusableIDs
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -210,18 +309,15 @@ func TestMetaDataKeepsStringsStrings(t *testing.T) {
 		if err := yaml.Unmarshal(b, &md); err != nil {
 			t.Fatalf("%q: %v\n%s", id, err, b)
 		}
-		if md["instance-id"] != id || md["local-hostname"] != id {
+		if md["instance-id"] != id || md["local-hostname"] != host {
 			t.Errorf("%q came back as %#v:\n%s", id, md["instance-id"], b)
 		}
 	}
 	if _, err := MetaData(Seed{}); err == nil {
 		t.Error("empty instance ID accepted")
 	}
-	if _, err := MetaData(Seed{InstanceID: "a", Hostname: "\xff"}); err == nil || !strings.Contains(err.Error(), "local-hostname") {
-		t.Errorf("invalid UTF-8: %v", err)
-	}
-	for _, bad := range []string{"tab\there", "line\nbreak", "cr\rx", "nul\x00x", "del\x7f"} {
-		if _, err := MetaData(Seed{InstanceID: bad}); err == nil || !strings.Contains(err.Error(), "instance-id: control character") {
+	for _, bad := range []string{"tab\there", "line\nbreak", "cr\rx", "nul\x00x", "del\x7f", "nel\u0085x", "ls\u2028x"} {
+		if _, err := MetaData(Seed{InstanceID: bad}); err == nil || !strings.Contains(err.Error(), "instance-id: instance ID: control character") {
 			t.Errorf("%q: %v", bad, err)
 		}
 	}
@@ -475,6 +571,17 @@ func FuzzUnwrapNetworkConfig(f *testing.F) {
 		if len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
 			t.Fatalf("unwrapped output is not a mapping:\n%s", out)
 		}
+		// Re-encoded output stands on its own: no alias left to dangle.
+		var walk func(*yaml.Node)
+		walk = func(n *yaml.Node) {
+			if n.Kind == yaml.AliasNode {
+				t.Fatalf("unwrapped output has an alias:\n%s", out)
+			}
+			for _, c := range n.Content {
+				walk(c)
+			}
+		}
+		walk(&doc)
 	})
 }
 
@@ -484,8 +591,18 @@ func FuzzMetaData(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, id, host, key string) {
 		b, err := MetaData(Seed{InstanceID: id, Hostname: host, PublicKeys: []string{key}})
+		if (err == nil) != (datasource.CheckInstanceID(id) == nil) {
+			t.Fatalf("instance ID %q: err = %v", id, err)
+		}
 		if err != nil {
 			return
+		}
+		// What cannot be one line is left out; the rest comes back as it was.
+		if netcfg.CheckLine(host) != nil {
+			host = ""
+		}
+		if k := strings.TrimSpace(key); netcfg.CheckLine(k) != nil || len(k) > datasource.MaxPublicKey {
+			key = ""
 		}
 		var md struct {
 			ID   string   `yaml:"instance-id"`
@@ -498,7 +615,7 @@ func FuzzMetaData(f *testing.F) {
 		if md.ID != id || md.Host != host {
 			t.Fatalf("round trip: %q %q -> %q %q\n%s", id, host, md.ID, md.Host, b)
 		}
-		if k := strings.TrimSpace(key); k != "" && (len(md.Keys) != 1 || md.Keys[0] != k) {
+		if k := strings.TrimSpace(key); k != "" && (len(md.Keys) != 1 || md.Keys[0] != k) || k == "" && len(md.Keys) != 0 {
 			t.Fatalf("key %q -> %q", k, md.Keys)
 		}
 	})

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seedkeeper/seedkeeper/agent"
 	"github.com/seedkeeper/seedkeeper/mdata/mdatatest"
 )
 
@@ -370,12 +371,18 @@ func TestBootNoSource(t *testing.T) {
 		t.Fatalf("boot with no source: %v", r)
 	}
 	after := filesUnder(t, root)
-	if want := append(before, "var/lib/seedkeeper/status.json"); !slices.Equal(after, want) {
+	// The marker that skips cloud-init's units this boot (issue 16).
+	want := append(before, "run/seedkeeper/no-source", "var/lib/seedkeeper/status.json")
+	slices.Sort(want)
+	if !slices.Equal(after, want) {
 		t.Errorf("files after a boot with no source: %q, want %q", after, want)
 	}
 	st := readStatus(t, root)
 	if st.Outcome != "no-source" || st.Identity != nil || st.Seed != nil || len(st.Candidates) != 3 {
 		t.Errorf("status.json: %+v", st)
+	}
+	if !strings.Contains(r.stderr, "cloud-init: no metadata source and no seed: cloud-init is skipped this boot") {
+		t.Errorf("boot does not log that cloud-init is held back:\n%s", r.stderr)
 	}
 	for _, c := range st.Candidates {
 		if c.Found || c.Reason == "" {
@@ -383,7 +390,8 @@ func TestBootNoSource(t *testing.T) {
 		}
 	}
 	s := runBinary(t, nil, "status", "--root", root)
-	if s.code != exitOK || !strings.Contains(s.stdout, "): no-source\n") || !strings.Contains(s.stdout, "nocloud:     not present: no ds=nocloud") {
+	if s.code != exitOK || !strings.Contains(s.stdout, "): no-source\n") || !strings.Contains(s.stdout, "nocloud:     not present: no ds=nocloud") ||
+		!strings.Contains(s.stdout, "cloud-init:  no metadata source and no seed: cloud-init is skipped this boot") {
 		t.Errorf("status: %v", s)
 	}
 }
@@ -541,15 +549,24 @@ func TestBootSmartOSBadNICs(t *testing.T) {
 	st.SetString("sdc:nics", `[{"interface":"net0","mac":"90:b8:d0:4a:1b:01",`)
 	_, transport := smartosHost(t, st)
 	root := scratchRoot(t, "SmartDC HVM", "Joyent", "")
+	// Issue 11 class 7: the bad network is dropped and named; the seed
+	// is written and the network left alone.
 	r := runBinary(t, []string{"SEEDKEEPER_MDATA=" + transport}, "boot", "--root", root)
-	if r.code != exitError || !strings.Contains(r.stderr, "sdc:nics") {
+	if r.code != exitOK || !strings.Contains(r.stderr, "sdc:nics dropped, leaving the network alone") {
 		t.Fatalf("boot with bad sdc:nics JSON: %v", r)
 	}
-	if s := readStatus(t, root); s.Outcome != "error" || !strings.Contains(s.Error, "sdc:nics") {
-		t.Errorf("status: %+v", s)
+	var status struct {
+		Outcome string   `json:"outcome"`
+		Dropped []string `json:"dropped"`
 	}
-	if _, err := os.Stat(seedPath(root, "meta-data")); !os.IsNotExist(err) {
-		t.Errorf("a seed was written from metadata that could not be read (%v)", err)
+	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(root, statusPath))), &status); err != nil {
+		t.Fatal(err)
+	}
+	if status.Outcome != "ok" || len(status.Dropped) != 1 || !strings.HasPrefix(status.Dropped[0], "sdc:nics dropped") {
+		t.Errorf("status: %+v", status)
+	}
+	if _, err := os.Stat(seedPath(root, "meta-data")); err != nil {
+		t.Errorf("no seed written: %v", err)
 	}
 }
 
@@ -581,7 +598,7 @@ func TestBootWaitsForSilentMdataHost(t *testing.T) {
 		}
 	})
 
-	extend := fmt.Sprintf("EXTEND_TIMEOUT_USEC=%d", waitExtension.Microseconds())
+	extend := fmt.Sprintf("EXTEND_TIMEOUT_USEC=%d", agent.WaitExtension.Microseconds())
 	waitFor(t, extend, func() bool { return notify.has(extend) })
 	if !slices.ContainsFunc(notify.lines(), func(s string) bool {
 		return strings.HasPrefix(s, "STATUS=waiting for the metadata host on "+transport)

@@ -17,52 +17,27 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/seedkeeper/seedkeeper/agent"
+	"github.com/seedkeeper/seedkeeper/internal/buildtest"
 )
 
-var (
-	binDir   string // removed by TestMain
-	binOnce  sync.Once
-	binPath  string
-	binError error
+// Paths of seedkeeper's state, as the tests look for them under a root.
+const (
+	statusPath  = agent.StatusPath
+	receiptPath = agent.ReceiptPath
+	networkDir  = agent.NetworkDir
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { buildtest.Main(m) }
 
 // seedkeeperBinary builds the command once and returns its path.
-func seedkeeperBinary(t testing.TB) string {
-	t.Helper()
-	binOnce.Do(func() {
-		goTool, err := exec.LookPath("go")
-		if err != nil {
-			goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-		}
-		if binDir, binError = os.MkdirTemp("", "seedkeeper-e2e-"); binError != nil {
-			return
-		}
-		binPath = filepath.Join(binDir, "seedkeeper")
-		cmd := exec.Command(goTool, "build", "-o", binPath, ".")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			binError = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if binError != nil {
-		t.Fatalf("building seedkeeper for whole-process tests: %v", binError)
-	}
-	return binPath
-}
+func seedkeeperBinary(t testing.TB) string { return buildtest.Seedkeeper(t) }
 
 // procResult is how a run of the binary ended.
 type procResult struct {

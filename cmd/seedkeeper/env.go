@@ -5,32 +5,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
-	"os"
-	"time"
+	"slices"
+	"strings"
 
 	"github.com/coreos/go-systemd/v22/daemon"
-	"github.com/seedkeeper/seedkeeper/internal/config"
+
+	"github.com/seedkeeper/seedkeeper/agent"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
-	"github.com/seedkeeper/seedkeeper/mdata"
 )
-
-// Paths of seedkeeper's own state, under --root.
-const (
-	stateDir    = "/var/lib/seedkeeper"
-	statusPath  = stateDir + "/status.json"
-	receiptPath = stateDir + "/network-receipt.json"
-	networkDir  = "/run/systemd/network"
-)
-
-// runEnv is what every daemon-style command shares: the root, the
-// configuration and the log.
-type runEnv struct {
-	root   sysroot.Root
-	cfg    *config.Config
-	cfgErr error // the configuration could not be used; defaults are in force
-	log    *slog.Logger
-}
 
 // commonFlags adds --root and --config to fs.
 func commonFlags(fs *flag.FlagSet) (root, cfgPath *string) {
@@ -39,67 +21,13 @@ func commonFlags(fs *flag.FlagSet) (root, cfgPath *string) {
 	return root, cfgPath
 }
 
-// newEnv loads the configuration and sets up the log. A configuration that
-// cannot be used is logged and replaced by the defaults; the caller decides
-// what must not go on without it.
-func newEnv(root, cfgPath string, stderr io.Writer) *runEnv {
-	e := &runEnv{root: sysroot.Root(root), log: newLogger(stderr)}
-	if cfgPath == "" {
-		cfgPath = e.root.Path(config.DefaultPath)
-	}
-	e.cfg, e.cfgErr = config.Load(cfgPath)
-	if e.cfgErr != nil {
-		e.log.Error("configuration not used; running on defaults, and hotplug will allow no driver", "err", e.cfgErr)
-	}
+// newEnv loads the configuration, logs to stderr and notifies systemd when
+// it is listening.
+func newEnv(root, cfgPath string, stderr io.Writer) agent.Env {
+	e := agent.LoadEnv(sysroot.Root(root), cfgPath, agent.NewLogger(stderr))
+	e.Notify = func(state string) { daemon.SdNotify(false, state) }
+	e.Version = version
 	return e
-}
-
-// mdataTransport is the forced mdata transport: the environment first,
-// then the configuration.
-func (e *runEnv) mdataTransport() string {
-	if v := os.Getenv(mdata.EnvTransport); v != "" {
-		return v
-	}
-	return e.cfg.Mdata.Transport
-}
-
-// newLogger logs one line per event to stderr: key=value text, without a
-// timestamp when journald (which adds its own) is reading.
-func newLogger(w io.Writer) *slog.Logger {
-	opts := &slog.HandlerOptions{}
-	if os.Getenv("JOURNAL_STREAM") != "" {
-		opts.ReplaceAttr = func(groups []string, a slog.Attr) slog.Attr {
-			if len(groups) == 0 && a.Key == slog.TimeKey {
-				return slog.Attr{}
-			}
-			return a
-		}
-	}
-	return slog.New(slog.NewTextHandler(w, opts))
-}
-
-// notify sends a state line to systemd when it is listening; it is a no-op
-// otherwise.
-func notify(state string) {
-	daemon.SdNotify(false, state)
-}
-
-// notifyStatus sends a STATUS line.
-func notifyStatus(format string, args ...any) {
-	notify("STATUS=" + fmt.Sprintf(format, args...))
-}
-
-// waitExtension is how far each progress line sent while a detected mdata
-// host is silent pushes out systemd's start timeout: more than the longest
-// gap between two lines (one attempt can block for the mdata write
-// timeout, 45 s), so that the wait is unbounded as DESIGN.md asks while
-// the units' TimeoutStartSec still cuts off any other hang.
-const waitExtension = 90 * time.Second
-
-// notifyWaiting sends a progress line of the wait for the metadata host,
-// with EXTEND_TIMEOUT_USEC.
-func notifyWaiting(msg string) {
-	notify(fmt.Sprintf("STATUS=%s\nEXTEND_TIMEOUT_USEC=%d", msg, waitExtension.Microseconds()))
 }
 
 // newFlags returns the flag set of a subcommand. Its help text is printed
@@ -124,6 +52,51 @@ func parseFlags(fs *flag.FlagSet, args []string, help string, stdout, stderr io.
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "seedkeeper %s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
+		return exitUsage, false
+	}
+	return exitOK, true
+}
+
+// subcommand reads the SUB of "seedkeeper NAME SUB [FLAGS]" and returns
+// its flag set (output discarded: parseSubFlags prints the one-line
+// errors). When it returns false the command ends with code: 0 after
+// help, 3 for a missing or unknown SUB.
+func subcommand(name string, args, subs []string, usage string, stdout, stderr io.Writer) (fs *flag.FlagSet, code int, ok bool) {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return nil, exitUsage, false
+	}
+	switch sub := args[0]; {
+	case sub == "-h" || sub == "-help" || sub == "--help" || sub == "help":
+		fmt.Fprint(stdout, usage)
+		return nil, exitOK, false
+	case !slices.Contains(subs, sub):
+		want := subs[len(subs)-1]
+		if len(subs) > 1 {
+			want = strings.Join(subs[:len(subs)-1], ", ") + " or " + want
+		}
+		fmt.Fprintf(stderr, "seedkeeper %s: unknown command %q (want %s)\n", name, sub, want)
+		return nil, exitUsage, false
+	}
+	fs = flag.NewFlagSet("seedkeeper "+name+" "+args[0], flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return fs, exitOK, true
+}
+
+// parseSubFlags parses the flags after SUB; when it returns false the
+// command ends with code (0 after --help, 3 for a bad flag or a stray
+// argument, said in one line).
+func parseSubFlags(fs *flag.FlagSet, args []string, usage string, stdout, stderr io.Writer) (code int, ok bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, usage)
+			return exitOK, false
+		}
+		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
+		return exitUsage, false
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "%s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
 		return exitUsage, false
 	}
 	return exitOK, true

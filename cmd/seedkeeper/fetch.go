@@ -2,21 +2,19 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"os"
 	"os/signal"
-	"regexp"
 	"slices"
 	"strings"
 	"syscall"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/seedkeeper/seedkeeper/agent"
 	"github.com/seedkeeper/seedkeeper/datasource"
 )
 
@@ -36,36 +34,11 @@ hostname, machine_id, public_keys, network_config (the normalized network
 configuration as a cloud-init v1 document, or null: leave the network
 alone), network_drivers (null when the metadata sets none), user_data,
 vendor_data, smartos (user_script, operator_script, legacy_user_data,
-availability_zone, dns_domain), meta_data.
+availability_zone, dns_domain), meta_data, dropped (the metadata fields
+not used, and why; absent when none).
 
 Exit status: 0, 1 no metadata source, 2 error, 3 usage, 10 timed out.
 `
-
-// fetchOutput is the JSON schema of "seedkeeper fetch --json".
-type fetchOutput struct {
-	Source              string         `json:"source"`
-	Transport           string         `json:"transport"`
-	Items               []string       `json:"items"`
-	InstanceID          string         `json:"instance_id"`
-	InstanceIDDefaulted bool           `json:"instance_id_defaulted"`
-	Hostname            string         `json:"hostname"`
-	MachineID           string         `json:"machine_id"`
-	PublicKeys          []string       `json:"public_keys"`
-	NetworkConfig       any            `json:"network_config"`
-	NetworkDrivers      []string       `json:"network_drivers"`
-	UserData            *string        `json:"user_data"`
-	VendorData          *string        `json:"vendor_data"`
-	SmartOS             *fetchSmartOS  `json:"smartos,omitempty"`
-	MetaData            map[string]any `json:"meta_data,omitempty"`
-}
-
-type fetchSmartOS struct {
-	UserScript       *string `json:"user_script"`
-	OperatorScript   *string `json:"operator_script"`
-	LegacyUserData   *string `json:"legacy_user_data"`
-	AvailabilityZone string  `json:"availability_zone"`
-	DNSDomain        string  `json:"dns_domain"`
-}
 
 func runFetch(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("fetch", stderr)
@@ -94,7 +67,7 @@ func runFetch(args []string, stdout, stderr io.Writer) int {
 		ctx, cancel = context.WithTimeout(ctx, *timeout)
 		defer cancel()
 	}
-	o := e.sourceOptions()
+	o := e.SourceOptions()
 	o.Mdata.Progress = func(msg string) { fmt.Fprintf(stderr, "seedkeeper fetch: %s\n", msg) }
 	o.VMware.Redact = false // fetch writes nothing, guestinfo included
 	var md *datasource.Metadata
@@ -108,18 +81,14 @@ func runFetch(args []string, stdout, stderr io.Writer) int {
 	default:
 		md, _, err = datasource.Fetch(ctx, o)
 	}
-	switch {
-	case errors.Is(err, datasource.ErrNoSource):
+	if err != nil {
 		fmt.Fprintf(stderr, "seedkeeper fetch: %v\n", err)
-		return exitNoSource
-	case err != nil && ctx.Err() == context.DeadlineExceeded:
-		fmt.Fprintf(stderr, "seedkeeper fetch: %v\n", err)
-		return exitTryAgain
-	case err != nil:
-		fmt.Fprintf(stderr, "seedkeeper fetch: %v\n", err)
-		return exitError
+		if ctx.Err() == context.DeadlineExceeded {
+			err = errTimedOut{err}
+		}
+		return exitCode(err)
 	}
-	out, err := normalize(md, *secrets)
+	out, err := agent.Normalize(md, *secrets)
 	if err != nil {
 		fmt.Fprintf(stderr, "seedkeeper fetch: %v\n", err)
 		return exitError
@@ -128,88 +97,17 @@ func runFetch(args []string, stdout, stderr io.Writer) int {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false) // "<redacted: ...>", not "\u003credacted"
-		enc.Encode(out)
+		if err := enc.Encode(out); err != nil {
+			fmt.Fprintf(stderr, "seedkeeper fetch: writing JSON: %v\n", err)
+			return exitError
+		}
 		return exitOK
 	}
 	printFetch(stdout, out)
 	return exitOK
 }
 
-func normalize(md *datasource.Metadata, secrets bool) (*fetchOutput, error) {
-	out := &fetchOutput{
-		Source: md.Source, Transport: md.Origin.Transport, Items: md.Origin.Items,
-		InstanceID: md.InstanceID, InstanceIDDefaulted: md.InstanceIDDefaulted,
-		Hostname: md.Hostname, MachineID: md.MachineID, PublicKeys: md.PublicKeys,
-		UserData: secret(md.UserData, md.UserData != nil, secrets), VendorData: secret(md.VendorData, md.VendorData != nil, secrets),
-		MetaData: redactMeta(md.MetaData, secrets),
-	}
-	if out.PublicKeys == nil {
-		out.PublicKeys = []string{}
-	}
-	if md.NetworkDriversSet {
-		out.NetworkDrivers = append([]string{}, md.NetworkDrivers...)
-	}
-	if md.Network != nil {
-		v1, err := md.Network.MarshalV1()
-		if err != nil {
-			return nil, fmt.Errorf("normalizing the network configuration: %w", err)
-		}
-		var doc map[string]any
-		if err := yaml.Unmarshal(v1, &doc); err != nil {
-			return nil, fmt.Errorf("normalizing the network configuration: %w", err)
-		}
-		out.NetworkConfig = doc
-	}
-	if s := md.SmartOS; s != nil {
-		out.SmartOS = &fetchSmartOS{
-			UserScript:       secret(s.UserScript, s.HasUserScript, secrets),
-			OperatorScript:   secret(s.OperatorScript, s.HasOperator, secrets),
-			LegacyUserData:   secret(s.LegacyUserData, s.HasLegacyUser, secrets),
-			AvailabilityZone: s.AvailabilityZone,
-			DNSDomain:        s.DNSDomain,
-		}
-	}
-	return out, nil
-}
-
-// secret shows a value, or a redaction that still tells whether it
-// changed. Absent values are null.
-func secret(b []byte, present, show bool) *string {
-	if !present {
-		return nil
-	}
-	var s string
-	if show {
-		s = string(b)
-	} else {
-		sum := sha256.Sum256(b)
-		s = fmt.Sprintf("<redacted: %d bytes, sha256 %x>", len(b), sum[:6])
-	}
-	return &s
-}
-
-var passwordLike = regexp.MustCompile(`(?i)(pass|secret|token|_pw$|private)`)
-
-func redactMeta(m map[string]any, show bool) map[string]any {
-	if m == nil || show {
-		return m
-	}
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		if passwordLike.MatchString(k) {
-			b, _ := json.Marshal(v)
-			out[k] = *secret(b, true, false)
-			continue
-		}
-		if sub, ok := v.(map[string]any); ok {
-			v = redactMeta(sub, show)
-		}
-		out[k] = v
-	}
-	return out
-}
-
-func printFetch(w io.Writer, o *fetchOutput) {
+func printFetch(w io.Writer, o *agent.Fetched) {
 	line := func(k, v string) { fmt.Fprintf(w, "%-22s %s\n", k+":", v) }
 	line("source", o.Source)
 	line("transport", o.Transport)
@@ -250,6 +148,9 @@ func printFetch(w io.Writer, o *fetchOutput) {
 	for _, k := range slices.Sorted(maps.Keys(o.MetaData)) {
 		b, _ := json.Marshal(o.MetaData[k])
 		line("meta-data "+k, string(b))
+	}
+	for _, d := range o.Dropped {
+		line("dropped", d)
 	}
 }
 

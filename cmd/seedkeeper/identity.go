@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"time"
@@ -14,6 +13,7 @@ import (
 
 const identityUsage = `Usage: seedkeeper identity show  [--root DIR] [--json]
        seedkeeper identity reset [--root DIR] [--json]
+       seedkeeper identity pin   [--root DIR] [--json]
 
 show prints the instance ID seedkeeper pinned for this machine, the machine
 identity it belongs to, the rule that pinned it and when, cloud-init's
@@ -24,7 +24,7 @@ reset makes the next boot a new instance on purpose (new SSH host keys,
 cloud-init's per-instance modules run again): the next boot hands cloud-init
 the reported instance ID followed by "-r" and 8 random hex digits chosen
 now, and pins it. Running reset again before that boot changes nothing.
-
+` + identityPinUsage + `
 Options:
   --root DIR  read and write the state under DIR instead of /
   --json      print the state as JSON
@@ -35,39 +35,22 @@ Exit status:
   3  usage error
 `
 
-// runIdentity implements "seedkeeper identity show|reset".
+// runIdentity implements "seedkeeper identity show|reset|pin".
 func runIdentity(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, identityUsage)
-		return exitUsage
+	fs, code, ok := subcommand("identity", args, []string{"show", "reset", "pin"}, identityUsage, stdout, stderr)
+	if !ok {
+		return code
 	}
 	sub := args[0]
-	switch sub {
-	case "-h", "-help", "--help", "help":
-		fmt.Fprint(stdout, identityUsage)
-		return exitOK
-	case "show", "reset":
-	default:
-		fmt.Fprintf(stderr, "seedkeeper identity: unknown command %q (want show or reset)\n", sub)
-		return exitUsage
-	}
-	fs := flag.NewFlagSet("seedkeeper identity "+sub, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	rootDir := fs.String("root", "", "")
 	asJSON := fs.Bool("json", false, "")
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, identityUsage)
-			return exitOK
-		}
-		fmt.Fprintf(stderr, "seedkeeper identity %s: %v\n", sub, err)
-		return exitUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "seedkeeper identity %s: unexpected argument %q\n", sub, fs.Arg(0))
-		return exitUsage
+	if code, ok := parseSubFlags(fs, args[1:], identityUsage, stdout, stderr); !ok {
+		return code
 	}
 	root := sysroot.Root(*rootDir)
+	if sub == "pin" {
+		return runIdentityPin(root, *asJSON, stdout, stderr)
+	}
 	fail := func(err error) int {
 		fmt.Fprintf(stderr, "seedkeeper identity %s: %v\n", sub, err)
 		if errors.Is(err, identity.ErrBadState) {

@@ -85,6 +85,9 @@ func TestIdentityCommandErrors(t *testing.T) {
 			t.Errorf("%q: exit %d, want %d", args, code, exitUsage)
 		}
 	}
+	if _, _, errs := identityCmd("frob"); !strings.Contains(errs, `unknown command "frob" (want show, reset or pin)`) {
+		t.Errorf("unknown command: %q", errs)
+	}
 	for _, args := range [][]string{{"--help"}, {"show", "--help"}, {"help"}} {
 		code, out, _ := identityCmd(args...)
 		if code != exitOK || !strings.Contains(out, "Usage: seedkeeper identity show") {

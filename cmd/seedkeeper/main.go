@@ -28,7 +28,8 @@ func commands() map[string]command {
 	return map[string]command{
 		"boot":     {"detect, read, decide the instance ID, write the seed, apply the network (once per boot)", runBoot},
 		"fetch":    {"print the normalized metadata, writing nothing", runFetch},
-		"identity": {"show or reset the instance ID pinned for this machine", runIdentity},
+		"identity": {"show, reset or pin the instance ID pinned for this machine", runIdentity},
+		"image":    {"check what a clone of this image will do, or seal it for cloning", runImage},
 		"mdata": {"get, put, delete or list metadata keys (as the mdata-* tools)", func(args []string, stdout, stderr io.Writer) int {
 			return runMdataSub(args, os.Stdin, stdout, stderr)
 		}},

@@ -208,6 +208,7 @@ func runMdataTool(tool, argv0 string, args []string, stdin io.Reader, stdout, st
 // their exit code.
 func reportMdataError(stderr io.Writer, tool, key string, err error) int {
 	var he *mdata.HostError
+	var op *mdata.OpError
 	switch {
 	case errors.Is(err, mdata.ErrNotFound):
 		if tool == "list" {
@@ -215,7 +216,6 @@ func reportMdataError(stderr io.Writer, tool, key string, err error) int {
 		} else {
 			fmt.Fprintf(stderr, "No metadata for '%s'\n", key)
 		}
-		return exitNotFound
 	case errors.As(err, &he):
 		switch tool {
 		case "get":
@@ -227,20 +227,18 @@ func reportMdataError(stderr io.Writer, tool, key string, err error) int {
 		default:
 			fmt.Fprintf(stderr, "Error getting metadata: %s\n", he.Message)
 		}
-		return exitError
+		return exitCode(he) // the host's answer: an error, whatever it wraps
 	case errors.Is(err, mdata.ErrUnsupported):
 		fmt.Fprintf(stderr, "ERROR: host does not support %s\n", map[string]string{"get": "GET", "put": "PUT", "delete": "DELETE", "list": "KEYS"}[tool])
-		return exitError
 	case errors.Is(err, mdata.ErrUnavailable):
 		fmt.Fprintf(stderr, "ERROR: %v\n", errors.Unwrap(err))
-		return exitTryAgain
+		err = errTimedOut{err}
+	case errors.As(err, &op):
+		fmt.Fprintf(stderr, "ERROR: could not initialise protocol: %v\n", op.Err)
+	default:
+		fmt.Fprintf(stderr, "ERROR: could not initialise protocol: %v\n", err)
 	}
-	var op *mdata.OpError
-	if errors.As(err, &op) {
-		err = op.Err
-	}
-	fmt.Fprintf(stderr, "ERROR: could not initialise protocol: %v\n", err)
-	return exitError
+	return exitCode(err)
 }
 
 func parseTimeout(s string) (time.Duration, error) {

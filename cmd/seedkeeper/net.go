@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -11,13 +9,10 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/seedkeeper/seedkeeper/agent"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
-	"github.com/seedkeeper/seedkeeper/netcfg"
 	"github.com/seedkeeper/seedkeeper/netcfg/apply"
 )
-
-// Exit codes of "seedkeeper net": 0 done, exitError (2) error, and this one.
-const exitNetPartial = 4
 
 // netDefaultDrivers is the allowlist on KVM, Proxmox and bhyve (DESIGN.md,
 // "Events"), used when --drivers is not given.
@@ -36,7 +31,7 @@ A NIC is owned when its MAC (or, for an entry without a MAC, its name) is in
 the configuration and its driver is on the allowlist. Other links are never
 read beyond the link list and never changed. Addresses and routes already
 present are left alone; the only ones removed are those seedkeeper added
-(recorded in the receipt, ` + receiptPath + `)
+(recorded in the receipt, ` + agent.ReceiptPath + `)
 and the configuration no longer has. DHCP and SLAAC are not configured here
 (the systemd-networkd files do that); their links are only brought up.
 Running apply twice with the same configuration changes nothing the second
@@ -52,57 +47,37 @@ Options:
 
 Exit status:
   0  done, or nothing to do
-  2  error: bad arguments, an unreadable configuration or receipt, or
-     links that could not be read (nothing was changed); or, after apply,
-     a receipt that could not be saved
+  2  error: an unreadable configuration or receipt, or links that could
+     not be read (nothing was changed); or, after apply, a receipt that
+     could not be saved
+  3  usage: bad arguments
   4  apply only: some operations failed and the others were applied; each
      failure is printed with its operation
 `
 
 // runNet implements "seedkeeper net plan|apply".
 func runNet(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, netUsage)
-		return exitError
+	fs, code, ok := subcommand("net", args, []string{"plan", "apply"}, netUsage, stdout, stderr)
+	if !ok {
+		return code
 	}
 	sub := args[0]
-	switch sub {
-	case "-h", "-help", "--help", "help":
-		fmt.Fprint(stdout, netUsage)
-		return exitOK
-	case "plan", "apply":
-	default:
-		fmt.Fprintf(stderr, "seedkeeper net: unknown command %q (want plan or apply)\n", sub)
-		return exitError
-	}
-
-	fs := flag.NewFlagSet("seedkeeper net "+sub, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	config := fs.String("config", "", "")
 	drivers := fs.String("drivers", netDefaultDrivers, "")
 	root := fs.String("root", "", "")
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, netUsage)
-			return exitOK
-		}
-		fmt.Fprintf(stderr, "seedkeeper net %s: %v\n", sub, err)
-		return exitError
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "seedkeeper net %s: unexpected argument %q\n", sub, fs.Arg(0))
-		return exitError
+	if code, ok := parseSubFlags(fs, args[1:], netUsage, stdout, stderr); !ok {
+		return code
 	}
 	if *config == "" {
 		fmt.Fprintf(stderr, "seedkeeper net %s: --config FILE is required\n", sub)
-		return exitError
+		return exitUsage
 	}
 	fail := func(err error) int {
 		fmt.Fprintf(stderr, "seedkeeper net %s: %v\n", sub, err)
-		return exitError
+		return exitCode(err)
 	}
 
-	cfg, err := netReadConfig(*config)
+	cfg, err := agent.ReadNetworkConfig(*config)
 	if err != nil {
 		return fail(err)
 	}
@@ -115,75 +90,35 @@ func runNet(args []string, stdout, stderr io.Writer) int {
 	if len(names) == 0 {
 		fmt.Fprintf(stderr, "seedkeeper net %s: the driver allowlist is empty: no NIC will be touched\n", sub)
 	}
-	receipt := sysroot.Root(*root).Path(receiptPath)
-	if sub == "apply" {
-		unlock, err := apply.LockReceipt(receipt)
-		if err != nil {
-			return fail(err)
-		}
-		defer unlock()
-	}
-	rc, err := apply.LoadReceipt(receipt)
-	if err != nil {
-		return fail(fmt.Errorf("%w (it records what seedkeeper added; move it aside to start afresh, and seedkeeper forgets what to clean up)", err))
-	}
-
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	h, err := apply.Open()
-	if err != nil {
-		return fail(err)
-	}
-	defer h.Close()
-	p, err := h.Plan(ctx, cfg, apply.Drivers(names...), rc)
-	if err != nil {
+	s, err := apply.Sync(ctx, cfg, apply.SyncOptions{
+		Receipt: sysroot.Root(*root).Path(agent.ReceiptPath),
+		Allow:   apply.Drivers(names...),
+		DryRun:  sub == "plan",
+	})
+	if s == nil || s.Result == nil && sub == "apply" {
 		return fail(err)
 	}
 	if sub == "plan" {
-		fmt.Fprint(stdout, p)
+		fmt.Fprint(stdout, s.Plan)
 		return exitOK
 	}
-
-	res, applyErr := h.Apply(ctx, p)
-	for _, o := range res.Ops {
+	for _, o := range s.Result.Ops {
 		if o.Err != nil {
 			fmt.Fprintf(stdout, "FAILED %s: %v\n", o.Op, o.Err)
 		} else {
 			fmt.Fprintf(stdout, "done   %s\n", o.Op)
 		}
 	}
-	if len(res.Ops) == 0 {
+	if len(s.Result.Ops) == 0 {
 		fmt.Fprintln(stdout, "no changes")
 	}
-	for _, n := range p.Notes {
+	for _, n := range s.Plan.Notes {
 		fmt.Fprintln(stdout, "note: "+n)
 	}
-	if _, err := res.Receipt.Save(receipt); err != nil {
-		return fail(err)
-	}
-	if applyErr != nil {
-		fmt.Fprintf(stderr, "seedkeeper net apply: %v\n", applyErr)
-		if errors.Is(applyErr, apply.ErrPartial) {
-			return exitNetPartial
-		}
-		return exitError
-	}
-	return exitOK
-}
-
-// netReadConfig reads and parses the configuration file; a configuration
-// that says {config: disabled} is nil, "leave the network alone".
-func netReadConfig(path string) (*netcfg.Config, error) {
-	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("reading network configuration: %w", err)
+		fmt.Fprintf(stderr, "seedkeeper net apply: %v\n", err)
 	}
-	cfg, err := netcfg.Parse(data)
-	if errors.Is(err, netcfg.ErrDisabled) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading network configuration %s: %w", path, err)
-	}
-	return cfg, nil
+	return exitCode(err)
 }

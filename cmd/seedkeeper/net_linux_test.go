@@ -1,54 +1,23 @@
 package main
 
 import (
-	"fmt"
 	"net"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
+
+	"github.com/seedkeeper/seedkeeper/internal/nstest"
 )
 
 // inNewNetns runs the rest of the test on a locked thread inside a new
 // named network namespace, deleted (and the thread returned) at cleanup.
 func inNewNetns(t *testing.T) *netlink.Handle {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to create network namespaces: run `sudo make test`")
-	}
-	runtime.LockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		runtime.UnlockOSThread()
-		t.Fatal(err)
-	}
-	name := fmt.Sprintf("sknet-%d", os.Getpid())
-	ns, err := netns.NewNamed(name)
-	if err != nil {
-		orig.Close()
-		runtime.UnlockOSThread()
-		t.Skipf("cannot create network namespace %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		if err := netns.Set(orig); err != nil {
-			t.Errorf("returning to own namespace: %v", err) // thread stays locked and dies
-			return
-		}
-		orig.Close()
-		ns.Close()
-		netns.DeleteNamed(name)
-		runtime.UnlockOSThread()
-	})
-	nh, err := netlink.NewHandleAt(ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nh.Delete)
-	return nh
+	n := nstest.New(t, "sknet")
+	n.Enter(t)
+	return n.Netlink
 }
 
 func TestIntegrationNetPlanApply(t *testing.T) {
@@ -107,7 +76,7 @@ ethernets:
 
 	write("203.0.113.1")
 	code, out, errs = runNetCapture(append([]string{"apply"}, base...)...)
-	if code != exitNetPartial ||
+	if code != exitPartial ||
 		!strings.Contains(out, "FAILED eth0 (bc:24:11:aa:bb:01): add route default via 203.0.113.1: network is unreachable\n") ||
 		!strings.Contains(out, "done   eth0 (bc:24:11:aa:bb:01): remove route default via 192.0.2.1") ||
 		!strings.Contains(errs, "network applied partially: 1 of 2 operations failed") {

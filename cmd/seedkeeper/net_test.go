@@ -14,6 +14,7 @@ func runNetCapture(args ...string) (code int, stdout, stderr string) {
 	return code, out.String(), errb.String()
 }
 
+// Usage errors exit 3, as in every other command (issue 14: net used 2).
 func TestNetUsage(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "net.yaml")
@@ -34,11 +35,11 @@ func TestNetUsage(t *testing.T) {
 	}{
 		{args: []string{"--help"}, code: 0, stdout: "Usage: seedkeeper net plan", stdoutMore: []string{"Exit status:", "  4  apply only: some operations failed", "--drivers LIST"}},
 		{args: []string{"apply", "--help"}, code: 0, stdout: "Usage: seedkeeper net plan"},
-		{args: nil, code: 2, stderr: "Usage: seedkeeper net plan"},
-		{args: []string{"show"}, code: 2, stderr: `unknown command "show" (want plan or apply)`},
-		{args: []string{"plan"}, code: 2, stderr: "seedkeeper net plan: --config FILE is required"},
-		{args: []string{"plan", "--config", good, "extra"}, code: 2, stderr: `unexpected argument "extra"`},
-		{args: []string{"apply", "--bogus"}, code: 2, stderr: "flag provided but not defined: -bogus"},
+		{args: nil, code: 3, stderr: "Usage: seedkeeper net plan"},
+		{args: []string{"show"}, code: 3, stderr: `unknown command "show" (want plan or apply)`},
+		{args: []string{"plan"}, code: 3, stderr: "seedkeeper net plan: --config FILE is required"},
+		{args: []string{"plan", "--config", good, "extra"}, code: 3, stderr: `unexpected argument "extra"`},
+		{args: []string{"apply", "--bogus"}, code: 3, stderr: "flag provided but not defined: -bogus"},
 		{args: []string{"plan", "--config", filepath.Join(dir, "missing.yaml")}, code: 2, stderr: "reading network configuration: open " + filepath.Join(dir, "missing.yaml")},
 		{args: []string{"plan", "--config", bad}, code: 2, stderr: "reading network configuration " + bad + ": "},
 		{args: []string{"apply", "--config", good, "--root", corruptRoot}, code: 2, stderr: "reading network receipt " + receipt + ": unexpected end of JSON input (it records what seedkeeper added"},

@@ -6,14 +6,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 
-	"gopkg.in/yaml.v3"
-
+	"github.com/seedkeeper/seedkeeper/agent"
 	"github.com/seedkeeper/seedkeeper/identity"
+	"github.com/seedkeeper/seedkeeper/image"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
 
@@ -22,14 +19,14 @@ const statusHelp = `Usage: seedkeeper status [--root DIR] [--json]
 Says what the last "seedkeeper boot" decided and why: the metadata source
 and transport, the instance ID reported and the one handed to cloud-init
 with the rule that decided it, the seed files, the network and the hotplug
-allowlist in force. It also warns when another cloud-init setting overrides
-seedkeeper's drop-in (a later datasource_list or network key).
+allowlist in force. It also warns, as "seedkeeper image check" does, when
+cloud-init's settings do not leave the seed to seedkeeper: the drop-in
+missing, or overridden by a later file (datasource_list, NoCloud's fs_label,
+network config); and it says when a metadata source appeared after boot
+decided (it takes effect on the next boot).
 
 Exit status: 0, or 1 when boot has not run yet, 2 on error.
 `
-
-// dropIn is the cloud-init configuration seedkeeper ships.
-const dropIn = "/etc/cloud/cloud.cfg.d/95-seedkeeper.cfg"
 
 func runStatus(args []string, stdout, stderr io.Writer) int {
 	flags := newFlags("status", stderr)
@@ -39,8 +36,7 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	r := sysroot.Root(*root)
-	var st bootStatus
-	b, err := os.ReadFile(r.Path(statusPath))
+	st, err := agent.ReadStatus(r)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		fmt.Fprintln(stderr, "seedkeeper boot has not run on this machine yet")
@@ -49,16 +45,14 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "seedkeeper status: %v\n", err)
 		return exitError
 	}
-	if err := json.Unmarshal(b, &st); err != nil {
-		fmt.Fprintf(stderr, "seedkeeper status: %s: %v\n", r.Path(statusPath), err)
-		return exitError
-	}
-	warnings := cloudCfgWarnings(r)
+	warnings := cloudConfigWarnings(r)
+	late := agent.LateSource(newEnv(*root, "", io.Discard))
 	if *asJSON {
 		out := struct {
-			bootStatus
-			Warnings []string `json:"warnings,omitempty"`
-		}{st, warnings}
+			agent.Status
+			LateSource string   `json:"late_source,omitempty"`
+			Warnings   []string `json:"warnings,omitempty"`
+		}{*st, late, warnings}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false)
@@ -67,11 +61,14 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitOK
 	}
-	printStatus(stdout, &st, r, warnings)
+	printStatus(stdout, st, r, warnings)
+	if late != "" {
+		fmt.Fprintf(stdout, "Late source: %s\n", late)
+	}
 	return exitOK
 }
 
-func printStatus(w io.Writer, st *bootStatus, r sysroot.Root, warnings []string) {
+func printStatus(w io.Writer, st *agent.Status, r sysroot.Root, warnings []string) {
 	fmt.Fprintf(w, "Last boot:   %s (seedkeeper %s): %s\n", st.Time.Format("2006-01-02 15:04:05 MST"), st.Seedkeeper, st.Outcome)
 	if st.Error != "" {
 		fmt.Fprintf(w, "Error:       %s\n", st.Error)
@@ -90,6 +87,15 @@ func printStatus(w io.Writer, st *bootStatus, r sysroot.Root, warnings []string)
 	}
 	if st.Source != "" {
 		fmt.Fprintf(w, "Read from:   %s via %s\n", st.Source, st.Transport)
+	}
+	if st.DeviceWait != "" {
+		fmt.Fprintf(w, "Late devices: %s\n", st.DeviceWait)
+	}
+	if h := st.CloudInit; h != nil {
+		fmt.Fprintf(w, "cloud-init:  %s\n", h.Reason)
+	}
+	for _, d := range st.Dropped {
+		fmt.Fprintf(w, "Dropped:     %s\n", d)
 	}
 	if d := st.Identity; d != nil {
 		fmt.Fprintf(w, "Instance ID: %s (reported %s; rule %d, %s)\n", d.InstanceID, d.ReportedID, d.Rule, d.RuleName)
@@ -134,44 +140,25 @@ func printStatus(w io.Writer, st *bootStatus, r sysroot.Root, warnings []string)
 		fmt.Fprintf(w, "Hotplug:     allowlist %s\n", n.Allowlist)
 	}
 	for _, x := range warnings {
-		fmt.Fprintf(w, "Warning:     %s\n", x)
+		fmt.Fprintf(w, "Warning:     %s\n", clean(x))
 	}
 }
 
-// cloudCfgWarnings reports cloud-init settings that silently override
-// seedkeeper's drop-in: cloud-init reads cloud.cfg and then cloud.cfg.d/*.cfg
-// in name order, later files winning, and system config ranks above the
-// datasource for network config.
-func cloudCfgWarnings(r sysroot.Root) []string {
+// cloudConfigWarnings is what "image check" finds in cloud-init's settings
+// (its drop-in item): the item's Found text when it is a finding, or why
+// the settings could not be checked.
+func cloudConfigWarnings(r sysroot.Root) []string {
+	rep, err := image.Check(r, "drop-in")
+	if err != nil {
+		return []string{err.Error()}
+	}
 	var warn []string
-	if _, err := os.Stat(r.Path(dropIn)); err != nil {
-		warn = append(warn, fmt.Sprintf("%s is missing: cloud-init may not use seedkeeper's seed", dropIn))
-	}
-	files := []string{"/etc/cloud/cloud.cfg"}
-	matches, _ := filepath.Glob(r.Path("/etc/cloud/cloud.cfg.d/*.cfg"))
-	slices.Sort(matches)
-	for _, m := range matches {
-		files = append(files, r.Rel(m))
-	}
-	last := map[string]string{}
-	for _, f := range files {
-		b, err := os.ReadFile(r.Path(f))
-		if err != nil {
-			continue
-		}
-		var doc map[string]any
-		if yaml.Unmarshal(b, &doc) != nil {
-			continue
-		}
-		for _, k := range []string{"datasource_list", "network"} {
-			if _, ok := doc[k]; ok {
-				last[k] = f
-			}
-		}
-	}
-	for _, k := range []string{"datasource_list", "network"} {
-		if f, ok := last[k]; ok && f != dropIn {
-			warn = append(warn, fmt.Sprintf("%s sets %s and overrides %s", f, k, dropIn))
+	for _, it := range rep.Items {
+		switch it.Verdict {
+		case image.Finding:
+			warn = append(warn, it.Found)
+		case image.Error:
+			warn = append(warn, "cloud-init's settings could not be checked: "+it.Found)
 		}
 	}
 	return warn

@@ -26,20 +26,23 @@ func TestStatusAfterFailedBoot(t *testing.T) {
 	root := scratchRoot(t, kvmProduct, kvmVendor, kvmUUID)
 	seed := filepath.Join(root, "var/lib/cloud/seed/nocloud")
 	copyDir(t, fixtureSeed, seed)
-	writeFile(t, filepath.Join(seed, "network-config"), "version: 2\nethernets:\n  eth0:\n    addresses: [192.0.2.300/24]\n", 0o644)
+	// A meta-data that is not a mapping leaves nothing to use (a bad
+	// network-config only drops the network, issue 11 class 7).
+	writeFile(t, filepath.Join(seed, "meta-data"), "- a list\n", 0o644)
 	r := runInProcess("boot", "--root", root)
-	if r.code != exitError || !strings.Contains(r.stderr, "192.0.2.300/24") {
-		t.Fatalf("boot with a bad network-config: %v", r)
+	if r.code != exitError || !strings.Contains(r.stderr, "meta-data must be a mapping") {
+		t.Fatalf("boot with a bad meta-data: %v", r)
 	}
 	s := runInProcess("status", "--root", root)
 	if s.code != exitOK || !strings.Contains(s.stdout, "): error\n") || !strings.Contains(s.stdout, "Error:       ") ||
-		!strings.Contains(s.stdout, "/var/lib/cloud/seed/nocloud/network-config") {
+		!strings.Contains(s.stdout, "/var/lib/cloud/seed/nocloud/meta-data") {
 		t.Errorf("status after a failed boot:\n%s", s.stdout)
 	}
 }
 
 // status warns when another cloud-init file overrides seedkeeper's
-// drop-in; it does not when the drop-in is in force.
+// drop-in (image check's drop-in item); it does not when the shipped
+// drop-in is in force.
 func TestStatusCloudConfigWarnings(t *testing.T) {
 	root := scratchRoot(t, kvmProduct, kvmVendor, kvmUUID)
 	copyDir(t, fixtureSeed, filepath.Join(root, "var/lib/cloud/seed/nocloud"))
@@ -60,16 +63,16 @@ func TestStatusCloudConfigWarnings(t *testing.T) {
 	}
 	cfgd := filepath.Join(root, "etc/cloud/cloud.cfg.d")
 	writeFile(t, filepath.Join(root, "etc/cloud/cloud.cfg"), "datasource_list: [NoCloud, ConfigDrive, None]\nnetwork: {config: disabled}\n", 0o644)
-	writeFile(t, filepath.Join(cfgd, "95-seedkeeper.cfg"), "datasource_list: [NoCloud, None]\nnetwork: {config: disabled}\n", 0o644)
+	writeFile(t, filepath.Join(cfgd, "95-seedkeeper.cfg"), readFile(t, filepath.Join("..", "..", "packaging", "95-seedkeeper.cfg")), 0o644)
 	if w := warnings(); len(w) != 0 {
 		t.Errorf("with the drop-in in force: %q", w)
 	}
 	writeFile(t, filepath.Join(cfgd, "99-local.cfg"), "datasource_list: [ConfigDrive]\n", 0o644)
 	w := warnings()
-	if len(w) != 1 || w[0] != "/etc/cloud/cloud.cfg.d/99-local.cfg sets datasource_list and overrides /etc/cloud/cloud.cfg.d/95-seedkeeper.cfg" {
+	if len(w) != 1 || w[0] != "datasource_list is set last by /etc/cloud/cloud.cfg.d/99-local.cfg, not to [NoCloud, None]; network.config: disabled (from /etc/cloud/cloud.cfg.d/95-seedkeeper.cfg)" {
 		t.Errorf("with an override: %q", w)
 	}
-	if s := runInProcess("status", "--root", root); !strings.Contains(s.stdout, "Warning:     /etc/cloud/cloud.cfg.d/99-local.cfg sets datasource_list") {
+	if s := runInProcess("status", "--root", root); !strings.Contains(s.stdout, "Warning:     datasource_list is set last by /etc/cloud/cloud.cfg.d/99-local.cfg") {
 		t.Errorf("status text:\n%s", s.stdout)
 	}
 }

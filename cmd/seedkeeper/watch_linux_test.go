@@ -14,16 +14,15 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
-)
 
-var netnsSeq atomic.Int32
+	"github.com/seedkeeper/seedkeeper/internal/nstest"
+)
 
 // testNetns is a named network namespace and a netlink handle into it.
 type testNetns struct {
@@ -36,26 +35,9 @@ type testNetns struct {
 // everything in it.
 func newTestNetns(t *testing.T) *testNetns {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root for network namespaces: run `sudo make test`")
-	}
-	needTool(t, "ip")
-	name := fmt.Sprintf("skcmd-%d-%d", os.Getpid(), netnsSeq.Add(1))
-	if r := runCommand(t, nil, "ip", "netns", "add", name); r.code != 0 {
-		t.Skipf("cannot create network namespace %s: %v", name, r)
-	}
-	n := &testNetns{name: name}
-	t.Cleanup(func() { runCommand(t, nil, "ip", "netns", "del", name) })
-	var err error
-	if n.fd, err = netns.GetFromName(name); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.fd.Close() })
-	if n.h, err = netlink.NewHandleAt(n.fd); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(n.h.Close)
-	return n
+	needTool(t, "ip") // the binary runs inside with "ip netns exec"
+	n := nstest.New(t, "skcmd")
+	return &testNetns{name: n.Name, fd: n.NS, h: n.Netlink}
 }
 
 func mustMAC(s string) net.HardwareAddr {

@@ -36,6 +36,10 @@ type Config struct {
 		// Wait bounds the wait for a detected mdata host at boot; zero
 		// waits as long as it takes (boot cannot go on without identity).
 		Wait Duration `yaml:"wait"`
+		// DeviceWait bounds the wait for late seed devices (the udev
+		// queue draining) when no source is found at first; zero does
+		// not wait. Default 10s.
+		DeviceWait Duration `yaml:"device_wait"`
 	} `yaml:"boot"`
 
 	Network struct {
@@ -78,6 +82,7 @@ func Default() *Config {
 	c := &Config{Sources: slices.Clone(KnownSources)}
 	c.Network.Owner = "seedkeeper"
 	c.Events.Network = []string{"boot", "hotplug"}
+	c.Boot.DeviceWait = Duration(10 * time.Second)
 	return c
 }
 
@@ -141,6 +146,9 @@ func (c *Config) validate() error {
 	}
 	if c.Boot.Wait < 0 {
 		return fmt.Errorf("boot.wait: must not be negative")
+	}
+	if c.Boot.DeviceWait < 0 || c.Boot.DeviceWait > Duration(10*time.Minute) {
+		return fmt.Errorf("boot.device_wait: must be between 0 and 10m")
 	}
 	return nil
 }

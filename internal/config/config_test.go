@@ -23,7 +23,8 @@ func TestMissingFileGivesDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Network.Owner != "seedkeeper" || !c.EventEnabled("boot") || !c.EventEnabled("hotplug") ||
-		strings.Join(c.Sources, ",") != "smartos,vmware,nocloud" || c.HotplugDriversSet() {
+		strings.Join(c.Sources, ",") != "smartos,vmware,nocloud" || c.HotplugDriversSet() ||
+		time.Duration(c.Boot.DeviceWait) != 10*time.Second {
 		t.Errorf("defaults = %+v", c)
 	}
 }
@@ -54,8 +55,14 @@ vmware: {redact: true}
 		t.Errorf("drivers = %#v", v)
 	}
 	c, err = Load(write(t, "boot: {wait: 30}\n"))
-	if err != nil || time.Duration(c.Boot.Wait) != 30*time.Second {
-		t.Errorf("wait as seconds: %v %v", c.Boot.Wait, err)
+	if err != nil || time.Duration(c.Boot.Wait) != 30*time.Second || time.Duration(c.Boot.DeviceWait) != 10*time.Second {
+		t.Errorf("wait as seconds: %v %v %v", c.Boot.Wait, c.Boot.DeviceWait, err)
+	}
+	for in, want := range map[string]time.Duration{"boot: {device_wait: 0}\n": 0, "boot: {device_wait: 2.5s}\n": 2500 * time.Millisecond} {
+		c, err = Load(write(t, in))
+		if err != nil || time.Duration(c.Boot.DeviceWait) != want {
+			t.Errorf("%q: device_wait %v, %v; want %v", in, c.Boot.DeviceWait, err, want)
+		}
 	}
 }
 
@@ -66,6 +73,7 @@ func TestLoadErrorsNameTheProblem(t *testing.T) {
 		"events: {network: [reboot]}\n":    `events.network[0]: unknown event "reboot"`,
 		"sources: [smartos, ec2]\n":        `sources[1]: unknown source "ec2"`,
 		"boot: {wait: soon}\n":             `"soon" is not a duration`,
+		"boot: {device_wait: 1h}\n":        "boot.device_wait: must be between 0 and 10m",
 		"network: [\n":                     "yaml:",
 		"network: {owner: seedkeeper}\n\t": "yaml:",
 	} {

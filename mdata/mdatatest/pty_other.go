@@ -4,10 +4,11 @@ package mdatatest
 
 import (
 	"fmt"
-	"runtime"
+
+	"github.com/seedkeeper/seedkeeper/internal/goos"
 )
 
 // NewPTY is only implemented on Linux.
 func NewPTY() (*PTY, error) {
-	return nil, fmt.Errorf("mdatatest: ptys are not supported on %s", runtime.GOOS)
+	return nil, fmt.Errorf("mdatatest: %w", goos.Unsupported("ptys"))
 }

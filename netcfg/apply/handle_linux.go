@@ -164,6 +164,20 @@ func (h *Handle) Driver(name string) (string, error) {
 	return unix.ByteSliceToString(info.Driver[:]), nil
 }
 
+// Links lists the links of the namespace, starting an interrupted dump
+// again (see retryDump).
+func (h *Handle) Links(ctx context.Context) ([]netlink.Link, error) {
+	return retryDump(ctx, "links", h.nl.LinkList)
+}
+
+// LinkByIndex returns the link with the given index.
+func (h *Handle) LinkByIndex(index int) (netlink.Link, error) { return h.nl.LinkByIndex(index) }
+
+// Namespace returns the Handle's network namespace, or netns.None() for a
+// Handle on the calling thread's own (from Open). It stays the Handle's:
+// valid until Close.
+func (h *Handle) Namespace() netns.NsHandle { return h.ns }
+
 // dumpTries bounds how often an interrupted dump is started again.
 const dumpTries = 5
 
@@ -192,7 +206,7 @@ func retryDump[T any](ctx context.Context, what string, f func() (T, error)) (T,
 // read returns the links of the namespace, with the driver of each link
 // cfg selects and the addresses and routes of each link it owns.
 func (h *Handle) read(ctx context.Context, cfg *netcfg.Config, allow Allowlist) ([]Link, error) {
-	nls, err := retryDump(ctx, "links", h.nl.LinkList)
+	nls, err := h.Links(ctx)
 	if err != nil {
 		return nil, err
 	}

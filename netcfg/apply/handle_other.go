@@ -4,15 +4,14 @@ package apply
 
 import (
 	"context"
-	"errors"
-	"runtime"
 
 	"github.com/vishvananda/netns"
 
+	"github.com/seedkeeper/seedkeeper/internal/goos"
 	"github.com/seedkeeper/seedkeeper/netcfg"
 )
 
-var errNotSupported = errors.New("applying network configuration is not supported on " + runtime.GOOS)
+var errNotSupported = goos.Unsupported("applying network configuration")
 
 // Handle reads and changes the links of one network namespace. Only Linux
 // has one.
@@ -32,6 +31,10 @@ func (h *Handle) Driver(name string) (string, error) { return "", errNotSupporte
 
 // Plan returns an error: only Linux is supported.
 func (h *Handle) Plan(ctx context.Context, cfg *netcfg.Config, allow Allowlist, rc *Receipt) (*Plan, error) {
+	return nil, errNotSupported
+}
+
+func (h *Handle) read(ctx context.Context, cfg *netcfg.Config, allow Allowlist) ([]Link, error) {
 	return nil, errNotSupported
 }
 

@@ -6,12 +6,9 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -19,49 +16,15 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
+	"github.com/seedkeeper/seedkeeper/internal/nstest"
 	"github.com/seedkeeper/seedkeeper/netcfg"
 )
 
-var nsCount atomic.Int64
-
 // newNS gives the test its own named network namespace, deleted when the
-// test ends, and a netlink handle in it. The calling thread stays locked
-// for the test, and in its own namespace.
+// test ends, and a netlink handle in it.
 func newNS(tb testing.TB) (netns.NsHandle, *netlink.Handle) {
-	tb.Helper()
-	if os.Geteuid() != 0 {
-		tb.Skip("needs root to create network namespaces: run `sudo make test` (or `sudo go test ./netcfg/apply`)")
-	}
-	runtime.LockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		runtime.UnlockOSThread()
-		tb.Fatalf("reading own namespace: %v", err)
-	}
-	name := fmt.Sprintf("skapply-%d-%d", os.Getpid(), nsCount.Add(1))
-	ns, err := netns.NewNamed(name) // also moves this thread into it
-	if err != nil {
-		orig.Close()
-		runtime.UnlockOSThread()
-		tb.Skipf("cannot create network namespace %s (%v): needs root and a kernel with namespaces", name, err)
-	}
-	if err := netns.Set(orig); err != nil {
-		tb.Fatalf("returning to own namespace: %v", err) // thread stays locked and dies
-	}
-	orig.Close()
-	tb.Cleanup(func() {
-		ns.Close()
-		if err := netns.DeleteNamed(name); err != nil {
-			tb.Errorf("deleting namespace %s: %v", name, err)
-		}
-		runtime.UnlockOSThread()
-	})
-	nh, err := netlink.NewHandleAt(ns)
-	if err != nil {
-		tb.Fatalf("netlink handle in %s: %v", name, err)
-	}
-	tb.Cleanup(nh.Delete)
-	return ns, nh
+	n := nstest.New(tb, "skapply")
+	return n.NS, n.Netlink
 }
 
 func openAt(tb testing.TB, ns netns.NsHandle) *Handle {

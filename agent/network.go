@@ -1,4 +1,4 @@
-package main
+package agent
 
 import (
 	"bytes"
@@ -19,8 +19,8 @@ import (
 	"github.com/seedkeeper/seedkeeper/netcfg/apply"
 )
 
-// netResult is what the network step did, for the log and the status file.
-type netResult struct {
+// NetResult is what the network step did, for the log and the status file.
+type NetResult struct {
 	Action    string   `json:"action"` // applied, planned, skipped, failed
 	Reason    string   `json:"reason,omitempty"`
 	Allowlist string   `json:"allowlist"`
@@ -36,105 +36,82 @@ type netResult struct {
 }
 
 // Partial reports whether some operation failed.
-func (r *netResult) Partial() bool { return len(r.Failed) > 0 }
+func (r *NetResult) Partial() bool { return len(r.Failed) > 0 }
 
-// networkStep brings the owned NICs to cfg: plan against the live links,
-// apply when live is true (otherwise only report the plan), remember what
-// was added in the receipt, and render the networkd files for the owned
-// links under the root. A nil cfg leaves the network alone.
-func (e *runEnv) networkStep(ctx context.Context, cfg *netcfg.Config, allow hotplug.Allowlist, live bool) (*netResult, error) {
-	res := &netResult{Allowlist: allow.String()}
+// networkStep brings the owned NICs to cfg through apply.Sync: plan
+// against the live links, apply when live is true (otherwise only report
+// the plan), remember what was added in the receipt, and render the
+// networkd files for the owned links under the root. A nil cfg leaves the
+// network alone.
+func (e *Env) networkStep(ctx context.Context, cfg *netcfg.Config, allow hotplug.Allowlist, live bool) (*NetResult, error) {
+	res := &NetResult{Allowlist: allow.String()}
 	if cfg == nil {
 		res.Action, res.Reason = "skipped", "the metadata has no network configuration; leaving the network alone"
-		e.log.Info("network: " + res.Reason)
+		e.Log.Info("network: " + res.Reason)
 		return res, nil
 	}
-	h, err := apply.Open()
-	if err != nil {
-		res.Action, res.Reason = "failed", err.Error()
-		return res, fmt.Errorf("network: %w", err)
-	}
-	defer h.Close()
-	rpath := e.root.Path(receiptPath)
-	unlock, err := apply.LockReceipt(rpath)
-	if err != nil {
-		res.Action, res.Reason = "failed", err.Error()
-		return res, fmt.Errorf("network: %w", err)
-	}
-	defer unlock()
-	rc, err := apply.LoadReceipt(rpath)
-	if err != nil {
-		// Without the receipt we would not know what is ours to remove.
-		res.Action, res.Reason = "failed", err.Error()
-		return res, fmt.Errorf("network: %w", err)
-	}
-	p, err := h.Plan(ctx, cfg, allow.Allows, rc)
-	if err != nil {
-		res.Action, res.Reason = "failed", err.Error()
-		return res, fmt.Errorf("network: planning: %w", err)
-	}
-	res.Owned = p.Owned
-	res.Notes = p.Notes
-	for _, n := range p.Notes {
-		e.log.Info("network: " + n)
-	}
-	if !live {
-		res.Action, res.Reason = "planned", "not applied: --network plan, or --root without --network apply"
-		for _, o := range p.Ops {
-			res.Ops = append(res.Ops, o.String())
-			e.log.Info("network: would " + o.String())
+	recorded := false
+	record := func(s *apply.Synced) {
+		if recorded || s == nil || s.Plan == nil {
+			return
 		}
-	} else {
-		r, aerr := h.Apply(ctx, p)
+		recorded = true
+		p := s.Plan
+		res.Owned = p.Owned
+		res.Notes = p.Notes
+		for _, n := range p.Notes {
+			e.Log.Info("network: " + n)
+		}
+		if s.Result == nil {
+			res.Action, res.Reason = "planned", "not applied: --network plan, or --root without --network apply"
+			for _, o := range p.Ops {
+				res.Ops = append(res.Ops, o.String())
+				e.Log.Info("network: would " + o.String())
+			}
+			return
+		}
 		res.Action = "applied"
-		for _, o := range r.Ops {
+		for _, o := range s.Result.Ops {
 			if o.Err != nil {
 				res.Failed = append(res.Failed, fmt.Sprintf("%s: %v", o.Op, o.Err))
-				e.log.Warn("network: "+o.Op.String()+" failed", "err", o.Err)
+				e.Log.Warn("network: "+o.Op.String()+" failed", "err", o.Err)
 				continue
 			}
 			res.Ops = append(res.Ops, o.Op.String())
-			e.log.Info("network: " + o.Op.String())
-		}
-		if _, err := r.Receipt.Save(rpath); err != nil {
-			return res, fmt.Errorf("network: saving the receipt: %w", err)
-		}
-		if aerr != nil && !errors.Is(aerr, apply.ErrPartial) {
-			return res, fmt.Errorf("network: %w", aerr)
+			e.Log.Info("network: " + o.Op.String())
 		}
 		if len(p.Ops) == 0 {
-			e.log.Info("network: no changes")
+			e.Log.Info("network: no changes")
 		}
 	}
-	// A plan on the machine itself changes nothing, not even the files
-	// networkd would read; under --root the files are only a preview.
-	if !live && e.root.IsReal() {
-		return res, nil
-	}
-	if err := e.render(ctx, cfg, p, res, live); err != nil {
-		return res, err
+	s, err := apply.Sync(ctx, cfg, apply.SyncOptions{
+		Receipt: e.Root.Path(ReceiptPath),
+		Allow:   allow.Allows,
+		DryRun:  !live,
+		Locked: func(ctx context.Context, s *apply.Synced) error {
+			record(s)
+			// A plan on the machine itself changes nothing, not even the
+			// files networkd would read; under --root the files are only
+			// a preview.
+			if !live && e.Root.IsReal() {
+				return nil
+			}
+			return e.render(ctx, cfg, s.Whole, res, live)
+		},
+	})
+	record(s)
+	if err != nil && !errors.Is(err, apply.ErrPartial) {
+		if s == nil {
+			res.Action, res.Reason = "failed", err.Error()
+		}
+		return res, fmt.Errorf("network: %w", err)
 	}
 	return res, nil
 }
 
-// logPlan logs what applying cfg would do, changing nothing.
-func (e *runEnv) logPlan(ctx context.Context, cfg *netcfg.Config, allow hotplug.Allowlist) error {
-	p, err := e.planCurrent(ctx, cfg, allow)
-	if err != nil {
-		return err
-	}
-	for _, n := range p.Notes {
-		e.log.Info("network: " + n)
-	}
-	for _, o := range p.Ops {
-		e.log.Info("network: would " + o.String())
-	}
-	return nil
-}
-
 // render writes the networkd files for the owned interfaces and asks a
 // running networkd to reload when they changed and the change is live.
-func (e *runEnv) render(ctx context.Context, cfg *netcfg.Config, p *apply.Plan, res *netResult, live bool) error {
+func (e *Env) render(ctx context.Context, cfg *netcfg.Config, p *apply.Plan, res *NetResult, live bool) error {
 	// Match every owned NIC by the MAC of the link it owns, also when the
 	// configuration selected it by name or glob: the files must never
 	// configure another NIC that comes to carry that name.
@@ -153,52 +130,22 @@ func (e *runEnv) render(ctx context.Context, cfg *netcfg.Config, p *apply.Plan, 
 	if err := e.writeResolvConf(&pinned, p.Owned, res); err != nil {
 		return err
 	}
-	if changed && live && e.root.IsReal() {
-		res.Reloaded = reloadNetworkd(ctx, e.log)
+	if changed && live && e.Root.IsReal() {
+		res.Reloaded = reloadNetworkd(ctx, e.Log)
 	}
 	return nil
-}
-
-// renderCurrent renders the networkd files for cfg as ownership stands now
-// (planning against the live links without applying anything).
-func (e *runEnv) renderCurrent(ctx context.Context, cfg *netcfg.Config, allow hotplug.Allowlist) error {
-	unlock, err := apply.LockReceipt(e.root.Path(receiptPath))
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	p, err := e.planCurrent(ctx, cfg, allow)
-	if err != nil {
-		return err
-	}
-	return e.render(ctx, cfg, p, &netResult{}, true)
-}
-
-// planCurrent plans cfg against the live links and the receipt, changing
-// nothing.
-func (e *runEnv) planCurrent(ctx context.Context, cfg *netcfg.Config, allow hotplug.Allowlist) (*apply.Plan, error) {
-	h, err := apply.Open()
-	if err != nil {
-		return nil, err
-	}
-	defer h.Close()
-	rc, err := apply.LoadReceipt(e.root.Path(receiptPath))
-	if err != nil {
-		return nil, err
-	}
-	return h.Plan(ctx, cfg, allow.Allows, rc)
 }
 
 // renderNetworkd writes the networkd files of the owned interfaces (and of
 // bonds, bridges and VLANs built only from owned ones) and removes files of
 // ours that are no longer wanted.
-func (e *runEnv) renderNetworkd(cfg *netcfg.Config, ownedIDs []string, res *netResult) (bool, error) {
+func (e *Env) renderNetworkd(cfg *netcfg.Config, ownedIDs []string, res *NetResult) (bool, error) {
 	owned := func(i *netcfg.Interface) bool { return ownsInterface(cfg, i, ownedIDs, 0) }
 	files, err := netcfg.RenderNetworkd(cfg, owned)
 	if err != nil {
 		return false, fmt.Errorf("network: rendering networkd files: %w", err)
 	}
-	dir := e.root.Path(networkDir)
+	dir := e.Root.Path(NetworkDir)
 	changed := false
 	for _, name := range slices.Sorted(maps.Keys(files)) {
 		c, err := fsutil.WriteFile(filepath.Join(dir, name), files[name], 0o644)
@@ -228,7 +175,7 @@ func (e *runEnv) renderNetworkd(cfg *netcfg.Config, ownedIDs []string, res *netR
 		changed = true
 	}
 	if changed {
-		e.log.Info("network: networkd files written", "dir", networkDir, "files", len(files), "removed", len(res.Removed))
+		e.Log.Info("network: networkd files written", "dir", NetworkDir, "files", len(files), "removed", len(res.Removed))
 	}
 	return changed, nil
 }
@@ -265,7 +212,7 @@ func ownsInterface(cfg *netcfg.Config, i *netcfg.Interface, ownedIDs []string, d
 // usually a symlink to its stub), never through a symlink, and never over
 // a file someone else wrote. Only a missing file or one seedkeeper wrote
 // is (re)written, and only when seedkeeper owns a NIC.
-func (e *runEnv) writeResolvConf(cfg *netcfg.Config, owned []string, res *netResult) error {
+func (e *Env) writeResolvConf(cfg *netcfg.Config, owned []string, res *NetResult) error {
 	var dns netcfg.DNS
 	dns.Nameservers = append(dns.Nameservers, cfg.DNS.Nameservers...)
 	dns.Search = append(dns.Search, cfg.DNS.Search...)
@@ -278,7 +225,7 @@ func (e *runEnv) writeResolvConf(cfg *netcfg.Config, owned []string, res *netRes
 	const path = "/etc/resolv.conf"
 	skip := func(why string) error {
 		res.ResolvConf = "left alone: " + why
-		e.log.Info("network: " + path + " " + res.ResolvConf)
+		e.Log.Info("network: " + path + " " + res.ResolvConf)
 		return nil
 	}
 	switch {
@@ -287,10 +234,10 @@ func (e *runEnv) writeResolvConf(cfg *netcfg.Config, owned []string, res *netRes
 	case len(dns.Nameservers) == 0:
 		return skip("the metadata names no resolvers")
 	}
-	if _, err := os.Stat(e.root.Path("/run/systemd/resolve")); err == nil {
+	if _, err := os.Stat(e.Root.Path("/run/systemd/resolve")); err == nil {
 		return skip("systemd-resolved is in use")
 	}
-	p := e.root.Path(path)
+	p := e.Root.Path(path)
 	fi, err := os.Lstat(p)
 	switch {
 	case err == nil && fi.Mode()&fs.ModeSymlink != 0:
@@ -316,7 +263,25 @@ func (e *runEnv) writeResolvConf(cfg *netcfg.Config, owned []string, res *netRes
 	res.ResolvConf = "unchanged"
 	if changed {
 		res.ResolvConf = "written"
-		e.log.Info("network: " + path + " written")
+		e.Log.Info("network: " + path + " written")
 	}
 	return nil
+}
+
+// ReadNetworkConfig reads and parses a network configuration file (cloud-init
+// v1 or v2, YAML or JSON); a configuration
+// that says {config: disabled} is nil, "leave the network alone".
+func ReadNetworkConfig(path string) (*netcfg.Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading network configuration: %w", err)
+	}
+	cfg, err := netcfg.Parse(data)
+	if errors.Is(err, netcfg.ErrDisabled) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading network configuration %s: %w", path, err)
+	}
+	return cfg, nil
 }

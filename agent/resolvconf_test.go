@@ -1,14 +1,12 @@
-package main
+package agent
 
 import (
-	"io"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/seedkeeper/seedkeeper/internal/config"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 	"github.com/seedkeeper/seedkeeper/netcfg"
 )
@@ -45,8 +43,9 @@ func TestResolvConfOnlyWhenOurs(t *testing.T) {
 			root := t.TempDir()
 			os.MkdirAll(filepath.Join(root, "etc"), 0o755)
 			tc.setup(root)
-			e := &runEnv{root: sysroot.Root(root), cfg: config.Default(), log: newLogger(io.Discard)}
-			res := &netResult{}
+			e := &Env{Root: sysroot.Root(root)}
+			e.init()
+			res := &NetResult{}
 			if err := e.writeResolvConf(cfg, tc.owned, res); err != nil {
 				t.Fatal(err)
 			}

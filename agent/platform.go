@@ -1,20 +1,17 @@
-package main
+package agent
 
 import (
-	"os"
 	"strings"
 
+	"github.com/seedkeeper/seedkeeper/internal/dmi"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
 
-// platform names the hypervisor family from DMI, for the default hotplug
+// Platform names the hypervisor family from DMI, for the default hotplug
 // allowlist: vmware, smartos, proxmox, bhyve, kvm, qemu, or "" when it
 // cannot tell.
-func platform(root sysroot.Root) string {
-	read := func(name string) string {
-		b, _ := os.ReadFile(root.Path("/sys/class/dmi/id/" + name))
-		return strings.ToLower(strings.TrimSpace(string(b)))
-	}
+func Platform(root sysroot.Root) string {
+	read := func(name string) string { return strings.ToLower(dmi.Value(root, name)) }
 	product, vendor := read("product_name"), read("sys_vendor")
 	switch {
 	case strings.Contains(product, "vmware") || strings.Contains(vendor, "vmware"):

@@ -1,0 +1,164 @@
+package agent
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/seedkeeper/seedkeeper/datasource"
+	"github.com/seedkeeper/seedkeeper/hotplug"
+	"github.com/seedkeeper/seedkeeper/internal/config"
+	"github.com/seedkeeper/seedkeeper/internal/sysroot"
+	"github.com/seedkeeper/seedkeeper/mdata"
+	"github.com/seedkeeper/seedkeeper/seed"
+)
+
+// Paths of seedkeeper's own state, under Env.Root.
+const (
+	StateDir    = "/var/lib/seedkeeper"
+	StatusPath  = StateDir + "/status.json"
+	ReceiptPath = StateDir + "/network-receipt.json"
+	NetworkDir  = "/run/systemd/network"
+)
+
+// Env is what every flow shares: the root, the configuration, the log and
+// the service manager to notify.
+type Env struct {
+	// Root resolves every system path ("" is the machine itself).
+	Root sysroot.Root
+	// Config is the configuration in force; nil is the defaults.
+	Config *config.Config
+	// ConfigErr says why the configuration file could not be used (the
+	// defaults are then in force, and hotplug allows no driver).
+	ConfigErr error
+	// Log receives one line per decision; nil discards them.
+	Log *slog.Logger
+	// Notify sends a state line to the service manager (sd_notify); nil
+	// sends nothing.
+	Notify func(state string)
+	// Version is recorded in the status file.
+	Version string
+}
+
+// LoadEnv loads the configuration at cfgPath ("" is the default path under
+// root). A configuration that cannot be used is logged and replaced by the
+// defaults; the flows decide what must not go on without it.
+func LoadEnv(root sysroot.Root, cfgPath string, log *slog.Logger) Env {
+	e := Env{Root: root, Log: log}
+	if cfgPath == "" {
+		cfgPath = root.Path(config.DefaultPath)
+	}
+	e.Config, e.ConfigErr = config.Load(cfgPath)
+	e.init()
+	if e.ConfigErr != nil {
+		e.Log.Error("configuration not used; running on defaults, and hotplug will allow no driver", "err", e.ConfigErr)
+	}
+	return e
+}
+
+func (e *Env) init() {
+	if e.Config == nil {
+		e.Config = config.Default()
+	}
+	if e.Log == nil {
+		e.Log = slog.New(slog.DiscardHandler)
+	}
+	if e.Notify == nil {
+		e.Notify = func(string) {}
+	}
+}
+
+// NewLogger logs one line per event to w: key=value text, without a
+// timestamp when journald (which adds its own) is reading.
+func NewLogger(w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{}
+	if os.Getenv("JOURNAL_STREAM") != "" {
+		opts.ReplaceAttr = func(groups []string, a slog.Attr) slog.Attr {
+			if len(groups) == 0 && a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		}
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// notifyStatus sends a STATUS line.
+func (e *Env) notifyStatus(format string, args ...any) {
+	e.Notify("STATUS=" + fmt.Sprintf(format, args...))
+}
+
+// WaitExtension is how far each progress line sent while a detected mdata
+// host is silent pushes out systemd's start timeout: more than the longest
+// gap between two lines (one attempt can block for the mdata write
+// timeout, 45 s), so that the wait is unbounded as DESIGN.md asks while
+// the units' TimeoutStartSec still cuts off any other hang.
+const WaitExtension = 90 * time.Second
+
+// notifyWaiting sends a progress line of the wait for the metadata host,
+// with EXTEND_TIMEOUT_USEC.
+func (e *Env) notifyWaiting(msg string) {
+	e.Notify(fmt.Sprintf("STATUS=%s\nEXTEND_TIMEOUT_USEC=%d", msg, WaitExtension.Microseconds()))
+}
+
+// mdataTransport is the forced mdata transport: the environment first,
+// then the configuration.
+func (e *Env) mdataTransport() string {
+	if v := os.Getenv(mdata.EnvTransport); v != "" {
+		return v
+	}
+	return e.Config.Mdata.Transport
+}
+
+// SourceOptions are the datasource options every flow uses: the sources
+// and transport the configuration names, progress lines of a wait sent to
+// the service manager, and the seed directories to read, which never
+// include the seed seedkeeper writes for cloud-init.
+func (e Env) SourceOptions() datasource.Options {
+	e.init()
+	o := datasource.Options{
+		Root:           e.Root,
+		Sources:        e.Config.Sources,
+		MdataTransport: e.mdataTransport(),
+		Logger:         e.Log,
+	}
+	o.Mdata.Progress = e.notifyWaiting
+	o.VMware.Redact = e.Config.VMware.Redact
+	// Never read back the seed seedkeeper writes for cloud-init.
+	dir, err := seed.SourceDir(e.Root)
+	if err != nil {
+		e.Log.Warn("seed directory state unknown; not reading it", "err", err)
+	}
+	switch dir {
+	case seed.Dir: // not written by seedkeeper yet: a person's seed, if any
+	case "": // only our own output there
+		o.NoCloud.SeedDirs = []string{datasource.NoCloudNetSeedDir}
+	default: // the person's seed, imported on the first run
+		o.NoCloud.SeedDirs = []string{dir, datasource.NoCloudNetSeedDir}
+	}
+	return o
+}
+
+// Allowlist is the hotplug driver allowlist in force: the metadata's (md
+// may be nil), else the configuration's, else the platform default.
+// Anything unreadable allows nothing.
+func (e Env) Allowlist(md *datasource.Metadata) hotplug.Allowlist {
+	e.init()
+	var mdSet hotplug.Setting
+	if md != nil {
+		mdSet = hotplug.Setting{Set: md.NetworkDriversSet, Value: md.NetworkDrivers, Err: datasource.NetworkDriversError(md)}
+	}
+	cfgSet := hotplug.Setting{Set: e.Config.HotplugDriversSet()}
+	if e.ConfigErr != nil {
+		cfgSet = hotplug.Setting{Set: true, Err: e.ConfigErr}
+	} else if cfgSet.Set {
+		cfgSet.Value, cfgSet.Err = e.Config.HotplugDriversValue()
+	}
+	a := hotplug.ResolveAllowlist(mdSet, cfgSet, Platform(e.Root))
+	if r := a.Reason(); r != "" {
+		e.Log.Warn("hotplug allowlist allows no driver", "reason", r)
+	}
+	return a
+}

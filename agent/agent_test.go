@@ -1,0 +1,152 @@
+package agent_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/seedkeeper/seedkeeper/agent"
+	"github.com/seedkeeper/seedkeeper/datasource"
+	"github.com/seedkeeper/seedkeeper/internal/sysroot"
+)
+
+// kvmRoot makes a scratch root whose DMI says KVM, with the files given
+// (path under the root -> content).
+func kvmRoot(t testing.TB, files map[string]string) string {
+	t.Helper()
+	root := t.TempDir()
+	all := map[string]string{
+		"sys/class/dmi/id/product_name": "Standard PC (Q35 + ICH9, 2009)\n",
+		"sys/class/dmi/id/sys_vendor":   "QEMU\n",
+		"sys/class/dmi/id/product_uuid": "5e2a7d38-1b9c-4c1e-9f41-0d5b6a1c2e01\n",
+	}
+	for k, v := range files {
+		all[k] = v
+	}
+	for name, data := range all {
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+// notes records what a flow tells the service manager.
+type notes []string
+
+func (n *notes) notify(s string) { *n = append(*n, s) }
+
+func TestBootPersonSeedDir(t *testing.T) {
+	root := kvmRoot(t, map[string]string{
+		"var/lib/cloud/seed/nocloud/meta-data": "instance-id: iid-agent\nlocal-hostname: node1\n",
+		"var/lib/cloud/seed/nocloud/user-data": "#cloud-config\n",
+	})
+	var n notes
+	e := agent.Env{Root: sysroot.Root(root), Notify: n.notify, Version: "test"}
+	st, err := agent.Boot(context.Background(), e, agent.BootOptions{Network: agent.NetworkPlan})
+	if err != nil {
+		t.Fatalf("Boot: %v", err)
+	}
+	if st.Outcome != "ok" || st.Source != datasource.SourceNoCloud || st.Identity == nil || st.Identity.InstanceID != "iid-agent" {
+		t.Errorf("status %+v", st)
+	}
+	if st.Network == nil || st.Network.Action != "skipped" || !strings.Contains(st.Network.Reason, "no network configuration") {
+		t.Errorf("network %+v", st.Network)
+	}
+	md, err := os.ReadFile(filepath.Join(root, "var/lib/cloud/seed/nocloud/meta-data"))
+	if err != nil || !strings.Contains(string(md), `instance-id: "iid-agent"`) {
+		t.Errorf("seed meta-data %q (%v)", md, err)
+	}
+	saved, err := agent.ReadStatus(sysroot.Root(root))
+	if err != nil || saved.Outcome != "ok" || saved.Seedkeeper != "test" || saved.Identity.InstanceID != "iid-agent" {
+		t.Errorf("saved status %+v (%v)", saved, err)
+	}
+	if len(n) == 0 || n[len(n)-1] != "READY=1" {
+		t.Errorf("notifications %q, want READY=1 last", n)
+	}
+}
+
+func TestBootNoSource(t *testing.T) {
+	root := kvmRoot(t, nil)
+	var n notes
+	st, err := agent.Boot(context.Background(), agent.Env{Root: sysroot.Root(root), Notify: n.notify}, agent.BootOptions{})
+	if !errors.Is(err, datasource.ErrNoSource) {
+		t.Fatalf("Boot err = %v, want ErrNoSource", err)
+	}
+	if st.Outcome != "no-source" || st.Identity != nil || len(st.Candidates) != 3 {
+		t.Errorf("status %+v", st)
+	}
+	if !slices.Contains(n, "STATUS=no metadata source on this machine") || !slices.Contains(n, "READY=1") {
+		t.Errorf("notifications %q", n)
+	}
+	if _, err := agent.ReadStatus(sysroot.Root(root)); err != nil {
+		t.Errorf("status not saved: %v", err)
+	}
+}
+
+func TestReadStatusBeforeBoot(t *testing.T) {
+	_, err := agent.ReadStatus(sysroot.Root(t.TempDir()))
+	if !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("ReadStatus before any boot: %v, want ErrNotExist", err)
+	}
+}
+
+func TestWatchNothingToWatch(t *testing.T) {
+	root := kvmRoot(t, nil)
+	var n notes
+	err := agent.Watch(context.Background(), agent.Env{Root: sysroot.Root(root), Notify: n.notify}, agent.WatchOptions{})
+	if err != nil {
+		t.Fatalf("Watch with no source: %v", err)
+	}
+	if want := "READY=1\nSTATUS=no metadata source on this machine; nothing to watch"; !slices.Equal(n, []string{want}) {
+		t.Errorf("notifications %q, want %q", n, want)
+	}
+}
+
+func TestPlatform(t *testing.T) {
+	for _, tc := range []struct{ product, vendor, want string }{
+		{"VMware Virtual Platform", "VMware, Inc.", "vmware"},
+		{"SmartDC HVM", "Joyent", "smartos"},
+		{"BHYVE", "", "bhyve"},
+		{"Standard PC (i440FX + PIIX, 1996)", "QEMU", "qemu"},
+		{"KVM", "Red Hat", "kvm"},
+		{"", "", ""},
+	} {
+		root := t.TempDir()
+		os.MkdirAll(filepath.Join(root, "sys/class/dmi/id"), 0o755)
+		os.WriteFile(filepath.Join(root, "sys/class/dmi/id/product_name"), []byte(tc.product+"\n"), 0o444)
+		os.WriteFile(filepath.Join(root, "sys/class/dmi/id/sys_vendor"), []byte(tc.vendor+"\n"), 0o444)
+		if got := agent.Platform(sysroot.Root(root)); got != tc.want {
+			t.Errorf("Platform(%q, %q) = %q, want %q", tc.product, tc.vendor, got, tc.want)
+		}
+	}
+}
+
+// Fetched never shows a secret unless asked: user-data and password-like
+// meta-data keys are a size and a hash prefix.
+func TestNormalizeRedacts(t *testing.T) {
+	md := &datasource.Metadata{Source: "nocloud", UserData: []byte("#cloud-config\npassword: hunter2\n"),
+		MetaData: map[string]any{"admin_pass": "hunter2", "region": "r1"}}
+	out, err := agent.Normalize(md, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.UserData == nil || strings.Contains(*out.UserData, "hunter2") || !strings.HasPrefix(*out.UserData, "<redacted: 32 bytes, sha256 ") {
+		t.Errorf("user_data %v", out.UserData)
+	}
+	if v, _ := out.MetaData["admin_pass"].(string); !strings.HasPrefix(v, "<redacted") || out.MetaData["region"] != "r1" {
+		t.Errorf("meta_data %v", out.MetaData)
+	}
+	shown, _ := agent.Normalize(md, true)
+	if *shown.UserData != string(md.UserData) || shown.MetaData["admin_pass"] != "hunter2" {
+		t.Errorf("--show-secrets: %v %v", *shown.UserData, shown.MetaData)
+	}
+}

@@ -1,0 +1,199 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/seedkeeper/seedkeeper/datasource"
+	"github.com/seedkeeper/seedkeeper/identity"
+	"github.com/seedkeeper/seedkeeper/netcfg/apply"
+	"github.com/seedkeeper/seedkeeper/nosource"
+	"github.com/seedkeeper/seedkeeper/seed"
+)
+
+// NetworkMode says what a flow does with the network.
+type NetworkMode string
+
+// The network modes.
+const (
+	// NetworkAuto applies on the machine itself, and only plans when
+	// Env.Root is set (links are not paths).
+	NetworkAuto  NetworkMode = "auto"
+	NetworkApply NetworkMode = "apply"
+	NetworkPlan  NetworkMode = "plan"
+	NetworkOff   NetworkMode = "off" // Boot only
+)
+
+// live reports whether the mode changes the links under root.
+func (m NetworkMode) live(e *Env) bool {
+	return m == NetworkApply || (m == NetworkAuto && e.Root.IsReal())
+}
+
+// BootOptions are the choices of one boot.
+type BootOptions struct {
+	Network NetworkMode // "" is NetworkAuto
+}
+
+// Boot runs the boot flow once: detect → read → decide the instance ID →
+// write the seed → network → status file, logging one line per decision
+// and telling the service manager READY at the end. The returned Status is
+// what was saved to StatusPath.
+//
+// The error is nil when all went well; it wraps datasource.ErrNoSource
+// when there is no metadata source here (a normal outcome), and
+// apply.ErrPartial when the network was applied only in part. Anything
+// else is a failure, also recorded in the Status.
+func Boot(ctx context.Context, e Env, o BootOptions) (*Status, error) {
+	e.init()
+	if o.Network == "" {
+		o.Network = NetworkAuto
+	}
+	st := &Status{Version: 1, Time: time.Now().UTC(), Seedkeeper: e.Version, Config: e.Config.Path}
+	if st.Config == "" {
+		st.Config = "defaults"
+	}
+	if e.ConfigErr != nil {
+		st.ConfigError = e.ConfigErr.Error()
+	}
+	err := e.boot(ctx, st, o.Network)
+	if serr := SaveStatus(e.Root, st); serr != nil {
+		e.Log.Error("saving the status", "err", serr)
+		if err == nil {
+			err = serr
+		}
+	}
+	e.Notify("READY=1")
+	return st, err
+}
+
+func (e *Env) boot(ctx context.Context, st *Status, netMode NetworkMode) error {
+	fail := func(err error) error {
+		st.Outcome, st.Error = "error", err.Error()
+		e.Log.Error("boot failed", "err", err)
+		e.notifyStatus("failed: %v", err)
+		return err
+	}
+
+	// Detect and fetch.
+	e.notifyStatus("looking for a metadata source")
+	fctx := ctx
+	if w := time.Duration(e.Config.Boot.Wait); w > 0 {
+		var cancel context.CancelFunc
+		fctx, cancel = context.WithTimeout(ctx, w)
+		defer cancel()
+	}
+	opts := e.SourceOptions()
+	md, cands, err := datasource.Fetch(fctx, opts)
+	st.Candidates = cands
+	if errors.Is(err, datasource.ErrNoSource) {
+		// A seed device may still be coming (a CD-ROM driver loaded
+		// from the real root): wait for udev, bounded, and look again.
+		e.notifyStatus("no metadata source yet; waiting for late seed devices")
+		w := nosource.WaitForDevices(fctx, nosource.WaitOptions{Root: e.Root, Limit: time.Duration(e.Config.Boot.DeviceWait)})
+		st.DeviceWait = w.String()
+		e.Log.Info("no metadata source at first; late seed devices: "+w.Outcome,
+			"waited_for", w.For, "waited", w.Took.Round(time.Millisecond).String())
+		if w.Took > 0 {
+			md, cands, err = datasource.Fetch(fctx, opts)
+			st.Candidates = cands
+		}
+	}
+	if errors.Is(err, datasource.ErrNoSource) {
+		st.Outcome = "no-source"
+		e.Log.Info("no metadata source on this machine; nothing to do")
+		e.notifyStatus("no metadata source on this machine")
+		h, herr := nosource.HoldCloudInit(e.Root, time.Now())
+		st.CloudInit = &h
+		if herr != nil {
+			e.Log.Error("cloud-init", "err", herr)
+		}
+		e.Log.Info("cloud-init: " + h.Reason)
+		return err
+	}
+	if err := nosource.Release(e.Root); err != nil {
+		e.Log.Error("cloud-init", "err", err)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	st.Source, st.Transport, st.Dropped = md.Source, md.Origin.Transport, md.Warnings
+	e.Log.Info("metadata read", "source", md.Source, "transport", md.Origin.Transport,
+		"instance_id", md.InstanceID, "keys", len(md.Origin.Items))
+
+	// Decide the identity. A decision comes back even with an error (a
+	// corrupt state file, a stored ID cloud-init could not use): it is the
+	// safe one, so go on with it.
+	d, err := identity.Decide(identity.FromMetadata(e.Root, md))
+	if d.InstanceID == "" {
+		return fail(fmt.Errorf("deciding the instance ID: %w", err))
+	}
+	if err != nil {
+		e.Log.Error("identity: stored state not usable; going on with the safe ID", "err", err)
+	}
+	st.Identity = &d
+	e.Log.Info("instance ID decided", "instance_id", d.InstanceID, "reported", d.ReportedID,
+		"rule", d.RuleName, "changed", d.Changed)
+	cloudID, _ := identity.CloudInitID(e.Root)
+	newInstance := cloudID != d.InstanceID
+
+	// Write the seed.
+	s := seed.FromMetadata(md, d.InstanceID)
+	if e.Config.Network.Owner == "cloud-init" && md.Network != nil {
+		if md.NetworkConfigRaw != nil && md.Source != datasource.SourceSmartOS {
+			s.NetworkConfig = md.NetworkConfigRaw
+		} else if s.NetworkConfig, err = md.Network.MarshalV1(); err != nil {
+			return fail(fmt.Errorf("writing the network-config for cloud-init: %w", err))
+		}
+	}
+	sr, err := seed.Write(e.Root, s)
+	if err != nil {
+		return fail(err)
+	}
+	st.Seed = &SeedStatus{Dir: seed.Dir, Written: sr.Written, Removed: sr.Removed, Imported: sr.Imported, Warnings: sr.Warnings}
+	for _, w := range sr.Warnings {
+		e.Log.Warn("seed: " + w)
+	}
+	if sr.Imported != "" {
+		e.Log.Info("seed: imported the seed found in "+seed.Dir, "into", sr.Imported)
+	}
+	if sr.Changed() {
+		e.Log.Info("seed written", "dir", seed.Dir, "written", len(sr.Written), "removed", len(sr.Removed))
+	} else {
+		e.Log.Info("seed unchanged", "dir", seed.Dir)
+	}
+
+	// The network (the BOOT event).
+	allow := e.Allowlist(md)
+	switch {
+	case netMode == NetworkOff:
+		st.Network = &NetResult{Action: "skipped", Reason: "--network off", Allowlist: allow.String()}
+	case e.Config.Network.Owner == "cloud-init":
+		st.Network = &NetResult{Action: "skipped", Reason: "network.owner is cloud-init; its network-config is in the seed", Allowlist: allow.String()}
+	case allow.Reason() != "":
+		// A typo closes the gate: change nothing, not even the files
+		// rendered on an earlier run.
+		st.Network = &NetResult{Action: "skipped", Reason: "the driver allowlist is unusable (" + allow.Reason() + "); leaving the network alone", Allowlist: allow.String()}
+	case !newInstance && !e.Config.EventEnabled("boot"):
+		st.Network = &NetResult{Action: "skipped", Reason: "events.network does not include boot", Allowlist: allow.String()}
+	default:
+		e.notifyStatus("applying the network")
+		res, err := e.networkStep(ctx, md.Network, allow, netMode.live(e))
+		st.Network = res
+		if err != nil {
+			return fail(err)
+		}
+		if res.Partial() {
+			st.Outcome = "partial"
+			e.notifyStatus("instance %s; network applied in part (%d failed)", d.InstanceID, len(res.Failed))
+			return fmt.Errorf("instance %s: %w (%d operations failed)", d.InstanceID, apply.ErrPartial, len(res.Failed))
+		}
+	}
+	if st.Network != nil && st.Network.Action == "skipped" && st.Network.Reason != "" {
+		e.Log.Info("network: " + st.Network.Reason)
+	}
+	st.Outcome = "ok"
+	e.notifyStatus("instance %s from %s", d.InstanceID, md.Source)
+	return nil
+}

@@ -1,0 +1,120 @@
+package agent
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"regexp"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/seedkeeper/seedkeeper/datasource"
+)
+
+// Fetched is the metadata normalized for people and scripts: the JSON
+// schema of "seedkeeper fetch --json". Secrets are redacted unless asked
+// for (see Normalize).
+type Fetched struct {
+	Source              string          `json:"source"`
+	Transport           string          `json:"transport"`
+	Items               []string        `json:"items"`
+	InstanceID          string          `json:"instance_id"`
+	InstanceIDDefaulted bool            `json:"instance_id_defaulted"`
+	Hostname            string          `json:"hostname"`
+	MachineID           string          `json:"machine_id"`
+	PublicKeys          []string        `json:"public_keys"`
+	NetworkConfig       any             `json:"network_config"`
+	NetworkDrivers      []string        `json:"network_drivers"`
+	UserData            *string         `json:"user_data"`
+	VendorData          *string         `json:"vendor_data"`
+	SmartOS             *FetchedSmartOS `json:"smartos,omitempty"`
+	MetaData            map[string]any  `json:"meta_data,omitempty"`
+	Dropped             []string        `json:"dropped,omitempty"` // fields of the metadata not used, and why
+}
+
+// FetchedSmartOS is the SmartOS part of Fetched.
+type FetchedSmartOS struct {
+	UserScript       *string `json:"user_script"`
+	OperatorScript   *string `json:"operator_script"`
+	LegacyUserData   *string `json:"legacy_user_data"`
+	AvailabilityZone string  `json:"availability_zone"`
+	DNSDomain        string  `json:"dns_domain"`
+}
+
+// Normalize turns md into a Fetched: the network configuration as a
+// cloud-init v1 document, absent values null, and user-data, vendor-data,
+// scripts and password-like meta-data keys shown as "<redacted: N bytes,
+// sha256 PREFIX>" (which still tells whether they changed) unless secrets.
+func Normalize(md *datasource.Metadata, secrets bool) (*Fetched, error) {
+	out := &Fetched{
+		Source: md.Source, Transport: md.Origin.Transport, Items: md.Origin.Items,
+		InstanceID: md.InstanceID, InstanceIDDefaulted: md.InstanceIDDefaulted,
+		Hostname: md.Hostname, MachineID: md.MachineID, PublicKeys: md.PublicKeys,
+		UserData: secret(md.UserData, md.UserData != nil, secrets), VendorData: secret(md.VendorData, md.VendorData != nil, secrets),
+		MetaData: redactMeta(md.MetaData, secrets), Dropped: md.Warnings,
+	}
+	if out.PublicKeys == nil {
+		out.PublicKeys = []string{}
+	}
+	if md.NetworkDriversSet {
+		out.NetworkDrivers = append([]string{}, md.NetworkDrivers...)
+	}
+	if md.Network != nil {
+		v1, err := md.Network.MarshalV1()
+		if err != nil {
+			return nil, fmt.Errorf("normalizing the network configuration: %w", err)
+		}
+		var doc map[string]any
+		if err := yaml.Unmarshal(v1, &doc); err != nil {
+			return nil, fmt.Errorf("normalizing the network configuration: %w", err)
+		}
+		out.NetworkConfig = doc
+	}
+	if s := md.SmartOS; s != nil {
+		out.SmartOS = &FetchedSmartOS{
+			UserScript:       secret(s.UserScript, s.HasUserScript, secrets),
+			OperatorScript:   secret(s.OperatorScript, s.HasOperator, secrets),
+			LegacyUserData:   secret(s.LegacyUserData, s.HasLegacyUser, secrets),
+			AvailabilityZone: s.AvailabilityZone,
+			DNSDomain:        s.DNSDomain,
+		}
+	}
+	return out, nil
+}
+
+// secret shows a value, or a redaction that still tells whether it
+// changed. Absent values are null.
+func secret(b []byte, present, show bool) *string {
+	if !present {
+		return nil
+	}
+	var s string
+	if show {
+		s = string(b)
+	} else {
+		sum := sha256.Sum256(b)
+		s = fmt.Sprintf("<redacted: %d bytes, sha256 %x>", len(b), sum[:6])
+	}
+	return &s
+}
+
+var passwordLike = regexp.MustCompile(`(?i)(pass|secret|token|_pw$|private)`)
+
+func redactMeta(m map[string]any, show bool) map[string]any {
+	if m == nil || show {
+		return m
+	}
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		if passwordLike.MatchString(k) {
+			b, _ := json.Marshal(v)
+			out[k] = *secret(b, true, false)
+			continue
+		}
+		if sub, ok := v.(map[string]any); ok {
+			v = redactMeta(sub, show)
+		}
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,159 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/seedkeeper/seedkeeper/datasource"
+	"github.com/seedkeeper/seedkeeper/hotplug"
+	"github.com/seedkeeper/seedkeeper/mdata"
+	"github.com/seedkeeper/seedkeeper/netcfg"
+	"github.com/seedkeeper/seedkeeper/netcfg/apply"
+)
+
+// WatchOptions are the choices of one hotplug daemon run.
+type WatchOptions struct {
+	// Drivers, when not nil, is the allowlist for this run (overriding
+	// the metadata and the configuration).
+	Drivers *hotplug.Allowlist
+	// Network is NetworkAuto ("" too), NetworkApply or NetworkPlan (log
+	// what would change).
+	Network NetworkMode
+}
+
+// Watch is the hotplug daemon: it reads the metadata once for the driver
+// allowlist, then runs hotplug.Watch with a re-fetch of the metadata and
+// an apply (apply.Sync for the new NICs, then the networkd files of what is
+// owned, under one receipt lock) until ctx ends. It never writes the
+// instance ID, the identity state or the seed. It returns nil when ctx
+// ends and when there is nothing to watch (it says why, and tells the
+// service manager READY); errors are logged before they are returned.
+// It applies nothing from a source the last Boot did not decide on (one
+// that appeared after boot): that takes effect on the next boot, and it
+// is recorded for LateSource. On SmartOS every read goes over one mdata
+// session, held (with mdata.Options.Yield) for the watcher's life.
+func Watch(ctx context.Context, e Env, o WatchOptions) error {
+	e.init()
+	if o.Network == "" {
+		o.Network = NetworkAuto
+	}
+	fail := func(msg string, err error) error {
+		e.Log.Error(msg, "err", err)
+		return fmt.Errorf("%s: %w", msg, err)
+	}
+	idle := func(why string) error {
+		e.Log.Info("watch: " + why)
+		e.Notify("READY=1\nSTATUS=" + why)
+		return nil
+	}
+	if !e.Config.EventEnabled("hotplug") {
+		return idle("hotplug is not in events.network; nothing to watch")
+	}
+	if e.Config.Network.Owner == "cloud-init" {
+		return idle("network.owner is cloud-init; nothing to watch")
+	}
+	opts := e.SourceOptions()
+	found, _, err := datasource.Detect(opts)
+	source := found.Source
+	if errors.Is(err, datasource.ErrNoSource) {
+		return idle("no metadata source on this machine; nothing to watch")
+	}
+	if err != nil {
+		return fail("watch: detecting the metadata source", err)
+	}
+	// Nothing from a source boot did not decide on is applied in this
+	// boot (issue 16): it takes effect on the next boot, as a whole.
+	decided := LastBoot(e.Root)
+	if msg, late := e.lateCheck(decided, nil, source); late {
+		return idle(msg)
+	}
+
+	// The first read goes on from what detection found; every re-fetch
+	// reads afresh (a seed may have changed).
+	readFirst := func(ctx context.Context) (*datasource.Metadata, error) {
+		return datasource.ReadDetected(ctx, found, opts)
+	}
+	read := func(ctx context.Context) (*datasource.Metadata, error) { return datasource.Read(ctx, source, opts) }
+	if source == datasource.SourceSmartOS {
+		// One mdata session for the daemon's life: no handshake per
+		// event, and the port let go between requests (mdata.Options.Yield).
+		t, _, err := datasource.DetectSmartOS(opts.Root, opts.MdataTransport)
+		if err != nil {
+			return fail("watch: detecting the metadata source", err)
+		}
+		mo := opts.Mdata
+		mo.Logger, mo.Yield = e.Log, true
+		c := mdata.New(t, &mo)
+		defer c.Close()
+		read = func(ctx context.Context) (*datasource.Metadata, error) { return datasource.ReadSmartOS(ctx, c, e.Log) }
+		readFirst = read
+	}
+
+	var allow hotplug.Allowlist
+	if o.Drivers != nil {
+		allow = *o.Drivers
+	} else {
+		// The metadata may set the allowlist: read it once first.
+		e.notifyStatus("reading the metadata (%s) for the driver allowlist", source)
+		md, err := readFirst(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fail("watch: reading the metadata", err)
+		}
+		if msg, late := e.lateCheck(decided, md, ""); late {
+			return idle(msg)
+		}
+		allow = e.Allowlist(md)
+	}
+	e.Log.Info("watch: allowlist " + allow.String())
+
+	fetch := func(ctx context.Context) (*netcfg.Config, error) {
+		md, err := read(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if msg, late := e.lateCheck(decided, md, ""); late {
+			return nil, errors.New(msg)
+		}
+		return md.Network, nil
+	}
+	receipt := e.Root.Path(ReceiptPath)
+	applyFn := hotplug.NetlinkApplierThen(0, allow, receipt, e.Log,
+		func(ctx context.Context, cfg *netcfg.Config, whole *apply.Plan) error {
+			return e.render(ctx, cfg, whole, &NetResult{}, true)
+		})
+	if !o.Network.live(&e) {
+		e.Log.Info("watch: the network is only planned (--root is set, or --network plan)")
+		applyFn = func(ctx context.Context, cfg *netcfg.Config, macs []string) error {
+			s, err := apply.Sync(ctx, hotplug.Only(cfg, macs), apply.SyncOptions{Receipt: receipt, Allow: allow.Allows, DryRun: true})
+			if err != nil {
+				return err
+			}
+			for _, n := range s.Plan.Notes {
+				e.Log.Info("network: " + n)
+			}
+			for _, o := range s.Plan.Ops {
+				e.Log.Info("network: would " + o.String())
+			}
+			return nil
+		}
+	}
+	err = hotplug.Watch(ctx, hotplug.Options{
+		Allowlist: allow,
+		Fetch:     fetch,
+		Apply:     applyFn,
+		// udev's records are a system path too: under the root.
+		UdevDataDir: e.Root.Path(hotplug.DefaultUdevDataDir),
+		Ready:       func() { e.Notify("READY=1") },
+		Status:      func(s string) { e.notifyStatus("%s", s) },
+		Logger:      e.Log,
+	})
+	e.Notify("STOPPING=1")
+	if err != nil && ctx.Err() == nil {
+		return fail("watch stopped", err)
+	}
+	return nil
+}

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"unicode"
+
+	"github.com/seedkeeper/seedkeeper/image"
+	"github.com/seedkeeper/seedkeeper/internal/sysroot"
+)
+
+const imageUsage = `Usage: seedkeeper image check [--root DIR] [--json]
+       seedkeeper image seal  [--root DIR] [--keep-ssh-host-keys] [--dry-run]
+
+For image builders (Packer, virt-customize, a template made by hand).
+
+check reads an image (the running system, or a mounted or extracted root
+with --root) and says, item by item, what a clone made from it will do at
+its first boot, and for each finding the command that fixes it:
+  units             seedkeeper's units installed and enabled (by their
+                    .wants links: an image never booted is checked too),
+                    and cloud-init installed
+  drop-in           /etc/cloud/cloud.cfg.d/95-seedkeeper.cfg present and not
+                    overridden by a later file (datasource_list, NoCloud's
+                    fs_label, network config); names the file that wins
+  cloud-init-state  cloud-init's instance state from an earlier boot, and
+                    what it means for derived IDs (Proxmox)
+  seedkeeper-state  seedkeeper's identity pin, status and network receipt
+  sealed            the sealed marker image seal leaves
+  machine-id        /etc/machine-id filled or empty; D-Bus's copy
+  ssh-host-keys     SSH host keys, and what replaces them on a clone
+  network-stack     networkd, NetworkManager or ifupdown, and whether
+                    seedkeeper can own NICs on it
+  allowlist         the hotplug driver allowlist in effect
+  seed-dir          a seed a person left in cloud-init's seed directory
+
+seal makes the image ready to be cloned, and nothing more. It removes
+cloud-init's instance state and logs (as "cloud-init clean --logs"; the
+scripts of /etc/cloud/clean.d are not run), the seed seedkeeper wrote (a
+seed a person put there is kept), seedkeeper's identity pin, status and
+receipt, /var/lib/dbus/machine-id when it is not a link, the SSH host keys
+(unless --keep-ssh-host-keys) and, on the running system, the network
+files seedkeeper rendered under /run. It empties /etc/machine-id (not
+removed: systemd then treats the first boot as the first boot), and leaves
+a sealed marker so that the first boot of every clone is a new instance,
+even for derived-ID sources. It never touches a path it does not list,
+resolves links inside the root and refuses a link that leads out of it.
+It ends by running check and printing its verdict. Run it last, then shut
+the machine down without booting it again.
+
+Options:
+  --root DIR             the image's root instead of the running system
+  --json                 (check) print the report as JSON
+  --keep-ssh-host-keys   (seal) leave the SSH host keys in place
+  --dry-run              (seal) print what seal removes, change nothing;
+                         the real run removes exactly that list
+
+Exit status:
+  0  a clone will behave (seal: sealed, and check found nothing)
+  1  findings: a clone will not behave as it should
+  2  error: an item could not be checked, or seal could not finish
+  3  usage error
+`
+
+// runImage implements "seedkeeper image check|seal".
+func runImage(args []string, stdout, stderr io.Writer) int {
+	flags, code, ok := subcommand("image", args, []string{"check", "seal"}, imageUsage, stdout, stderr)
+	if !ok {
+		return code
+	}
+	sub := args[0]
+	root := flags.String("root", "", "")
+	var asJSON, keepKeys, dryRun *bool
+	if sub == "check" {
+		asJSON = flags.Bool("json", false, "")
+	} else {
+		keepKeys = flags.Bool("keep-ssh-host-keys", false, "")
+		dryRun = flags.Bool("dry-run", false, "")
+	}
+	if code, ok := parseSubFlags(flags, args[1:], imageUsage, stdout, stderr); !ok {
+		return code
+	}
+	r := sysroot.Root(*root)
+	if sub == "check" {
+		return imageCheck(r, *asJSON, stdout, stderr)
+	}
+	return imageSeal(r, image.SealOptions{KeepSSHHostKeys: *keepKeys}, *dryRun, stdout, stderr)
+}
+
+// checkExit maps a report to the exit status.
+func checkExit(rep *image.Report) int {
+	switch {
+	case rep.Count(image.Error) > 0:
+		return exitError
+	case rep.Count(image.Finding) > 0:
+		return exitNotFound
+	}
+	return exitOK
+}
+
+func imageCheck(r sysroot.Root, asJSON bool, stdout, stderr io.Writer) int {
+	rep, err := image.Check(r)
+	if err != nil {
+		fmt.Fprintf(stderr, "seedkeeper image check: %v\n", err)
+		return exitError
+	}
+	if asJSON {
+		out := struct {
+			*image.Report
+			Verdict string `json:"verdict"`
+		}{rep, rep.Summary()}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(out); err != nil {
+			return exitError
+		}
+		return checkExit(rep)
+	}
+	fmt.Fprintf(stdout, "Image: %s\n\n", clean(rep.Root))
+	printItems(stdout, rep, false)
+	fmt.Fprintf(stdout, "\nVerdict: %s\n", rep.Summary())
+	return checkExit(rep)
+}
+
+// printItems prints the report's items; with problemsOnly, only findings
+// and errors.
+func printItems(w io.Writer, rep *image.Report, problemsOnly bool) {
+	for _, it := range rep.Items {
+		if problemsOnly && it.Verdict != image.Finding && it.Verdict != image.Error {
+			continue
+		}
+		fmt.Fprintf(w, "%-8s %s: %s\n", strings.ToUpper(string(it.Verdict)), it.ID, clean(it.Found))
+		fmt.Fprintf(w, "         clone: %s\n", clean(it.Clone))
+		if it.Fix != "" {
+			fmt.Fprintf(w, "         fix:   %s\n", clean(it.Fix))
+		}
+	}
+}
+
+func imageSeal(r sysroot.Root, opts image.SealOptions, dryRun bool, stdout, stderr io.Writer) int {
+	plan, err := image.PlanSeal(r, opts)
+	if err != nil {
+		fmt.Fprintf(stderr, "seedkeeper image seal: %v\n", err)
+		return exitError
+	}
+	where := clean(r.Path("/"))
+	if r.IsReal() {
+		where = "/ (the running system)"
+	}
+	if dryRun {
+		fmt.Fprintf(stdout, "Dry run: sealing %s would do this, and nothing else:\n", where)
+		printPlan(stdout, plan)
+		return exitOK
+	}
+	fmt.Fprintf(stdout, "Sealing %s:\n", where)
+	printPlan(stdout, plan)
+	if err := plan.Apply(); err != nil {
+		fmt.Fprintf(stderr, "seedkeeper image seal: %v\n", err)
+		return exitError
+	}
+	rep, err := image.Check(r)
+	if err != nil {
+		fmt.Fprintf(stderr, "seedkeeper image seal: %v\n", err)
+		return exitError
+	}
+	fmt.Fprintln(stdout, "\nimage check after the seal:")
+	printItems(stdout, rep, true)
+	fmt.Fprintf(stdout, "Verdict: %s\n", rep.Summary())
+	return checkExit(rep)
+}
+
+func printPlan(w io.Writer, p *image.Plan) {
+	for _, a := range p.Actions {
+		fmt.Fprintf(w, "  %-11s %s: %s\n", a.Op, clean(a.Path), a.Why)
+	}
+}
+
+// clean makes text from the image safe for a terminal: control
+// characters (a file name may hold any) are shown as \x escapes.
+func clean(s string) string {
+	if !strings.ContainsFunc(s, unicode.IsControl) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			fmt.Fprintf(&b, "\\x%02x", r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}

@@ -1,0 +1,180 @@
+package datasource
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/seedkeeper/seedkeeper/internal/yamlx"
+	"github.com/seedkeeper/seedkeeper/netcfg"
+)
+
+// One bad field degrades that field, not the boot: the readers drop (or
+// normalise) a value that cannot be used, say so in Metadata.Warnings and
+// the log, and go on with the rest.
+
+// Limits on what a source may hand over, once YAML aliases are expanded.
+const (
+	// MaxMetaDataExpanded bounds one meta-data document (NoCloud
+	// meta-data, VMware guestinfo metadata): a key whose value would
+	// take the total beyond it is dropped.
+	MaxMetaDataExpanded = 1 << 20
+	// MaxPublicKey bounds one SSH public key line (sshd's own limit on a
+	// key blob is 16 KiB).
+	MaxPublicKey = 16 << 10
+	// MaxPublicKeys bounds all of them together.
+	MaxPublicKeys = 256 << 10
+	// MaxInstanceID is the longest instance ID: cloud-init makes a
+	// directory of that name.
+	MaxInstanceID = 255
+)
+
+// CheckInstanceID reports why id cannot be handed to cloud-init as an
+// instance ID, or nil when it can. cloud-init keeps the ID in a one-line
+// file and makes /var/lib/cloud/instances/<id>, so the ID must be a
+// single file name: not empty, not "." or "..", no "/", at most
+// MaxInstanceID bytes, valid UTF-8 with no control or line-separator
+// character (netcfg.CheckLine). The error describes the problem without
+// quoting the ID. (Python's splitlines, which cloud-init's readers use,
+// also ends a line at U+0085, U+2028 and the C0 separators.)
+func CheckInstanceID(id string) error {
+	switch {
+	case id == "":
+		return errors.New("instance ID is empty")
+	case id == "." || id == "..":
+		return errors.New("instance ID is \".\" or \"..\", not a directory name")
+	case len(id) > MaxInstanceID:
+		return fmt.Errorf("instance ID is %d bytes long, more than %d", len(id), MaxInstanceID)
+	case strings.Contains(id, "/"):
+		return fmt.Errorf("instance ID has a \"/\" at byte %d", strings.Index(id, "/"))
+	}
+	if err := netcfg.CheckLine(id); err != nil {
+		return fmt.Errorf("instance ID: %w", err)
+	}
+	return nil
+}
+
+// warn records a dropped or normalised field.
+func (md *Metadata) warn(log *slog.Logger, msg string) {
+	md.Warnings = append(md.Warnings, msg)
+	if log != nil {
+		log.Warn(msg)
+	}
+}
+
+// usableInstanceID returns the reported ID when cloud-init can use it; an
+// unusable one is recorded as dropped and "" returned, so that the caller
+// treats it as absent (the platform default applies).
+func (md *Metadata) usableInstanceID(log *slog.Logger, field, id string) string {
+	if id == "" {
+		return ""
+	}
+	if err := CheckInstanceID(id); err != nil {
+		md.warn(log, fmt.Sprintf("%s dropped: %v", field, err))
+		return ""
+	}
+	return id
+}
+
+// setHostname keeps a hostname that can be written on one line; another
+// is dropped (cloud-init then keeps its own default).
+func (md *Metadata) setHostname(log *slog.Logger, field, name string) {
+	if err := netcfg.CheckLine(name); err != nil {
+		md.warn(log, fmt.Sprintf("%s dropped: %v", field, err))
+		return
+	}
+	md.Hostname = name
+}
+
+// setPublicKeys keeps the keys that can be written into meta-data: a TAB
+// between the fields of a key (sshd accepts it) becomes a space; a key
+// with any other control or separator character, or longer than
+// MaxPublicKey, is dropped, as are keys beyond MaxPublicKeys in all.
+// where[i] names key i for the warnings.
+func (md *Metadata) setPublicKeys(log *slog.Logger, keys []string, where []string) {
+	total := 0
+	md.PublicKeys = nil
+	for i, k := range keys {
+		name := fmt.Sprintf("public key %d", i)
+		if i < len(where) {
+			name = where[i]
+		}
+		if strings.Contains(k, "\t") {
+			k = strings.ReplaceAll(k, "\t", " ")
+			md.warn(log, name+": a TAB between fields was replaced by a space")
+		}
+		k = strings.TrimSpace(k)
+		var err error
+		switch {
+		case k == "":
+			continue
+		case len(k) > MaxPublicKey:
+			err = fmt.Errorf("%d bytes long, more than %d", len(k), MaxPublicKey)
+		case total+len(k) > MaxPublicKeys:
+			err = fmt.Errorf("the keys before it already take %d bytes of %d", total, MaxPublicKeys)
+		default:
+			err = netcfg.CheckLine(k)
+		}
+		if err != nil {
+			md.warn(log, fmt.Sprintf("%s dropped: %v", name, err))
+			continue
+		}
+		total += len(k)
+		md.PublicKeys = append(md.PublicKeys, k)
+	}
+}
+
+// boundMetaData drops, in key order, every key of a meta-data document
+// whose value, YAML aliases expanded, would take the document beyond
+// MaxMetaDataExpanded, so that whatever re-encodes it (the JSON of fetch,
+// the seed written for cloud-init) stays small. It returns a warning per
+// dropped key; doc names the document.
+func boundMetaData(doc string, m map[string]any) []string {
+	var warnings []string
+	left := MaxMetaDataExpanded
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		n, ok := yamlx.Size(m[k], left-len(k))
+		if !ok {
+			delete(m, k)
+			warnings = append(warnings, fmt.Sprintf("%s key %q dropped: expands to more than %d bytes (YAML aliases?)", doc, k, MaxMetaDataExpanded))
+			continue
+		}
+		left -= n + len(k)
+	}
+	return warnings
+}
+
+// checkUsable reports the first field of md that a writer would refuse:
+// what the readers hand on must be writable as it is. For the fuzz
+// targets.
+func checkUsable(md *Metadata) error {
+	if md.InstanceID != "" {
+		if err := CheckInstanceID(md.InstanceID); err != nil {
+			return err
+		}
+	}
+	if err := netcfg.CheckLine(md.Hostname); err != nil {
+		return fmt.Errorf("hostname: %w", err)
+	}
+	total := 0
+	for i, k := range md.PublicKeys {
+		if err := netcfg.CheckLine(k); err != nil || k == "" || len(k) > MaxPublicKey {
+			return fmt.Errorf("public key %d: %v (%d bytes)", i, err, len(k))
+		}
+		total += len(k)
+	}
+	if total > MaxPublicKeys {
+		return fmt.Errorf("public keys take %d bytes", total)
+	}
+	if n, ok := yamlx.Size(md.MetaData, 2*MaxMetaDataExpanded); !ok {
+		return fmt.Errorf("meta-data expands to %d bytes", n)
+	}
+	if _, err := json.Marshal(md.MetaData); err != nil {
+		return fmt.Errorf("meta-data is not JSON: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,70 @@
+package identity
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"time"
+
+	"github.com/seedkeeper/seedkeeper/internal/fsutil"
+	"github.com/seedkeeper/seedkeeper/internal/sysroot"
+)
+
+// SealedPath is the marker "seedkeeper image seal" leaves in an image. Its
+// presence makes the next decision a first run (the first boot of a clone),
+// whatever state or cloud-init ID is found, and that decision removes it.
+const SealedPath = "/var/lib/seedkeeper/sealed"
+
+// Seal is the content of the sealed marker.
+type Seal struct {
+	Version  int       `json:"version"`
+	SealedAt time.Time `json:"sealed_at"`
+}
+
+// MarkSealed writes the sealed marker under root.
+func MarkSealed(root sysroot.Root, now time.Time) error {
+	if now.IsZero() {
+		now = time.Now()
+	}
+	data, err := json.Marshal(Seal{Version: StateVersion, SealedAt: now.UTC().Truncate(time.Second)})
+	if err != nil {
+		return fmt.Errorf("writing the sealed marker: %w", err)
+	}
+	if err := os.MkdirAll(root.Path("/var/lib/seedkeeper"), 0o755); err != nil {
+		return fmt.Errorf("writing the sealed marker: %w", err)
+	}
+	if _, err := fsutil.WriteFile(root.Path(SealedPath), append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("writing the sealed marker: %w", err)
+	}
+	return nil
+}
+
+// ReadSeal returns the sealed marker under root, or nil when there is none.
+// A marker that exists but cannot be read or parsed still means "sealed":
+// the returned Seal then has a zero SealedAt.
+func ReadSeal(root sysroot.Root) *Seal {
+	path := root.Path(SealedPath)
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	var s Seal
+	if data, err := os.ReadFile(path); err == nil && json.Unmarshal(data, &s) == nil {
+		return &s
+	}
+	return &Seal{}
+}
+
+// explain is the sentence a decision made on a sealed image ends with.
+func (s *Seal) explain() string {
+	return fmt.Sprintf(" The image was sealed (seedkeeper image seal) at %s, so this is the first boot of a clone: no pin and no cloud-init state from before the seal counts, and the sealed marker is removed now.", stamp(s.SealedAt))
+}
+
+// consumeSeal removes the sealed marker (a link is removed, not followed).
+func consumeSeal(root sysroot.Root) error {
+	if err := os.Remove(root.Path(SealedPath)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("removing the sealed marker: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,171 @@
+package image
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"slices"
+
+	"github.com/seedkeeper/seedkeeper/identity"
+	"github.com/seedkeeper/seedkeeper/internal/config"
+	"github.com/seedkeeper/seedkeeper/internal/sysroot"
+)
+
+// Verdict is the outcome of one check item.
+type Verdict string
+
+// The verdicts, from good to bad.
+const (
+	// OK: a clone will behave.
+	OK Verdict = "ok"
+	// Note: a clone will behave; something is worth knowing.
+	Note Verdict = "note"
+	// Finding: a clone will not behave as it should; Fix says how to fix it.
+	Finding Verdict = "finding"
+	// Error: the item could not be checked.
+	Error Verdict = "error"
+)
+
+// Item is the outcome of one check item.
+type Item struct {
+	// ID names the item: "units", "drop-in", ...
+	ID string `json:"id"`
+	// Title says what the item is about.
+	Title   string  `json:"title"`
+	Verdict Verdict `json:"verdict"`
+	// Found says what is in the image.
+	Found string `json:"found"`
+	// Clone says what a clone made from the image does at first boot.
+	Clone string `json:"clone"`
+	// Fix is the command (or the step) that fixes a finding.
+	Fix string `json:"fix,omitempty"`
+	// Paths are the files the item is about (system paths).
+	Paths []string `json:"paths,omitempty"`
+}
+
+// Report is the outcome of Check.
+type Report struct {
+	// Root is the root checked; "/" for the running system.
+	Root  string `json:"root"`
+	Items []Item `json:"items"`
+}
+
+// Count returns how many items have verdict v.
+func (r *Report) Count(v Verdict) int {
+	n := 0
+	for _, it := range r.Items {
+		if it.Verdict == v {
+			n++
+		}
+	}
+	return n
+}
+
+// Summary is the verdict of the whole check in one line.
+func (r *Report) Summary() string {
+	switch f, e := r.Count(Finding), r.Count(Error); {
+	case e > 0:
+		return fmt.Sprintf("%d item(s) could not be checked and %d finding(s): fix them before cloning this image", e, f)
+	case f > 0:
+		return fmt.Sprintf("%d finding(s): a clone of this image will not behave as it should at first boot", f)
+	default:
+		return "a clone of this image will behave at first boot"
+	}
+}
+
+// Checks is the catalogue of check items, in the order they are reported.
+// Each entry reads the image and says what a clone will do.
+var Checks = []struct {
+	ID, Title string
+	run       func(*inspection) Item
+}{
+	{"units", "seedkeeper's units installed and enabled", checkUnits},
+	{"drop-in", "cloud-init's settings: the drop-in and what overrides it", checkDropIn},
+	{"cloud-init-state", "cloud-init state left by an earlier boot", checkCloudInitState},
+	{"seedkeeper-state", "seedkeeper's identity pin, status and receipt", checkSeedkeeperState},
+	{"sealed", "the sealed marker", checkSealed},
+	{"machine-id", "/etc/machine-id and D-Bus's machine ID", checkMachineID},
+	{"ssh-host-keys", "SSH host keys", checkSSHHostKeys},
+	{"network-stack", "the network stack and seedkeeper's part in it", checkNetworkStack},
+	{"allowlist", "the hotplug driver allowlist", checkAllowlist},
+	{"seed-dir", "cloud-init's seed directory", checkSeedDir},
+}
+
+// inspection is what the items share: the root and what was read once.
+type inspection struct {
+	root   sysroot.Root
+	cc     cloudConfig
+	ccErr  error
+	cfg    *config.Config
+	cfgErr error
+	seal   *identity.Seal
+}
+
+// Check reads the image under root (the running system when root is the
+// real one) and reports, item by item, what a clone made from it will do
+// at its first boot. It fails only when root is not a directory; an item
+// that cannot be read is reported with verdict Error.
+//
+// With ids, only those items are checked (e.g. "drop-in" for a status
+// command that warns about overrides).
+func Check(root sysroot.Root, ids ...string) (*Report, error) {
+	if fi, err := os.Stat(root.Path("/")); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("checking the image: %s is not a directory", root.Path("/"))
+	}
+	in := &inspection{root: root, seal: identity.ReadSeal(root)}
+	in.cc, in.ccErr = readCloudConfig(root)
+	in.cfg, in.cfgErr = config.Load(root.Path(config.DefaultPath))
+	if in.cfg == nil {
+		in.cfg = config.Default()
+	}
+	rep := &Report{Root: root.Path("/")}
+	for _, c := range Checks {
+		if len(ids) > 0 && !slices.Contains(ids, c.ID) {
+			continue
+		}
+		it := c.run(in)
+		it.ID, it.Title = c.ID, c.Title
+		rep.Items = append(rep.Items, it)
+	}
+	return rep, nil
+}
+
+// cmd spells a command for this root: seedkeeper's own take --root.
+func (in *inspection) cmd(c string) string {
+	if in.root.IsReal() {
+		return c
+	}
+	return c + " --root " + string(in.root)
+}
+
+// systemctl spells a systemctl command for this root.
+func (in *inspection) systemctl(args string) string {
+	if in.root.IsReal() {
+		return "systemctl " + args
+	}
+	return "systemctl --root=" + string(in.root) + " " + args
+}
+
+// exists reports whether sys exists in the image (links not followed).
+func (in *inspection) exists(sys string) bool {
+	p, err := resolve(in.root, sys, false)
+	if err != nil {
+		return false
+	}
+	_, err = os.Lstat(in.root.Path(p))
+	return err == nil
+}
+
+// readSmall reads a small file in the image, links followed inside it.
+func (in *inspection) readSmall(sys string) ([]byte, error) {
+	p, err := resolve(in.root, sys, true)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(in.root.Path(p))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, 64<<10))
+}

@@ -1,0 +1,263 @@
+package image
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seedkeeper/seedkeeper/identity"
+)
+
+func TestCheckFreshImageBehaves(t *testing.T) {
+	r := check(t, freshImage(t))
+	for _, it := range r.Items {
+		want := OK
+		if it.ID == "sealed" {
+			want = Note
+		}
+		if it.Verdict != want {
+			t.Errorf("%s: %s (%s; %s)", it.ID, it.Verdict, it.Found, it.Clone)
+		}
+	}
+	if r.Count(Finding) != 0 || r.Summary() != "a clone of this image will behave at first boot" {
+		t.Errorf("summary: %s", r.Summary())
+	}
+}
+
+func TestCheckBootedTemplate(t *testing.T) {
+	m := bootedTemplate(t)
+	r := check(t, m)
+	expectItem(t, r, "cloud-init-state", Finding, templateID, "rule 4", templateMID, "seedkeeper image seal --root "+m.dir)
+	expectItem(t, r, "seedkeeper-state", Finding, "pin "+templateID)
+	expectItem(t, r, "machine-id", Finding, "filled", DBusMachineIDPath+" is a filled file")
+	expectItem(t, r, "ssh-host-keys", Finding, "4 host key file(s) in /etc/ssh")
+	expectItem(t, r, "seed-dir", Note, "seedkeeper's seed from an earlier boot")
+	expectItem(t, r, "units", OK)
+	expectItem(t, r, "drop-in", OK, "datasource_list [NoCloud, None] (from "+DropIn+")")
+	if r.Count(Finding) != 4 || !strings.Contains(r.Summary(), "4 finding(s)") {
+		t.Errorf("summary: %s", r.Summary())
+	}
+}
+
+// The derived-ID template case (DESIGN.md rule 3): cloud-init ran, no pin.
+func TestCheckCloudInitStateWithoutPin(t *testing.T) {
+	m := bootedTemplate(t)
+	m.remove(identity.StatePath)
+	r := check(t, m)
+	expectItem(t, r, "cloud-init-state", Finding, "instance ID "+templateID, "derived ID", "adopts cloud-init's "+templateID+" on its first run (rule 3)")
+
+	identity.MarkSealed(m.root(), time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	r = check(t, m)
+	expectItem(t, r, "cloud-init-state", Note, "sealed")
+	expectItem(t, r, "sealed", OK, "sealed at 2026-01-02T03:04:05Z", "rule 6")
+}
+
+func TestCheckUnits(t *testing.T) {
+	m := freshImage(t)
+	m.remove("/etc/systemd/system/multi-user.target.wants/seedkeeper-watch.service")
+	expectItem(t, check(t, m), "units", Finding, "seedkeeper-watch.service installed but not enabled", "systemctl --root="+m.dir+" enable seedkeeper-watch.service", "hotplug daemon does not run")
+
+	m.remove("/etc/systemd/system/sysinit.target.wants")
+	expectItem(t, check(t, m), "units", Finding, "enable seedkeeper-boot.service seedkeeper-watch.service", "seedkeeper does not run at boot")
+
+	// A .wants link to a unit file that is not there enables nothing.
+	m.link("/usr/lib/systemd/system/seedkeeper-boot.service", "/etc/systemd/system/sysinit.target.wants/seedkeeper-boot.service")
+	expectItem(t, check(t, m), "units", Finding, "seedkeeper-boot.service and seedkeeper-watch.service installed but not enabled")
+
+	m = freshImage(t)
+	m.link("/dev/null", "/etc/systemd/system/seedkeeper-boot.service")
+	expectItem(t, check(t, m), "units", Finding, "seedkeeper-boot.service masked", "unmask seedkeeper-boot.service")
+
+	m = freshImage(t)
+	m.remove("/lib/systemd/system")
+	expectItem(t, check(t, m), "units", Finding, "seedkeeper-boot.service and seedkeeper-watch.service not installed", "install the seedkeeper package")
+
+	m = freshImage(t)
+	m.remove("/lib/systemd/system/cloud-init-local.service")
+	expectItem(t, check(t, m), "units", Finding, "cloud-init is not installed", "nothing reads the seed")
+}
+
+func TestCheckDropInOverridden(t *testing.T) {
+	cases := []struct {
+		name, file, data string
+		v                Verdict
+		want             []string
+	}{
+		{"later datasource_list", "99-installer.cfg", "datasource_list: [ Azure ]\n", Finding,
+			[]string{"datasource_list is set last by /etc/cloud/cloud.cfg.d/99-installer.cfg", "another datasource"}},
+		// "_" sorts after "-": 95_local.cfg is read after 95-seedkeeper.cfg.
+		{"underscore sorts after dash", "95_local.cfg", "datasource_list: [NoCloud, ConfigDrive]\n", Finding,
+			[]string{"/etc/cloud/cloud.cfg.d/95_local.cfg"}},
+		{"earlier file loses", "91-dib-cloud-init-datasources.cfg", "datasource_list: [ConfigDrive]\nnetwork: {config: {version: 1}}\n", OK, nil},
+		// Mappings merge: a later network key without config leaves
+		// "config: disabled" in force.
+		{"network mapping merges", "99-net.cfg", "network:\n  renderers: [networkd]\n", OK, []string{"network.config: disabled (from " + DropIn + ")"}},
+		{"network config replaced", "99-net.cfg", "network:\n  config:\n    version: 2\n", Finding,
+			[]string{"network.config is set last by /etc/cloud/cloud.cfg.d/99-net.cfg", "fights seedkeeper"}},
+		{"network null", "99-net.cfg", "network: null\n", Finding, []string{"99-net.cfg"}},
+		{"fs_label back on", "99-label.cfg", "datasource:\n  NoCloud:\n    fs_label: cidata\n", Finding,
+			[]string{"fs_label is set last by /etc/cloud/cloud.cfg.d/99-label.cfg", "disk labelled cidata"}},
+		{"bad yaml is skipped", "99-broken.cfg", "datasource_list: [Azure\nsecret-value: x: y\n", Note,
+			[]string{"cloud-init skips /etc/cloud/cloud.cfg.d/99-broken.cfg: not valid YAML (line"}},
+		{"not a mapping", "99-list.cfg", "- Azure\n", Note, []string{"99-list.cfg: line 1: the top level is not a mapping"}},
+		{"own merge rules", "99-merge.cfg", "merge_how: 'dict(recurse_array)+list(append)'\n", Note, []string{"merge rules of their own in /etc/cloud/cloud.cfg.d/99-merge.cfg"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := freshImage(t)
+			m.write(CloudCfgD+"/"+c.file, c.data)
+			it := expectItem(t, check(t, m), "drop-in", c.v, c.want...)
+			if strings.Contains(it.Found, "secret-value") {
+				t.Errorf("the report quotes the file: %s", it.Found)
+			}
+			if c.v == Finding && !strings.Contains(it.Fix, CloudCfgD+"/"+c.file) {
+				t.Errorf("fix does not name the file: %s", it.Fix)
+			}
+		})
+	}
+
+	m := freshImage(t)
+	m.remove(DropIn)
+	expectItem(t, check(t, m), "drop-in", Finding, DropIn+" is missing", "is set last by /etc/cloud/cloud.cfg.d/90_dpkg.cfg", "force-confmiss")
+
+	// A drop-in reached through a link inside the image counts.
+	m = freshImage(t)
+	m.write("/usr/share/seedkeeper/95-seedkeeper.cfg", m.read(DropIn))
+	m.remove(DropIn)
+	m.link("/usr/share/seedkeeper/95-seedkeeper.cfg", DropIn)
+	expectItem(t, check(t, m), "drop-in", OK)
+
+	// network.owner: cloud-init with the network lines still in place.
+	m = freshImage(t)
+	m.write("/etc/seedkeeper/config.yaml", "network:\n  owner: cloud-init\n")
+	expectItem(t, check(t, m), "drop-in", Finding, "while network.owner is cloud-init", "nothing configures the network")
+	expectItem(t, check(t, m), "network-stack", OK, "leaves the network to cloud-init")
+}
+
+func TestCheckMachineID(t *testing.T) {
+	m := freshImage(t)
+	m.write(MachineIDPath, "uninitialized\n")
+	expectItem(t, check(t, m), "machine-id", OK, "empty")
+	m.remove(MachineIDPath)
+	expectItem(t, check(t, m), "machine-id", Note, "missing")
+
+	// A symlinked machine-id is read through the link, inside the root.
+	m.write(DBusMachineIDPath, "5f1c8a2e3b4d4e6f8a9b0c1d2e3f4a5b\n")
+	m.link(DBusMachineIDPath, MachineIDPath)
+	expectItem(t, check(t, m), "machine-id", Finding, "is a link to "+DBusMachineIDPath, "filled")
+
+	// A link out of the root is not followed.
+	m.remove(MachineIDPath)
+	m.link("../../../../../../../../../../etc/machine-id", MachineIDPath)
+	expectItem(t, check(t, m), "machine-id", Error, "leads out of the root")
+
+	m = freshImage(t)
+	m.link(MachineIDPath, DBusMachineIDPath)
+	expectItem(t, check(t, m), "machine-id", OK, DBusMachineIDPath+" is a link")
+}
+
+func TestCheckSSHHostKeys(t *testing.T) {
+	m := freshImage(t)
+	m.write("/etc/ssh/ssh_host_ed25519_key", "k")
+	expectItem(t, check(t, m), "ssh-host-keys", Note, "deletes them and generates new ones")
+	m.write(CloudCfgD+"/99-keys.cfg", "ssh_deletekeys: false\n")
+	expectItem(t, check(t, m), "ssh-host-keys", Finding, "ssh_deletekeys is false in /etc/cloud/cloud.cfg.d/99-keys.cfg")
+
+	m = freshImage(t)
+	m.remove("/lib/systemd/system/cloud-init-local.service")
+	expectItem(t, check(t, m), "ssh-host-keys", Finding, "it does not start", "ssh-keygen -A")
+	m.write("/usr/lib/systemd/system/sshd-keygen@.service", "[Unit]\n")
+	expectItem(t, check(t, m), "ssh-host-keys", OK, "sshd-keygen")
+	m.remove("/usr/sbin/sshd")
+	expectItem(t, check(t, m), "ssh-host-keys", OK, "no SSH server")
+}
+
+func TestCheckNetworkStack(t *testing.T) {
+	m := freshImage(t)
+	expectItem(t, check(t, m), "network-stack", OK, "networkd enabled", "renders them for networkd")
+
+	m.link("/lib/systemd/system/NetworkManager.service", "/etc/systemd/system/multi-user.target.wants/NetworkManager.service")
+	expectItem(t, check(t, m), "network-stack", Note, "networkd and NetworkManager enabled")
+
+	m.remove("/etc/systemd/system/multi-user.target.wants/systemd-networkd.service")
+	expectItem(t, check(t, m), "network-stack", Finding, "NetworkManager enabled", "NetworkManager does not know about them", "enable systemd-networkd.service")
+
+	m.remove("/etc/systemd/system/multi-user.target.wants/NetworkManager.service")
+	expectItem(t, check(t, m), "network-stack", Finding, "no network service is enabled", "nothing runs DHCP")
+}
+
+func TestCheckAllowlist(t *testing.T) {
+	m := freshImage(t)
+	expectItem(t, check(t, m), "allowlist", OK, "platform's default", "virtio_net", "vmxnet3")
+	m.write("/etc/seedkeeper/config.yaml", "hotplug:\n  drivers: [virtio_net, e1000]\n")
+	expectItem(t, check(t, m), "allowlist", OK, "e1000,virtio_net (from config hotplug.drivers)")
+	m.write("/etc/seedkeeper/config.yaml", "hotplug:\n  drivers: [\"virtio net\"]\n")
+	expectItem(t, check(t, m), "allowlist", Finding, "allows no driver")
+	m.write("/etc/seedkeeper/config.yaml", "hotplug:\n  drivrs: [virtio_net]\n")
+	expectItem(t, check(t, m), "allowlist", Finding, "default settings", "fix /etc/seedkeeper/config.yaml")
+}
+
+func TestCheckSeedDir(t *testing.T) {
+	m := freshImage(t)
+	m.write("/var/lib/cloud/seed/nocloud/meta-data", "instance-id: appliance\n")
+	m.write("/var/lib/cloud/seed/nocloud/user-data", "#cloud-config\n")
+	expectItem(t, check(t, m), "seed-dir", Note, "a seed a person put there (meta-data, user-data)", "image seal keeps it")
+	// cloud-init-state ignores the seed directory, as cloud-init clean.
+	expectItem(t, check(t, m), "cloud-init-state", OK)
+	m.write("/var/lib/seedkeeper/imported-seed/meta-data", "instance-id: appliance\n")
+	expectItem(t, check(t, m), "seed-dir", Note, "imported by an earlier boot")
+}
+
+func TestCheckReportJSON(t *testing.T) {
+	r := check(t, bootedTemplate(t))
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back struct {
+		Items []map[string]any `json:"items"`
+	}
+	if err := json.Unmarshal(b, &back); err != nil || len(back.Items) != len(Checks) {
+		t.Fatalf("JSON: %v, %d items", err, len(back.Items))
+	}
+	for _, it := range back.Items {
+		for _, k := range []string{"id", "title", "verdict", "found", "clone"} {
+			if s, _ := it[k].(string); s == "" {
+				t.Errorf("item %v: %s is empty", it["id"], k)
+			}
+		}
+	}
+}
+
+func TestCheckRootNotADirectory(t *testing.T) {
+	m := img{t: t, dir: t.TempDir()}
+	m.write("/file", "")
+	if _, err := Check(sysrootOf(m.dir + "/file")); err == nil {
+		t.Error("Check on a file succeeded")
+	}
+}
+
+func TestParseWantedBy(t *testing.T) {
+	got := parseWantedBy([]byte("WantedBy=early.target\n[Unit]\nWantedBy=unit.target\n[Install]\nWantedBy=sysinit.target multi-user.target\n WantedBy = b.target\n#WantedBy=c.target\n"))
+	if want := []string{"sysinit.target", "multi-user.target", "b.target"}; strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("parseWantedBy = %q, want %q", got, want)
+	}
+}
+
+// Scripts of a person's own under /var/lib/cloud are no instance state,
+// but seal removes them, as cloud-init clean does: check says so.
+func TestCheckCloudInitScriptsOnly(t *testing.T) {
+	m := freshImage(t)
+	m.write("/var/lib/cloud/scripts/per-boot/10-mine", "#!/bin/sh\n")
+	expectItem(t, check(t, m), "cloud-init-state", Note, "no instance state, but /var/lib/cloud/scripts", "keep scripts of your own elsewhere")
+}
+
+func TestCheckSelectedItems(t *testing.T) {
+	m := freshImage(t)
+	m.write(CloudCfgD+"/99-x.cfg", "datasource_list: [Azure]\n")
+	r, err := Check(m.root(), "drop-in")
+	if err != nil || len(r.Items) != 1 || r.Items[0].ID != "drop-in" || r.Items[0].Verdict != Finding {
+		t.Errorf("Check(drop-in) = %+v, %v", r, err)
+	}
+}

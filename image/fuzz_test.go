@@ -1,0 +1,51 @@
+package image
+
+import (
+	"strings"
+	"testing"
+)
+
+// FuzzParseCloudConfig: any bytes give a mapping or an error that quotes
+// nothing from the input.
+func FuzzParseCloudConfig(f *testing.F) {
+	for _, s := range []string{
+		"datasource_list: [NoCloud, None]\nnetwork: {config: disabled}\n",
+		"datasource:\n  NoCloud:\n    fs_label: null\n",
+		"- a\n", "", "~\n", "a: [b\n", "a: &x [*x]\n", "merge_how: 'dict(replace)'\n",
+		"a: &a [b, b]\nc: &c [*a, *a]\nd: [*c, *c, *c]\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		doc, err := parseCloudConfig(data)
+		if err != nil {
+			if doc != nil {
+				t.Fatal("a document and an error")
+			}
+			msg := err.Error()
+			for _, w := range strings.Fields(string(data)) {
+				if len(w) >= 12 && strings.Contains(msg, w) {
+					t.Fatalf("error %q quotes the input", msg)
+				}
+			}
+			return
+		}
+		cc := cloudConfig{{Path: "/x.cfg", Doc: doc}}
+		cc.lookup("network", "config")
+		cc.logFiles()
+		cc.customMerge()
+	})
+}
+
+func FuzzParseWantedBy(f *testing.F) {
+	f.Add([]byte("[Unit]\nDescription=x\n[Install]\nWantedBy=sysinit.target multi-user.target\nWantedBy = network-online.target\n"))
+	f.Add([]byte("[Install]\nWantedBy=\n"))
+	f.Add([]byte("WantedBy=a\n[Service]\nWantedBy=b\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, target := range parseWantedBy(data) {
+			if target == "" || strings.ContainsAny(target, " \t\n") {
+				t.Fatalf("target %q", target)
+			}
+		}
+	})
+}

@@ -1,0 +1,746 @@
+package image
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/seedkeeper/seedkeeper/agent"
+	"github.com/seedkeeper/seedkeeper/hotplug"
+	"github.com/seedkeeper/seedkeeper/identity"
+	"github.com/seedkeeper/seedkeeper/internal/config"
+	"github.com/seedkeeper/seedkeeper/seed"
+)
+
+// The check items, in the order of Checks.
+
+// Units.
+
+// unitDirs are where systemd looks for unit files, most important first.
+var unitDirs = []string{"/etc/systemd/system", "/run/systemd/system", "/usr/lib/systemd/system", "/lib/systemd/system"}
+
+// Units are seedkeeper's units and the target each is enabled for when
+// its [Install] section cannot be read.
+var Units = []struct{ Name, WantedBy string }{
+	{"seedkeeper-boot.service", "sysinit.target"},
+	{"seedkeeper-watch.service", "multi-user.target"},
+}
+
+// unitFile finds a unit: its system path, and whether it is masked.
+func (in *inspection) unitFile(name string) (file string, masked bool) {
+	for _, d := range unitDirs {
+		if d == "/run/systemd/system" && !in.root.IsReal() {
+			continue
+		}
+		sys := path.Join(d, name)
+		if link, err := os.Readlink(in.root.Path(sys)); err == nil && link == "/dev/null" {
+			return sys, true
+		}
+		p, err := resolve(in.root, sys, true)
+		if err != nil {
+			continue
+		}
+		if fi, err := os.Stat(in.root.Path(p)); err == nil && fi.Mode().IsRegular() {
+			if fi.Size() == 0 {
+				return sys, true
+			}
+			return sys, false
+		}
+	}
+	return "", false
+}
+
+// wantedBy reads the WantedBy= targets of a unit file.
+func (in *inspection) wantedBy(file string) []string {
+	data, err := in.readSmall(file)
+	if err != nil {
+		return nil
+	}
+	return parseWantedBy(data)
+}
+
+// parseWantedBy returns the targets of the WantedBy= lines of the
+// [Install] section of a unit file.
+func parseWantedBy(data []byte) []string {
+	var out []string
+	section := ""
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(nil, len(data)+1)
+	for sc.Scan() {
+		l := strings.TrimSpace(sc.Text())
+		if strings.HasPrefix(l, "[") {
+			section = l
+			continue
+		}
+		if k, v, ok := strings.Cut(l, "="); ok && section == "[Install]" && strings.TrimSpace(k) == "WantedBy" {
+			out = append(out, strings.Fields(v)...)
+		}
+	}
+	return out
+}
+
+// enabledFor reports whether unit has a .wants link for target in the image
+// that leads to an existing unit file.
+func (in *inspection) enabledFor(unit, target string) bool {
+	for _, d := range []string{"/etc/systemd/system", "/usr/lib/systemd/system", "/lib/systemd/system"} {
+		sys := path.Join(d, target+".wants", unit)
+		p, err := resolve(in.root, sys, true)
+		if err != nil {
+			continue
+		}
+		if fi, err := os.Stat(in.root.Path(p)); err == nil && fi.Mode().IsRegular() {
+			return true
+		}
+	}
+	return false
+}
+
+// enabledUnit reports whether unit is enabled for any of its targets.
+func (in *inspection) enabledUnit(unit string, fallback ...string) (file string, masked, enabled bool) {
+	file, masked = in.unitFile(unit)
+	if file == "" || masked {
+		return file, masked, false
+	}
+	targets := in.wantedBy(file)
+	if len(targets) == 0 {
+		targets = fallback
+	}
+	for _, t := range targets {
+		if in.enabledFor(unit, t) {
+			return file, false, true
+		}
+	}
+	return file, false, false
+}
+
+func checkUnits(in *inspection) Item {
+	it := Item{Verdict: OK}
+	var missing, masked, disabled, ok []string
+	for _, u := range Units {
+		file, m, e := in.enabledUnit(u.Name, u.WantedBy)
+		switch {
+		case file == "":
+			missing = append(missing, u.Name)
+		case m:
+			masked = append(masked, u.Name)
+			it.Paths = append(it.Paths, file)
+		case !e:
+			disabled = append(disabled, u.Name)
+			it.Paths = append(it.Paths, file)
+		default:
+			ok = append(ok, u.Name)
+			it.Paths = append(it.Paths, file)
+		}
+	}
+	ciFile, _ := in.unitFile("cloud-init-local.service")
+	var found, fixes []string
+	if len(ok) > 0 {
+		found = append(found, strings.Join(ok, " and ")+" installed and enabled")
+	}
+	if len(missing) > 0 {
+		found = append(found, strings.Join(missing, " and ")+" not installed")
+		fixes = append(fixes, "install the seedkeeper package in the image")
+	}
+	if len(masked) > 0 {
+		found = append(found, strings.Join(masked, " and ")+" masked")
+		fixes = append(fixes, in.systemctl("unmask "+strings.Join(masked, " ")))
+	}
+	if len(disabled) > 0 {
+		found = append(found, strings.Join(disabled, " and ")+" installed but not enabled (no .wants link: an image built in a chroot where enabling failed)")
+		fixes = append(fixes, in.systemctl("enable "+strings.Join(disabled, " ")))
+	}
+	if ciFile == "" {
+		found = append(found, "cloud-init is not installed (no cloud-init-local.service)")
+		fixes = append(fixes, "install cloud-init in the image")
+	}
+	it.Found = strings.Join(found, "; ")
+	var clone []string
+	switch {
+	case len(missing)+len(masked) > 0 || slices.Contains(disabled, Units[0].Name):
+		clone = append(clone, "seedkeeper does not run at boot: cloud-init finds no seed (or a stale one), the instance ID is not decided and owned NICs get no network")
+	case len(disabled) > 0:
+		clone = append(clone, "seedkeeper boot runs, but NICs added after boot get no network (the hotplug daemon does not run)")
+	}
+	if ciFile == "" {
+		clone = append(clone, "nothing reads the seed seedkeeper writes: no users, SSH keys or user-data")
+	}
+	if len(clone) > 0 {
+		it.Verdict = Finding
+		it.Clone = strings.Join(clone, "; ")
+	} else {
+		it.Clone = "seedkeeper boot runs before cloud-init-local and the hotplug daemon after it"
+	}
+	it.Fix = strings.Join(fixes, "; ")
+	return it
+}
+
+// The drop-in and what overrides it.
+
+func checkDropIn(in *inspection) Item {
+	it := Item{Verdict: OK, Paths: []string{DropIn}}
+	if in.ccErr != nil {
+		it.Verdict, it.Found = Error, in.ccErr.Error()
+		return it
+	}
+	var found, clone, fixes []string
+	finding := false
+	if !in.exists(DropIn) {
+		finding = true
+		found = append(found, DropIn+" is missing")
+		fixes = append(fixes, "reinstall the package with its configuration files: apt-get install --reinstall -o Dpkg::Options::=--force-confmiss seedkeeper (dnf reinstall seedkeeper)")
+	}
+	override := func(s setting) {
+		if s.File != DropIn {
+			it.Paths = append(it.Paths, s.File)
+			fixes = append(fixes, fmt.Sprintf("remove %s from %s, or name that file so that it sorts before %s", s.Key, s.File, path.Base(DropIn)))
+		}
+	}
+
+	ds := in.cc.lookup("datasource_list")
+	switch {
+	case !ds.Set():
+		finding = true
+		found = append(found, "no file sets datasource_list")
+		clone = append(clone, "cloud-init's ds-identify probes every datasource and may pick another one than seedkeeper's seed")
+	case !onlyNoCloud(ds.Value):
+		finding = true
+		found = append(found, fmt.Sprintf("datasource_list is set last by %s, not to [NoCloud, None]", ds.File))
+		clone = append(clone, "cloud-init may use another datasource than seedkeeper's seed, with its own instance ID")
+		override(ds)
+	default:
+		found = append(found, fmt.Sprintf("datasource_list [NoCloud, None] (from %s)", ds.File))
+	}
+
+	fsl := in.cc.lookup("datasource", "NoCloud", "fs_label")
+	if fsl.Set() && fsl.Value != nil {
+		finding = true
+		found = append(found, fmt.Sprintf("datasource.NoCloud.fs_label is set last by %s, not to null", fsl.File))
+		clone = append(clone, "cloud-init also mounts and reads a disk labelled cidata itself, besides the seed seedkeeper wrote")
+		override(fsl)
+	} else if !fsl.Set() {
+		finding = true
+		found = append(found, "no file turns off NoCloud's label search (datasource.NoCloud.fs_label: null)")
+		clone = append(clone, "cloud-init also mounts and reads a disk labelled cidata itself, besides the seed seedkeeper wrote")
+	}
+
+	nc := in.cc.lookup("network", "config")
+	disabled := nc.Value == "disabled"
+	owner := in.cfg.Network.Owner
+	switch {
+	case owner == "seedkeeper" && !disabled:
+		finding = true
+		if nc.Set() {
+			found = append(found, fmt.Sprintf("network.config is set last by %s, not to disabled", nc.File))
+			override(nc)
+		} else {
+			found = append(found, "no file sets network.config: disabled")
+		}
+		clone = append(clone, "cloud-init configures the network too (its fallback DHCP on the first NIC, or a network-config), and fights seedkeeper over the NICs it owns")
+	case owner == "cloud-init" && disabled:
+		finding = true
+		found = append(found, fmt.Sprintf("network.config: disabled (from %s) while network.owner is cloud-init", nc.File))
+		clone = append(clone, "nothing configures the network: seedkeeper leaves it to cloud-init and cloud-init's network configuration is disabled")
+		fixes = append(fixes, fmt.Sprintf("delete the network lines of %s (or set network.owner: seedkeeper in %s)", nc.File, config.DefaultPath))
+		it.Paths = append(it.Paths, nc.File)
+	case disabled:
+		found = append(found, fmt.Sprintf("network.config: disabled (from %s)", nc.File))
+	default:
+		found = append(found, "cloud-init's network configuration is on (network.owner: cloud-init)")
+	}
+	if bad := in.cc.unparsable(); len(bad) > 0 {
+		found = append(found, "cloud-init skips "+strings.Join(bad, "; "))
+		if !finding {
+			it.Verdict = Note
+		}
+	}
+	if cm := in.cc.customMerge(); len(cm) > 0 {
+		found = append(found, "merge rules of their own in "+strings.Join(cm, ", ")+": the files named here assume cloud-init's default merge")
+		if !finding {
+			it.Verdict = Note
+		}
+	}
+	it.Found = strings.Join(found, "; ")
+	if finding {
+		it.Verdict = Finding
+		it.Clone = strings.Join(clone, "; ")
+		it.Fix = strings.Join(fixes, "; ")
+	} else {
+		it.Clone = "cloud-init reads only the seed seedkeeper writes, and leaves the network to " + owner
+	}
+	slices.Sort(it.Paths)
+	it.Paths = slices.Compact(it.Paths)
+	return it
+}
+
+// onlyNoCloud reports whether a datasource_list value leads cloud-init to
+// NoCloud alone (with None as its fallback).
+func onlyNoCloud(v any) bool {
+	l, ok := v.([]any)
+	if !ok || len(l) == 0 || l[0] != "NoCloud" {
+		return false
+	}
+	for _, x := range l[1:] {
+		if x != "None" {
+			return false
+		}
+	}
+	return true
+}
+
+// cloud-init's state.
+
+// CloudDir is cloud-init's state directory; cloud-init clean removes all
+// of it but seed/.
+const CloudDir = "/var/lib/cloud"
+
+// cloudState lists what cloud-init left in CloudDir (but seed/), its
+// instance ID and its logs.
+func (in *inspection) cloudState() (entries []string, instanceID string, logs []string, err error) {
+	dir, err := resolve(in.root, CloudDir, true)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	ents, err := os.ReadDir(in.root.Path(dir))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, "", nil, fmt.Errorf("reading %s: %w", CloudDir, err)
+	}
+	for _, e := range ents {
+		if e.Name() != "seed" {
+			entries = append(entries, path.Join(CloudDir, e.Name()))
+		}
+	}
+	instanceID, err = identity.CloudInitID(in.root)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	for _, l := range in.cc.logFiles() {
+		if in.exists(l) {
+			logs = append(logs, l)
+		}
+	}
+	return entries, instanceID, logs, nil
+}
+
+// isInstanceState reports whether a CloudDir entry records an instance:
+// what makes cloud-init compare IDs, or reuse a cache, at the next boot.
+func isInstanceState(p string) bool {
+	switch path.Base(p) {
+	case "instance", "instances", "data", "sem", "handlers":
+		return true
+	}
+	return false
+}
+
+func checkCloudInitState(in *inspection) Item {
+	entries, id, logs, err := in.cloudState()
+	if err != nil {
+		return Item{Verdict: Error, Found: err.Error(), Paths: []string{CloudDir}}
+	}
+	it := Item{Verdict: OK, Paths: append(entries, logs...)}
+	if len(entries) == 0 {
+		it.Found = "none: cloud-init has not run in this image"
+		if len(logs) > 0 {
+			it.Verdict = Note
+			it.Found += "; its logs are there (" + strings.Join(logs, ", ") + ")"
+			it.Fix = in.cmd("seedkeeper image seal")
+		}
+		it.Clone = "cloud-init's first boot on a clone is a new instance"
+		return it
+	}
+	if !slices.ContainsFunc(entries, isInstanceState) {
+		it.Verdict = Note
+		it.Found = "no instance state, but " + strings.Join(entries, ", ")
+		if len(logs) > 0 {
+			it.Found += "; logs " + strings.Join(logs, ", ")
+		}
+		it.Clone = "cloud-init's first boot on a clone is a new instance; image seal removes these as cloud-init clean does (keep scripts of your own elsewhere, e.g. in a package or a unit)"
+		it.Fix = in.cmd("seedkeeper image seal")
+		return it
+	}
+	it.Found = fmt.Sprintf("%d entries in %s", len(entries), CloudDir)
+	if id != "" {
+		it.Found += fmt.Sprintf(", instance ID %s (%s)", id, identity.CloudInitIDPath)
+	}
+	if len(logs) > 0 {
+		it.Found += "; logs " + strings.Join(logs, ", ")
+	}
+	if in.seal != nil {
+		it.Verdict = Note
+		it.Clone = "the image is sealed, so seedkeeper makes the first boot of a clone a new instance anyway; cloud-init's old files stay on the disk"
+		it.Fix = in.cmd("seedkeeper image seal")
+		return it
+	}
+	it.Verdict = Finding
+	st, _ := identity.Load(in.root)
+	switch {
+	case id == "":
+		it.Clone = "cloud-init finds the template's per-instance files and caches; what it reuses depends on what is left"
+	case st != nil && st.InstanceID != "":
+		it.Clone = fmt.Sprintf("a clone with another machine identity (SMBIOS UUID) than %s is a new instance (rule 4), but one that keeps it keeps %s, with the template's SSH host keys, and per-instance modules do not run", st.MachineID, st.InstanceID)
+	default:
+		it.Clone = fmt.Sprintf("a clone whose source reports another explicit ID is a new instance, but with a derived ID (Proxmox NoCloud: the SHA-1 of user-data and network-config) or NoCloud's default seedkeeper adopts cloud-init's %s on its first run (rule 3): every clone keeps the template's instance ID and SSH host keys, and per-instance modules (users, runcmd, package upgrade) do not run", id)
+	}
+	it.Fix = in.cmd("seedkeeper image seal")
+	return it
+}
+
+// seedkeeper's own state.
+
+func checkSeedkeeperState(in *inspection) Item {
+	it := Item{Verdict: OK}
+	st, err := identity.Load(in.root)
+	var found []string
+	for _, p := range []string{identity.StatePath, agent.StatusPath, agent.ReceiptPath} {
+		if in.exists(p) {
+			it.Paths = append(it.Paths, p)
+		}
+	}
+	switch {
+	case err != nil:
+		it.Verdict = Finding
+		found = append(found, err.Error())
+		it.Clone = "boot cannot read the pin: it keeps cloud-init's current ID and pins nothing until the file is fixed"
+	case st != nil && st.InstanceID != "":
+		found = append(found, fmt.Sprintf("pin %s for machine %s (rule %d, %s)", st.InstanceID, st.MachineID, st.Rule, st.RuleName))
+		if in.seal != nil {
+			it.Verdict = Note
+			it.Clone = "the image is sealed: the first boot of a clone ignores the pin"
+		} else {
+			it.Verdict = Finding
+			it.Clone = fmt.Sprintf("a clone with another machine identity drops the pin (rule 4) and is a new instance; a copy that keeps machine identity %s keeps instance ID %s", st.MachineID, st.InstanceID)
+		}
+	case st != nil && st.Reset != nil:
+		it.Verdict = Note
+		found = append(found, "a pending reset")
+		it.Clone = "the first boot of a clone is a new instance (the reset)"
+	default:
+		found = append(found, "no pin")
+		it.Clone = "the first boot of a clone decides its instance ID from its own metadata"
+	}
+	for _, p := range []string{agent.StatusPath, agent.ReceiptPath} {
+		if slices.Contains(it.Paths, p) {
+			found = append(found, p+" from an earlier boot")
+			if it.Verdict == OK {
+				it.Verdict = Note
+				it.Clone += "; status shows the template's last boot until the clone's first boot replaces it"
+			}
+		}
+	}
+	it.Found = strings.Join(found, "; ")
+	if it.Verdict != OK {
+		it.Fix = in.cmd("seedkeeper image seal")
+	}
+	return it
+}
+
+func checkSealed(in *inspection) Item {
+	it := Item{Paths: []string{identity.SealedPath}}
+	if in.seal == nil {
+		it.Verdict = Note
+		it.Found = "not sealed"
+		it.Clone = "the first boot of a clone follows the identity rules with whatever state the image holds"
+		it.Fix = in.cmd("seedkeeper image seal") + " (the last step of the build)"
+		return it
+	}
+	it.Verdict = OK
+	it.Found = "sealed"
+	if !in.seal.SealedAt.IsZero() {
+		it.Found += " at " + in.seal.SealedAt.Format("2006-01-02T15:04:05Z07:00")
+	}
+	it.Clone = "the first boot of every clone is a new instance (rule 6), even for derived-ID sources; that boot removes the marker"
+	return it
+}
+
+// Machine IDs.
+
+// Machine ID files.
+const (
+	MachineIDPath     = "/etc/machine-id"
+	DBusMachineIDPath = "/var/lib/dbus/machine-id"
+)
+
+func checkMachineID(in *inspection) Item {
+	it := Item{Verdict: OK, Paths: []string{MachineIDPath}}
+	var found []string
+	real, err := resolve(in.root, MachineIDPath, true)
+	if err != nil {
+		return Item{Verdict: Error, Found: err.Error(), Paths: it.Paths}
+	}
+	if real != MachineIDPath {
+		found = append(found, MachineIDPath+" is a link to "+real)
+	}
+	data, err := in.readSmall(MachineIDPath)
+	v := strings.TrimSpace(string(data))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		it.Verdict = Note
+		found = append(found, "missing")
+		it.Clone = "systemd generates a machine ID at first boot (transient when /etc is read-only); an empty file is the usual way to ship an image"
+	case err != nil:
+		return Item{Verdict: Error, Found: err.Error(), Paths: it.Paths}
+	case v == "" || v == "uninitialized":
+		found = append(found, "empty")
+		it.Clone = "systemd generates a new machine ID at first boot and treats it as the first boot"
+	default:
+		it.Verdict = Finding
+		found = append(found, "filled")
+		it.Clone = "every clone has the template's machine ID: the same DHCP client ID and IPv6 address (networkd derives them from it), the same journal and D-Bus identity"
+	}
+	if fi, err := os.Lstat(in.root.Path(DBusMachineIDPath)); err == nil {
+		it.Paths = append(it.Paths, DBusMachineIDPath)
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			found = append(found, DBusMachineIDPath+" is a link")
+		} else if fi.Size() > 0 {
+			it.Verdict = Finding
+			found = append(found, DBusMachineIDPath+" is a filled file, not a link")
+			it.Clone += "; D-Bus keeps the template's ID from " + DBusMachineIDPath
+		}
+	}
+	it.Found = strings.Join(found, "; ")
+	if it.Verdict == Finding {
+		it.Fix = in.cmd("seedkeeper image seal")
+	}
+	return it
+}
+
+// SSH host keys.
+
+// SSHDir holds the host keys.
+const SSHDir = "/etc/ssh"
+
+func (in *inspection) hostKeys() ([]string, error) {
+	dir, err := resolve(in.root, SSHDir, true)
+	if err != nil {
+		return nil, err
+	}
+	ents, err := os.ReadDir(in.root.Path(dir))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("reading %s: %w", SSHDir, err)
+	}
+	var keys []string
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), "ssh_host_") && !e.IsDir() {
+			keys = append(keys, path.Join(dir, e.Name()))
+		}
+	}
+	return keys, nil
+}
+
+func checkSSHHostKeys(in *inspection) Item {
+	keys, err := in.hostKeys()
+	if err != nil {
+		return Item{Verdict: Error, Found: err.Error(), Paths: []string{SSHDir}}
+	}
+	it := Item{Verdict: OK, Paths: keys}
+	ciFile, _ := in.unitFile("cloud-init-local.service")
+	cloudInit := ciFile != ""
+	sshd := in.exists("/usr/sbin/sshd")
+	if len(keys) == 0 {
+		it.Found = "none"
+		switch {
+		case !sshd:
+			it.Clone = "no SSH server is installed"
+		case cloudInit:
+			it.Clone = "cloud-init's ssh module generates new host keys at the first boot of each clone"
+		case in.unitExists("sshd-keygen.service", "sshd-keygen@.service"):
+			it.Clone = "sshd-keygen generates new host keys at the first boot of each clone"
+		default:
+			it.Verdict = Finding
+			it.Clone = "sshd has no host keys and nothing in the image makes them: it does not start"
+			it.Fix = "keep the host keys (seedkeeper image seal --keep-ssh-host-keys) or add a unit that runs ssh-keygen -A before the SSH server"
+		}
+		return it
+	}
+	it.Found = fmt.Sprintf("%d host key file(s) in %s", len(keys), SSHDir)
+	entries, _, _, _ := in.cloudState()
+	deletes := true
+	if s := in.cc.lookup("ssh_deletekeys"); s.Set() && s.Value == false {
+		deletes = false
+	}
+	switch {
+	case cloudInit && deletes && (len(entries) == 0 || in.seal != nil):
+		it.Verdict = Note
+		it.Clone = "cloud-init's ssh module deletes them and generates new ones at the first boot of each clone (a new instance)"
+	case !cloudInit:
+		it.Verdict = Finding
+		it.Clone = "every clone has the template's host keys: SSH clients cannot tell the clones apart"
+	case !deletes:
+		it.Verdict = Finding
+		it.Clone = "every clone keeps the template's host keys: ssh_deletekeys is false in " + in.cc.lookup("ssh_deletekeys").File
+	default:
+		it.Verdict = Finding
+		it.Clone = "a clone that is not a new instance for cloud-init (see cloud-init-state) keeps the template's host keys"
+	}
+	if it.Verdict == Finding {
+		it.Fix = in.cmd("seedkeeper image seal")
+	}
+	return it
+}
+
+// unitExists reports whether any of the named unit files is in the image.
+func (in *inspection) unitExists(names ...string) bool {
+	for _, n := range names {
+		if f, masked := in.unitFile(n); f != "" && !masked {
+			return true
+		}
+	}
+	return false
+}
+
+// Network stack.
+
+// Stack is a network stack an image can run.
+type Stack struct {
+	Name string // "networkd", "NetworkManager", "ifupdown"
+	Unit string // the service that runs it
+}
+
+// Stacks are the stacks check recognises, by the unit that runs them.
+var Stacks = []Stack{
+	{"networkd", "systemd-networkd.service"},
+	{"NetworkManager", "NetworkManager.service"},
+	{"ifupdown", "networking.service"},
+}
+
+// RenderedStacks are the stacks seedkeeper writes persistent configuration
+// for (netcfg renderers); on the others it can apply owned NICs live only.
+var RenderedStacks = []string{"networkd"}
+
+func checkNetworkStack(in *inspection) Item {
+	it := Item{Verdict: OK}
+	var running []string
+	for _, s := range Stacks {
+		file, _, on := in.enabledUnit(s.Unit, "multi-user.target", "network-online.target", "sysinit.target")
+		if on {
+			running = append(running, s.Name)
+			it.Paths = append(it.Paths, file)
+		}
+	}
+	if len(running) == 0 {
+		it.Found = "no network service is enabled (systemd-networkd, NetworkManager, ifupdown)"
+	} else {
+		it.Found = strings.Join(running, " and ") + " enabled"
+	}
+	if in.exists("/etc/netplan") {
+		it.Found += "; netplan is installed (it renders for networkd or NetworkManager at boot)"
+	}
+	owner := in.cfg.Network.Owner
+	if owner == "cloud-init" {
+		it.Found += "; network.owner: cloud-init"
+		it.Clone = "seedkeeper leaves the network to cloud-init, which renders for the stack it finds"
+		return it
+	}
+	var rendered []string
+	for _, r := range running {
+		if slices.Contains(RenderedStacks, r) {
+			rendered = append(rendered, r)
+		}
+	}
+	switch {
+	case len(running) == 0:
+		it.Verdict = Finding
+		it.Clone = "seedkeeper applies static addresses of the NICs it owns live, but nothing runs DHCP or reads its rendered files, and the links stay down for other software"
+		it.Fix = in.systemctl("enable systemd-networkd.service")
+	case len(rendered) == 0:
+		it.Verdict = Finding
+		it.Clone = fmt.Sprintf("seedkeeper applies owned NICs live, but writes persistent configuration only for %s: %s does not know about them and may configure them its own way (DHCP)", strings.Join(RenderedStacks, ", "), strings.Join(running, " and "))
+		it.Fix = in.systemctl("enable systemd-networkd.service") + ", or set network.owner: cloud-init in " + config.DefaultPath
+	case len(running) > 1:
+		it.Verdict = Note
+		it.Clone = fmt.Sprintf("seedkeeper renders owned NICs for %s; %s runs too and may also manage them unless it is told to leave them alone", strings.Join(rendered, ", "), strings.Join(running, " and "))
+	default:
+		it.Clone = "seedkeeper owns the NICs the metadata names (allowlisted drivers) and renders them for " + rendered[0]
+	}
+	return it
+}
+
+// The allowlist.
+
+func checkAllowlist(in *inspection) Item {
+	it := Item{Verdict: OK, Paths: []string{config.DefaultPath}}
+	if in.cfgErr != nil {
+		it.Verdict = Finding
+		it.Found = in.cfgErr.Error()
+		it.Clone = "boot runs on the default settings and the hotplug daemon allows no driver: NICs added after boot get no network"
+		it.Fix = "fix " + config.DefaultPath
+		return it
+	}
+	if in.cfg.HotplugDriversSet() {
+		v, err := in.cfg.HotplugDriversValue()
+		a := hotplug.ResolveAllowlist(hotplug.Setting{}, hotplug.Setting{Set: true, Value: v, Err: err}, "")
+		it.Found = a.String()
+		if a.Reason() != "" {
+			it.Verdict = Finding
+			it.Clone = "hotplug allows no driver: NICs added after boot get no network"
+			it.Fix = "fix hotplug.drivers in " + config.DefaultPath
+			return it
+		}
+		it.Clone = "NICs with these drivers are configured on hotplug, unless the metadata sets its own list"
+		return it
+	}
+	kvm := hotplug.ResolveAllowlist(hotplug.Setting{}, hotplug.Setting{}, "kvm")
+	vmw := hotplug.ResolveAllowlist(hotplug.Setting{}, hotplug.Setting{}, "vmware")
+	it.Found = "hotplug.drivers is not set: the platform's default is in effect"
+	it.Clone = fmt.Sprintf("on KVM, QEMU, Proxmox, bhyve and SmartOS NICs with drivers %s, on VMware %s, are configured on hotplug (the metadata may set its own list); on other platforms none until hotplug.drivers is set",
+		strings.Join(kvm.Drivers(), ","), strings.Join(vmw.Drivers(), ","))
+	return it
+}
+
+// The seed directory.
+
+func checkSeedDir(in *inspection) Item {
+	it := Item{Verdict: OK}
+	owned, err := seed.Owned(in.root)
+	if err != nil {
+		return Item{Verdict: Error, Found: err.Error(), Paths: []string{seed.Dir}}
+	}
+	files := in.seedFiles()
+	imported := in.exists(seed.ImportDir)
+	var found []string
+	switch {
+	case owned:
+		it.Verdict = Note
+		it.Paths = append(it.Paths, seed.Dir)
+		found = append(found, "seedkeeper's seed from an earlier boot (it holds that boot's user-data)")
+		it.Clone = "boot writes the seed again from the clone's own metadata"
+		it.Fix = in.cmd("seedkeeper image seal")
+	case len(files) > 0:
+		it.Verdict = Note
+		it.Paths = append(it.Paths, seed.Dir)
+		found = append(found, "a seed a person put there ("+strings.Join(files, ", ")+")")
+		it.Clone = "the first boot of every clone imports this seed and every clone reads it (with the same instance ID, if it sets one) when the platform offers no source of its own; image seal keeps it"
+	default:
+		found = append(found, "empty")
+		it.Clone = "boot writes the seed from the clone's own metadata"
+	}
+	if imported {
+		it.Verdict = Note
+		it.Paths = append(it.Paths, seed.ImportDir)
+		found = append(found, "a person's seed imported by an earlier boot into "+seed.ImportDir)
+		it.Clone += "; every clone reads the imported seed when the platform offers no source of its own"
+	}
+	it.Found = strings.Join(found, "; ")
+	return it
+}
+
+// seedFiles lists the regular files in the seed directory but the marker.
+func (in *inspection) seedFiles() []string {
+	dir, err := resolve(in.root, seed.Dir, true)
+	if err != nil {
+		return nil
+	}
+	ents, _ := os.ReadDir(in.root.Path(dir))
+	var out []string
+	for _, e := range ents {
+		if e.Type().IsRegular() && !strings.HasPrefix(e.Name(), ".") {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}

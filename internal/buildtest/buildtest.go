@@ -1,0 +1,67 @@
+// Package buildtest builds the seedkeeper binary once per test binary, for
+// tests that run the whole process (exit codes, messages, files written as
+// a person or systemd sees them).
+package buildtest
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+)
+
+// Package is the import path of the command that Seedkeeper builds.
+const Package = "github.com/seedkeeper/seedkeeper/cmd/seedkeeper"
+
+var (
+	once sync.Once
+	dir  string
+	path string
+	err  error
+)
+
+// Main runs the tests and removes what Seedkeeper built. Use it as
+//
+//	func TestMain(m *testing.M) { buildtest.Main(m) }
+func Main(m *testing.M) {
+	code := m.Run()
+	Cleanup()
+	os.Exit(code)
+}
+
+// Cleanup removes what Seedkeeper built; for a TestMain that has more to
+// do than Main.
+func Cleanup() {
+	if dir != "" {
+		os.RemoveAll(dir)
+	}
+}
+
+// Seedkeeper builds cmd/seedkeeper once (static, CGO_ENABLED=0, -trimpath,
+// as "make build" does) and returns the binary's path. tb fails when it
+// cannot be built.
+func Seedkeeper(tb testing.TB) string {
+	tb.Helper()
+	once.Do(func() {
+		goTool, lerr := exec.LookPath("go")
+		if lerr != nil {
+			goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+		}
+		if dir, err = os.MkdirTemp("", "seedkeeper-bin-"); err != nil {
+			return
+		}
+		path = filepath.Join(dir, "seedkeeper")
+		cmd := exec.Command(goTool, "build", "-trimpath", "-o", path, Package)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, berr := cmd.CombinedOutput(); berr != nil {
+			err = fmt.Errorf("go build %s: %v\n%s", Package, berr, out)
+		}
+	})
+	if err != nil {
+		tb.Fatalf("building seedkeeper for whole-process tests: %v", err)
+	}
+	return path
+}
