@@ -50,7 +50,8 @@ bench: skbench
 	@cat $(BIN)/gobench.txt
 	$(BIN)/skbench bench --bin $(BIN)/seedkeeper --gobench $(BIN)/gobench.txt
 
-# The harness alone (it runs only the hotplug and netcfg/apply benchmarks).
+# The harness alone (it runs only the mdata, hotplug and netcfg/apply
+# integration benchmarks).
 bench-report: skbench
 	$(BIN)/skbench bench --bin $(BIN)/seedkeeper
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/seedkeeper/seedkeeper/datasource"
 	"github.com/seedkeeper/seedkeeper/hotplug"
+	"github.com/seedkeeper/seedkeeper/mdata"
 	"github.com/seedkeeper/seedkeeper/netcfg"
 	"github.com/seedkeeper/seedkeeper/netcfg/apply"
 )
@@ -30,7 +31,8 @@ type WatchOptions struct {
 // service manager READY); errors are logged before they are returned.
 // It applies nothing from a source the last Boot did not decide on (one
 // that appeared after boot): that takes effect on the next boot, and it
-// is recorded for LateSource.
+// is recorded for LateSource. On SmartOS every read goes over one mdata
+// session, held (with mdata.Options.Yield) for the watcher's life.
 func Watch(ctx context.Context, e Env, o WatchOptions) error {
 	e.init()
 	if o.Network == "" {
@@ -67,13 +69,34 @@ func Watch(ctx context.Context, e Env, o WatchOptions) error {
 		return idle(msg)
 	}
 
+	// The first read goes on from what detection found; every re-fetch
+	// reads afresh (a seed may have changed).
+	readFirst := func(ctx context.Context) (*datasource.Metadata, error) {
+		return datasource.ReadDetected(ctx, found, opts)
+	}
+	read := func(ctx context.Context) (*datasource.Metadata, error) { return datasource.Read(ctx, source, opts) }
+	if source == datasource.SourceSmartOS {
+		// One mdata session for the daemon's life: no handshake per
+		// event, and the port let go between requests (mdata.Options.Yield).
+		t, _, err := datasource.DetectSmartOS(opts.Root, opts.MdataTransport)
+		if err != nil {
+			return fail("watch: detecting the metadata source", err)
+		}
+		mo := opts.Mdata
+		mo.Logger, mo.Yield = e.Log, true
+		c := mdata.New(t, &mo)
+		defer c.Close()
+		read = func(ctx context.Context) (*datasource.Metadata, error) { return datasource.ReadSmartOS(ctx, c, e.Log) }
+		readFirst = read
+	}
+
 	var allow hotplug.Allowlist
 	if o.Drivers != nil {
 		allow = *o.Drivers
 	} else {
 		// The metadata may set the allowlist: read it once first.
 		e.notifyStatus("reading the metadata (%s) for the driver allowlist", source)
-		md, err := datasource.ReadDetected(ctx, found, opts)
+		md, err := readFirst(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -88,7 +111,7 @@ func Watch(ctx context.Context, e Env, o WatchOptions) error {
 	e.Log.Info("watch: allowlist " + allow.String())
 
 	fetch := func(ctx context.Context) (*netcfg.Config, error) {
-		md, err := datasource.Read(ctx, source, opts)
+		md, err := read(ctx)
 		if err != nil {
 			return nil, err
 		}

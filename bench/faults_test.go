@@ -3,53 +3,16 @@ package bench
 import (
 	"context"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/seedkeeper/seedkeeper/internal/buildtest"
 )
 
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-	binDir  string
-)
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { buildtest.Main(m) }
 
 // seedkeeperBinary builds cmd/seedkeeper once per test run.
-func seedkeeperBinary(t testing.TB) string {
-	t.Helper()
-	binOnce.Do(func() {
-		goTool, err := exec.LookPath("go")
-		if err != nil {
-			goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-		}
-		if binDir, binErr = os.MkdirTemp("", "bench-bin-"); binErr != nil {
-			return
-		}
-		binPath = filepath.Join(binDir, "seedkeeper")
-		cmd := exec.Command(goTool, "build", "-o", binPath, "../cmd/seedkeeper")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			binErr = err
-			t.Logf("go build: %s", out)
-		}
-	})
-	if binErr != nil {
-		t.Fatalf("building seedkeeper: %v", binErr)
-	}
-	return binPath
-}
+func seedkeeperBinary(t testing.TB) string { return buildtest.Seedkeeper(t) }
 
 // checkRows fails the test for every row with a wrong value, a hang or a
 // panic, and logs the rest.

@@ -3,14 +3,18 @@ package bench
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"hash/crc32"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/seedkeeper/seedkeeper/mdata"
@@ -126,6 +130,34 @@ func afterRequest(f func(e *mdEnv) error) func(ctx context.Context, e *mdEnv) er
 	}
 }
 
+// killClientMidReply is a real client killed in the middle of a multi-MiB
+// reply: it opens the port as mdata-get would (no lock: it is gone before
+// the run starts), asks for the 4 MiB value v-4m, reads 64 KiB of the
+// answer and closes the port. The rest of the reply is still on its way
+// when the client under test starts.
+func killClientMidReply(e *mdEnv) error {
+	f, err := os.OpenFile(e.path, os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	h := e.Host()
+	served := h.Stats().Served
+	body := "0dead0ff GET " + base64.StdEncoding.EncodeToString([]byte("v-4m"))
+	req := fmt.Sprintf("V2 %d %08x %s\n", len(body), crc32.ChecksumIEEE([]byte(body)), body)
+	if _, err := io.WriteString(f, req); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := h.Wait(ctx, func(st mdatatest.Stats) bool { return st.Served > served }); err != nil {
+		return err
+	}
+	f.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err = io.ReadFull(f, make([]byte, 64<<10))
+	return err
+}
+
 // randomBytes returns n deterministic pseudo-random bytes (any value,
 // NULs and invalid UTF-8 included).
 func randomBytes(n int, seed uint64) []byte {
@@ -147,14 +179,14 @@ func mdataCases() []mdCase {
 		{name: "silent x2", key: "sdc:uuid", before: fault(mdatatest.Silent, 2, 0)},
 		{name: "silent for good", key: "sdc:uuid", permanent: true, before: fault(mdatatest.Silent, 0, 0)},
 		{name: "garbage-line (every reply)", key: "sdc:uuid", before: fault(mdatatest.GarbageLine, 0, 0)},
-		{name: "garbage-prefix x1", key: "sdc:uuid", costly: true, before: fault(mdatatest.GarbagePrefix, 1, 0)},
+		{name: "garbage-prefix x1", key: "sdc:uuid", before: fault(mdatatest.GarbagePrefix, 1, 0)},
 		{name: "garbage-prefix for good", key: "sdc:uuid", permanent: true, before: fault(mdatatest.GarbagePrefix, 0, 0)},
 		{name: "stale-frame (every reply)", key: "sdc:uuid", before: fault(mdatatest.StaleFrame, 0, 0)},
 		{name: "bad-crc (every reply)", key: "sdc:uuid", before: fault(mdatatest.BadCRC, 0, 0)},
 		{name: "slow 1ms/byte", key: "sdc:nics", before: fault(mdatatest.Slow, 0, time.Millisecond)},
 		{name: "late 1s x1", key: "sdc:uuid", before: fault(mdatatest.Late, 1, time.Second)},
 		{name: "late 7s x1 (past the read timeout)", key: "sdc:uuid", costly: true, full: true, before: fault(mdatatest.Late, 1, 7*time.Second)},
-		{name: "drop x1 (reply cut off)", key: "sdc:uuid", costly: true, before: fault(mdatatest.Drop, 1, 0)},
+		{name: "drop x1 (reply cut off mid-line)", key: "sdc:uuid", before: fault(mdatatest.Drop, 1, 0)},
 		{name: "drop x1 (unix socket)", key: "sdc:uuid", unix: true, before: fault(mdatatest.Drop, 1, 0)},
 		{name: "fail-probe x2", key: "sdc:uuid", before: fault(mdatatest.FailProbe, 2, 0)},
 		{name: "down 1s then up", key: "sdc:uuid", before: func(e *mdEnv) error { e.Host().DownFor(time.Second); return nil }},
@@ -165,12 +197,20 @@ func mdataCases() []mdCase {
 		{name: "stale reply queued toward the guest", key: "sdc:uuid", before: func(e *mdEnv) error {
 			return e.Host().InjectOutput(mdatatest.StaleReply("0badf00d"))
 		}},
-		{name: "host restart mid-request", key: "sdc:uuid", costly: true,
+		{name: "host restart mid-request", key: "sdc:uuid",
 			before: fault(mdatatest.Late, 1, 500*time.Millisecond),
 			during: afterRequest(func(e *mdEnv) error { e.Host().Restart(); return nil })},
 		{name: "socket removed and recreated mid-request", key: "sdc:uuid", unix: true,
 			before: fault(mdatatest.Late, 1, 500*time.Millisecond),
 			during: afterRequest(func(e *mdEnv) error { return e.replace(300 * time.Millisecond) })},
+		{name: "trickle x1 (stale bytes still arriving after the drain)", key: "sdc:uuid", before: fault(mdatatest.Trickle, 1, 5*time.Millisecond)},
+		{name: "trickle for good", key: "sdc:uuid", permanent: true, before: fault(mdatatest.Trickle, 0, 5*time.Millisecond)},
+		{name: "stale-invalid x1 (stale 'invalid command' before the probe's answer)", key: "sdc:uuid", before: fault(mdatatest.StaleInvalid, 1, 0)},
+		{name: "stale-invalid for good", key: "sdc:uuid", before: fault(mdatatest.StaleInvalid, 0, 0)},
+		{name: "stale-v2ok x3 (stale 'V2_OK' before the probe's answer)", key: "sdc:uuid", before: fault(mdatatest.StaleV2OK, 3, 0)},
+		{name: "stale-v2ok for good", key: "sdc:uuid", permanent: true, before: fault(mdatatest.StaleV2OK, 0, 0)},
+		{name: "killed-mid-reply x1 (rest of a 4 MiB reply after the drain)", key: "sdc:uuid", before: fault(mdatatest.KilledMidReply, 1, 0)},
+		{name: "client killed in the middle of a 4 MiB reply", key: "v-4m", value: randomBytes(4<<20, 3), before: killClientMidReply},
 		{name: "4 concurrent clients", key: "sdc:nics", clients: 4},
 		{name: "value 0 B", key: "v-empty", value: []byte{}},
 		{name: "value 1 B", key: "v-one", value: []byte("x")},

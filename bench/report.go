@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -63,8 +64,24 @@ func ThisMachine(dir string) Machine {
 
 // Markdown renders m as a short list.
 func (m Machine) Markdown() string {
-	return fmt.Sprintf("- Date: %s\n- Commit: `%s`\n- Machine: `%s`\n- CPU: %s, %d cores; load average at the start: %s\n- Go: %s\n",
+	s := fmt.Sprintf("- Date: %s\n- Commit: `%s`\n- Machine: `%s`\n- CPU: %s, %d cores; load average at the start: %s\n- Go: %s\n",
 		m.Date.Format("2006-01-02 15:04 UTC"), m.Commit, m.Uname, m.CPU, m.Cores, m.Load, m.Go)
+	if m.Loaded() {
+		s += "- **The machine was loaded** (a load average above its core count: other jobs were running). " +
+			"Absolute times are slower and noisier than on a quiet machine; the ratios, measured side by side in one run, hold better.\n"
+	}
+	return s
+}
+
+// Loaded reports whether the one-minute load average at the start was
+// above the number of cores.
+func (m Machine) Loaded() bool {
+	f := strings.Fields(m.Load)
+	if len(f) == 0 {
+		return false
+	}
+	l, err := strconv.ParseFloat(f[0], 64)
+	return err == nil && l > float64(m.Cores)
 }
 
 // pageHeader starts a results page that does not exist yet.

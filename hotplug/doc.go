@@ -18,13 +18,16 @@
 //     docker veth storm (cloud-init LP #1946003) costs one ioctl per link;
 //   - allowlisted: pending.
 //
-// Pending links added together are coalesced: the first fetch waits for a
-// quiet window (Options.Debounce, 300 ms by default, at most five windows
-// for a burst that goes on), and one fetch serves every pending NIC. When
-// udev runs (its data directory exists), a new NIC also waits until udev
-// has written /run/udev/data/n<ifindex>, that is until its rename is done,
-// or Options.SettleTimeout (5 s) has passed; without udev, and in a
-// namespace other than the current one, the quiet window alone settles it.
+// The first event for an allowlisted link starts a fetch at once; the
+// reconcile is level-triggered, so the events that follow (udev's rename,
+// the link going up, the addresses our own apply adds) find the link
+// applied, keyed by ifindex and MAC, and cost nothing. Pending links are
+// coalesced: one fetch serves every pending NIC, and links added while a
+// fetch runs are served together by the next. Options.Debounce can add a
+// quiet window before the first fetch (at most five windows for a burst
+// that goes on). When udev runs (its data directory exists), a new NIC
+// also waits until udev has written /run/udev/data/n<ifindex>, that is
+// until its rename is done, or Options.SettleTimeout (5 s) has passed.
 //
 // Each fetch calls Options.Fetch. NICs whose MAC the configuration lists
 // are applied together with one call to Options.Apply, for those MACs only.

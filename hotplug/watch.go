@@ -18,14 +18,19 @@ import (
 
 // DefaultBackoff is how long the watcher waits before each re-fetch when
 // the metadata does not list a new NIC yet: cloud-init's hotplug schedule
-// (reference/cloud-init.md §3.3). The first fetch happens right after the
-// debounce window, so a NIC gets len(DefaultBackoff)+1 fetches over about
-// 49 s before the watcher gives up on it.
+// (reference/cloud-init.md §3.3). The first fetch happens at once (or after
+// the debounce window, when one is set), so a NIC gets len(DefaultBackoff)+1
+// fetches over about 49 s before the watcher gives up on it.
 var DefaultBackoff = []time.Duration{1 * time.Second, 3 * time.Second, 5 * time.Second, 10 * time.Second, 30 * time.Second}
 
 // Defaults for the zero Options fields.
 const (
-	DefaultDebounce      = 300 * time.Millisecond
+	// DefaultDebounce is no window at all: the first event for an
+	// allowlisted link starts a fetch at once. Later events for it
+	// (udev's rename, the link going up, our own addresses) find it
+	// applied and change nothing; links added while a fetch runs are
+	// served together by the next one.
+	DefaultDebounce      = 0
 	DefaultSettleTimeout = 5 * time.Second
 	DefaultUdevDataDir   = "/run/udev/data"
 )
@@ -55,9 +60,11 @@ type Options struct {
 	// the metadata yet; nil means DefaultBackoff. When it runs out the
 	// watcher gives up on that NIC (logged) until the NIC is added again.
 	Backoff []time.Duration
-	// Debounce is the quiet window after an allowlisted add before the
-	// first fetch; adds within it are served by one fetch. A burst that
-	// goes on is cut at 5 windows. Zero means DefaultDebounce.
+	// Debounce is a quiet window after an allowlisted add before the
+	// first fetch; adds within it are served by one fetch, and a burst
+	// that goes on is cut at 5 windows. Zero (DefaultDebounce) fetches at
+	// once; adds that arrive during a fetch are still served by one fetch,
+	// the next. Negative is not allowed.
 	Debounce time.Duration
 	// UdevDataDir is where udev records the devices it has finished with
 	// (n<ifindex> files). When the directory exists, a new NIC is fetched
@@ -133,8 +140,8 @@ func New(opts Options) (*Watcher, error) {
 		}
 	}
 	opts.Backoff = slices.Clone(opts.Backoff)
-	if opts.Debounce <= 0 {
-		opts.Debounce = DefaultDebounce
+	if opts.Debounce < 0 {
+		return nil, fmt.Errorf("hotplug: debounce is %v, want zero or a positive duration", opts.Debounce)
 	}
 	if opts.SettleTimeout <= 0 {
 		opts.SettleTimeout = DefaultSettleTimeout
@@ -529,7 +536,7 @@ func (l *loop) nextCycle(now time.Time) (cycle, bool) {
 		}
 		if !l.settled(k, now) {
 			if due {
-				k.due = now.Add(min(l.w.opts.Debounce, 100*time.Millisecond))
+				k.due = now.Add(min(max(l.w.opts.Debounce, udevPoll), 100*time.Millisecond))
 			}
 			continue
 		}
@@ -542,6 +549,10 @@ func (l *loop) nextCycle(now time.Time) (cycle, bool) {
 	slices.SortFunc(c.links, func(a, b cycleLink) int { return a.index - b.index })
 	return c, true
 }
+
+// udevPoll is the shortest wait between two looks for udev's record of a
+// new link.
+const udevPoll = 5 * time.Millisecond
 
 func (l *loop) nextDue() (time.Time, bool) {
 	var next time.Time

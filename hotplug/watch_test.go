@@ -114,8 +114,9 @@ type metadata struct {
 	learnAt  map[string]int
 	calls    int
 	err      func(call int) error
-	none     bool // no network config at all
-	block    bool // block until ctx is done
+	none     bool          // no network config at all
+	block    bool          // block until ctx is done
+	hold     chan struct{} // if set, each fetch waits for it to be closed
 	applied  [][]string
 	onApply  func()
 	applyErr error
@@ -125,8 +126,15 @@ func (m *metadata) fetch(ctx context.Context) (*netcfg.Config, error) {
 	m.mu.Lock()
 	m.calls++
 	call := m.calls
-	block := m.block
+	block, hold := m.block, m.hold
 	m.mu.Unlock()
+	if hold != nil {
+		select {
+		case <-hold:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	if block {
 		<-ctx.Done()
 		return nil, ctx.Err()
@@ -212,9 +220,6 @@ func startHarness(t *testing.T, src *fakeSource, md *metadata, opts Options) *ha
 	if opts.Backoff == nil {
 		opts.Backoff = []time.Duration{5 * time.Millisecond, 5 * time.Millisecond, 5 * time.Millisecond}
 	}
-	if opts.Debounce == 0 {
-		opts.Debounce = 20 * time.Millisecond
-	}
 	if opts.UdevDataDir == "" {
 		opts.UdevDataDir = filepath.Join(t.TempDir(), "no-udev")
 	}
@@ -296,6 +301,41 @@ func TestWatchCoalescesBurst(t *testing.T) {
 	want := [][]string{{"52:54:00:00:00:01", "52:54:00:00:00:02", "52:54:00:00:00:03"}}
 	if got := md.appliedMACs(); !slices.EqualFunc(got, want, slices.Equal) {
 		t.Errorf("applied %v, want %v", got, want)
+	}
+}
+
+// With the default options the first event for an allowlisted link starts
+// a fetch at once; links added while it runs are served together by the
+// next one, and the events that follow an apply (udev's rename, the link
+// going up) change nothing: the reconcile is level-triggered. A link whose
+// driver is not allowed costs no fetch.
+func TestWatchActsOnFirstEventAndCoalescesTheRest(t *testing.T) {
+	const a, b, c = "52:54:00:00:00:0a", "52:54:00:00:00:0b", "52:54:00:00:00:0c"
+	hold := make(chan struct{})
+	src, md := newFakeSource(), &metadata{learnAt: map[string]int{a: 1, b: 1, c: 1}, hold: hold}
+	h := startHarness(t, src, md, Options{})
+	h.waitReady()
+	src.put(11, "eth0", a, "virtio_net", false)
+	waitFor(t, "the first fetch", func() bool { md.mu.Lock(); defer md.mu.Unlock(); return md.calls == 1 })
+	// While that fetch runs: a burst, the first link's rename, a veth.
+	src.put(12, "eth1", b, "virtio_net", false)
+	src.put(13, "eth2", c, "virtio_net", false)
+	src.put(11, "ens11", a, "virtio_net", false)
+	src.put(20, "veth0", "52:54:00:00:00:20", "veth", false)
+	waitFor(t, "the events", func() bool { return h.w.Stats().Events == 5 })
+	close(hold)
+	waitFor(t, "three applied", func() bool { return h.w.Stats().Applied == 3 })
+	want := [][]string{{a}, {b, c}}
+	if got := md.appliedMACs(); !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("applied %v, want %v", got, want)
+	}
+	// What our own apply and udev do next: up, renamed.
+	src.put(12, "eth1", b, "virtio_net", false)
+	src.put(13, "ens13", c, "virtio_net", false)
+	src.put(11, "ens11", a, "virtio_net", false)
+	waitFor(t, "the later events", func() bool { return h.w.Stats().Events == 8 })
+	if st := h.w.Stats(); st.Fetches != 2 || st.Applies != 2 || st.Ignored != 1 || st.Pending != 0 {
+		t.Errorf("stats %+v, want 2 fetches and 2 applies for 3 NICs, the veth ignored", st)
 	}
 }
 
@@ -474,8 +514,9 @@ func TestWatchResubscribesAndRelists(t *testing.T) {
 	src, md := newFakeSource(), &metadata{learnAt: map[string]int{mac: 1}}
 	h := startHarness(t, src, md, Options{})
 	h.waitReady()
-	src.dropSubscription()
+	// Added unseen, then the loss: put after the drop raced the re-list and was missed.
 	src.put(10, "ens10", mac, "virtio_net", true)
+	src.dropSubscription()
 	waitFor(t, "an apply", func() bool { return h.w.Stats().Applied == 1 })
 	if st := h.w.Stats(); st.Resubscribes != 1 || st.Events != 0 {
 		t.Errorf("stats %+v", st)

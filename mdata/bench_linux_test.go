@@ -36,17 +36,25 @@ func BenchmarkIntegrationGetPTY(b *testing.B) {
 }
 
 // One GET over a pty with a new session each time: open, lock, drain,
-// probe, negotiate, request. The drain's 100 ms of silence dominates, as
-// it does for the reference client.
+// probe, negotiate, request. The drain's quiet gap (Timeouts.Drain)
+// dominates; side by side, the same with the reference client's 100 ms of
+// silence.
 func BenchmarkIntegrationSessionGetPTY(b *testing.B) {
-	_, path := startPTY(b, mdatatest.Default())
-	ctx := context.Background()
-	for b.Loop() {
-		c := mdata.New(mdata.Serial(path), nil)
-		if _, err := c.Get(ctx, "sdc:uuid"); err != nil {
-			b.Fatal(err)
-		}
-		c.Close()
+	for _, tc := range []struct {
+		name  string
+		drain time.Duration
+	}{{"drain=default", 0}, {"drain=100ms", 100 * time.Millisecond}} {
+		b.Run(tc.name, func(b *testing.B) {
+			_, path := startPTY(b, mdatatest.Default())
+			ctx := context.Background()
+			for b.Loop() {
+				c := mdata.New(mdata.Serial(path), &mdata.Options{Timeouts: mdata.Timeouts{Drain: tc.drain}})
+				if _, err := c.Get(ctx, "sdc:uuid"); err != nil {
+					b.Fatal(err)
+				}
+				c.Close()
+			}
+		})
 	}
 }
 
@@ -100,4 +108,52 @@ func BenchmarkIntegrationRecoveryPTY(b *testing.B) {
 		c.Close()
 	}
 	b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "ms-after-up/op")
+}
+
+// A reply cut off mid-line (the Drop fault on a pty: half the reply, then
+// nothing): the whole Get, which the inactivity timeout (Timeouts.Idle)
+// and a new session make up, instead of the 5 s read timeout.
+func BenchmarkIntegrationCutOffRecoveryPTY(b *testing.B) {
+	h, path := startPTY(b, mdatatest.Default())
+	ctx := context.Background()
+	for b.Loop() {
+		h.SetFault(mdatatest.Fault{Mode: mdatatest.Drop, Count: 1})
+		c := mdata.New(mdata.Serial(path), nil)
+		if v, err := c.Get(ctx, "sdc:uuid"); err != nil || string(v) != mdatatest.SampleUUID {
+			b.Fatalf("Get = %q, %v", v, err)
+		}
+		c.Close()
+	}
+}
+
+// The host restarts after reading a GET and before answering it: the time
+// from the restart to the answer, which the nudge (Timeouts.Nudge) makes
+// up, instead of the 5 s read timeout.
+func BenchmarkIntegrationRestartRecoveryPTY(b *testing.B) {
+	h, path := startPTY(b, mdatatest.Default())
+	ctx := context.Background()
+	var total time.Duration
+	for b.Loop() {
+		c := mdata.New(mdata.Serial(path), nil)
+		if _, err := c.Get(ctx, "hostname"); err != nil { // the session is open
+			b.Fatal(err)
+		}
+		h.SetFault(mdatatest.Fault{Mode: mdatatest.Late, Count: 1, Delay: time.Hour})
+		gets := h.Stats().Requests["GET"]
+		done := make(chan time.Time, 1)
+		go func() {
+			if v, err := c.Get(ctx, "sdc:uuid"); err != nil || string(v) != mdatatest.SampleUUID {
+				b.Errorf("Get = %q, %v", v, err)
+			}
+			done <- time.Now()
+		}()
+		if err := h.Wait(ctx, func(st mdatatest.Stats) bool { return st.Requests["GET"] > gets }); err != nil {
+			b.Fatal(err)
+		}
+		restart := time.Now()
+		h.Restart()
+		total += (<-done).Sub(restart)
+		c.Close()
+	}
+	b.ReportMetric(float64(total.Microseconds())/1000/float64(b.N), "ms-after-restart/op")
 }

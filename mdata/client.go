@@ -12,34 +12,49 @@ import (
 	"github.com/seedkeeper/seedkeeper/mdata/internal/wire"
 )
 
-// Timeouts bound each wait for the host. They apply to the wait for the next
-// byte, not to a whole line, so a slow line still works; the whole operation
+// Timeouts bound each wait for the host. They are timeouts on inactivity:
+// they bound the wait for the next byte, never a whole line, so a slow
+// line and a value of several MiB still arrive whole; the whole operation
 // is bounded only by the caller's context.
 type Timeouts struct {
-	// Drain is the silence that ends the drain of stale input on a shared
-	// serial line.
+	// Drain is the quiet gap that ends the drain of stale input on a
+	// shared serial line: what is pending is read at once, then the drain
+	// ends at the first gap this long. Stale lines arriving later are told
+	// apart by the handshake (which restarts on them) and by request IDs.
 	Drain time.Duration
 	// Probe is how long to wait for "invalid command" after the bare "\n".
-	// It also paces the retries while the host is down, so it is short:
-	// when the host comes back, the pending request completes within
-	// about this long.
+	// It also paces the retries while the host is down, so it is short.
 	Probe time.Duration
 	// Negotiate is how long to wait for the answer to NEGOTIATE V2.
 	Negotiate time.Duration
-	// Read is how long to wait for a GET or KEYS answer, Write for a PUT or
-	// DELETE answer (the host updates its store first, which can take
-	// seconds), V1 for any answer from a V1 host.
+	// Read is how long to wait for the first byte of a GET or KEYS answer,
+	// Write for a PUT or DELETE answer (the host updates its store first,
+	// which can take seconds), V1 for any answer from a V1 host.
 	Read, Write, V1 time.Duration
+	// Idle is the longest silence inside a line once it has begun: a
+	// reply cut off mid-line is given up on this long after its last
+	// byte. The default is 250 times the byte time of a 9600-baud line
+	// (about 1 ms) and 2900 times that of a 115200-baud one (87 µs).
+	Idle time.Duration
+	// Nudge is the silence after which a bare "\n" is sent while a probe,
+	// GET or KEYS goes unanswered. A live host answers it at once with
+	// "invalid command"; if that comes back and the answer to the request
+	// has not, the request was lost (a host restarted, or a line that ate
+	// it) and is sent again, so a lost request costs Nudge rather than
+	// Read. A Nudge not shorter than the wait sends none.
+	Nudge time.Duration
 }
 
 // DefaultTimeouts are the timeouts a zero Options uses.
 var DefaultTimeouts = Timeouts{
-	Drain:     100 * time.Millisecond,
+	Drain:     2 * time.Millisecond,
 	Probe:     500 * time.Millisecond,
 	Negotiate: 3 * time.Second,
 	Read:      5 * time.Second,
 	Write:     45 * time.Second,
 	V1:        6 * time.Second,
+	Idle:      250 * time.Millisecond,
+	Nudge:     250 * time.Millisecond,
 }
 
 // Options configure a Client. The zero value is ready to use.
@@ -55,17 +70,27 @@ type Options struct {
 	ProgressInterval time.Duration
 	// Timeouts default to DefaultTimeouts, field by field.
 	Timeouts Timeouts
+	// Yield lets other processes use a serial port between requests.
+	// Without it a client holds the port's lock from its first request
+	// until Close. With it the lock is released after every request and
+	// taken again before the next, while the port stays open and the
+	// session negotiated (no new handshake): a long-lived client such as
+	// seedkeeper watch keeps mdata-get and cloud-init waiting for at most
+	// one of its requests. Where the port cannot be unlocked without
+	// closing it (Windows), the session is closed instead.
+	Yield bool
 }
 
 // Client talks to the metadata host. Its methods may be called from several
 // goroutines; requests are sent one at a time over one session, which stays
 // open between calls until Close.
 type Client struct {
-	t    Transport
-	log  *slog.Logger
-	prog func(string)
-	tick time.Duration
-	to   Timeouts
+	t     Transport
+	log   *slog.Logger
+	prog  func(string)
+	tick  time.Duration
+	to    Timeouts
+	yield bool
 
 	sem        chan struct{}
 	sess       *session
@@ -80,12 +105,13 @@ func New(t Transport, opts *Options) *Client {
 		o = *opts
 	}
 	c := &Client{
-		t:    t,
-		log:  o.Logger,
-		prog: o.Progress,
-		tick: o.ProgressInterval,
-		to:   o.Timeouts,
-		sem:  make(chan struct{}, 1),
+		t:     t,
+		log:   o.Logger,
+		prog:  o.Progress,
+		tick:  o.ProgressInterval,
+		to:    o.Timeouts,
+		yield: o.Yield,
+		sem:   make(chan struct{}, 1),
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -97,6 +123,7 @@ func New(t Transport, opts *Options) *Client {
 	for _, p := range []struct{ v, def *time.Duration }{
 		{&c.to.Drain, &d.Drain}, {&c.to.Probe, &d.Probe}, {&c.to.Negotiate, &d.Negotiate},
 		{&c.to.Read, &d.Read}, {&c.to.Write, &d.Write}, {&c.to.V1, &d.V1},
+		{&c.to.Idle, &d.Idle}, {&c.to.Nudge, &d.Nudge},
 	} {
 		if *p.v <= 0 {
 			*p.v = *p.def
@@ -185,6 +212,7 @@ func (c *Client) do(ctx context.Context, r request) ([]byte, error) {
 	}
 	defer func() { <-c.sem }()
 
+	defer c.yieldPort()
 	w := waiter{c: c, start: time.Now()}
 	for {
 		attempt := time.Now()
@@ -220,9 +248,37 @@ func (c *Client) do(ctx context.Context, r request) ([]byte, error) {
 // minCycle is the shortest time between two session starts.
 const minCycle = 250 * time.Millisecond
 
+// yielder is a Conn whose lock can be let go and taken again while it
+// stays open (a serial port on Unix).
+type yielder interface {
+	unlock()
+	relock(ctx context.Context) error
+}
+
+// yieldPort lets other processes have a shared port until the next
+// request, when the client was asked to.
+func (c *Client) yieldPort() {
+	if !c.yield || c.sess == nil || !c.sess.shared || c.sess.yielded {
+		return
+	}
+	if y, ok := c.sess.conn.(yielder); ok {
+		y.unlock()
+		c.sess.yielded = true
+		return
+	}
+	c.closeSession()
+}
+
 // attempt runs one request, starting a session first when there is none.
 // Any error other than an answer leaves no session behind.
 func (c *Client) attempt(ctx context.Context, r request) ([]byte, error) {
+	if c.sess != nil && c.sess.yielded {
+		if err := c.sess.conn.(yielder).relock(ctx); err != nil {
+			c.closeSession()
+			return nil, err
+		}
+		c.sess.yielded = false
+	}
 	if c.sess == nil {
 		conn, err := c.t.Open(ctx)
 		if err != nil {

@@ -282,22 +282,138 @@ func TestV1Fallback(t *testing.T) {
 	}
 }
 
-// Anything but "invalid command" to the probe resets the session: the
-// client reconnects and starts over (here the host first answers a
-// partial line a killed client left behind).
-func TestProbeMismatchResets(t *testing.T) {
+// Anything but "invalid command" to the probe restarts the handshake on
+// the same connection: drain, probe again (here the host first answers a
+// partial line a killed client left behind, then a stale V1 reply).
+func TestProbeMismatchRestartsHandshake(t *testing.T) {
 	fixedIDs(t, "abcdef12")
-	c, h := newScripted(t,
-		[]step{{expect: "", reply: "FAILURE\n"}},
-		[]step{{expect: "", reply: "NOTFOUND\n"}},
-		script(step{expect: "*", reply: string(mustFrame("abcdef12", "SUCCESS", "v"))}),
-	)
+	c, h := newScripted(t, []step{
+		{expect: "", reply: "FAILURE\n"},
+		{expect: "", reply: "NOTFOUND\n"},
+		{expect: "", reply: "invalid command\n"},
+		{expect: "NEGOTIATE V2", reply: "V2_OK\n"},
+		{expect: "*", reply: string(mustFrame("abcdef12", "SUCCESS", "v"))},
+	})
 	v, err := c.Get(context.Background(), "k")
 	if err != nil || string(v) != "v" {
 		t.Fatalf("Get = %q, %v", v, err)
 	}
-	if h.opens != 3 {
-		t.Errorf("opens = %d, want 3", h.opens)
+	if h.opens != 1 {
+		t.Errorf("opens = %d, want 1", h.opens)
+	}
+}
+
+// A stale "invalid command" ahead of the probe's answer (a killed client's
+// probe): the probe takes the stale one, and the real one, arriving while
+// NEGOTIATE waits, is skipped rather than taken for NEGOTIATE's answer.
+func TestStaleInvalidCommandBeforeNegotiate(t *testing.T) {
+	fixedIDs(t, "abcdef12")
+	c, h := newScripted(t, []step{
+		{expect: "", reply: "invalid command\ninvalid command\n"},
+		{expect: "NEGOTIATE V2", reply: "V2_OK\n"},
+		{expect: "*", reply: string(mustFrame("abcdef12", "SUCCESS", "v"))},
+	})
+	v, err := c.Get(context.Background(), "k")
+	if err != nil || string(v) != "v" {
+		t.Fatalf("Get = %q, %v", v, err)
+	}
+	if h.opens != 1 {
+		t.Errorf("opens = %d, want 1", h.opens)
+	}
+}
+
+// A stale V2_OK where the probe's answer should be restarts the handshake;
+// the V2_OK is never taken for an answer to NEGOTIATE that was not sent.
+func TestStaleV2OKRestartsHandshake(t *testing.T) {
+	fixedIDs(t, "abcdef12")
+	c, h := newScripted(t, []step{
+		{expect: "", reply: "V2_OK\n"},
+		{expect: "", reply: "invalid command\n"},
+		{expect: "NEGOTIATE V2", reply: "V2_OK\n"},
+		{expect: "*", reply: string(mustFrame("abcdef12", "SUCCESS", "v"))},
+	})
+	v, err := c.Get(context.Background(), "k")
+	if err != nil || string(v) != "v" {
+		t.Fatalf("Get = %q, %v", v, err)
+	}
+	want := []string{"", "", "NEGOTIATE V2"}
+	if got := h.lines(); len(got) < 3 || strings.Join(got[:3], "|") != strings.Join(want, "|") {
+		t.Errorf("lines = %q, want %q then the GET", got, want)
+	}
+}
+
+// A GET the host lost (it restarted after reading it): the "\n" sent
+// after Nudge of silence comes back as "invalid command" with no answer
+// before it, so the request goes again with a new ID on the same session,
+// long before the read timeout (an hour here; the context allows 20s).
+func TestLostRequestIsSentAgainAfterNudge(t *testing.T) {
+	fixedIDs(t, "00000001", "00000002")
+	h := &scriptHost{t: t, scripts: [][]step{script(
+		step{expect: "*"},
+		step{expect: "", reply: "invalid command\n"},
+		step{expect: "*", reply: string(mustFrame("00000002", "SUCCESS", "v"))},
+	)}}
+	to := fastTimeouts
+	to.Read, to.Nudge = time.Hour, 30*time.Millisecond
+	c := New(h, &Options{Timeouts: to})
+	t.Cleanup(func() { c.Close(); h.wg.Wait() })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	v, err := c.Get(ctx, "k")
+	if err != nil || string(v) != "v" {
+		t.Fatalf("Get = %q, %v", v, err)
+	}
+	if h.opens != 1 {
+		t.Errorf("opens = %d, want 1", h.opens)
+	}
+	got := h.lines()
+	if len(got) < 5 || !strings.Contains(got[2], " 00000001 GET ") || got[3] != "" || !strings.Contains(got[4], " 00000002 GET ") {
+		t.Errorf("lines = %q, want the handshake, GET 00000001, a bare line, GET 00000002", got)
+	}
+}
+
+// A reply cut off mid-line: Idle after its last byte the session is reset
+// and the request sent again, although the read timeout is an hour.
+func TestReplyCutOffMidLineTimesOutOnIdle(t *testing.T) {
+	fixedIDs(t, "00000001", "00000002")
+	full := string(mustFrame("00000001", "SUCCESS", "value"))
+	h := &scriptHost{t: t, scripts: [][]step{
+		script(step{expect: "*", reply: full[:len(full)/2], hang: true}),
+		script(step{expect: "*", reply: string(mustFrame("00000002", "SUCCESS", "value"))}),
+	}}
+	to := fastTimeouts
+	to.Read, to.Idle = time.Hour, 30*time.Millisecond
+	c := New(h, &Options{Timeouts: to})
+	t.Cleanup(func() { c.Close(); h.wg.Wait() })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	v, err := c.Get(ctx, "k")
+	if err != nil || string(v) != "value" {
+		t.Fatalf("Get = %q, %v", v, err)
+	}
+	if h.opens != 2 {
+		t.Errorf("opens = %d, want 2", h.opens)
+	}
+}
+
+// A slow line is not cut off: bytes 20ms apart, with an Idle of 100ms and
+// a whole reply that takes far longer than Idle.
+func TestSlowLineIsNotCutOff(t *testing.T) {
+	client, server := net.Pipe()
+	defer client.Close()
+	s := &session{conn: client, to: fastTimeouts}
+	s.to.Idle = 100 * time.Millisecond
+	line := "V2 this line arrives one byte at a time"
+	go func() {
+		for i := range len(line) {
+			time.Sleep(20 * time.Millisecond)
+			server.Write([]byte{line[i]})
+		}
+		server.Write([]byte("\n"))
+	}()
+	got, err := s.readLine(context.Background(), "GET", time.Second, false)
+	if err != nil || string(got) != line {
+		t.Fatalf("readLine = %q, %v", got, err)
 	}
 }
 
@@ -424,7 +540,7 @@ func TestParseTransport(t *testing.T) {
 
 func TestLineTooLongIsAnError(t *testing.T) {
 	s := &session{buf: bytes.Repeat([]byte("x"), maxLine), to: fastTimeouts}
-	if _, err := s.readLine(context.Background(), "GET", time.Second); err == nil {
+	if _, err := s.readLine(context.Background(), "GET", time.Second, false); err == nil {
 		t.Fatal("no error for an endless line")
 	}
 }

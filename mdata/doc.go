@@ -5,12 +5,20 @@
 //
 // A Client never returns a wrong value and never gives up on its own. Each
 // session follows the reference client: open the port, take the same fcntl
-// write lock as mdata-client and cloud-init, drain stale input, send a bare
-// "\n" and require "invalid command", then "NEGOTIATE V2" (falling back to
-// V1 for GET and KEYS). Every read has a deadline; on any timeout, I/O error
-// or unexpected line the port is closed, reopened and the request is sent
-// again with a fresh request ID. V2 replies with a bad length or CRC or
-// another request ID (stale replies from a killed client) are skipped.
+// write lock as mdata-client and cloud-init, drain what stale input is
+// pending (ending at a short quiet gap), send a bare "\n" and require
+// "invalid command", then "NEGOTIATE V2" (falling back to V1 for GET and
+// KEYS). A line that is not the answer the handshake waits for (a killed
+// client's leftovers, still arriving) restarts it: drain again, probe
+// again. Every read has an inactivity timeout: the wait for the first byte
+// of an answer, and a short one once a line has begun, so a reply cut off
+// mid-line is noticed at once while a slow line and a multi-MiB value still
+// get through. On any timeout or I/O error the port is closed, reopened and
+// the request sent again with a fresh request ID. V2 replies with a bad
+// length or CRC or another request ID (stale replies from a killed client)
+// are skipped. A GET or KEYS left unanswered is followed by a bare "\n":
+// when the host answers that but not the request, the request was lost
+// (a host restarted) and goes again at once.
 //
 // The three answers a host can give are kept apart: ErrNotFound (the key
 // does not exist; never retried), a *HostError (FAILURE, with the host's

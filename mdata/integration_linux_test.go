@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/seedkeeper/seedkeeper/internal/buildtest"
 	"github.com/seedkeeper/seedkeeper/mdata"
 	"github.com/seedkeeper/seedkeeper/mdata/mdatatest"
 )
@@ -82,10 +83,13 @@ func TestIntegrationFaultModesPTY(t *testing.T) {
 }
 
 // persistent reports whether a fault, applied for good, keeps every answer
-// from getting through (so the deadline must end the call).
+// from getting through (so the deadline must end the call). A stale line
+// before every probe's answer restarts every handshake; a stale "invalid
+// command" does not, as NEGOTIATE skips the real one.
 func persistent(m mdatatest.Mode) bool {
 	switch m {
-	case mdatatest.Silent, mdatatest.GarbagePrefix, mdatatest.Drop, mdatatest.FailProbe:
+	case mdatatest.Silent, mdatatest.GarbagePrefix, mdatatest.Drop, mdatatest.FailProbe,
+		mdatatest.Trickle, mdatatest.StaleV2OK, mdatatest.KilledMidReply:
 		return true
 	}
 	return false
@@ -205,6 +209,32 @@ func TestIntegrationLockHolderBlocks(t *testing.T) {
 	}
 }
 
+// A client with Yield keeps its session but lets go of the port between
+// requests: another client gets the port while it stays open, and its
+// next request needs no new handshake.
+func TestIntegrationYieldKeepsSessionReleasesPort(t *testing.T) {
+	h, path := startPTY(t, mdatatest.Default())
+	a := mdata.New(mdata.Serial(path), &mdata.Options{Timeouts: quick, Yield: true})
+	defer a.Close()
+	if v, err := a.Get(ctxFor(t, 20*time.Second), "sdc:uuid"); err != nil || string(v) != mdatatest.SampleUUID {
+		t.Fatalf("first Get = %q, %v", v, err)
+	}
+	// Another client in this process, and another process (holding the
+	// classic lock, as mdata-client does), get the port meanwhile.
+	b := mdata.New(mdata.Serial(path), &mdata.Options{Timeouts: quick})
+	if v, err := b.Get(ctxFor(t, 10*time.Second), "hostname"); err != nil || len(v) == 0 {
+		t.Fatalf("the other client's Get while the first is open = %q, %v", v, err)
+	}
+	b.Close()
+	holdLock(t, path)()
+	if v, err := a.Get(ctxFor(t, 20*time.Second), "sdc:uuid"); err != nil || string(v) != mdatatest.SampleUUID {
+		t.Fatalf("second Get = %q, %v", v, err)
+	}
+	if st := h.Stats(); st.Negotiations != 2 || st.Requests["GET"] != 3 {
+		t.Errorf("stats %+v, want 2 handshakes (one per client) for 3 GETs", st)
+	}
+}
+
 // holdLock starts a child process that holds the classic fcntl lock on
 // path (as mdata-client does) and returns once it holds it; release makes
 // the child exit, which drops the lock.
@@ -299,9 +329,18 @@ func TestIntegrationBinarySafeValuesPTY(t *testing.T) {
 	}
 }
 
-// buildTool builds the multi-call binary once and returns the path of an
-// mdata-get link to it (and the others beside it).
-var buildOnce struct {
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if toolsOnce.dir != "" {
+		os.RemoveAll(toolsOnce.dir)
+	}
+	buildtest.Cleanup()
+	os.Exit(code)
+}
+
+// buildTools builds the multi-call binary once (buildtest.Seedkeeper) and
+// returns a directory with the mdata-get link to it and the others.
+var toolsOnce struct {
 	sync.Once
 	dir string
 	err error
@@ -309,26 +348,25 @@ var buildOnce struct {
 
 func buildTools(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "seedkeeper-bin-")
+	bin := buildtest.Seedkeeper(t)
+	toolsOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "seedkeeper-tools-")
 		if err != nil {
-			buildOnce.err = err
+			toolsOnce.err = err
 			return
 		}
-		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "seedkeeper"), "github.com/seedkeeper/seedkeeper/cmd/seedkeeper").CombinedOutput()
-		if err != nil {
-			buildOnce.err = fmt.Errorf("go build: %v\n%s", err, out)
-			return
-		}
+		toolsOnce.dir = dir
 		for _, tool := range []string{"mdata-get", "mdata-put", "mdata-delete", "mdata-list"} {
-			os.Symlink("seedkeeper", filepath.Join(dir, tool))
+			if err := os.Symlink(bin, filepath.Join(dir, tool)); err != nil {
+				toolsOnce.err = err
+				return
+			}
 		}
-		buildOnce.dir = dir
 	})
-	if buildOnce.err != nil {
-		t.Fatal(buildOnce.err)
+	if toolsOnce.err != nil {
+		t.Fatal(toolsOnce.err)
 	}
-	return buildOnce.dir
+	return toolsOnce.dir
 }
 
 type toolRun struct {

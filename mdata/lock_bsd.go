@@ -6,13 +6,12 @@ import "golang.org/x/sys/unix"
 
 // Classic fcntl record locks, the ones mdata-client takes.
 const (
-	lockCmd     = unix.F_SETLK
-	lockWaitCmd = unix.F_SETLKW
+	lockCmd = unix.F_SETLK
 
 	ioctlGetTermios = unix.TIOCGETA
 	ioctlSetTermios = unix.TIOCSETA
 )
 
-func restoreSpeed(t, orig *unix.Termios) {
-	t.Ispeed, t.Ospeed = orig.Ispeed, orig.Ospeed
-}
+// flushInput discards what the kernel received before we came (tcflush
+// TCIFLUSH: TIOCFLUSH with FREAD).
+func flushInput(fd int) error { return unix.IoctlSetPointerInt(fd, unix.TIOCFLUSH, unix.TCIFLUSH) }

@@ -7,15 +7,12 @@ import "golang.org/x/sys/unix"
 // our descriptor rather than to the process: closing some other descriptor
 // on the port cannot drop them, and two goroutines exclude each other.
 const (
-	lockCmd     = unix.F_OFD_SETLK
-	lockWaitCmd = unix.F_OFD_SETLKW
+	lockCmd = unix.F_OFD_SETLK
 
 	ioctlGetTermios = unix.TCGETS
 	ioctlSetTermios = unix.TCSETS
 )
 
-func restoreSpeed(t, orig *unix.Termios) {
-	const speedBits = unix.CBAUD | unix.CBAUDEX
-	t.Cflag = t.Cflag&^speedBits | orig.Cflag&speedBits
-	t.Ispeed, t.Ospeed = orig.Ispeed, orig.Ospeed
-}
+// flushInput discards what the kernel received before we came (tcflush
+// TCIFLUSH).
+func flushInput(fd int) error { return unix.IoctlSetInt(fd, unix.TCFLSH, unix.TCIFLUSH) }

@@ -16,9 +16,11 @@ import (
 // using unbounded memory.
 const (
 	maxLine       = 64 << 20 // a 4 MiB value is a 5.6 MB base64 line
-	maxDrain      = 1 << 20  // bytes of stale input before we give up draining
 	maxDrainTime  = 2 * time.Second
 	maxSkipFrames = 1000 // lines skipped while waiting for one answer
+	maxRestarts   = 4    // handshakes restarted in one session start
+	maxSkipProbes = 16   // "invalid command" lines skipped while negotiating
+	maxResends    = 3    // requests sent again in one session when the host lost one
 )
 
 // newRequestID is replaced in tests that check exact bytes on the wire.
@@ -34,6 +36,13 @@ type session struct {
 
 	buf []byte // received bytes not yet consumed
 	off int
+
+	// yielded: the port's lock is let go until the next request.
+	yielded bool
+
+	// nudges counts the bare "\n" sent while waiting for the answer to
+	// the current request whose "invalid command" has not come back.
+	nudges int
 }
 
 // status is a protocol status line as the host agent compares it, without a
@@ -83,17 +92,35 @@ func (s *session) run(ctx context.Context, r request) ([]byte, error) {
 	return s.execV2(ctx, r)
 }
 
-// start drains stale input (shared lines only), probes and negotiates.
+// start drains stale input (shared lines only), probes and negotiates. A
+// line that is not the answer it waits for (the tail of a killed client's
+// exchange, still arriving after the drain) restarts the handshake: drain
+// again, probe again. Only a host that keeps doing it fails the start.
 func (s *session) start(ctx context.Context) error {
-	if s.shared {
-		if err := s.drain(); err != nil {
+	for restarts := 0; ; restarts++ {
+		if s.shared || restarts > 0 {
+			if err := s.drain(); err != nil {
+				return err
+			}
+		}
+		err := s.handshake(ctx)
+		var ue *unexpectedError
+		if err == nil || !errors.As(err, &ue) || restarts >= maxRestarts {
 			return err
 		}
 	}
+}
+
+// handshake sends the bare "\n" probe, requires "invalid command", and
+// negotiates V2 (FAILURE: a V1 host).
+func (s *session) handshake(ctx context.Context) error {
 	if err := s.write(ctx, []byte("\n")); err != nil {
 		return err
 	}
-	line, err := s.readLine(ctx, "probe", s.to.Probe)
+	// While the probe goes unanswered it is sent again every Nudge: a
+	// partial line a killed client left in the host's buffer swallows the
+	// first one.
+	line, err := s.readLine(ctx, "probe", s.to.Probe, true)
 	if err != nil {
 		return err
 	}
@@ -103,10 +130,18 @@ func (s *session) start(ctx context.Context) error {
 	if err := s.write(ctx, []byte(wire.Negotiate+"\n")); err != nil {
 		return err
 	}
-	line, err = s.readLine(ctx, "NEGOTIATE", s.to.Negotiate)
-	if err != nil {
-		return err
+	for skipped := 0; ; skipped++ {
+		line, err = s.readLine(ctx, "NEGOTIATE", s.to.Negotiate, false)
+		if err != nil {
+			return err
+		}
+		// The answers to probes sent again, or to a stale probe whose
+		// answer the first probe took, come before NEGOTIATE's.
+		if status(line) != wire.InvalidCommand || skipped >= maxSkipProbes {
+			break
+		}
 	}
+	s.nudges = 0
 	switch status(line) {
 	case wire.V2OK:
 		s.version = 2
@@ -118,11 +153,13 @@ func (s *session) start(ctx context.Context) error {
 	return nil
 }
 
-// drain reads and discards input until the line has been silent for the
-// drain timeout.
+// drain reads and discards what is pending on the line and whatever
+// follows until it has been quiet for the drain gap. The gap is short:
+// stale lines that arrive after it are told apart by the handshake and by
+// request IDs.
 func (s *session) drain() error {
 	s.buf, s.off = s.buf[:0], 0
-	var scratch [4096]byte
+	var scratch [32 << 10]byte
 	total := 0
 	start := time.Now()
 	for {
@@ -137,7 +174,7 @@ func (s *session) drain() error {
 			}
 			return fmt.Errorf("draining: %w", err)
 		}
-		if total > maxDrain || time.Since(start) > maxDrainTime {
+		if time.Since(start) > maxDrainTime {
 			return fmt.Errorf("draining: the line kept sending data (%d bytes in %s)", total, time.Since(start).Round(time.Millisecond))
 		}
 	}
@@ -162,8 +199,19 @@ func (s *session) write(ctx context.Context, b []byte) error {
 
 // readLine returns the next line without its "\n", byte for byte (a V1
 // value may hold CRs; status lines are compared through status).
-// timeout bounds the wait for each read, the context the whole wait.
-func (s *session) readLine(ctx context.Context, step string, timeout time.Duration) ([]byte, error) {
+//
+// Timeouts are on inactivity, never on a whole line, so a slow line and a
+// value of many MiB both get through: wait bounds the silence before the
+// first byte of the line, s.to.Idle each silence once the line has begun
+// (a reply cut off mid-line is noticed that soon). With nudge, every
+// s.to.Nudge of silence before the first byte sends a bare "\n", counted
+// in s.nudges: a live host answers it at once with "invalid command". The
+// context bounds the whole wait.
+func (s *session) readLine(ctx context.Context, step string, wait time.Duration, nudge bool) ([]byte, error) {
+	idle := min(s.to.Idle, wait)
+	nudge = nudge && s.to.Nudge < wait
+	last := time.Now() // the last byte, or the start of the wait
+	lastNudge := last
 	for {
 		if i := bytes.IndexByte(s.buf[s.off:], '\n'); i >= 0 {
 			line := s.buf[s.off : s.off+i]
@@ -182,44 +230,95 @@ func (s *session) readLine(ctx context.Context, step string, timeout time.Durati
 			copy(nb, s.buf)
 			s.buf = nb
 		}
-		dl := time.Now().Add(timeout)
+		begun := len(s.buf) > 0
+		limit := wait
+		if begun {
+			limit = idle
+		}
+		dl := last.Add(limit)
+		nudgeDue := false
+		if nudge && !begun {
+			if nd := lastNudge.Add(s.to.Nudge); nd.Before(dl) {
+				dl, nudgeDue = nd, true
+			}
+		}
 		if d, ok := ctx.Deadline(); ok && d.Before(dl) {
-			dl = d
+			dl, nudgeDue = d, false
 		}
 		if err := s.conn.SetReadDeadline(dl); err != nil {
 			return nil, err
 		}
 		n, err := s.conn.Read(s.buf[len(s.buf):cap(s.buf)])
 		s.buf = s.buf[:len(s.buf)+n]
+		if n > 0 {
+			last = time.Now()
+		}
 		if err != nil && n == 0 {
-			if errors.Is(err, os.ErrDeadlineExceeded) {
-				return nil, &timeoutError{step, timeout, err}
+			if !errors.Is(err, os.ErrDeadlineExceeded) {
+				return nil, fmt.Errorf("reading %s: %w", step, err)
 			}
-			return nil, fmt.Errorf("reading %s: %w", step, err)
+			if nudgeDue {
+				if err := s.write(ctx, []byte("\n")); err != nil {
+					return nil, err
+				}
+				s.nudges++
+				lastNudge = time.Now()
+				continue
+			}
+			if begun {
+				return nil, &timeoutError{step + " (reply cut off)", idle, err}
+			}
+			return nil, &timeoutError{step, limit, err}
 		}
 	}
 }
 
 // execV2 sends one V2 frame and waits for the frame that answers it.
+//
+// While a GET or KEYS goes unanswered, a bare "\n" is sent every Nudge.
+// The host answers lines in order and answers these two at once, so an
+// "invalid command" to a "\n" sent after the request means the request
+// was lost (the host restarted, or the line ate it): it is sent again at
+// once, with a new request ID. PUT and DELETE are answered only once the
+// host has updated its store, after lines that came later, so they are
+// not nudged.
 func (s *session) execV2(ctx context.Context, r request) ([]byte, error) {
+	timeout := s.to.Read
+	nudge := true
+	if r.code == wire.CodePut || r.code == wire.CodeDelete {
+		timeout, nudge = s.to.Write, false
+	}
+	for resends := 0; ; resends++ {
+		v, err := s.sendV2(ctx, r, timeout, nudge)
+		if !errors.Is(err, errLost) || resends >= maxResends {
+			return v, err
+		}
+	}
+}
+
+// errLost: the host answered a later line but not the request.
+var errLost = errors.New("the host answered a later probe but not the request")
+
+func (s *session) sendV2(ctx context.Context, r request, timeout time.Duration, nudge bool) ([]byte, error) {
 	id := newRequestID()
 	f := wire.Frame{RequestID: id, Code: r.code, Payload: r.payload}
+	s.nudges = 0
 	if err := s.write(ctx, f.Append(nil)); err != nil {
 		return nil, err
 	}
-	timeout := s.to.Read
-	if r.code == wire.CodePut || r.code == wire.CodeDelete {
-		timeout = s.to.Write
-	}
 	for skipped := 0; skipped < maxSkipFrames; skipped++ {
-		line, err := s.readLine(ctx, r.code, timeout)
+		line, err := s.readLine(ctx, r.code, timeout, nudge)
 		if err != nil {
 			return nil, err
 		}
+		if s.nudges > 0 && status(line) == wire.InvalidCommand {
+			return nil, errLost
+		}
 		reply, ok := findFrame(line, id)
 		if !ok {
-			// Garbage, a corrupt frame or a stale reply meant for a
-			// client that was killed: not our answer.
+			// Garbage, a corrupt frame, a stale reply meant for a
+			// client that was killed, an answer to an earlier probe:
+			// not our answer.
 			continue
 		}
 		switch reply.Code {
@@ -276,7 +375,7 @@ func (s *session) execV1(ctx context.Context, r request) ([]byte, error) {
 	if err := s.write(ctx, req); err != nil {
 		return nil, err
 	}
-	line, err := s.readLine(ctx, r.code, s.to.V1)
+	line, err := s.readLine(ctx, r.code, s.to.V1, false)
 	if err != nil {
 		return nil, err
 	}
@@ -285,7 +384,7 @@ func (s *session) execV1(ctx context.Context, r request) ([]byte, error) {
 		var body wire.V1Body
 		total := 0
 		for {
-			l, err := s.readLine(ctx, r.code, s.to.V1)
+			l, err := s.readLine(ctx, r.code, s.to.V1, false)
 			if err != nil {
 				return nil, err
 			}

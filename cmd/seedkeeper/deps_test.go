@@ -25,19 +25,27 @@ var wantDeps = map[string][]string{
 		"github.com/mdlayher/vsock",            // the mdata vsock transport
 		"github.com/vishvananda/netlink",       // rtnetlink: links, addresses, routes, events
 		"github.com/vishvananda/netns",         // network namespaces (netlink)
-		"go.bug.st/serial",                     // the mdata serial transport
 		"golang.org/x/net",                     // (vsock)
 		"golang.org/x/sync",                    // (vsock)
-		"golang.org/x/sys",                     // ioctls, flock, termios
+		"golang.org/x/sys",                     // ioctls, flock, termios (the mdata serial port)
 		"gopkg.in/yaml.v3",                     // cloud-init documents
 	},
-	"other": { // freebsd, darwin, windows: no netlink, D-Bus or vsock
+	"other": { // freebsd, darwin: no netlink, D-Bus or vsock
 		"github.com/coreos/go-systemd/v22",
 		"github.com/diskfs/go-diskfs",
 		"github.com/djherbis/times",
 		"github.com/elliotwutingfeng/asciiset",
 		"github.com/vishvananda/netns",
-		"go.bug.st/serial",
+		"golang.org/x/sys",
+		"gopkg.in/yaml.v3",
+	},
+	"windows": { // as other, and a serial library: on Unix the port is an os.File
+		"github.com/coreos/go-systemd/v22",
+		"github.com/diskfs/go-diskfs",
+		"github.com/djherbis/times",
+		"github.com/elliotwutingfeng/asciiset",
+		"github.com/vishvananda/netns",
+		"go.bug.st/serial", // the mdata serial transport
 		"golang.org/x/sys",
 		"gopkg.in/yaml.v3",
 	},
@@ -51,9 +59,9 @@ func TestDeps(t *testing.T) {
 		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
 	}
 	for _, goos := range []string{"linux", "freebsd", "darwin", "windows"} {
-		want := wantDeps["other"]
-		if goos == "linux" {
-			want = wantDeps["linux"]
+		want, ok := wantDeps[goos]
+		if !ok {
+			want = wantDeps["other"]
 		}
 		cmd := exec.Command(goTool, "list", "-deps", "-f", "{{with .Module}}{{if not .Main}}{{.Path}}{{end}}{{end}}", ".")
 		cmd.Env = append(cmd.Environ(), "GOOS="+goos, "CGO_ENABLED=0")

@@ -1,6 +1,7 @@
 package mdatatest
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"time"
@@ -56,21 +57,43 @@ const (
 	// line (the probe). cloud-init retries at once on it; the reference
 	// client resets. A use is one probe.
 	FailProbe
+	// Trickle writes, before the answer to a probe, a stale V2 SUCCESS
+	// frame (StaleValue, another request ID) one byte every Fault.Delay
+	// (default 5ms): the tail of a killed client's reply still coming down
+	// a slow line after the client's drain ended. A use is one probe.
+	Trickle
+	// StaleInvalid writes a stale "invalid command" line before the answer
+	// to a probe, as a killed client's probe leaves behind: the probe takes
+	// the stale line and the real answer arrives while NEGOTIATE waits. A
+	// use is one probe.
+	StaleInvalid
+	// StaleV2OK writes a stale "V2_OK" line before the answer to a probe,
+	// as a killed client's NEGOTIATE leaves behind. A use is one probe.
+	StaleV2OK
+	// KilledMidReply writes, before the answer to a probe, the second half
+	// of a V2 SUCCESS frame carrying a 4 MiB value (StaleValue repeated):
+	// what is left on the line after a client was killed in the middle of
+	// a multi-MiB reply. A use is one probe.
+	KilledMidReply
 	numModes
 )
 
 var modeNames = [numModes]string{
-	Normal:        "normal",
-	V1Only:        "v1-only",
-	Silent:        "silent",
-	GarbageLine:   "garbage-line",
-	GarbagePrefix: "garbage-prefix",
-	StaleFrame:    "stale-frame",
-	BadCRC:        "bad-crc",
-	Slow:          "slow",
-	Late:          "late",
-	Drop:          "drop",
-	FailProbe:     "fail-probe",
+	Normal:         "normal",
+	V1Only:         "v1-only",
+	Silent:         "silent",
+	GarbageLine:    "garbage-line",
+	GarbagePrefix:  "garbage-prefix",
+	StaleFrame:     "stale-frame",
+	BadCRC:         "bad-crc",
+	Slow:           "slow",
+	Late:           "late",
+	Drop:           "drop",
+	FailProbe:      "fail-probe",
+	Trickle:        "trickle",
+	StaleInvalid:   "stale-invalid",
+	StaleV2OK:      "stale-v2ok",
+	KilledMidReply: "killed-mid-reply",
 }
 
 // String returns the mode's name as ParseMode accepts it, e.g. "stale-frame".
@@ -108,8 +131,9 @@ type Fault struct {
 	// what a use is), after which the host behaves normally again: use it
 	// to test recovery. Zero means every time, for good.
 	Count int
-	// Delay is the pause of Slow (per byte, default 1ms) and Late (per
-	// reply, default 1s). Other modes ignore it.
+	// Delay is the pause of Slow (per byte, default 1ms), Trickle (per
+	// byte, default 5ms) and Late (per reply, default 1s). Other modes
+	// ignore it.
 	Delay time.Duration
 }
 
@@ -141,4 +165,12 @@ const garbage = "\x00\xff\xfe\x1b[2J\x7fSUCC\x80ESS V2 \x00"
 // Give it to InjectOutput.
 func StaleReply(reqID string) []byte {
 	return wire.Frame{RequestID: reqID, Code: wire.CodeSuccess, Payload: []byte(StaleValue)}.Append(nil)
+}
+
+// killedTail is what KilledMidReply writes: the second half of a valid
+// SUCCESS frame for another request ID whose value is 4 MiB.
+func killedTail() []byte {
+	v := bytes.Repeat([]byte(StaleValue+" "), (4<<20)/(len(StaleValue)+1)+1)[:4<<20]
+	f := wire.Frame{RequestID: "0dead0ff", Code: wire.CodeSuccess, Payload: v}.Append(nil)
+	return f[len(f)/2:]
 }

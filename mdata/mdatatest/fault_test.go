@@ -215,6 +215,46 @@ func TestFaultFailProbe(t *testing.T) {
 	g.expect("FAILURE\ninvalid command\ninvalid command\n")
 }
 
+// The stale-line modes write their line before the probe's answer, for
+// Count probes, and touch nothing else.
+func TestFaultStaleLinesBeforeProbe(t *testing.T) {
+	for _, tc := range []struct {
+		mode  Mode
+		stale string
+	}{
+		{StaleInvalid, "invalid command\n"},
+		{StaleV2OK, "V2_OK\n"},
+		{Trickle, string(StaleReply("5a1e0001"))},
+		{KilledMidReply, string(killedTail())},
+	} {
+		t.Run(tc.mode.String(), func(t *testing.T) {
+			h := NewHost(vectorStore())
+			h.SetFault(Fault{Mode: tc.mode, Count: 1, Delay: time.Microsecond})
+			g := pipe(t, h)
+			g.send("NEGOTIATE V2\n") // not a probe: unaffected
+			g.expect("V2_OK\n")
+			g.send("\n")
+			g.expect(tc.stale + "invalid command\n")
+			g.send(getUUID)
+			g.expect(replyUUID)
+			g.send("\n")
+			g.expect("invalid command\n")
+			if st := h.Stats(); st.Faults != 1 {
+				t.Errorf("faults = %d, want 1", st.Faults)
+			}
+		})
+	}
+}
+
+// What KilledMidReply leaves is the tail of a frame: a line of base64 that
+// no client can take for a frame, and more than 2 MiB of it.
+func TestKilledTailIsNoFrame(t *testing.T) {
+	tail := killedTail()
+	if len(tail) < 2<<20 || tail[len(tail)-1] != '\n' || bytes.Contains(tail, []byte("V2 ")) {
+		t.Errorf("tail: %d bytes, ends %q", len(tail), tail[len(tail)-8:])
+	}
+}
+
 func TestDownAndUp(t *testing.T) {
 	h := NewHost(vectorStore())
 	g := pipe(t, h)

@@ -472,8 +472,21 @@ func (h *Host) handle(s *stream, line []byte) {
 	req := a.kind == KindRequest
 	op := &writeOp{data: a.out}
 	var ops []*writeOp
+	probe := a.kind == KindProbe
 	switch {
 	case !active:
+	case probe && f.Mode == Trickle:
+		h.useFault()
+		ops = append(ops, &writeOp{data: StaleReply("5a1e0001"), perByte: cmpOr(f.Delay, 5*time.Millisecond), note: f.Mode.String()})
+	case probe && f.Mode == StaleInvalid:
+		h.useFault()
+		ops = append(ops, &writeOp{data: []byte(wire.InvalidCommand + "\n"), note: f.Mode.String()})
+	case probe && f.Mode == StaleV2OK:
+		h.useFault()
+		ops = append(ops, &writeOp{data: []byte(wire.V2OK + "\n"), note: f.Mode.String()})
+	case probe && f.Mode == KilledMidReply:
+		h.useFault()
+		ops = append(ops, &writeOp{data: killedTail(), note: f.Mode.String()})
 	case f.Mode == Slow:
 		h.useFault()
 		op.perByte = cmpOr(f.Delay, time.Millisecond)

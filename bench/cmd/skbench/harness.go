@@ -194,6 +194,8 @@ func (h *harness) run(ctx context.Context) (string, error) {
 	rows = append(rows, h.bootSeqRows(ctx, ci)...)
 	h.logf("mdata: recovery after an outage")
 	rows = append(rows, h.recoveryRows(ctx, mdataGet, ci)...)
+	h.logf("mdata: recovery from a reply cut off and a host restart")
+	rows = append(rows, h.faultRecoveryRows(ctx, mdataGet, ci)...)
 	h.logf("seeds")
 	rows = append(rows, h.seedRows(ctx, ci)...)
 	b.WriteString("| benchmark | ours | median (p90) | peer | median (p90) | peer / ours |\n|---|---|--:|---|--:|--:|\n")
@@ -206,7 +208,7 @@ func (h *harness) run(ctx context.Context) (string, error) {
 	b.WriteString(h.footprint(ctx, ci))
 
 	h.logf("go benchmarks")
-	b.WriteString("\n### Go benchmarks (hotplug, netcfg/apply)\n\n")
+	b.WriteString("\n### Go benchmarks (mdata, hotplug, netcfg/apply)\n\n")
 	b.WriteString(h.goBench(ctx))
 
 	b.WriteString("\n### Commands\n\n")
@@ -368,6 +370,100 @@ func (h *harness) recoveryRows(ctx context.Context, mdataGet, ci string) [][]str
 		rows = append(rows, []string{"recovery: host's first answer after up → client exit", "mdata-get",
 			fmt.Sprintf("%s (%s)", bench.Ms(oursAns.Median()), bench.Ms(oursAns.P90())), "cloud-init",
 			fmt.Sprintf("%s (%s)", bench.Ms(peerAns.Median()), bench.Ms(peerAns.P90())), bench.Ratio(oursAns.Median(), peerAns.Median())})
+	}
+	return rows
+}
+
+// faultRecoveryRows: a reply cut off mid-line (the Drop fault: half the
+// reply, then nothing), and a host agent that restarts after reading the
+// GET and before answering it. The figure is the time from the moment the
+// host could answer again (the cut, the restart) to the client's exit.
+func (h *harness) faultRecoveryRows(ctx context.Context, mdataGet, ci string) [][]string {
+	runs := max(2, h.runs/4)
+	env := []string{"SEEDKEEPER_MDATA=serial:" + h.pty}
+	type scenario struct {
+		name   string
+		record string
+		setup  func()
+		during func(stop <-chan struct{})
+		marker func(e mdatatest.Event) bool
+	}
+	scenarios := []scenario{{
+		name:   "recovery: reply cut off mid-line; cut → client exit",
+		record: "fault drop x1 (half the reply, then nothing), then: ",
+		setup:  func() { h.host.SetFault(mdatatest.Fault{Mode: mdatatest.Drop, Count: 1}) },
+		marker: func(e mdatatest.Event) bool { return e.Kind == mdatatest.KindSent && strings.Contains(e.Note, "drop") },
+	}, {
+		name:   "recovery: host restart after reading the GET; restart → client exit",
+		record: "fault late 500ms x1, host restarted once the GET is read, then: ",
+		setup: func() {
+			h.host.SetFault(mdatatest.Fault{Mode: mdatatest.Late, Count: 1, Delay: 500 * time.Millisecond})
+		},
+		during: func(stop <-chan struct{}) {
+			n := h.host.Stats().Requests["GET"]
+			wctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			go func() {
+				select {
+				case <-stop:
+					cancel()
+				case <-wctx.Done():
+				}
+			}()
+			if h.host.Wait(wctx, func(st mdatatest.Stats) bool { return st.Requests["GET"] > n }) == nil {
+				h.host.Restart()
+			}
+		},
+		marker: func(e mdatatest.Event) bool { return e.Kind == mdatatest.KindRestart },
+	}}
+	var rows [][]string
+	for _, sc := range scenarios {
+		ours, peer := &measure{}, &measure{}
+		one := func(m *measure, argv []string, env []string) {
+			sc.setup()
+			since := len(h.host.Transcript())
+			stop := make(chan struct{})
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				if sc.during != nil {
+					sc.during(stop)
+				}
+			}()
+			p, err := runProc(ctx, env, argv...)
+			close(stop)
+			<-done
+			h.host.SetFault(mdatatest.Fault{})
+			ok := err == nil && p.exit == 0 && strings.TrimSpace(string(p.stdout)) == mdatatest.SampleUUID
+			var at time.Time
+			for _, e := range h.host.Transcript()[since:] {
+				if sc.marker(e) {
+					at = e.Time
+					break
+				}
+			}
+			if at.IsZero() || !ok {
+				m.fails++
+				return
+			}
+			p.dur = p.end.Sub(at)
+			m.add(p, true)
+		}
+		h.record(sc.record + "SEEDKEEPER_MDATA=serial:PTY mdata-get sdc:uuid")
+		if ci == "" {
+			h.record(sc.record + python + " " + peerPy + " get PTY sdc:uuid")
+		}
+		for range runs {
+			one(ours, []string{mdataGet, "sdc:uuid"}, env)
+			if ci == "" {
+				one(peer, []string{python, peerPy, "get", h.pty, "sdc:uuid"}, nil)
+			}
+		}
+		why := ci
+		if why == "" && len(peer.t) == 0 {
+			why = fmt.Sprintf("no answer in any of %d runs (the client gives up after its 5 s read timeout; cloud-init does not retry)", peer.fails)
+		}
+		rows = append(rows, row(sc.name, "mdata-get", ours, "cloud-init JoyentMetadataLegacySerialClient", peer, why))
 	}
 	return rows
 }

@@ -4,7 +4,7 @@
 // seedkeeper against Debian's cloud-init 22.4.2 (driven by
 // bench/py/cloudinit_peer.py under /usr/bin/python3), our seed reader
 // against isoinfo, mtools and cloud-init's NoCloud, plus footprint figures
-// and the Go benchmarks of hotplug and netcfg/apply. It writes its
+// and the Go benchmarks of mdata, hotplug and netcfg/apply. It writes its
 // figures into BENCHMARKS.md.
 //
 //	skbench bench  [flags]   benchmarks → the "benchmarks" section
@@ -42,7 +42,7 @@ Flags:
   --out FILE      the results page (default BENCHMARKS.md)
   --runs N        runs per measurement (bench default 20) or per fault case (faults default 20)
   --watch D       how long to churn veths under seedkeeper watch (default 60s)
-  --gobench FILE  go test -bench output to include (default: run the hotplug and netcfg/apply ones)
+  --gobench FILE  go test -bench output to include (default: run the mdata, hotplug and netcfg/apply ones)
   --quick         fewer runs and a 10 s watch, for trying the harness
   --seed N        seed of the seed-image and parser mutations (default 1)
 `

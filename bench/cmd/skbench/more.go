@@ -368,11 +368,15 @@ func (h *harness) goBench(ctx context.Context) string {
 		if os.Geteuid() != 0 {
 			return "not measured: the integration benchmarks need root (network namespaces)\n"
 		}
-		bt := "3x"
+		bt := "10x"
 		if h.quick {
 			bt = "1x"
 		}
-		args := []string{"test", "-run", "^$", "-bench", "BenchmarkIntegration", "-benchtime", bt, "./hotplug", "./netcfg/apply"}
+		// The mdata ones beside the session code: the drain, the
+		// inactivity timeout (a reply cut off), the nudge (a host restart).
+		args := []string{"test", "-run", "^$", "-bench",
+			"BenchmarkIntegration(Storm|LinkAddToApplied|PlanApply|DrainPTY|CutOffRecoveryPTY|RestartRecoveryPTY|SessionGetPTY|GetPTY)$",
+			"-benchtime", bt, "./mdata", "./hotplug", "./netcfg/apply"}
 		h.record("go " + strings.Join(args, " "))
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 		defer cancel()
