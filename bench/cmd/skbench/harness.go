@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/seedkeeper/seedkeeper/bench"
@@ -102,9 +101,7 @@ func runProc(ctx context.Context, env []string, argv ...string) (proc, error) {
 	}
 	if st := cmd.ProcessState; st != nil {
 		p.exit = st.ExitCode()
-		if ru, ok := st.SysUsage().(*syscall.Rusage); ok {
-			p.rss = ru.Maxrss
-		}
+		p.rss = maxRSS(st)
 	}
 	return p, nil
 }
