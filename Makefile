@@ -8,6 +8,7 @@
 #                and windows/amd64 into bin/cross/
 #   make bench   Go benchmarks + the whole-process harness → BENCHMARKS.md
 #   make faults  the full fault matrix → BENCHMARKS.md
+#   make bench-hostile  peak RSS over the hostile-input corpus → BENCHMARKS.md
 
 GO        ?= go
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -16,7 +17,7 @@ BIN       := bin
 TOOLS     := mdata-get mdata-put mdata-delete mdata-list
 TESTFLAGS ?= -race -count=1 -timeout 30m
 
-.PHONY: all build demo test test-deps vet unit bench bench-report faults skbench fuzz clean
+.PHONY: all build demo test test-deps vet unit bench bench-report bench-hostile faults skbench fuzz clean
 
 all: build
 
@@ -59,6 +60,11 @@ bench-report: skbench
 # TestIntegrationFaultMatrix).
 faults: skbench
 	$(BIN)/skbench faults --bin $(BIN)/seedkeeper
+
+# Peak RSS of fetch and boot over the hostile-input corpus (testdata/hostile)
+# against issue 11's 64 MiB budget. Run as root, like the corpus tests.
+bench-hostile: skbench
+	$(BIN)/skbench hostile --bin $(BIN)/seedkeeper
 
 skbench: build
 	$(GO) build -o $(BIN)/skbench ./bench/cmd/skbench

@@ -87,9 +87,10 @@ func (m Machine) Loaded() bool {
 // pageHeader starts a results page that does not exist yet.
 const pageHeader = `# seedkeeper benchmarks and fault matrix
 
-This page is generated: ` + "`make bench`" + ` writes the benchmark section and
-` + "`make faults`" + ` the fault-matrix section (both by bench/cmd/skbench). Do
-not edit the figures by hand; run the targets again.
+This page is generated: ` + "`make bench`" + ` writes the benchmark section,
+` + "`make faults`" + ` the fault-matrix section and ` + "`make bench-hostile`" + ` the
+memory on hostile input (all by bench/cmd/skbench). Do not edit the
+figures by hand; run the targets again.
 
 `
 

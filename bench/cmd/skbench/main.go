@@ -9,6 +9,7 @@
 //
 //	skbench bench  [flags]   benchmarks → the "benchmarks" section
 //	skbench faults [flags]   the full fault matrix → the "faults" section
+//	skbench hostile [flags]  peak RSS over testdata/hostile → the "hostile" section
 //
 // Run it from the module root after `make build` (the Makefile's bench
 // and faults targets do).
@@ -31,10 +32,13 @@ import (
 
 const usage = `Usage: skbench bench  [--bin FILE] [--out FILE] [--runs N] [--watch D] [--gobench FILE] [--quick]
        skbench faults [--bin FILE] [--out FILE] [--runs N] [--seed N]
+       skbench hostile [--bin FILE] [--out FILE]
 
 bench compares whole processes against the peers installed here and writes
 the "benchmarks" section of --out; faults runs the full fault matrix and
-writes the "faults" section. Run from the module root as root (network
+writes the "faults" section; hostile runs fetch and boot once over every
+case of testdata/hostile and writes their peak RSS (64 MiB budget) into the
+"hostile" section. Run from the module root as root (network
 namespaces for the watch footprint; the Go integration benchmarks).
 
 Flags:
@@ -54,7 +58,7 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || (args[0] != "bench" && args[0] != "faults") {
+	if len(args) == 0 || (args[0] != "bench" && args[0] != "faults" && args[0] != "hostile") {
 		fmt.Fprint(stderr, usage)
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
 			return 0
@@ -106,6 +110,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		body, err = faults(ctx, abs, n, *seed, logf)
 		name = "faults"
+	case "hostile":
+		body, err = hostile(ctx, abs, logf)
+		name = "hostile"
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "skbench: %v\n", err)

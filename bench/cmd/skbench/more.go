@@ -111,10 +111,8 @@ func writeFile(path, data string) error {
 // scratchRoot makes a root whose DMI says product; with disk set, the
 // image is its block device vdb.
 func scratchRoot(dir, product, disk string) error {
-	for k, v := range map[string]string{"product_name": product, "sys_vendor": "QEMU", "product_uuid": "0e9f5e21-6c3b-4d7a-9c1e-2b7a6d3f4e51"} {
-		if err := writeFile(filepath.Join(dir, "sys/class/dmi/id", k), v+"\n"); err != nil {
-			return err
-		}
+	if err := dmiRoot(dir, product, "QEMU", "0e9f5e21-6c3b-4d7a-9c1e-2b7a6d3f4e51"); err != nil {
+		return err
 	}
 	if disk == "" {
 		return nil
@@ -127,6 +125,16 @@ func scratchRoot(dir, product, disk string) error {
 		return err
 	}
 	return writeFile(filepath.Join(dir, "dev/vdb"), string(b))
+}
+
+// dmiRoot makes a root whose DMI says product, vendor and product_uuid.
+func dmiRoot(dir, product, vendor, uuid string) error {
+	for k, v := range map[string]string{"product_name": product, "sys_vendor": vendor, "product_uuid": uuid} {
+		if err := writeFile(filepath.Join(dir, "sys/class/dmi/id", k), v+"\n"); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func kib(k int64) string {

@@ -15,3 +15,5 @@ func maxRSS(st *os.ProcessState) int64 {
 	}
 	return 0
 }
+
+func mkfifo(path string) error { return syscall.Mkfifo(path, 0o600) }

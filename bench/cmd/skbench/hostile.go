@@ -1,0 +1,317 @@
+package main
+
+// skbench hostile: the peak RSS of every process the hostile-input corpus
+// (testdata/hostile, issue 11) starts, on scratch roots made the way
+// cmd/seedkeeper's TestHostile*Corpus tests make them. The budget is
+// issue 11's: boot stays under 64 MiB whatever the input.
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/seedkeeper/seedkeeper/bench"
+)
+
+const (
+	hostileDir    = "testdata/hostile"
+	rssBudgetKiB  = 64 * 1024
+	hostileMarker = "SECRETMARKER" // what the corpus tests look for in the host key
+	kvmProduct    = "Standard PC (i440FX + PIIX, 1996)"
+	kvmUUID       = "0E9F5E21-6C3B-4D7A-9C1E-2B7A6D3F4E51"
+)
+
+// hostileStep is one process of a case.
+type hostileStep struct {
+	cmd  string // the column it goes in
+	rss  int64  // peak RSS, KiB
+	exit int
+	bad  string // a crash or an overrun, or ""
+}
+
+type hostileCase struct {
+	name  string
+	steps []hostileStep
+}
+
+func (c *hostileCase) peak() int64 {
+	var m int64
+	for _, s := range c.steps {
+		m = max(m, s.rss)
+	}
+	return m
+}
+
+// hostileColumns are the commands a case may run, in the table's order.
+var hostileColumns = []string{"fetch", "boot", "second boot"}
+
+// runStep runs one command of a case and records it.
+func (c *hostileCase) runStep(ctx context.Context, col string, env []string, argv ...string) {
+	p, err := runProc(ctx, env, argv...)
+	s := hostileStep{cmd: col, rss: p.rss, exit: p.exit}
+	switch {
+	case err != nil:
+		s.bad = err.Error()
+	case strings.Contains(string(p.stderr), "panic:") || strings.Contains(string(p.stderr), "fatal error:"):
+		s.bad = "crashed"
+	case p.exit > 4:
+		s.bad = fmt.Sprintf("exit %d", p.exit)
+	}
+	c.steps = append(c.steps, s)
+}
+
+// hostileRoot makes a KVM scratch root with a host key a seedfrom may try
+// to reach, as cmd/seedkeeper's hostileRoot does.
+func hostileRoot(dir string) error {
+	if err := dmiRoot(dir, kvmProduct, "QEMU", kvmUUID); err != nil {
+		return err
+	}
+	if err := writeFileMode(filepath.Join(dir, "etc/ssh/ssh_host_rsa_key"), "-----BEGIN OPENSSH PRIVATE KEY-----\n"+hostileMarker+"\n", 0o600); err != nil {
+		return err
+	}
+	return writeFile(filepath.Join(dir, "etc/passwd"), "root:x:0:0::/root:/bin/sh\n")
+}
+
+// copySeed puts the files of the seed directory src into root's NoCloud
+// seed directory.
+func copySeed(src, root string, names ...string) error {
+	if len(names) == 0 {
+		entries, err := os.ReadDir(src)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+	}
+	for _, n := range names {
+		b, err := os.ReadFile(filepath.Join(src, n))
+		if err != nil {
+			return err
+		}
+		if err := writeFileMode(filepath.Join(root, "var/lib/cloud/seed/nocloud", n), string(b), 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeFileMode(path, data string, mode os.FileMode) error {
+	if err := writeFile(path, data); err != nil {
+		return err
+	}
+	return os.Chmod(path, mode)
+}
+
+func corpusCases(kind string) ([]string, error) {
+	entries, err := os.ReadDir(filepath.Join(hostileDir, kind))
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		out = append(out, e.Name())
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no %s cases in %s", kind, hostileDir)
+	}
+	return out, nil
+}
+
+// hostile runs every case of the corpus once and renders the section.
+func hostile(ctx context.Context, bin string, logf func(string, ...any)) (string, error) {
+	start := time.Now()
+	tmp, err := os.MkdirTemp("", "skbench-hostile-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	n := 0
+	newDir := func() string {
+		n++
+		return filepath.Join(tmp, fmt.Sprint(n))
+	}
+	var cases []*hostileCase
+
+	// nocloud: fetch --seed, then boot twice on a root holding the seed
+	// (the second boot reads the imported seed).
+	names, err := corpusCases("nocloud")
+	if err != nil {
+		return "", err
+	}
+	for _, name := range names {
+		src, _ := filepath.Abs(filepath.Join(hostileDir, "nocloud", name))
+		c := &hostileCase{name: "nocloud/" + name}
+		logf("hostile: %s", c.name)
+		c.runStep(ctx, "fetch", nil, bin, "fetch", "--seed", src)
+		root := newDir()
+		if err := hostileRoot(root); err != nil {
+			return "", err
+		}
+		if err := copySeed(src, root); err != nil {
+			return "", err
+		}
+		c.runStep(ctx, "boot", nil, bin, "boot", "--root", root)
+		c.runStep(ctx, "second boot", nil, bin, "boot", "--root", root)
+		cases = append(cases, c)
+	}
+
+	// guestinfo: through the stub vmware-rpctool of testdata/vmware.
+	names, err = corpusCases("guestinfo")
+	if err != nil {
+		return "", err
+	}
+	for _, name := range names {
+		c := &hostileCase{name: "guestinfo/" + name}
+		logf("hostile: %s", c.name)
+		base := newDir()
+		stub, gi := filepath.Join(base, "bin"), filepath.Join(base, "guestinfo")
+		for _, f := range []string{"vmware-rpctool", "vmtoolsd", "guestinfo-stub.sh"} {
+			b, err := os.ReadFile(filepath.Join("testdata/vmware", f))
+			if err != nil {
+				return "", err
+			}
+			if err := writeFileMode(filepath.Join(stub, f), string(b), 0o755); err != nil {
+				return "", err
+			}
+		}
+		src := filepath.Join(hostileDir, "guestinfo", name)
+		entries, err := os.ReadDir(src)
+		if err != nil {
+			return "", err
+		}
+		for _, e := range entries {
+			b, err := os.ReadFile(filepath.Join(src, e.Name()))
+			if err != nil {
+				return "", err
+			}
+			if err := writeFileMode(filepath.Join(gi, "guestinfo."+e.Name()), string(b), 0o600); err != nil {
+				return "", err
+			}
+		}
+		root := filepath.Join(base, "root")
+		if err := dmiRoot(root, "VMware7,1", "VMware, Inc.", "4213ABCD-1234-5678-9ABC-DEF012345678"); err != nil {
+			return "", err
+		}
+		env := []string{"PATH=" + stub + ":/usr/bin:/bin", "GUESTINFO_DIR=" + gi}
+		c.runStep(ctx, "fetch", env, bin, "fetch", "--root", root, "--source", "vmware")
+		c.runStep(ctx, "boot", env, bin, "boot", "--root", root)
+		cases = append(cases, c)
+	}
+
+	// config: boot --config on a root with a good seed, plus the two
+	// files the corpus cannot hold (a device and a FIFO).
+	names, err = corpusCases("config")
+	if err != nil {
+		return "", err
+	}
+	fifo := filepath.Join(tmp, "config-fifo")
+	if err := mkfifo(fifo); err != nil {
+		return "", err
+	}
+	configs := []string{"/dev/zero", fifo}
+	for _, name := range names {
+		p, _ := filepath.Abs(filepath.Join(hostileDir, "config", name))
+		configs = append(configs, p)
+	}
+	good := filepath.Join(hostileDir, "nocloud", "passwords-in-lists")
+	for _, cfg := range configs {
+		label := "config/" + filepath.Base(cfg)
+		switch cfg {
+		case "/dev/zero":
+			label = "config: /dev/zero"
+		case fifo:
+			label = "config: a FIFO"
+		}
+		c := &hostileCase{name: label}
+		logf("hostile: %s", c.name)
+		root := newDir()
+		if err := hostileRoot(root); err != nil {
+			return "", err
+		}
+		if err := copySeed(good, root, "meta-data", "user-data"); err != nil {
+			return "", err
+		}
+		c.runStep(ctx, "boot", nil, bin, "boot", "--root", root, "--config", cfg)
+		cases = append(cases, c)
+	}
+	if ctx.Err() != nil {
+		return "", ctx.Err()
+	}
+	return hostileMarkdown(cases, time.Since(start)), nil
+}
+
+func hostileMarkdown(cases []*hostileCase, took time.Duration) string {
+	slices.SortStableFunc(cases, func(a, b *hostileCase) int {
+		return cmp.Or(cmp.Compare(b.peak(), a.peak()), strings.Compare(a.name, b.name))
+	})
+	var b strings.Builder
+	b.WriteString("## Memory on hostile input\n\n")
+	b.WriteString(bench.ThisMachine(".").Markdown())
+	fmt.Fprintf(&b, "- Command: `make bench-hostile` (`skbench hostile`), %s\n\n", took.Round(time.Second))
+	b.WriteString(hostileLegend)
+	b.WriteString("| case | peak | fetch | boot | second boot |\n|---|---:|---:|---:|---:|\n")
+	var over, bad []string
+	procs := 0
+	var top int64
+	for _, c := range cases {
+		cells := map[string]string{}
+		for _, s := range c.steps {
+			procs++
+			top = max(top, s.rss)
+			cell := fmt.Sprintf("%s (exit %d)", kib(s.rss), s.exit)
+			if s.bad != "" {
+				cell = fmt.Sprintf("%s (%s)", kib(s.rss), oneLine(s.bad))
+				bad = append(bad, c.name+" "+s.cmd)
+			}
+			if s.rss == 0 || s.rss >= rssBudgetKiB {
+				cell = "**" + cell + "**"
+				over = append(over, c.name+" "+s.cmd)
+			}
+			cells[s.cmd] = cell
+		}
+		row := []string{"`" + c.name + "`", kib(c.peak())}
+		for _, col := range hostileColumns {
+			row = append(row, cmpOr(cells[col], "–"))
+		}
+		b.WriteString("| " + strings.Join(row, " | ") + " |\n")
+	}
+	b.WriteString("\n")
+	if len(over) == 0 {
+		fmt.Fprintf(&b, "Every one of the %d processes (%d cases) stayed under the 64 MiB budget; the largest peaked at %s.\n", procs, len(cases), kib(top))
+	} else {
+		fmt.Fprintf(&b, "**%d of the %d processes reached the 64 MiB budget or could not be measured: %s.**\n", len(over), procs, strings.Join(over, ", "))
+	}
+	if len(bad) > 0 {
+		fmt.Fprintf(&b, "\n**Crashed, overran or exited outside 0–4: %s.**\n", strings.Join(bad, ", "))
+	} else {
+		b.WriteString("\nNo process crashed, overran its deadline or exited outside 0–4.\n")
+	}
+	return b.String()
+}
+
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+const hostileLegend = `Issue 11's memory budget: the peak RSS of ` + "`seedkeeper boot`" + ` over the
+hostile-input corpus (testdata/hostile) stays under **64 MiB**. Each case runs
+once, on a scratch root made the way cmd/seedkeeper's TestHostile*Corpus tests
+make it: a NoCloud case runs ` + "`fetch --seed DIR`" + `, then ` + "`boot --root ROOT`" + `
+with the seed in ROOT/var/lib/cloud/seed/nocloud, then boot again (reading the
+imported seed); a guestinfo case runs ` + "`fetch --root ROOT --source vmware`" + ` and
+boot through the stub vmware-rpctool of testdata/vmware; a config case runs
+` + "`boot --root ROOT --config FILE`" + ` beside a good seed. Peak RSS is the child's
+ru_maxrss from wait4 (for the guestinfo cases that takes in the stub shell
+scripts seedkeeper waited for, which are smaller). Largest case first; a cell
+in bold reached the budget.
+
+`
