@@ -238,7 +238,9 @@ func TestReadVMwareToolTimeout(t *testing.T) {
 	s.set("metadata.hang-vmware-rpctool", "")
 	opt := s.options()
 	r := s.runner()
-	r.Timeout = 200 * time.Millisecond
+	// Long enough for the stub vmtoolsd (a shell script) to answer on a
+	// loaded machine: the hung rpctool costs the whole timeout either way.
+	r.Timeout = 2 * time.Second
 	opt.Runner = r
 	md, err := ReadVMware(context.Background(), opt)
 	if err != nil {
