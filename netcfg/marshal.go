@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strconv"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // MarshalV1 writes the configuration as a cloud-init network config version

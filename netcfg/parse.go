@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/seedkeeper/seedkeeper/internal/yamlx"
 )

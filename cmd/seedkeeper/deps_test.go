@@ -28,7 +28,7 @@ var wantDeps = map[string][]string{
 		"golang.org/x/net",                     // (vsock)
 		"golang.org/x/sync",                    // (vsock)
 		"golang.org/x/sys",                     // ioctls, flock, termios (the mdata serial port)
-		"gopkg.in/yaml.v3",                     // cloud-init documents
+		"go.yaml.in/yaml/v3",                   // cloud-init documents
 	},
 	"other": { // freebsd, darwin: no netlink, D-Bus or vsock
 		"github.com/coreos/go-systemd/v22",
@@ -37,7 +37,7 @@ var wantDeps = map[string][]string{
 		"github.com/elliotwutingfeng/asciiset",
 		"github.com/vishvananda/netns",
 		"golang.org/x/sys",
-		"gopkg.in/yaml.v3",
+		"go.yaml.in/yaml/v3",
 	},
 	"windows": { // as other, and a serial library: on Unix the port is an os.File
 		"github.com/coreos/go-systemd/v22",
@@ -47,7 +47,7 @@ var wantDeps = map[string][]string{
 		"github.com/vishvananda/netns",
 		"go.bug.st/serial", // the mdata serial transport
 		"golang.org/x/sys",
-		"gopkg.in/yaml.v3",
+		"go.yaml.in/yaml/v3",
 	},
 }
 

@@ -11,7 +11,7 @@ import (
 	"errors"
 	"fmt"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // ErrTooLarge is wrapped by Resolve when the resolved tree would exceed
