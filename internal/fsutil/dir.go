@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 )
 
 // MkdirNoFollow makes sure dir is a directory, creating it with mode perm
@@ -63,21 +62,5 @@ func OpenLock(path string) (*os.File, error) {
 	if err := MkdirNoFollow(filepath.Dir(path), 0o755); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|oNoFollow|oNonblock|oNoCTTY, 0o600)
-	if err != nil {
-		if errors.Is(err, syscall.ELOOP) {
-			return nil, fmt.Errorf("opening lock %s: %w", path, ErrSymlink)
-		}
-		return nil, err
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, fmt.Errorf("opening lock %s: %w (%s)", path, ErrNotRegular, Kind(fi.Mode()))
-	}
-	return f, nil
+	return openRegularFile("opening lock", path, os.O_RDWR|os.O_CREATE|oNoFollow, 0o600)
 }

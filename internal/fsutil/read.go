@@ -59,14 +59,22 @@ func ReadFileNoFollow(ctx context.Context, path string, limit int64) ([]byte, er
 }
 
 func openRegular(path string, nofollow bool) (*os.File, error) {
-	flags := os.O_RDONLY | oNonblock | oNoCTTY
+	flags := os.O_RDONLY
 	if nofollow {
 		flags |= oNoFollow
 	}
-	f, err := os.OpenFile(path, flags, 0)
+	return openRegularFile("reading", path, flags, 0)
+}
+
+// openRegularFile opens path with flags (plus O_NONBLOCK and O_NOCTTY, so
+// that a FIFO or a terminal cannot block or capture us) and refuses what
+// is not a regular file, or a link when flags hold O_NOFOLLOW. op starts
+// the error text ("reading", "opening lock").
+func openRegularFile(op, path string, flags int, perm os.FileMode) (*os.File, error) {
+	f, err := os.OpenFile(path, flags|oNonblock|oNoCTTY, perm)
 	if err != nil {
-		if nofollow && isELOOP(err) {
-			return nil, fmt.Errorf("reading %s: %w", path, ErrSymlink)
+		if flags&oNoFollow != 0 && isELOOP(err) {
+			return nil, fmt.Errorf("%s %s: %w", op, path, ErrSymlink)
 		}
 		return nil, err
 	}
@@ -77,7 +85,7 @@ func openRegular(path string, nofollow bool) (*os.File, error) {
 	}
 	if !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, fmt.Errorf("reading %s: %w (%s)", path, ErrNotRegular, Kind(fi.Mode()))
+		return nil, fmt.Errorf("%s %s: %w (%s)", op, path, ErrNotRegular, Kind(fi.Mode()))
 	}
 	return f, nil
 }
