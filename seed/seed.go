@@ -475,24 +475,12 @@ func exists(path string) bool {
 // creates gets mode perm; an existing one is brought to perm only when
 // private is set (the seed directory), others keep the mode they have.
 func ensureDir(dir string, perm fs.FileMode, private bool) error {
-	fi, err := os.Lstat(dir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-			return fmt.Errorf("creating %s: %w", dir, err)
-		}
-		if err := os.Mkdir(dir, perm); err != nil && !errors.Is(err, fs.ErrExist) {
-			return fmt.Errorf("creating %s: %w", dir, err)
-		}
-		return os.Chmod(dir, perm) // umask
-	case err != nil:
-		return fmt.Errorf("checking %s: %w", dir, err)
-	case fi.Mode()&fs.ModeSymlink != 0:
-		return fmt.Errorf("%s: %w", dir, fsutil.ErrSymlink)
-	case !fi.IsDir():
-		return fmt.Errorf("%s: not a directory", dir)
-	case private && fi.Mode().Perm() != perm:
-		return os.Chmod(dir, perm)
+	_, absent := os.Lstat(dir)
+	if err := fsutil.MkdirNoFollow(dir, perm); err != nil {
+		return err
+	}
+	if errors.Is(absent, fs.ErrNotExist) || private {
+		return os.Chmod(dir, perm) // past the umask, or back from a hand edit
 	}
 	return nil
 }
