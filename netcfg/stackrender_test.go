@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -362,4 +363,43 @@ func FuzzRenderStacksParseBack(f *testing.F) {
 			t.Fatalf("stanzas %v", heads)
 		}
 	})
+}
+
+func TestRenderForStack(t *testing.T) {
+	c := mustParse(t, proxmoxV1)
+	for _, tc := range []struct {
+		d     Detection
+		dir   string
+		files []string
+		mode  os.FileMode
+		note  bool
+	}{
+		{d: Detection{Stack: StackNetworkd}, dir: "/run/systemd/network", files: []string{"10-seedkeeper-eth0.network", "10-seedkeeper-eth1.network"}, mode: 0o644},
+		{d: Detection{Stack: StackNetworkManager}, dir: NMConnectionDir, files: []string{"seedkeeper-eth0.nmconnection", "seedkeeper-eth1.nmconnection"}, mode: 0o600},
+		{d: Detection{Stack: StackIfupdown, IfupdownDir: "/etc/network/interfaces.d"}, dir: "/etc/network/interfaces.d", files: []string{IfupdownFile}, mode: 0o644},
+		{d: Detection{Stack: StackIfupdown}, note: true},
+		{d: Detection{Stack: StackNone}, note: true},
+	} {
+		sf, err := RenderForStack(tc.d, c, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for n := range sf.Files {
+			names = append(names, n)
+			if !sf.Ours(n) {
+				t.Errorf("%s: Ours(%q) is false", tc.d.Stack, n)
+			}
+		}
+		slices.Sort(names)
+		if sf.Dir != tc.dir || !slices.Equal(names, tc.files) || (tc.dir != "" && sf.Mode != tc.mode) || (sf.Note != "") != tc.note {
+			t.Errorf("%s: dir %q files %v mode %v note %q", tc.d.Stack, sf.Dir, names, sf.Mode, sf.Note)
+		}
+		if sf.Ours != nil && (sf.Ours("10-netplan-eth0.network") || sf.Ours("Wired connection 1.nmconnection") || sf.Ours("eth0")) {
+			t.Errorf("%s: claims another tool's file", tc.d.Stack)
+		}
+	}
+	if _, err := RenderForStack(Detection{Stack: "wicked"}, c, nil); err == nil {
+		t.Error("unknown stack: no error")
+	}
 }
