@@ -128,6 +128,9 @@ func printStatus(w io.Writer, st *bootStatus, r sysroot.Root, warnings []string)
 				fmt.Fprintf(w, "             failed: %s\n", f)
 			}
 		}
+		if n.Stack != "" {
+			fmt.Fprintf(w, "Stack:       %s\n", n.Stack)
+		}
 		if n.ResolvConf != "" {
 			fmt.Fprintf(w, "Resolvers:   /etc/resolv.conf %s\n", n.ResolvConf)
 		}
