@@ -74,7 +74,9 @@ func DetectStack(root string) (Detection, error) {
 		return Detection{Stack: StackNetworkManager, Reason: "NetworkManager is running"}, nil
 	case unitEnabled(root, "NetworkManager.service") && exists("usr/sbin/NetworkManager"):
 		return Detection{Stack: StackNetworkManager, Reason: "NetworkManager.service is enabled"}, nil
-	case exists("run/systemd/netif"):
+	case exists("run/systemd/netif/state"):
+		// Not /run/systemd/netif: systemd's tmpfiles make it on every
+		// system, networkd or not; networkd writes the state file.
 		return Detection{Stack: StackNetworkd, Reason: "systemd-networkd is running"}, nil
 	case unitEnabled(root, "systemd-networkd.service"):
 		return Detection{Stack: StackNetworkd, Reason: "systemd-networkd.service is enabled"}, nil

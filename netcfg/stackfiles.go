@@ -3,6 +3,7 @@ package netcfg
 import (
 	"fmt"
 	"io/fs"
+	"slices"
 	"strings"
 )
 
@@ -24,6 +25,33 @@ type StackFiles struct {
 	Skipped []string
 	// Note says why nothing is written, when Dir is "".
 	Note string
+	// Extra are files outside Dir, by absolute path (mode 0644): the
+	// NetworkManager drop-in that makes it activate the profiles.
+	Extra map[string][]byte
+}
+
+// NMConfFile is the NetworkManager configuration drop-in for the NICs of
+// the metadata (see RenderNMConf).
+const NMConfFile = "/run/NetworkManager/conf.d/50-seedkeeper.conf"
+
+// RenderNMConf renders a NetworkManager drop-in for the MACs of the
+// configuration's physical NICs: no "Wired connection N" made for them
+// (no-auto-default), and keep-configuration=no, so that a NIC seedkeeper
+// has already brought up at boot gets its profile activated (a DHCP lease
+// in particular) instead of being taken over as "external" and left
+// alone. It returns nil when the configuration names no MAC.
+func RenderNMConf(c *Config) []byte {
+	var macs []string
+	for _, ifc := range c.Interfaces {
+		if ifc.Kind == Physical && ifc.MAC != "" && !slices.Contains(macs, "mac:"+ifc.MAC) {
+			macs = append(macs, "mac:"+ifc.MAC)
+		}
+	}
+	if len(macs) == 0 {
+		return nil
+	}
+	return []byte(Header + "\n[main]\nno-auto-default=" + strings.Join(macs, ",") +
+		"\n\n[device-seedkeeper]\nmatch-device=" + strings.Join(macs, ";") + "\nkeep-configuration=no\n")
 }
 
 // RenderForStack renders the owned interfaces (all when owned is nil) for
@@ -44,6 +72,9 @@ func RenderForStack(d Detection, c *Config, owned func(*Interface) bool) (*Stack
 		sf.Files, sf.Skipped, err = RenderNetworkManager(c, owned)
 		sf.Ours = func(n string) bool {
 			return strings.HasPrefix(n, "seedkeeper-") && strings.HasSuffix(n, ".nmconnection")
+		}
+		if conf := RenderNMConf(c); conf != nil {
+			sf.Extra = map[string][]byte{NMConfFile: conf}
 		}
 	case StackIfupdown:
 		if d.IfupdownDir == "" {

@@ -226,6 +226,8 @@ func TestDetectStack(t *testing.T) {
 		{name: "nothing", want: StackNone},
 		{name: "networkd", links: map[string]string{wants + "systemd-networkd.service": "/lib/systemd/system/systemd-networkd.service"}, want: StackNetworkd},
 		{name: "networkd running", files: map[string]string{"run/systemd/netif/state": ""}, want: StackNetworkd},
+		// systemd's tmpfiles make /run/systemd/netif/links on every system.
+		{name: "netif dir alone", files: map[string]string{"run/systemd/netif/links/.keep": ""}, want: StackNone},
 		{
 			name:  "networkmanager over networkd",
 			files: map[string]string{"usr/sbin/NetworkManager": ""},
@@ -401,5 +403,30 @@ func TestRenderForStack(t *testing.T) {
 	}
 	if _, err := RenderForStack(Detection{Stack: "wicked"}, c, nil); err == nil {
 		t.Error("unknown stack: no error")
+	}
+}
+
+func TestRenderNMConf(t *testing.T) {
+	got := string(RenderNMConf(mustParse(t, proxmoxV1)))
+	want := Header + `
+[main]
+no-auto-default=mac:bc:24:11:aa:bb:01,mac:bc:24:11:aa:bb:02
+
+[device-seedkeeper]
+match-device=mac:bc:24:11:aa:bb:01;mac:bc:24:11:aa:bb:02
+keep-configuration=no
+`
+	if got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+	sf, err := RenderForStack(Detection{Stack: StackNetworkManager}, mustParse(t, proxmoxV1), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(sf.Extra[NMConfFile]) != want {
+		t.Errorf("RenderForStack extra files: %v", sf.Extra)
+	}
+	if RenderNMConf(&Config{Interfaces: []Interface{{ID: "x", Kind: Physical, MatchName: "en*"}}}) != nil {
+		t.Error("a drop-in for a configuration without MACs")
 	}
 }
