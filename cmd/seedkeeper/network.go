@@ -232,6 +232,14 @@ func (e *runEnv) renderNetworkd(cfg *netcfg.Config, ownedIDs []string, res *netR
 		res.Rendered = append(res.Rendered, name)
 		changed = changed || c
 	}
+	for _, p := range slices.Sorted(maps.Keys(sf.Extra)) {
+		c, err := fsutil.WriteFile(e.root.Path(p), sf.Extra[p], 0o644)
+		if err != nil {
+			return changed, fmt.Errorf("network: %w", err)
+		}
+		res.Rendered = append(res.Rendered, p)
+		changed = changed || c
+	}
 	ents, err := os.ReadDir(dir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return changed, fmt.Errorf("network: %w", err)

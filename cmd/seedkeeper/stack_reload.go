@@ -13,8 +13,9 @@ import (
 )
 
 // reloadStack asks the running network stack to read the files just
-// written: networkd over D-Bus; NetworkManager with "nmcli connection
-// reload" (it then autoconnects the profiles by MAC); ifupdown by
+// written: networkd over D-Bus; NetworkManager with "nmcli general reload
+// conf" and "nmcli connection reload" (it then autoconnects the profiles
+// by MAC); ifupdown by
 // starting ifup@NAME.service for each rendered interface (outside our
 // sandbox, as udev does for allow-hotplug). A stack that is not running
 // yet reads the files when it starts.
@@ -35,7 +36,7 @@ func reloadStack(ctx context.Context, log *slog.Logger, stack netcfg.Stack, dir 
 			log.Info("network: NetworkManager is not running; it reads the keyfiles when it starts")
 			return false
 		}
-		return run("nmcli", "connection", "reload")
+		return run("nmcli", "general", "reload", "conf") && run("nmcli", "connection", "reload")
 	case stack == netcfg.StackIfupdown:
 		if _, err := os.Stat("/run/network/ifstate"); err != nil {
 			log.Info("network: ifupdown has not run yet; networking.service reads the stanzas")
