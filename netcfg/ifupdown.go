@@ -18,9 +18,11 @@ const IfupdownFile = "50-seedkeeper"
 // file's content. Interfaces are named by LinkName: seedkeeper renames the
 // links it owns to the configuration's names before ifupdown runs.
 //
-//   - "allow-hotplug NAME" and "auto NAME", then "iface NAME inet static"
-//     with address/gateway, "inet dhcp", "inet6 static", "inet6 auto"
-//     (SLAAC) or "inet6 dhcp"; other routes as post-up "ip route" lines.
+//   - "allow-hotplug NAME" and "auto NAME", then "iface NAME inet dhcp",
+//     "inet6 auto" (SLAAC) or "inet6 dhcp"; static addresses and routes
+//     as "manual" with "ip addr replace" and "ip route replace" lines,
+//     which succeed when seedkeeper has applied them already (ifupdown's
+//     "static" method fails the interface on "File exists").
 //   - DNS as dns-nameservers/dns-search (read by resolvconf when the
 //     image has it; seedkeeper writes /etc/resolv.conf otherwise).
 //
@@ -80,6 +82,9 @@ func writeStanzas(b *strings.Builder, ifc *Interface, name string, extraDNS DNS,
 			}
 		}
 		inet := map[int]string{4: "inet", 6: "inet6"}[fam]
+		// Static addresses are "manual" with "ip ... replace" commands:
+		// seedkeeper has usually applied them already, and ifupdown's
+		// "static" method fails the whole interface on "File exists".
 		var method string
 		switch {
 		case fam == 4 && ifc.DHCP4:
@@ -88,15 +93,11 @@ func writeStanzas(b *strings.Builder, ifc *Interface, name string, extraDNS DNS,
 			method = "dhcp"
 		case fam == 6 && (ifc.SLAAC || ifc.DHCP6):
 			method = "auto"
-		case len(addrs) > 0:
-			method = "static"
+		case len(addrs) > 0 || fam == 4:
+			// Also a link with no IPv4 at all is brought up.
+			method = "manual"
 		default:
-			if fam == 4 {
-				// The link is still brought up, with no IPv4.
-				method = "manual"
-			} else {
-				continue
-			}
+			continue
 		}
 		b.WriteString("iface " + name + " " + inet + " " + method + "\n")
 		if fam == 6 && method == "auto" && ifc.DHCP6 {
@@ -105,24 +106,18 @@ func writeStanzas(b *strings.Builder, ifc *Interface, name string, extraDNS DNS,
 		if ifc.MTU != 0 && fam == 4 {
 			b.WriteString("    mtu " + strconv.Itoa(ifc.MTU) + "\n")
 		}
-		gwDone := false
-		for i, a := range addrs {
-			if i == 0 {
-				b.WriteString("    address " + a.String() + "\n")
-			} else {
-				b.WriteString("    up ip -" + strconv.Itoa(fam) + " addr add " + a.String() + " dev " + name + "\n")
-			}
+		f := strconv.Itoa(fam)
+		if method == "manual" {
+			b.WriteString("    up ip link set dev " + name + " up\n")
+		}
+		for _, a := range addrs {
+			b.WriteString("    up ip -" + f + " addr replace " + a.String() + " dev " + name + "\n")
 		}
 		for _, r := range routes {
 			if !is(r.To.Addr()) {
 				continue
 			}
-			if r.To.Bits() == 0 && r.Via.IsValid() && !gwDone && method == "static" && r.Metric == 0 && r.Table == 0 && containsAddr(addrs, r.Via) {
-				b.WriteString("    gateway " + r.Via.String() + "\n")
-				gwDone = true
-				continue
-			}
-			cmd := "ip -" + strconv.Itoa(fam) + " route replace " + r.To.String()
+			cmd := "ip -" + f + " route replace " + r.To.String()
 			if r.Via.IsValid() {
 				cmd += " via " + r.Via.String()
 				if !containsAddr(addrs, r.Via) && !r.Via.IsLinkLocalUnicast() && !dynamicFor(ifc, r.Via) {
@@ -136,7 +131,15 @@ func writeStanzas(b *strings.Builder, ifc *Interface, name string, extraDNS DNS,
 			if r.Table != 0 {
 				cmd += " table " + strconv.Itoa(r.Table)
 			}
-			b.WriteString("    post-up " + cmd + "\n")
+			// After the DHCP client has set its own routes.
+			if method == "dhcp" || method == "auto" {
+				b.WriteString("    post-up " + cmd + "\n")
+			} else {
+				b.WriteString("    up " + cmd + "\n")
+			}
+		}
+		for _, a := range addrs {
+			b.WriteString("    down ip -" + f + " addr del " + a.String() + " dev " + name + " || true\n")
 		}
 		if fam == 4 && ifc.DHCP4 && ifc.DHCPMetric != 0 {
 			b.WriteString("    metric " + strconv.Itoa(ifc.DHCPMetric) + "\n")

@@ -55,8 +55,8 @@ func unitEnabled(root, unit string) bool {
 // DetectStack looks at the system under root ("/" on a live system) and
 // says which network stack it runs. It runs before any of them has
 // started (seedkeeper-boot is ordered before network-pre.target), so it
-// goes by what is enabled: a unit wanted by a target, or the run-time
-// directory of one that is already running (watch, a second run).
+// goes by what is enabled: a unit wanted by a target, or networkd's state
+// file. (Not /run/NetworkManager: seedkeeper's own keyfiles make it.)
 //
 // When several are enabled, NetworkManager wins over systemd-networkd
 // (NetworkManager manages every device it is not told to leave alone), and
@@ -70,8 +70,6 @@ func DetectStack(root string) (Detection, error) {
 		return err == nil
 	}
 	switch {
-	case exists("run/NetworkManager") && exists("usr/sbin/NetworkManager"):
-		return Detection{Stack: StackNetworkManager, Reason: "NetworkManager is running"}, nil
 	case unitEnabled(root, "NetworkManager.service") && exists("usr/sbin/NetworkManager"):
 		return Detection{Stack: StackNetworkManager, Reason: "NetworkManager.service is enabled"}, nil
 	case exists("run/systemd/netif/state"):

@@ -129,14 +129,18 @@ func TestRenderIfupdownProxmox(t *testing.T) {
 
 allow-hotplug eth0
 auto eth0
-iface eth0 inet static
-    address 192.0.2.10/24
-    gateway 192.0.2.1
+iface eth0 inet manual
+    up ip link set dev eth0 up
+    up ip -4 addr replace 192.0.2.10/24 dev eth0
+    up ip -4 route replace 0.0.0.0/0 via 192.0.2.1 dev eth0
+    down ip -4 addr del 192.0.2.10/24 dev eth0 || true
     dns-nameservers 192.0.2.53
     dns-search example.lan
-iface eth0 inet6 static
-    address 2001:db8::10/64
-    gateway 2001:db8::1
+iface eth0 inet6 manual
+    up ip link set dev eth0 up
+    up ip -6 addr replace 2001:db8::10/64 dev eth0
+    up ip -6 route replace ::/0 via 2001:db8::1 dev eth0
+    down ip -6 addr del 2001:db8::10/64 dev eth0 || true
 
 allow-hotplug eth1
 auto eth1
