@@ -32,8 +32,10 @@ func reloadStack(ctx context.Context, log *slog.Logger, stack netcfg.Stack, dir 
 	}
 	switch {
 	case stack == netcfg.StackNetworkManager:
-		if _, err := os.Stat("/run/NetworkManager"); err != nil {
-			log.Info("network: NetworkManager is not running; it reads the keyfiles when it starts")
+		// Not /run/NetworkManager: the keyfiles just written made it. No
+		// system bus (early boot) means NetworkManager has not started.
+		if _, err := os.Stat("/run/dbus/system_bus_socket"); err != nil {
+			log.Info("network: no system D-Bus yet; NetworkManager reads the keyfiles when it starts")
 			return false
 		}
 		return run("nmcli", "general", "reload", "conf") && run("nmcli", "connection", "reload")
