@@ -134,12 +134,35 @@ func persistentFiles(t *testing.T, r *sdReport) map[string]string {
 // boots without seedkeeper, a hot-added NIC under seedkeeper-watch, and a
 // second boot with nothing changed.
 func TestIntegrationSystemdNetworkd(t *testing.T) {
+	t.Parallel()
+	identityScenarios(t, "networkd")
+}
+
+// TestIntegrationSystemdMatrix runs the networkd scenarios on the
+// ifupdown and NetworkManager images too: `make e2e`
+// (SEEDKEEPER_VM_MATRIX=full), not `make test`, which runs only their
+// static + DHCP + hotplug boot (TestIntegrationSystemdStacks).
+func TestIntegrationSystemdMatrix(t *testing.T) {
+	if os.Getenv("SEEDKEEPER_VM_MATRIX") != "full" {
+		t.Skip("the full matrix runs in make e2e (SEEDKEEPER_VM_MATRIX=full)")
+	}
+	t.Parallel()
+	for _, stack := range []string{"ifupdown", "networkmanager"} {
+		t.Run(stack, func(t *testing.T) {
+			t.Parallel()
+			identityScenarios(t, stack)
+		})
+	}
+}
+
+// identityScenarios runs (a)-(e) on the image of stack.
+func identityScenarios(t *testing.T, stack string) {
 	start := time.Now()
-	t.Cleanup(func() { t.Logf("networkd scenarios took %v", time.Since(start).Round(time.Second)) })
+	t.Cleanup(func() { t.Logf("%s scenarios took %v", stack, time.Since(start).Round(time.Second)) })
 	// Build both images before the subtests fan out, so their failures
 	// (and the cached rootfs) are reported once.
-	img := needSystemdImage(t, "networkd", true)
-	plain := needSystemdImage(t, "networkd", false)
+	img := needSystemdImage(t, stack, true)
+	plain := needSystemdImage(t, stack, false)
 	nics := []sdNIC{nicStatic, nicDHCP}
 
 	t.Run("identity", func(t *testing.T) {
@@ -288,6 +311,7 @@ func TestIntegrationSystemdNetworkd(t *testing.T) {
 // live addresses (checked once the manager has started and again 30 s
 // later), and a hot-added NIC gets its address and keeps it.
 func TestIntegrationSystemdStacks(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		stack, unit, status string
 	}{
@@ -332,6 +356,7 @@ func TestIntegrationSystemdStacks(t *testing.T) {
 // extend its own start timeout while it waits, then finish with sdc:uuid
 // as cloud-init's instance-id.
 func TestIntegrationSystemdSmartOSHostLate(t *testing.T) {
+	t.Parallel()
 	img := needSystemdImage(t, "networkd", true)
 	st, uuid, _ := smartosStore(t)
 	h := mdatatest.NewHost(st)
@@ -383,6 +408,7 @@ func TestIntegrationSystemdBootCost(t *testing.T) {
 	if os.Getenv("SEEDKEEPER_VM_BENCH") == "" {
 		t.Skip("a measurement, not a test: set SEEDKEEPER_VM_BENCH=1 to run it")
 	}
+	t.Parallel()
 	img := needSystemdImage(t, "networkd", true)
 	for _, v := range []struct{ name, dropin string }{
 		{"shipped", ""},
