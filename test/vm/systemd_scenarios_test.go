@@ -32,10 +32,28 @@ const (
 	uuidClone = "5eed0002-0000-4000-8000-000000000002"
 )
 
-// proxmoxSeed is the seed Proxmox VE writes for a VM with net0 static,
-// net1 DHCP (and net2 static, hot-added later) and the host's resolver:
-// changing the resolver changes the SHA-1 instance-id.
-func proxmoxSeed(resolver string) *seedFiles {
+// proxmoxSeed is the seed Proxmox VE writes for a VM with net0 static and
+// net1 DHCP and the host's resolver: changing the resolver changes the
+// SHA-1 instance-id. hotplugSeed adds net2 (static), the NIC a scenario
+// hot-adds; it is left out of the others, where plain cloud-init would
+// wait a minute for it and fail its local stage ("Not all expected
+// physical devices present").
+func proxmoxSeed(resolver string) *seedFiles { return pveSeed(resolver, false) }
+
+func hotplugSeed(resolver string) *seedFiles { return pveSeed(resolver, true) }
+
+func pveSeed(resolver string, hot bool) *seedFiles {
+	net2 := ""
+	if hot {
+		net2 = fmt.Sprintf(`    - type: physical
+      name: eth2
+      mac_address: '%s'
+      subnets:
+      - type: static
+        address: '10.0.3.20'
+        netmask: '255.255.255.0'
+`, nicHot.MAC)
+	}
 	return &seedFiles{
 		UserData: `#cloud-config
 hostname: vm101
@@ -63,19 +81,12 @@ config:
       mac_address: '%s'
       subnets:
       - type: dhcp4
-    - type: physical
-      name: eth2
-      mac_address: '%s'
-      subnets:
-      - type: static
-        address: '10.0.3.20'
-        netmask: '255.255.255.0'
-    - type: nameserver
+%s    - type: nameserver
       address:
       - '%s'
       search:
       - 'example.lan'
-`, nicStatic.MAC, nicDHCP.MAC, nicHot.MAC, resolver),
+`, nicStatic.MAC, nicDHCP.MAC, net2, resolver),
 	}
 }
 
@@ -292,7 +303,7 @@ func identityScenarios(t *testing.T, stack string) {
 		t.Parallel()
 		d := newSDDisk(t, img)
 		hot := nicHot
-		r := d.boot(t, sdBoot{Name: "hotplug", UUID: uuidVM, Seed: proxmoxSeed(resolverA), NICs: nics, Hotplug: &hot})
+		r := d.boot(t, sdBoot{Name: "hotplug", UUID: uuidVM, Seed: hotplugSeed(resolverA), NICs: nics, Hotplug: &hot})
 		checkSeedkeeperBoot(t, r, resolverA)
 		if u := r.unit(t, "seedkeeper-watch"); u["ActiveState"] != "active" || u["NRestarts"] != "0" {
 			t.Errorf("seedkeeper-watch.service: %v", u)
@@ -323,7 +334,7 @@ func TestIntegrationSystemdStacks(t *testing.T) {
 			img := needSystemdImage(t, tc.stack, true)
 			d := newSDDisk(t, img)
 			hot := nicHot
-			r := d.boot(t, sdBoot{Name: tc.stack, UUID: uuidVM, Seed: proxmoxSeed(resolverA), NICs: []sdNIC{nicStatic, nicDHCP}, Hotplug: &hot})
+			r := d.boot(t, sdBoot{Name: tc.stack, UUID: uuidVM, Seed: hotplugSeed(resolverA), NICs: []sdNIC{nicStatic, nicDHCP}, Hotplug: &hot})
 			checkSeedkeeperBoot(t, r, resolverA)
 			if u := r.unit(t, tc.unit); u["ActiveState"] != "active" {
 				t.Errorf("the image's manager %s.service is not active: %v", tc.unit, u)
