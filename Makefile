@@ -4,6 +4,8 @@
 #   make test    install missing test tools (as root) and run every test
 #   make build   build the static binary into bin/
 #   make package build the .deb and .rpm into bin/pkg/ (nfpm, a Go tool in tools/)
+#   make deb     build the .deb alone (what the systemd-booted test guest installs)
+#   make e2e     the full matrix of the systemd-booted guests (test/vm, root, QEMU)
 #   make cross   build the binary for linux/amd64, linux/arm64, freebsd/amd64
 #                and windows/amd64 into bin/cross/
 #   make bench   Go benchmarks + the whole-process harness → BENCHMARKS.md
@@ -15,7 +17,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -s -w -X main.version=$(VERSION)
 BIN       := bin
 TOOLS     := mdata-get mdata-put mdata-delete mdata-list
-TESTFLAGS ?= -race -count=1 -timeout 30m
+TESTFLAGS ?= -race -count=1 -timeout 40m
 
 .PHONY: all build demo test test-deps vet unit bench bench-report bench-hostile faults skbench fuzz clean
 
@@ -80,7 +82,7 @@ PKG_VERSION ?= $(shell sh packaging/pkgversion.sh '$(VERSION)')
 PKG_ARCH    ?= $(shell $(GO) env GOARCH)
 NFPM        := $(GO) tool -modfile=tools/go.mod nfpm
 
-.PHONY: package cross
+.PHONY: package deb cross e2e
 
 package: build
 	rm -rf $(MANDIR) $(PKGDIR)
@@ -91,6 +93,22 @@ package: build
 		SEEDKEEPER_MAN='$(MANDIR)' SEEDKEEPER_ARCH='$(PKG_ARCH)' \
 		$(NFPM) package -f packaging/nfpm.yaml -p $$p -t $(PKGDIR)/ || exit 1; \
 	done
+
+deb: build
+	rm -rf $(MANDIR) $(PKGDIR)
+	$(GO) run ./packaging/genman -bin $(BIN)/seedkeeper -out $(MANDIR)
+	@mkdir -p $(PKGDIR)
+	SEEDKEEPER_VERSION='$(PKG_VERSION)' SEEDKEEPER_BIN='$(BIN)/seedkeeper' \
+	SEEDKEEPER_MAN='$(MANDIR)' SEEDKEEPER_ARCH='$(PKG_ARCH)' \
+	$(NFPM) package -f packaging/nfpm.yaml -p deb -t $(PKGDIR)/
+
+# The systemd-booted guests (test/vm/systemd_test.go): every scenario on
+# every network stack. `make test` runs the networkd scenarios and the
+# short form of the others; this runs them all. Root, QEMU and mmdebstrap
+# (scripts/test-deps.sh); the root filesystems are cached by their inputs
+# under /var/cache/seedkeeper-test/rootfs.
+e2e: test-deps
+	SEEDKEEPER_VM_MATRIX=full $(GO) test -count=1 -timeout 120m -v -run 'TestIntegrationSystemd' ./test/vm/
 
 # Cross-builds: the whole binary on Linux; elsewhere the mdata tools over the
 # serial port, and honest "not supported" errors for the rest.

@@ -31,6 +31,11 @@ type NetResult struct {
 	Rendered  []string `json:"rendered,omitempty"`
 	Removed   []string `json:"removed,omitempty"`
 	Reloaded  bool     `json:"networkd_reloaded,omitempty"`
+	// Stack is the network stack rendered for, and why.
+	Stack string `json:"stack,omitempty"`
+	// stack and stackDir: what reloadStack asks to read the files.
+	stack    netcfg.Stack
+	stackDir string
 	// ResolvConf says what happened to /etc/resolv.conf.
 	ResolvConf string `json:"resolv_conf,omitempty"`
 }
@@ -131,32 +136,59 @@ func (e *Env) render(ctx context.Context, cfg *netcfg.Config, p *apply.Plan, res
 		return err
 	}
 	if changed && live && e.Root.IsReal() {
-		res.Reloaded = reloadNetworkd(ctx, e.Log)
+		res.Reloaded = e.reloadStack(ctx, res.stack, res.stackDir)
 	}
 	return nil
 }
 
-// renderNetworkd writes the networkd files of the owned interfaces (and of
-// bonds, bridges and VLANs built only from owned ones) and removes files of
-// ours that are no longer wanted.
+// renderNetworkd writes the files of the owned interfaces (and of bonds,
+// bridges and VLANs built only from owned ones) for the network stack the
+// image runs (netcfg.DetectStack; networkd when none is detected, as
+// before), and removes files of ours that are no longer wanted.
 func (e *Env) renderNetworkd(cfg *netcfg.Config, ownedIDs []string, res *NetResult) (bool, error) {
 	owned := func(i *netcfg.Interface) bool { return ownsInterface(cfg, i, ownedIDs, 0) }
-	files, err := netcfg.RenderNetworkd(cfg, owned)
+	det, err := netcfg.DetectStack(e.Root.Path("/"))
 	if err != nil {
-		return false, fmt.Errorf("network: rendering networkd files: %w", err)
+		return false, fmt.Errorf("network: %w", err)
 	}
-	dir := e.Root.Path(NetworkDir)
+	if det.Stack == netcfg.StackNone {
+		det = netcfg.Detection{Stack: netcfg.StackNetworkd, Reason: det.Reason + "; networkd files written for when it starts"}
+	}
+	res.Stack = string(det.Stack) + " (" + det.Reason + ")"
+	res.stack = det.Stack
+	sf, err := netcfg.RenderForStack(det, cfg, owned)
+	if err != nil {
+		return false, fmt.Errorf("network: rendering %s files: %w", det.Stack, err)
+	}
+	if len(sf.Skipped) > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("not rendered for %s: %s", det.Stack, strings.Join(sf.Skipped, ", ")))
+	}
+	if sf.Dir == "" {
+		res.Notes = append(res.Notes, sf.Note)
+		e.Log.Info("network: " + string(det.Stack) + ": " + sf.Note)
+		return false, nil
+	}
+	res.stackDir = sf.Dir
+	dir := e.Root.Path(sf.Dir)
 	// Never list, read or remove through a link planted in its place.
 	if err := fsutil.NotLinked(dir); err != nil {
 		return false, fmt.Errorf("network: %w", err)
 	}
 	changed := false
-	for _, name := range slices.Sorted(maps.Keys(files)) {
-		c, err := fsutil.WriteFile(filepath.Join(dir, name), files[name], 0o644)
+	for _, name := range slices.Sorted(maps.Keys(sf.Files)) {
+		c, err := fsutil.WriteFile(filepath.Join(dir, name), sf.Files[name], sf.Mode)
 		if err != nil {
 			return changed, fmt.Errorf("network: %w", err)
 		}
 		res.Rendered = append(res.Rendered, name)
+		changed = changed || c
+	}
+	for _, p := range slices.Sorted(maps.Keys(sf.Extra)) {
+		c, err := fsutil.WriteFile(e.Root.Path(p), sf.Extra[p], 0o644)
+		if err != nil {
+			return changed, fmt.Errorf("network: %w", err)
+		}
+		res.Rendered = append(res.Rendered, p)
 		changed = changed || c
 	}
 	ents, err := os.ReadDir(dir)
@@ -165,7 +197,7 @@ func (e *Env) renderNetworkd(cfg *netcfg.Config, ownedIDs []string, res *NetResu
 	}
 	for _, ent := range ents {
 		n := ent.Name()
-		if _, keep := files[n]; keep || !strings.HasPrefix(n, "10-seedkeeper-") {
+		if _, keep := sf.Files[n]; keep || !sf.Ours(n) {
 			continue
 		}
 		p := filepath.Join(dir, n)
@@ -179,7 +211,7 @@ func (e *Env) renderNetworkd(cfg *netcfg.Config, ownedIDs []string, res *NetResu
 		changed = true
 	}
 	if changed {
-		e.Log.Info("network: networkd files written", "dir", NetworkDir, "files", len(files), "removed", len(res.Removed))
+		e.Log.Info("network: "+string(det.Stack)+" files written", "dir", sf.Dir, "files", len(sf.Files), "removed", len(res.Removed))
 	}
 	return changed, nil
 }

@@ -180,11 +180,21 @@ func TestCheckNetworkStack(t *testing.T) {
 	m.link("/lib/systemd/system/NetworkManager.service", "/etc/systemd/system/multi-user.target.wants/NetworkManager.service")
 	expectItem(t, check(t, m), "network-stack", Note, "networkd and NetworkManager enabled")
 
+	expectItem(t, check(t, m), "network-stack", Note, "renders owned NICs for NetworkManager; networkd runs too")
+
 	m.remove("/etc/systemd/system/multi-user.target.wants/systemd-networkd.service")
-	expectItem(t, check(t, m), "network-stack", Finding, "NetworkManager enabled", "NetworkManager does not know about them", "enable systemd-networkd.service")
+	expectItem(t, check(t, m), "network-stack", OK, "NetworkManager enabled", "renders them for NetworkManager")
 
 	m.remove("/etc/systemd/system/multi-user.target.wants/NetworkManager.service")
 	expectItem(t, check(t, m), "network-stack", Finding, "no network service is enabled", "nothing runs DHCP")
+
+	// ifupdown: rendered only into a directory interfaces sources.
+	m.write("/lib/systemd/system/networking.service", "[Install]\nWantedBy=multi-user.target\n")
+	m.link("/lib/systemd/system/networking.service", "/etc/systemd/system/multi-user.target.wants/networking.service")
+	m.write("/etc/network/interfaces", "auto lo\niface lo inet loopback\n")
+	expectItem(t, check(t, m), "network-stack", Finding, "ifupdown enabled", "sources no directory", "nowhere to write ifupdown stanzas", "source /etc/network/interfaces.d/*")
+	m.write("/etc/network/interfaces", "auto lo\niface lo inet loopback\nsource /etc/network/interfaces.d/*\n")
+	expectItem(t, check(t, m), "network-stack", OK, "ifupdown stanzas go in /etc/network/interfaces.d", "renders them for ifupdown")
 }
 
 func TestCheckAllowlist(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"github.com/seedkeeper/seedkeeper/hotplug"
 	"github.com/seedkeeper/seedkeeper/identity"
 	"github.com/seedkeeper/seedkeeper/internal/config"
+	"github.com/seedkeeper/seedkeeper/netcfg"
 	"github.com/seedkeeper/seedkeeper/seed"
 )
 
@@ -609,8 +610,23 @@ var Stacks = []Stack{
 }
 
 // RenderedStacks are the stacks seedkeeper writes persistent configuration
-// for (netcfg renderers); on the others it can apply owned NICs live only.
-var RenderedStacks = []string{"networkd"}
+// for (netcfg.RenderForStack), in the order boot prefers them when several
+// are enabled (netcfg.DetectStack); on the others it can apply owned NICs
+// live only.
+var RenderedStacks = []string{"NetworkManager", "networkd", "ifupdown"}
+
+// ifupdownSource is the directory the image's /etc/network/interfaces
+// sources stanzas from ("" when none), where seedkeeper writes its own.
+func (in *inspection) ifupdownSource() (string, error) {
+	b, err := in.readSmall(netcfg.IfupdownInterfaces)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return netcfg.ParseIfupdownSource(b)
+}
 
 func checkNetworkStack(in *inspection) Item {
 	it := Item{Verdict: OK}
@@ -637,10 +653,29 @@ func checkNetworkStack(in *inspection) Item {
 		return it
 	}
 	var rendered []string
-	for _, r := range running {
-		if slices.Contains(RenderedStacks, r) {
-			rendered = append(rendered, r)
+	for _, r := range RenderedStacks {
+		if !slices.Contains(running, r) {
+			continue
 		}
+		if r == "ifupdown" {
+			dir, err := in.ifupdownSource()
+			switch {
+			case err != nil:
+				it.Found += "; ifupdown: " + err.Error()
+				continue
+			case dir == "":
+				it.Found += "; " + netcfg.IfupdownInterfaces + " sources no directory"
+				if len(running) == 1 {
+					it.Verdict = Finding
+					it.Clone = "seedkeeper applies owned NICs live, but has nowhere to write ifupdown stanzas for them: DHCP NICs get no lease"
+					it.Fix = "add \"source /etc/network/interfaces.d/*\" to " + netcfg.IfupdownInterfaces
+					return it
+				}
+				continue
+			}
+			it.Found += "; ifupdown stanzas go in " + dir
+		}
+		rendered = append(rendered, r)
 	}
 	switch {
 	case len(running) == 0:
@@ -653,7 +688,8 @@ func checkNetworkStack(in *inspection) Item {
 		it.Fix = in.systemctl("enable systemd-networkd.service") + ", or set network.owner: cloud-init in " + config.DefaultPath
 	case len(running) > 1:
 		it.Verdict = Note
-		it.Clone = fmt.Sprintf("seedkeeper renders owned NICs for %s; %s runs too and may also manage them unless it is told to leave them alone", strings.Join(rendered, ", "), strings.Join(running, " and "))
+		others := slices.DeleteFunc(slices.Clone(running), func(s string) bool { return s == rendered[0] })
+		it.Clone = fmt.Sprintf("seedkeeper renders owned NICs for %s; %s runs too and may also manage them unless it is told to leave them alone", rendered[0], strings.Join(others, " and "))
 	default:
 		it.Clone = "seedkeeper owns the NICs the metadata names (allowlisted drivers) and renders them for " + rendered[0]
 	}

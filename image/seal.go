@@ -1,6 +1,8 @@
 package image
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -12,7 +14,9 @@ import (
 
 	"github.com/seedkeeper/seedkeeper/agent"
 	"github.com/seedkeeper/seedkeeper/identity"
+	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
+	"github.com/seedkeeper/seedkeeper/netcfg"
 	"github.com/seedkeeper/seedkeeper/seed"
 )
 
@@ -68,7 +72,7 @@ func (p *Plan) Changes() []Action {
 // RunPaths are the directories a running system's rendered network files
 // live in; seal removes seedkeeper's files there when it seals the running
 // system (under another root /run is not the image's).
-var RunPaths = []string{"/run/systemd/network", "/run/NetworkManager/system-connections"}
+var RunPaths = []string{"/run/systemd/network", "/run/NetworkManager/system-connections", path.Dir(netcfg.NMConfFile)}
 
 // PlanSeal reads the image under root and returns what sealing it does.
 // It refuses (and plans nothing) when a path it would act on leads out of
@@ -159,6 +163,9 @@ func PlanSeal(root sysroot.Root, opts SealOptions) (*Plan, error) {
 		b.runFiles(RunPaths)
 	}
 
+	// ifupdown's stanzas live in the image (/etc), under every root.
+	b.ifupdownStanzas()
+
 	if real := b.last(identity.SealedPath); real != "" && real != identity.SealedPath {
 		b.err = errors.Join(b.err, fmt.Errorf("%s: a symbolic link on the way (to %s): the marker is written only at its own path", identity.SealedPath, real))
 	}
@@ -247,6 +254,34 @@ func (b *planner) runFiles(dirs []string) {
 			}
 		}
 	}
+}
+
+// ifupdownStanzas plans the removal of the stanza file seedkeeper wrote in
+// the directory the image's /etc/network/interfaces sources: it names this
+// machine's NICs, and boot writes it again from the clone's metadata. A
+// file of that name without seedkeeper's header is someone else's.
+func (b *planner) ifupdownStanzas() {
+	real, err := resolve(b.root, netcfg.IfupdownInterfaces, true)
+	if err != nil {
+		return
+	}
+	data, err := fsutil.ReadFileNoFollow(context.Background(), b.root.Path(real), fsutil.SmallFile)
+	if err != nil {
+		return
+	}
+	dir, err := netcfg.ParseIfupdownSource(data)
+	if err != nil || dir == "" {
+		return
+	}
+	if dir = b.dir(dir); dir == "" {
+		return
+	}
+	file := path.Join(dir, netcfg.IfupdownFile)
+	head, err := fsutil.ReadFileNoFollow(context.Background(), b.root.Path(file), fsutil.SmallFile)
+	if err != nil || !bytes.HasPrefix(head, []byte(netcfg.Header)) {
+		return
+	}
+	b.remove(file, "seedkeeper's ifupdown stanzas for this machine's NICs (boot writes them again from the clone's metadata)")
 }
 
 func (b *planner) keep(sys, why string) {

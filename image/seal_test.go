@@ -2,6 +2,7 @@ package image
 
 import (
 	"errors"
+	"github.com/seedkeeper/seedkeeper/netcfg"
 	"os"
 	"path/filepath"
 	"slices"
@@ -305,13 +306,38 @@ func TestSealRunFiles(t *testing.T) {
 	m.write("/run/systemd/network/10-seedkeeper-eth0.network", "[Match]\n")
 	m.write("/run/systemd/network/10-netplan-eth1.network", "[Match]\n")
 	m.write("/run/NetworkManager/system-connections/seedkeeper-eth0.nmconnection", "[connection]\n")
+	m.write("/run/NetworkManager/conf.d/50-seedkeeper.conf", "[main]\n")
+	m.write("/run/NetworkManager/conf.d/00-server.conf", "[main]\n")
 	b := planner{p: &Plan{}, root: m.root()}
 	b.runFiles(RunPaths)
-	want := []string{"/run/NetworkManager/system-connections/seedkeeper-eth0.nmconnection", "/run/systemd/network/10-seedkeeper-eth0.network"}
+	want := []string{"/run/NetworkManager/conf.d/50-seedkeeper.conf", "/run/NetworkManager/system-connections/seedkeeper-eth0.nmconnection", "/run/systemd/network/10-seedkeeper-eth0.network"}
 	if got := actionPaths(b.p.Actions, Remove); !slices.Equal(got, want) || b.err != nil {
 		t.Errorf("planned %q (%v), want %q", got, b.err, want)
 	}
 	if got := actionPaths(planSeal(t, m, SealOptions{}).Actions, Remove); len(under(got, "/run")) != 0 {
 		t.Errorf("sealing a root (not the running system) plans %q under /run", got)
+	}
+}
+
+// ifupdown's stanzas are in the image itself (/etc/network/interfaces.d):
+// seal removes seedkeeper's file under any root, never a file of that
+// name someone else wrote, and nothing when interfaces sources no dir.
+func TestSealIfupdownStanzas(t *testing.T) {
+	const stanzas = "/etc/network/interfaces.d/" + netcfg.IfupdownFile
+	m := freshImage(t)
+	m.write("/etc/network/interfaces", "auto lo\niface lo inet loopback\nsource /etc/network/interfaces.d/*\n")
+	m.write(stanzas, netcfg.Header+"\nauto eth0\n")
+	m.write("/etc/network/interfaces.d/eth1", "auto eth1\n")
+	if got := under(actionPaths(planSeal(t, m, SealOptions{}).Actions, Remove), "/etc/network"); !slices.Equal(got, []string{stanzas}) {
+		t.Errorf("planned removals under /etc/network %q, want %q", got, []string{stanzas})
+	}
+	m.write(stanzas, "auto eth0\n")
+	if got := under(actionPaths(planSeal(t, m, SealOptions{}).Actions, Remove), "/etc/network"); len(got) != 0 {
+		t.Errorf("a stanza file without seedkeeper's header: planned %q", got)
+	}
+	m.write(stanzas, netcfg.Header+"\nauto eth0\n")
+	m.write("/etc/network/interfaces", "auto lo\niface lo inet loopback\n")
+	if got := under(actionPaths(planSeal(t, m, SealOptions{}).Actions, Remove), "/etc/network"); len(got) != 0 {
+		t.Errorf("interfaces sources no directory: planned %q", got)
 	}
 }

@@ -16,6 +16,9 @@ need="
 /usr/lib/python3/dist-packages/cloudinit/__init__.py:cloud-init
 /usr/lib/python3/dist-packages/serial/__init__.py:python3-serial
 /usr/bin/qemu-system-x86_64:qemu-system-x86
+/usr/bin/qemu-img:qemu-utils
+/usr/bin/mmdebstrap:mmdebstrap
+/sbin/mkfs.ext4:e2fsprogs
 /usr/bin/xz:xz-utils
 /usr/bin/rpm:rpm
 "

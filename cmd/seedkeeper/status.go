@@ -139,6 +139,9 @@ func printStatus(w io.Writer, st *agent.Status, r sysroot.Root, warnings []strin
 				fmt.Fprintf(w, "             failed: %s\n", e(f))
 			}
 		}
+		if n.Stack != "" {
+			fmt.Fprintf(w, "Stack:       %s\n", e(n.Stack))
+		}
 		if n.ResolvConf != "" {
 			fmt.Fprintf(w, "Resolvers:   /etc/resolv.conf %s\n", e(n.ResolvConf))
 		}

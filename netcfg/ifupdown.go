@@ -1,0 +1,160 @@
+package netcfg
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// IfupdownFile is the name of the stanza file RenderIfupdown's output goes
+// into, in the directory the image's /etc/network/interfaces sources
+// (Detection.IfupdownDir).
+const IfupdownFile = "50-seedkeeper"
+
+// RenderIfupdown renders the physical interfaces for which owned returns
+// true (all when owned is nil) as ifupdown stanzas (interfaces(5)), one
+// file's content. Interfaces are named by LinkName: seedkeeper renames the
+// links it owns to the configuration's names before ifupdown runs.
+//
+//   - "allow-hotplug NAME" and "auto NAME", then "iface NAME inet dhcp",
+//     "inet6 auto" (SLAAC) or "inet6 dhcp"; static addresses and routes
+//     as "manual" with "ip addr replace" and "ip route replace" lines,
+//     which succeed when seedkeeper has applied them already (ifupdown's
+//     "static" method fails the interface on "File exists").
+//   - DNS as dns-nameservers/dns-search (read by resolvconf when the
+//     image has it; seedkeeper writes /etc/resolv.conf otherwise).
+//
+// Bonds, bridges and VLANs are returned in skipped. A name or value that
+// would end the line or the stanza (a control character or whitespace)
+// is an error naming the interface.
+func RenderIfupdown(c *Config, owned func(*Interface) bool) (file []byte, skipped []string, err error) {
+	links, dnsLinks, extraRoutes, skipped := physicalPlan(c, owned)
+	var b strings.Builder
+	b.WriteString(Header + "\n")
+	seen := map[string]bool{}
+	for _, ifc := range links {
+		name := ifc.LinkName()
+		who := "render ifupdown: interface " + strconv.Quote(ifc.ID)
+		if !ifupdownWord(name) {
+			return nil, nil, fmt.Errorf("%s: name is not a single word of printable characters", who)
+		}
+		if seen[name] {
+			return nil, nil, fmt.Errorf("%s: two links are named %s", who, strconv.Quote(name))
+		}
+		seen[name] = true
+		var extraDNS DNS
+		if slices.Contains(dnsLinks, ifc) {
+			extraDNS = c.DNS
+		}
+		if err := writeStanzas(&b, ifc, name, extraDNS, extraRoutes[ifc], who); err != nil {
+			return nil, nil, err
+		}
+	}
+	return []byte(b.String()), skipped, nil
+}
+
+// ifupdownWord reports whether s can be written as one word of a stanza.
+func ifupdownWord(s string) bool {
+	return s != "" && !strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r == 0x7f || r == '#' })
+}
+
+func writeStanzas(b *strings.Builder, ifc *Interface, name string, extraDNS DNS, extraRoutes []Route, who string) error {
+	dns := DNS{
+		Nameservers: dedupe(slices.Concat(ifc.DNS.Nameservers, extraDNS.Nameservers)),
+		Search:      dedupe(slices.Concat(ifc.DNS.Search, extraDNS.Search)),
+	}
+	for _, d := range dns.Search {
+		if !ifupdownWord(d) {
+			return fmt.Errorf("%s: a search domain is not a single word of printable characters", who)
+		}
+	}
+	b.WriteString("\nallow-hotplug " + name + "\nauto " + name + "\n")
+	routes := slices.Concat(ifc.Routes, extraRoutes)
+	dnsDone := false
+	for _, fam := range []int{4, 6} {
+		is := func(a netip.Addr) bool { return a.Is4() == (fam == 4) }
+		var addrs []netip.Prefix
+		for _, a := range ifc.Addresses {
+			if is(a.Addr()) {
+				addrs = append(addrs, a)
+			}
+		}
+		inet := map[int]string{4: "inet", 6: "inet6"}[fam]
+		// Static addresses are "manual" with "ip ... replace" commands:
+		// seedkeeper has usually applied them already, and ifupdown's
+		// "static" method fails the whole interface on "File exists".
+		var method string
+		switch {
+		case fam == 4 && ifc.DHCP4:
+			method = "dhcp"
+		case fam == 6 && ifc.DHCP6 && !ifc.SLAAC:
+			method = "dhcp"
+		case fam == 6 && (ifc.SLAAC || ifc.DHCP6):
+			method = "auto"
+		case len(addrs) > 0 || fam == 4:
+			// Also a link with no IPv4 at all is brought up.
+			method = "manual"
+		default:
+			continue
+		}
+		b.WriteString("iface " + name + " " + inet + " " + method + "\n")
+		if fam == 6 && method == "auto" && ifc.DHCP6 {
+			b.WriteString("    dhcp 1\n")
+		}
+		if ifc.MTU != 0 && fam == 4 {
+			b.WriteString("    mtu " + strconv.Itoa(ifc.MTU) + "\n")
+		}
+		f := strconv.Itoa(fam)
+		if method == "manual" {
+			b.WriteString("    up ip link set dev " + name + " up\n")
+		}
+		for _, a := range addrs {
+			b.WriteString("    up ip -" + f + " addr replace " + a.String() + " dev " + name + "\n")
+		}
+		for _, r := range routes {
+			if !is(r.To.Addr()) {
+				continue
+			}
+			cmd := "ip -" + f + " route replace " + r.To.String()
+			if r.Via.IsValid() {
+				cmd += " via " + r.Via.String()
+				if !containsAddr(addrs, r.Via) && !r.Via.IsLinkLocalUnicast() && !dynamicFor(ifc, r.Via) {
+					cmd += " onlink"
+				}
+			}
+			cmd += " dev " + name
+			if r.Metric != 0 {
+				cmd += " metric " + strconv.Itoa(r.Metric)
+			}
+			if r.Table != 0 {
+				cmd += " table " + strconv.Itoa(r.Table)
+			}
+			// After the DHCP client has set its own routes.
+			if method == "dhcp" || method == "auto" {
+				b.WriteString("    post-up " + cmd + "\n")
+			} else {
+				b.WriteString("    up " + cmd + "\n")
+			}
+		}
+		for _, a := range addrs {
+			b.WriteString("    down ip -" + f + " addr del " + a.String() + " dev " + name + " || true\n")
+		}
+		if fam == 4 && ifc.DHCP4 && ifc.DHCPMetric != 0 {
+			b.WriteString("    metric " + strconv.Itoa(ifc.DHCPMetric) + "\n")
+		}
+		if !dnsDone && len(dns.Nameservers) > 0 {
+			var ns []string
+			for _, a := range dns.Nameservers {
+				ns = append(ns, a.String())
+			}
+			b.WriteString("    dns-nameservers " + strings.Join(ns, " ") + "\n")
+			if len(dns.Search) > 0 {
+				b.WriteString("    dns-search " + strings.Join(dns.Search, " ") + "\n")
+			}
+			dnsDone = true
+		}
+	}
+	return nil
+}

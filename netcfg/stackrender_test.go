@@ -1,0 +1,436 @@
+package netcfg
+
+import (
+	"bufio"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// proxmoxV1 is the network-config Proxmox VE writes for net0 static (v4
+// and v6), net1 DHCP + SLAAC, and the host's resolvers.
+const proxmoxV1 = `version: 1
+config:
+    - type: physical
+      name: eth0
+      mac_address: 'bc:24:11:aa:bb:01'
+      subnets:
+      - type: static
+        address: '192.0.2.10'
+        netmask: '255.255.255.0'
+        gateway: '192.0.2.1'
+      - type: static6
+        address: '2001:db8::10/64'
+        gateway: '2001:db8::1'
+    - type: physical
+      name: eth1
+      mac_address: 'bc:24:11:aa:bb:02'
+      subnets:
+      - type: dhcp4
+      - type: ipv6_slaac
+    - type: nameserver
+      address:
+      - '192.0.2.53'
+      search:
+      - 'example.lan'
+`
+
+func mustParse(t testing.TB, doc string) *Config {
+	t.Helper()
+	c, err := Parse([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestRenderNetworkManagerProxmox(t *testing.T) {
+	files, skipped, err := RenderNetworkManager(mustParse(t, proxmoxV1), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(skipped) != 0 {
+		t.Errorf("skipped %v", skipped)
+	}
+	want := map[string]string{
+		"seedkeeper-eth0.nmconnection": Header + `
+
+[connection]
+id=seedkeeper-eth0
+uuid=` + nmUUID("eth0") + `
+type=ethernet
+autoconnect=true
+autoconnect-priority=100
+
+[ethernet]
+mac-address=BC:24:11:AA:BB:01
+
+[ipv4]
+method=manual
+address1=192.0.2.10/24
+route1=0.0.0.0/0,192.0.2.1
+dns=192.0.2.53;
+dns-search=example.lan;
+
+[ipv6]
+method=manual
+address1=2001:db8::10/64
+route1=::/0,2001:db8::1
+addr-gen-mode=eui64
+`,
+		"seedkeeper-eth1.nmconnection": Header + `
+
+[connection]
+id=seedkeeper-eth1
+uuid=` + nmUUID("eth1") + `
+type=ethernet
+autoconnect=true
+autoconnect-priority=100
+
+[ethernet]
+mac-address=BC:24:11:AA:BB:02
+
+[ipv4]
+method=auto
+dns=192.0.2.53;
+dns-search=example.lan;
+
+[ipv6]
+method=auto
+addr-gen-mode=eui64
+`,
+	}
+	if len(files) != len(want) {
+		t.Fatalf("files %d, want %d", len(files), len(want))
+	}
+	for name, body := range want {
+		if got := string(files[name]); got != body {
+			t.Errorf("%s:\n%s\nwant:\n%s", name, got, body)
+		}
+	}
+	if u := nmUUID("eth0"); len(u) != 36 || u[14] != '5' || u == nmUUID("eth1") {
+		t.Errorf("uuid %q", u)
+	}
+}
+
+func TestRenderIfupdownProxmox(t *testing.T) {
+	b, skipped, err := RenderIfupdown(mustParse(t, proxmoxV1), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(skipped) != 0 {
+		t.Errorf("skipped %v", skipped)
+	}
+	want := Header + `
+
+allow-hotplug eth0
+auto eth0
+iface eth0 inet manual
+    up ip link set dev eth0 up
+    up ip -4 addr replace 192.0.2.10/24 dev eth0
+    up ip -4 route replace 0.0.0.0/0 via 192.0.2.1 dev eth0
+    down ip -4 addr del 192.0.2.10/24 dev eth0 || true
+    dns-nameservers 192.0.2.53
+    dns-search example.lan
+iface eth0 inet6 manual
+    up ip link set dev eth0 up
+    up ip -6 addr replace 2001:db8::10/64 dev eth0
+    up ip -6 route replace ::/0 via 2001:db8::1 dev eth0
+    down ip -6 addr del 2001:db8::10/64 dev eth0 || true
+
+allow-hotplug eth1
+auto eth1
+iface eth1 inet dhcp
+    dns-nameservers 192.0.2.53
+    dns-search example.lan
+iface eth1 inet6 auto
+`
+	if string(b) != want {
+		t.Errorf("got:\n%s\nwant:\n%s", b, want)
+	}
+}
+
+func TestRenderStacksSkipStackedLinks(t *testing.T) {
+	c := mustParse(t, `version: 2
+ethernets:
+  e0: {match: {macaddress: "52:54:00:00:00:01"}}
+  e1: {match: {macaddress: "52:54:00:00:00:02"}}
+  e2: {match: {macaddress: "52:54:00:00:00:03"}, dhcp4: true}
+bonds:
+  bond0: {interfaces: [e0, e1], addresses: [192.0.2.5/24]}
+`)
+	_, skipped, err := RenderNetworkManager(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(skipped, []string{"e0", "e1", "bond0"}) {
+		t.Errorf("NetworkManager skipped %v", skipped)
+	}
+	b, skipped, err := RenderIfupdown(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(skipped, []string{"e0", "e1", "bond0"}) {
+		t.Errorf("ifupdown skipped %v", skipped)
+	}
+	if !strings.Contains(string(b), "iface e2 inet dhcp\n") || strings.Contains(string(b), "bond0") {
+		t.Errorf("ifupdown:\n%s", b)
+	}
+}
+
+// A name with a line break would start a new key (keyfile) or a new
+// stanza (ifupdown) that the metadata did not ask for.
+func TestRenderStacksRefuseLineBreaks(t *testing.T) {
+	c := &Config{Interfaces: []Interface{{ID: "x", Kind: Physical, Name: "eth0\nauto evil", DHCP4: true}}}
+	if _, _, err := RenderIfupdown(c, nil); err == nil || strings.Contains(err.Error(), "evil") {
+		t.Errorf("ifupdown: err %v", err)
+	}
+	c = &Config{Interfaces: []Interface{{ID: "x\n[vpn]", Kind: Physical, DHCP4: true}}}
+	if _, _, err := RenderNetworkManager(c, nil); err == nil || strings.Contains(err.Error(), "vpn") && !strings.Contains(err.Error(), `\n`) {
+		t.Errorf("NetworkManager: err %v", err)
+	}
+	c = &Config{Interfaces: []Interface{{ID: "x", Kind: Physical, DHCP4: true, DNS: DNS{Search: []string{"a.example\nb"}, Nameservers: []netip.Addr{netip.MustParseAddr("192.0.2.1")}}}}}
+	if _, _, err := RenderNetworkManager(c, nil); err == nil {
+		t.Error("NetworkManager: a search domain with a line break was written")
+	}
+	if _, _, err := RenderIfupdown(c, nil); err == nil {
+		t.Error("ifupdown: a search domain with a line break was written")
+	}
+}
+
+func TestDetectStack(t *testing.T) {
+	mk := func(t *testing.T, files map[string]string, links map[string]string) string {
+		root := t.TempDir()
+		for p, body := range files {
+			os.MkdirAll(filepath.Join(root, filepath.Dir(p)), 0o755)
+			if err := os.WriteFile(filepath.Join(root, p), []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for p, target := range links {
+			os.MkdirAll(filepath.Join(root, filepath.Dir(p)), 0o755)
+			if err := os.Symlink(target, filepath.Join(root, p)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return root
+	}
+	const wants = "etc/systemd/system/multi-user.target.wants/"
+	for _, tc := range []struct {
+		name  string
+		files map[string]string
+		links map[string]string
+		want  Stack
+		dir   string
+	}{
+		{name: "nothing", want: StackNone},
+		{name: "networkd", links: map[string]string{wants + "systemd-networkd.service": "/lib/systemd/system/systemd-networkd.service"}, want: StackNetworkd},
+		{name: "networkd running", files: map[string]string{"run/systemd/netif/state": ""}, want: StackNetworkd},
+		// systemd's tmpfiles make /run/systemd/netif/links on every system.
+		{name: "netif dir alone", files: map[string]string{"run/systemd/netif/links/.keep": ""}, want: StackNone},
+		{
+			name:  "networkmanager over networkd",
+			files: map[string]string{"usr/sbin/NetworkManager": ""},
+			links: map[string]string{wants + "NetworkManager.service": "x", wants + "systemd-networkd.service": "x"},
+			want:  StackNetworkManager,
+		},
+		{
+			name:  "networkmanager unit without the binary",
+			links: map[string]string{wants + "NetworkManager.service": "x"},
+			want:  StackNone,
+		},
+		{
+			name:  "ifupdown debian default",
+			files: map[string]string{"sbin/ifup": "", "etc/network/interfaces": "# comment\nsource /etc/network/interfaces.d/*\n\nauto lo\niface lo inet loopback\n"},
+			links: map[string]string{wants + "networking.service": "x"},
+			want:  StackIfupdown, dir: "/etc/network/interfaces.d",
+		},
+		{
+			name:  "ifupdown source-directory relative",
+			files: map[string]string{"sbin/ifup": "", "etc/network/interfaces": "source-directory interfaces.d\n"},
+			links: map[string]string{wants + "networking.service": "x"},
+			want:  StackIfupdown, dir: "/etc/network/interfaces.d",
+		},
+		{
+			name:  "ifupdown sourcing nothing",
+			files: map[string]string{"sbin/ifup": "", "etc/network/interfaces": "auto lo\niface lo inet loopback\nsource /etc/network/x-*.cfg\n"},
+			links: map[string]string{wants + "networking.service": "x"},
+			want:  StackIfupdown,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := DetectStack(mk(t, tc.files, tc.links))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Stack != tc.want || d.IfupdownDir != tc.dir || d.Reason == "" {
+				t.Errorf("got %+v, want %s dir %q", d, tc.want, tc.dir)
+			}
+		})
+	}
+	root := mk(t, map[string]string{"sbin/ifup": "", "etc/network/interfaces": "source ../../var/tmp/*\n"}, map[string]string{wants + "networking.service": "x"})
+	if _, err := DetectStack(root); err == nil || !strings.Contains(err.Error(), "line 1") {
+		t.Errorf("a sourced directory outside /etc: err %v", err)
+	}
+}
+
+// parseKeyfile reads a GKeyFile back as NetworkManager would: section →
+// key → value. It fails the test on a line it could not read.
+func parseKeyfile(t *testing.T, b []byte) map[string]map[string]string {
+	t.Helper()
+	out := map[string]map[string]string{}
+	sec := ""
+	sc := bufio.NewScanner(strings.NewReader(string(b)))
+	for sc.Scan() {
+		l := sc.Text()
+		switch {
+		case l == "" || strings.HasPrefix(l, "#"):
+		case strings.HasPrefix(l, "[") && strings.HasSuffix(l, "]"):
+			sec = l[1 : len(l)-1]
+			if out[sec] != nil {
+				t.Fatalf("section %s twice", sec)
+			}
+			out[sec] = map[string]string{}
+		default:
+			k, v, ok := strings.Cut(l, "=")
+			if !ok || sec == "" {
+				t.Fatalf("unreadable keyfile line %q", l)
+			}
+			if _, dup := out[sec][k]; dup {
+				t.Fatalf("key %s twice in [%s]", k, sec)
+			}
+			out[sec][k] = v
+		}
+	}
+	return out
+}
+
+// FuzzRenderStacksParseBack renders fuzzed names, search domains and MACs
+// for both stacks: the writers either refuse the input or write files that
+// read back to exactly the values given.
+func FuzzRenderStacksParseBack(f *testing.F) {
+	f.Add("eth0", "example.lan", "52:54:00:aa:bb:cc", true)
+	f.Add("eth1\n[vpn]", "a;b", "", false)
+	f.Add("e 0", " lead", "", true)
+	f.Add("x#y", `back\slash`, "52:54:00:00:00:01", false)
+	f.Fuzz(func(t *testing.T, name, search, mac string, dhcp bool) {
+		ifc := Interface{ID: name, Kind: Physical, Name: name, MAC: mac, DHCP4: dhcp,
+			DNS: DNS{Search: []string{search}, Nameservers: []netip.Addr{netip.MustParseAddr("192.0.2.53")}}}
+		if !dhcp {
+			ifc.Addresses = []netip.Prefix{netip.MustParsePrefix("192.0.2.10/24")}
+		}
+		c := &Config{Interfaces: []Interface{ifc}}
+		if files, _, err := RenderNetworkManager(c, nil); err == nil {
+			for _, b := range files {
+				kf := parseKeyfile(t, b)
+				if got := kf["connection"]["id"]; got != "seedkeeper-"+name {
+					t.Fatalf("id read back as %q, want %q", got, "seedkeeper-"+name)
+				}
+				if got := kf["ipv4"]["dns-search"]; got != search+";" {
+					t.Fatalf("dns-search read back as %q, want %q", got, search+";")
+				}
+				if mac != "" && kf["ethernet"]["mac-address"] != strings.ToUpper(mac) {
+					t.Fatalf("mac-address read back as %q", kf["ethernet"]["mac-address"])
+				}
+			}
+		} else if strings.Contains(err.Error(), "\n") {
+			t.Fatalf("error with a line break: %q", err)
+		}
+		b, _, err := RenderIfupdown(c, nil)
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error with a line break: %q", err)
+			}
+			return
+		}
+		// Read back: every line is a comment, blank, a stanza head or an
+		// indented option, and the stanza heads name exactly the link.
+		var heads []string
+		for _, l := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+			switch {
+			case l == "" || strings.HasPrefix(l, "#"):
+			case strings.HasPrefix(l, "    "):
+				if f := strings.Fields(l); f[0] == "dns-search" && (len(f) != 2 || f[1] != search) {
+					t.Fatalf("dns-search read back as %q, want %q", f[1:], search)
+				}
+			default:
+				f := strings.Fields(l)
+				if len(f) < 2 || f[1] != name {
+					t.Fatalf("stanza line %q does not name %q", l, name)
+				}
+				heads = append(heads, f[0])
+			}
+		}
+		if len(heads) < 3 {
+			t.Fatalf("stanzas %v", heads)
+		}
+	})
+}
+
+func TestRenderForStack(t *testing.T) {
+	c := mustParse(t, proxmoxV1)
+	for _, tc := range []struct {
+		d     Detection
+		dir   string
+		files []string
+		mode  os.FileMode
+		note  bool
+	}{
+		{d: Detection{Stack: StackNetworkd}, dir: "/run/systemd/network", files: []string{"10-seedkeeper-eth0.network", "10-seedkeeper-eth1.network"}, mode: 0o644},
+		{d: Detection{Stack: StackNetworkManager}, dir: NMConnectionDir, files: []string{"seedkeeper-eth0.nmconnection", "seedkeeper-eth1.nmconnection"}, mode: 0o600},
+		{d: Detection{Stack: StackIfupdown, IfupdownDir: "/etc/network/interfaces.d"}, dir: "/etc/network/interfaces.d", files: []string{IfupdownFile}, mode: 0o644},
+		{d: Detection{Stack: StackIfupdown}, note: true},
+		{d: Detection{Stack: StackNone}, note: true},
+	} {
+		sf, err := RenderForStack(tc.d, c, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for n := range sf.Files {
+			names = append(names, n)
+			if !sf.Ours(n) {
+				t.Errorf("%s: Ours(%q) is false", tc.d.Stack, n)
+			}
+		}
+		slices.Sort(names)
+		if sf.Dir != tc.dir || !slices.Equal(names, tc.files) || (tc.dir != "" && sf.Mode != tc.mode) || (sf.Note != "") != tc.note {
+			t.Errorf("%s: dir %q files %v mode %v note %q", tc.d.Stack, sf.Dir, names, sf.Mode, sf.Note)
+		}
+		if sf.Ours != nil && (sf.Ours("10-netplan-eth0.network") || sf.Ours("Wired connection 1.nmconnection") || sf.Ours("eth0")) {
+			t.Errorf("%s: claims another tool's file", tc.d.Stack)
+		}
+	}
+	if _, err := RenderForStack(Detection{Stack: "wicked"}, c, nil); err == nil {
+		t.Error("unknown stack: no error")
+	}
+}
+
+func TestRenderNMConf(t *testing.T) {
+	got := string(RenderNMConf(mustParse(t, proxmoxV1)))
+	want := Header + `
+[main]
+no-auto-default=mac:bc:24:11:aa:bb:01,mac:bc:24:11:aa:bb:02
+
+[device-seedkeeper]
+match-device=mac:bc:24:11:aa:bb:01;mac:bc:24:11:aa:bb:02
+keep-configuration=no
+`
+	if got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+	sf, err := RenderForStack(Detection{Stack: StackNetworkManager}, mustParse(t, proxmoxV1), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(sf.Extra[NMConfFile]) != want {
+		t.Errorf("RenderForStack extra files: %v", sf.Extra)
+	}
+	if RenderNMConf(&Config{Interfaces: []Interface{{ID: "x", Kind: Physical, MatchName: "en*"}}}) != nil {
+		t.Error("a drop-in for a configuration without MACs")
+	}
+}

@@ -1,0 +1,92 @@
+#!/bin/sh
+# The test guest's report: what the host-side tests assert, written as a
+# tar onto the second virtio disk (/dev/vdb, a zeroed raw file on the
+# host), then the machine powers off. Run by sk-report.service after
+# cloud-final, or by sk-report-late.timer (argument "late") when the boot
+# hangs. Kernel command line knobs:
+#   sk.hotplug=MAC   wait for a NIC with this MAC to be hot-added and to
+#                    get an address; snapshot its addresses, again 30 s later
+#   sk.hold=SECONDS  stay up that long before reporting
+set +e
+PATH=/usr/sbin:/usr/bin:/sbin:/bin
+out=/run/sk-report
+lock=/run/sk-report.lock
+mkdir "$lock" 2>/dev/null || exit 0 # one report per boot
+rm -rf "$out"
+mkdir -p "$out"
+echo "SKVM up ${1:-normal}" >/dev/ttyS0
+echo "${1:-normal}" >"$out/kind"
+
+arg() { tr ' ' '\n' </proc/cmdline | sed -n "s/^$1=//p" | tail -n 1; }
+
+mac=$(arg sk.hotplug)
+if [ -n "$mac" ] && [ "$1" != late ]; then
+	i=0
+	while [ $i -lt 240 ]; do
+		dev=$(ip -o link | awk -v m="$mac" '$0 ~ m {sub(":$","",$2); print $2; exit}')
+		if [ -n "$dev" ] && ip -4 -o addr show dev "$dev" | grep -q inet; then
+			break
+		fi
+		[ $i = 0 ] && echo "SKVM waiting-hotplug" >/dev/ttyS0
+		sleep 1
+		i=$((i + 1))
+	done
+	ip -j addr >"$out/addr-hotplug.json"
+	echo "${dev:-}" >"$out/hotplug-dev"
+	sleep 30
+	ip -j addr >"$out/addr-hotplug-30s.json"
+fi
+hold=$(arg sk.hold)
+[ -n "$hold" ] && sleep "$hold"
+
+cat /var/lib/cloud/data/instance-id >"$out/instance-id" 2>/dev/null
+cat /var/lib/cloud/data/previous-instance-id >"$out/previous-instance-id" 2>/dev/null
+for k in /etc/ssh/ssh_host_*_key.pub; do
+	[ -e "$k" ] && ssh-keygen -lf "$k"
+done >"$out/ssh-host-keys" 2>&1
+ip -j addr >"$out/addr.json"
+ip -j route show table main >"$out/route4.json"
+ip -j -6 route show table main >"$out/route6.json"
+ip -j link >"$out/link.json"
+nmcli -t device 2>/dev/null >"$out/nm-devices"
+cat /run/network/ifstate 2>/dev/null >"$out/ifstate"
+cp /etc/resolv.conf "$out/resolv.conf" 2>/dev/null
+readlink /etc/resolv.conf >"$out/resolv.conf.link" 2>/dev/null
+cat /proc/cmdline >"$out/cmdline"
+cat /sys/class/dmi/id/product_uuid >"$out/product_uuid" 2>/dev/null
+for u in seedkeeper-boot seedkeeper-watch cloud-init-local cloud-init cloud-config cloud-final \
+	systemd-networkd systemd-networkd-wait-online NetworkManager networking systemd-udev-trigger \
+	local-fs.target sysinit.target network-pre.target ssh; do
+	echo "[$u]"
+	systemctl show "$u" -p LoadState,ActiveState,SubState,Result,ExecMainStatus,UnitFileState,InactiveExitTimestampMonotonic,ExecMainStartTimestampMonotonic,ExecMainExitTimestampMonotonic,ActiveEnterTimestampMonotonic,CPUUsageNSec,NRestarts
+done >"$out/units" 2>&1
+systemctl list-units --failed --plain --no-legend >"$out/failed" 2>&1
+journalctl -b -o short-monotonic --no-pager >"$out/journal" 2>&1
+journalctl -b -o cat --no-pager -u seedkeeper-boot -u seedkeeper-watch >"$out/journal-seedkeeper" 2>&1
+seedkeeper status >"$out/seedkeeper-status" 2>&1
+# Every file the boot flow may write, with its inode and mtime: a rewrite
+# (atomic rename) changes the inode.
+find /var/lib/seedkeeper /var/lib/cloud/seed /etc/resolv.conf /etc/systemd/network \
+	/run/systemd/network /etc/NetworkManager/system-connections /run/NetworkManager/system-connections \
+	/etc/network/interfaces.d /run/network/interfaces.d -xdev -type f \
+	-printf '%p %i %T@ %s\n' 2>/dev/null | sort >"$out/files"
+find /run/systemd/network /run/NetworkManager/system-connections /run/NetworkManager/conf.d \
+	/run/network/interfaces.d /etc/systemd/network /etc/network/interfaces /etc/network/interfaces.d \
+	-type f 2>/dev/null | while read -r f; do
+	echo "== $f"
+	cat "$f"
+done >"$out/netfiles" 2>&1
+systemd-analyze blame >"$out/blame" 2>&1
+systemd-analyze critical-chain seedkeeper-boot.service cloud-init-local.service >"$out/critical-chain" 2>&1
+# What seedkeeper costs on an idle machine (BENCHMARKS.md, boot cost):
+# the bare exec, and detect + read of the metadata, in milliseconds.
+ms() { t0=$(date +%s%N); "$@" >/dev/null 2>&1; t1=$(date +%s%N); echo $(((t1 - t0) / 1000000)); }
+{
+	echo "version $(ms seedkeeper --version)"
+	echo "fetch $(ms seedkeeper fetch)"
+	echo "version-again $(ms seedkeeper --version)"
+} >"$out/idle-cost"
+date +%s >"$out/time"
+tar -C "$out" -cf /dev/vdb . && sync
+echo "SKVM reported" >/dev/ttyS0
+systemctl --no-block poweroff

@@ -1,0 +1,3 @@
+# systemd-networkd, as Debian images built for it (and netplan's) run it.
+# Sourced by customize.sh with $root set.
+chroot "$root" systemctl enable systemd-networkd.service
