@@ -1,8 +1,10 @@
 package identity
 
 import (
+	"bytes"
 	"crypto/sha1"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -192,8 +194,12 @@ func Decide(in Input) (Decision, error) {
 		d.Explanation += seal.explain()
 		next.Last.Explanation = d.Explanation
 	}
-	if _, err := Save(in.Root, next); err != nil {
-		return d, errors.Join(append(dropped, fmt.Errorf("saving the identity decision: %w", err))...)
+	// The same decision as last boot leaves the file as it is: a boot
+	// where nothing changed rewrites nothing.
+	if !repeats(st, next) {
+		if _, err := Save(in.Root, next); err != nil {
+			return d, errors.Join(append(dropped, fmt.Errorf("saving the identity decision: %w", err))...)
+		}
 	}
 	if seal != nil {
 		if err := consumeSeal(in.Root); err != nil {
@@ -427,4 +433,21 @@ func stamp(t time.Time) string {
 		return "an unknown time"
 	}
 	return t.UTC().Format(time.RFC3339)
+}
+
+// repeats reports whether next records the same decision as st, the state
+// it was made from, apart from the times of the decision.
+func repeats(st, next *State) bool {
+	if st == nil || next == nil || st.Last == nil || next.Last == nil {
+		return false
+	}
+	a, b := *st, *next
+	la, lb := *a.Last, *b.Last
+	a.ConfirmedAt, b.ConfirmedAt = time.Time{}, time.Time{}
+	la.At, lb.At = time.Time{}, time.Time{}
+	a.Last, b.Last = &la, &lb
+	a.Version, b.Version = StateVersion, StateVersion
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && bytes.Equal(ja, jb)
 }

@@ -608,3 +608,32 @@ func FuzzParseState(f *testing.F) {
 		}
 	})
 }
+
+// A boot that decides exactly as the one before rewrites no file (the
+// golden-image guest's unchanged-boot check found identity.json rewritten
+// on every boot for its confirmed_at alone).
+func TestUnchangedDecisionLeavesStateFile(t *testing.T) {
+	m := newMachine(t)
+	in := proxmoxInput(uuidA, web1, hostA)
+	expect(t, m.boot(in), in.ReportedID, RuleFirstRun)
+	expect(t, m.boot(in), in.ReportedID, RuleKeep) // records the keep
+	path := m.root.Path(StatePath)
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi1, _ := os.Stat(path)
+
+	expect(t, m.boot(in), in.ReportedID, RuleKeep)
+	fi2, _ := os.Stat(path)
+	after, _ := os.ReadFile(path)
+	if string(after) != string(before) || !os.SameFile(fi1, fi2) || !fi1.ModTime().Equal(fi2.ModTime()) {
+		t.Errorf("an unchanged boot rewrote %s:\n%s\nthen\n%s", path, before, after)
+	}
+
+	// Other input (a resolver change: a new derived ID) is recorded.
+	expect(t, m.boot(proxmoxInput(uuidA, web1, hostB)), in.ReportedID, RuleKeep)
+	if changed, _ := os.ReadFile(path); string(changed) == string(after) {
+		t.Error("a decision on a new reported ID left the state file as it was")
+	}
+}

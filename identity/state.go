@@ -49,7 +49,8 @@ type State struct {
 	Rule     Rule   `json:"rule,omitempty"`
 	RuleName string `json:"rule_name,omitempty"`
 	// PinnedAt is when the pin was made, ConfirmedAt when a decision last
-	// kept it.
+	// kept it with other input than the one before (a boot that decides
+	// exactly as the last one leaves the file untouched).
 	PinnedAt    time.Time `json:"pinned_at,omitzero"`
 	ConfirmedAt time.Time `json:"confirmed_at,omitzero"`
 
