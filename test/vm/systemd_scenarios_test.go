@@ -231,10 +231,9 @@ func identityScenarios(t *testing.T, stack string) {
 		}
 		before, after := persistentFiles(t, r2), persistentFiles(t, r3)
 		// Rewritten on every boot by design, so left out: status.json is
-		// the boot's own record (its time), and identity.json records when
-		// a decision last confirmed the pin (confirmed_at). Every other
-		// file (seed, receipt, resolv.conf) must stay as it was.
-		skip := []string{"/var/lib/seedkeeper/status.json", "/var/lib/seedkeeper/identity.json"}
+		// the boot's own record (its time). Every other file (identity,
+		// seed, receipt, resolv.conf) must stay as it was.
+		skip := []string{"/var/lib/seedkeeper/status.json"}
 		if stack == "networkmanager" {
 			// NetworkManager manages /etc/resolv.conf and rewrites it in
 			// place on every boot (same inode, new mtime).
