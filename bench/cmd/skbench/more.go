@@ -301,6 +301,10 @@ func (h *harness) watchFootprint(ctx context.Context) string {
 	if err := scratchRoot(root, "Standard PC (i440FX + PIIX, 1996)", filepath.Join(h.tmp, "seed.iso")); err != nil {
 		return title + "not measured: " + err.Error() + "\n"
 	}
+	// watch acts only on the source this boot decided on, so boot first.
+	if out, err := exec.CommandContext(ctx, h.bin, "boot", "--root", root, "--network", "off").CombinedOutput(); err != nil {
+		return title + "not measured: boot before watch: " + err.Error() + ": " + oneLine(string(out)) + "\n"
+	}
 	argv := []string{"ip", "netns", "exec", name, h.bin, "watch", "--root", root, "--drivers", "veth"}
 	h.record(strings.Join([]string{"ip netns exec NS seedkeeper watch --root ROOT --drivers veth"}, " ") +
 		fmt.Sprintf("   (veth pairs added and removed in NS for %s)", h.watchFor))
