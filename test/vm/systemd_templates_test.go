@@ -77,7 +77,6 @@ config:
 	}
 }
 
-
 // checkSeeded asserts what a boot that had seed shows: seedkeeper-boot
 // succeeded, cloud-init's instance-id is the seed's derived ID (not
 // cloud-init's placeholder), the user-data was applied (hostname and the
