@@ -103,8 +103,9 @@ deb: build
 	$(NFPM) package -f packaging/nfpm.yaml -p deb -t $(PKGDIR)/
 
 # The systemd-booted guests (test/vm/systemd_test.go): every scenario on
-# every network stack. `make test` runs the networkd scenarios and the
-# short form of the others; this runs them all. Root, QEMU and mmdebstrap
+# every network stack. `make test` runs the networkd scenarios (with the
+# template scenarios of issues 15 and 16, test/vm/systemd_templates_test.go)
+# and the short form of the others; this runs them all. Root, QEMU and mmdebstrap
 # (scripts/test-deps.sh); the root filesystems are cached by their inputs
 # under /var/cache/seedkeeper-test/rootfs.
 e2e: test-deps

@@ -105,7 +105,10 @@ func buildGuest() (*guest, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	if workDir, err = os.MkdirTemp("", "seedkeeper-vm-"); err != nil {
+	// The scratch directory is shared with the systemd guest's tests,
+	// which may run at the same time (sdWorkDir locks it).
+	workDir, err := sdWorkDir()
+	if err != nil {
 		return nil, "", err
 	}
 	vmlinux, err := k.vmlinux(workDir)

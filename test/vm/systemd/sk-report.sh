@@ -7,6 +7,11 @@
 #   sk.hotplug=MAC   wait for a NIC with this MAC to be hot-added and to
 #                    get an address; snapshot its addresses, again 30 s later
 #   sk.hold=SECONDS  stay up that long before reporting
+#   sk.run=seal      seal the machine as an image builder does last:
+#                    "seedkeeper image check" first (its output and exit
+#                    status reported), the report gathered as the machine
+#                    was, then "seedkeeper image seal" (output, exit status
+#                    and what it left reported too), then the power-off
 set +e
 PATH=/usr/sbin:/usr/bin:/sbin:/bin
 out=/run/sk-report
@@ -38,6 +43,12 @@ if [ -n "$mac" ] && [ "$1" != late ]; then
 fi
 hold=$(arg sk.hold)
 [ -n "$hold" ] && sleep "$hold"
+run=$(arg sk.run)
+[ "$1" = late ] && run=
+if [ "$run" = seal ]; then
+	seedkeeper image check >"$out/image-check" 2>&1
+	echo $? >"$out/image-check.rc"
+fi
 
 cat /var/lib/cloud/data/instance-id >"$out/instance-id" 2>/dev/null
 cat /var/lib/cloud/data/previous-instance-id >"$out/previous-instance-id" 2>/dev/null
@@ -53,6 +64,12 @@ cat /run/network/ifstate 2>/dev/null >"$out/ifstate"
 cp /etc/resolv.conf "$out/resolv.conf" 2>/dev/null
 readlink /etc/resolv.conf >"$out/resolv.conf.link" 2>/dev/null
 cat /proc/cmdline >"$out/cmdline"
+# The machine's identity and what the user-data did with it.
+cat /etc/machine-id >"$out/machine-id" 2>/dev/null
+hostname >"$out/hostname"
+cat /root/.ssh/authorized_keys /home/*/.ssh/authorized_keys >"$out/authorized-keys" 2>/dev/null
+cat /var/lib/cloud/instance/datasource >"$out/datasource" 2>/dev/null
+ls -A /var/lib/seedkeeper >"$out/seedkeeper-state" 2>/dev/null
 cat /sys/class/dmi/id/product_uuid >"$out/product_uuid" 2>/dev/null
 for u in seedkeeper-boot seedkeeper-watch cloud-init-local cloud-init cloud-config cloud-final \
 	systemd-networkd systemd-networkd-wait-online NetworkManager networking systemd-udev-trigger \
@@ -86,6 +103,14 @@ ms() { t0=$(date +%s%N); "$@" >/dev/null 2>&1; t1=$(date +%s%N); echo $(((t1 - t
 	echo "fetch $(ms seedkeeper fetch)"
 	echo "version-again $(ms seedkeeper --version)"
 } >"$out/idle-cost"
+if [ "$run" = seal ]; then
+	seedkeeper image seal >"$out/image-seal" 2>&1
+	echo $? >"$out/image-seal.rc"
+	cat /etc/machine-id >"$out/machine-id-sealed" 2>/dev/null
+	ls -A /var/lib/seedkeeper >"$out/seedkeeper-state-sealed" 2>/dev/null
+	ls -A /etc/ssh >"$out/ssh-sealed" 2>/dev/null
+	ls -A /var/lib/cloud >"$out/cloud-sealed" 2>/dev/null
+fi
 date +%s >"$out/time"
 tar -C "$out" -cf /dev/vdb . && sync
 echo "SKVM reported" >/dev/ttyS0
