@@ -57,25 +57,7 @@ func RenderNetworkd(c *Config, owned func(*Interface) bool) (map[string][]byte, 
 			}
 		}
 	}
-	extraRoutes := map[*Interface][]Route{}
-	for _, r := range c.Routes {
-		var best *Interface
-		for _, ifc := range links {
-			if c.Master(ifc) != nil || !ifc.HasL3() {
-				continue
-			}
-			if best == nil {
-				best = ifc
-			}
-			if r.Via.IsValid() && containsAddr(ifc.Addresses, r.Via) {
-				best = ifc
-				break
-			}
-		}
-		if best != nil {
-			extraRoutes[best] = append(extraRoutes[best], r)
-		}
-	}
+	extraRoutes := routeHomes(c, links)
 
 	files := map[string][]byte{}
 	for _, ifc := range links {
@@ -477,4 +459,31 @@ func RenderResolvConf(dns DNS) []byte {
 		b.WriteString("search " + strings.Join(s, " ") + "\n")
 	}
 	return b.Bytes()
+}
+
+// routeHomes puts each of c's global routes on one of links (every
+// renderer's rule): the first link with layer-3 settings whose addresses
+// hold the route's gateway, else the first link with layer-3 settings; a
+// bond or bridge member never carries one.
+func routeHomes(c *Config, links []*Interface) map[*Interface][]Route {
+	placed := map[*Interface][]Route{}
+	for _, r := range c.Routes {
+		var best *Interface
+		for _, ifc := range links {
+			if c.Master(ifc) != nil || !ifc.HasL3() {
+				continue
+			}
+			if best == nil {
+				best = ifc
+			}
+			if r.Via.IsValid() && containsAddr(ifc.Addresses, r.Via) {
+				best = ifc
+				break
+			}
+		}
+		if best != nil {
+			placed[best] = append(placed[best], r)
+		}
+	}
+	return placed
 }

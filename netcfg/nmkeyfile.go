@@ -83,25 +83,7 @@ func physicalPlan(c *Config, owned func(*Interface) bool) (links, dnsLinks []*In
 			}
 		}
 	}
-	extraRoutes = map[*Interface][]Route{}
-	for _, r := range c.Routes {
-		var best *Interface
-		for _, ifc := range links {
-			if !ifc.HasL3() {
-				continue
-			}
-			if best == nil {
-				best = ifc
-			}
-			if r.Via.IsValid() && containsAddr(ifc.Addresses, r.Via) {
-				best = ifc
-				break
-			}
-		}
-		if best != nil {
-			extraRoutes[best] = append(extraRoutes[best], r)
-		}
-	}
+	extraRoutes = routeHomes(c, links)
 	return links, dnsLinks, extraRoutes, skipped
 }
 
