@@ -50,7 +50,7 @@ func Boot(ctx context.Context, e Env, o BootOptions) (*Status, error) {
 	if o.Network == "" {
 		o.Network = NetworkAuto
 	}
-	st := &Status{Version: 1, Time: time.Now().UTC(), Seedkeeper: e.Version, Config: e.Config.Path}
+	st := &Status{Version: 1, Time: time.Now().UTC(), BootID: CurrentBootID(e.Root), Seedkeeper: e.Version, Config: e.Config.Path}
 	if st.Config == "" {
 		st.Config = "defaults"
 	}

@@ -7,10 +7,16 @@ import (
 )
 
 // LastBoot is what the last Boot recorded under root about its source
-// (the zero Boot when it left no readable record).
+// in the running boot: the zero Boot when it left no readable record, or
+// when its record is from an earlier boot (seedkeeper boot has not run in
+// this one, or failed before saving), so that nothing is compared with an
+// earlier boot's decision.
 func LastBoot(root sysroot.Root) nosource.Boot {
 	st, err := ReadStatus(root)
 	if err != nil {
+		return nosource.Boot{}
+	}
+	if same, _ := st.ThisBoot(CurrentBootID(root)); !same {
 		return nosource.Boot{}
 	}
 	return nosource.Boot{Ran: true, At: st.Time, Outcome: st.Outcome, Source: st.Source, Transport: st.Transport}

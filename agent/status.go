@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/seedkeeper/seedkeeper/datasource"
@@ -18,6 +19,7 @@ import (
 type Status struct {
 	Version     int                    `json:"version"`
 	Time        time.Time              `json:"time"`
+	BootID      string                 `json:"boot_id,omitempty"` // the kernel's ID of the boot this describes; "" when unknown
 	Seedkeeper  string                 `json:"seedkeeper"`
 	Outcome     string                 `json:"outcome"` // ok, no-source, error, partial
 	Error       string                 `json:"error,omitempty"`
@@ -32,6 +34,57 @@ type Status struct {
 	Identity    *identity.Decision     `json:"identity,omitempty"`
 	Seed        *SeedStatus            `json:"seed,omitempty"`
 	Network     *NetResult             `json:"network,omitempty"`
+}
+
+// BootIDPath is where the kernel gives the ID of the running boot, a
+// random UUID made anew at every boot.
+const BootIDPath = "/proc/sys/kernel/random/boot_id"
+
+// CurrentBootID returns the ID of the running boot read under root, ""
+// when there is none to read (a --root without /proc) or it is not a
+// boot ID.
+func CurrentBootID(root sysroot.Root) string {
+	b, err := fsutil.ReadFileNoFollow(context.Background(), root.Path(BootIDPath), fsutil.SmallFile)
+	if err != nil {
+		return ""
+	}
+	id, err := ParseBootID(b)
+	if err != nil {
+		return ""
+	}
+	return id
+}
+
+// ParseBootID checks the kernel's boot_id: one UUID in the 8-4-4-4-12
+// hex form, one line. It returns the ID in lower case.
+func ParseBootID(b []byte) (string, error) {
+	s := strings.TrimSuffix(string(b), "\n")
+	if len(s) != 36 {
+		return "", fmt.Errorf("boot_id: %d bytes, want a 36-character UUID", len(s))
+	}
+	for i, c := range s {
+		switch {
+		case i == 8 || i == 13 || i == 18 || i == 23:
+			if c != '-' {
+				return "", fmt.Errorf("boot_id: byte %d is not the dash of a UUID", i+1)
+			}
+		case '0' <= c && c <= '9', 'a' <= c && c <= 'f', 'A' <= c && c <= 'F':
+		default:
+			return "", fmt.Errorf("boot_id: byte %d is not a hex digit", i+1)
+		}
+	}
+	return strings.ToLower(s), nil
+}
+
+// ThisBoot reports whether st describes the running boot, whose ID is
+// current: known is false when either ID is missing (a record from a
+// version that did not keep it, a root without /proc), and then same is
+// true, as before boot IDs were kept.
+func (st *Status) ThisBoot(current string) (same, known bool) {
+	if st.BootID == "" || current == "" {
+		return true, false
+	}
+	return st.BootID == current, true
 }
 
 // SeedStatus is what the seed step wrote.

@@ -26,7 +26,12 @@ missing, or overridden by a later file (datasource_list, NoCloud's fs_label,
 network config); and it says when a metadata source appeared after boot
 decided (it takes effect on the next boot).
 
-Exit status: 0, or 1 when boot has not run yet, 2 on error.
+The record names the boot it describes (the kernel's boot ID): when it is
+from an earlier boot, because seedkeeper boot has not run in this one yet
+or failed before saving, status says so first and exits 1.
+
+Exit status: 0, or 1 when boot has not run yet (on this machine, or in this
+boot), 2 on error.
 `
 
 func runStatus(args []string, stdout, stderr io.Writer) int {
@@ -48,25 +53,42 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 	}
 	warnings := cloudConfigWarnings(r)
 	late := agent.LateSource(newEnv(*root, "", io.Discard))
+	current := agent.CurrentBootID(r)
+	same, known := st.ThisBoot(current)
+	code := exitOK
+	if !same {
+		code = exitNotFound
+	}
 	if *asJSON {
 		out := struct {
 			agent.Status
-			LateSource string   `json:"late_source,omitempty"`
-			Warnings   []string `json:"warnings,omitempty"`
-		}{*st, late, warnings}
+			// ThisBoot is whether the record is the running boot's;
+			// absent when that cannot be told.
+			ThisBoot      *bool    `json:"this_boot,omitempty"`
+			CurrentBootID string   `json:"current_boot_id,omitempty"`
+			LateSource    string   `json:"late_source,omitempty"`
+			Warnings      []string `json:"warnings,omitempty"`
+		}{Status: *st, CurrentBootID: current, LateSource: late, Warnings: warnings}
+		if known {
+			out.ThisBoot = &same
+		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false)
 		if err := enc.Encode(out); err != nil {
 			return exitError
 		}
-		return exitOK
+		return code
+	}
+	if !same {
+		fmt.Fprintf(stdout, "NOT THIS BOOT: seedkeeper boot has not recorded this boot (boot ID %s): it has not run yet, or it failed before saving. What follows is from an earlier boot (boot ID %s).\n",
+			current, safetext.Escape(st.BootID))
 	}
 	printStatus(stdout, st, r, warnings)
 	if late != "" {
 		fmt.Fprintf(stdout, "Late source: %s\n", safetext.Escape(late))
 	}
-	return exitOK
+	return code
 }
 
 func printStatus(w io.Writer, st *agent.Status, r sysroot.Root, warnings []string) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -107,5 +108,75 @@ func TestPrintStatusEscapesEveryLine(t *testing.T) {
 	}
 	if strings.ContainsAny(out, "\x1b\x07\u202e") {
 		t.Errorf("status printed a control or format character:\n%q", out)
+	}
+}
+
+// Issue 16: after a reboot in which seedkeeper boot has not run (or failed
+// before saving), status showed the earlier boot's decision as if it were
+// this boot's. The record names its boot; status says plainly when that
+// is not the running one, and exits 1 as before any boot.
+func TestStatusNotThisBoot(t *testing.T) {
+	const bootA, bootB = "9b1c4f2e-77a0-4d5c-8e3b-2f6a1d0c9e44", "0d3e5a71-c2b4-4f08-a9e6-7b1f3c5d8a20"
+	root := scratchRoot(t, kvmProduct, kvmVendor, kvmUUID)
+	copyDir(t, fixtureSeed, filepath.Join(root, "var/lib/cloud/seed/nocloud"))
+	bootID := filepath.Join(root, agent.BootIDPath)
+	writeFile(t, bootID, bootA+"\n", 0o444)
+	if r := runInProcess("boot", "--root", root); r.code != exitOK {
+		t.Fatalf("boot: %v", r)
+	}
+	type bootJSON struct {
+		BootID        string `json:"boot_id"`
+		ThisBoot      *bool  `json:"this_boot"`
+		CurrentBootID string `json:"current_boot_id"`
+		LateSource    string `json:"late_source"`
+	}
+	status := func() (procResult, procResult, bootJSON) {
+		t.Helper()
+		text, js := runInProcess("status", "--root", root), runInProcess("status", "--root", root, "--json")
+		var b bootJSON
+		if err := json.Unmarshal([]byte(js.stdout), &b); err != nil {
+			t.Fatalf("status --json: %v %v", err, js)
+		}
+		return text, js, b
+	}
+
+	// The same boot.
+	text, js, b := status()
+	if text.code != exitOK || js.code != exitOK || strings.Contains(text.stdout, "NOT THIS BOOT") || !strings.HasPrefix(text.stdout, "Last boot:") {
+		t.Errorf("status in the boot that ran:\n%v\n%v", text, js)
+	}
+	if b.BootID != bootA || b.ThisBoot == nil || !*b.ThisBoot || b.CurrentBootID != bootA || b.LateSource != "" {
+		t.Errorf("status --json in the boot that ran: %+v", b)
+	}
+
+	// Rebooted; boot has not run.
+	writeFile(t, bootID, bootB+"\n", 0o444)
+	text, js, b = status()
+	want := "NOT THIS BOOT: seedkeeper boot has not recorded this boot (boot ID " + bootB + "): it has not run yet, or it failed before saving. What follows is from an earlier boot (boot ID " + bootA + ").\nLast boot:"
+	if text.code != exitNotFound || !strings.HasPrefix(text.stdout, want) {
+		t.Errorf("status after a reboot: exit %d, want %d\n%s", text.code, exitNotFound, text.stdout)
+	}
+	if !strings.Contains(text.stdout, "Late source: a seed (nocloud) is here, but seedkeeper boot has not decided on a source in this boot") {
+		t.Errorf("status after a reboot does not say the seed is not decided on in this boot:\n%s", text.stdout)
+	}
+	if js.code != exitNotFound || b.BootID != bootA || b.ThisBoot == nil || *b.ThisBoot || b.CurrentBootID != bootB {
+		t.Errorf("status --json after a reboot: exit %d, %+v", js.code, b)
+	}
+
+	// Boot runs in the new boot: its record is current again.
+	if r := runInProcess("boot", "--root", root); r.code != exitOK {
+		t.Fatalf("boot: %v", r)
+	}
+	if text, _, b = status(); text.code != exitOK || strings.Contains(text.stdout, "NOT THIS BOOT") || b.BootID != bootB {
+		t.Errorf("status after boot ran again: %v %+v", text, b)
+	}
+
+	// No boot ID to read under the root: nothing can be told, nothing is
+	// claimed.
+	if err := os.Remove(bootID); err != nil {
+		t.Fatal(err)
+	}
+	if text, js, b = status(); text.code != exitOK || js.code != exitOK || strings.Contains(text.stdout, "NOT THIS BOOT") || b.ThisBoot != nil || b.CurrentBootID != "" {
+		t.Errorf("status without a boot ID: %v %+v", text, b)
 	}
 }
