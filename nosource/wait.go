@@ -104,7 +104,8 @@ func WaitForDevices(ctx context.Context, o WaitOptions) Waited {
 		return w
 	}
 	u := udev{root: o.Root}
-	if !u.busy() && !exists(o.Root.Path(udevControl)) && !u.daemon() {
+	running := u.busy() || u.daemon()
+	if !running && !exists(o.Root.Path(udevControl)) {
 		w.Outcome = "udev is not running (no " + udevControl + ", no udevd process): no device is coming"
 		return w
 	}
@@ -121,7 +122,7 @@ func WaitForDevices(ctx context.Context, o WaitOptions) Waited {
 	start := clk.Now()
 	end := start.Add(o.Limit)
 	var emptySince, startedAt time.Time // startedAt: when udevd was first seen, if it was not at the start
-	busy, running := false, u.busy() || u.daemon()
+	busy := false
 	for {
 		now := clk.Now()
 		queued := u.busy()
