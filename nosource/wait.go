@@ -30,11 +30,13 @@ var udevdNames = []string{"systemd-udevd", "udevd"}
 // DefaultDeviceWait is the default bound of WaitForDevices (the
 // configuration's boot.device_wait). The wait ends as soon as udev's queue
 // has drained, so the bound costs time only on a boot that has no source
-// while udev stays busy. Issue 16's late CD-ROM driver (3 s) needed up to
-// 15.3 s in an emulated guest on a loaded host, and 10 s was once 0.3 s
-// short: 30 s leaves a margin on slow machines and is still far below
-// systemd-udev-settle's 120 s.
-const DefaultDeviceWait = 30 * time.Second
+// while udev stays busy (an event that hangs, a boot already degraded),
+// whereas a bound too short leaves a machine unconfigured for a boot.
+// Issue 16's late CD-ROM driver (3 s) needed 11.3 to 22.3 s in six runs
+// of an emulated guest on a loaded host, and 10 s was once 0.3 s short:
+// 60 s keeps more than twice the worst seen, below systemd's 90 s for a
+// device a unit needs and udevadm settle's 120 s.
+const DefaultDeviceWait = 60 * time.Second
 
 // WaitOptions bound and pace WaitForDevices.
 type WaitOptions struct {

@@ -21,7 +21,7 @@ outcome is kept in /var/lib/seedkeeper/status.json for "seedkeeper status".
 
 A detected mdata host is waited for as long as it takes unless boot.wait
 is set in the configuration. When nothing is found at first, boot waits
-up to boot.device_wait (30s) for udev to finish with devices still coming
+up to boot.device_wait (60s) for udev to finish with devices still coming
 (a late CD-ROM) and looks once more. With no source and no seed from an
 earlier boot, it creates /run/seedkeeper/no-source, which skips
 cloud-init's units for this boot instead of letting it run without a

@@ -44,7 +44,7 @@ type Config struct {
 		Wait Duration `yaml:"wait"`
 		// DeviceWait bounds the wait for late seed devices (the udev
 		// queue draining) when no source is found at first; zero does
-		// not wait. Default 30s (nosource.DefaultDeviceWait says why):
+		// not wait. Default 60s (nosource.DefaultDeviceWait says why):
 		// the wait ends as soon as udev is done, so only a sourceless
 		// boot with udev still busy pays the bound.
 		DeviceWait Duration `yaml:"device_wait"`
@@ -90,7 +90,7 @@ func Default() *Config {
 	c := &Config{Sources: slices.Clone(KnownSources)}
 	c.Network.Owner = "seedkeeper"
 	c.Events.Network = []string{"boot", "hotplug"}
-	c.Boot.DeviceWait = Duration(30 * time.Second)
+	c.Boot.DeviceWait = Duration(60 * time.Second)
 	return c
 }
 

@@ -28,7 +28,7 @@ func TestMissingFileGivesDefaults(t *testing.T) {
 	}
 	if c.Network.Owner != "seedkeeper" || !c.EventEnabled("boot") || !c.EventEnabled("hotplug") ||
 		strings.Join(c.Sources, ",") != "smartos,vmware,nocloud" || c.HotplugDriversSet() ||
-		time.Duration(c.Boot.DeviceWait) != 30*time.Second {
+		time.Duration(c.Boot.DeviceWait) != 60*time.Second {
 		t.Errorf("defaults = %+v", c)
 	}
 }
@@ -59,7 +59,7 @@ vmware: {redact: true}
 		t.Errorf("drivers = %#v", v)
 	}
 	c, err = Load(write(t, "boot: {wait: 30}\n"))
-	if err != nil || time.Duration(c.Boot.Wait) != 30*time.Second || time.Duration(c.Boot.DeviceWait) != 30*time.Second {
+	if err != nil || time.Duration(c.Boot.Wait) != 30*time.Second || time.Duration(c.Boot.DeviceWait) != 60*time.Second {
 		t.Errorf("wait as seconds: %v %v %v", c.Boot.Wait, c.Boot.DeviceWait, err)
 	}
 	for in, want := range map[string]time.Duration{"boot: {device_wait: 0}\n": 0, "boot: {device_wait: 2.5s}\n": 2500 * time.Millisecond} {

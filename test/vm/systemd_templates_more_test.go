@@ -30,9 +30,9 @@ func TestIntegrationSystemdTemplatesMore(t *testing.T) {
 	plain := needSystemdImage(t, "networkd", false)
 	t.Run("late-cdrom-driver", func(t *testing.T) {
 		// Issue 16 (b'): failed twice before seedkeeper-boot was ordered
-		// after systemd-udevd.service and the default device_wait became
-		// 30s; passed 3 of 3 since on a loaded host (waits of 11.3 s,
-		// 13.35 s, 17.71 s).
+		// after systemd-udevd.service and device_wait grew from 10s;
+		// passed every run since on a loaded host, the wait draining
+		// after 11.3 to 22.3 s (the default is now 60s).
 		t.Parallel()
 		lateCDROMDriver(t, img)
 	})
