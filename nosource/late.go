@@ -64,7 +64,9 @@ func Late(b Boot, found Found) (string, bool) {
 	}
 	switch {
 	case !b.Ran:
-		return what + " (" + now + ") is here, but seedkeeper boot has not decided on a source in this boot" + after, true
+		// Boot may still be running, or have failed before saving:
+		// "the next boot" would not be true of the first.
+		return what + " (" + now + ") is here, but seedkeeper boot has not decided on a source in this boot; nothing from it is applied until seedkeeper boot has run", true
 	case b.Source == "" && b.Outcome == "no-source":
 		return fmt.Sprintf("%s appeared after boot: boot found no metadata source at %s, and %s is here now%s", what, stamp(b.At), now, after), true
 	case b.Source == "":

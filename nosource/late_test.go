@@ -28,7 +28,6 @@ func TestLate(t *testing.T) {
 			"a metadata source appeared after boot: boot found no metadata source at 2026-03-01T08:00:00Z, and smartos is here now; " + next},
 		{"boot failed before a source", ran("error", "", ""), Found{Source: "smartos"},
 			"boot did not decide on a metadata source at 2026-03-01T08:00:00Z (outcome error), and smartos is here now; " + next},
-		{"boot never ran", Boot{}, Found{Source: "vmware"}, "seedkeeper boot has not decided on a source in this boot"},
 		{"another kind", ran("ok", "nocloud", "dir:/var/lib/cloud/seed/nocloud-net"), Found{"vmware", "guestinfo"},
 			"a metadata source appeared after boot: boot decided on nocloud via dir:/var/lib/cloud/seed/nocloud-net at 2026-03-01T08:00:00Z, and vmware via guestinfo is here now; " + next},
 		{"a second seed", ran("ok", "nocloud", "dir:/var/lib/seedkeeper/imported-seed"), Found{"nocloud", "dir:/var/lib/seedkeeper/imported-seed,iso9660:/dev/sr0"},
@@ -47,6 +46,16 @@ func TestLate(t *testing.T) {
 		case tc.want != "" && (!late || !strings.Contains(msg, tc.want) || !strings.HasSuffix(msg, next)):
 			t.Errorf("%s: late %v %q; want %q", tc.name, late, msg, tc.want)
 		}
+	}
+}
+
+// When boot has not decided in this boot it may still be running, or
+// have failed before saving: the source waits for boot, not for "the next
+// boot".
+func TestLateBootNotRun(t *testing.T) {
+	msg, late := Late(Boot{}, Found{Source: "vmware"})
+	if want := "a metadata source (vmware) is here, but seedkeeper boot has not decided on a source in this boot; nothing from it is applied until seedkeeper boot has run"; !late || msg != want {
+		t.Errorf("Late = %v %q; want %q", late, msg, want)
 	}
 }
 

@@ -156,7 +156,7 @@ func TestStatusNotThisBoot(t *testing.T) {
 	if text.code != exitNotFound || !strings.HasPrefix(text.stdout, want) {
 		t.Errorf("status after a reboot: exit %d, want %d\n%s", text.code, exitNotFound, text.stdout)
 	}
-	if !strings.Contains(text.stdout, "Late source: a seed (nocloud) is here, but seedkeeper boot has not decided on a source in this boot") {
+	if !strings.Contains(text.stdout, "Late source: a seed (nocloud) is here, but seedkeeper boot has not decided on a source in this boot; nothing from it is applied until seedkeeper boot has run\n") {
 		t.Errorf("status after a reboot does not say the seed is not decided on in this boot:\n%s", text.stdout)
 	}
 	if js.code != exitNotFound || b.BootID != bootA || b.ThisBoot == nil || *b.ThisBoot || b.CurrentBootID != bootB {
