@@ -286,6 +286,22 @@ func Diff(cfg *netcfg.Config, live []Link, allow Allowlist, rc *Receipt) *Plan {
 			}
 		}
 
+		// Removing the last IPv4 address of a subnet takes the routes
+		// through a gateway in it along: those are added again if gone.
+		var removed, kept []netip.Prefix
+		for _, a := range prior.Addresses {
+			if !want[a] && liveAddrs[a] {
+				removed = append(removed, a)
+			}
+		}
+		for a := range liveAddrs {
+			if !slices.Contains(removed, a) {
+				kept = append(kept, a)
+			}
+		}
+		inSubnet := func(as []netip.Prefix, gw netip.Addr) bool {
+			return slices.ContainsFunc(as, func(a netip.Prefix) bool { return a.Masked().Contains(gw) })
+		}
 		liveRoutes := map[netcfg.Route]bool{}
 		if !o.flushed {
 			for _, r := range o.liveRoutes() {
@@ -302,8 +318,12 @@ func Diff(cfg *netcfg.Config, live []Link, allow Allowlist, rc *Receipt) *Plan {
 			switch {
 			case !liveRoutes[r]:
 				addRoutes = append(addRoutes, p.op(o, Op{Kind: AddRoute, Route: r}))
+				continue
 			case slices.Contains(prior.Routes, r):
 				next.Routes = append(next.Routes, r)
+			}
+			if r.Via.Is4() && inSubnet(removed, r.Via) && !inSubnet(kept, r.Via) {
+				addRoutes = append(addRoutes, p.op(o, Op{Kind: AddRoute, Route: r, ifMissing: true}))
 			}
 		}
 		for _, r := range prior.Routes {
@@ -311,16 +331,14 @@ func Diff(cfg *netcfg.Config, live []Link, allow Allowlist, rc *Receipt) *Plan {
 				p.add(o, Op{Kind: RemoveRoute, Route: r})
 			}
 		}
-		for _, a := range prior.Addresses {
-			if !want[a] && liveAddrs[a] {
-				p.add(o, Op{Kind: RemoveAddress, Address: a})
-			}
+		for _, a := range removed {
+			p.add(o, Op{Kind: RemoveAddress, Address: a})
 		}
 		p.receipt.setFor(o, next)
 	}
 	// Keep the operations in the order of their kinds (removals
 	// routes-then-addresses across links), each kind in planning order.
-	slices.SortStableFunc(p.Ops, func(a, b Op) int { return rank(a.Kind) - rank(b.Kind) })
+	slices.SortStableFunc(p.Ops, func(a, b Op) int { return rank(a) - rank(b) })
 	p.Ops = append(p.Ops, adds...)
 	p.Ops = append(p.Ops, addRoutes...)
 	return p

@@ -369,6 +369,9 @@ func (h *Handle) Apply(ctx context.Context, p *Plan) (*Result, error) {
 		if err == nil {
 			err = h.do(op, links)
 		}
+		if op.ifMissing && errors.Is(err, unix.EEXIST) {
+			continue // still there: nothing was done
+		}
 		res.Ops = append(res.Ops, OpResult{Op: op, Err: err})
 		res.Receipt.record(op, err)
 	}

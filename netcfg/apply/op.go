@@ -28,27 +28,32 @@ const (
 	SetMaster
 )
 
-// rank is the place of an operation's kind in a plan.
-func rank(k Kind) int {
-	switch k {
+// rank is the place of an operation in a plan: by its kind, except that a
+// bridge's MTU is set once it has its ports (a bridge made or left with
+// the MTU it was created with takes its ports' smallest).
+func rank(op Op) int {
+	switch op.Kind {
 	case Rename:
 		return 0
 	case SetMTU:
+		if op.LinkKind == netcfg.Bridge {
+			return 4
+		}
 		return 1
 	case CreateLink:
 		return 2
 	case SetMaster:
 		return 3
 	case LinkUp:
-		return 4
-	case RemoveRoute:
 		return 5
-	case RemoveAddress:
+	case RemoveRoute:
 		return 6
-	case AddAddress:
+	case RemoveAddress:
 		return 7
+	case AddAddress:
+		return 8
 	}
-	return 8
+	return 9
 }
 
 // Op is one change to one owned link.
@@ -82,6 +87,10 @@ type Op struct {
 	// wasUp is set on a Rename of a link that is up: the kernel renames
 	// only links that are down, so Apply takes it down and up again.
 	wasUp bool
+	// ifMissing is set on an AddRoute of a route that was there when the
+	// plan was made but that removing an address may take with it: the
+	// route is added again only if it is gone.
+	ifMissing bool
 }
 
 // String describes the operation for a person, for example
@@ -101,6 +110,9 @@ func (o Op) String() string {
 		what = "remove address " + o.Address.String() + " (added by seedkeeper, no longer configured)"
 	case AddRoute:
 		what = "add route " + routeString(o.Route)
+		if o.ifMissing {
+			what += " (again, if removing an address took it)"
+		}
 	case RemoveRoute:
 		what = "remove route " + routeString(o.Route) + " (added by seedkeeper, no longer configured)"
 	case CreateLink:

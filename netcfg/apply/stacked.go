@@ -99,6 +99,9 @@ func (s *stackPlanner) decide(ifc *netcfg.Interface) *owned {
 	p := s.p
 	name := ifc.LinkName()
 	spec := &LinkSpec{Kind: ifc.Kind, Name: name, MTU: ifc.MTU, MAC: normMAC(ifc.MAC)}
+	if ifc.Kind == netcfg.Bridge {
+		spec.MTU = 0 // set once it has its ports: see rank
+	}
 	var parent *owned
 	var members []*owned
 	switch ifc.Kind {
@@ -180,10 +183,10 @@ func (s *stackPlanner) decide(ifc *netcfg.Interface) *owned {
 		}
 	}
 	o := &owned{ifc: ifc, link: l, kind: ifc.Kind, name: name}
-	switch {
-	case l == nil:
+	if l == nil {
 		p.add(o, Op{Kind: CreateLink, Spec: spec})
-	case ifc.MTU > 0 && l.MTU != ifc.MTU:
+	}
+	if ifc.MTU > 0 && (l == nil && spec.MTU == 0 || l != nil && l.MTU != ifc.MTU) {
 		p.add(o, Op{Kind: SetMTU, MTU: ifc.MTU})
 	}
 	for _, m := range members {

@@ -179,8 +179,8 @@ func TestDiffStackedExistingLink(t *testing.T) {
 	cfg.Interfaces[4].MTU = 1500
 	p := Diff(cfg, live, virtio, nil)
 	wantOps(t, p,
-		"br0 (bridge): set mtu 1500",
 		"bond0.100 (vlan): enslave to br0",
+		"br0 (bridge): set mtu 1500",
 		"br0 (bridge): link up")
 	wantNote(t, p, "bond0: the live bond's mode is balance-rr, the configuration's active-backup; a bond's parameters are set when it is created")
 }
@@ -237,4 +237,24 @@ func TestBridgeParams(t *testing.T) {
 			t.Errorf("bridgeParams(%s=%s) error = %v, want one naming the parameter", k, v, err)
 		}
 	}
+}
+
+// Found by TestIntegrationStackedBridge: removing the only address of the
+// gateway's subnet took the default route along, and the plan, having
+// seen the route, did not add it again until the next apply.
+func TestDiffReaddsRouteAnAddressRemovalTakes(t *testing.T) {
+	cfg := &netcfg.Config{Interfaces: []netcfg.Interface{{ID: "eth0", Kind: netcfg.Physical, MAC: mac1,
+		Addresses: []netip.Prefix{pfx("192.0.2.6/24")}, Routes: []netcfg.Route{route("0.0.0.0/0", "192.0.2.1", 0)}}}}
+	live := []Link{{Index: 2, Name: "eth0", MAC: mac1, Driver: "virtio_net", Up: true, BondMode: -1,
+		Addresses: []netip.Prefix{pfx("192.0.2.5/24")}, Routes: []netcfg.Route{route("0.0.0.0/0", "192.0.2.1", 0)}}}
+	rc := &Receipt{Links: map[string]Added{mac1: {Addresses: []netip.Prefix{pfx("192.0.2.5/24")}, Routes: []netcfg.Route{route("0.0.0.0/0", "192.0.2.1", 0)}}}}
+	wantOps(t, Diff(cfg, live, virtio, rc),
+		"eth0 (bc:24:11:aa:bb:01): remove address 192.0.2.5/24 (added by seedkeeper, no longer configured)",
+		"eth0 (bc:24:11:aa:bb:01): add address 192.0.2.6/24",
+		"eth0 (bc:24:11:aa:bb:01): add route default via 192.0.2.1 (again, if removing an address took it)")
+
+	// Another address of the subnet stays: the route stays too.
+	live[0].Addresses = append(live[0].Addresses, pfx("192.0.2.6/24"))
+	wantOps(t, Diff(cfg, live, virtio, rc),
+		"eth0 (bc:24:11:aa:bb:01): remove address 192.0.2.5/24 (added by seedkeeper, no longer configured)")
 }
