@@ -295,3 +295,56 @@ func TestIntegrationStackedBondVLANBridge(t *testing.T) {
 		t.Errorf("after enslaving, eth1 is not owned: %v %q", err, p.Notes)
 	}
 }
+
+// A bridge member that appears after boot (hotplug applies only the new
+// NIC) completes the bridge: it is created with both members and its
+// address, while another NIC's state is left as a person left it.
+func TestIntegrationStackedHotplugCompletesBridge(t *testing.T) {
+	ns, nh := newNS(t)
+	addVeth(t, nh, "eth0", mac1, "p0", "bc:24:11:00:00:01")
+	addVeth(t, nh, "eth3", mac3, "p3", "bc:24:11:00:00:03")
+	cfg := &netcfg.Config{Interfaces: []netcfg.Interface{
+		{ID: "eth0", Kind: netcfg.Physical, MAC: mac1},
+		{ID: "eth1", Kind: netcfg.Physical, MAC: mac2},
+		{ID: "eth3", Kind: netcfg.Physical, MAC: mac3, Addresses: []netip.Prefix{pfx("198.51.100.3/24")}},
+		{ID: "br0", Kind: netcfg.Bridge, Links: []string{"eth0", "eth1"}, Addresses: []netip.Prefix{pfx("192.0.2.5/24")}},
+	}}
+	h := openAt(t, ns)
+	receipt := filepath.Join(t.TempDir(), "receipt.json")
+	o := SyncOptions{Receipt: receipt, Allow: Drivers("veth"), Namespace: h.Namespace()}
+	s, err := Sync(context.Background(), cfg, o)
+	must(t, err)
+	wantNote(t, s.Plan, "br0: member eth1 is not owned by seedkeeper; not applied live")
+	if _, err := nh.LinkByName("br0"); err == nil {
+		t.Fatal("br0 was created with a member missing")
+	}
+	// A person takes eth3's address away; the hotplug of eth1 must not
+	// put it back.
+	must(t, nh.AddrDel(link(t, nh, "eth3"), &netlink.Addr{IPNet: ipNet(pfx("198.51.100.3/24"))}))
+
+	addVeth(t, nh, "eth1", mac2, "p1", "bc:24:11:00:00:02")
+	o.Only = []string{mac2}
+	s, err = Sync(context.Background(), cfg, o)
+	must(t, err)
+	wantOps(t, s.Plan,
+		"br0 (bridge): create",
+		"eth0 (bc:24:11:aa:bb:01): enslave to br0",
+		"eth1 (bc:24:11:aa:bb:02): enslave to br0",
+		"eth1 (bc:24:11:aa:bb:02): link up",
+		"br0 (bridge): link up",
+		"br0 (bridge): add address 192.0.2.5/24")
+	if got := addrs(t, nh, "br0"); !slices.Equal(got, []string{"192.0.2.5/24"}) {
+		t.Errorf("br0 addresses = %v", got)
+	}
+	if got := addrs(t, nh, "eth3"); len(got) != 0 {
+		t.Errorf("eth3 addresses = %v: the hotplug of eth1 touched it", got)
+	}
+	rc, err := LoadReceipt(receipt)
+	must(t, err)
+	if a := rc.Links[mac3]; !slices.Equal(a.Addresses, []netip.Prefix{pfx("198.51.100.3/24")}) {
+		t.Errorf("receipt of eth3 = %+v, want its entry kept", a)
+	}
+	if a := rc.Stacked["br0"]; len(a.Addresses) != 1 {
+		t.Errorf("receipt of br0 = %+v", a)
+	}
+}
