@@ -258,3 +258,44 @@ func TestDiffReaddsRouteAnAddressRemovalTakes(t *testing.T) {
 	wantOps(t, Diff(cfg, live, virtio, rc),
 		"eth0 (bc:24:11:aa:bb:01): remove address 192.0.2.5/24 (added by seedkeeper, no longer configured)")
 }
+
+// FuzzPlanStacked parses a network configuration (as the metadata gives
+// it) and plans it against two NICs: the planner never panics, never
+// enslaves a NIC it does not own, and every parameter it cannot use is an
+// error that names it.
+func FuzzPlanStacked(f *testing.F) {
+	f.Add([]byte("version: 2\nethernets:\n  a: {match: {macaddress: \"" + mac1 + "\"}}\n  b: {match: {macaddress: \"" + mac2 + "\"}}\n" +
+		"bonds:\n  bond0:\n    interfaces: [a, b]\n    parameters: {mode: 802.3ad, lacp-rate: fast, mii-monitor-interval: 100ms, arp-ip-targets: [192.0.2.1]}\n" +
+		"vlans:\n  v100: {id: 100, link: bond0}\nbridges:\n  br0:\n    interfaces: [v100]\n    addresses: [192.0.2.5/24]\n    parameters: {stp: true, path-cost: {v100: 7}}\n"))
+	f.Add([]byte("version: 1\nconfig:\n  - {type: physical, name: eth0, mac_address: \"" + mac1 + "\"}\n  - {type: bond, name: bond0, bond_interfaces: [eth0], params: {bond-mode: 9}}\n"))
+	f.Add([]byte("version: 2\nethernets:\n  a: {match: {macaddress: \"" + mac3 + "\"}}\nbridges:\n  br0: {interfaces: [a]}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg, err := netcfg.Parse(data)
+		if err != nil || cfg == nil {
+			return
+		}
+		live := stackNICs()
+		live[1].Driver = "mlx5_core" // not allowed: never enslaved
+		p := Diff(cfg, live, virtio, nil)
+		for _, op := range p.Ops {
+			if op.Kind == SetMaster && op.MAC == mac2 {
+				t.Fatalf("enslaved a NIC it does not own: %s", op)
+			}
+			if op.Kind == CreateLink && (op.Spec == nil || op.Spec.Name == "") {
+				t.Fatalf("create without a spec: %+v", op)
+			}
+		}
+		for _, ifc := range cfg.Interfaces {
+			var err error
+			switch ifc.Kind {
+			case netcfg.Bond:
+				_, _, err = bondParams(ifc.Params)
+			case netcfg.Bridge:
+				_, _, err = bridgeParams(ifc.Params)
+			}
+			if err != nil && !strings.HasPrefix(err.Error(), "parameter ") {
+				t.Fatalf("error names no parameter: %v", err)
+			}
+		}
+	})
+}
