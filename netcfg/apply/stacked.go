@@ -98,6 +98,10 @@ func (s *stackPlanner) visit(ifc *netcfg.Interface) *owned {
 func (s *stackPlanner) decide(ifc *netcfg.Interface) *owned {
 	p := s.p
 	name := ifc.LinkName()
+	if !validLinkName(name) {
+		p.notef("%s: not a name the kernel takes for a link (1 to 15 bytes, no slash, colon or space); not applied live", label(ifc))
+		return nil
+	}
 	spec := &LinkSpec{Kind: ifc.Kind, Name: name, MTU: ifc.MTU, MAC: normMAC(ifc.MAC)}
 	if ifc.Kind == netcfg.Bridge {
 		spec.MTU = 0 // set once it has its ports: see rank

@@ -144,6 +144,10 @@ func TestDiffStackedNotOwned(t *testing.T) {
 			cfg.Interfaces[4].Links = nil
 			return live
 		}, []string{"br0: a bridge without members is not applied live"}, []string{"eth0", "eth1", "bond0", "bond0.100"}},
+		{"bad name", func(cfg *netcfg.Config, live []Link) []Link {
+			cfg.Interfaces[4].ID = "bridge-of-16-byt"
+			return live
+		}, []string{"bridge-of-16-byt: not a name the kernel takes for a link"}, []string{"eth0", "eth1", "bond0", "bond0.100"}},
 		{"loop", func(cfg *netcfg.Config, live []Link) []Link {
 			cfg.Interfaces[2].Links = []string{"eth0", "br0"}
 			cfg.Interfaces[4].Links = []string{"bond0.100"}
