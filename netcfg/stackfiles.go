@@ -34,24 +34,65 @@ type StackFiles struct {
 // the metadata (see RenderNMConf).
 const NMConfFile = "/run/NetworkManager/conf.d/50-seedkeeper.conf"
 
-// RenderNMConf renders a NetworkManager drop-in for the MACs of the
-// configuration's physical NICs: no "Wired connection N" made for them
-// (no-auto-default), and keep-configuration=no, so that a NIC seedkeeper
+// RenderNMConf renders a NetworkManager drop-in for the configuration's
+// physical NICs (the owned ones for the rest; all when owned is nil): no
+// "Wired connection N" made for them (no-auto-default), and
+// keep-configuration=no for those with a profile, so that a NIC seedkeeper
 // has already brought up at boot gets its profile activated (a DHCP lease
 // in particular) instead of being taken over as "external" and left
-// alone. It returns nil when the configuration names no MAC.
-func RenderNMConf(c *Config) []byte {
-	var macs []string
-	for _, ifc := range c.Interfaces {
-		if ifc.Kind == Physical && ifc.MAC != "" && !slices.Contains(macs, "mac:"+ifc.MAC) {
-			macs = append(macs, "mac:"+ifc.MAC)
+// alone. The owned bonds, bridges and VLANs, which seedkeeper makes live
+// and renders no profile for, and their member NICs are unmanaged: with
+// keep-configuration=no NetworkManager would disconnect them and clean
+// their configuration up. It returns nil when there is nothing to say.
+func RenderNMConf(c *Config, owned func(*Interface) bool) []byte {
+	if owned == nil {
+		owned = func(*Interface) bool { return true }
+	}
+	var macs, profiled, unmanaged []string
+	for i := range c.Interfaces {
+		ifc := &c.Interfaces[i]
+		stacked := ifc.Kind != Physical && ifc.Kind != ""
+		if stacked {
+			if owned(ifc) {
+				unmanaged = appendNew(unmanaged, "interface-name:"+ifc.LinkName())
+			}
+			continue
+		}
+		if ifc.MAC == "" {
+			continue
+		}
+		m := "mac:" + ifc.MAC
+		macs = appendNew(macs, m)
+		switch {
+		case !owned(ifc):
+		case c.Master(ifc) != nil || len(c.VLANs(ifc)) > 0:
+			unmanaged = appendNew(unmanaged, m)
+		default:
+			profiled = appendNew(profiled, m)
 		}
 	}
-	if len(macs) == 0 {
+	if len(macs) == 0 && len(unmanaged) == 0 {
 		return nil
 	}
-	return []byte(Header + "\n[main]\nno-auto-default=" + strings.Join(macs, ",") +
-		"\n\n[device-seedkeeper]\nmatch-device=" + strings.Join(macs, ";") + "\nkeep-configuration=no\n")
+	var b strings.Builder
+	b.WriteString(Header + "\n")
+	if len(macs) > 0 {
+		b.WriteString("[main]\nno-auto-default=" + strings.Join(macs, ",") + "\n")
+	}
+	if len(unmanaged) > 0 {
+		b.WriteString("\n[keyfile]\nunmanaged-devices+=" + strings.Join(unmanaged, ";") + "\n")
+	}
+	if len(profiled) > 0 {
+		b.WriteString("\n[device-seedkeeper]\nmatch-device=" + strings.Join(profiled, ";") + "\nkeep-configuration=no\n")
+	}
+	return []byte(b.String())
+}
+
+func appendNew(l []string, s string) []string {
+	if slices.Contains(l, s) {
+		return l
+	}
+	return append(l, s)
 }
 
 // RenderForStack renders the owned interfaces (all when owned is nil) for
@@ -73,7 +114,7 @@ func RenderForStack(d Detection, c *Config, owned func(*Interface) bool) (*Stack
 		sf.Ours = func(n string) bool {
 			return strings.HasPrefix(n, "seedkeeper-") && strings.HasSuffix(n, ".nmconnection")
 		}
-		if conf := RenderNMConf(c); conf != nil {
+		if conf := RenderNMConf(c, owned); conf != nil {
 			sf.Extra = map[string][]byte{NMConfFile: conf}
 		}
 	case StackIfupdown:

@@ -411,7 +411,7 @@ func TestRenderForStack(t *testing.T) {
 }
 
 func TestRenderNMConf(t *testing.T) {
-	got := string(RenderNMConf(mustParse(t, proxmoxV1)))
+	got := string(RenderNMConf(mustParse(t, proxmoxV1), nil))
 	want := Header + `
 [main]
 no-auto-default=mac:bc:24:11:aa:bb:01,mac:bc:24:11:aa:bb:02
@@ -430,7 +430,39 @@ keep-configuration=no
 	if string(sf.Extra[NMConfFile]) != want {
 		t.Errorf("RenderForStack extra files: %v", sf.Extra)
 	}
-	if RenderNMConf(&Config{Interfaces: []Interface{{ID: "x", Kind: Physical, MatchName: "en*"}}}) != nil {
+	if RenderNMConf(&Config{Interfaces: []Interface{{ID: "x", Kind: Physical, MatchName: "en*"}}}, nil) != nil {
 		t.Error("a drop-in for a configuration without MACs")
+	}
+}
+
+// With keep-configuration=no NetworkManager disconnects a matched device
+// it has no profile for and cleans its configuration up: the bond, VLAN
+// and bridge seedkeeper made live, and the bond's members, would lose
+// their addresses and ports. They are unmanaged instead; a NIC not owned
+// is neither.
+func TestRenderNMConfStacked(t *testing.T) {
+	c := &Config{Interfaces: []Interface{
+		{ID: "a", Kind: Physical, MAC: "bc:24:11:aa:bb:01"},
+		{ID: "b", Kind: Physical, MAC: "bc:24:11:aa:bb:02"},
+		{ID: "lan", Kind: Physical, MAC: "bc:24:11:aa:bb:03", DHCP4: true},
+		{ID: "other", Kind: Physical, MAC: "bc:24:11:aa:bb:04", DHCP4: true},
+		{ID: "bond0", Kind: Bond, Links: []string{"a", "b"}},
+		{ID: "v100", Kind: VLAN, Name: "bond0.100", VLANLink: "bond0", VLANID: 100},
+		{ID: "br0", Kind: Bridge, Links: []string{"v100"}},
+	}}
+	owned := func(i *Interface) bool { return i.ID != "other" }
+	want := Header + `
+[main]
+no-auto-default=mac:bc:24:11:aa:bb:01,mac:bc:24:11:aa:bb:02,mac:bc:24:11:aa:bb:03,mac:bc:24:11:aa:bb:04
+
+[keyfile]
+unmanaged-devices+=mac:bc:24:11:aa:bb:01;mac:bc:24:11:aa:bb:02;interface-name:bond0;interface-name:bond0.100;interface-name:br0
+
+[device-seedkeeper]
+match-device=mac:bc:24:11:aa:bb:03
+keep-configuration=no
+`
+	if got := string(RenderNMConf(c, owned)); got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
 	}
 }

@@ -452,3 +452,73 @@ func TestIntegrationBootNoNetworkConfig(t *testing.T) {
 		}
 	}
 }
+
+// A bridge of two owned NICs is created live at boot, with its address,
+// rendered for networkd, listed as owned; a second boot changes nothing.
+func TestIntegrationBootStackedBridge(t *testing.T) {
+	n, peers := newTestNetns(t), newTestNetns(t)
+	const mac1, mac2 = "02:5e:00:00:05:01", "02:5e:00:00:05:02"
+	root := scratchRoot(t, kvmProduct, kvmVendor, kvmUUID)
+	seed := filepath.Join(root, "var/lib/cloud/seed/nocloud")
+	writeFile(t, filepath.Join(seed, "meta-data"), "instance-id: iid-bootbridge\n", 0o644)
+	writeFile(t, filepath.Join(seed, "user-data"), "#cloud-config\n", 0o644)
+	writeFile(t, filepath.Join(seed, "network-config"), `version: 1
+config:
+  - {type: physical, name: eth1, mac_address: "`+mac1+`"}
+  - {type: physical, name: eth2, mac_address: "`+mac2+`"}
+  - type: bridge
+    name: br0
+    bridge_interfaces: [eth1, eth2]
+    params: {bridge_stp: "off", bridge_fd: 0}
+    subnets:
+      - {type: static, address: 192.0.2.51/24, gateway: 192.0.2.1}
+`, 0o644)
+	writeFile(t, filepath.Join(root, "etc/seedkeeper/config.yaml"), "hotplug:\n  drivers: [veth]\n", 0o644)
+	addVeth(t, n, peers, "eth1", mac1)
+	addVeth(t, n, peers, "eth2", mac2)
+
+	boot := func() procResult {
+		t.Helper()
+		r := runCommand(t, nil, "ip", "netns", "exec", n.name, seedkeeperBinary(t), "boot", "--root", root, "--network", "apply")
+		if r.code != exitOK {
+			t.Fatalf("boot --network apply: %v", r)
+		}
+		return r
+	}
+	r := boot()
+	for _, want := range []string{`msg="network: br0 (bridge): create"`, `msg="network: eth1 (` + mac1 + `): enslave to br0"`,
+		`msg="network: br0 (bridge): add address 192.0.2.51/24"`} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("boot log lacks %s:\n%s", want, r.stderr)
+		}
+	}
+	br := n.link(t, "br0")
+	if br.Type() != "bridge" || br.Attrs().Flags&net.FlagUp == 0 || !n.hasAddr(t, "br0", "192.0.2.51/24") {
+		t.Errorf("br0: %s up=%v addresses %q", br.Type(), br.Attrs().Flags&net.FlagUp != 0, n.addrs(t, "br0"))
+	}
+	for _, p := range []string{"eth1", "eth2"} {
+		if n.link(t, p).Attrs().MasterIndex != br.Attrs().Index {
+			t.Errorf("%s is not a port of br0", p)
+		}
+	}
+	netdev := filepath.Join(root, networkDir, "10-seedkeeper-br0.netdev")
+	if !strings.Contains(readFile(t, netdev), "Kind=bridge") {
+		t.Errorf("br0.netdev:\n%s", readFile(t, netdev))
+	}
+	if rc := readFile(t, filepath.Join(root, receiptPath)); !strings.Contains(rc, `"stacked": {`) || !strings.Contains(rc, "192.0.2.51/24") {
+		t.Errorf("receipt lacks br0's address:\n%s", rc)
+	}
+	if st := readStatus(t, root); st.Network == nil || !slices.Equal(st.Network.Owned, []string{"eth1", "eth2", "br0"}) {
+		t.Errorf("status network: %+v", st.Network)
+	}
+
+	before := statFile(t, netdev)
+	receipt := statFile(t, filepath.Join(root, receiptPath))
+	boot()
+	if st := readStatus(t, root); st.Network == nil || len(st.Network.Ops) != 0 {
+		t.Errorf("second boot: %+v, want zero operations", st.Network)
+	}
+	if statFile(t, netdev) != before || statFile(t, filepath.Join(root, receiptPath)) != receipt {
+		t.Error("the second boot rewrote the netdev file or the receipt")
+	}
+}

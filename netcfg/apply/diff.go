@@ -45,7 +45,18 @@ type Link struct {
 	// Stacked is true for links built on others (VLAN, bond, bridge,
 	// macvlan, ...): they carry a NIC's MAC but are never the NIC.
 	Stacked bool
-	MTU     int
+	// Kind is the kernel's link type ("bond", "vlan", "bridge", "veth",
+	// "device" for a plain NIC, ...); "" when unknown.
+	Kind string
+	// Master is the index of the bond or bridge the link is a port of, 0
+	// for none; Parent the index of the link a VLAN is on.
+	Master int
+	Parent int
+	// VLANID is a VLAN's ID; BondMode a bond's mode in the kernel's
+	// numbering (-1 unknown).
+	VLANID   int
+	BondMode int
+	MTU      int
 	// Up is the administrative state (IFF_UP); OperUp the operational one.
 	Up     bool
 	OperUp bool
@@ -131,8 +142,12 @@ func label(ifc *netcfg.Interface) string {
 
 // owned is one configured interface and the live link it owns.
 type owned struct {
-	ifc  *netcfg.Interface
+	ifc *netcfg.Interface
+	// link is the live link; nil for a stacked link the plan creates.
 	link *Link
+	// kind is set for a stacked link (bond, VLAN, bridge), which is known
+	// by its name, not by a MAC.
+	kind netcfg.Kind
 	name string // the name the link has once renames are done
 	// flushed is set when the link is renamed while up: taking it down
 	// drops its routes and IPv6 addresses.
@@ -159,7 +174,6 @@ func Diff(cfg *netcfg.Config, live []Link, allow Allowlist, rc *Receipt) *Plan {
 	for j := range cfg.Interfaces {
 		ifc := &cfg.Interfaces[j]
 		if ifc.Kind != netcfg.Physical && ifc.Kind != "" {
-			p.notef("%s: %s links are not applied live (they are rendered for systemd-networkd)", label(ifc), ifc.Kind)
 			continue
 		}
 		if ifc.MAC == "" && ifc.MatchName == "" && ifc.MatchDriver != "" {
@@ -241,17 +255,18 @@ func Diff(cfg *netcfg.Config, live []Link, allow Allowlist, rc *Receipt) *Plan {
 			p.add(o, Op{Kind: LinkUp})
 		}
 	}
+	own = append(own, p.planStacked(cfg, live, own)...)
 	p.assignRoutes(cfg, own)
 
 	// Removals of our stale objects first, so a changed address or route
 	// never collides with its old self; then additions.
 	var adds, addRoutes []Op
 	for _, o := range own {
-		prior := p.receipt.Links[o.link.MAC]
+		prior := p.receipt.get(o)
 		next := Added{}
 
 		liveAddrs := map[netip.Prefix]bool{}
-		for _, a := range o.link.Addresses {
+		for _, a := range o.liveAddresses() {
 			if !(o.flushed && a.Addr().Is6()) {
 				liveAddrs[normPrefix(a)] = true
 			}
@@ -271,9 +286,25 @@ func Diff(cfg *netcfg.Config, live []Link, allow Allowlist, rc *Receipt) *Plan {
 			}
 		}
 
+		// Removing the last IPv4 address of a subnet takes the routes
+		// through a gateway in it along: those are added again if gone.
+		var removed, kept []netip.Prefix
+		for _, a := range prior.Addresses {
+			if !want[a] && liveAddrs[a] {
+				removed = append(removed, a)
+			}
+		}
+		for a := range liveAddrs {
+			if !slices.Contains(removed, a) {
+				kept = append(kept, a)
+			}
+		}
+		inSubnet := func(as []netip.Prefix, gw netip.Addr) bool {
+			return slices.ContainsFunc(as, func(a netip.Prefix) bool { return a.Masked().Contains(gw) })
+		}
 		liveRoutes := map[netcfg.Route]bool{}
 		if !o.flushed {
-			for _, r := range o.link.Routes {
+			for _, r := range o.liveRoutes() {
 				liveRoutes[normRoute(r)] = true
 			}
 		}
@@ -287,8 +318,12 @@ func Diff(cfg *netcfg.Config, live []Link, allow Allowlist, rc *Receipt) *Plan {
 			switch {
 			case !liveRoutes[r]:
 				addRoutes = append(addRoutes, p.op(o, Op{Kind: AddRoute, Route: r}))
+				continue
 			case slices.Contains(prior.Routes, r):
 				next.Routes = append(next.Routes, r)
+			}
+			if r.Via.Is4() && inSubnet(removed, r.Via) && !inSubnet(kept, r.Via) {
+				addRoutes = append(addRoutes, p.op(o, Op{Kind: AddRoute, Route: r, ifMissing: true}))
 			}
 		}
 		for _, r := range prior.Routes {
@@ -296,15 +331,14 @@ func Diff(cfg *netcfg.Config, live []Link, allow Allowlist, rc *Receipt) *Plan {
 				p.add(o, Op{Kind: RemoveRoute, Route: r})
 			}
 		}
-		for _, a := range prior.Addresses {
-			if !want[a] && liveAddrs[a] {
-				p.add(o, Op{Kind: RemoveAddress, Address: a})
-			}
+		for _, a := range removed {
+			p.add(o, Op{Kind: RemoveAddress, Address: a})
 		}
-		p.receipt.set(o.link.MAC, next)
+		p.receipt.setFor(o, next)
 	}
-	// Keep removals ordered routes-then-addresses across links.
-	slices.SortStableFunc(p.Ops, func(a, b Op) int { return int(a.Kind) - int(b.Kind) })
+	// Keep the operations in the order of their kinds (removals
+	// routes-then-addresses across links), each kind in planning order.
+	slices.SortStableFunc(p.Ops, func(a, b Op) int { return rank(a) - rank(b) })
 	p.Ops = append(p.Ops, adds...)
 	p.Ops = append(p.Ops, addRoutes...)
 	return p
@@ -315,11 +349,34 @@ func (p *Plan) notef(format string, args ...any) {
 }
 
 func (p *Plan) op(o *owned, op Op) Op {
-	op.MAC, op.Index = o.link.MAC, o.link.Index
+	if o.link != nil {
+		op.Index = o.link.Index
+	}
+	if o.kind != "" {
+		op.LinkKind = o.kind
+	} else {
+		op.MAC = o.link.MAC
+	}
 	if op.Name == "" {
 		op.Name = o.name
 	}
 	return op
+}
+
+// liveAddresses and liveRoutes are what the owned link carries now: none
+// for a link the plan creates.
+func (o *owned) liveAddresses() []netip.Prefix {
+	if o.link == nil {
+		return nil
+	}
+	return o.link.Addresses
+}
+
+func (o *owned) liveRoutes() []netcfg.Route {
+	if o.link == nil {
+		return nil
+	}
+	return o.link.Routes
 }
 
 func (p *Plan) add(o *owned, op Op) { p.Ops = append(p.Ops, p.op(o, op)) }

@@ -301,9 +301,13 @@ func TestDiffGlobalRoutesAndOtherKinds(t *testing.T) {
 		{Index: 3, Name: "eth1", MAC: mac2, Driver: "virtio_net", Up: true, Addresses: []netip.Prefix{pfx("198.51.100.10/24")}},
 	}
 	p := Diff(cfg, live, virtio, nil)
-	wantOps(t, p, "eth1 (bc:24:11:aa:bb:02): add route 10.0.0.0/8 via 198.51.100.1")
+	wantOps(t, p,
+		"bond0 (bond): create",
+		"eth0 (bc:24:11:aa:bb:01): enslave to bond0",
+		"eth1 (bc:24:11:aa:bb:02): enslave to bond0",
+		"bond0 (bond): link up",
+		"eth1 (bc:24:11:aa:bb:02): add route 10.0.0.0/8 via 198.51.100.1")
 	wantNote(t, p, "route 172.16.0.0/12 via 203.0.113.1: no owned link")
-	wantNote(t, p, "bond0: bond links are not applied live")
 }
 
 func TestDiffDHCPOnlyBringsLinkUp(t *testing.T) {

@@ -6,7 +6,9 @@
 //
 // A link is owned only when its MAC matches a physical interface of the
 // configuration (or, where that entry names no MAC, its name matches) and its
-// driver is on the Allowlist. Nothing else is read beyond the link dump, and
+// driver is on the Allowlist. A bond or bridge is owned when all its members
+// are, a VLAN when its link is: those are created (with their parameters),
+// given their members, brought up and addressed, and are known by name. Nothing else is read beyond the link dump, and
 // nothing else is ever changed. Addresses and routes that are already present
 // are left alone; the only objects ever removed are those the Receipt says
 // seedkeeper added and the configuration no longer has. DHCP and SLAAC are

@@ -24,6 +24,9 @@ import (
 type nlHandle interface {
 	LinkList() ([]netlink.Link, error)
 	LinkByIndex(index int) (netlink.Link, error)
+	LinkByName(name string) (netlink.Link, error)
+	LinkAdd(link netlink.Link) error
+	LinkSetMasterByIndex(link netlink.Link, masterIndex int) error
 	AddrList(link netlink.Link, family int) ([]netlink.Addr, error)
 	RouteListFiltered(family int, filter *netlink.Route, mask uint64) ([]netlink.Route, error)
 	LinkSetName(link netlink.Link, name string) error
@@ -219,17 +222,43 @@ func (h *Handle) read(ctx context.Context, cfg *netcfg.Config, allow Allowlist) 
 	live := make([]Link, 0, len(nls))
 	for _, nl := range nls {
 		a := nl.Attrs()
-		live = append(live, Link{
-			Index:   a.Index,
-			Name:    a.Name,
-			MAC:     linkMAC(a),
-			Stacked: stackedTypes[nl.Type()],
-			MTU:     a.MTU,
-			Up:      a.Flags&net.FlagUp != 0,
-			OperUp:  a.OperState == netlink.OperUp,
-		})
+		l := Link{
+			Index:    a.Index,
+			Name:     a.Name,
+			MAC:      linkMAC(a),
+			Stacked:  stackedTypes[nl.Type()],
+			Kind:     nl.Type(),
+			Master:   a.MasterIndex,
+			Parent:   a.ParentIndex,
+			BondMode: -1,
+			MTU:      a.MTU,
+			Up:       a.Flags&net.FlagUp != 0,
+			OperUp:   a.OperState == netlink.OperUp,
+		}
+		switch v := nl.(type) {
+		case *netlink.Vlan:
+			l.VLANID = v.VlanId
+		case *netlink.Bond:
+			if v.Mode >= 0 && int(v.Mode) < len(bondModeNames) {
+				l.BondMode = int(v.Mode)
+			}
+		}
+		live = append(live, l)
 	}
 	byIndex := map[int]*Link{}
+	// The stacked links of the configured names: the planner owns those
+	// of the configured kind.
+	stackedNames := map[string]bool{}
+	for i := range cfg.Interfaces {
+		if ifc := &cfg.Interfaces[i]; isStacked(ifc) {
+			stackedNames[ifc.LinkName()] = true
+		}
+	}
+	for i := range live {
+		if l := &live[i]; l.Stacked && stackedNames[l.Name] {
+			byIndex[l.Index] = l
+		}
+	}
 	for _, i := range candidates(cfg, live) {
 		l := &live[i]
 		l.Driver, _ = h.Driver(l.Name) // unknown driver: not allowed
@@ -340,6 +369,9 @@ func (h *Handle) Apply(ctx context.Context, p *Plan) (*Result, error) {
 		if err == nil {
 			err = h.do(op, links)
 		}
+		if op.ifMissing && errors.Is(err, unix.EEXIST) {
+			continue // still there: nothing was done
+		}
 		res.Ops = append(res.Ops, OpResult{Op: op, Err: err})
 		res.Receipt.record(op, err)
 	}
@@ -347,8 +379,21 @@ func (h *Handle) Apply(ctx context.Context, p *Plan) (*Result, error) {
 }
 
 func (h *Handle) do(op Op, links map[int]netlink.Link) error {
-	l, ok := links[op.Index]
-	if !ok {
+	if op.Kind == CreateLink {
+		if op.Spec == nil {
+			return errors.New("nothing to create")
+		}
+		return h.create(op.Spec)
+	}
+	var l netlink.Link
+	var ok bool
+	if op.LinkKind != "" {
+		// Found by name each time: it may have been created by this plan.
+		var err error
+		if l, err = h.stackedLink(op.Name, op.LinkKind); err != nil {
+			return err
+		}
+	} else if l, ok = links[op.Index]; !ok {
 		var err error
 		l, err = h.nl.LinkByIndex(op.Index)
 		if err != nil {
@@ -378,6 +423,8 @@ func (h *Handle) do(op Op, links map[int]netlink.Link) error {
 		return h.nl.LinkSetMTU(l, op.MTU)
 	case LinkUp:
 		return h.nl.LinkSetUp(l)
+	case SetMaster:
+		return h.enslave(l, op)
 	case AddAddress:
 		return h.nl.AddrAdd(l, &netlink.Addr{IPNet: ipNet(op.Address)})
 	case RemoveAddress:
@@ -429,12 +476,20 @@ var stackedTypes = map[string]bool{
 
 // linkMAC is the address a configuration's MAC means: the permanent one
 // when the kernel knows it (a bond member's current address is the
-// bond's), else the current one.
+// bond's), else, for a bond member, the address the bond keeps for it,
+// else the current one.
 func linkMAC(a *netlink.LinkAttrs) string {
-	if len(a.PermHWAddr) == 6 && !bytes.Equal(a.PermHWAddr, make(net.HardwareAddr, 6)) {
+	if realMAC(a.PermHWAddr) {
 		return a.PermHWAddr.String()
 	}
+	if s, ok := a.Slave.(*netlink.BondSlave); ok && realMAC(s.PermHardwareAddr) {
+		return s.PermHardwareAddr.String()
+	}
 	return a.HardwareAddr.String()
+}
+
+func realMAC(hw net.HardwareAddr) bool {
+	return len(hw) == 6 && !bytes.Equal(hw, make(net.HardwareAddr, 6))
 }
 
 // LockReceipt takes an exclusive lock that serialises everyone who reads,

@@ -9,11 +9,11 @@ import (
 	"github.com/seedkeeper/seedkeeper/netcfg"
 )
 
-// Kind says what an Op does. Apply runs a plan's operations in the order of
-// these kinds: renames first, routes last.
+// Kind says what an Op does. A plan runs renames first, then MTUs, link
+// creation, enslaving, links up, removals, and additions last (see rank).
 type Kind int
 
-// The operations a Plan can contain, in the order Apply runs them.
+// The operations a Plan can contain.
 const (
 	Rename Kind = iota + 1
 	SetMTU
@@ -22,15 +22,51 @@ const (
 	RemoveAddress
 	AddAddress
 	AddRoute
+	// CreateLink makes a bond, VLAN or bridge (Op.Spec).
+	CreateLink
+	// SetMaster makes a link a port of a bond or bridge (Op.Master).
+	SetMaster
 )
+
+// rank is the place of an operation in a plan: by its kind, except that a
+// bridge's MTU is set once it has its ports (a bridge made or left with
+// the MTU it was created with takes its ports' smallest).
+func rank(op Op) int {
+	switch op.Kind {
+	case Rename:
+		return 0
+	case SetMTU:
+		if op.LinkKind == netcfg.Bridge {
+			return 4
+		}
+		return 1
+	case CreateLink:
+		return 2
+	case SetMaster:
+		return 3
+	case LinkUp:
+		return 5
+	case RemoveRoute:
+		return 6
+	case RemoveAddress:
+		return 7
+	case AddAddress:
+		return 8
+	}
+	return 9
+}
 
 // Op is one change to one owned link.
 type Op struct {
 	Kind Kind
-	// MAC identifies the link; Apply refuses to act when the link at Index
+	// MAC identifies a NIC; Apply refuses to act when the link at Index
 	// no longer has this MAC.
 	MAC   string
 	Index int
+	// LinkKind is set for an operation on a stacked link (a bond, VLAN or
+	// bridge), which has no MAC of its own: Apply finds it by Name and
+	// refuses to act when the link of that name is of another kind.
+	LinkKind netcfg.Kind
 	// Name is the link's name when the operation runs (after any rename
 	// planned before it).
 	Name string
@@ -39,10 +75,22 @@ type Op struct {
 	MTU     int          // SetMTU
 	Address netip.Prefix // AddAddress, RemoveAddress
 	Route   netcfg.Route // AddRoute, RemoveRoute
+	Spec    *LinkSpec    // CreateLink
+	// Master and MasterKind name the bond or bridge of a SetMaster; Port
+	// is what a bridge port is set to, and Primary makes the link its
+	// bond's primary.
+	Master     string
+	MasterKind netcfg.Kind
+	Port       *PortParams
+	Primary    bool
 
 	// wasUp is set on a Rename of a link that is up: the kernel renames
 	// only links that are down, so Apply takes it down and up again.
 	wasUp bool
+	// ifMissing is set on an AddRoute of a route that was there when the
+	// plan was made but that removing an address may take with it: the
+	// route is added again only if it is gone.
+	ifMissing bool
 }
 
 // String describes the operation for a person, for example
@@ -62,10 +110,23 @@ func (o Op) String() string {
 		what = "remove address " + o.Address.String() + " (added by seedkeeper, no longer configured)"
 	case AddRoute:
 		what = "add route " + routeString(o.Route)
+		if o.ifMissing {
+			what += " (again, if removing an address took it)"
+		}
 	case RemoveRoute:
 		what = "remove route " + routeString(o.Route) + " (added by seedkeeper, no longer configured)"
+	case CreateLink:
+		what = "create"
+		if o.Spec != nil && o.Spec.Kind == netcfg.VLAN {
+			what = fmt.Sprintf("create on %s id %d", o.Spec.Parent, o.Spec.VLANID)
+		}
+	case SetMaster:
+		what = "enslave to " + o.Master
 	default:
 		what = fmt.Sprintf("unknown operation %d", o.Kind)
+	}
+	if o.LinkKind != "" {
+		return fmt.Sprintf("%s (%s): %s", o.Name, o.LinkKind, what)
 	}
 	return fmt.Sprintf("%s (%s): %s", o.Name, o.MAC, what)
 }

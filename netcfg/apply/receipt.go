@@ -15,8 +15,13 @@ import (
 	"github.com/seedkeeper/seedkeeper/netcfg"
 )
 
-// receiptVersion is the only receipt format this package reads and writes.
-const receiptVersion = 1
+// Receipt formats: version 1 has links only; version 2 adds stacked
+// links. A receipt without stacked links is written as version 1, byte for
+// byte what earlier versions wrote.
+const (
+	receiptVersion        = 1
+	receiptVersionStacked = 2
+)
 
 // Receipt remembers the addresses and routes seedkeeper added, per link, so
 // that a later apply removes only its own stale objects. The zero value and
@@ -25,6 +30,9 @@ type Receipt struct {
 	// Links maps a lower-case colon-separated MAC to what seedkeeper added
 	// to that link.
 	Links map[string]Added
+	// Stacked maps the name of a bond, VLAN or bridge (which has no MAC of
+	// its own) to what seedkeeper added to it.
+	Stacked map[string]Added
 }
 
 // Added is what seedkeeper added to one link. Routes are in the form the
@@ -38,22 +46,44 @@ type Added struct {
 func (a Added) empty() bool { return len(a.Addresses) == 0 && len(a.Routes) == 0 }
 
 func (r *Receipt) clone() *Receipt {
-	c := &Receipt{Links: map[string]Added{}}
+	c := &Receipt{Links: map[string]Added{}, Stacked: map[string]Added{}}
 	if r == nil {
 		return c
 	}
 	for mac, a := range r.Links {
 		c.Links[mac] = Added{Addresses: slices.Clone(a.Addresses), Routes: slices.Clone(a.Routes)}
 	}
+	for name, a := range r.Stacked {
+		c.Stacked[name] = Added{Addresses: slices.Clone(a.Addresses), Routes: slices.Clone(a.Routes)}
+	}
 	return c
 }
 
-func (r *Receipt) set(mac string, a Added) {
+func (r *Receipt) set(mac string, a Added) { setAdded(r.Links, mac, a) }
+
+func setAdded(m map[string]Added, key string, a Added) {
 	if a.empty() {
-		delete(r.Links, mac)
+		delete(m, key)
 		return
 	}
-	r.Links[mac] = a
+	m[key] = a
+}
+
+// get and setFor read and write the entry of an owned link: by MAC for a
+// NIC, by name for a stacked link.
+func (r *Receipt) get(o *owned) Added {
+	if o.kind != "" {
+		return r.Stacked[o.name]
+	}
+	return r.Links[o.link.MAC]
+}
+
+func (r *Receipt) setFor(o *owned, a Added) {
+	if o.kind != "" {
+		setAdded(r.Stacked, o.name, a)
+		return
+	}
+	r.set(o.link.MAC, a)
 }
 
 // record notes the outcome of op: an object added is now ours, an object we
@@ -64,7 +94,11 @@ func (r *Receipt) record(op Op, err error) {
 	if !(add && err == nil || keep && err != nil) {
 		return
 	}
-	a := r.Links[op.MAC]
+	m, key := r.Links, op.MAC
+	if op.LinkKind != "" {
+		m, key = r.Stacked, op.Name
+	}
+	a := m[key]
 	if op.Kind == AddAddress || op.Kind == RemoveAddress {
 		if !slices.Contains(a.Addresses, op.Address) {
 			a.Addresses = append(a.Addresses, op.Address)
@@ -72,13 +106,16 @@ func (r *Receipt) record(op Op, err error) {
 	} else if !slices.Contains(a.Routes, op.Route) {
 		a.Routes = append(a.Routes, op.Route)
 	}
-	r.set(op.MAC, a)
+	setAdded(m, key, a)
 }
 
-// The JSON form: {"version":1,"links":{"<mac>":{"addresses":[...],"routes":[...]}}}.
+// The JSON form: {"version":1,"links":{"<mac>":{"addresses":[...],"routes":[...]}}},
+// with "version":2 and "stacked":{"<name>":{...}} when stacked links carry
+// what seedkeeper added.
 type receiptFile struct {
 	Version int                  `json:"version"`
 	Links   map[string]linkAdded `json:"links"`
+	Stacked map[string]linkAdded `json:"stacked,omitempty"`
 }
 
 type linkAdded struct {
@@ -98,19 +135,15 @@ type routeJSON struct {
 func (r *Receipt) Marshal() []byte {
 	f := receiptFile{Version: receiptVersion, Links: map[string]linkAdded{}}
 	if r != nil {
-		for mac, a := range r.Links {
-			if a.empty() {
-				continue
-			}
-			var la linkAdded
-			la.Addresses = slices.SortedFunc(slices.Values(a.Addresses), func(x, y netip.Prefix) int {
-				return cmp.Or(x.Addr().Compare(y.Addr()), x.Bits()-y.Bits())
-			})
-			rs := slices.SortedFunc(slices.Values(a.Routes), compareRoutes)
-			for _, rt := range rs {
-				la.Routes = append(la.Routes, routeJSON{To: rt.To, Via: rt.Via, Metric: rt.Metric, Table: rt.Table})
-			}
-			f.Links[mac] = la
+		marshalAdded(f.Links, r.Links)
+		if len(r.Stacked) > 0 {
+			f.Stacked = map[string]linkAdded{}
+			marshalAdded(f.Stacked, r.Stacked)
+		}
+		if len(f.Stacked) > 0 {
+			f.Version = receiptVersionStacked
+		} else {
+			f.Stacked = nil
 		}
 	}
 	b, err := json.MarshalIndent(f, "", "  ")
@@ -118,6 +151,23 @@ func (r *Receipt) Marshal() []byte {
 		panic("apply: marshalling receipt: " + err.Error()) // only plain data
 	}
 	return append(b, '\n')
+}
+
+func marshalAdded(out map[string]linkAdded, in map[string]Added) {
+	for key, a := range in {
+		if a.empty() {
+			continue
+		}
+		var la linkAdded
+		la.Addresses = slices.SortedFunc(slices.Values(a.Addresses), func(x, y netip.Prefix) int {
+			return cmp.Or(x.Addr().Compare(y.Addr()), x.Bits()-y.Bits())
+		})
+		rs := slices.SortedFunc(slices.Values(a.Routes), compareRoutes)
+		for _, rt := range rs {
+			la.Routes = append(la.Routes, routeJSON{To: rt.To, Via: rt.Via, Metric: rt.Metric, Table: rt.Table})
+		}
+		out[key] = la
+	}
 }
 
 func compareRoutes(x, y netcfg.Route) int {
@@ -134,40 +184,75 @@ func ParseReceipt(data []byte) (*Receipt, error) {
 	if err := json.Unmarshal(data, &f); err != nil {
 		return nil, err
 	}
-	if f.Version != receiptVersion {
-		return nil, fmt.Errorf("version: %d is not supported (want %d)", f.Version, receiptVersion)
+	switch {
+	case f.Version == receiptVersionStacked:
+	case f.Version != receiptVersion:
+		return nil, fmt.Errorf("version: %d is not supported (want %d or %d)", f.Version, receiptVersion, receiptVersionStacked)
+	case f.Stacked != nil:
+		return nil, fmt.Errorf("stacked: not part of version %d", receiptVersion)
 	}
-	r := &Receipt{Links: map[string]Added{}}
+	r := &Receipt{Links: map[string]Added{}, Stacked: map[string]Added{}}
 	for _, key := range slices.Sorted(maps.Keys(f.Links)) {
-		la := f.Links[key]
 		mac := normMAC(key)
 		if mac == "" || mac != key {
 			return nil, fmt.Errorf("links[%q]: not a lower-case colon-separated MAC", key)
 		}
-		var a Added
-		for i, p := range la.Addresses {
-			if !p.IsValid() {
-				return nil, fmt.Errorf("links[%q].addresses[%d]: missing address", key, i)
-			}
-			a.Addresses = append(a.Addresses, p)
-		}
-		for i, rj := range la.Routes {
-			rt := netcfg.Route{To: rj.To, Via: rj.Via, Metric: rj.Metric, Table: rj.Table}
-			switch {
-			case !rt.To.IsValid():
-				return nil, fmt.Errorf("links[%q].routes[%d].to: missing destination", key, i)
-			case rt.Via.IsValid() && rt.Via.Is4() != rt.To.Addr().Is4():
-				return nil, fmt.Errorf("links[%q].routes[%d].via: %s is not of the family of %s", key, i, rt.Via, rt.To)
-			case rt.Metric < 0 || rt.Table < 0:
-				return nil, fmt.Errorf("links[%q].routes[%d]: negative metric or table", key, i)
-			case normRoute(rt) != rt:
-				return nil, fmt.Errorf("links[%q].routes[%d]: route %s is not in kernel form", key, i, routeString(rt))
-			}
-			a.Routes = append(a.Routes, rt)
+		a, err := parseAdded("links", key, f.Links[key])
+		if err != nil {
+			return nil, err
 		}
 		r.set(mac, a)
 	}
+	for _, key := range slices.Sorted(maps.Keys(f.Stacked)) {
+		if !validLinkName(key) {
+			return nil, fmt.Errorf("stacked[%q]: not a link name", key)
+		}
+		a, err := parseAdded("stacked", key, f.Stacked[key])
+		if err != nil {
+			return nil, err
+		}
+		setAdded(r.Stacked, key, a)
+	}
 	return r, nil
+}
+
+func parseAdded(field, key string, la linkAdded) (Added, error) {
+	var a Added
+	for i, p := range la.Addresses {
+		if !p.IsValid() {
+			return a, fmt.Errorf("%s[%q].addresses[%d]: missing address", field, key, i)
+		}
+		a.Addresses = append(a.Addresses, p)
+	}
+	for i, rj := range la.Routes {
+		rt := netcfg.Route{To: rj.To, Via: rj.Via, Metric: rj.Metric, Table: rj.Table}
+		switch {
+		case !rt.To.IsValid():
+			return a, fmt.Errorf("%s[%q].routes[%d].to: missing destination", field, key, i)
+		case rt.Via.IsValid() && rt.Via.Is4() != rt.To.Addr().Is4():
+			return a, fmt.Errorf("%s[%q].routes[%d].via: %s is not of the family of %s", field, key, i, rt.Via, rt.To)
+		case rt.Metric < 0 || rt.Table < 0:
+			return a, fmt.Errorf("%s[%q].routes[%d]: negative metric or table", field, key, i)
+		case normRoute(rt) != rt:
+			return a, fmt.Errorf("%s[%q].routes[%d]: route %s is not in kernel form", field, key, i, routeString(rt))
+		}
+		a.Routes = append(a.Routes, rt)
+	}
+	return a, nil
+}
+
+// validLinkName reports whether the kernel would take s as a link name:
+// 1 to 15 bytes, no slash, colon or white space, not "." or "..".
+func validLinkName(s string) bool {
+	if s == "" || len(s) > 15 || s == "." || s == ".." {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if c <= ' ' || c == '/' || c == ':' || c >= 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // LoadReceipt reads the receipt at path. A missing file is an empty

@@ -69,10 +69,66 @@ func TestReceiptMarshalIsSorted(t *testing.T) {
 	}
 }
 
+const stackedReceipt = `{
+  "version": 2,
+  "links": {
+    "bc:24:11:aa:bb:01": {
+      "addresses": [
+        "192.0.2.10/24"
+      ]
+    }
+  },
+  "stacked": {
+    "br0": {
+      "addresses": [
+        "198.51.100.5/24"
+      ],
+      "routes": [
+        {
+          "to": "0.0.0.0/0",
+          "via": "198.51.100.1"
+        }
+      ]
+    }
+  }
+}
+`
+
+// Stacked links make a version 2 receipt; without them the bytes are
+// those of version 1, so an upgrade alone never rewrites the file.
+func TestReceiptStacked(t *testing.T) {
+	r, err := ParseReceipt([]byte(stackedReceipt))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := r.Stacked["br0"]; !slices.Equal(a.Addresses, []netip.Prefix{pfx("198.51.100.5/24")}) || len(a.Routes) != 1 {
+		t.Errorf("stacked br0 = %+v", a)
+	}
+	if got := string(r.Marshal()); got != stackedReceipt {
+		t.Errorf("Marshal() =\n%s\nwant\n%s", got, stackedReceipt)
+	}
+	r.Stacked["br0"] = Added{}
+	if got := string(r.Marshal()); !strings.HasPrefix(got, "{\n  \"version\": 1,") || strings.Contains(got, "stacked") {
+		t.Errorf("receipt without stacked entries = %s, want version 1 without a stacked field", got)
+	}
+	r.record(Op{Kind: AddAddress, LinkKind: netcfg.Bond, Name: "bond0", Address: pfx("203.0.113.5/24")}, nil)
+	if a := r.Stacked["bond0"]; !slices.Equal(a.Addresses, []netip.Prefix{pfx("203.0.113.5/24")}) {
+		t.Errorf("recorded stacked address = %+v", a)
+	}
+	if _, ok := r.Links[""]; ok {
+		t.Error("a stacked operation was recorded under an empty MAC")
+	}
+}
+
 func TestParseReceiptErrors(t *testing.T) {
 	tests := []struct{ doc, want string }{
-		{`{"version":2,"links":{}}`, "version: 2 is not supported"},
 		{`{"links":{}}`, "version: 0 is not supported"},
+		{`{"version":3,"links":{}}`, "version: 3 is not supported (want 1 or 2)"},
+		{`{"version":1,"links":{},"stacked":{}}`, "stacked: not part of version 1"},
+		{`{"version":2,"links":{},"stacked":{"a/b":{}}}`, `stacked["a/b"]: not a link name`},
+		{`{"version":2,"links":{},"stacked":{"a-name-of-16-byt":{}}}`, `not a link name`},
+		{`{"version":2,"links":{},"stacked":{"br0":{"addresses":[""]}}}`, `stacked["br0"].addresses[0]: missing address`},
+		{`{"version":2,"links":{},"stacked":{"br0":{"routes":[{"to":"10.1.2.3/8"}]}}}`, `stacked["br0"].routes[0]: route 10.1.2.3/8 on-link is not in kernel form`},
 		{`{"version":1,"links":{"BC:24:11:AA:BB:01":{}}}`, `links["BC:24:11:AA:BB:01"]: not a lower-case colon-separated MAC`},
 		{`{"version":1,"links":{"eth0":{}}}`, `links["eth0"]: not a lower-case`},
 		{`{"version":1,"links":{"bc:24:11:aa:bb:01":{"addresses":["192.0.2.300/24"]}}}`, "192.0.2.300"},
@@ -131,6 +187,8 @@ func FuzzParseReceipt(f *testing.F) {
 	f.Add([]byte(`{"version":1,"links":{"bc:24:11:aa:bb:01":{"routes":[{"to":"::/0","via":"fe80::1","metric":1024}]}}}`))
 	f.Add([]byte(`{"version":1,"links":{"bc:24:11:aa:bb:01":{"addresses":["::ffff:1.2.3.4/120"]}}}`))
 	f.Add([]byte(`null`))
+	f.Add([]byte(stackedReceipt))
+	f.Add([]byte(`{"version":2,"links":{},"stacked":{"bond0.100":{"routes":[{"to":"::/0","via":"2001:db8::1","metric":1024}]}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r, err := ParseReceipt(data)
 		if err != nil {

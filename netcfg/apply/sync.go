@@ -3,6 +3,7 @@ package apply
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/vishvananda/netns"
 
@@ -18,8 +19,8 @@ type SyncOptions struct {
 	// Allow is the driver allowlist.
 	Allow Allowlist
 	// Only, when not nil, limits the changes to the interfaces with these
-	// MACs (see Only); Synced.Whole still plans the whole configuration,
-	// for what is owned.
+	// MACs (see Only) and to the bonds, VLANs and bridges built on them;
+	// Synced.Whole still plans the whole configuration, for what is owned.
 	Only []string
 	// DryRun plans and changes nothing (no apply, no receipt saved).
 	DryRun bool
@@ -82,8 +83,12 @@ func Sync(ctx context.Context, cfg *netcfg.Config, o SyncOptions) (*Synced, erro
 			return nil, fmt.Errorf("reading live network: %w", err)
 		}
 		if o.Only != nil {
-			s.Plan = Diff(Only(cfg, o.Only), live, o.Allow, rc)
 			s.Whole = Diff(cfg, live, o.Allow, rc)
+			if above := stackedAbove(cfg, s.Whole, o.Only); len(above) > 0 {
+				s.Plan = s.Whole.only(o.Only, above, rc)
+			} else {
+				s.Plan = Diff(Only(cfg, o.Only), live, o.Allow, rc)
+			}
 		} else {
 			s.Plan = Diff(cfg, live, o.Allow, rc)
 		}
@@ -104,6 +109,79 @@ func Sync(ctx context.Context, cfg *netcfg.Config, o SyncOptions) (*Synced, erro
 		}
 	}
 	return s, applyErr
+}
+
+// stackedAbove returns the names of the owned stacked links of the whole
+// plan that are built, directly or not, on a NIC with one of macs: a bond
+// a hot-added NIC completes, the VLANs on it, a bridge over those.
+func stackedAbove(cfg *netcfg.Config, whole *Plan, macs []string) map[string]bool {
+	set := map[string]bool{}
+	for _, m := range macs {
+		set[normMAC(m)] = true
+	}
+	owned := map[string]bool{}
+	for _, id := range whole.Owned {
+		owned[id] = true
+	}
+	var on func(ifc *netcfg.Interface, depth int) bool
+	on = func(ifc *netcfg.Interface, depth int) bool {
+		switch {
+		case depth > len(cfg.Interfaces):
+			return false
+		case !isStacked(ifc):
+			return set[whole.OwnedMAC[ifc.ID]]
+		case ifc.Kind == netcfg.VLAN:
+			l := cfg.Lookup(ifc.VLANLink)
+			return l != nil && on(l, depth+1)
+		}
+		return slices.ContainsFunc(cfg.Members(ifc), func(m *netcfg.Interface) bool { return on(m, depth+1) })
+	}
+	above := map[string]bool{}
+	for i := range cfg.Interfaces {
+		if ifc := &cfg.Interfaces[i]; isStacked(ifc) && owned[ifc.ID] && on(ifc, 0) {
+			above[ifc.LinkName()] = true
+		}
+	}
+	return above
+}
+
+// only is the part of the plan that touches the NICs with the given MACs
+// and the stacked links above them (enslaving other members into those
+// too: a bond a hot-added NIC completes gets all its members). The
+// receipt entries of every other link are those of rc.
+func (p *Plan) only(macs []string, above map[string]bool, rc *Receipt) *Plan {
+	set := map[string]bool{}
+	for _, m := range macs {
+		set[normMAC(m)] = true
+	}
+	out := &Plan{Notes: p.Notes, Owned: p.Owned, OwnedMAC: p.OwnedMAC, receipt: p.receipt.clone()}
+	for _, op := range p.Ops {
+		if op.LinkKind == "" && set[op.MAC] || op.LinkKind != "" && above[op.Name] || op.Kind == SetMaster && above[op.Master] {
+			out.Ops = append(out.Ops, op)
+		}
+	}
+	prior := rc.clone()
+	for mac := range out.receipt.Links {
+		if !set[mac] {
+			delete(out.receipt.Links, mac)
+		}
+	}
+	for mac, a := range prior.Links {
+		if !set[mac] {
+			out.receipt.Links[mac] = a
+		}
+	}
+	for name := range out.receipt.Stacked {
+		if !above[name] {
+			delete(out.receipt.Stacked, name)
+		}
+	}
+	for name, a := range prior.Stacked {
+		if !above[name] {
+			out.receipt.Stacked[name] = a
+		}
+	}
+	return out
 }
 
 // Only returns a copy of cfg that keeps, of its interfaces, those whose

@@ -1,0 +1,226 @@
+package apply
+
+import (
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/seedkeeper/seedkeeper/netcfg"
+)
+
+// Stacked links (bonds, VLANs, bridges) are owned by the same rule the
+// renderers use: a bond or bridge when every member is owned, a VLAN when
+// the link it is on is. A NIC seedkeeper does not own is never enslaved,
+// and a link of the configured name that is not of the configured kind
+// (or, for a VLAN, not on the configured link with the configured ID) is
+// left alone. Parameters are set when the link is created; those of a
+// link that exists already are not changed live.
+
+// planStacked decides which bonds, VLANs and bridges of cfg are owned,
+// plans their creation, their ports and their state, and returns them (in
+// an order where a link comes after the links it is built on) for the
+// address and route planning. own are the owned NICs.
+func (p *Plan) planStacked(cfg *netcfg.Config, live []Link, own []*owned) []*owned {
+	s := &stackPlanner{p: p, cfg: cfg, byID: map[string]*owned{}, byName: map[string]*Link{},
+		state: map[string]int{}, masterOf: map[string]string{}}
+	for _, o := range own {
+		s.byID[o.ifc.ID] = o
+	}
+	for i := range live {
+		s.byName[live[i].Name] = &live[i]
+	}
+	// A NIC the plan renames gives up its name and takes another.
+	for _, o := range own {
+		if o.name != o.link.Name {
+			if s.byName[o.link.Name] == o.link {
+				delete(s.byName, o.link.Name)
+			}
+			s.byName[o.name] = o.link
+		}
+	}
+	configured := map[string]bool{}
+	for i := range cfg.Interfaces {
+		ifc := &cfg.Interfaces[i]
+		if isStacked(ifc) {
+			configured[ifc.LinkName()] = true
+		}
+		s.visit(ifc)
+	}
+	for _, name := range slices.Sorted(maps.Keys(p.receipt.Stacked)) {
+		if !configured[name] {
+			p.notef("%s: in the receipt but no longer configured; left as it is", name)
+		}
+	}
+	return s.out
+}
+
+func isStacked(ifc *netcfg.Interface) bool {
+	return ifc.Kind != netcfg.Physical && ifc.Kind != ""
+}
+
+type stackPlanner struct {
+	p      *Plan
+	cfg    *netcfg.Config
+	byID   map[string]*owned // owned links by configuration ID
+	byName map[string]*Link  // live links by the name they have after renames
+	// state is 1 while an entry is being decided, 2 once it is.
+	state map[string]int
+	// masterOf maps a member's configuration ID to its bond or bridge.
+	masterOf map[string]string
+	out      []*owned
+}
+
+// visit returns the owned link of ifc, deciding a stacked entry (after the
+// entries it is built on) the first time it is asked.
+func (s *stackPlanner) visit(ifc *netcfg.Interface) *owned {
+	if !isStacked(ifc) {
+		return s.byID[ifc.ID]
+	}
+	switch s.state[ifc.ID] {
+	case 1:
+		s.p.notef("%s: its links form a loop; not applied live", label(ifc))
+		return nil
+	case 2:
+		return s.byID[ifc.ID]
+	}
+	s.state[ifc.ID] = 1
+	o := s.decide(ifc)
+	s.state[ifc.ID] = 2
+	if o != nil {
+		s.byID[ifc.ID] = o
+		s.out = append(s.out, o)
+		s.p.Owned = append(s.p.Owned, ifc.ID)
+	}
+	return o
+}
+
+// decide plans one stacked entry whose dependencies are decided.
+func (s *stackPlanner) decide(ifc *netcfg.Interface) *owned {
+	p := s.p
+	name := ifc.LinkName()
+	if !validLinkName(name) {
+		p.notef("%s: not a name the kernel takes for a link (1 to 15 bytes, no slash, colon or space); not applied live", label(ifc))
+		return nil
+	}
+	spec := &LinkSpec{Kind: ifc.Kind, Name: name, MTU: ifc.MTU, MAC: normMAC(ifc.MAC)}
+	if ifc.Kind == netcfg.Bridge {
+		spec.MTU = 0 // set once it has its ports: see rank
+	}
+	var parent *owned
+	var members []*owned
+	switch ifc.Kind {
+	case netcfg.VLAN:
+		l := s.cfg.Lookup(ifc.VLANLink)
+		if l == nil {
+			p.notef("%s: its link %s is not configured; not applied live", name, ifc.VLANLink)
+			return nil
+		}
+		if parent = s.visit(l); parent == nil {
+			p.notef("%s: its link %s is not applied live, so neither is it", name, ifc.VLANLink)
+			return nil
+		}
+		spec.Parent, spec.VLANID = parent.name, ifc.VLANID
+	case netcfg.Bond, netcfg.Bridge:
+		if len(ifc.Links) == 0 {
+			p.notef("%s: a %s without members is not applied live", name, ifc.Kind)
+			return nil
+		}
+		for _, id := range ifc.Links {
+			m := s.cfg.Lookup(id)
+			if m == nil {
+				p.notef("%s: member %s is not configured; not applied live", name, id)
+				return nil
+			}
+			mo := s.visit(m)
+			if mo == nil {
+				p.notef("%s: member %s is not owned by seedkeeper; not applied live", name, id)
+				return nil
+			}
+			if other, ok := s.masterOf[id]; ok {
+				p.notef("%s: member %s is a member of %s already; not applied live", name, id, other)
+				return nil
+			}
+			members = append(members, mo)
+		}
+	default:
+		p.notef("%s: %s links are not applied live", name, ifc.Kind)
+		return nil
+	}
+	var skipped []string
+	var err error
+	switch ifc.Kind {
+	case netcfg.Bond:
+		spec.Bond, skipped, err = bondParams(ifc.Params)
+	case netcfg.Bridge:
+		spec.Bridge, skipped, err = bridgeParams(ifc.Params)
+	}
+	if err != nil {
+		p.notef("%s: %v; not applied live", name, err)
+		return nil
+	}
+	if len(skipped) > 0 {
+		p.notef("%s: parameters not applied live: %s", name, strings.Join(skipped, ", "))
+	}
+	if spec.Bond != nil && spec.Bond.Primary != "" && !slices.ContainsFunc(members, func(m *owned) bool {
+		return m.ifc.ID == spec.Bond.Primary || m.name == spec.Bond.Primary
+	}) {
+		p.notef("%s: parameter primary: not one of its members; not applied live", name)
+		spec.Bond.Primary = ""
+	}
+
+	l := s.byName[name]
+	if l != nil {
+		switch {
+		case !l.Stacked || l.Kind != string(ifc.Kind):
+			kind := l.Kind
+			if !l.Stacked || kind == "" {
+				kind = "network interface"
+			}
+			p.notef("%s: the name is taken by a %s link; not applied live", name, kind)
+			return nil
+		case ifc.Kind == netcfg.VLAN && (parent.link == nil || l.Parent != parent.link.Index || l.VLANID != ifc.VLANID):
+			p.notef("%s: a VLAN of that name exists on another link or with another ID; left alone", name)
+			return nil
+		case spec.Bond != nil && spec.Bond.Mode >= 0 && l.BondMode >= 0 && l.BondMode != spec.Bond.Mode:
+			p.notef("%s: the live bond's mode is %s, the configuration's %s; a bond's parameters are set when it is created, not changed live",
+				name, bondModeNames[l.BondMode%len(bondModeNames)], bondModeNames[spec.Bond.Mode])
+		}
+	}
+	o := &owned{ifc: ifc, link: l, kind: ifc.Kind, name: name}
+	if l == nil {
+		p.add(o, Op{Kind: CreateLink, Spec: spec})
+	}
+	if ifc.MTU > 0 && (l == nil && spec.MTU == 0 || l != nil && l.MTU != ifc.MTU) {
+		p.add(o, Op{Kind: SetMTU, MTU: ifc.MTU})
+	}
+	for _, m := range members {
+		s.masterOf[m.ifc.ID] = ifc.ID
+		if l != nil && m.link != nil && m.link.Master == l.Index {
+			continue
+		}
+		op := Op{Kind: SetMaster, Master: name, MasterKind: ifc.Kind}
+		if b := spec.Bridge; b != nil {
+			op.Port = &PortParams{Cost: portParam(b.PortCost, m), Priority: portParam(b.PortPriority, m)}
+		}
+		if b := spec.Bond; b != nil && b.Primary != "" {
+			op.Primary = b.Primary == m.ifc.ID || b.Primary == m.name
+		}
+		p.add(m, op)
+	}
+	if l == nil || !l.Up {
+		p.add(o, Op{Kind: LinkUp})
+	}
+	return o
+}
+
+// portParam is a member's per-port bridge setting, given by its
+// configuration ID or its link name, or -1.
+func portParam(m map[string]int, o *owned) int {
+	if v, ok := m[o.ifc.ID]; ok {
+		return v
+	}
+	if v, ok := m[o.name]; ok {
+		return v
+	}
+	return -1
+}
