@@ -200,7 +200,8 @@ func checkStackedLinks(t *testing.T, r *sdReport) {
 	links := r.links(t)
 	var nics []string
 	for _, l := range links {
-		if l.mac() == nicBond0.MAC || l.mac() == nicBond1.MAC {
+		// The bond and the VLAN carry the first NIC's MAC too.
+		if l.Linkinfo.Kind == "" && (l.mac() == nicBond0.MAC || l.mac() == nicBond1.MAC) {
 			nics = append(nics, l.Ifname)
 		}
 	}
@@ -281,24 +282,27 @@ func checkStackedLinks(t *testing.T, r *sdReport) {
 			t.Errorf("%s: seedkeeper's journal has no %q", r.name, w)
 		}
 	}
-	owned, _ := r.netStatus(t)
+	owned, ops := r.netStatus(t)
 	for _, id := range []string{"eth0", "eth1", "bond0", vlanName, "br0"} {
 		if !slices.Contains(owned, id) {
 			t.Errorf("%s: status owned %v lacks %s", r.name, owned, id)
 		}
+	}
+	if !slices.Contains(ops, "bond0 (bond): create") {
+		t.Errorf("%s: status.json's network ops %q lack the bond's creation", r.name, ops)
 	}
 	if rc := r.get(t, "network-receipt.json"); !strings.Contains(rc, `"stacked"`) || !strings.Contains(rc, `"br0"`) {
 		t.Errorf("%s: the receipt has no stacked entry for br0:\n%s", r.name, rc)
 	}
 	// A second apply in the same boot has nothing to do (notes aside).
 	p, rc := r.get(t, "net-plan"), r.get(t, "net-plan.rc")
-	var ops []string
+	var again []string
 	for _, l := range strings.Split(p, "\n") {
 		if !strings.HasPrefix(l, "note: ") {
-			ops = append(ops, l)
+			again = append(again, l)
 		}
 	}
-	if !slices.Equal(ops, []string{"no changes"}) || rc != "0" {
+	if !slices.Equal(again, []string{"no changes"}) || rc != "0" {
 		t.Errorf("%s: seedkeeper net plan after boot (exit %s):\n%s", r.name, rc, p)
 	}
 	if t.Failed() {
@@ -333,10 +337,14 @@ func TestIntegrationSystemdStackedLinks(t *testing.T) {
 			if a, b := r1.instanceID(t), r2.instanceID(t); a != b {
 				t.Errorf("second boot: instance-id %s → %s", a, b)
 			}
-			o1, _ := r1.netStatus(t)
-			o2, _ := r2.netStatus(t)
+			o1, ops1 := r1.netStatus(t)
+			o2, ops2 := r2.netStatus(t)
 			if !slices.Equal(o1, o2) {
 				t.Errorf("second boot: owned %v, the first %v", o2, o1)
+			}
+			// A fresh kernel: the same links made again, nothing more.
+			if !slices.Equal(ops1, ops2) {
+				t.Errorf("second boot: operations\n%s\nthe first:\n%s", strings.Join(ops2, "\n"), strings.Join(ops1, "\n"))
 			}
 			if a, b := statusLine(r1.get(t, "seedkeeper-status")), statusLine(r2.get(t, "seedkeeper-status")); a != b {
 				t.Errorf("second boot: seedkeeper status says %q, the first %q", b, a)
@@ -401,6 +409,9 @@ func TestIntegrationSystemdStackedLinks(t *testing.T) {
 		owned, _ := r.netStatus(t)
 		if len(owned) != 0 {
 			t.Errorf("with virtio_net not allowed, status owned %v", owned)
+		}
+		if rc := r.get(t, "network-receipt.json"); strings.Contains(rc, `"stacked"`) || !strings.Contains(rc, `"version": 1`) {
+			t.Errorf("with virtio_net not allowed, the receipt is not a version 1 receipt without stacked links:\n%s", rc)
 		}
 		for n, l := range r.links(t) {
 			if l.Linkinfo.Kind == "bond" || l.Linkinfo.Kind == "vlan" || l.Linkinfo.Kind == "bridge" {
