@@ -161,27 +161,24 @@ func (p *Plan) only(macs []string, above map[string]bool, rc *Receipt) *Plan {
 		}
 	}
 	prior := rc.clone()
-	for mac := range out.receipt.Links {
-		if !set[mac] {
-			delete(out.receipt.Links, mac)
-		}
-	}
-	for mac, a := range prior.Links {
-		if !set[mac] {
-			out.receipt.Links[mac] = a
-		}
-	}
-	for name := range out.receipt.Stacked {
-		if !above[name] {
-			delete(out.receipt.Stacked, name)
-		}
-	}
-	for name, a := range prior.Stacked {
-		if !above[name] {
-			out.receipt.Stacked[name] = a
-		}
-	}
+	restore(out.receipt.Links, prior.Links, set)
+	restore(out.receipt.Stacked, prior.Stacked, above)
 	return out
+}
+
+// restore makes the entries of next whose key is not in touched those of
+// prior: the links a partial plan does not touch keep what they had.
+func restore(next, prior map[string]Added, touched map[string]bool) {
+	for k := range next {
+		if !touched[k] {
+			delete(next, k)
+		}
+	}
+	for k, a := range prior {
+		if !touched[k] {
+			next[k] = a
+		}
+	}
 }
 
 // Only returns a copy of cfg that keeps, of its interfaces, those whose
