@@ -267,7 +267,13 @@ func checkStackedLinks(t *testing.T, r *sdReport) {
 	}
 
 	// seedkeeper made them, not systemd-networkd (which would, from the
-	// files seedkeeper rendered, had seedkeeper not).
+	// files seedkeeper rendered, had seedkeeper not), and networkd found
+	// them made and left their parameters alone.
+	for _, n := range []string{"bond0", "br0"} {
+		if w := n + ": netdev exists, using existing without changing its parameters"; !strings.Contains(r.get(t, "journal"), w) {
+			t.Errorf("%s: systemd-networkd did not find %s made", r.name, n)
+		}
+	}
 	j := r.get(t, "journal-seedkeeper")
 	for _, w := range []string{
 		"network: bond0 (bond): create",
