@@ -3,7 +3,6 @@ package vm
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -327,11 +326,7 @@ func TestIntegrationSystemdStackedLinks(t *testing.T) {
 	img := needSystemdImage(t, "networkd", true)
 	nics := []sdNIC{nicBond0, nicBond1}
 	plan := []string{"sk.plan=1"}
-	versions := []int{2}
-	if os.Getenv("SEEDKEEPER_VM_MATRIX") == "full" {
-		versions = append(versions, 1)
-	}
-	for _, v := range versions {
+	for _, v := range []int{1, 2} {
 		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) {
 			t.Parallel()
 			seed := stackedSeed(v)
