@@ -20,7 +20,11 @@
 //     init listens on a vsock port, and the mdata tools reach it with
 //     SEEDKEEPER_MDATA=vsock:1:PORT (get, list, put, delete, a 96 KB value,
 //     recovery from a dropped connection and an unanswered probe); a port
-//     with no listener gives exit status 10 after --timeout.
+//     with no listener gives exit status 10 after --timeout;
+//   - netcfg/apply's stacked-link tests in a kernel with every link type
+//     (TestIntegrationGuestKernelApply): the package's test binary, built
+//     statically, runs as root in the guest with bonding, 8021q and bridge
+//     loaded; a failed or skipped test, or none passing, fails the test.
 //
 // The data comes from the host side: the kernel is the pinned package
 // linux-image-KernelRelease extracted with dpkg-deb -x under

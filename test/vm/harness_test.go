@@ -171,13 +171,14 @@ func buildGuest() (*guest, string, error) {
 
 // vmConfig says how to start one VM.
 type vmConfig struct {
-	script  string          // the init's steps (see ./init)
-	host    *mdatatest.Host // when set: SmartOS SMBIOS and ttyS1 wired to it
-	uuid    string          // the SMBIOS system UUID
-	cdrom   string          // an ISO image for the CD-ROM drive
-	nics    []string        // the MACs of the virtio-net NICs present at boot
-	monitor bool            // a QEMU monitor socket, for hotplug
-	modules []string        // more modules to load, in dependency order (built-in ones are left out)
+	script  string            // the init's steps (see ./init)
+	host    *mdatatest.Host   // when set: SmartOS SMBIOS and ttyS1 wired to it
+	uuid    string            // the SMBIOS system UUID
+	cdrom   string            // an ISO image for the CD-ROM drive
+	nics    []string          // the MACs of the virtio-net NICs present at boot
+	monitor bool              // a QEMU monitor socket, for hotplug
+	modules []string          // more modules to load, in dependency order (built-in ones are left out)
+	files   map[string]string // more executables for the initramfs: guest path → host path
 }
 
 // machine is a running VM.
@@ -223,6 +224,13 @@ func startVM(t *testing.T, g *guest, cfg vmConfig) *machine {
 			list = append(list, dst)
 		}
 		a.File("/skvm/modules.vm", 0o644, []byte(strings.Join(list, "\n")+"\n"))
+	}
+	for dst, src := range cfg.files {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.File(dst, 0o755, b)
 	}
 	if err := a.Close(); err != nil {
 		t.Fatal(err)

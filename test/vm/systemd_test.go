@@ -23,9 +23,11 @@ package vm
 // second virtio disk (a zeroed raw file here) and powers off;
 // sk-report-late.timer does the same when the boot hangs. The tar holds
 // instance IDs, SSH host key fingerprints, `ip -j` addresses, routes and
-// links, /etc/resolv.conf, `systemctl show` of the units that matter, the
-// journal, `seedkeeper status`, the network files written, and the inode
-// and mtime of every file the boot flow may write. See systemd/sk-report.sh.
+// links (`ip -d -j link` too: kinds, bond, VLAN and bridge parameters,
+// masters), /etc/resolv.conf, `systemctl show` of the units that matter,
+// the journal, `seedkeeper status`, status.json and the network receipt,
+// the network files written, and the inode and mtime of every file the
+// boot flow may write. See systemd/sk-report.sh.
 //
 // # Adding a scenario
 //

@@ -2,13 +2,14 @@
 // github.com/seedkeeper/seedkeeper/test/vm boots under QEMU. It is built
 // statically and put into the initramfs as /init, next to /sbin/seedkeeper.
 //
-// It mounts /proc, /sys, /dev (devtmpfs), /run and /tmp, loads the kernel
-// modules listed one a line in /skvm/modules, then in /skvm/modules.vm (the
-// ones a single VM asks for; paths, in dependency order) with finit_module, runs the steps of /skvm/script, and powers the machine
-// off. The host side reads what happened from the console (ttyS0): every
-// fact is one line that starts with "SKVM " (see the step list below), and
-// the output of the programs it runs is copied there with a "[name] "
-// prefix.
+// It mounts /proc, /sys, /dev (devtmpfs), /run and /tmp, links /var/run to
+// /run (where named network namespaces live), loads the kernel modules
+// listed one a line in /skvm/modules, then in /skvm/modules.vm (the ones a
+// single VM asks for; paths, in dependency order) with finit_module, runs
+// the steps of /skvm/script, and powers the machine off. The host side
+// reads what happened from the console (ttyS0): every fact is one line
+// that starts with "SKVM " (see the step list below), and the output of
+// the programs it runs is copied there with a "[name] " prefix.
 //
 // Steps, one a line, fields separated by spaces ("#" starts a comment):
 //

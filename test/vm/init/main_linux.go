@@ -125,6 +125,13 @@ func setup() error {
 			errs = append(errs, err)
 		}
 	}
+	// As on a distribution: named network namespaces are made under
+	// /var/run/netns (vishvananda/netns) and looked up under /run/netns.
+	if _, err := os.Lstat("/var/run"); errors.Is(err, os.ErrNotExist) {
+		if err := os.Symlink("/run", "/var/run"); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if err := netlink.LinkSetUp(&netlink.Device{LinkAttrs: netlink.LinkAttrs{Name: "lo"}}); err != nil {
 		errs = append(errs, fmt.Errorf("lo up: %w", err))
 	}

@@ -7,6 +7,8 @@
 #   sk.hotplug=MAC   wait for a NIC with this MAC to be hot-added and to
 #                    get an address; snapshot its addresses, again 30 s later
 #   sk.hold=SECONDS  stay up that long before reporting
+#   sk.plan=1        plan the seed CD's network-config again
+#                    ("seedkeeper net plan"): what a second apply would do
 #   sk.run=seal      seal the machine as an image builder does last:
 #                    "seedkeeper image check" first (its output and exit
 #                    status reported), the report gathered as the machine
@@ -59,6 +61,18 @@ ip -j addr >"$out/addr.json"
 ip -j route show table main >"$out/route4.json"
 ip -j -6 route show table main >"$out/route6.json"
 ip -j link >"$out/link.json"
+# Link kinds and their parameters: bond mode, VLAN id and parent, bridge
+# settings, the master of every port.
+ip -d -j link >"$out/link-detail.json"
+cp /var/lib/seedkeeper/status.json "$out/status.json" 2>/dev/null
+cp /var/lib/seedkeeper/network-receipt.json "$out/network-receipt.json" 2>/dev/null
+if [ "$(arg sk.plan)" = 1 ]; then
+	mkdir -p /run/sk-cd
+	mount -r /dev/sr0 /run/sk-cd 2>"$out/net-plan"
+	seedkeeper net plan --config /run/sk-cd/network-config >>"$out/net-plan" 2>&1
+	echo $? >"$out/net-plan.rc"
+	umount /run/sk-cd
+fi
 nmcli -t device 2>/dev/null >"$out/nm-devices"
 cat /run/network/ifstate 2>/dev/null >"$out/ifstate"
 cp /etc/resolv.conf "$out/resolv.conf" 2>/dev/null
