@@ -108,7 +108,9 @@ func linkInfoOf(l netlink.Link) linkInfo {
 	li := linkInfo{Index: a.Index, Name: a.Name}
 	hw := a.HardwareAddr
 	if len(hw) > 0 {
-		li.MAC = hw.String()
+		// The NIC's own address, as the apply knows it: a bond member
+		// carries the bond's, and would look like another NIC.
+		li.MAC = apply.LinkMAC(a)
 	}
 	li.Ether = a.EncapType == "ether" && len(hw) == 6 && !bytes.Equal(hw, make(net.HardwareAddr, 6))
 	return li

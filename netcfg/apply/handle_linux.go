@@ -225,7 +225,7 @@ func (h *Handle) read(ctx context.Context, cfg *netcfg.Config, allow Allowlist) 
 		l := Link{
 			Index:    a.Index,
 			Name:     a.Name,
-			MAC:      linkMAC(a),
+			MAC:      LinkMAC(a),
 			Stacked:  stackedTypes[nl.Type()],
 			Kind:     nl.Type(),
 			Master:   a.MasterIndex,
@@ -399,7 +399,7 @@ func (h *Handle) do(op Op, links map[int]netlink.Link) error {
 		if err != nil {
 			return fmt.Errorf("finding link %d: %w", op.Index, err)
 		}
-		if !strings.EqualFold(linkMAC(l.Attrs()), op.MAC) {
+		if !strings.EqualFold(LinkMAC(l.Attrs()), op.MAC) {
 			return errLinkChanged
 		}
 		links[op.Index] = l
@@ -474,11 +474,11 @@ var stackedTypes = map[string]bool{
 	"geneve": true, "gretap": true, "ip6gretap": true, "hsr": true,
 }
 
-// linkMAC is the address a configuration's MAC means: the permanent one
-// when the kernel knows it (a bond member's current address is the
-// bond's), else, for a bond member, the address the bond keeps for it,
-// else the current one.
-func linkMAC(a *netlink.LinkAttrs) string {
+// LinkMAC is the address a configuration's MAC means for a link: the
+// permanent one when the kernel knows it (a bond member's current address
+// is the bond's), else, for a bond member, the address the bond keeps for
+// it, else the current one.
+func LinkMAC(a *netlink.LinkAttrs) string {
 	if realMAC(a.PermHWAddr) {
 		return a.PermHWAddr.String()
 	}
