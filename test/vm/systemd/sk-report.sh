@@ -7,6 +7,12 @@
 #   sk.hotplug=MAC   wait for a NIC with this MAC to be hot-added and to
 #                    get an address; snapshot its addresses, again 30 s later
 #   sk.hold=SECONDS  stay up that long before reporting
+#   sk.settle=UNIT   snapshot the network (addresses, routes, links,
+#                    NetworkManager's devices and connections) into early/
+#                    at once, then wait until 30 s after UNIT (the image's
+#                    network manager) became active before the report's own
+#                    snapshot; "settle" holds UNIT's and the snapshot's
+#                    monotonic times in microseconds
 #   sk.plan=1        plan the seed CD's network-config again
 #                    ("seedkeeper net plan"): what a second apply would do
 #   sk.run=seal      seal the machine as an image builder does last:
@@ -43,6 +49,32 @@ if [ -n "$mac" ] && [ "$1" != late ]; then
 	sleep 30
 	ip -j addr >"$out/addr-hotplug-30s.json"
 fi
+# The network as the image's manager leaves it: addresses, routes, link
+# kinds and their parameters (bond mode, VLAN id and parent, bridge
+# settings, the master of every port), NetworkManager's device states and
+# the connections it made or loaded.
+netsnap() {
+	ip -j addr >"$1/addr.json"
+	ip -j route show table main >"$1/route4.json"
+	ip -d -j link >"$1/link-detail.json"
+	nmcli -t -f DEVICE,STATE device 2>/dev/null >"$1/nm-device-states"
+	nmcli -t -f NAME,TYPE,DEVICE,FILENAME connection show 2>/dev/null >"$1/nm-connections"
+}
+settle=$(arg sk.settle)
+if [ -n "$settle" ] && [ "$1" != late ]; then
+	mkdir -p "$out/early"
+	netsnap "$out/early"
+	active=$(systemctl show -p ActiveEnterTimestampMonotonic --value "$settle.service")
+	now=0
+	i=0
+	while [ $i -lt 120 ]; do
+		now=$(awk '{printf "%d", $1 * 1000000}' /proc/uptime)
+		[ "${active:-0}" -gt 0 ] && [ "$now" -ge $((active + 30000000)) ] && break
+		sleep 1
+		i=$((i + 1))
+	done
+	echo "$settle ${active:-0} $now" >"$out/settle"
+fi
 hold=$(arg sk.hold)
 [ -n "$hold" ] && sleep "$hold"
 run=$(arg sk.run)
@@ -57,13 +89,9 @@ cat /var/lib/cloud/data/previous-instance-id >"$out/previous-instance-id" 2>/dev
 for k in /etc/ssh/ssh_host_*_key.pub; do
 	[ -e "$k" ] && ssh-keygen -lf "$k"
 done >"$out/ssh-host-keys" 2>&1
-ip -j addr >"$out/addr.json"
-ip -j route show table main >"$out/route4.json"
+netsnap "$out"
 ip -j -6 route show table main >"$out/route6.json"
 ip -j link >"$out/link.json"
-# Link kinds and their parameters: bond mode, VLAN id and parent, bridge
-# settings, the master of every port.
-ip -d -j link >"$out/link-detail.json"
 cp /var/lib/seedkeeper/status.json "$out/status.json" 2>/dev/null
 cp /var/lib/seedkeeper/network-receipt.json "$out/network-receipt.json" 2>/dev/null
 if [ "$(arg sk.plan)" = 1 ]; then
