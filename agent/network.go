@@ -146,10 +146,11 @@ func (e *Env) render(ctx context.Context, cfg *netcfg.Config, p *apply.Plan, res
 // image runs (netcfg.DetectStack; networkd when none is detected, as
 // before), and removes files of ours that are no longer wanted.
 func (e *Env) renderNetworkd(cfg *netcfg.Config, ownedIDs []string, res *NetResult) (bool, error) {
-	// The plan's verdict, for stacked links too: a bond or bridge whose
-	// members are all owned, a VLAN on an owned link, unless the live
-	// link of that name is of another kind.
-	owned := func(i *netcfg.Interface) bool { return slices.Contains(ownedIDs, i.ID) }
+	// A bond or bridge whose members are all owned, a VLAN on an owned
+	// link: also when the live apply left it to the stack (a parameter
+	// only the stack reads, a name taken until the stack starts), so that
+	// the members' files never name a link whose file is missing.
+	owned := func(i *netcfg.Interface) bool { return ownsInterface(cfg, i, ownedIDs, 0) }
 	det, err := netcfg.DetectStack(e.Root.Path("/"))
 	if err != nil {
 		return false, fmt.Errorf("network: %w", err)
@@ -217,6 +218,32 @@ func (e *Env) renderNetworkd(cfg *netcfg.Config, ownedIDs []string, res *NetResu
 		e.Log.Info("network: "+string(det.Stack)+" files written", "dir", sf.Dir, "files", len(sf.Files), "removed", len(res.Removed))
 	}
 	return changed, nil
+}
+
+// ownsInterface: a physical interface is ours when it owns a live link; a
+// bond or bridge when all its members are ours; a VLAN when its link is.
+func ownsInterface(cfg *netcfg.Config, i *netcfg.Interface, ownedIDs []string, depth int) bool {
+	if depth > 8 {
+		return false
+	}
+	switch i.Kind {
+	case netcfg.Physical, "":
+		return slices.Contains(ownedIDs, i.ID)
+	case netcfg.VLAN:
+		l := cfg.Lookup(i.VLANLink)
+		return l != nil && ownsInterface(cfg, l, ownedIDs, depth+1)
+	default:
+		m := cfg.Members(i)
+		if len(m) == 0 {
+			return false
+		}
+		for _, x := range m {
+			if !ownsInterface(cfg, x, ownedIDs, depth+1) {
+				return false
+			}
+		}
+		return true
+	}
 }
 
 // writeResolvConf writes /etc/resolv.conf from the DNS of the metadata when

@@ -522,3 +522,37 @@ config:
 		t.Error("the second boot rewrote the netdev file or the receipt")
 	}
 }
+
+// Found in review: a bridge the live apply refuses (a parameter only the
+// stack reads) was not rendered either, while its members' files named
+// it. It is rendered, and not made live.
+func TestIntegrationBootStackedRefusedIsStillRendered(t *testing.T) {
+	n, peers := newTestNetns(t), newTestNetns(t)
+	const mac1 = "02:5e:00:00:06:01"
+	root := scratchRoot(t, kvmProduct, kvmVendor, kvmUUID)
+	seed := filepath.Join(root, "var/lib/cloud/seed/nocloud")
+	writeFile(t, filepath.Join(seed, "meta-data"), "instance-id: iid-bootrefused\n", 0o644)
+	writeFile(t, filepath.Join(seed, "user-data"), "#cloud-config\n", 0o644)
+	writeFile(t, filepath.Join(seed, "network-config"), `version: 1
+config:
+  - {type: physical, name: eth1, mac_address: "`+mac1+`"}
+  - type: bridge
+    name: br0
+    bridge_interfaces: [eth1]
+    params: {bridge_hello: "two"}
+    subnets:
+      - {type: static, address: 192.0.2.61/24}
+`, 0o644)
+	writeFile(t, filepath.Join(root, "etc/seedkeeper/config.yaml"), "hotplug:\n  drivers: [veth]\n", 0o644)
+	addVeth(t, n, peers, "eth1", mac1)
+	r := runCommand(t, nil, "ip", "netns", "exec", n.name, seedkeeperBinary(t), "boot", "--root", root, "--network", "apply")
+	if r.code != exitOK || !strings.Contains(r.stderr, "br0: parameter hello-time: not a duration") {
+		t.Fatalf("boot: %v", r)
+	}
+	if _, err := n.h.LinkByName("br0"); err == nil {
+		t.Error("br0 was made live with a parameter it could not read")
+	}
+	if !strings.Contains(readFile(t, filepath.Join(root, networkDir, "10-seedkeeper-br0.netdev")), "Kind=bridge") {
+		t.Error("br0.netdev was not rendered, while eth1's file makes it a port of br0")
+	}
+}

@@ -429,7 +429,7 @@ func (h *Handle) do(op Op, links map[int]netlink.Link) error {
 		return h.nl.AddrAdd(l, &netlink.Addr{IPNet: ipNet(op.Address)})
 	case RemoveAddress:
 		if op.Address.Addr().Is4() {
-			if err := h.promoteSecondaries(op.Index); err != nil {
+			if err := h.promoteSecondaries(l.Attrs().Index); err != nil {
 				return err
 			}
 		}
@@ -439,9 +439,11 @@ func (h *Handle) do(op Op, links map[int]netlink.Link) error {
 		}
 		return err
 	case AddRoute:
-		return h.nl.RouteAdd(nlRoute(op.Index, op.Route))
+		// The link's index as found now: a stacked link made by this
+		// plan had none when it was planned.
+		return h.nl.RouteAdd(nlRoute(l.Attrs().Index, op.Route))
 	case RemoveRoute:
-		err := h.nl.RouteDel(nlRoute(op.Index, op.Route))
+		err := h.nl.RouteDel(nlRoute(l.Attrs().Index, op.Route))
 		if errors.Is(err, unix.ESRCH) {
 			return nil // already gone
 		}

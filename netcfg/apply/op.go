@@ -29,14 +29,16 @@ const (
 )
 
 // rank is the place of an operation in a plan: by its kind, except that a
-// bridge's MTU is set once it has its ports (a bridge made or left with
-// the MTU it was created with takes its ports' smallest).
+// stacked link's MTU is set once it has its ports (a bridge made with an
+// MTU takes its ports' smallest as they join, a bond gives its own to its
+// members), in planning order, a link before the links on top of it (a
+// VLAN's MTU cannot exceed its link's).
 func rank(op Op) int {
 	switch op.Kind {
 	case Rename:
 		return 0
 	case SetMTU:
-		if op.LinkKind == netcfg.Bridge {
+		if op.LinkKind != "" {
 			return 4
 		}
 		return 1

@@ -111,9 +111,10 @@ func intValue(v string, lo, hi int) (int, error) {
 	return n, nil
 }
 
-// durationValue reads a time given as a plain number of unit (what netplan
-// and cloud-init mean) or with an "ms" or "s" suffix, and returns it in
-// units of out milliseconds, rounded down.
+// durationValue reads a time given as a number of unit (what netplan and
+// cloud-init mean; a decimal fraction is allowed, as networkd takes one)
+// or with an "ms" or "s" suffix, and returns it in units of out
+// milliseconds, rounded down.
 func durationValue(v string, unitMS, outMS, hiMS int) (int, error) {
 	num, mult := v, unitMS
 	switch {
@@ -122,11 +123,11 @@ func durationValue(v string, unitMS, outMS, hiMS int) (int, error) {
 	case strings.HasSuffix(v, "s"):
 		num, mult = strings.TrimSuffix(v, "s"), 1000
 	}
-	n, err := strconv.Atoi(num)
-	if err != nil || n < 0 || n > hiMS/mult {
+	n, err := strconv.ParseFloat(num, 64)
+	if err != nil || num == "" || strings.ContainsAny(num, "eEnNiIxXpP_") || n < 0 || n*float64(mult) > float64(hiMS) {
 		return 0, fmt.Errorf("not a duration from 0 to %d ms", hiMS)
 	}
-	return n * mult / outMS, nil
+	return int(n * float64(mult) / float64(outMS)), nil
 }
 
 func boolValue(v string) (int, error) {

@@ -102,10 +102,8 @@ func (s *stackPlanner) decide(ifc *netcfg.Interface) *owned {
 		p.notef("%s: not a name the kernel takes for a link (1 to 15 bytes, no slash, colon or space); not applied live", label(ifc))
 		return nil
 	}
-	spec := &LinkSpec{Kind: ifc.Kind, Name: name, MTU: ifc.MTU, MAC: normMAC(ifc.MAC)}
-	if ifc.Kind == netcfg.Bridge {
-		spec.MTU = 0 // set once it has its ports: see rank
-	}
+	// The MTU is set once the link has its ports: see rank.
+	spec := &LinkSpec{Kind: ifc.Kind, Name: name, MAC: normMAC(ifc.MAC)}
 	var parent *owned
 	var members []*owned
 	switch ifc.Kind {
@@ -161,11 +159,15 @@ func (s *stackPlanner) decide(ifc *netcfg.Interface) *owned {
 	if len(skipped) > 0 {
 		p.notef("%s: parameters not applied live: %s", name, strings.Join(skipped, ", "))
 	}
-	if spec.Bond != nil && spec.Bond.Primary != "" && !slices.ContainsFunc(members, func(m *owned) bool {
-		return m.ifc.ID == spec.Bond.Primary || m.name == spec.Bond.Primary
-	}) {
-		p.notef("%s: parameter primary: not one of its members; not applied live", name)
-		spec.Bond.Primary = ""
+	if b := spec.Bond; b != nil && b.Primary != "" {
+		switch {
+		case !slices.ContainsFunc(members, func(m *owned) bool { return m.ifc.ID == b.Primary || m.name == b.Primary }):
+			p.notef("%s: parameter primary: not one of its members; not applied live", name)
+			b.Primary = ""
+		case b.Mode != 1 && b.Mode != 5 && b.Mode != 6:
+			p.notef("%s: parameter primary: only active-backup, balance-tlb and balance-alb bonds have one; not applied live", name)
+			b.Primary = ""
+		}
 	}
 
 	l := s.byName[name]
@@ -190,8 +192,20 @@ func (s *stackPlanner) decide(ifc *netcfg.Interface) *owned {
 	if l == nil {
 		p.add(o, Op{Kind: CreateLink, Spec: spec})
 	}
-	if ifc.MTU > 0 && (l == nil && spec.MTU == 0 || l != nil && l.MTU != ifc.MTU) {
+	if ifc.MTU > 0 && (l == nil || l.MTU != ifc.MTU) {
 		p.add(o, Op{Kind: SetMTU, MTU: ifc.MTU})
+	}
+	if ifc.Kind == netcfg.Bond {
+		// A bond gives its MTU to its members as they join: theirs would
+		// be set, then undone, at every apply.
+		for _, m := range members {
+			if m.kind == "" && m.ifc.MTU > 0 && m.ifc.MTU != ifc.MTU {
+				p.notef("%s: mtu %d not applied: a bond member takes its bond's (%s)", m.name, m.ifc.MTU, name)
+			}
+			p.Ops = slices.DeleteFunc(p.Ops, func(op Op) bool {
+				return op.Kind == SetMTU && op.LinkKind == "" && m.kind == "" && op.MAC == m.link.MAC
+			})
+		}
 	}
 	for _, m := range members {
 		s.masterOf[m.ifc.ID] = ifc.ID

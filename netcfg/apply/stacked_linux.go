@@ -141,12 +141,17 @@ func (h *Handle) enslave(l netlink.Link, op Op) error {
 	if l.Attrs().MasterIndex == m.Attrs().Index {
 		return nil
 	}
-	if op.MasterKind == netcfg.Bond && l.Attrs().Flags&net.FlagUp != 0 {
+	wasUp := l.Attrs().Flags&net.FlagUp != 0
+	if op.MasterKind == netcfg.Bond && wasUp {
 		if err := h.nl.LinkSetDown(l); err != nil {
 			return fmt.Errorf("taking the link down to enslave it: %w", err)
 		}
 	}
 	if err := h.nl.LinkSetMasterByIndex(l, m.Attrs().Index); err != nil {
+		if op.MasterKind == netcfg.Bond && wasUp {
+			// Not left down: it may be the NIC the machine is reached by.
+			err = errors.Join(err, h.nl.LinkSetUp(l))
+		}
 		return err
 	}
 	if op.Primary {

@@ -163,7 +163,8 @@ func TestIntegrationStackedBridge(t *testing.T) {
 			Params: map[string]string{"stp": "true", "forward-delay": "4", "hello-time": "1", "priority": "4096",
 				"path-cost": "eth1=40", "port-priority": "eth0=12"},
 			Addresses: []netip.Prefix{pfx("192.0.2.5/24")},
-			Routes:    []netcfg.Route{route("0.0.0.0/0", "192.0.2.1", 0)}},
+			// An on-link route needs the new link's index (found in review).
+			Routes: []netcfg.Route{route("0.0.0.0/0", "192.0.2.1", 0), route("198.51.100.0/24", "", 0)}},
 	}}
 	h := openAt(t, ns)
 	receipt := filepath.Join(t.TempDir(), "receipt.json")
@@ -177,7 +178,8 @@ func TestIntegrationStackedBridge(t *testing.T) {
 		"eth1 (bc:24:11:aa:bb:02): link up",
 		"br0 (bridge): link up",
 		"br0 (bridge): add address 192.0.2.5/24",
-		"br0 (bridge): add route default via 192.0.2.1")
+		"br0 (bridge): add route default via 192.0.2.1",
+		"br0 (bridge): add route 198.51.100.0/24 on-link")
 
 	br := link(t, nh, "br0")
 	if br.Type() != "bridge" || br.Attrs().MTU != 1400 || br.Attrs().Flags&unix.IFF_UP == 0 {
@@ -201,12 +203,12 @@ func TestIntegrationStackedBridge(t *testing.T) {
 	if got := addrs(t, nh, "br0"); !slices.Equal(got, []string{"192.0.2.5/24"}) {
 		t.Errorf("br0 addresses = %v", got)
 	}
-	if got := routes(t, nh, "br0"); !hasAll(got, "default via 192.0.2.1") {
+	if got := routes(t, nh, "br0"); !hasAll(got, "default via 192.0.2.1", "198.51.100.0/24 via <nil>") {
 		t.Errorf("br0 routes = %v", got)
 	}
 	rc, err := LoadReceipt(receipt)
 	must(t, err)
-	if a := rc.Stacked["br0"]; len(a.Addresses) != 1 || len(a.Routes) != 1 {
+	if a := rc.Stacked["br0"]; len(a.Addresses) != 1 || len(a.Routes) != 2 {
 		t.Errorf("receipt of br0 = %+v", a)
 	}
 

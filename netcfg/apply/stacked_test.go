@@ -216,7 +216,7 @@ func TestBondParams(t *testing.T) {
 	}
 	for k, v := range map[string]string{
 		"mode": "7", "mii-monitor-interval": "-1", "arp-ip-target": "2001:db8::1", "gratuitous-arp": "256",
-		"up-delay": "1h", "all-slaves-active": "maybe",
+		"up-delay": "1h", "all-slaves-active": "maybe", "down-delay": "1e3", "arp-interval": "NaN",
 	} {
 		if _, _, err := bondParams(map[string]string{k: v}); err == nil || !strings.HasPrefix(err.Error(), "parameter "+k+": ") {
 			t.Errorf("bondParams(%s=%s) error = %v, want one naming the parameter", k, v, err)
@@ -226,13 +226,13 @@ func TestBondParams(t *testing.T) {
 
 func TestBridgeParams(t *testing.T) {
 	b, _, err := bridgeParams(map[string]string{
-		"stp": "on", "forward-delay": "15", "hello-time": "2s", "max-age": "20", "ageing-time": "300",
+		"stp": "on", "forward-delay": "15", "hello-time": "2.5", "max-age": "20", "ageing-time": "300",
 		"priority": "32768", "path-cost": "eth0=4 eth1=19", "port-priority": "eth0=32",
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.STP != 1 || b.ForwardDelay != 1500 || b.HelloTime != 200 || b.MaxAge != 2000 || b.AgeingTime != 30000 ||
+	if b.STP != 1 || b.ForwardDelay != 1500 || b.HelloTime != 250 || b.MaxAge != 2000 || b.AgeingTime != 30000 ||
 		b.Priority != 32768 || b.PortCost["eth1"] != 19 || b.PortPriority["eth0"] != 32 {
 		t.Errorf("bridge params = %+v", b)
 	}
@@ -302,4 +302,41 @@ func FuzzPlanStacked(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Found in review: routes on a link this plan creates had no index to go
+// out of; primary in a mode without one failed after the enslave; a bond
+// member's own MTU was set and undone at every apply; a stacked link's MTU
+// came before its ports and before the links on it.
+func TestDiffStackedMTUAndPrimary(t *testing.T) {
+	cfg := stackCfg()
+	cfg.Interfaces[0].MTU = 9000 // eth0, a bond member
+	cfg.Interfaces[2].Params["mode"] = "802.3ad"
+	cfg.Interfaces[3].MTU = 9000 // the VLAN
+	cfg.Interfaces[4].MTU = 9000 // the bridge
+	cfg.Interfaces[2].MTU = 9000 // the bond
+	p := Diff(cfg, stackNICs(), virtio, nil)
+	wantOps(t, p,
+		"bond0 (bond): create",
+		"bond0.100 (vlan): create on bond0 id 100",
+		"br0 (bridge): create",
+		"ens3 (bc:24:11:aa:bb:01): enslave to bond0",
+		"ens4 (bc:24:11:aa:bb:02): enslave to bond0",
+		"bond0.100 (vlan): enslave to br0",
+		"bond0 (bond): set mtu 9000",
+		"bond0.100 (vlan): set mtu 9000",
+		"br0 (bridge): set mtu 9000",
+		"bond0 (bond): link up",
+		"bond0.100 (vlan): link up",
+		"br0 (bridge): link up",
+		"br0 (bridge): add address 192.0.2.5/24",
+		"br0 (bridge): add route default via 192.0.2.1")
+	wantNote(t, p, "bond0: parameter primary: only active-backup, balance-tlb and balance-alb bonds have one")
+	for _, op := range p.Ops {
+		if op.Primary || op.Kind == CreateLink && op.Spec.MTU != 0 {
+			t.Errorf("%s: primary %v, created with mtu %d", op, op.Primary, op.Spec.MTU)
+		}
+	}
+	cfg.Interfaces[2].MTU = 0
+	wantNote(t, Diff(cfg, stackNICs(), virtio, nil), "ens3: mtu 9000 not applied: a bond member takes its bond's (bond0)")
 }
