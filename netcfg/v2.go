@@ -56,12 +56,12 @@ func parseV2(top mapping) (*Config, error) {
 		}
 		names[n] = idPath[ifc.ID]
 		for j, id := range ifc.Links {
-			if _, ok := idPath[id]; !ok && !validIfname(id) {
+			if _, ok := idPath[id]; !ok && !ValidLinkName(id) {
 				return nil, &FieldError{Path: fmt.Sprintf("%s.interfaces[%d]", idPath[ifc.ID], j), Msg: fmt.Sprintf("%q is neither defined nor an interface name", id)}
 			}
 		}
 		if ifc.Kind == VLAN {
-			if _, ok := idPath[ifc.VLANLink]; !ok && !validIfname(ifc.VLANLink) {
+			if _, ok := idPath[ifc.VLANLink]; !ok && !ValidLinkName(ifc.VLANLink) {
 				return nil, &FieldError{Path: idPath[ifc.ID] + ".link", Msg: fmt.Sprintf("%q is neither defined nor an interface name", ifc.VLANLink)}
 			}
 		}
@@ -84,11 +84,11 @@ func v2Link(ef field, id string, kind Kind) (Interface, error) {
 		if err := v2Match(&ifc, m); err != nil {
 			return ifc, err
 		}
-		if ifc.Name == "" && !validIfname(id) {
+		if ifc.Name == "" && !ValidLinkName(id) {
 			return ifc, ef.errorf("%q is not an interface name (1 to 15 characters, no \"/\", \":\" or white space); without set-name the ID names the link", id)
 		}
 	} else {
-		if !validIfname(id) {
+		if !ValidLinkName(id) {
 			return ifc, ef.errorf("%q is not an interface name (1 to 15 characters, no \"/\", \":\" or white space)", id)
 		}
 		ifc.Name = id

@@ -332,13 +332,15 @@ func (f field) ifname() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if !validIfname(s) {
+	if !ValidLinkName(s) {
 		return "", f.errorf("%q is not an interface name (1 to 15 characters, no \"/\", \":\" or white space)", s)
 	}
 	return s, nil
 }
 
-func validIfname(s string) bool {
+// ValidLinkName reports whether the kernel takes s as a link name: 1 to 15
+// bytes of printable ASCII, no "/", ":" or white space, not "." or "..".
+func ValidLinkName(s string) bool {
 	if s == "" || len(s) > 15 || s == "." || s == ".." {
 		return false
 	}

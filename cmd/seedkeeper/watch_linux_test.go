@@ -341,14 +341,24 @@ func TestIntegrationWatchBrokenAllowlist(t *testing.T) {
 
 // The BOOT event: boot --network apply brings owned NICs to the metadata,
 // renders networkd files and keeps a receipt; a second boot does nothing.
+// netBootRoot is a scratch root for "boot --network apply" on a KVM guest:
+// a NoCloud seed with the instance ID and network-config, and veth NICs on
+// the driver allowlist.
+func netBootRoot(t *testing.T, iid, networkConfig string) string {
+	t.Helper()
+	root := scratchRoot(t, kvmProduct, kvmVendor, kvmUUID)
+	seed := filepath.Join(root, "var/lib/cloud/seed/nocloud")
+	writeFile(t, filepath.Join(seed, "meta-data"), "instance-id: "+iid+"\n", 0o644)
+	writeFile(t, filepath.Join(seed, "user-data"), "#cloud-config\n", 0o644)
+	writeFile(t, filepath.Join(seed, "network-config"), networkConfig, 0o644)
+	writeFile(t, filepath.Join(root, "etc/seedkeeper/config.yaml"), "hotplug:\n  drivers: [veth]\n", 0o644)
+	return root
+}
+
 func TestIntegrationBootNetworkApply(t *testing.T) {
 	n, peers := newTestNetns(t), newTestNetns(t)
 	const macOwned, macBridge = "02:5e:00:00:04:01", "02:5e:00:00:04:02"
-	root := scratchRoot(t, kvmProduct, kvmVendor, kvmUUID)
-	seed := filepath.Join(root, "var/lib/cloud/seed/nocloud")
-	writeFile(t, filepath.Join(seed, "meta-data"), "instance-id: iid-bootnet\n", 0o644)
-	writeFile(t, filepath.Join(seed, "user-data"), "#cloud-config\n", 0o644)
-	writeFile(t, filepath.Join(seed, "network-config"), `version: 2
+	root := netBootRoot(t, "iid-bootnet", `version: 2
 ethernets:
   lan:
     match: {macaddress: "`+macOwned+`"}
@@ -359,8 +369,7 @@ ethernets:
   br:
     match: {macaddress: "`+macBridge+`"}
     addresses: [192.0.2.42/24]
-`, 0o644)
-	writeFile(t, filepath.Join(root, "etc/seedkeeper/config.yaml"), "hotplug:\n  drivers: [veth]\n", 0o644)
+`)
 	addVeth(t, n, peers, "eth1", macOwned)
 	if err := n.h.LinkAdd(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "br1", HardwareAddr: mustMAC(macBridge)}}); err != nil {
 		t.Fatal(err)
@@ -458,11 +467,7 @@ func TestIntegrationBootNoNetworkConfig(t *testing.T) {
 func TestIntegrationBootStackedBridge(t *testing.T) {
 	n, peers := newTestNetns(t), newTestNetns(t)
 	const mac1, mac2 = "02:5e:00:00:05:01", "02:5e:00:00:05:02"
-	root := scratchRoot(t, kvmProduct, kvmVendor, kvmUUID)
-	seed := filepath.Join(root, "var/lib/cloud/seed/nocloud")
-	writeFile(t, filepath.Join(seed, "meta-data"), "instance-id: iid-bootbridge\n", 0o644)
-	writeFile(t, filepath.Join(seed, "user-data"), "#cloud-config\n", 0o644)
-	writeFile(t, filepath.Join(seed, "network-config"), `version: 1
+	root := netBootRoot(t, "iid-bootbridge", `version: 1
 config:
   - {type: physical, name: eth1, mac_address: "`+mac1+`"}
   - {type: physical, name: eth2, mac_address: "`+mac2+`"}
@@ -472,8 +477,7 @@ config:
     params: {bridge_stp: "off", bridge_fd: 0}
     subnets:
       - {type: static, address: 192.0.2.51/24, gateway: 192.0.2.1}
-`, 0o644)
-	writeFile(t, filepath.Join(root, "etc/seedkeeper/config.yaml"), "hotplug:\n  drivers: [veth]\n", 0o644)
+`)
 	addVeth(t, n, peers, "eth1", mac1)
 	addVeth(t, n, peers, "eth2", mac2)
 
@@ -529,11 +533,7 @@ config:
 func TestIntegrationBootStackedRefusedIsStillRendered(t *testing.T) {
 	n, peers := newTestNetns(t), newTestNetns(t)
 	const mac1 = "02:5e:00:00:06:01"
-	root := scratchRoot(t, kvmProduct, kvmVendor, kvmUUID)
-	seed := filepath.Join(root, "var/lib/cloud/seed/nocloud")
-	writeFile(t, filepath.Join(seed, "meta-data"), "instance-id: iid-bootrefused\n", 0o644)
-	writeFile(t, filepath.Join(seed, "user-data"), "#cloud-config\n", 0o644)
-	writeFile(t, filepath.Join(seed, "network-config"), `version: 1
+	root := netBootRoot(t, "iid-bootrefused", `version: 1
 config:
   - {type: physical, name: eth1, mac_address: "`+mac1+`"}
   - type: bridge
@@ -542,8 +542,7 @@ config:
     params: {bridge_hello: "two"}
     subnets:
       - {type: static, address: 192.0.2.61/24}
-`, 0o644)
-	writeFile(t, filepath.Join(root, "etc/seedkeeper/config.yaml"), "hotplug:\n  drivers: [veth]\n", 0o644)
+`)
 	addVeth(t, n, peers, "eth1", mac1)
 	r := runCommand(t, nil, "ip", "netns", "exec", n.name, seedkeeperBinary(t), "boot", "--root", root, "--network", "apply")
 	if r.code != exitOK || !strings.Contains(r.stderr, "br0: parameter hello-time: not a duration") {

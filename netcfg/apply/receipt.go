@@ -204,7 +204,7 @@ func ParseReceipt(data []byte) (*Receipt, error) {
 		r.set(mac, a)
 	}
 	for _, key := range slices.Sorted(maps.Keys(f.Stacked)) {
-		if !validLinkName(key) {
+		if !netcfg.ValidLinkName(key) {
 			return nil, fmt.Errorf("stacked[%q]: not a link name", key)
 		}
 		a, err := parseAdded("stacked", key, f.Stacked[key])
@@ -239,20 +239,6 @@ func parseAdded(field, key string, la linkAdded) (Added, error) {
 		a.Routes = append(a.Routes, rt)
 	}
 	return a, nil
-}
-
-// validLinkName reports whether the kernel would take s as a link name:
-// 1 to 15 bytes, no slash, colon or white space, not "." or "..".
-func validLinkName(s string) bool {
-	if s == "" || len(s) > 15 || s == "." || s == ".." {
-		return false
-	}
-	for _, c := range []byte(s) {
-		if c <= ' ' || c == '/' || c == ':' || c >= 0x7f {
-			return false
-		}
-	}
-	return true
 }
 
 // LoadReceipt reads the receipt at path. A missing file is an empty

@@ -2,6 +2,7 @@ package apply
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -123,8 +124,11 @@ func durationValue(v string, unitMS, outMS, hiMS int) (int, error) {
 	case strings.HasSuffix(v, "s"):
 		num, mult = strings.TrimSuffix(v, "s"), 1000
 	}
+	// Digits with at most one decimal point: not the exponents, hex
+	// forms, infinities and NaN that ParseFloat also takes.
+	plain := num != "" && strings.Count(num, ".") <= 1 && strings.Trim(num, "0123456789.") == ""
 	n, err := strconv.ParseFloat(num, 64)
-	if err != nil || num == "" || strings.ContainsAny(num, "eEnNiIxXpP_") || n < 0 || n*float64(mult) > float64(hiMS) {
+	if !plain || err != nil || n*float64(mult) > float64(hiMS) {
 		return 0, fmt.Errorf("not a duration from 0 to %d ms", hiMS)
 	}
 	return int(n * float64(mult) / float64(outMS)), nil
@@ -149,7 +153,7 @@ const maxTimeMS = 3600 * 1000
 func bondParams(params map[string]string) (*BondParams, []string, error) {
 	b := newBondParams()
 	var skipped []string
-	for _, k := range sortedParams(params) {
+	for _, k := range slices.Sorted(maps.Keys(params)) {
 		v := params[k]
 		var err error
 		switch k {
@@ -225,7 +229,7 @@ func arpTargets(v string) ([]netip.Addr, error) {
 func bridgeParams(params map[string]string) (*BridgeParams, []string, error) {
 	b := &BridgeParams{STP: -1, ForwardDelay: -1, HelloTime: -1, MaxAge: -1, AgeingTime: -1, Priority: -1}
 	var skipped []string
-	for _, k := range sortedParams(params) {
+	for _, k := range slices.Sorted(maps.Keys(params)) {
 		v := params[k]
 		var err error
 		switch k {
@@ -270,13 +274,4 @@ func portValues(v string, lo, hi int) (map[string]int, error) {
 		out[port] = n
 	}
 	return out, nil
-}
-
-func sortedParams(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -98,7 +98,7 @@ func (s *stackPlanner) visit(ifc *netcfg.Interface) *owned {
 func (s *stackPlanner) decide(ifc *netcfg.Interface) *owned {
 	p := s.p
 	name := ifc.LinkName()
-	if !validLinkName(name) {
+	if !netcfg.ValidLinkName(name) {
 		p.notef("%s: not a name the kernel takes for a link (1 to 15 bytes, no slash, colon or space); not applied live", label(ifc))
 		return nil
 	}
