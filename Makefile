@@ -17,7 +17,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -s -w -X main.version=$(VERSION)
 BIN       := bin
 TOOLS     := mdata-get mdata-put mdata-delete mdata-list
-TESTFLAGS ?= -race -count=1 -timeout 40m
+TESTFLAGS ?= -race -count=1 -timeout 85m
 
 .PHONY: all build demo test test-deps vet unit bench bench-report bench-hostile faults skbench fuzz clean
 
