@@ -473,16 +473,12 @@ func vmwareNetworkRaw(m map[string]any) ([]byte, error) {
 	}
 }
 
-// driverName is what a kernel driver name looks like (ethtool reports at
-// most 31 bytes).
-var driverName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,31}$`)
-
 // ParseNetworkDrivers reads a network-drivers metadata value: a list of
 // driver names, or one string of comma-separated names; each is trimmed
 // and duplicates are dropped. An empty list is valid and allows nothing.
-// Anything else (another type, a null, an empty or odd name) is an error
-// wrapping ErrBadNetworkDrivers, and must allow nothing either: a typo
-// must never open the hotplug gate.
+// Anything else (another type, a null, a name netcfg.CheckDriverName
+// refuses) is an error wrapping ErrBadNetworkDrivers, and must allow
+// nothing either: a typo must never open the hotplug gate.
 func ParseNetworkDrivers(v any) ([]string, error) {
 	var names []string
 	switch t := v.(type) {
@@ -505,8 +501,8 @@ func ParseNetworkDrivers(v any) ([]string, error) {
 	seen := map[string]bool{}
 	for i, n := range names {
 		n = strings.TrimSpace(n)
-		if !driverName.MatchString(n) {
-			return nil, fmt.Errorf("%w: item %d %q is not a driver name", ErrBadNetworkDrivers, i, n)
+		if err := netcfg.CheckDriverName(n); err != nil {
+			return nil, fmt.Errorf("%w: item %d: %v", ErrBadNetworkDrivers, i, err)
 		}
 		if !seen[n] {
 			seen[n] = true

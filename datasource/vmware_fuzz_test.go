@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/seedkeeper/seedkeeper/netcfg"
 )
 
 func FuzzDecodeGuestinfo(f *testing.F) {
@@ -85,7 +87,7 @@ func FuzzVMwareMetaData(f *testing.F) {
 			t.Fatalf("drivers %q but NetworkDriversError %v", md.NetworkDrivers, NetworkDriversError(md))
 		}
 		for _, d := range md.NetworkDrivers {
-			if !driverName.MatchString(d) {
+			if netcfg.CheckDriverName(d) != nil {
 				t.Fatalf("bad driver name %q accepted", d)
 			}
 		}

@@ -546,12 +546,12 @@ func TestParseNetworkDrivers(t *testing.T) {
 		{"null", nil, "null"},
 		{"number", int64(3), "a number"},
 		{"mapping", map[string]any{"a": "b"}, "a mapping"},
-		{"empty string", "", `item 0 ""`},
-		{"trailing comma", "e1000,", `item 1 ""`},
-		{"space in name", "e1000 e1000e", `"e1000 e1000e" is not a driver name`},
-		{"glob", "vmxnet*", "not a driver name"},
+		{"empty string", "", "item 0: empty driver name"},
+		{"trailing comma", "e1000,", "item 1: empty driver name"},
+		{"space in name", "e1000 e1000e", "item 0: driver name has U+0020 at byte 6"},
+		{"glob", "vmxnet*", "driver name has U+002A at byte 7"},
 		{"non-string item", []any{"e1000", true}, "item 1 is a boolean"},
-		{"too long", strings.Repeat("x", 32), "not a driver name"},
+		{"too long", strings.Repeat("x", 32), "driver name is 32 bytes long"},
 	} {
 		got, err := ParseNetworkDrivers(tc.v)
 		if !errors.Is(err, ErrBadNetworkDrivers) || !strings.Contains(err.Error(), tc.want) || got != nil {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/seedkeeper/seedkeeper/netcfg"
 )
 
 // Where an allowlist can come from, as Allowlist.Origin reports it.
@@ -15,10 +17,6 @@ const (
 	OriginFlag           = "flag --drivers"
 	originDefault        = "default for " // + platform
 )
-
-// maxDriverName is the longest driver name ETHTOOL_GDRVINFO can report
-// (a 32-byte NUL-terminated field).
-const maxDriverName = 31
 
 // Default allowlists by platform (DESIGN.md "Events"; VMware's list is
 // cloud-init's default for network-drivers, reference/cloud-init.md §3.4).
@@ -94,7 +92,7 @@ func (a Allowlist) String() string {
 // origin. Invalid names make it allow nothing, with the reason set.
 func NewAllowlist(origin string, drivers []string) Allowlist {
 	for i, d := range drivers {
-		if err := checkDriverName(d); err != nil {
+		if err := netcfg.CheckDriverName(d); err != nil {
 			return closed(origin, fmt.Errorf("entry %d: %w", i+1, err))
 		}
 	}
@@ -133,8 +131,8 @@ type Setting struct {
 // "bhyve" or "smartos"; any other has no default. The metadata key is
 // network-drivers on VMware and seedkeeper:network-drivers elsewhere.
 //
-// A value that cannot be read or parsed, has empty names or characters
-// other than [a-z0-9_-], or is of the wrong type makes an allowlist that
+// A value that cannot be read or parsed, has a name that is not a driver
+// name (netcfg.CheckDriverName), or is of the wrong type makes an allowlist that
 // allows nothing; its Reason says why and where. It does not fall through
 // to the next source: a typo must close the gate, not open it.
 func ResolveAllowlist(metadata, config Setting, platform string) Allowlist {
@@ -197,7 +195,7 @@ func checkNames(names []string) ([]string, error) {
 		return nil, errors.New("the list is empty")
 	}
 	for i, n := range names {
-		if err := checkDriverName(n); err != nil {
+		if err := netcfg.CheckDriverName(n); err != nil {
 			return nil, fmt.Errorf("entry %d: %w", i+1, err)
 		}
 	}
@@ -206,9 +204,9 @@ func checkNames(names []string) ([]string, error) {
 
 // ParseDriverList parses a comma-separated list of driver names, as the
 // --drivers flag and string metadata values give it: "virtio_net,e1000".
-// Spaces around a name are dropped; an empty name, a name longer than 31
-// bytes or one with a character outside [a-z0-9_-] is an error naming the
-// entry.
+// Spaces around a name are dropped; a name netcfg.CheckDriverName refuses
+// (an empty one, one longer than 31 bytes, one with a character outside
+// A-Z a-z 0-9 _ -) is an error naming the entry.
 func ParseDriverList(s string) ([]string, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, errors.New("the list is empty")
@@ -216,27 +214,11 @@ func ParseDriverList(s string) ([]string, error) {
 	parts := strings.Split(s, ",")
 	for i, p := range parts {
 		parts[i] = strings.Trim(p, " \t")
-		if err := checkDriverName(parts[i]); err != nil {
+		if err := netcfg.CheckDriverName(parts[i]); err != nil {
 			return nil, fmt.Errorf("entry %d: %w", i+1, err)
 		}
 	}
 	return parts, nil
-}
-
-func checkDriverName(n string) error {
-	if n == "" {
-		return errors.New("empty driver name")
-	}
-	if len(n) > maxDriverName {
-		return fmt.Errorf("driver name %.40q is longer than %d bytes", n, maxDriverName)
-	}
-	for i := 0; i < len(n); i++ {
-		c := n[i]
-		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '_' && c != '-' {
-			return fmt.Errorf("driver name %q has %q at byte %d (allowed: a-z 0-9 _ -)", n, n[i:i+1], i+1)
-		}
-	}
-	return nil
 }
 
 func typeName(v any) string {

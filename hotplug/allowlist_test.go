@@ -2,10 +2,11 @@ package hotplug
 
 import (
 	"errors"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/seedkeeper/seedkeeper/netcfg"
 )
 
 func TestResolveAllowlistPrecedence(t *testing.T) {
@@ -114,14 +115,12 @@ func TestResolveAllowlistBrokenClosesGate(t *testing.T) {
 			[]string{"config hotplug.drivers", "empty"}},
 		{"null", Setting{}, Setting{Set: true, Value: nil}, "kvm",
 			[]string{"config hotplug.drivers", "null"}},
-		{"upper case", Setting{Set: true, Value: "VMXNET3"}, good, "vmware",
-			[]string{"entry 1", `"V"`}},
 		{"space inside", Setting{}, Setting{Set: true, Value: []string{"vmx net3"}}, "kvm",
-			[]string{"entry 1", `" "`}},
+			[]string{"entry 1", "U+0020 at byte 4"}},
 		{"glob", Setting{}, Setting{Set: true, Value: "virtio*"}, "kvm",
-			[]string{"entry 1", `"*"`}},
+			[]string{"entry 1", "U+002A"}},
 		{"udev alternation", Setting{Set: true, Value: "e1000|vmxnet3"}, good, "vmware",
-			[]string{"entry 1", `"|"`}},
+			[]string{"entry 1", "U+007C"}},
 		{"number", Setting{}, Setting{Set: true, Value: 1000}, "kvm",
 			[]string{"config hotplug.drivers", "is a number"}},
 		{"mapping", Setting{}, Setting{Set: true, Value: map[string]any{"virtio_net": true}}, "kvm",
@@ -133,9 +132,9 @@ func TestResolveAllowlistBrokenClosesGate(t *testing.T) {
 		{"list with an empty name", Setting{}, Setting{Set: true, Value: []string{"virtio_net", ""}}, "kvm",
 			[]string{"entry 2", "empty"}},
 		{"too long", Setting{}, Setting{Set: true, Value: strings.Repeat("a", 32)}, "kvm",
-			[]string{"longer than 31"}},
+			[]string{"32 bytes long, more than 31"}},
 		{"non-ascii", Setting{}, Setting{Set: true, Value: "virtio_nеt"}, "kvm",
-			[]string{"entry 1", `\xd0`}},
+			[]string{"entry 1", "U+0435 at byte 9"}},
 		{"unknown platform", Setting{}, Setting{}, "hyperv",
 			[]string{"default for hyperv", "no default", "hotplug.drivers"}},
 		{"no platform", Setting{}, Setting{}, "",
@@ -143,7 +142,7 @@ func TestResolveAllowlistBrokenClosesGate(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := ResolveAllowlist(tc.md, tc.cfg, tc.platform)
-			for _, d := range []string{"veth", "virtio_net", "vmxnet3", "e1000", "VMXNET3", "", "vmx net3"} {
+			for _, d := range []string{"veth", "virtio_net", "vmxnet3", "e1000", "VMXNET3", "", "vmx net3", "virtio*", "e1000|vmxnet3"} {
 				if a.Allows(d) {
 					t.Errorf("broken allowlist allows %q", d)
 				}
@@ -185,7 +184,7 @@ func TestNewAllowlist(t *testing.T) {
 	if a.String() != "e1000,veth (from flag --drivers)" {
 		t.Errorf("String() = %q", a.String())
 	}
-	b := NewAllowlist(OriginFlag, []string{"veth", "Bridge"})
+	b := NewAllowlist(OriginFlag, []string{"veth", "br idge"})
 	if b.Allows("veth") || !strings.Contains(b.Reason(), "flag --drivers: entry 2") {
 		t.Errorf("bad name did not close the list: %v", b)
 	}
@@ -205,10 +204,10 @@ func TestParseDriverList(t *testing.T) {
 		{in: "  ", wantErr: "empty"},
 		{in: ",", wantErr: "entry 1: empty driver name"},
 		{in: "a,,b", wantErr: "entry 2: empty driver name"},
-		{in: "a;b", wantErr: `entry 1: driver name "a;b" has ";" at byte 2`},
+		{in: "a;b", wantErr: "entry 1: driver name has U+003B at byte 2"},
 		{in: "a b", wantErr: "entry 1"},
 		{in: "a\nb", wantErr: "entry 1"},
-		{in: "E1000", wantErr: "entry 1"},
+		{in: "E1000", want: []string{"E1000"}},
 	} {
 		got, err := ParseDriverList(tc.in)
 		if tc.wantErr != "" {
@@ -222,8 +221,6 @@ func TestParseDriverList(t *testing.T) {
 		}
 	}
 }
-
-var driverName = regexp.MustCompile(`^[a-z0-9_-]{1,31}$`)
 
 func FuzzParseDriverList(f *testing.F) {
 	for _, s := range []string{"virtio_net,e1000", "", ",", "a,,b", " vmxnet3 ", "E1000", "a|b", "virtio*", "\xff", strings.Repeat("x", 40)} {
@@ -242,7 +239,7 @@ func FuzzParseDriverList(f *testing.F) {
 			t.Fatal("no error and no names")
 		}
 		for _, n := range names {
-			if !driverName.MatchString(n) {
+			if netcfg.CheckDriverName(n) != nil {
 				t.Fatalf("accepted bad name %q", n)
 			}
 			if !a.Allows(n) {

@@ -472,7 +472,7 @@ func TestIntegrationHotplugBrokenAllowlist(t *testing.T) {
 	if a := linkAddrs(t, h, "bad0"); len(a) != 0 {
 		t.Errorf("bad0 has addresses %v", a)
 	}
-	want := `allowlist allows nothing: config hotplug.drivers: entry 1: driver name \"veth;bridge\" has \";\" at byte 5`
+	want := `allowlist allows nothing: config hotplug.drivers: entry 1: driver name has U+003B at byte 5`
 	if !strings.Contains(r.logs.String(), want) {
 		t.Errorf("log does not say why:\n%s", r.logs)
 	}
