@@ -100,23 +100,50 @@ func (md *Metadata) setHostname(log *slog.Logger, field, name string) {
 	md.Hostname = name
 }
 
-// setPublicKeys keeps the keys that can be written into meta-data: a TAB
-// between the fields of a key (sshd accepts it) becomes a space; a key
-// with any other control or separator character, or longer than
-// MaxPublicKey, is dropped, as are keys beyond MaxPublicKeys in all.
-// where[i] names key i for the warnings.
+// setPublicKeys keeps the keys FilterPublicKeys keeps, after turning a
+// TAB between the fields of a key (sshd accepts it) into a space. where[i]
+// names key i for the warnings.
 func (md *Metadata) setPublicKeys(log *slog.Logger, keys []string, where []string) {
-	total := 0
-	md.PublicKeys = nil
-	for i, k := range keys {
-		name := fmt.Sprintf("public key %d", i)
+	name := func(i int) string {
 		if i < len(where) {
-			name = where[i]
+			return where[i]
 		}
+		return fmt.Sprintf("public key %d", i)
+	}
+	keys = slices.Clone(keys)
+	for i, k := range keys {
 		if strings.Contains(k, "\t") {
-			k = strings.ReplaceAll(k, "\t", " ")
-			md.warn(log, name+": a TAB between fields was replaced by a space")
+			keys[i] = strings.ReplaceAll(k, "\t", " ")
+			md.warn(log, name(i)+": a TAB between fields was replaced by a space")
 		}
+	}
+	var dropped []DroppedKey
+	md.PublicKeys, dropped = FilterPublicKeys(keys)
+	for _, d := range dropped {
+		md.warn(log, fmt.Sprintf("%s dropped: %v", name(d.Index), d.Err))
+	}
+}
+
+// DroppedKey is a public key FilterPublicKeys left out: its index in the
+// keys given, and why (the error describes the key, never quotes it).
+type DroppedKey struct {
+	Index int
+	Err   error
+}
+
+// FilterPublicKeys returns, in order, the SSH public keys that can be
+// written one per line into authorized_keys (and into meta-data, from
+// which cloud-init writes them there): each key trimmed of surrounding
+// space. Blank entries are skipped without a word. A key longer than
+// MaxPublicKey, or
+// with a control or line-separator character (netcfg.CheckLine; a TAB
+// too: the readers turn one between fields into a space first), is left
+// out, and so is every key that would take the kept keys beyond
+// MaxPublicKeys in all; dropped says which and why. It is the one filter
+// the readers and the seed writer share.
+func FilterPublicKeys(keys []string) (kept []string, dropped []DroppedKey) {
+	total := 0
+	for i, k := range keys {
 		k = strings.TrimSpace(k)
 		var err error
 		switch {
@@ -130,12 +157,13 @@ func (md *Metadata) setPublicKeys(log *slog.Logger, keys []string, where []strin
 			err = netcfg.CheckLine(k)
 		}
 		if err != nil {
-			md.warn(log, fmt.Sprintf("%s dropped: %v", name, err))
+			dropped = append(dropped, DroppedKey{Index: i, Err: err})
 			continue
 		}
 		total += len(k)
-		md.PublicKeys = append(md.PublicKeys, k)
+		kept = append(kept, k)
 	}
+	return kept, dropped
 }
 
 // boundMetaData drops, in key order, every key of a meta-data document
@@ -170,15 +198,8 @@ func checkUsable(md *Metadata) error {
 	if err := netcfg.CheckLine(md.Hostname); err != nil {
 		return fmt.Errorf("hostname: %w", err)
 	}
-	total := 0
-	for i, k := range md.PublicKeys {
-		if err := netcfg.CheckLine(k); err != nil || k == "" || len(k) > MaxPublicKey {
-			return fmt.Errorf("public key %d: %v (%d bytes)", i, err, len(k))
-		}
-		total += len(k)
-	}
-	if total > MaxPublicKeys {
-		return fmt.Errorf("public keys take %d bytes", total)
+	if kept, dropped := FilterPublicKeys(md.PublicKeys); len(dropped) > 0 || !slices.Equal(kept, md.PublicKeys) {
+		return fmt.Errorf("public keys: %d of %d not as the filter keeps them", len(md.PublicKeys)-len(kept), len(md.PublicKeys))
 	}
 	if n, ok := yamlx.Size(md.MetaData, 2*MaxMetaDataExpanded); !ok {
 		return fmt.Errorf("meta-data expands to %d bytes", n)

@@ -109,7 +109,8 @@ func ReadSmartOS(ctx context.Context, c *mdata.Client, log *slog.Logger) (*Metad
 	md.setHostname(log, "hostname", firstNonEmpty(r.str("hostname"), r.str("sdc:hostname"), md.InstanceID))
 	var keys, where []string
 	for i, l := range strings.Split(r.str("root_authorized_keys"), "\n") {
-		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+		// The value is an authorized_keys file: a "#" line is a comment.
+		if !strings.HasPrefix(strings.TrimSpace(l), "#") {
 			keys = append(keys, l)
 			where = append(where, fmt.Sprintf("root_authorized_keys line %d", i+1))
 		}

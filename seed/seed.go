@@ -312,11 +312,10 @@ func script(b []byte) []byte {
 // MetaData returns the meta-data document for s: instance-id,
 // local-hostname and public-keys, every value a double-quoted YAML string.
 // The instance ID must pass datasource.CheckInstanceID (cloud-init makes
-// a directory of it). A hostname or public key that cannot be written as
-// one line (a control or line-separator character, invalid UTF-8), a key
-// longer than datasource.MaxPublicKey and keys beyond
-// datasource.MaxPublicKeys in all are left out: one bad field does not
-// cost the seed. Write reports them in Result.Warnings.
+// a directory of it). A hostname that cannot be written as one line (a
+// control or line-separator character, invalid UTF-8) is left out, and so
+// are the public keys datasource.FilterPublicKeys leaves out: one bad
+// field does not cost the seed. Write reports them in Result.Warnings.
 func MetaData(s Seed) ([]byte, error) {
 	b, _, err := metaData(s)
 	return b, err
@@ -342,26 +341,11 @@ func metaData(s Seed) ([]byte, []string, error) {
 		}
 	}
 	keys := &yaml.Node{Kind: yaml.SequenceNode}
-	total := 0
-	for i, k := range s.PublicKeys {
-		k = strings.TrimSpace(k)
-		var err error
-		switch {
-		case k == "":
-			continue
-		case len(k) > datasource.MaxPublicKey:
-			err = fmt.Errorf("%d bytes long, more than %d", len(k), datasource.MaxPublicKey)
-		case total+len(k) > datasource.MaxPublicKeys:
-			err = fmt.Errorf("the keys before it already take %d bytes of %d", total, datasource.MaxPublicKeys)
-		default:
-			// A key goes into authorized_keys, one per line.
-			err = netcfg.CheckLine(k)
-		}
-		if err != nil {
-			warnings = append(warnings, fmt.Sprintf("meta-data public-keys[%d] left out: %v", i, err))
-			continue
-		}
-		total += len(k)
+	kept, dropped := datasource.FilterPublicKeys(s.PublicKeys)
+	for _, d := range dropped {
+		warnings = append(warnings, fmt.Sprintf("meta-data public-keys[%d] left out: %v", d.Index, d.Err))
+	}
+	for _, k := range kept {
 		keys.Content = append(keys.Content, str(k))
 	}
 	if len(keys.Content) > 0 {
