@@ -119,7 +119,7 @@ func (e *Env) mdataTransport() string {
 func (e Env) SourceOptions() datasource.Options {
 	e.init()
 	o := datasource.Options{
-		Root:           e.Root,
+		Root:           string(e.Root),
 		Sources:        e.Config.Sources,
 		MdataTransport: e.mdataTransport(),
 		Logger:         e.Log,
@@ -148,7 +148,8 @@ func (e Env) Allowlist(md *datasource.Metadata) hotplug.Allowlist {
 	e.init()
 	var mdSet hotplug.Setting
 	if md != nil {
-		mdSet = hotplug.Setting{Set: md.NetworkDriversSet, Value: md.NetworkDrivers, Err: datasource.NetworkDriversError(md)}
+		src, _ := datasource.Lookup(md.Source)
+		mdSet = hotplug.Setting{Set: md.NetworkDriversSet, Value: md.NetworkDrivers, Err: datasource.NetworkDriversError(md), Key: src.DriversKey}
 	}
 	cfgSet := hotplug.Setting{Set: e.Config.HotplugDriversSet()}
 	if e.ConfigErr != nil {
@@ -156,7 +157,7 @@ func (e Env) Allowlist(md *datasource.Metadata) hotplug.Allowlist {
 	} else if cfgSet.Set {
 		cfgSet.Value, cfgSet.Err = e.Config.HotplugDriversValue()
 	}
-	a := hotplug.ResolveAllowlist(mdSet, cfgSet, Platform(e.Root))
+	a := hotplug.ResolveAllowlist(mdSet, cfgSet, datasource.Platform(string(e.Root)))
 	if r := a.Reason(); r != "" {
 		e.Log.Warn("hotplug allowlist allows no driver", "reason", r)
 	}

@@ -111,25 +111,6 @@ func TestWatchNothingToWatch(t *testing.T) {
 	}
 }
 
-func TestPlatform(t *testing.T) {
-	for _, tc := range []struct{ product, vendor, want string }{
-		{"VMware Virtual Platform", "VMware, Inc.", "vmware"},
-		{"SmartDC HVM", "Joyent", "smartos"},
-		{"BHYVE", "", "bhyve"},
-		{"Standard PC (i440FX + PIIX, 1996)", "QEMU", "qemu"},
-		{"KVM", "Red Hat", "kvm"},
-		{"", "", ""},
-	} {
-		root := t.TempDir()
-		os.MkdirAll(filepath.Join(root, "sys/class/dmi/id"), 0o755)
-		os.WriteFile(filepath.Join(root, "sys/class/dmi/id/product_name"), []byte(tc.product+"\n"), 0o444)
-		os.WriteFile(filepath.Join(root, "sys/class/dmi/id/sys_vendor"), []byte(tc.vendor+"\n"), 0o444)
-		if got := agent.Platform(sysroot.Root(root)); got != tc.want {
-			t.Errorf("Platform(%q, %q) = %q, want %q", tc.product, tc.vendor, got, tc.want)
-		}
-	}
-}
-
 // Fetched never shows a secret unless asked: user-data and password-like
 // meta-data keys are a size and a hash prefix.
 func TestNormalizeRedacts(t *testing.T) {

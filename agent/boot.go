@@ -141,7 +141,8 @@ func (e *Env) boot(ctx context.Context, st *Status, netMode NetworkMode) error {
 	// Write the seed.
 	s := seed.FromMetadata(md, d.InstanceID)
 	if e.Config.Network.Owner == "cloud-init" && md.Network != nil {
-		if md.NetworkConfigRaw != nil && md.Source != datasource.SourceSmartOS {
+		// The source says whether its document is cloud-init's own.
+		if src, _ := datasource.Lookup(md.Source); src.RawNetwork && md.NetworkConfigRaw != nil {
 			s.NetworkConfig = md.NetworkConfigRaw
 		} else if s.NetworkConfig, err = md.Network.MarshalV1(); err != nil {
 			return fail(fmt.Errorf("writing the network-config for cloud-init: %w", err))

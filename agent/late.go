@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"context"
+
 	"github.com/seedkeeper/seedkeeper/datasource"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 	"github.com/seedkeeper/seedkeeper/nosource"
@@ -33,7 +35,7 @@ func LateSource(e Env) string {
 		}
 		return msg
 	}
-	found, _, err := datasource.Detect(e.SourceOptions())
+	found, _, err := datasource.Detect(context.Background(), e.SourceOptions())
 	if err != nil {
 		return ""
 	}

@@ -54,7 +54,7 @@ func Watch(ctx context.Context, e Env, o WatchOptions) error {
 		return idle("network.owner is cloud-init; nothing to watch")
 	}
 	opts := e.SourceOptions()
-	found, _, err := datasource.Detect(opts)
+	found, _, err := datasource.Detect(ctx, opts)
 	source := found.Source
 	if errors.Is(err, datasource.ErrNoSource) {
 		return idle("no metadata source on this machine; nothing to watch")
@@ -78,15 +78,13 @@ func Watch(ctx context.Context, e Env, o WatchOptions) error {
 	if source == datasource.SourceSmartOS {
 		// One mdata session for the daemon's life: no handshake per
 		// event, and the port let go between requests (mdata.Options.Yield).
-		t, _, err := datasource.DetectSmartOS(opts.Root, opts.MdataTransport)
-		if err != nil {
-			return fail("watch: detecting the metadata source", err)
-		}
 		mo := opts.Mdata
 		mo.Logger, mo.Yield = e.Log, true
-		c := mdata.New(t, &mo)
+		c := mdata.New(found.Transport(), &mo)
 		defer c.Close()
-		read = func(ctx context.Context) (*datasource.Metadata, error) { return datasource.ReadSmartOS(ctx, c, e.Log) }
+		so := opts
+		so.MdataClient = c
+		read = func(ctx context.Context) (*datasource.Metadata, error) { return datasource.ReadSmartOS(ctx, so) }
 		readFirst = read
 	}
 

@@ -265,7 +265,7 @@ func noCloudRead(row *Row, path string, deadline time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
 	err, p, hung, took := guarded(deadline+time.Second, func() error {
-		_, err := datasource.ReadNoCloud(ctx, datasource.NoCloudOptions{SeedPath: path, SkipDirs: true})
+		_, err := datasource.ReadNoCloud(ctx, datasource.Options{NoCloud: datasource.NoCloudOptions{SeedPath: path, SkipDirs: true}})
 		return err
 	})
 	row.Runs++

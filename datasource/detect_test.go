@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
 
 // Read goes on from what Detect found rather than looking again: a
@@ -20,9 +18,9 @@ func TestReadDetectedUsesWhatDetectFound(t *testing.T) {
 	cmdline := filepath.Join(root, "proc/cmdline")
 	os.MkdirAll(filepath.Dir(cmdline), 0o755)
 	os.WriteFile(cmdline, []byte("quiet ds=nocloud;i=iid-cmdline;h=node1\n"), 0o444)
-	o := Options{Root: sysroot.Root(root), Sources: []string{SourceNoCloud}}
+	o := Options{Root: root, Sources: []string{SourceNoCloud}}
 
-	d, cands, err := Detect(o)
+	d, cands, err := Detect(context.Background(), o)
 	if err != nil || d.Source != SourceNoCloud || !d.Found || d.Reason != "ds=nocloud on the kernel command line" || len(cands) != 1 {
 		t.Fatalf("Detect = %+v, %+v, %v", d, cands, err)
 	}
@@ -42,7 +40,7 @@ func TestDetectSmartOSReason(t *testing.T) {
 	root := t.TempDir()
 	os.MkdirAll(filepath.Join(root, "sys/class/dmi/id"), 0o755)
 	os.WriteFile(filepath.Join(root, "sys/class/dmi/id/product_name"), []byte("KVM\n"), 0o444)
-	_, cands, err := Detect(Options{Root: sysroot.Root(root), Sources: []string{SourceSmartOS}})
+	_, cands, err := Detect(context.Background(), Options{Root: root, Sources: []string{SourceSmartOS}})
 	if !errors.Is(err, ErrNoSource) || len(cands) != 1 || cands[0].Found {
 		t.Fatalf("Detect = %+v, %v", cands, err)
 	}

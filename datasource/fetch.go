@@ -2,38 +2,39 @@ package datasource
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
-	"slices"
 
-	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 	"github.com/seedkeeper/seedkeeper/mdata"
 )
 
-// Sources is the detection order: cheap, positive checks first. SmartOS is
-// first because its checks (a zone socket, the DMI product name) are the
-// most specific; VMware's is the DMI product name; NoCloud's look at the
-// command line, the SMBIOS serial, seed directories and disk labels.
-var Sources = []string{SourceSmartOS, SourceVMware, SourceNoCloud}
-
-// Options say where and how Fetch looks for metadata.
+// Options say where and how the sources are detected and read. The same
+// value serves Fetch, Detect and every source's own Detect and Read
+// functions (DetectSmartOS, ReadNoCloud, ...), which use the fields that
+// concern them.
 type Options struct {
-	// Root is where system paths are read; the zero value is "/".
-	Root sysroot.Root
-	// Sources restricts and orders the sources tried; nil means Sources.
+	// Root is the directory under which system paths (/proc, /sys, /dev,
+	// the seed directories) are read; "" and "/" are this machine.
+	Root string
+	// Sources restricts and orders the sources Detect and Fetch try; nil
+	// means Names().
 	Sources []string
 	// MdataTransport forces the mdata transport (SEEDKEEPER_MDATA or the
 	// configuration).
 	MdataTransport string
-	// Mdata tunes the mdata client (timeouts, progress); Logger is
-	// filled in from Logger when nil.
+	// MdataClient, when set, is the mdata session SmartOS is read
+	// through, which the reader leaves open (a daemon holds one for its
+	// life); otherwise the reader opens one on the transport detection
+	// found and closes it after the read.
+	MdataClient *mdata.Client
+	// Mdata tunes the mdata client the reader opens (timeouts,
+	// progress); its Logger is filled in from Logger when nil.
 	Mdata mdata.Options
-	// NoCloud and VMware are passed to those readers; their Root and
-	// Logger are filled in.
+	// NoCloud and VMware are the options of those sources.
 	NoCloud NoCloudOptions
 	VMware  VMwareOptions
-	Logger  *slog.Logger
+	// Logger receives one line per decision; nil discards them. Values
+	// are never logged.
+	Logger *slog.Logger
 }
 
 // Candidate is one source's detection result.
@@ -60,45 +61,33 @@ type Detection struct {
 	nocloud   *noCloudProbe   // NoCloud, when it looked beyond SeedPath
 }
 
-// detect runs the cheap checks of one source. A source that is not here
-// is a Detection with Found false and the reason; the error is for checks
-// that could not be made.
-func detect(source string, o *Options) (Detection, error) {
-	switch source {
-	case SourceSmartOS:
-		d, err := detectSmartOS(o.Root, o.MdataTransport)
-		if errors.Is(err, ErrNoSource) {
-			err = nil
-		}
-		return d, err
-	case SourceVMware:
-		ok, reason := DetectVMware(o.Root)
-		if !ok && o.VMware.Getenv != nil && o.VMware.Getenv("VMX_GUESTINFO") != "" {
-			ok, reason = true, "VMX_GUESTINFO is set"
-		}
-		return Detection{Candidate: Candidate{source, ok, reason}}, nil
-	case SourceNoCloud:
-		no := o.NoCloud
-		no.Root = o.Root
-		return detectNoCloud(no), nil
-	}
-	return Detection{}, fmt.Errorf("unknown source %q (want one of %v)", source, Sources)
-}
+// Transport is the mdata transport SmartOS detection found; nil for
+// other sources and when nothing was found.
+func (d Detection) Transport() mdata.Transport { return d.transport }
 
 // Detect runs the cheap checks of each source in order and stops at the
 // first one found, which it returns with what its checks found. It never
 // talks to a metadata host and never opens a serial port. When nothing is
 // found the error wraps ErrNoSource; cands has every result either way.
-func Detect(o Options) (found Detection, cands []Candidate, err error) {
+// A cancelled ctx ends it with ctx's error.
+func Detect(ctx context.Context, o Options) (found Detection, cands []Candidate, err error) {
 	order := o.Sources
 	if order == nil {
-		order = Sources
+		order = Names()
 	}
-	for _, s := range order {
-		d, err := detect(s, &o)
+	for _, name := range order {
+		if err := ctx.Err(); err != nil {
+			return Detection{}, cands, err
+		}
+		s, err := lookup(name)
 		if err != nil {
 			return Detection{}, cands, err
 		}
+		d, err := s.detect(ctx, &o)
+		if err != nil {
+			return Detection{}, cands, err
+		}
+		d.Source = s.Name
 		cands = append(cands, d.Candidate)
 		if d.Found {
 			return d, cands, nil
@@ -113,7 +102,7 @@ func Detect(o Options) (found Detection, cands []Candidate, err error) {
 // ctx allows.
 func Fetch(ctx context.Context, o Options) (*Metadata, []Candidate, error) {
 	log := o.logger()
-	found, cands, err := Detect(o)
+	found, cands, err := Detect(ctx, o)
 	for _, c := range cands {
 		if c.Found {
 			log.Info("metadata source detected", "source", c.Source, "reason", c.Reason)
@@ -138,41 +127,12 @@ func Read(ctx context.Context, source string, o Options) (*Metadata, error) {
 // ReadDetected reads the source d names, going on from what its detection
 // found (a Detection from Detect); what d lacks is looked up as Read does.
 func ReadDetected(ctx context.Context, d Detection, o Options) (*Metadata, error) {
-	log := o.logger()
-	switch d.Source {
-	case SourceSmartOS:
-		t := d.transport
-		if t == nil {
-			sd, err := detectSmartOS(o.Root, o.MdataTransport)
-			if err != nil {
-				return nil, err
-			}
-			t = sd.transport
-		}
-		mo := o.Mdata
-		if mo.Logger == nil {
-			mo.Logger = log
-		}
-		c := mdata.New(t, &mo)
-		defer c.Close()
-		return ReadSmartOS(ctx, c, log)
-	case SourceVMware:
-		vo := o.VMware
-		vo.Root = o.Root
-		if vo.Logger == nil {
-			vo.Logger = log
-		}
-		return ReadVMware(ctx, vo)
-	case SourceNoCloud:
-		no := o.NoCloud
-		no.Root = o.Root
-		if no.Logger == nil {
-			no.Logger = log
-		}
-		return readNoCloud(ctx, no, d.nocloud)
+	s, err := lookup(d.Source)
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("unknown source %q (want one of %v)", d.Source, Sources)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return s.read(ctx, d, &o)
 }
-
-// ValidSource reports whether s names a source.
-func ValidSource(s string) bool { return slices.Contains(Sources, s) }

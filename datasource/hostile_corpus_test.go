@@ -24,7 +24,7 @@ func TestHostileCorpusReaders(t *testing.T) {
 		t.Run("nocloud/"+e.Name(), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			o := NoCloudOptions{SeedPath: filepath.Join(hostileCorpus, "nocloud", e.Name()), Logger: discardLog(), SeedfromTries: 1}
+			o := Options{NoCloud: NoCloudOptions{SeedPath: filepath.Join(hostileCorpus, "nocloud", e.Name()), SeedfromTries: 1}, Logger: discardLog()}
 			_, err := ReadNoCloud(ctx, o)
 			if ctx.Err() != nil {
 				t.Fatalf("the read ran into its deadline")

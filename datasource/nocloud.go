@@ -22,7 +22,7 @@ import (
 	"github.com/seedkeeper/seedkeeper/netcfg"
 )
 
-// NoCloud seed locations (system paths, read under NoCloudOptions.Root).
+// NoCloud seed locations (system paths, read under Options.Root).
 const (
 	NoCloudSeedDir    = "/var/lib/cloud/seed/nocloud"
 	NoCloudNetSeedDir = "/var/lib/cloud/seed/nocloud-net"
@@ -34,11 +34,9 @@ const (
 // as cloud-init accepts them (its fs_label "cidata" upper- and lower-case).
 var NoCloudLabels = []string{"cidata", "CIDATA"}
 
-// NoCloudOptions says where and how ReadNoCloud looks.
+// NoCloudOptions are the options of the NoCloud source (Options.NoCloud):
+// where and how it looks.
 type NoCloudOptions struct {
-	// Root is where system paths (/proc/cmdline, /sys, /dev, the seed
-	// directories) are read; the zero value is the real root.
-	Root sysroot.Root
 	// SeedPath, when set, is the only seed read: a seed directory or an
 	// ISO9660/FAT image file (or device). The command line, SMBIOS serial,
 	// seed directories and labelled disks are then not consulted; a
@@ -61,9 +59,18 @@ type NoCloudOptions struct {
 	SeedfromTries   int
 	SeedfromBackoff time.Duration
 	SeedfromTimeout time.Duration
-	// Logger receives one line per decision; nil discards them. Seed
-	// contents are never logged.
-	Logger *slog.Logger
+
+	// root and log are Options.Root and Options.Logger, filled in by
+	// the reader.
+	root sysroot.Root
+	log  *slog.Logger
+}
+
+// noCloudOptions are o's NoCloud options with the root and logger.
+func noCloudOptions(o *Options) *NoCloudOptions {
+	no := o.NoCloud
+	no.root, no.log = sysroot.Root(o.Root), o.logger()
+	return &no
 }
 
 // seedDirs are the seed directories to try.
@@ -78,10 +85,10 @@ func (o *NoCloudOptions) seedDirs() []string {
 }
 
 func (o *NoCloudOptions) logger() *slog.Logger {
-	if o.Logger == nil {
+	if o.log == nil {
 		return slog.New(slog.DiscardHandler)
 	}
-	return o.Logger
+	return o.log
 }
 
 // ReadNoCloud reads the NoCloud seed the way cloud-init's NoCloud datasource
@@ -112,14 +119,34 @@ func (o *NoCloudOptions) logger() *slog.Logger {
 // The instance ID is meta-data instance-id, or "nocloud" with
 // InstanceIDDefaulted set. MachineID is the DMI product_uuid, lower-cased.
 // A meta-data dsmode of "disabled", like finding nothing at all, gives an
-// error wrapping ErrNoSource.
-func ReadNoCloud(ctx context.Context, opt NoCloudOptions) (*Metadata, error) {
-	return readNoCloud(ctx, opt, nil)
+// error wrapping ErrNoSource. The options are o.NoCloud, the system paths
+// under o.Root. A cancelled ctx ends the read (a seedfrom fetch, a seed
+// file being read) with ctx's error.
+func ReadNoCloud(ctx context.Context, o Options) (*Metadata, error) {
+	return readNoCloud(ctx, Detection{}, &o)
 }
 
-// readNoCloud is ReadNoCloud going on from what detection read (p; nil
-// reads afresh).
-func readNoCloud(ctx context.Context, opt NoCloudOptions, p *noCloudProbe) (*Metadata, error) {
+// noCloud is the NoCloud source: a seed on the kernel command line, in
+// the SMBIOS serial, in a seed directory or on a disk labelled cidata.
+var noCloud = Source{
+	Name: SourceNoCloud,
+	// A KVM, QEMU, Proxmox or plain bhyve guest gets its seed this way.
+	Platforms:  []string{"kvm", "qemu", "proxmox", "bhyve"},
+	Drivers:    []string{"virtio_net", "e1000", "e1000e", "vmxnet3"},
+	DriversKey: KeyNetworkDrivers,
+	// network-config is cloud-init network config.
+	RawNetwork: true,
+	detect:     func(ctx context.Context, o *Options) (Detection, error) { return DetectNoCloud(ctx, *o) },
+	read:       readNoCloud,
+}
+
+// readNoCloud is ReadNoCloud going on from what detection read (d's probe;
+// none reads afresh).
+func readNoCloud(ctx context.Context, d Detection, o *Options) (*Metadata, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	opt, p := noCloudOptions(o), d.nocloud
 	log := opt.logger()
 	m := noCloudMerge{meta: map[string]any{}, nodes: map[string]*yaml.Node{}}
 	if opt.SeedPath != "" {
@@ -144,7 +171,7 @@ func readNoCloud(ctx context.Context, opt NoCloudOptions, p *noCloudProbe) (*Met
 	if err := opt.seedfrom(ctx, &m, log); err != nil {
 		return nil, err
 	}
-	return m.metadata(opt.Root, log)
+	return m.metadata(opt.root, log)
 }
 
 // noCloudProbe is what NoCloud detection read: the ds=nocloud lines (the
@@ -171,7 +198,7 @@ func (o *NoCloudOptions) probe() *noCloudProbe {
 		{"dmi", dmi.Dir + "/" + dmiSerialFile},
 		{"cmdline", cmdlinePath},
 	} {
-		b, err := readSysFile(o.Root, l.path)
+		b, err := readSysFile(o.root, l.path)
 		p.lines = append(p.lines, probedLine{l.transport, l.path, strings.TrimSpace(string(b)), err})
 	}
 	return p
@@ -188,7 +215,7 @@ func (p *noCloudProbe) scan(root sysroot.Root) ([]seedimage.Device, []string, er
 
 // gather reads sources 1 to 4, going on from what detection read (p).
 func (o *NoCloudOptions) gather(ctx context.Context, m *noCloudMerge, log *slog.Logger, p *noCloudProbe) error {
-	root := o.Root
+	root := o.root
 	for _, l := range p.lines {
 		if l.err != nil {
 			if !errors.Is(l.err, fs.ErrNotExist) {
@@ -281,7 +308,7 @@ func (o *NoCloudOptions) seedfrom(ctx context.Context, m *noCloudMerge, log *slo
 	if !ok || base == "" {
 		return fmt.Errorf("meta-data seedfrom: want a URL or path, got %s", noCloudKind(v))
 	}
-	base, unknown := substDMI(o.Root, base)
+	base, unknown := substDMI(o.root, base)
 	for _, k := range unknown {
 		log.Warn("seedfrom names an unknown DMI key; left as is", "key", k)
 	}
@@ -414,25 +441,24 @@ func (m *noCloudMerge) metadata(root sysroot.Root, log *slog.Logger) (*Metadata,
 }
 
 // DetectNoCloud reports, from cheap local checks only, whether a NoCloud
-// seed is present, and why: SeedPath exists; a ds=nocloud token in the
-// SMBIOS serial or on the kernel command line; a seed directory with
-// meta-data and user-data (see SeedDirs); a filesystem labelled cidata. It does not
-// fetch a seedfrom or read seed files.
-func DetectNoCloud(opt NoCloudOptions) (found bool, reason string) {
-	d := detectNoCloud(opt)
-	return d.Found, d.Reason
-}
-
-// detectNoCloud is DetectNoCloud as a Detection, which keeps what it read
-// for the reader.
-func detectNoCloud(opt NoCloudOptions) Detection {
+// seed is present, and why: o.NoCloud.SeedPath exists; a ds=nocloud token
+// in the SMBIOS serial or on the kernel command line; a seed directory
+// with meta-data and user-data (see SeedDirs); a filesystem labelled
+// cidata. It does not fetch a seedfrom or read seed files. A seed that is
+// not here is a Detection with Found false; the error is ctx's, the only
+// one it returns.
+func DetectNoCloud(ctx context.Context, o Options) (Detection, error) {
 	d := Detection{Candidate: Candidate{Source: SourceNoCloud}}
-	found := func(reason string) Detection { d.Found, d.Reason = true, reason; return d }
-	root := opt.Root
+	if err := ctx.Err(); err != nil {
+		return d, err
+	}
+	opt := noCloudOptions(&o)
+	found := func(reason string) (Detection, error) { d.Found, d.Reason = true, reason; return d, nil }
+	root := opt.root
 	if opt.SeedPath != "" {
 		if _, err := os.Stat(opt.SeedPath); err != nil {
 			d.Reason = fmt.Sprintf("seed path: %v", err)
-			return d
+			return d, nil
 		}
 		return found("seed path " + opt.SeedPath)
 	}
@@ -448,12 +474,15 @@ func detectNoCloud(opt NoCloudOptions) Detection {
 			return found("seed directory " + dir)
 		}
 	}
+	if err := ctx.Err(); err != nil {
+		return d, err
+	}
 	if devs, _, err := d.nocloud.scan(root); err == nil && len(devs) > 0 {
 		dev := devs[0]
 		return found(fmt.Sprintf("%s filesystem labelled %s on %s", dev.Type, dev.Label, dev.Dev))
 	}
 	d.Reason = "no ds=nocloud on the kernel command line or in the SMBIOS serial, no seed directory, no filesystem labelled cidata"
-	return d
+	return d, nil
 }
 
 func noCloudFileExists(p string) bool {

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 
 	"github.com/seedkeeper/seedkeeper/datasource"
-	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
 
 func ExampleParseNoCloudLine() {
@@ -38,7 +37,7 @@ func ExampleReadNoCloud() {
 	write("/var/lib/cloud/seed/nocloud/meta-data", "instance-id: iid-from-dir\nlocal-hostname: web1\n")
 	write("/var/lib/cloud/seed/nocloud/user-data", "#cloud-config\n")
 
-	md, err := datasource.ReadNoCloud(context.Background(), datasource.NoCloudOptions{Root: sysroot.Root(root)})
+	md, err := datasource.ReadNoCloud(context.Background(), datasource.Options{Root: root})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -57,7 +57,7 @@ func TestSeedfromDeviceRefused(t *testing.T) {
 	}
 	o := r.opts()
 	o.Root = ""
-	o.SeedPath = filepath.Join(r.dir, "srv/seed")
+	o.NoCloud.SeedPath = filepath.Join(r.dir, "srv/seed")
 	_, err := ReadNoCloud(context.Background(), o)
 	if !errors.Is(err, fsutil.ErrNotRegular) {
 		t.Fatalf("err = %v, want ErrNotRegular", err)
@@ -69,7 +69,7 @@ func TestSeedPathFIFORefused(t *testing.T) {
 	if err := syscall.Mkfifo(p, 0o600); err != nil {
 		t.Skipf("cannot make a FIFO here: %v", err)
 	}
-	_, err := ReadNoCloud(context.Background(), NoCloudOptions{SeedPath: p, Logger: testLogger(t)})
+	_, err := ReadNoCloud(context.Background(), Options{NoCloud: NoCloudOptions{SeedPath: p}, Logger: testLogger(t)})
 	if err == nil || !strings.Contains(err.Error(), "a FIFO is neither a seed directory nor an image") {
 		t.Fatalf("err = %v", err)
 	}
@@ -123,7 +123,7 @@ func TestSeedfromHTTPErrorHidesQuery(t *testing.T) {
 	r := newNCRoot(t)
 	r.write(cmdlinePath, []byte("ds=nocloud;s=http://u:SECRETMARKER1@127.0.0.1:1/%s?sig=SECRETMARKER2\n"))
 	o := r.opts()
-	o.SeedfromTries = 1
+	o.NoCloud.SeedfromTries = 1
 	_, err := ReadNoCloud(context.Background(), o)
 	if err == nil {
 		t.Fatal("no error from a closed port")

@@ -136,7 +136,7 @@ print(json.dumps({"ok": ok, "iid": ds.get_instance_id(),
 	}
 	r := newNCRoot(t)
 	o := r.opts()
-	o.SeedPath = seed
+	o.NoCloud.SeedPath = seed
 	md, err := ReadNoCloud(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)

@@ -162,7 +162,7 @@ func (o *NoCloudOptions) readSeedfrom(ctx context.Context, base string) (noCloud
 	case strings.HasPrefix(base, "file://") || strings.HasPrefix(base, "/"):
 		get = func(ctx context.Context, loc string) ([]byte, error) {
 			p := strings.TrimPrefix(loc, "file://")
-			b, err := readLocal(ctx, o.Root, p)
+			b, err := readLocal(ctx, o.root, p)
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil, errSeedNotFound
 			}

@@ -64,8 +64,17 @@ func (r *ncRoot) device(name string, img []byte) {
 	r.write("/dev/"+name, img)
 }
 
-func (r *ncRoot) opts() NoCloudOptions {
-	return NoCloudOptions{Root: r.root(), Logger: testLogger(r.t)}
+func (r *ncRoot) opts() Options {
+	return Options{Root: r.dir, Logger: testLogger(r.t)}
+}
+
+// foundNoCloud is DetectNoCloud's answer.
+func foundNoCloud(o Options) (bool, string) {
+	d, err := DetectNoCloud(context.Background(), o)
+	if err != nil {
+		panic(err) // only a cancelled context makes it fail
+	}
+	return d.Found, d.Reason
 }
 
 func testLogger(t *testing.T) *slog.Logger {
@@ -221,7 +230,7 @@ func TestReadNoCloudNothing(t *testing.T) {
 	if !errors.Is(err, ErrNoSource) || !strings.Contains(err.Error(), "labelled cidata") {
 		t.Fatalf("err = %v, want ErrNoSource with a reason", err)
 	}
-	if found, why := DetectNoCloud(r.opts()); found || !strings.Contains(why, "no ds=nocloud") {
+	if found, why := foundNoCloud(r.opts()); found || !strings.Contains(why, "no ds=nocloud") {
 		t.Errorf("DetectNoCloud = %v, %q", found, why)
 	}
 }
@@ -331,7 +340,7 @@ func TestReadNoCloudLabelScan(t *testing.T) {
 	if md.Origin.Transport != "iso9660:/dev/vda" || md.InstanceID != proxmoxID(t) {
 		t.Errorf("Transport %q, ID %q", md.Origin.Transport, md.InstanceID)
 	}
-	found, why := DetectNoCloud(r.opts())
+	found, why := foundNoCloud(r.opts())
 	if !found || why != "iso9660 filesystem labelled cidata on /dev/vda" {
 		t.Errorf("DetectNoCloud = %v, %q", found, why)
 	}
@@ -350,8 +359,8 @@ func proxmoxID(t *testing.T) string {
 func TestReadNoCloudProxmox(t *testing.T) {
 	r := newNCRoot(t)
 	o := r.opts()
-	o.SeedPath = filepath.Join(r.dir, "proxmox.iso")
-	if err := os.WriteFile(o.SeedPath, fixture(t, "proxmox.iso.gz"), 0o600); err != nil {
+	o.NoCloud.SeedPath = filepath.Join(r.dir, "proxmox.iso")
+	if err := os.WriteFile(o.NoCloud.SeedPath, fixture(t, "proxmox.iso.gz"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	md, err := ReadNoCloud(context.Background(), o)
@@ -376,7 +385,7 @@ func TestReadNoCloudProxmox(t *testing.T) {
 	if fmt.Sprint(n.DNS.Nameservers) != "[192.0.2.53 192.0.2.54]" || !slices.Equal(n.DNS.Search, []string{"example.lan"}) {
 		t.Errorf("DNS = %+v", n.DNS)
 	}
-	if md.Origin.Transport != "iso9660:"+o.SeedPath {
+	if md.Origin.Transport != "iso9660:"+o.NoCloud.SeedPath {
 		t.Errorf("Transport = %q", md.Origin.Transport)
 	}
 }
@@ -385,7 +394,7 @@ func TestReadNoCloudSeedPathDir(t *testing.T) {
 	r := newNCRoot(t)
 	r.write(cmdlinePath, []byte("ds=nocloud;i=ignored\n"))
 	o := r.opts()
-	o.SeedPath = filepath.Join(ncFixtures, "seed") // relative to the working directory
+	o.NoCloud.SeedPath = filepath.Join(ncFixtures, "seed") // relative to the working directory
 	md, err := ReadNoCloud(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
@@ -393,12 +402,12 @@ func TestReadNoCloudSeedPathDir(t *testing.T) {
 	if md.InstanceID != "iid-fixture-01" || md.Hostname != "fixture-host" || md.Network == nil {
 		t.Errorf("md = %+v; only the seed path is read", md)
 	}
-	o.SeedPath = filepath.Join(r.dir, "missing")
+	o.NoCloud.SeedPath = filepath.Join(r.dir, "missing")
 	if _, err := ReadNoCloud(context.Background(), o); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing seed path: %v", err)
 	}
 	r.seed("/half", map[string]string{"meta-data": "{}"})
-	o.SeedPath = filepath.Join(r.dir, "half")
+	o.NoCloud.SeedPath = filepath.Join(r.dir, "half")
 	if _, err := ReadNoCloud(context.Background(), o); err == nil || !strings.Contains(err.Error(), "no user-data") {
 		t.Errorf("seed without user-data: %v", err)
 	}
@@ -408,27 +417,27 @@ func TestReadNoCloudSkipDirs(t *testing.T) {
 	r := newNCRoot(t)
 	r.seed(NoCloudSeedDir, seedFiles)
 	o := r.opts()
-	o.SkipDirs = true
+	o.NoCloud.SkipDirs = true
 	if _, err := ReadNoCloud(context.Background(), o); !errors.Is(err, ErrNoSource) {
 		t.Errorf("err = %v, want ErrNoSource", err)
 	}
-	if found, _ := DetectNoCloud(o); found {
+	if found, _ := foundNoCloud(o); found {
 		t.Error("DetectNoCloud found the skipped directory")
 	}
-	o.SkipDirs = false
-	if found, why := DetectNoCloud(o); !found || why != "seed directory /var/lib/cloud/seed/nocloud" {
+	o.NoCloud.SkipDirs = false
+	if found, why := foundNoCloud(o); !found || why != "seed directory /var/lib/cloud/seed/nocloud" {
 		t.Errorf("DetectNoCloud = %v, %q", found, why)
 	}
 	// SeedDirs replaces the defaults: seedkeeper passes an imported copy
 	// instead of the directory it writes itself.
 	r.seed("/var/lib/seedkeeper/imported", map[string]string{"meta-data": "instance-id: iid-imported\n", "user-data": ""})
-	o.SeedDirs = []string{"/var/lib/seedkeeper/imported", NoCloudNetSeedDir}
+	o.NoCloud.SeedDirs = []string{"/var/lib/seedkeeper/imported", NoCloudNetSeedDir}
 	md, err := ReadNoCloud(context.Background(), o)
 	if err != nil || md.InstanceID != "iid-imported" || md.Origin.Transport != "dir:/var/lib/seedkeeper/imported" {
 		t.Errorf("ReadNoCloud = %+v, %v", md, err)
 	}
-	o.SeedDirs = []string{}
-	if found, _ := DetectNoCloud(o); found {
+	o.NoCloud.SeedDirs = []string{}
+	if found, _ := foundNoCloud(o); found {
 		t.Error("DetectNoCloud found a seed with no seed directories to look at")
 	}
 }
@@ -640,8 +649,8 @@ func TestReadNoCloudSeedfromHTTP(t *testing.T) {
 	r.write(cmdlinePath, []byte("ds=nocloud;s="+srv.URL+"/__dmi.chassis-serial-number__/;h=cmdhost\n"))
 	r.seed(NoCloudSeedDir, map[string]string{"meta-data": "", "user-data": "# dir\n", "vendor-data": "# dir vendor\n"})
 	o := r.opts()
-	o.HTTPClient = srv.Client()
-	o.SeedfromBackoff = time.Millisecond
+	o.NoCloud.HTTPClient = srv.Client()
+	o.NoCloud.SeedfromBackoff = time.Millisecond
 	md, err := ReadNoCloud(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
@@ -678,8 +687,8 @@ func TestReadNoCloudSeedfromHTTPErrors(t *testing.T) {
 			r := newNCRoot(t)
 			r.write(cmdlinePath, []byte("ds=nocloud-net;s="+srv.URL+"/s/\n"))
 			o := r.opts()
-			o.HTTPClient = srv.Client()
-			o.SeedfromBackoff = time.Millisecond
+			o.NoCloud.HTTPClient = srv.Client()
+			o.NoCloud.SeedfromBackoff = time.Millisecond
 			_, err := ReadNoCloud(context.Background(), o)
 			if err == nil || !strings.Contains(err.Error(), tt.err) {
 				t.Fatalf("err = %v, want %q", err, tt.err)
@@ -696,8 +705,8 @@ func TestReadNoCloudSeedfromCancel(t *testing.T) {
 	r := newNCRoot(t)
 	r.write(cmdlinePath, []byte("ds=nocloud;s="+srv.URL+"/s/\n"))
 	o := r.opts()
-	o.HTTPClient = srv.Client()
-	o.SeedfromBackoff = time.Hour
+	o.NoCloud.HTTPClient = srv.Client()
+	o.NoCloud.SeedfromBackoff = time.Hour
 	ctx, cancel := context.WithCancel(context.Background())
 	o.Logger = slog.New(cancelOnRetry{cancel})
 	_, err := ReadNoCloud(ctx, o)
@@ -802,7 +811,7 @@ func BenchmarkReadNoCloud(b *testing.B) {
 		}
 		b.Run(strings.TrimSuffix(img, ".gz"), func(b *testing.B) {
 			b.ReportAllocs()
-			o := NoCloudOptions{Root: sysroot.Root(b.TempDir()), SeedPath: p}
+			o := Options{Root: b.TempDir(), NoCloud: NoCloudOptions{SeedPath: p}}
 			for b.Loop() {
 				if _, err := ReadNoCloud(context.Background(), o); err != nil {
 					b.Fatal(err)

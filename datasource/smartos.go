@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"slices"
 	"strings"
@@ -45,28 +44,37 @@ var noBase64 = []string{
 	"sdc:datacenter_name", "sdc:uuid", "user-data", "user-script",
 }
 
-// DetectSmartOS reports whether this machine is a SmartOS/Triton guest and
-// how to reach its metadata host. forced is an explicit transport from the
-// environment or the configuration; it alone decides when set. LX zones are
-// recognised by their socket (and uname -v "BrandZ virtual linux"), KVM and
-// bhyve guests by the DMI product name.
-func DetectSmartOS(root sysroot.Root, forced string) (mdata.Transport, string, error) {
-	d, err := detectSmartOS(root, forced)
-	if err != nil {
-		return nil, "", err
-	}
-	return d.transport, d.Reason, nil
+// smartOS is the SmartOS/Triton source: mdata over a zone socket, a
+// serial port or vsock.
+var smartOS = Source{
+	Name:       SourceSmartOS,
+	Platforms:  []string{"smartos"},
+	Drivers:    []string{"virtio_net", "e1000", "e1000e", "vmxnet3"},
+	DriversKey: KeyNetworkDrivers,
+	// sdc:nics is SmartOS's own format: cloud-init gets it as v1.
+	RawNetwork: false,
+	detect:     func(ctx context.Context, o *Options) (Detection, error) { return DetectSmartOS(ctx, *o) },
+	read:       readSmartOS,
 }
 
-// detectSmartOS is DetectSmartOS as a Detection. When there is no
-// transport, the Detection says why and the error wraps ErrNoSource.
-func detectSmartOS(root sysroot.Root, forced string) (Detection, error) {
+// DetectSmartOS reports whether this machine is a SmartOS/Triton guest and
+// how to reach its metadata host (Detection.Transport), without talking to
+// it. o.MdataTransport, an explicit transport from the environment or the
+// configuration, alone decides when set. LX zones are recognised by their
+// socket (and uname -v "BrandZ virtual linux"), KVM and bhyve guests by
+// the DMI product name under o.Root. When there is no transport the
+// Detection says why; the error is for checks that could not be made.
+func DetectSmartOS(ctx context.Context, o Options) (Detection, error) {
 	d := Detection{Candidate: Candidate{Source: SourceSmartOS}}
-	t, reason, err := mdata.Detect(root, forced)
+	if err := ctx.Err(); err != nil {
+		return d, err
+	}
+	root := sysroot.Root(o.Root)
+	t, reason, err := mdata.Detect(root, o.MdataTransport)
 	if err != nil {
 		if errors.Is(err, mdata.ErrNoTransport) {
 			d.Reason = err.Error()
-			return d, fmt.Errorf("%w: %w", ErrNoSource, err)
+			return d, nil
 		}
 		return d, err
 	}
@@ -77,14 +85,46 @@ func detectSmartOS(root sysroot.Root, forced string) (Detection, error) {
 	return d, nil
 }
 
-// ReadSmartOS reads the instance's metadata through c, in one session.
-// Values come back byte for byte; the optional base64 encoding the
-// metadata can ask for (base64_all, base64_keys, b64-KEY) is undone for
-// customer keys only, as documented for the SmartOS datasource.
-func ReadSmartOS(ctx context.Context, c *mdata.Client, log *slog.Logger) (*Metadata, error) {
-	if log == nil {
-		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+// ReadSmartOS reads the instance's metadata in one mdata session: through
+// o.MdataClient when set, else through a client it opens on the transport
+// DetectSmartOS finds (and closes). Values come back byte for byte; the
+// optional base64 encoding the metadata can ask for (base64_all,
+// base64_keys, b64-KEY) is undone for customer keys only, as documented
+// for the SmartOS datasource. A cancelled ctx ends the read with ctx's
+// error; a host that does not answer is waited for as long as ctx allows.
+// When there is no transport the error wraps ErrNoSource.
+func ReadSmartOS(ctx context.Context, o Options) (*Metadata, error) {
+	return readSmartOS(ctx, Detection{}, &o)
+}
+
+// readSmartOS is ReadSmartOS going on from the transport d found.
+func readSmartOS(ctx context.Context, d Detection, o *Options) (*Metadata, error) {
+	log := o.logger()
+	c := o.MdataClient
+	if c == nil {
+		t := d.transport
+		if t == nil {
+			sd, err := DetectSmartOS(ctx, *o)
+			if err != nil {
+				return nil, err
+			}
+			if !sd.Found {
+				return nil, fmt.Errorf("smartos: %w: %s", ErrNoSource, sd.Reason)
+			}
+			t = sd.transport
+		}
+		mo := o.Mdata
+		if mo.Logger == nil {
+			mo.Logger = log
+		}
+		c = mdata.New(t, &mo)
+		defer c.Close()
 	}
+	return readSmartOSClient(ctx, c, log)
+}
+
+// readSmartOSClient reads the metadata through c.
+func readSmartOSClient(ctx context.Context, c *mdata.Client, log *slog.Logger) (*Metadata, error) {
 	r := smartosReader{ctx: ctx, c: c, log: log, vals: map[string][]byte{}}
 	for _, k := range smartosKeys {
 		if err := r.fetch(k); err != nil {

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 
 	"github.com/seedkeeper/seedkeeper/datasource"
-	"github.com/seedkeeper/seedkeeper/mdata"
 	"github.com/seedkeeper/seedkeeper/mdata/mdatatest"
 )
 
@@ -29,9 +28,9 @@ func ExampleReadSmartOS() {
 		log.Fatal(err)
 	}
 
-	c := mdata.New(mdata.Unix(sock), nil)
-	defer c.Close()
-	md, err := datasource.ReadSmartOS(context.Background(), c, nil)
+	// The transport could also be found by detection (a zone's socket,
+	// the serial port of a SmartDC HVM guest); here it is named.
+	md, err := datasource.ReadSmartOS(context.Background(), datasource.Options{MdataTransport: "unix:" + sock})
 	if err != nil {
 		log.Fatal(err)
 	}

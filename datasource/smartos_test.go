@@ -19,7 +19,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 	"github.com/seedkeeper/seedkeeper/mdata"
 	"github.com/seedkeeper/seedkeeper/mdata/mdatatest"
 	"github.com/seedkeeper/seedkeeper/netcfg"
@@ -176,7 +175,7 @@ func smHost(t testing.TB, st *mdatatest.Store) (*mdatatest.Host, *mdata.Client) 
 func smRead(t *testing.T, st *mdatatest.Store) (*Metadata, *mdatatest.Host) {
 	t.Helper()
 	h, c := smHost(t, st)
-	md, err := ReadSmartOS(smContext(t), c, nil)
+	md, err := ReadSmartOS(smContext(t), Options{MdataClient: c})
 	if err != nil {
 		t.Fatalf("ReadSmartOS: %v\n%s", err, h.TranscriptString())
 	}
@@ -226,7 +225,7 @@ func smB64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)
 
 func TestReadSmartOSKeyMapping(t *testing.T) {
 	_, c := smHost(t, smStore(t))
-	md, err := ReadSmartOS(smContext(t), c, nil)
+	md, err := ReadSmartOS(smContext(t), Options{MdataClient: c})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +318,7 @@ func TestReadSmartOSNoInstanceID(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, c := smHost(t, st)
-			_, err := ReadSmartOS(smContext(t), c, nil)
+			_, err := ReadSmartOS(smContext(t), Options{MdataClient: c})
 			if err == nil || !strings.Contains(err.Error(), "sdc:uuid") {
 				t.Errorf("err = %v, want one naming sdc:uuid", err)
 			}
@@ -504,7 +503,7 @@ func TestReadSmartOSBase64Invalid(t *testing.T) {
 	var logs bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	_, c := smHost(t, st)
-	md, err := ReadSmartOS(smContext(t), c, log)
+	md, err := ReadSmartOS(smContext(t), Options{MdataClient: c, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -547,7 +546,7 @@ func TestReadSmartOSNetworkInvalid(t *testing.T) {
 			_, c := smHost(t, st)
 			// Issue 11 class 7: a bad network leaves the network alone;
 			// the rest of the metadata is used.
-			md, err := ReadSmartOS(smContext(t), c, nil)
+			md, err := ReadSmartOS(smContext(t), Options{MdataClient: c})
 			if err != nil {
 				t.Fatalf("err = %v, want the network dropped and the rest read", err)
 			}
@@ -586,7 +585,7 @@ func TestReadSmartOSNetworkDrivers(t *testing.T) {
 			}
 			var logs bytes.Buffer
 			_, c := smHost(t, st)
-			md, err := ReadSmartOS(smContext(t), c, slog.New(slog.NewTextHandler(&logs, nil)))
+			md, err := ReadSmartOS(smContext(t), Options{MdataClient: c, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -665,7 +664,7 @@ func TestReadSmartOSFailure(t *testing.T) {
 			t.Cleanup(func() { h.Close() })
 			c := mdata.New(smPipe{h, key}, nil)
 			defer c.Close()
-			md, err := ReadSmartOS(smContext(t), c, nil)
+			md, err := ReadSmartOS(smContext(t), Options{MdataClient: c})
 			var he *mdata.HostError
 			if md != nil || err == nil || !strings.Contains(err.Error(), key) || !errors.As(err, &he) {
 				t.Fatalf("ReadSmartOS = %v, %v; want a host error naming %s", md, err, key)
@@ -721,7 +720,7 @@ func TestIntegrationSmartOSPTY(t *testing.T) {
 			}
 			c := mdata.New(mdata.Serial(pty.Path()), nil)
 			defer c.Close()
-			md, err := ReadSmartOS(smContext(t), c, nil)
+			md, err := ReadSmartOS(smContext(t), Options{MdataClient: c})
 			if err != nil {
 				t.Fatalf("ReadSmartOS: %v\n%s", err, h.TranscriptString())
 			}
@@ -796,15 +795,19 @@ func TestDetectSmartOS(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(t, root)
 			}
-			tr, reason, err := DetectSmartOS(sysroot.Root(root), tc.forced)
+			d, err := DetectSmartOS(context.Background(), Options{Root: root, MdataTransport: tc.forced})
+			tr, reason := d.Transport(), d.Reason
+			if err != nil {
+				t.Fatal(err)
+			}
 			if tc.transport == "" {
-				if !errors.Is(err, ErrNoSource) || tr != nil || !strings.Contains(err.Error(), tc.reason) {
-					t.Fatalf("DetectSmartOS = %v, %q, %v; want ErrNoSource saying %q", tr, reason, err, tc.reason)
+				if d.Found || tr != nil || !strings.Contains(reason, tc.reason) {
+					t.Fatalf("DetectSmartOS = %+v; want not found, saying %q", d, tc.reason)
 				}
 				return
 			}
-			if err != nil {
-				t.Fatal(err)
+			if !d.Found {
+				t.Fatalf("DetectSmartOS = %+v, want found", d)
 			}
 			if want := strings.ReplaceAll(tc.transport, "ROOT", root); tr.String() != want {
 				t.Errorf("transport %q, want %q", tr, want)
@@ -816,7 +819,7 @@ func TestDetectSmartOS(t *testing.T) {
 	}
 
 	t.Run("bad forced transport", func(t *testing.T) {
-		_, _, err := DetectSmartOS(sysroot.Root(smTempDir(t)), "tcp:192.0.2.1:80")
+		_, err := DetectSmartOS(context.Background(), Options{Root: smTempDir(t), MdataTransport: "tcp:192.0.2.1:80"})
 		if err == nil || errors.Is(err, ErrNoSource) || !strings.Contains(err.Error(), "tcp:192.0.2.1:80") {
 			t.Errorf("err = %v, want a configuration error naming the transport", err)
 		}
@@ -832,7 +835,7 @@ func BenchmarkReadSmartOS(b *testing.B) {
 		c := mdata.New(tr, nil)
 		defer c.Close()
 		if reuse {
-			if _, err := ReadSmartOS(ctx, c, nil); err != nil {
+			if _, err := ReadSmartOS(ctx, Options{MdataClient: c}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -842,7 +845,7 @@ func BenchmarkReadSmartOS(b *testing.B) {
 			if !reuse {
 				c = mdata.New(tr, nil)
 			}
-			md, err := ReadSmartOS(ctx, c, nil)
+			md, err := ReadSmartOS(ctx, Options{MdataClient: c})
 			if err != nil || md.Network == nil {
 				b.Fatal(md, err)
 			}
@@ -890,7 +893,7 @@ func FuzzReadSmartOS(f *testing.F) {
 		defer c.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		md, err := ReadSmartOS(ctx, c, nil)
+		md, err := ReadSmartOS(ctx, Options{MdataClient: c})
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "smartos: sdc:") {
 				t.Fatalf("error %q does not name a sdc: key", err)

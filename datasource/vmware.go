@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+
 	"log/slog"
 	"maps"
 	"math"
@@ -35,11 +35,9 @@ import (
 // allowlist built from such a value must allow nothing.
 var ErrBadNetworkDrivers = errors.New("bad network-drivers")
 
-// VMwareOptions configures ReadVMware. The zero value reads the real
-// machine through the tools in $PATH and does not redact.
+// VMwareOptions are the options of the VMware source (Options.VMware).
+// The zero value reads through the tools in $PATH and does not redact.
 type VMwareOptions struct {
-	// Root is where system files (/sys/class/dmi/id/...) are read from.
-	Root sysroot.Root
 	// Runner runs vmware-rpctool and vmtoolsd; nil means ExecRunner{}
 	// ($PATH, DefaultToolTimeout per call).
 	Runner CommandRunner
@@ -62,10 +60,6 @@ type VMwareOptions struct {
 	// keeping user-data away from unprivileged guest users (any of them
 	// can run vmware-rpctool) matters more than later re-reads.
 	Redact bool
-
-	// Logger receives what the reader decided; nil discards. Values are
-	// never logged.
-	Logger *slog.Logger
 }
 
 func (o *VMwareOptions) runner() CommandRunner {
@@ -82,27 +76,46 @@ func (o *VMwareOptions) getenv() func(string) string {
 	return os.Getenv
 }
 
-func (o *VMwareOptions) logger() *slog.Logger {
-	if o.Logger != nil {
-		return o.Logger
-	}
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
+// vmware is the VMware source: guestinfo through the envvar transport,
+// vmware-rpctool or vmtoolsd.
+var vmware = Source{
+	Name:       SourceVMware,
+	Platforms:  []string{"vmware"},
+	Drivers:    []string{"e1000", "e1000e", "vlance", "vmxnet2", "vmxnet3", "vrdma"},
+	DriversKey: "network-drivers",
+	// guestinfo.metadata's network is cloud-init network config.
+	RawNetwork: true,
+	detect:     func(ctx context.Context, o *Options) (Detection, error) { return DetectVMware(ctx, *o) },
+	read: func(ctx context.Context, _ Detection, o *Options) (*Metadata, error) {
+		return ReadVMware(ctx, *o)
+	},
 }
 
 // DetectVMware reports cheaply, without running any tool, whether this
-// looks like a VMware guest, and why: the DMI product name under root
-// contains "vmware" (any case), or the envvar transport is set in this
-// process's environment (VMX_GUESTINFO and one of
-// VMX_GUESTINFO_{METADATA,USERDATA,VENDORDATA}).
-func DetectVMware(root sysroot.Root) (bool, string) {
-	if os.Getenv("VMX_GUESTINFO") != "" {
+// looks like a VMware guest, and why: the DMI product name under o.Root
+// contains "vmware" (any case), or the envvar transport is set
+// (VMX_GUESTINFO, read through o.VMware.Getenv, and one of
+// VMX_GUESTINFO_{METADATA,USERDATA,VENDORDATA}). It makes no check that
+// can fail: the error is for the shape all detectors share, and is only
+// ever ctx's.
+func DetectVMware(ctx context.Context, o Options) (Detection, error) {
+	d := Detection{Candidate: Candidate{Source: SourceVMware}}
+	if err := ctx.Err(); err != nil {
+		return d, err
+	}
+	getenv := o.VMware.getenv()
+	if getenv("VMX_GUESTINFO") != "" {
+		d.Found, d.Reason = true, "VMX_GUESTINFO is set"
 		for _, k := range guestinfoValueKeys {
-			if name := envGuestinfoName(k); os.Getenv(name) != "" {
-				return true, "VMX_GUESTINFO and " + name + " are set"
+			if name := envGuestinfoName(k); getenv(name) != "" {
+				d.Reason = "VMX_GUESTINFO and " + name + " are set"
+				return d, nil
 			}
 		}
+		return d, nil
 	}
-	return vmwarePlatform(root)
+	d.Found, d.Reason = vmwarePlatform(sysroot.Root(o.Root))
+	return d, nil
 }
 
 // vmwarePlatform is cloud-init's is_vmware_platform check.
@@ -117,7 +130,9 @@ func vmwarePlatform(root sysroot.Root) (bool, string) {
 	return true, fmt.Sprintf("DMI product_name %q", name)
 }
 
-// ReadVMware reads VMware guestinfo into one Metadata.
+// ReadVMware reads VMware guestinfo into one Metadata, with the options
+// in o.VMware, the DMI under o.Root. A cancelled ctx ends a tool that is
+// running and the read with it.
 //
 // The envvar transport is tried first (VMX_GUESTINFO non-empty); then, on
 // a VMware platform (DMI product_name), guestinfo through vmware-rpctool,
@@ -134,11 +149,14 @@ func vmwarePlatform(root sysroot.Root) (bool, string) {
 // The instance ID is the metadata's instance-id (trimmed); when that is
 // absent or empty it is the DMI product_uuid, lower-cased, and
 // InstanceIDDefaulted is set. MachineID is always the DMI product_uuid.
-func ReadVMware(ctx context.Context, opt VMwareOptions) (*Metadata, error) {
-	log := opt.logger()
+func ReadVMware(ctx context.Context, o Options) (*Metadata, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	log, opt, root := o.logger(), o.VMware, sysroot.Root(o.Root)
 	raw := readGuestinfoEnv(opt.getenv())
 	if raw == nil {
-		ok, why := vmwarePlatform(opt.Root)
+		ok, why := vmwarePlatform(root)
 		if !ok {
 			return nil, fmt.Errorf("vmware: %w: %s", ErrNoSource, why)
 		}
@@ -154,7 +172,7 @@ func ReadVMware(ctx context.Context, opt VMwareOptions) (*Metadata, error) {
 	}
 	log.Info("vmware guestinfo read", "transport", raw.transport, "keys", strings.Join(raw.items, ","))
 
-	md, err := vmwareMetadata(raw, opt.Root, log)
+	md, err := vmwareMetadata(raw, root, log)
 	if err != nil {
 		return nil, fmt.Errorf("vmware: %w", err)
 	}

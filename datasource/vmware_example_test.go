@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/seedkeeper/seedkeeper/datasource"
-	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
 
 // The envvar transport needs neither a VMware platform nor the tools.
@@ -20,9 +19,9 @@ func ExampleReadVMware() {
 		"VMX_GUESTINFO_USERDATA":          "I2Nsb3VkLWNvbmZpZwo=",
 		"VMX_GUESTINFO_USERDATA_ENCODING": "base64",
 	}
-	md, err := datasource.ReadVMware(context.Background(), datasource.VMwareOptions{
+	md, err := datasource.ReadVMware(context.Background(), datasource.Options{
 		Root:   "/nonexistent", // no DMI here: no machine identity
-		Getenv: func(k string) string { return env[k] },
+		VMware: datasource.VMwareOptions{Getenv: func(k string) string { return env[k] }},
 	})
 	if err != nil {
 		fmt.Println(err)
@@ -52,10 +51,12 @@ func ExampleRunnerFunc() {
 		}
 		return datasource.CommandResult{Stderr: []byte("No value found\n"), ExitCode: 1}, nil
 	})
-	md, err := datasource.ReadVMware(context.Background(), datasource.VMwareOptions{
-		Root:   sysroot.Root(root),
-		Runner: rpctool,
-		Getenv: func(string) string { return "" },
+	md, err := datasource.ReadVMware(context.Background(), datasource.Options{
+		Root: root,
+		VMware: datasource.VMwareOptions{
+			Runner: rpctool,
+			Getenv: func(string) string { return "" },
+		},
 	})
 	if err != nil {
 		fmt.Println(err)

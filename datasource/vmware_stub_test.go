@@ -22,7 +22,7 @@ type stubVMX struct {
 	dir  string // guestinfo.KEY files
 	bin  string // the stub tools installed
 	log  string // the stubs' call log
-	root sysroot.Root
+	root string
 	env  []string
 }
 
@@ -38,7 +38,7 @@ func newStubVMX(t testing.TB, tools ...string) *stubVMX {
 		dir:  filepath.Join(base, "guestinfo"),
 		bin:  filepath.Join(base, "bin"),
 		log:  filepath.Join(base, "calls.log"),
-		root: sysroot.Root(filepath.Join(base, "root")),
+		root: filepath.Join(base, "root"),
 	}
 	for _, d := range []string{s.dir, s.bin} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -61,7 +61,7 @@ func newStubVMX(t testing.TB, tools ...string) *stubVMX {
 }
 
 func (s *stubVMX) dmi(name, val string) {
-	p := s.root.Path("/sys/class/dmi/id/" + name)
+	p := sysroot.Root(s.root).Path("/sys/class/dmi/id/" + name)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		s.t.Fatal(err)
 	}
@@ -102,12 +102,21 @@ func (s *stubVMX) runner() ExecRunner {
 	return ExecRunner{Path: s.bin, Env: s.env}
 }
 
-func (s *stubVMX) options() VMwareOptions {
-	return VMwareOptions{
-		Root:   s.root,
+func (s *stubVMX) options() Options {
+	return Options{Root: s.root, VMware: VMwareOptions{
 		Runner: s.runner(),
 		Getenv: func(string) string { return "" },
+	}}
+}
+
+// foundVMware is DetectVMware's answer, the environment read through
+// os.Getenv.
+func foundVMware(root string) (bool, string) {
+	d, err := DetectVMware(context.Background(), Options{Root: root})
+	if err != nil {
+		panic(err) // only a cancelled context makes it fail
 	}
+	return d.Found, d.Reason
 }
 
 func (s *stubVMX) read() (*Metadata, error) {
@@ -164,4 +173,4 @@ func noRunner(t *testing.T) CommandRunner {
 	})
 }
 
-func discardLog() *slog.Logger { return (&VMwareOptions{}).logger() }
+func discardLog() *slog.Logger { return (&Options{}).logger() }

@@ -1,6 +1,8 @@
 package datasource
 
 import (
+	"github.com/seedkeeper/seedkeeper/internal/sysroot"
+
 	"context"
 	"errors"
 	"os"
@@ -241,7 +243,7 @@ func TestReadVMwareToolTimeout(t *testing.T) {
 	// Long enough for the stub vmtoolsd (a shell script) to answer on a
 	// loaded machine: the hung rpctool costs the whole timeout either way.
 	r.Timeout = 2 * time.Second
-	opt.Runner = r
+	opt.VMware.Runner = r
 	md, err := ReadVMware(context.Background(), opt)
 	if err != nil {
 		t.Fatal(err)
@@ -255,7 +257,7 @@ func TestReadVMwareNotVMware(t *testing.T) {
 	s := newStubVMX(t, ToolRPCTool)
 	s.dmi("product_name", "Standard PC (Q35 + ICH9, 2009)\n")
 	opt := s.options()
-	opt.Runner = noRunner(t)
+	opt.VMware.Runner = noRunner(t)
 	_, err := ReadVMware(context.Background(), opt)
 	if !errors.Is(err, ErrNoSource) || !strings.Contains(err.Error(), "Standard PC") {
 		t.Errorf("err = %v, want ErrNoSource naming the product", err)
@@ -458,7 +460,7 @@ func TestReadVMwareMetadataErrorNamesKey(t *testing.T) {
 
 func TestReadVMwareNoIdentity(t *testing.T) {
 	s := newStubVMX(t, ToolRPCTool)
-	if err := os.Remove(s.root.Path("/sys/class/dmi/id/product_uuid")); err != nil {
+	if err := os.Remove(sysroot.Root(s.root).Path("/sys/class/dmi/id/product_uuid")); err != nil {
 		t.Fatal(err)
 	}
 	s.set("userdata", "ud")
@@ -608,7 +610,7 @@ func TestReadVMwareRedact(t *testing.T) {
 	s.set("userdata", b64("secret"))
 	s.set("userdata.encoding", "base64")
 	opt := s.options()
-	opt.Redact = true
+	opt.VMware.Redact = true
 	md, err := ReadVMware(context.Background(), opt)
 	if err != nil {
 		t.Fatal(err)
@@ -648,7 +650,7 @@ func TestReadVMwareRedactUsesTheReadingTool(t *testing.T) {
 	s.set("vendordata", "vd")
 	s.set("vendordata.fail-vmware-rpctool", "Permission denied")
 	opt := s.options()
-	opt.Redact = true
+	opt.VMware.Redact = true
 	if _, err := ReadVMware(context.Background(), opt); err != nil {
 		t.Fatal(err)
 	}
@@ -689,7 +691,7 @@ func TestReadVMwareRedactListLegacyAndBadNames(t *testing.T) {
 	s := newStubVMX(t, ToolRPCTool)
 	s.set("metadata", "instance-id: i-1\ncleanup-guestinfo: ['userdata', 'bad key', 7]\n")
 	opt := s.options()
-	opt.Redact = true
+	opt.VMware.Redact = true
 	if _, err := ReadVMware(context.Background(), opt); err != nil {
 		t.Fatal(err)
 	}
@@ -716,9 +718,9 @@ func TestReadVMwareRedactFailureIsLogged(t *testing.T) {
 	// The stub refuses keys with a slash; a read-only VMX answers likewise.
 	var logs logBuffer
 	opt := s.options()
-	opt.Redact = true
+	opt.VMware.Redact = true
 	opt.Logger = logs.logger()
-	opt.Runner = RunnerFunc(func(ctx context.Context, argv []string) (CommandResult, error) {
+	opt.VMware.Runner = RunnerFunc(func(ctx context.Context, argv []string) (CommandResult, error) {
 		if strings.HasPrefix(argv[len(argv)-1], "info-set ") {
 			return CommandResult{Stderr: []byte("Permission denied\n"), ExitCode: 1}, nil
 		}
@@ -745,12 +747,11 @@ func TestReadVMwareEnvvar(t *testing.T) {
 	}
 	s := newStubVMX(t)
 	s.dmi("product_name", "KVM\n") // the envvar transport needs no VMware platform
-	opt := VMwareOptions{
-		Root:   s.root,
+	opt := Options{Root: s.root, VMware: VMwareOptions{
 		Runner: noRunner(t),
 		Getenv: func(k string) string { return env[k] },
 		Redact: true,
-	}
+	}}
 	md, err := ReadVMware(context.Background(), opt)
 	if err != nil {
 		t.Fatal(err)
@@ -792,17 +793,17 @@ func TestDetectVMware(t *testing.T) {
 		{"", false},
 	} {
 		s.dmi("product_name", tc.product)
-		ok, why := DetectVMware(s.root)
+		ok, why := foundVMware(s.root)
 		if ok != tc.want || why == "" {
 			t.Errorf("product %q: DetectVMware = %v, %q", tc.product, ok, why)
 		}
 	}
-	if ok, why := DetectVMware(s.root + "/none"); ok || !strings.Contains(why, "product_name") {
+	if ok, why := foundVMware(s.root + "/none"); ok || !strings.Contains(why, "product_name") {
 		t.Errorf("no DMI: %v, %q", ok, why)
 	}
 	t.Setenv("VMX_GUESTINFO", "1")
 	t.Setenv("VMX_GUESTINFO_USERDATA", "x")
-	if ok, why := DetectVMware(s.root + "/none"); !ok || !strings.Contains(why, "VMX_GUESTINFO_USERDATA") {
+	if ok, why := foundVMware(s.root + "/none"); !ok || !strings.Contains(why, "VMX_GUESTINFO_USERDATA") {
 		t.Errorf("envvar transport: %v, %q", ok, why)
 	}
 }

@@ -6,35 +6,17 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/seedkeeper/seedkeeper/datasource"
 	"github.com/seedkeeper/seedkeeper/netcfg"
 )
 
-// Where an allowlist can come from, as Allowlist.Origin reports it.
+// Where an allowlist can come from, as Allowlist.Origin reports it; one
+// the metadata set says "metadata " and the key (Setting.Key).
 const (
-	OriginMetadataVMware = "metadata network-drivers"
-	OriginMetadata       = "metadata seedkeeper:network-drivers"
-	OriginConfig         = "config hotplug.drivers"
-	OriginFlag           = "flag --drivers"
-	originDefault        = "default for " // + platform
+	OriginConfig  = "config hotplug.drivers"
+	OriginFlag    = "flag --drivers"
+	originDefault = "default for " // + platform
 )
-
-// Default allowlists by platform (DESIGN.md "Events"; VMware's list is
-// cloud-init's default for network-drivers, reference/cloud-init.md §3.4).
-var (
-	vmwareDrivers = []string{"e1000", "e1000e", "vlance", "vmxnet2", "vmxnet3", "vrdma"}
-	kvmDrivers    = []string{"virtio_net", "e1000", "e1000e", "vmxnet3"}
-)
-
-// defaultDrivers maps a platform name (the hypervisor family, as detected)
-// to its default allowlist.
-var defaultDrivers = map[string][]string{
-	"vmware":  vmwareDrivers,
-	"kvm":     kvmDrivers,
-	"qemu":    kvmDrivers,
-	"proxmox": kvmDrivers,
-	"bhyve":   kvmDrivers,
-	"smartos": kvmDrivers,
-}
 
 // Allowlist says which kernel drivers' NICs hotplug may configure. The zero
 // value allows nothing.
@@ -123,25 +105,29 @@ type Setting struct {
 	// Err is an error met while reading or decoding the key; it closes
 	// the allowlist even when Set is false (the key may have been there).
 	Err error
+	// Key names the metadata key the value was read from, for Origin
+	// (the source's datasource.Source.DriversKey); "" is the key of the
+	// source the platform belongs to. Unused for the configuration.
+	Key string
 }
 
 // ResolveAllowlist decides the allowlist in force: the metadata's value if
 // it set one, else the config's, else the platform's default. platform is
-// the hypervisor family as detected: "vmware", "kvm", "qemu", "proxmox",
-// "bhyve" or "smartos"; any other has no default. The metadata key is
-// network-drivers on VMware and seedkeeper:network-drivers elsewhere.
+// the hypervisor family as datasource.Platform names it; its default is
+// the one of the source whose guests run there
+// (datasource.PlatformDrivers), and a platform no source claims has none.
 //
 // A value that cannot be read or parsed, has a name that is not a driver
 // name (netcfg.CheckDriverName), or is of the wrong type makes an allowlist that
 // allows nothing; its Reason says why and where. It does not fall through
 // to the next source: a typo must close the gate, not open it.
 func ResolveAllowlist(metadata, config Setting, platform string) Allowlist {
-	mdOrigin := OriginMetadata
-	if platform == "vmware" {
-		mdOrigin = OriginMetadataVMware
-	}
 	if metadata.Set || metadata.Err != nil {
-		return fromSetting(mdOrigin, metadata)
+		key := metadata.Key
+		if key == "" {
+			key = datasource.PlatformDriversKey(platform)
+		}
+		return fromSetting(strings.TrimSpace("metadata "+key), metadata)
 	}
 	if config.Set || config.Err != nil {
 		return fromSetting(OriginConfig, config)
@@ -150,9 +136,9 @@ func ResolveAllowlist(metadata, config Setting, platform string) Allowlist {
 	if platform == "" {
 		origin = originDefault + "unknown platform"
 	}
-	d, ok := defaultDrivers[platform]
+	d, ok := datasource.PlatformDrivers(platform)
 	if !ok {
-		return closed(origin, fmt.Errorf("no default allowlist for platform %q: set hotplug.drivers", platform))
+		return closed(origin, errors.New("no default allowlist for this platform: set hotplug.drivers"))
 	}
 	return build(origin, d)
 }

@@ -19,13 +19,13 @@ import (
 	"github.com/seedkeeper/seedkeeper/internal/safetext"
 )
 
-const fetchHelp = `Usage: seedkeeper fetch [--source NAME] [--seed PATH] [--json] [--show-secrets]
+var fetchHelp = `Usage: seedkeeper fetch [--source NAME] [--seed PATH] [--json] [--show-secrets]
                         [--root DIR] [--config FILE] [--timeout DURATION]
 
 Reads the metadata and prints it normalized, without writing anything.
 The source is detected as "seedkeeper boot" detects it, unless --source
-(smartos, vmware or nocloud) names one, or --seed gives a NoCloud seed
-directory or image file (ISO9660 or FAT) to read instead.
+(` + strings.Join(datasource.Names(), ", ") + `) names one, or --seed gives a NoCloud
+seed directory or image file (ISO9660 or FAT) to read instead.
 
 User-data, vendor-data, scripts and password-like meta-data keys are
 shown as "<redacted: N bytes, sha256 PREFIX>" unless --show-secrets.
@@ -53,7 +53,7 @@ func runFetch(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	if *source != "" && !datasource.ValidSource(*source) {
-		fmt.Fprintf(stderr, "seedkeeper fetch: --source %q: want one of %v\n", *source, datasource.Sources)
+		fmt.Fprintf(stderr, "seedkeeper fetch: --source %q: want one of %v\n", *source, datasource.Names())
 		return exitUsage
 	}
 	if *seedPath != "" && *source != "" && *source != datasource.SourceNoCloud {

@@ -18,6 +18,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/seedkeeper/seedkeeper/datasource"
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 )
 
@@ -29,7 +30,8 @@ const MaxSize = fsutil.SmallFile
 
 // Config is the whole configuration.
 type Config struct {
-	// Sources are the metadata sources to detect, in order.
+	// Sources are the metadata sources to detect, in order: names from
+	// the source table (datasource.Names), which is also the default.
 	Sources []string `yaml:"sources"`
 
 	Mdata struct {
@@ -78,16 +80,16 @@ type Config struct {
 	Path string `yaml:"-"`
 }
 
-// Names accepted in sources, network.owner and events.network.
+// Names accepted in network.owner and events.network; the names sources
+// accepts are the source table's (datasource.Names).
 var (
-	KnownSources = []string{"smartos", "vmware", "nocloud"}
-	KnownOwners  = []string{"seedkeeper", "cloud-init"}
-	KnownEvents  = []string{"boot-new-instance", "boot", "hotplug"}
+	KnownOwners = []string{"seedkeeper", "cloud-init"}
+	KnownEvents = []string{"boot-new-instance", "boot", "hotplug"}
 )
 
 // Default returns the configuration used when there is no file.
 func Default() *Config {
-	c := &Config{Sources: slices.Clone(KnownSources)}
+	c := &Config{Sources: datasource.Names()}
 	c.Network.Owner = "seedkeeper"
 	c.Events.Network = []string{"boot", "hotplug"}
 	c.Boot.DeviceWait = Duration(60 * time.Second)
@@ -144,8 +146,8 @@ func (c *Config) validate() error {
 	// Errors name the key and what is wanted, never the value: the
 	// file named by --config may be anything.
 	for i, s := range c.Sources {
-		if !slices.Contains(KnownSources, s) {
-			return fmt.Errorf("sources[%d]: unknown source (want one of %v)", i, KnownSources)
+		if !datasource.ValidSource(s) {
+			return fmt.Errorf("sources[%d]: unknown source (want one of %v)", i, datasource.Names())
 		}
 	}
 	if !slices.Contains(KnownOwners, c.Network.Owner) {

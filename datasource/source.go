@@ -1,0 +1,115 @@
+package datasource
+
+import (
+	"context"
+	"fmt"
+	"slices"
+)
+
+// A Source is one metadata source, described once. Everything else that
+// must agree with the set of sources derives from this table: the names
+// the configuration's sources key and --source accept (Names), the
+// detection order (Names again), the default hotplug driver allowlist of
+// each platform (PlatformDrivers), which metadata key sets the allowlist
+// (DriversKey) and what cloud-init is handed as network-config
+// (RawNetwork). Adding a source is one file that defines its Source and
+// its detect and read functions, and one entry in sources.
+type Source struct {
+	// Name names the source in the configuration, on the command line,
+	// in logs and status, and in Metadata.Source.
+	Name string
+	// Platforms are the hypervisor families (as Platform names them)
+	// whose guests get their metadata from this source, and Drivers the
+	// default hotplug driver allowlist on them.
+	Platforms []string
+	Drivers   []string
+	// DriversKey is the metadata key through which the metadata sets
+	// the driver allowlist (Metadata.NetworkDrivers).
+	DriversKey string
+	// RawNetwork says that the source's network document
+	// (Metadata.NetworkConfigRaw) is cloud-init network config, handed
+	// to cloud-init as it is when cloud-init owns the network. When it
+	// is false, the document is in the platform's own format and
+	// cloud-init is handed Metadata.Network as version 1 instead.
+	RawNetwork bool
+
+	// detect makes the source's cheap checks (see Detect): a source that
+	// is not here is a Detection with Found false and the reason; the
+	// error is for checks that could not be made.
+	detect func(ctx context.Context, o *Options) (Detection, error)
+	// read reads the source, going on from what detect found in d (a
+	// zero d: look again).
+	read func(ctx context.Context, d Detection, o *Options) (*Metadata, error)
+}
+
+// sources is the table, in detection order: cheap, positive checks first.
+// SmartOS is first because its checks (a zone socket, the DMI product
+// name) are the most specific; VMware's is the DMI product name; NoCloud's
+// look at the command line, the SMBIOS serial, seed directories and disk
+// labels, and its disk labels are the most likely to be found elsewhere.
+var sources = []Source{smartOS, vmware, noCloud}
+
+// Names returns the source names in detection order: what the
+// configuration's sources key and --source accept, and the default order.
+func Names() []string {
+	names := make([]string, len(sources))
+	for i, s := range sources {
+		names[i] = s.Name
+	}
+	return names
+}
+
+// Lookup returns the source named name.
+func Lookup(name string) (Source, bool) {
+	i := slices.IndexFunc(sources, func(s Source) bool { return s.Name == name })
+	if i < 0 {
+		return Source{}, false
+	}
+	return sources[i], true
+}
+
+// ValidSource reports whether s names a source.
+func ValidSource(s string) bool {
+	_, ok := Lookup(s)
+	return ok
+}
+
+// lookup is Lookup with an error that lists the names.
+func lookup(name string) (Source, error) {
+	s, ok := Lookup(name)
+	if !ok {
+		return Source{}, fmt.Errorf("unknown source (want one of %v)", Names())
+	}
+	return s, nil
+}
+
+// PlatformDrivers returns the default hotplug driver allowlist on a
+// platform (a name Platform returns), from the source whose guests run
+// there; false when no source claims the platform.
+func PlatformDrivers(platform string) ([]string, bool) {
+	s, ok := platformSource(platform)
+	if !ok {
+		return nil, false
+	}
+	return slices.Clone(s.Drivers), true
+}
+
+// PlatformDriversKey returns the metadata key that sets the driver
+// allowlist on a platform, from the source whose guests run there; ""
+// when no source claims the platform.
+func PlatformDriversKey(platform string) string {
+	s, _ := platformSource(platform)
+	return s.DriversKey
+}
+
+func platformSource(platform string) (Source, bool) {
+	if platform == "" {
+		return Source{}, false
+	}
+	for _, s := range sources {
+		if slices.Contains(s.Platforms, platform) {
+			return s, true
+		}
+	}
+	return Source{}, false
+}
