@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/seedkeeper/seedkeeper/datasource"
+	"github.com/seedkeeper/seedkeeper/hotplug"
 	"github.com/seedkeeper/seedkeeper/identity"
 	"github.com/seedkeeper/seedkeeper/netcfg/apply"
 	"github.com/seedkeeper/seedkeeper/nosource"
@@ -197,4 +198,28 @@ func (e *Env) boot(ctx context.Context, st *Status, netMode NetworkMode) error {
 	st.Outcome = "ok"
 	e.notifyStatus("instance %s from %s", d.InstanceID, md.Source)
 	return nil
+}
+
+// NetworkAllowlist is the driver allowlist Boot would decide on this
+// machine, for a command that applies a network configuration of its own
+// (seedkeeper net): the metadata is read as Boot reads it (the
+// configuration's sources, waited for as boot.wait says; guestinfo is
+// never redacted here), and its allowlist, else the configuration's, else
+// the platform's default is the one in force. No metadata source is not
+// an error: the configuration or the platform then decides. Metadata that
+// cannot be read is, since the allowlist it may set cannot be known.
+func (e Env) NetworkAllowlist(ctx context.Context) (hotplug.Allowlist, error) {
+	e.init()
+	if w := time.Duration(e.Config.Boot.Wait); w > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, w)
+		defer cancel()
+	}
+	o := e.SourceOptions()
+	o.VMware.Redact = false
+	md, _, err := datasource.Fetch(ctx, o)
+	if err != nil && !errors.Is(err, datasource.ErrNoSource) {
+		return hotplug.Allowlist{}, fmt.Errorf("reading the metadata for the driver allowlist: %w", err)
+	}
+	return e.Allowlist(md), nil
 }

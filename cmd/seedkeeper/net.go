@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -10,13 +11,12 @@ import (
 	"syscall"
 
 	"github.com/seedkeeper/seedkeeper/agent"
+	"github.com/seedkeeper/seedkeeper/hotplug"
+	"github.com/seedkeeper/seedkeeper/internal/config"
+	"github.com/seedkeeper/seedkeeper/internal/safetext"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 	"github.com/seedkeeper/seedkeeper/netcfg/apply"
 )
-
-// netDefaultDrivers is the allowlist on KVM, Proxmox and bhyve (DESIGN.md,
-// "Events"), used when --drivers is not given.
-const netDefaultDrivers = "virtio_net,e1000,e1000e,vmxnet3"
 
 const netUsage = `Usage: seedkeeper net plan  --config FILE [--drivers LIST] [--root DIR]
        seedkeeper net apply --config FILE [--drivers LIST] [--root DIR]
@@ -39,11 +39,21 @@ time.
 
 Options:
   --config FILE   the network configuration (required)
-  --drivers LIST  comma-separated driver allowlist for this run
-                  (default ` + netDefaultDrivers + `);
-                  an empty list allows nothing
-  --root DIR      read and write the receipt under DIR instead of /; the
-                  links changed are always those of this network namespace
+  --drivers LIST  comma-separated driver allowlist for this run; an empty
+                  list allows nothing. Without it the allowlist is the one
+                  "seedkeeper boot" decides: the metadata's (VMware
+                  network-drivers, seedkeeper:network-drivers elsewhere),
+                  else hotplug.drivers of ` + config.DefaultPath + `,
+                  else the platform's default (on VMware e1000, e1000e,
+                  vlance, vmxnet2, vmxnet3, vrdma; on KVM, QEMU, Proxmox
+                  and bhyve virtio_net, e1000, e1000e, vmxnet3); the
+                  metadata is read to find it
+  --root DIR      read the configuration, the metadata sources and the
+                  platform, and read and write the receipt, under DIR
+                  instead of /; the links changed are always those of
+                  this network namespace
+
+The allowlist in force is printed on stderr.
 
 Exit status:
   0  done, or nothing to do
@@ -63,7 +73,7 @@ func runNet(args []string, stdout, stderr io.Writer) int {
 	}
 	sub := args[0]
 	config := fs.String("config", "", "")
-	drivers := fs.String("drivers", netDefaultDrivers, "")
+	drivers := fs.String("drivers", "", "")
 	root := fs.String("root", "", "")
 	if code, ok := parseSubFlags(fs, args[1:], netUsage, stdout, stderr); !ok {
 		return code
@@ -81,20 +91,33 @@ func runNet(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	var names []string
-	for _, d := range strings.Split(*drivers, ",") {
-		if d = strings.TrimSpace(d); d != "" {
-			names = append(names, d)
-		}
-	}
-	if len(names) == 0 {
-		fmt.Fprintf(stderr, "seedkeeper net %s: the driver allowlist is empty: no NIC will be touched\n", sub)
-	}
+	driversSet := false
+	fs.Visit(func(f *flag.Flag) { driversSet = driversSet || f.Name == "drivers" })
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	var allow hotplug.Allowlist // the zero value allows nothing
+	switch {
+	case !driversSet:
+		// The allowlist boot decides, not one of this command's own.
+		allow, err = newEnv(*root, "", stderr).NetworkAllowlist(ctx)
+		if err != nil {
+			return fail(fmt.Errorf("%w (give --drivers to choose the allowlist)", err))
+		}
+		fmt.Fprintf(stderr, "seedkeeper net %s: driver allowlist %s\n", sub, safetext.Escape(allow.String()))
+	case strings.TrimSpace(*drivers) == "":
+		fmt.Fprintf(stderr, "seedkeeper net %s: the driver allowlist is empty: no NIC will be touched\n", sub)
+	default:
+		names, err := hotplug.ParseDriverList(*drivers)
+		if err != nil {
+			fmt.Fprintf(stderr, "seedkeeper net %s: --drivers: %v\n", sub, err)
+			return exitUsage
+		}
+		allow = hotplug.NewAllowlist(hotplug.OriginFlag, names)
+		fmt.Fprintf(stderr, "seedkeeper net %s: driver allowlist %s\n", sub, safetext.Escape(allow.String()))
+	}
 	s, err := apply.Sync(ctx, cfg, apply.SyncOptions{
 		Receipt: sysroot.Root(*root).Path(agent.ReceiptPath),
-		Allow:   apply.Drivers(names...),
+		Allow:   allow.Allows,
 		DryRun:  sub == "plan",
 	})
 	if s == nil || s.Result == nil && sub == "apply" {

@@ -51,6 +51,26 @@ ethernets:
 		t.Errorf("plan wrote the receipt (%v)", err)
 	}
 
+	// On VMware with no --drivers, the metadata's network-drivers decide,
+	// as at boot: veth is allowed, so the NIC is owned.
+	vmRoot := filepath.Join(dir, "vmware")
+	os.MkdirAll(filepath.Join(vmRoot, "sys/class/dmi/id"), 0o755)
+	os.WriteFile(filepath.Join(vmRoot, "sys/class/dmi/id/product_name"), []byte("VMware Virtual Platform\n"), 0o444)
+	t.Setenv("VMX_GUESTINFO", "1")
+	t.Setenv("VMX_GUESTINFO_METADATA", "instance-id: i-1\nnetwork-drivers: [veth]\n")
+	code, out, errs = runNetCapture("plan", "--config", cfgPath, "--root", vmRoot)
+	if code != 0 || !strings.Contains(out, "ens4 (bc:24:11:aa:bb:01): rename ens4 -> eth0\n") ||
+		!strings.Contains(errs, "driver allowlist veth (from metadata network-drivers)") {
+		t.Errorf("plan on VMware with network-drivers [veth] = %d\n%s%s", code, out, errs)
+	}
+	// Without it, the VMware defaults, which do not have veth.
+	t.Setenv("VMX_GUESTINFO", "")
+	t.Setenv("PATH", t.TempDir())
+	code, out, errs = runNetCapture("plan", "--config", cfgPath, "--root", vmRoot)
+	if code != 0 || !strings.Contains(out, `driver "veth" is not allowed`) || !strings.Contains(errs, "(from default for vmware)") {
+		t.Errorf("plan on VMware with the default allowlist = %d\n%s%s", code, out, errs)
+	}
+
 	code, out, errs = runNetCapture(append([]string{"apply"}, base...)...)
 	if code != 0 || !strings.Contains(out, "done   eth0 (bc:24:11:aa:bb:01): add route default via 192.0.2.1\n") {
 		t.Fatalf("apply = %d\n%s%s", code, out, errs)

@@ -60,3 +60,75 @@ func TestNetUsage(t *testing.T) {
 		t.Errorf("corrupt receipt was rewritten: %q", data)
 	}
 }
+
+// netRoot is a scratch root whose DMI says product (and vendor).
+func netRoot(t *testing.T, product, vendor string) string {
+	t.Helper()
+	root := t.TempDir()
+	dmi := filepath.Join(root, "sys/class/dmi/id")
+	os.MkdirAll(dmi, 0o755)
+	os.WriteFile(filepath.Join(dmi, "product_name"), []byte(product+"\n"), 0o444)
+	os.WriteFile(filepath.Join(dmi, "sys_vendor"), []byte(vendor+"\n"), 0o444)
+	return root
+}
+
+// net decides its allowlist as boot does: on VMware the VMware defaults
+// or the metadata's network-drivers, not a KVM list of its own (it used
+// to apply with virtio_net,e1000,e1000e,vmxnet3 everywhere).
+func TestNetAllowlistIsBoots(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "net.yaml")
+	os.WriteFile(good, []byte("version: 2\nethernets: {}\n"), 0o644)
+	// No guestinfo tools on PATH: a VMware guest without metadata.
+	t.Setenv("PATH", t.TempDir())
+	t.Setenv("VMX_GUESTINFO", "")
+	vmware := netRoot(t, "VMware Virtual Platform", "VMware, Inc.")
+	kvm := netRoot(t, "Standard PC (Q35 + ICH9, 2009)", "QEMU")
+
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		args []string
+		code int
+		want string
+	}{
+		{name: "VMware default", args: []string{"--root", vmware}, code: 0,
+			want: "seedkeeper net plan: driver allowlist e1000,e1000e,vlance,vmxnet2,vmxnet3,vrdma (from default for vmware)\n"},
+		{name: "KVM default", args: []string{"--root", kvm}, code: 0,
+			want: "seedkeeper net plan: driver allowlist e1000,e1000e,virtio_net,vmxnet3 (from default for qemu)\n"},
+		{name: "VMware metadata network-drivers", args: []string{"--root", vmware}, code: 0,
+			env:  map[string]string{"VMX_GUESTINFO": "1", "VMX_GUESTINFO_METADATA": "instance-id: i-1\nnetwork-drivers: [vmxnet3, veth]\n"},
+			want: "seedkeeper net plan: driver allowlist veth,vmxnet3 (from metadata network-drivers)\n"},
+		{name: "malformed metadata network-drivers closes the gate", args: []string{"--root", vmware}, code: 0,
+			env:  map[string]string{"VMX_GUESTINFO": "1", "VMX_GUESTINFO_METADATA": "instance-id: i-1\nnetwork-drivers: 'vmxnet3 veth'\n"},
+			want: "seedkeeper net plan: driver allowlist nothing (metadata network-drivers:"},
+		{name: "configuration hotplug.drivers", args: []string{"--root", kvm}, code: 0,
+			env:  map[string]string{"CONFIG": "hotplug: {drivers: [mlx5_core]}\n"},
+			want: "seedkeeper net plan: driver allowlist mlx5_core (from config hotplug.drivers)\n"},
+		{name: "the flag beats the metadata", args: []string{"--root", vmware, "--drivers", "veth"}, code: 0,
+			env:  map[string]string{"VMX_GUESTINFO": "1", "VMX_GUESTINFO_METADATA": "instance-id: i-1\nnetwork-drivers: [vmxnet3]\n"},
+			want: "seedkeeper net plan: driver allowlist veth (from flag --drivers)\n"},
+		{name: "bad flag", args: []string{"--root", vmware, "--drivers", "veth;x"}, code: exitUsage,
+			want: "seedkeeper net plan: --drivers: entry 1: driver name has U+003B at byte 5"},
+		{name: "metadata that cannot be read", args: []string{"--root", vmware}, code: exitError,
+			env:  map[string]string{"VMX_GUESTINFO": "1", "VMX_GUESTINFO_METADATA": "x", "VMX_GUESTINFO_METADATA_ENCODING": "rot13"},
+			want: "reading the metadata for the driver allowlist: "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				if k == "CONFIG" {
+					p := filepath.Join(tc.args[1], "etc/seedkeeper/config.yaml")
+					os.MkdirAll(filepath.Dir(p), 0o755)
+					os.WriteFile(p, []byte(v), 0o644)
+					t.Cleanup(func() { os.Remove(p) })
+					continue
+				}
+				t.Setenv(k, v)
+			}
+			code, stdout, stderr := runNetCapture(append([]string{"plan", "--config", good}, tc.args...)...)
+			if code != tc.code || !strings.Contains(stderr, tc.want) {
+				t.Errorf("net plan %q = %d\nstdout %q\nstderr %q\nwant %d, stderr containing %q", tc.args, code, stdout, stderr, tc.code, tc.want)
+			}
+		})
+	}
+}
