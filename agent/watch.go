@@ -75,16 +75,17 @@ func Watch(ctx context.Context, e Env, o WatchOptions) error {
 		return datasource.ReadDetected(ctx, found, opts)
 	}
 	read := func(ctx context.Context) (*datasource.Metadata, error) { return datasource.Read(ctx, source, opts) }
-	if source == datasource.SourceSmartOS {
-		// One mdata session for the daemon's life: no handshake per
-		// event, and the port let go between requests (mdata.Options.Yield).
+	if t := found.Transport(); t != nil {
+		// A source read over mdata gets one session for the daemon's
+		// life: no handshake per event, and the port let go between
+		// requests (mdata.Options.Yield).
 		mo := opts.Mdata
 		mo.Logger, mo.Yield = e.Log, true
-		c := mdata.New(found.Transport(), &mo)
+		c := mdata.New(t, &mo)
 		defer c.Close()
 		so := opts
 		so.MdataClient = c
-		read = func(ctx context.Context) (*datasource.Metadata, error) { return datasource.ReadSmartOS(ctx, so) }
+		read = func(ctx context.Context) (*datasource.Metadata, error) { return datasource.Read(ctx, source, so) }
 		readFirst = read
 	}
 

@@ -2,7 +2,8 @@ package datasource
 
 import "github.com/seedkeeper/seedkeeper/netcfg"
 
-// Source names, as used on the command line, in logs and in JSON.
+// The names of the sources in the table (Source.Name), as used in the
+// configuration, on the command line, in logs and in JSON.
 const (
 	SourceSmartOS = "smartos"
 	SourceVMware  = "vmware"
@@ -11,7 +12,7 @@ const (
 
 // Metadata is what one source said about this instance, normalized.
 type Metadata struct {
-	// Source is one of the Source* names.
+	// Source is the name of the source in the table (Names).
 	Source string
 	// Origin says where the data was read: the transport or device, and
 	// the files or keys used.
