@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/seedkeeper/seedkeeper/netcfg"
@@ -119,5 +120,24 @@ func TestCancelledContext(t *testing.T) {
 	}
 	if _, _, err := Detect(ctx, o); !errors.Is(err, context.Canceled) {
 		t.Errorf("Detect: %v, want context.Canceled", err)
+	}
+}
+
+// The README's configuration example and synopsis list the sources in the
+// table's detection order: a source added to the table and not to them
+// (or the other way round) fails here.
+func TestREADMEListsTheTable(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Skipf("no README beside the package: %v", err)
+	}
+	readme := string(b)
+	for _, want := range []string{
+		"sources: [" + strings.Join(Names(), ", ") + "]",
+		"[--source " + strings.Join(Names(), "|") + "]",
+	} {
+		if !strings.Contains(readme, want) {
+			t.Errorf("README.md does not say %q", want)
+		}
 	}
 }
