@@ -118,9 +118,10 @@ type Setting struct {
 // (datasource.PlatformDrivers), and a platform no source claims has none.
 //
 // A value that cannot be read or parsed, has a name that is not a driver
-// name (netcfg.CheckDriverName), or is of the wrong type makes an allowlist that
-// allows nothing; its Reason says why and where. It does not fall through
-// to the next source: a typo must close the gate, not open it.
+// name (netcfg.CheckDriverName), or is of the wrong type makes an
+// allowlist that allows nothing; its Reason says why and where. It does
+// not fall through to the next source: a typo must close the gate, not
+// open it.
 func ResolveAllowlist(metadata, config Setting, platform string) Allowlist {
 	if metadata.Set || metadata.Err != nil {
 		key := metadata.Key

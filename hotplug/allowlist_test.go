@@ -253,3 +253,27 @@ func FuzzParseDriverList(f *testing.F) {
 		}
 	})
 }
+
+// The origin names the key the metadata's value came from: the source's
+// (a NoCloud seed on a VMware guest sets seedkeeper:network-drivers), or,
+// when not given, the key of the source the platform belongs to. The
+// defaults are the table's (datasource.PlatformDrivers).
+func TestResolveAllowlistOriginAndDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		md       Setting
+		platform string
+		want     string
+	}{
+		{Setting{Set: true, Value: "e1000", Key: "seedkeeper:network-drivers"}, "vmware", "e1000 (from metadata seedkeeper:network-drivers)"},
+		{Setting{Set: true, Value: "e1000"}, "vmware", "e1000 (from metadata network-drivers)"},
+		{Setting{Set: true, Value: "e1000"}, "proxmox", "e1000 (from metadata seedkeeper:network-drivers)"},
+		{Setting{Set: true, Value: "e1000"}, "", "e1000 (from metadata)"},
+		{Setting{}, "smartos", "e1000,e1000e,virtio_net,vmxnet3 (from default for smartos)"},
+		{Setting{}, "bhyve", "e1000,e1000e,virtio_net,vmxnet3 (from default for bhyve)"},
+		{Setting{}, "vmware", "e1000,e1000e,vlance,vmxnet2,vmxnet3,vrdma (from default for vmware)"},
+	} {
+		if got := ResolveAllowlist(tc.md, Setting{}, tc.platform).String(); got != tc.want {
+			t.Errorf("ResolveAllowlist(%+v, %q) = %q, want %q", tc.md, tc.platform, got, tc.want)
+		}
+	}
+}
