@@ -20,7 +20,10 @@ type Source struct {
 	Name string
 	// Platforms are the hypervisor families (as Platform names them)
 	// whose guests get their metadata from this source, and Drivers the
-	// default hotplug driver allowlist on them.
+	// default hotplug driver allowlist on them. A platform is claimed by
+	// one source; a source whose guests run on a platform another one
+	// claims (a config drive on KVM) has none, and its NICs get that
+	// platform's default.
 	Platforms []string
 	Drivers   []string
 	// DriversKey is the metadata key through which the metadata sets

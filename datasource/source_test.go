@@ -22,7 +22,7 @@ func TestSourceTable(t *testing.T) {
 	}
 	claimed := map[string]string{}
 	for _, s := range sources {
-		if s.Name == "" || s.detect == nil || s.read == nil || s.DriversKey == "" || len(s.Drivers) == 0 {
+		if s.Name == "" || s.detect == nil || s.read == nil || s.DriversKey == "" || (len(s.Platforms) > 0) != (len(s.Drivers) > 0) {
 			t.Errorf("source %q is missing a field: %+v", s.Name, s)
 		}
 		if got, ok := Lookup(s.Name); !ok || got.Name != s.Name {
