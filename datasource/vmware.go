@@ -103,16 +103,15 @@ func DetectVMware(ctx context.Context, o Options) (Detection, error) {
 	if err := ctx.Err(); err != nil {
 		return d, err
 	}
-	getenv := o.VMware.getenv()
-	if getenv("VMX_GUESTINFO") != "" {
-		d.Found, d.Reason = true, "VMX_GUESTINFO is set"
+	// The envvar transport, as the reader takes it: VMX_GUESTINFO and a
+	// value.
+	if getenv := o.VMware.getenv(); getenv("VMX_GUESTINFO") != "" {
 		for _, k := range guestinfoValueKeys {
 			if name := envGuestinfoName(k); getenv(name) != "" {
-				d.Reason = "VMX_GUESTINFO and " + name + " are set"
+				d.Found, d.Reason = true, "VMX_GUESTINFO and "+name+" are set"
 				return d, nil
 			}
 		}
-		return d, nil
 	}
 	d.Found, d.Reason = vmwarePlatform(sysroot.Root(o.Root))
 	return d, nil

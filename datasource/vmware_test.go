@@ -806,6 +806,19 @@ func TestDetectVMware(t *testing.T) {
 	if ok, why := foundVMware(s.root + "/none"); !ok || !strings.Contains(why, "VMX_GUESTINFO_USERDATA") {
 		t.Errorf("envvar transport: %v, %q", ok, why)
 	}
+
+	// The environment read through VMwareOptions.Getenv counts as the
+	// reader counts it: VMX_GUESTINFO alone, with no value, is not the
+	// envvar transport.
+	env := map[string]string{"VMX_GUESTINFO": "1"}
+	o := Options{Root: s.root + "/none", VMware: VMwareOptions{Getenv: func(k string) string { return env[k] }}}
+	if d, err := DetectVMware(context.Background(), o); err != nil || d.Found {
+		t.Errorf("VMX_GUESTINFO without a value: %+v, %v; want not found", d, err)
+	}
+	env["VMX_GUESTINFO_METADATA"] = "instance-id: i\n"
+	if d, err := DetectVMware(context.Background(), o); err != nil || !d.Found || d.Reason != "VMX_GUESTINFO and VMX_GUESTINFO_METADATA are set" {
+		t.Errorf("VMX_GUESTINFO with metadata: %+v, %v", d, err)
+	}
 }
 
 func TestGuestinfoToolClassification(t *testing.T) {
