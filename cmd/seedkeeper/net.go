@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/seedkeeper/seedkeeper/agent"
+	"github.com/seedkeeper/seedkeeper/datasource"
 	"github.com/seedkeeper/seedkeeper/hotplug"
 	"github.com/seedkeeper/seedkeeper/internal/config"
 	"github.com/seedkeeper/seedkeeper/internal/safetext"
@@ -18,7 +19,7 @@ import (
 	"github.com/seedkeeper/seedkeeper/netcfg/apply"
 )
 
-const netUsage = `Usage: seedkeeper net plan  --config FILE [--drivers LIST] [--root DIR]
+var netUsage = `Usage: seedkeeper net plan  --config FILE [--drivers LIST] [--root DIR]
        seedkeeper net apply --config FILE [--drivers LIST] [--root DIR]
 
 plan prints, and apply makes, the changes that bring the NICs seedkeeper
@@ -44,26 +45,38 @@ Options:
                   "seedkeeper boot" decides: the metadata's (VMware
                   network-drivers, seedkeeper:network-drivers elsewhere),
                   else hotplug.drivers of ` + config.DefaultPath + `,
-                  else the platform's default (on VMware e1000, e1000e,
-                  vlance, vmxnet2, vmxnet3, vrdma; on KVM, QEMU, Proxmox
-                  and bhyve virtio_net, e1000, e1000e, vmxnet3); the
-                  metadata is read to find it
+                  else the platform's default (below); the metadata is
+                  read to find it
   --root DIR      read the configuration, the metadata sources and the
                   platform, and read and write the receipt, under DIR
                   instead of /; the links changed are always those of
                   this network namespace
 
-The allowlist in force is printed on stderr.
+The allowlist in force is printed on stderr. The defaults by platform:
+` + defaultDriversHelp() + `
 
 Exit status:
   0  done, or nothing to do
-  2  error: an unreadable configuration or receipt, or links that could
-     not be read (nothing was changed); or, after apply, a receipt that
-     could not be saved
+  2  error: an unreadable configuration, metadata or receipt, or links
+     that could not be read (nothing was changed); or, after apply, a
+     receipt that could not be saved
   3  usage: bad arguments
   4  apply only: some operations failed and the others were applied; each
      failure is printed with its operation
 `
+
+// defaultDriversHelp lists the default allowlist of each platform, from
+// the source table.
+func defaultDriversHelp() string {
+	var b strings.Builder
+	for _, name := range datasource.Names() {
+		s, _ := datasource.Lookup(name)
+		if len(s.Platforms) > 0 {
+			fmt.Fprintf(&b, "  %-26s %s\n", strings.Join(s.Platforms, ", "), strings.Join(s.Drivers, ","))
+		}
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
 
 // runNet implements "seedkeeper net plan|apply".
 func runNet(args []string, stdout, stderr io.Writer) int {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/seedkeeper/seedkeeper/datasource"
 )
 
 func runNetCapture(args ...string) (code int, stdout, stderr string) {
@@ -130,5 +132,21 @@ func TestNetAllowlistIsBoots(t *testing.T) {
 				t.Errorf("net plan %q = %d\nstdout %q\nstderr %q\nwant %d, stderr containing %q", tc.args, code, stdout, stderr, tc.code, tc.want)
 			}
 		})
+	}
+}
+
+// The help's default allowlists are the table's, platform by platform.
+func TestNetHelpDefaultsAreTheTable(t *testing.T) {
+	_, stdout, _ := runNetCapture("--help")
+	for _, name := range datasource.Names() {
+		s, _ := datasource.Lookup(name)
+		for _, p := range s.Platforms {
+			if !strings.Contains(stdout, p) {
+				t.Errorf("net --help does not name platform %s", p)
+			}
+		}
+		if len(s.Platforms) > 0 && !strings.Contains(stdout, " "+strings.Join(s.Drivers, ",")+"\n") {
+			t.Errorf("net --help does not list %s's default drivers %v", name, s.Drivers)
+		}
 	}
 }
