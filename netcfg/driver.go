@@ -14,13 +14,15 @@ const MaxDriverName = 31
 // network driver as ETHTOOL_GDRVINFO reports it, which is what a driver
 // allowlist is matched against: 1 to MaxDriverName bytes of ASCII letters
 // (either case), digits, '_' and '-'. That is the kernel's alphabet: a
-// driver reports its module name (KBUILD_MODNAME: letters, digits, '_')
-// or a DRV_NAME string that adds '-' ("ne2k-pci", "xen-netfront"), and
-// a few old ones use capitals. Matching is exact, so "E1000" never
-// matches the e1000 driver. Anything else (a space, a comma, a glob
-// character, a control character) cannot name a driver and would change
-// the meaning of the lists the name is written into. The error describes
-// the name, never quotes it.
+// driver reports its module name (KBUILD_MODNAME: a C identifier, so
+// letters, digits, '_') or its own DRV_NAME string, which adds '-'
+// ("ne2k-pci", "xen-netfront"); nothing makes either lower-case, so a
+// capital is accepted rather than closing the gate on a real name.
+// Matching is exact: "E1000" never matches the e1000 driver. Anything
+// else (a space, a comma, a glob character, a control character) is not
+// what drivers are named with and would change the meaning of the lists
+// the name is written into. The error describes the name, never quotes
+// it.
 func CheckDriverName(name string) error {
 	if name == "" {
 		return errors.New("empty driver name")
