@@ -159,12 +159,17 @@ type owned struct {
 // driver of every link the configuration selects and the addresses and
 // routes of every link it owns (Handle.Plan reads exactly that). rc is the
 // receipt of earlier applies (nil for none). A nil cfg is "no network
-// configuration" and gives an empty plan.
+// configuration" and gives an empty plan. The plan's notes start with what
+// the parser left out of the document (cfg.Notes), so that every caller
+// reports it where it reports the plan.
 func Diff(cfg *netcfg.Config, live []Link, allow Allowlist, rc *Receipt) *Plan {
 	p := &Plan{receipt: rc.clone()}
 	if cfg == nil {
 		p.Notes = append(p.Notes, "no network configuration: leaving the network alone")
 		return p
+	}
+	for _, n := range cfg.Notes {
+		p.notef("network config: %s", n)
 	}
 
 	// Select: which live link each physical entry owns.
