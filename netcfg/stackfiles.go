@@ -65,7 +65,7 @@ func RenderNMConf(c *Config, owned func(*Interface) bool) []byte {
 		macs = appendNew(macs, m)
 		switch {
 		case !owned(ifc):
-		case c.Master(ifc) != nil || len(c.VLANs(ifc)) > 0:
+		case slices.ContainsFunc(c.VLANs(ifc), owned), c.Master(ifc) != nil && owned(c.Master(ifc)):
 			unmanaged = appendNew(unmanaged, m)
 		default:
 			profiled = appendNew(profiled, m)

@@ -9,8 +9,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 )
 
 // FieldError is an invalid value in a network configuration: Path names the
@@ -167,17 +165,19 @@ func (f field) domains(n *notes) []string {
 	return out
 }
 
-// checkDomain accepts a search domain: 1 to 253 characters, none of them
-// white space or control characters.
+// checkDomain accepts a search domain: 1 to 253 of ASCII letters, digits,
+// '.', '-' and '_' (a name in DNS's own form; an international name is
+// written in its xn-- form), not starting with '-'. That keeps it one word
+// of resolv.conf, of networkd's Domains= (where a leading '~' would make
+// it a routing-only domain) and of ifupdown's dns-search, which the
+// resolvconf hook reads unquoted in sh.
 func checkDomain(d string) error {
-	ok := d != "" && len(d) <= 253 && utf8.ValidString(d)
-	for _, r := range d {
-		if unicode.IsSpace(r) || unicode.IsControl(r) {
-			ok = false
-		}
+	ok := d != "" && len(d) <= 253 && d[0] != '-'
+	for i := 0; ok && i < len(d); i++ {
+		ok = d[i] != '/' && nameByte(d[i])
 	}
 	if !ok {
-		return fmt.Errorf("a search domain of %d bytes is not one (1 to 253, no white space or control character)", len(d))
+		return fmt.Errorf("a search domain of %d bytes is not one (1 to 253 of A-Z a-z 0-9 . - _)", len(d))
 	}
 	return nil
 }

@@ -261,6 +261,12 @@ func Diff(cfg *netcfg.Config, live []Link, allow Allowlist, rc *Receipt) *Plan {
 		}
 	}
 	own = append(own, p.planStacked(cfg, live, own)...)
+	for _, o := range own {
+		if p.OwnedName == nil {
+			p.OwnedName = map[string]string{}
+		}
+		p.OwnedName[o.ifc.ID] = o.name
+	}
 	p.assignRoutes(cfg, own)
 
 	// Removals of our stale objects first, so a changed address or route
@@ -388,8 +394,9 @@ func (p *Plan) add(o *owned, op Op) { p.Ops = append(p.Ops, p.op(o, op)) }
 
 // planRenames orders the renames so that a link gives up a name before
 // another takes it, going through a temporary name to break a cycle (two
-// NICs swapping names). A name held by a link that is not being renamed is
-// left for Apply to report.
+// NICs swapping names). A name held by a link that is not being renamed
+// (a foreign NIC, a bridge) is not taken: the owned link keeps its name,
+// with a note, and so do the files rendered for it.
 func (p *Plan) planRenames(own []*owned, live []Link) {
 	holder := map[string]int{} // name -> live index
 	for _, l := range live {
@@ -434,7 +441,8 @@ func (p *Plan) planRenames(own []*owned, live []Link) {
 				}
 			}
 			if h == nil {
-				emit(r, r.to)
+				p.notef("%s (%s): set-name %s not applied: another link has that name", r.o.link.Name, r.o.link.MAC, r.to)
+				r.o.name, r.o.flushed = r.from, false
 				blocked = blocked[1:]
 			} else {
 				tmp := fmt.Sprintf("sktmp%d", h.o.link.Index)

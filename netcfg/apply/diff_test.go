@@ -413,3 +413,26 @@ ethernets:
 		wantNote(t, p, "eth1: not present")
 	}
 }
+
+// A set-name that another link holds (a NIC seedkeeper does not own) was
+// planned anyway and failed at apply, while the ifupdown stanza, which
+// names links, configured the other NIC under that name. The plan keeps
+// the owned link's name, says why, and renders it under that name.
+func TestDiffRenameToAForeignName(t *testing.T) {
+	cfg := &netcfg.Config{Interfaces: []netcfg.Interface{{ID: "lan", Kind: netcfg.Physical, Name: "eth9", MAC: mac1, DHCP4: true}}}
+	live := []Link{
+		{Index: 2, Name: "ens4", MAC: mac1, Up: true, MTU: 1500, Driver: "virtio_net"},
+		{Index: 3, Name: "eth9", MAC: mac2, Up: true, MTU: 1500, Driver: "virtio_net"},
+	}
+	p := Diff(cfg, live, virtio, nil)
+	wantOps(t, p)
+	wantNote(t, p, "ens4 ("+mac1+"): set-name eth9 not applied: another link has that name")
+	pinned := p.Pinned(cfg)
+	if ifc := pinned.Lookup("lan"); ifc.LinkName() != "ens4" || ifc.MAC != mac1 {
+		t.Errorf("pinned %+v", ifc)
+	}
+	b, _, err := netcfg.RenderIfupdown(pinned, func(i *netcfg.Interface) bool { return p.Owns(i.ID) })
+	if err != nil || strings.Contains(string(b), "eth9") || !strings.Contains(string(b), "iface ens4 inet dhcp\n") {
+		t.Errorf("ifupdown (%v):\n%s", err, b)
+	}
+}
