@@ -120,7 +120,7 @@ func (e *Env) networkStep(ctx context.Context, cfg *netcfg.Config, allow hotplug
 // running stack to reload when they changed and the change is live.
 func (e *Env) render(ctx context.Context, cfg *netcfg.Config, p *apply.Plan, res *NetResult, live bool) error {
 	pinned := p.Pinned(cfg)
-	changed, err := e.renderNetworkd(pinned, p.Owned, res)
+	changed, err := e.renderNetworkd(pinned, p.Owns, res)
 	if err != nil {
 		return err
 	}
@@ -138,8 +138,7 @@ func (e *Env) render(ctx context.Context, cfg *netcfg.Config, p *apply.Plan, res
 // network stack the image runs (netcfg.DetectStack; networkd when none is
 // detected, as before), and removes files of ours that are no longer
 // wanted.
-func (e *Env) renderNetworkd(cfg *netcfg.Config, ownedIDs []string, res *NetResult) (bool, error) {
-	owned := func(i *netcfg.Interface) bool { return slices.Contains(ownedIDs, i.ID) }
+func (e *Env) renderNetworkd(cfg *netcfg.Config, owned func(*netcfg.Interface) bool, res *NetResult) (bool, error) {
 	det, err := netcfg.DetectStack(e.Root.Path("/"))
 	if err != nil {
 		return false, fmt.Errorf("network: %w", err)

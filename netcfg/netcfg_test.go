@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -595,4 +597,81 @@ func (f fixture) golden() string {
 		return "sdc-" + f.name + ".txt"
 	}
 	return f.name + ".txt"
+}
+
+// TestLinkNamesOneAlphabet: a NIC set-name "e$(>pwn)" reached ifupdown's
+// "up ip link set dev ..." lines, which ifupdown runs with sh -c: a
+// command run as root at every ifup. Every path by which a name enters
+// the model takes it through ValidLinkName; a bad name leaves its link
+// out (noted, never quoted), the good link stays, and no renderer writes
+// the name.
+func TestLinkNamesOneAlphabet(t *testing.T) {
+	good := "{type: physical, name: good0, mac_address: '02:00:00:00:00:09', subnets: [{type: dhcp}]}"
+	goodV2 := "good0: {match: {macaddress: '02:00:00:00:00:09'}, set-name: good0, dhcp4: true}"
+	for _, bad := range []string{"e$(>pwn)", "e`id`", "e;reboot", "e|x", "e&x", "e*", "e?", "e[0]", "e!", "a,b", "a:b", "a=b", "-e", "e f", "e'x", "e\\\\x", "~e", "e#x", "e/x", "..", "averyveryverylongname"} {
+		q := "'" + strings.ReplaceAll(bad, "'", "''") + "'"
+		for _, doc := range []string{
+			"version: 2\nethernets:\n  " + goodV2 + "\n  e0: {match: {macaddress: '02:00:00:00:00:01'}, set-name: " + q + ", dhcp4: true}",
+			"version: 2\nethernets:\n  " + goodV2 + "\n  " + q + ": {dhcp4: true}",
+			"version: 2\nethernets:\n  " + goodV2 + "\nbonds:\n  " + q + ": {interfaces: [good0], dhcp4: true}",
+			"version: 2\nethernets:\n  " + goodV2 + "\nbridges:\n  br0: {interfaces: [" + q + "], dhcp4: true}",
+			"version: 2\nethernets:\n  " + goodV2 + "\nvlans:\n  v5: {id: 5, link: " + q + ", dhcp4: true}",
+			"version: 1\nconfig:\n- " + good + "\n- {type: physical, name: " + q + ", subnets: [{type: dhcp}]}",
+			"version: 1\nconfig:\n- " + good + "\n- {type: bond, name: bond0, bond_interfaces: [" + q + "], subnets: [{type: dhcp}]}",
+			"version: 1\nconfig:\n- " + good + "\n- {type: vlan, name: v5, vlan_id: 5, vlan_link: " + q + "}",
+		} {
+			c, err := Parse([]byte(doc))
+			if err != nil {
+				t.Fatalf("%s\nthe whole document refused: %v", doc, err)
+			}
+			checkBadNameLeftOut(t, doc, bad, c)
+		}
+		nics := `[{"interface": "good0", "mac": "02:00:00:00:00:09", "ips": ["dhcp"]}, {"interface": ` + strconv.Quote(bad) + `, "ips": ["dhcp"]}]`
+		c, err := FromSmartOS([]byte(nics), nil, nil, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkBadNameLeftOut(t, nics, bad, c)
+	}
+}
+
+func checkBadNameLeftOut(t *testing.T, doc, bad string, c *Config) {
+	t.Helper()
+	// The path names a v2 key as it is (that is where); the message after
+	// it never repeats the value.
+	if c.Lookup("good0") == nil || len(c.Notes) != 1 || bad != ".." && strings.Contains(c.Notes[0][strings.Index(c.Notes[0], ": "):], bad) {
+		t.Errorf("%s\ninterfaces %+v\nnotes %q: want good0 kept and one note that does not quote the name", doc, c.Interfaces, c.Notes)
+	}
+	files, err := RenderNetworkd(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nm, _, err := RenderNetworkManager(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	maps.Copy(files, nm)
+	ifup, _, err := RenderIfupdown(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files["ifupdown"] = ifup
+	for name, b := range files {
+		if strings.Contains(string(b), bad) {
+			t.Errorf("%s\n%s writes the name:\n%s", doc, name, b)
+		}
+	}
+}
+
+func TestValidLinkName(t *testing.T) {
+	for _, s := range []string{"eth0", "ens3", "bond0.100", "br-lan", "wan_1", "a", "123456789012345", "e.", "..."} {
+		if !ValidLinkName(s) {
+			t.Errorf("%q refused", s)
+		}
+	}
+	for _, s := range []string{"", ".", "..", "-e", "1234567890123456", "e 0", "e\t0", "e/0", "e:0", "e$", "e*", "e,", "e;", "e=", "e'", "e\"", "e`", "e\\", "e(", "e|", "e&", "e<", "e>", "e~", "e#", "e!", "e[", "é", "e\x00"} {
+		if ValidLinkName(s) {
+			t.Errorf("%q accepted", s)
+		}
+	}
 }

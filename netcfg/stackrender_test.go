@@ -452,7 +452,7 @@ keep-configuration=no
 // it has no profile for and cleans its configuration up: the bond, VLAN
 // and bridge seedkeeper made live, and the bond's members, would lose
 // their addresses and ports. They are unmanaged instead; a NIC not owned
-// is neither.
+// is not named at all (NetworkManager's defaults stand for it).
 func TestRenderNMConfStacked(t *testing.T) {
 	c := &Config{Interfaces: []Interface{
 		{ID: "a", Kind: Physical, MAC: "bc:24:11:aa:bb:01"},
@@ -466,7 +466,7 @@ func TestRenderNMConfStacked(t *testing.T) {
 	owned := func(i *Interface) bool { return i.ID != "other" }
 	want := Header + `
 [main]
-no-auto-default=mac:bc:24:11:aa:bb:01,mac:bc:24:11:aa:bb:02,mac:bc:24:11:aa:bb:03,mac:bc:24:11:aa:bb:04
+no-auto-default=mac:bc:24:11:aa:bb:01,mac:bc:24:11:aa:bb:02,mac:bc:24:11:aa:bb:03
 
 [keyfile]
 unmanaged-devices+=mac:bc:24:11:aa:bb:01;mac:bc:24:11:aa:bb:02;interface-name:bond0;interface-name:bond0.100;interface-name:br0

@@ -431,7 +431,7 @@ func TestDiffRenameToAForeignName(t *testing.T) {
 	if ifc := pinned.Lookup("lan"); ifc.LinkName() != "ens4" || ifc.MAC != mac1 {
 		t.Errorf("pinned %+v", ifc)
 	}
-	b, _, err := netcfg.RenderIfupdown(pinned, func(i *netcfg.Interface) bool { return p.Owns(i.ID) })
+	b, _, err := netcfg.RenderIfupdown(pinned, p.Owns)
 	if err != nil || strings.Contains(string(b), "eth9") || !strings.Contains(string(b), "iface ens4 inet dhcp\n") {
 		t.Errorf("ifupdown (%v):\n%s", err, b)
 	}

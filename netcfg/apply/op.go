@@ -197,8 +197,9 @@ func (p *Plan) String() string {
 	return b.String()
 }
 
-// Owns reports whether the plan owns the configured interface with this ID.
-func (p *Plan) Owns(id string) bool { return slices.Contains(p.Owned, id) }
+// Owns reports whether the plan owns the configured interface: the
+// "owned" argument of every netcfg renderer.
+func (p *Plan) Owns(i *netcfg.Interface) bool { return slices.Contains(p.Owned, i.ID) }
 
 // Pinned returns a copy of cfg for the renderers: every owned NIC is
 // selected by the MAC of the live link it owns (not by a name or glob,

@@ -385,7 +385,7 @@ func TestIntegrationStackedNeverAdoptsForeignBridge(t *testing.T) {
 				t.Errorf("operation on docker0: %s", op)
 			}
 		}
-		files, err := netcfg.RenderNetworkd(s.Plan.Pinned(cfg), func(i *netcfg.Interface) bool { return s.Plan.Owns(i.ID) })
+		files, err := netcfg.RenderNetworkd(s.Plan.Pinned(cfg), s.Plan.Owns)
 		must(t, err)
 		for name, b := range files {
 			if strings.Contains(string(b), "docker0") {
