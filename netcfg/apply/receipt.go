@@ -218,7 +218,10 @@ func ParseReceipt(data []byte) (*Receipt, error) {
 		r.set(mac, a)
 	}
 	for _, key := range slices.Sorted(maps.Keys(f.Stacked)) {
-		if !netcfg.ValidLinkName(key) {
+		// The kernel's rule, not netcfg.ValidLinkName's narrower one: a
+		// receipt written before that narrowed names a link seedkeeper
+		// may have added to, and reading it must not fail the sync.
+		if !kernelLinkName(key) {
 			return nil, fmt.Errorf("stacked[%q]: not a link name", key)
 		}
 		a, err := parseAdded("stacked", key, f.Stacked[key])
@@ -228,6 +231,20 @@ func ParseReceipt(data []byte) (*Receipt, error) {
 		setAdded(r.Stacked, key, a)
 	}
 	return r, nil
+}
+
+// kernelLinkName reports whether the kernel takes s as a link name: 1 to
+// 15 bytes of printable ASCII, no '/', ':' or white space, not "." or "..".
+func kernelLinkName(s string) bool {
+	if s == "" || len(s) > 15 || s == "." || s == ".." {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= ' ' || c >= 0x7f || c == '/' || c == ':' {
+			return false
+		}
+	}
+	return true
 }
 
 func parseAdded(field, key string, la linkAdded) (Added, error) {

@@ -437,3 +437,16 @@ func TestReceiptRemembersMadeLinks(t *testing.T) {
 		t.Error(`"made" on a NIC accepted`)
 	}
 }
+
+// A receipt written before link names were narrowed to one alphabet still
+// loads: its entries name links the kernel took, and failing to read it
+// would fail every sync.
+func TestReceiptOfAnEarlierNameLoads(t *testing.T) {
+	r, err := ParseReceipt([]byte(`{"version": 2, "links": {}, "stacked": {"br+1": {"addresses": ["192.0.2.5/24"]}}}`))
+	if err != nil || len(r.Stacked["br+1"].Addresses) != 1 {
+		t.Fatalf("%+v, %v", r, err)
+	}
+	if _, err := ParseReceipt([]byte(`{"version": 2, "links": {}, "stacked": {"a/b": {"addresses": ["192.0.2.5/24"]}}}`)); err == nil {
+		t.Error("a name the kernel refuses was read")
+	}
+}
