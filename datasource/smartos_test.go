@@ -563,6 +563,9 @@ func TestReadSmartOSNetworkInvalid(t *testing.T) {
 				if md.Network == nil || len(md.Network.Notes) != 1 || !strings.Contains(md.Network.Notes[0], tc.want) {
 					t.Errorf("Network %+v, want it kept with one note naming %q", md.Network, tc.want)
 				}
+				if len(md.Warnings) != 1 || md.Warnings[0] != md.Network.Notes[0] {
+					t.Errorf("Warnings = %q, want the note", md.Warnings)
+				}
 				return
 			}
 			if md.Network != nil {
