@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -673,5 +675,43 @@ func TestValidLinkName(t *testing.T) {
 		if ValidLinkName(s) {
 			t.Errorf("%q accepted", s)
 		}
+	}
+}
+
+// One unsupported entry (a v1 infiniband NIC) refused the whole document,
+// leaving every other NIC unconfigured; it is left out alone, and said.
+func TestParseUnsupportedEntryLeftOutAlone(t *testing.T) {
+	c, err := Parse([]byte("version: 1\nconfig:\n" +
+		"- {type: infiniband, name: ib0, mac_address: 'a0:00:02:20:fe:80:00:00:00:00:00:00:ec:0d:9a:03:00:44:36:8d'}\n" +
+		"- {type: physical, name: eth0, mac_address: '52:54:00:00:00:01', subnets: [{type: static, address: 192.0.2.5/24}]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := c.Lookup("eth0"); i == nil || len(i.Addresses) != 1 || c.Lookup("ib0") != nil {
+		t.Errorf("interfaces %+v", c.Interfaces)
+	}
+	want := []string{"config[0].type: not a type seedkeeper handles (physical, bond, vlan, bridge, nameserver, route or loopback); the entry left out"}
+	if !slices.Equal(c.Notes, want) {
+		t.Errorf("notes %q, want %q", c.Notes, want)
+	}
+}
+
+// What is left out is told in a bounded list: a document of a thousand
+// bad routes gives the first ones and a count, and keeps its good route.
+func TestParseNotesBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("version: 2\nethernets:\n  eth0:\n    addresses: [192.0.2.5/24]\n    routes:\n    - {to: 10.0.0.0/8, via: 192.0.2.1}\n")
+	for range 1000 {
+		b.WriteString("    - {to: 10.0.0.0/8, via: 192.0.2.1, metric: -1}\n")
+	}
+	c, err := Parse([]byte(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Notes) != maxNotes+1 || c.Notes[maxNotes] != fmt.Sprintf("and %d more parts left out", 1000-maxNotes) {
+		t.Errorf("%d notes, last %q", len(c.Notes), c.Notes[len(c.Notes)-1])
+	}
+	if r := c.Interfaces[0].Routes; len(r) != 1 {
+		t.Errorf("routes %v", r)
 	}
 }
