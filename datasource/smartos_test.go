@@ -548,7 +548,7 @@ func TestReadSmartOSNetworkInvalid(t *testing.T) {
 			st := mdatatest.Default()
 			st.SetString(tc.key, tc.value)
 			_, c := smHost(t, st)
-			// Issue 11 class 7: a bad network leaves the network alone;
+			// An unreadable network leaves the network alone;
 			// the rest of the metadata is used. One bad field of a
 			// readable sdc:nics leaves out that field alone, and the
 			// network config's notes say which.

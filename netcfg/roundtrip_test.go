@@ -301,7 +301,7 @@ func TestNetworkdRoundTrip(t *testing.T) {
 // or that a line-oriented file must not hold.
 var lineBreaks = []string{"\n", "\r", "\x00", "\v", "\f", "\u0085", "\u2028", "\u2029", "\t", "\x1b", "\x7f"}
 
-// TestParseRefusesLineBreaks: issue 11 class 2, a "\n" in a bond
+// TestParseRefusesLineBreaks: a "\n" in a bond
 // parameter value added [Network] and Kind= to the .netdev file. The
 // field that holds one is left out (noted, never quoted); nothing written
 // holds it.

@@ -33,7 +33,7 @@ func TestBootHostileFieldsDegrade(t *testing.T) {
 			"  - \"ssh-rsa AAAAB3Nza\\rcommand\"\n" +
 			"  - ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGood good@key\n",
 		"user-data": "#cloud-config\n",
-		// Issue 11 class 2: a line break in a bond parameter added
+		// A line break in a bond parameter once added
 		// sections to the .netdev file. The parameter is left out, the
 		// rest of the network config stands.
 		"network-config": "version: 2\nethernets:\n  e0: {match: {macaddress: '52:54:00:12:34:56'}, set-name: e0}\n" +
