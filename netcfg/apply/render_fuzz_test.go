@@ -167,3 +167,19 @@ func FuzzRenderedNamesAreOwned(f *testing.F) {
 		checkRenderedOwned(t, cfg, liveFor(cfg))
 	})
 }
+
+// FuzzRenderedNamesAreOwnedSmartOS is FuzzRenderedNamesAreOwned for the
+// SmartOS keys.
+func FuzzRenderedNamesAreOwnedSmartOS(f *testing.F) {
+	f.Add([]byte(`[{"interface": "net0", "mac": "90:b8:d0:00:00:01", "ips": ["192.0.2.5/24"], "primary": true, "gateways": ["192.0.2.1"]},
+	  {"interface": "n$(reboot)", "mac": "90:b8:d0:00:00:02", "ips": ["dhcp"]}]`),
+		[]byte(`[{"dst": "10.0.0.0/8", "gateway": "192.0.2.2"}, {"dst": "10.0.0.0/33", "gateway": "192.0.2.2"}]`), []byte(`["192.0.2.53"]`))
+	f.Add([]byte(`[{"interface": "net0", "ips": ["addrconf", "2001:db8::5/64"], "mtu": 70000}]`), []byte(nil), []byte(`["x"]`))
+	f.Fuzz(func(t *testing.T, nics, routes, resolvers []byte) {
+		cfg, err := netcfg.FromSmartOS(nics, routes, resolvers, "example.com")
+		if err != nil {
+			return
+		}
+		checkRenderedOwned(t, cfg, liveFor(cfg))
+	})
+}
