@@ -114,25 +114,17 @@ func (e *Env) networkStep(ctx context.Context, cfg *netcfg.Config, allow hotplug
 	return res, nil
 }
 
-// render writes the networkd files for the owned interfaces and asks a
-// running networkd to reload when they changed and the change is live.
+// render writes the files of the interfaces the plan owns, as the plan
+// has them (apply.Plan.Pinned: every owned NIC matched by the MAC of its
+// link, so that no file can come to configure another NIC), and asks a
+// running stack to reload when they changed and the change is live.
 func (e *Env) render(ctx context.Context, cfg *netcfg.Config, p *apply.Plan, res *NetResult, live bool) error {
-	// Match every owned NIC by the MAC of the link it owns, also when the
-	// configuration selected it by name or glob: the files must never
-	// configure another NIC that comes to carry that name.
-	pinned := *cfg
-	pinned.Interfaces = slices.Clone(cfg.Interfaces)
-	for i := range pinned.Interfaces {
-		ifc := &pinned.Interfaces[i]
-		if mac := p.OwnedMAC[ifc.ID]; mac != "" && ifc.MAC == "" {
-			ifc.MAC, ifc.MatchName = mac, ""
-		}
-	}
-	changed, err := e.renderNetworkd(&pinned, p.Owned, res)
+	pinned := p.Pinned(cfg)
+	changed, err := e.renderNetworkd(pinned, p.Owns, res)
 	if err != nil {
 		return err
 	}
-	if err := e.writeResolvConf(&pinned, p.Owned, res); err != nil {
+	if err := e.writeResolvConf(pinned, p.Owned, res); err != nil {
 		return err
 	}
 	if changed && live && e.Root.IsReal() {
@@ -141,16 +133,12 @@ func (e *Env) render(ctx context.Context, cfg *netcfg.Config, p *apply.Plan, res
 	return nil
 }
 
-// renderNetworkd writes the files of the owned interfaces (and of bonds,
-// bridges and VLANs built only from owned ones) for the network stack the
-// image runs (netcfg.DetectStack; networkd when none is detected, as
-// before), and removes files of ours that are no longer wanted.
-func (e *Env) renderNetworkd(cfg *netcfg.Config, ownedIDs []string, res *NetResult) (bool, error) {
-	// A bond or bridge whose members are all owned, a VLAN on an owned
-	// link: also when the live apply left it to the stack (a parameter
-	// only the stack reads, a name taken until the stack starts), so that
-	// the members' files never name a link whose file is missing.
-	owned := func(i *netcfg.Interface) bool { return ownsInterface(cfg, i, ownedIDs, 0) }
+// renderNetworkd writes the files of the owned interfaces (the live plan's
+// verdict, bonds, bridges and VLANs included, and nothing else) for the
+// network stack the image runs (netcfg.DetectStack; networkd when none is
+// detected, as before), and removes files of ours that are no longer
+// wanted.
+func (e *Env) renderNetworkd(cfg *netcfg.Config, owned func(*netcfg.Interface) bool, res *NetResult) (bool, error) {
 	det, err := netcfg.DetectStack(e.Root.Path("/"))
 	if err != nil {
 		return false, fmt.Errorf("network: %w", err)
@@ -218,32 +206,6 @@ func (e *Env) renderNetworkd(cfg *netcfg.Config, ownedIDs []string, res *NetResu
 		e.Log.Info("network: "+string(det.Stack)+" files written", "dir", sf.Dir, "files", len(sf.Files), "removed", len(res.Removed))
 	}
 	return changed, nil
-}
-
-// ownsInterface: a physical interface is ours when it owns a live link; a
-// bond or bridge when all its members are ours; a VLAN when its link is.
-func ownsInterface(cfg *netcfg.Config, i *netcfg.Interface, ownedIDs []string, depth int) bool {
-	if depth > 8 {
-		return false
-	}
-	switch i.Kind {
-	case netcfg.Physical, "":
-		return slices.Contains(ownedIDs, i.ID)
-	case netcfg.VLAN:
-		l := cfg.Lookup(i.VLANLink)
-		return l != nil && ownsInterface(cfg, l, ownedIDs, depth+1)
-	default:
-		m := cfg.Members(i)
-		if len(m) == 0 {
-			return false
-		}
-		for _, x := range m {
-			if !ownsInterface(cfg, x, ownedIDs, depth+1) {
-				return false
-			}
-		}
-		return true
-	}
 }
 
 // writeResolvConf writes /etc/resolv.conf from the DNS of the metadata when

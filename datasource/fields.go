@@ -76,6 +76,21 @@ func (md *Metadata) warn(log *slog.Logger, msg string) {
 	}
 }
 
+// networkNotes records what the network config parser left out (one bad
+// field degrades that field; the rest of the config is used), each under
+// the name of the document it came from ("" when the note names it).
+func (md *Metadata) networkNotes(log *slog.Logger, doc string) {
+	if md.Network == nil {
+		return
+	}
+	for _, n := range md.Network.Notes {
+		if doc != "" {
+			n = doc + ": " + n
+		}
+		md.warn(log, n)
+	}
+}
+
 // usableInstanceID returns the reported ID when cloud-init can use it; an
 // unusable one is recorded as dropped and "" returned, so that the caller
 // treats it as absent (the platform default applies).

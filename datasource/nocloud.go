@@ -425,6 +425,7 @@ func (m *noCloudMerge) metadata(root sysroot.Root, log *slog.Logger) (*Metadata,
 			md.warn(log, fmt.Sprintf("%s dropped, leaving the network alone: %v", m.networkName, err))
 			md.Network, md.NetworkConfigRaw = nil, nil
 		}
+		md.networkNotes(log, m.networkName)
 	} else if _, ok := m.meta["network-interfaces"]; ok {
 		log.Warn("meta-data network-interfaces (ENI, deprecated) is not supported; leaving the network alone")
 	}

@@ -174,6 +174,7 @@ func readSmartOSClient(ctx context.Context, c *mdata.Client, log *slog.Logger) (
 			md.warn(log, fmt.Sprintf("sdc:nics dropped, leaving the network alone: %v", err))
 		}
 		md.Network = cfg
+		md.networkNotes(log, "")
 	}
 	if v, ok := r.vals[KeyNetworkDrivers]; ok {
 		md.NetworkDriversSet = true

@@ -533,25 +533,42 @@ func TestReadSmartOSNetworkAbsent(t *testing.T) {
 }
 
 func TestReadSmartOSNetworkInvalid(t *testing.T) {
-	for _, tc := range []struct{ key, value, want string }{
-		{"sdc:nics", `[{"interface":"net0",`, "sdc:nics: invalid JSON"},
-		{"sdc:nics", `{"interface":"net0"}`, "sdc:nics"},
-		{"sdc:nics", `[{"interface":"net0","ips":["300.1.1.1/24"]}]`, "sdc:nics[0].ips[0]"},
-		{"sdc:routes", `[{"dst":"198.51.100.0/24"`, "sdc:routes: invalid JSON"},
-		{"sdc:resolvers", `["192.0.2.53",]`, "sdc:resolvers: invalid JSON"},
+	for _, tc := range []struct {
+		key, value, want string
+		whole            bool // sdc:nics unreadable: the whole network is left alone
+	}{
+		{"sdc:nics", `[{"interface":"net0",`, "sdc:nics: invalid JSON", true},
+		{"sdc:nics", `{"interface":"net0"}`, "sdc:nics", true},
+		{"sdc:nics", `[{"interface":"net0","ips":["300.1.1.1/24"]}]`, "sdc:nics[0].ips[0]", false},
+		{"sdc:routes", `[{"dst":"198.51.100.0/24"`, "sdc:routes: invalid JSON", false},
+		{"sdc:resolvers", `["192.0.2.53",]`, "sdc:resolvers: invalid JSON", false},
 	} {
 		t.Run(tc.key+" "+tc.value, func(t *testing.T) {
 			st := mdatatest.Default()
 			st.SetString(tc.key, tc.value)
 			_, c := smHost(t, st)
-			// Issue 11 class 7: a bad network leaves the network alone;
-			// the rest of the metadata is used.
+			// An unreadable network leaves the network alone;
+			// the rest of the metadata is used. One bad field of a
+			// readable sdc:nics leaves out that field alone, and the
+			// network config's notes say which.
 			md, err := ReadSmartOS(smContext(t), Options{MdataClient: c})
 			if err != nil {
 				t.Fatalf("err = %v, want the network dropped and the rest read", err)
 			}
-			if md.Network != nil || md.InstanceID == "" || len(md.PublicKeys) == 0 {
-				t.Errorf("Network %+v, ID %q, keys %d", md.Network, md.InstanceID, len(md.PublicKeys))
+			if md.InstanceID == "" || len(md.PublicKeys) == 0 {
+				t.Errorf("ID %q, keys %d", md.InstanceID, len(md.PublicKeys))
+			}
+			if !tc.whole {
+				if md.Network == nil || len(md.Network.Notes) != 1 || !strings.Contains(md.Network.Notes[0], tc.want) {
+					t.Errorf("Network %+v, want it kept with one note naming %q", md.Network, tc.want)
+				}
+				if len(md.Warnings) != 1 || md.Warnings[0] != md.Network.Notes[0] {
+					t.Errorf("Warnings = %q, want the note", md.Warnings)
+				}
+				return
+			}
+			if md.Network != nil {
+				t.Errorf("Network %+v", md.Network)
 			}
 			if len(md.Warnings) != 1 || !strings.Contains(md.Warnings[0], tc.want) || !strings.Contains(md.Warnings[0], "leaving the network alone") {
 				t.Errorf("Warnings = %q, want one naming %q", md.Warnings, tc.want)

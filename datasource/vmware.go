@@ -280,6 +280,7 @@ func applyVMwareMetaData(md *Metadata, doc []byte, log *slog.Logger) error {
 			md.warn(log, fmt.Sprintf("network dropped, leaving the network alone: %v", err))
 			md.Network, md.NetworkConfigRaw = nil, nil
 		}
+		md.networkNotes(log, "network")
 	}
 	if v, ok := m["network-drivers"]; ok {
 		md.NetworkDriversSet = true

@@ -7,17 +7,24 @@
 //
 // Parse reads v1 and v2 documents (YAML or JSON, wrapped in "network:" or
 // not), ParseValue an already decoded one, FromSmartOS the sdc:nics,
-// sdc:routes and sdc:resolvers keys. Errors name the field:
-// config[2].subnets[0].address: "10.0.0.300/24" is not an IP address.
+// sdc:routes and sdc:resolvers keys. One bad field degrades only what it
+// belongs to (a route, an address, a setting; a link when what names it
+// is bad), and Config.Notes names each field left out, never its value:
+// config[2].subnets[0].address: not an IP address; the subnet left out.
 //
 // The input comes from outside the VM, so the parsers refuse a document
 // that expands beyond MaxExpandedSize once its YAML aliases are resolved,
-// and any string holding a line break or another control or separator
-// character (CheckLine); the writers (RenderNetworkd, RenderResolvConf)
-// check every value again where they write it, and networkd file names
-// are derived and checked when the configuration is read, before
-// anything is applied. Whatever a parser accepts renders to files that
-// read back, as systemd splits them, to the same model.
+// and leave out any string holding a line break or another control or
+// separator character (CheckLine); every link name takes one alphabet
+// (ValidLinkName), which no shell, glob or list language reads as syntax.
+// The writers (RenderNetworkd, RenderNetworkManager, RenderIfupdown,
+// RenderResolvConf) check every value again where they write it, and
+// networkd file names are derived and checked when the configuration is
+// read, before anything is applied. Whatever a parser accepts renders to
+// files that read back, as systemd splits them, to the same model. The
+// renderers write the interfaces their owned argument accepts, and never
+// name a master or VLAN it does not accept; the agent passes the live
+// plan's verdict (apply.Plan.Owns, on apply.Plan.Pinned).
 //
 // Only NICs the configuration names by MAC (or by name where it has no MAC)
 // and whose driver is allowed are ever touched.

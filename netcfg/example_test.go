@@ -34,13 +34,14 @@ config:
 	fmt.Println(eth0.Routes[0].To, "via", eth0.Routes[0].Via)
 	fmt.Println(c.DNS.Nameservers)
 
-	_, err = netcfg.Parse([]byte("version: 1\nconfig:\n- {type: physical, name: eth0, subnets: [{type: static, address: 10.0.0.300/24}]}\n"))
-	fmt.Println(err)
+	// One bad field leaves out what it belongs to, and says so.
+	c, err = netcfg.Parse([]byte("version: 1\nconfig:\n- {type: physical, name: eth0, subnets: [{type: dhcp}, {type: static, address: 10.0.0.300/24}]}\n"))
+	fmt.Println(err, c.Interfaces[0].DHCP4, c.Notes)
 	// Output:
 	// eth0 [192.0.2.10/24] true
 	// 0.0.0.0/0 via 192.0.2.1
 	// [192.0.2.53]
-	// config[0].subnets[0].address: "10.0.0.300/24" is not an IP address
+	// <nil> true [config[0].subnets[1].address: not an IP address; the subnet left out]
 }
 
 func ExampleRenderNetworkd() {

@@ -26,9 +26,14 @@ const IfupdownFile = "50-seedkeeper"
 //   - DNS as dns-nameservers/dns-search (read by resolvconf when the
 //     image has it; seedkeeper writes /etc/resolv.conf otherwise).
 //
-// Bonds, bridges and VLANs are returned in skipped. A name or value that
-// would end the line or the stanza (a control character or whitespace)
-// is an error naming the interface.
+// ifupdown runs the up, post-up and down lines with sh -c, so every word
+// of them is made of characters sh reads as themselves: link names pass
+// ValidLinkName, addresses are printed by net/netip, numbers by strconv;
+// the one piece of shell syntax is the "|| true" seedkeeper writes.
+//
+// Bonds, bridges and VLANs are returned in skipped, and so is a link whose
+// name is not a ValidLinkName or is another's (a model built by hand; the
+// parsers and the plan never make one).
 func RenderIfupdown(c *Config, owned func(*Interface) bool) (file []byte, skipped []string, err error) {
 	links, dnsLinks, extraRoutes, skipped := physicalPlan(c, owned)
 	var b strings.Builder
@@ -37,11 +42,9 @@ func RenderIfupdown(c *Config, owned func(*Interface) bool) (file []byte, skippe
 	for _, ifc := range links {
 		name := ifc.LinkName()
 		who := "render ifupdown: interface " + strconv.Quote(ifc.ID)
-		if !ifupdownWord(name) {
-			return nil, nil, fmt.Errorf("%s: name is not a single word of printable characters", who)
-		}
-		if seen[name] {
-			return nil, nil, fmt.Errorf("%s: two links are named %s", who, strconv.Quote(name))
+		if !ValidLinkName(name) || seen[name] {
+			skipped = append(skipped, ifc.ID)
+			continue
 		}
 		seen[name] = true
 		var extraDNS DNS
@@ -55,19 +58,14 @@ func RenderIfupdown(c *Config, owned func(*Interface) bool) (file []byte, skippe
 	return []byte(b.String()), skipped, nil
 }
 
-// ifupdownWord reports whether s can be written as one word of a stanza.
-func ifupdownWord(s string) bool {
-	return s != "" && !strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r == 0x7f || r == '#' })
-}
-
 func writeStanzas(b *strings.Builder, ifc *Interface, name string, extraDNS DNS, extraRoutes []Route, who string) error {
 	dns := DNS{
 		Nameservers: dedupe(slices.Concat(ifc.DNS.Nameservers, extraDNS.Nameservers)),
 		Search:      dedupe(slices.Concat(ifc.DNS.Search, extraDNS.Search)),
 	}
 	for _, d := range dns.Search {
-		if !ifupdownWord(d) {
-			return fmt.Errorf("%s: a search domain is not a single word of printable characters", who)
+		if err := checkDomain(d); err != nil {
+			return fmt.Errorf("%s: %w", who, err)
 		}
 	}
 	b.WriteString("\nallow-hotplug " + name + "\nauto " + name + "\n")

@@ -21,6 +21,11 @@ type Config struct {
 	Routes []Route
 	// DNS that belongs to no interface (v1 "nameserver", sdc:resolvers).
 	DNS DNS
+	// Notes name what the document said that was left out, smallest part
+	// first (a route, an address, a field, a link), each with the path of
+	// the field and why, never its text; the rest of the document stands
+	// as it is. Nil when nothing was left out.
+	Notes []string
 }
 
 // Interface is one link the configuration describes.

@@ -4,11 +4,15 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -274,6 +278,10 @@ func TestParseDisabled(t *testing.T) {
 	}
 }
 
+// TestParseInvalid: each fixture has one bad field. A document that cannot
+// be read at all is an error; any other bad field leaves out the smallest
+// part it belongs to, and the one note says which field and what was left
+// out, never the text of the field.
 func TestParseInvalid(t *testing.T) {
 	errFiles, err := filepath.Glob(filepath.Join(fixtures, "invalid", "*.err"))
 	if err != nil || len(errFiles) < 20 {
@@ -298,10 +306,16 @@ func TestParseInvalid(t *testing.T) {
 				t.Fatal(err)
 			}
 			c, err := Parse(data)
-			if err == nil {
-				t.Fatalf("accepted: %+v", c)
+			var got string
+			switch {
+			case err != nil:
+				got = err.Error()
+			case len(c.Notes) != 1:
+				t.Fatalf("accepted with notes %q: %+v", c.Notes, c)
+			default:
+				got = c.Notes[0]
 			}
-			if got := err.Error(); got != strings.TrimSpace(string(want)) {
+			if got != strings.TrimSpace(string(want)) {
 				t.Errorf("error\n got: %s\nwant: %s", got, strings.TrimSpace(string(want)))
 			}
 		})
@@ -320,8 +334,8 @@ func TestParseErrorsOther(t *testing.T) {
 		}
 	}
 	var fe *FieldError
-	_, err := Parse(readFixture(t, "invalid/v1-bad-address.yaml"))
-	if !errors.As(err, &fe) || fe.Path != "config[2].subnets[0].address" {
+	_, err := Parse(readFixture(t, "invalid/v1-config-not-list.yaml"))
+	if !errors.As(err, &fe) || fe.Path != "config" {
 		t.Errorf("not a *FieldError with the path: %#v", err)
 	}
 }
@@ -343,7 +357,7 @@ func TestParseValue(t *testing.T) {
 		c.Interfaces[0].Routes[0].Via != ip("192.0.2.1") {
 		t.Errorf("got %+v", c.Interfaces)
 	}
-	if _, err := ParseValue(map[string]any{"version": 2.5}); err == nil || err.Error() != "version: 2.5 is not a whole number" {
+	if _, err := ParseValue(map[string]any{"version": 2.5}); err == nil || err.Error() != "version: not a whole number" {
 		t.Errorf("fractional version: %v", err)
 	}
 }
@@ -420,25 +434,42 @@ func TestFromSmartOSCases(t *testing.T) {
 	}
 }
 
+// TestFromSmartOSErrors: sdc:nics that is not an array is an error; every
+// other bad field leaves out the smallest part it belongs to, with one
+// note, and the good nic keeps its address.
 func TestFromSmartOSErrors(t *testing.T) {
 	nic := `{"interface": "net0", "mac": "90:b8:d0:00:00:01", "ips": ["10.0.0.5/24"]}`
 	for _, tc := range []struct{ nics, routes, resolvers, want string }{
 		{nics: `[{"interface": "net0"`, want: "sdc:nics: invalid JSON: unexpected EOF"},
 		{nics: `{"interface": "net0"}`, want: "sdc:nics: must be a list, not a mapping"},
-		{nics: `[` + nic + `, {"mac": "90:b8:d0:00:00:02"}]`, want: "sdc:nics[1].interface: missing"},
-		{nics: `[` + nic + `, {"interface": "net1", "ips": ["10.0.0.300/24"]}]`, want: `sdc:nics[1].ips[0]: "10.0.0.300/24" is not an IP address`},
-		{nics: `[{"interface": "net0", "mac": "nope"}]`, want: `sdc:nics[0].mac: "nope" is not a MAC address`},
-		{nics: `[{"interface": "net0", "ips": [5]}]`, want: `sdc:nics[0].ips[0]: must be a string, not a number`},
-		{nics: `[{"interface": "net0", "primary": true, "ips": ["10.0.0.5/24"], "gateways": ["10.0.0.x"]}]`, want: `sdc:nics[0].gateways[0]: "10.0.0.x" is not an IP address`},
-		{nics: `[` + nic + `,` + nic + `]`, want: `sdc:nics[1].interface: "net0" is already used by sdc:nics[0]`},
-		{nics: `[` + nic + `]`, routes: `[{"dst": "10.0.0.0/8"}]`, want: "sdc:routes[0].gateway: missing"},
-		{nics: `[` + nic + `]`, routes: `[{"dst": "10.0.0.0/8", "gateway": "10.0.0.1"}`, want: "sdc:routes: invalid JSON: unexpected EOF"},
-		{nics: `[` + nic + `]`, resolvers: `["8.8.8.8", "dns.google"]`, want: `sdc:resolvers[1]: "dns.google" is not an IP address`},
-		{nics: `[` + nic + `]`, resolvers: `["8.8.8.8"] x`, want: "sdc:resolvers: invalid JSON: data after the array"},
+		{nics: `[` + nic + `, {"mac": "90:b8:d0:00:00:02"}]`, want: "sdc:nics[1].interface: missing; the nic left out"},
+		{nics: `[` + nic + `, {"interface": "net1", "ips": ["10.0.0.300/24"]}]`, want: `sdc:nics[1].ips[0]: not an IP address; the address left out`},
+		{nics: `[` + nic + `, {"interface": "net1", "mac": "nope"}]`, want: `sdc:nics[1].mac: not a MAC address; the nic left out`},
+		{nics: `[` + nic + `, {"interface": "net1", "ips": [5]}]`, want: `sdc:nics[1].ips[0]: must be a string, not a number; the address left out`},
+		{nics: `[` + nic + `, {"interface": "net1", "primary": true, "ips": ["10.1.0.5/24"], "gateways": ["10.0.0.x"]}]`, want: `sdc:nics[1].gateways[0]: not an IP address; the gateway left out`},
+		{nics: `[` + nic + `,` + nic + `]`, want: `sdc:nics[1].interface: the name is already used by sdc:nics[0]; the nic left out`},
+		{nics: `[` + nic + `]`, routes: `[{"dst": "10.0.0.0/8"}]`, want: "sdc:routes[0].gateway: missing; the route left out"},
+		{nics: `[` + nic + `]`, routes: `[{"dst": "10.0.0.0/8", "gateway": "10.0.0.1"}`, want: "sdc:routes: invalid JSON: unexpected EOF; every route left out"},
+		{nics: `[` + nic + `]`, routes: `[{"dst": "10.0.0.0/8", "gateway": "10.0.0.1", "x": "\u0000"}, {"dst": "10.0.0.0/33", "gateway": "10.0.0.1"}]`, want: "sdc:routes[1].dst: a bad prefix length; the route left out"},
+		{nics: `[` + nic + `]`, resolvers: `["8.8.8.8", "dns.google"]`, want: `sdc:resolvers[1]: not an IP address; the resolver left out`},
+		{nics: `[` + nic + `]`, resolvers: `["8.8.8.8"] x`, want: "sdc:resolvers: invalid JSON: data after the array; every resolver left out"},
 	} {
-		_, err := FromSmartOS([]byte(tc.nics), []byte(tc.routes), []byte(tc.resolvers), "")
-		if err == nil || err.Error() != tc.want {
-			t.Errorf("FromSmartOS(%s, %s, %s)\n got: %v\nwant: %s", tc.nics, tc.routes, tc.resolvers, err, tc.want)
+		c, err := FromSmartOS([]byte(tc.nics), []byte(tc.routes), []byte(tc.resolvers), "")
+		var got string
+		switch {
+		case err != nil:
+			got = err.Error()
+		case len(c.Notes) != 1:
+			t.Errorf("FromSmartOS(%s, %s, %s): notes %q", tc.nics, tc.routes, tc.resolvers, c.Notes)
+			continue
+		default:
+			got = c.Notes[0]
+			if i := c.ByMAC("90:b8:d0:00:00:01"); i == nil || len(i.Addresses) != 1 {
+				t.Errorf("FromSmartOS(%s, %s, %s): the good nic lost its address: %+v", tc.nics, tc.routes, tc.resolvers, c.Interfaces)
+			}
+		}
+		if got != tc.want {
+			t.Errorf("FromSmartOS(%s, %s, %s)\n got: %v\nwant: %s", tc.nics, tc.routes, tc.resolvers, got, tc.want)
 		}
 	}
 }
@@ -568,4 +599,119 @@ func (f fixture) golden() string {
 		return "sdc-" + f.name + ".txt"
 	}
 	return f.name + ".txt"
+}
+
+// TestLinkNamesOneAlphabet: a NIC set-name "e$(>pwn)" reached ifupdown's
+// "up ip link set dev ..." lines, which ifupdown runs with sh -c: a
+// command run as root at every ifup. Every path by which a name enters
+// the model takes it through ValidLinkName; a bad name leaves its link
+// out (noted, never quoted), the good link stays, and no renderer writes
+// the name.
+func TestLinkNamesOneAlphabet(t *testing.T) {
+	good := "{type: physical, name: good0, mac_address: '02:00:00:00:00:09', subnets: [{type: dhcp}]}"
+	goodV2 := "good0: {match: {macaddress: '02:00:00:00:00:09'}, set-name: good0, dhcp4: true}"
+	for _, bad := range []string{"e$(>pwn)", "e`id`", "e;reboot", "e|x", "e&x", "e*", "e?", "e[0]", "e!", "a,b", "a:b", "a=b", "-e", "e f", "e'x", "e\\\\x", "~e", "e#x", "e/x", "..", "averyveryverylongname"} {
+		q := "'" + strings.ReplaceAll(bad, "'", "''") + "'"
+		for _, doc := range []string{
+			"version: 2\nethernets:\n  " + goodV2 + "\n  e0: {match: {macaddress: '02:00:00:00:00:01'}, set-name: " + q + ", dhcp4: true}",
+			"version: 2\nethernets:\n  " + goodV2 + "\n  " + q + ": {dhcp4: true}",
+			"version: 2\nethernets:\n  " + goodV2 + "\nbonds:\n  " + q + ": {interfaces: [good0], dhcp4: true}",
+			"version: 2\nethernets:\n  " + goodV2 + "\nbridges:\n  br0: {interfaces: [" + q + "], dhcp4: true}",
+			"version: 2\nethernets:\n  " + goodV2 + "\nvlans:\n  v5: {id: 5, link: " + q + ", dhcp4: true}",
+			"version: 1\nconfig:\n- " + good + "\n- {type: physical, name: " + q + ", subnets: [{type: dhcp}]}",
+			"version: 1\nconfig:\n- " + good + "\n- {type: bond, name: bond0, bond_interfaces: [" + q + "], subnets: [{type: dhcp}]}",
+			"version: 1\nconfig:\n- " + good + "\n- {type: vlan, name: v5, vlan_id: 5, vlan_link: " + q + "}",
+		} {
+			c, err := Parse([]byte(doc))
+			if err != nil {
+				t.Fatalf("%s\nthe whole document refused: %v", doc, err)
+			}
+			checkBadNameLeftOut(t, doc, bad, c)
+		}
+		nics := `[{"interface": "good0", "mac": "02:00:00:00:00:09", "ips": ["dhcp"]}, {"interface": ` + strconv.Quote(bad) + `, "ips": ["dhcp"]}]`
+		c, err := FromSmartOS([]byte(nics), nil, nil, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkBadNameLeftOut(t, nics, bad, c)
+	}
+}
+
+func checkBadNameLeftOut(t *testing.T, doc, bad string, c *Config) {
+	t.Helper()
+	// The path names a v2 key as it is (that is where); the message after
+	// it never repeats the value.
+	if c.Lookup("good0") == nil || len(c.Notes) != 1 || bad != ".." && strings.Contains(c.Notes[0][strings.Index(c.Notes[0], ": "):], bad) {
+		t.Errorf("%s\ninterfaces %+v\nnotes %q: want good0 kept and one note that does not quote the name", doc, c.Interfaces, c.Notes)
+	}
+	files, err := RenderNetworkd(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nm, _, err := RenderNetworkManager(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	maps.Copy(files, nm)
+	ifup, _, err := RenderIfupdown(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files["ifupdown"] = ifup
+	for name, b := range files {
+		if strings.Contains(string(b), bad) {
+			t.Errorf("%s\n%s writes the name:\n%s", doc, name, b)
+		}
+	}
+}
+
+func TestValidLinkName(t *testing.T) {
+	for _, s := range []string{"eth0", "ens3", "bond0.100", "br-lan", "wan_1", "a", "123456789012345", "e.", "..."} {
+		if !ValidLinkName(s) {
+			t.Errorf("%q refused", s)
+		}
+	}
+	for _, s := range []string{"", ".", "..", "-e", "1234567890123456", "e 0", "e\t0", "e/0", "e:0", "e$", "e*", "e,", "e;", "e=", "e'", "e\"", "e`", "e\\", "e(", "e|", "e&", "e<", "e>", "e~", "e#", "e!", "e[", "é", "e\x00"} {
+		if ValidLinkName(s) {
+			t.Errorf("%q accepted", s)
+		}
+	}
+}
+
+// One unsupported entry (a v1 infiniband NIC) refused the whole document,
+// leaving every other NIC unconfigured; it is left out alone, and said.
+func TestParseUnsupportedEntryLeftOutAlone(t *testing.T) {
+	c, err := Parse([]byte("version: 1\nconfig:\n" +
+		"- {type: infiniband, name: ib0, mac_address: 'a0:00:02:20:fe:80:00:00:00:00:00:00:ec:0d:9a:03:00:44:36:8d'}\n" +
+		"- {type: physical, name: eth0, mac_address: '52:54:00:00:00:01', subnets: [{type: static, address: 192.0.2.5/24}]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := c.Lookup("eth0"); i == nil || len(i.Addresses) != 1 || c.Lookup("ib0") != nil {
+		t.Errorf("interfaces %+v", c.Interfaces)
+	}
+	want := []string{"config[0].type: not a type seedkeeper handles (physical, bond, vlan, bridge, nameserver, route or loopback); the entry left out"}
+	if !slices.Equal(c.Notes, want) {
+		t.Errorf("notes %q, want %q", c.Notes, want)
+	}
+}
+
+// What is left out is told in a bounded list: a document of a thousand
+// bad routes gives the first ones and a count, and keeps its good route.
+func TestParseNotesBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("version: 2\nethernets:\n  eth0:\n    addresses: [192.0.2.5/24]\n    routes:\n    - {to: 10.0.0.0/8, via: 192.0.2.1}\n")
+	for range 1000 {
+		b.WriteString("    - {to: 10.0.0.0/8, via: 192.0.2.1, metric: -1}\n")
+	}
+	c, err := Parse([]byte(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Notes) != maxNotes+1 || c.Notes[maxNotes] != fmt.Sprintf("and %d more parts left out", 1000-maxNotes) {
+		t.Errorf("%d notes, last %q", len(c.Notes), c.Notes[len(c.Notes)-1])
+	}
+	if r := c.Interfaces[0].Routes; len(r) != 1 {
+		t.Errorf("routes %v", r)
+	}
 }

@@ -25,7 +25,10 @@ const Header = "# Written by seedkeeper; changes will be overwritten."
 //     bond or VLAN that inherits the MAC does not match too), by name or
 //     glob where the configuration has no MAC, and by driver if it asks.
 //   - Bond and bridge members get Bond=/Bridge= and no addresses of their
-//     own; a VLAN's parent gets VLAN=.
+//     own; a VLAN's parent gets VLAN=. Only a master or VLAN that is
+//     itself rendered is named: a member of a bond that is not owned gets
+//     its own plain configuration, so no file names a link no file
+//     defines.
 //   - Global DNS goes on every owned link that can reach a default router
 //     (a static gateway, DHCP or SLAAC), or on every link with addresses
 //     if none can. A global route goes on the first owned link whose
@@ -36,28 +39,24 @@ func RenderNetworkd(c *Config, owned func(*Interface) bool) (map[string][]byte, 
 	if owned == nil {
 		owned = func(*Interface) bool { return true }
 	}
-	var links []*Interface
-	for i := range c.Interfaces {
-		if ifc := &c.Interfaces[i]; owned(ifc) {
-			links = append(links, ifc)
-		}
-	}
+	v := newView(c, owned)
+	links := v.links
 
 	// Where global DNS and routes go.
 	var dnsLinks []*Interface
 	for _, ifc := range links {
-		if c.Master(ifc) == nil && (hasDefaultRoute(ifc) || ifc.DHCP4 || ifc.DHCP6 || ifc.SLAAC) {
+		if v.master(ifc) == nil && (hasDefaultRoute(ifc) || ifc.DHCP4 || ifc.DHCP6 || ifc.SLAAC) {
 			dnsLinks = append(dnsLinks, ifc)
 		}
 	}
 	if len(dnsLinks) == 0 {
 		for _, ifc := range links {
-			if c.Master(ifc) == nil && ifc.HasL3() {
+			if v.master(ifc) == nil && ifc.HasL3() {
 				dnsLinks = append(dnsLinks, ifc)
 			}
 		}
 	}
-	extraRoutes := routeHomes(c, links)
+	extraRoutes := v.routeHomes()
 
 	files := map[string][]byte{}
 	for _, ifc := range links {
@@ -69,7 +68,7 @@ func RenderNetworkd(c *Config, owned func(*Interface) bool) (map[string][]byte, 
 		if slices.Contains(dnsLinks, ifc) {
 			extraDNS = c.DNS
 		}
-		b, err := renderNetwork(c, ifc, extraDNS, extraRoutes[ifc])
+		b, err := renderNetwork(v, ifc, extraDNS, extraRoutes[ifc])
 		if err != nil {
 			return nil, fmt.Errorf("render networkd: %s.network: %w", base, err)
 		}
@@ -89,22 +88,26 @@ func RenderNetworkd(c *Config, owned func(*Interface) bool) (map[string][]byte, 
 const maxIDInName = 64
 
 // networkdBase is the file name, without extension, of the networkd files
-// of the entry with this ID: 10-seedkeeper-<id> when the ID is a short
-// run of letters, digits, '.', '-' and '_'; otherwise (an ID with other
-// characters, or a long one) its safe prefix and a hash of the whole ID,
-// so that the name is never too long and two IDs that differ only in
-// unsafe characters do not share it. The '~' before the hash never occurs
-// in a plain name, so a hashed name cannot equal one.
-func networkdBase(id string) string {
+// of the entry with this ID: 10-seedkeeper-<id> (see fileBase).
+func networkdBase(id string) string { return "10-" + fileBase(id) }
+
+// fileBase names the files and profiles of the entry with this ID:
+// seedkeeper-<id> when the ID is a short run of letters, digits, '.', '-'
+// and '_'; otherwise (an ID with other characters, or a long one) its
+// safe prefix and a hash of the whole ID, so that the name is never too
+// long and two IDs that differ only in unsafe characters do not share
+// it. The '~' before the hash never occurs in a plain name, so a hashed
+// name cannot equal one.
+func fileBase(id string) string {
 	safe := fileSafe(id)
 	if safe == id && len(id) <= maxIDInName && id != "." && id != ".." {
-		return "10-seedkeeper-" + id
+		return "seedkeeper-" + id
 	}
 	h := sha256.Sum256([]byte(id))
 	if len(safe) > maxIDInName-16 {
 		safe = safe[:maxIDInName-16]
 	}
-	return "10-seedkeeper-" + safe + "~" + hex.EncodeToString(h[:6])
+	return "seedkeeper-" + safe + "~" + hex.EncodeToString(h[:6])
 }
 
 // checkFileNames refuses a configuration in which two entries would
@@ -213,7 +216,7 @@ func checkINIValue(v string) error {
 	return nil
 }
 
-func renderNetwork(c *Config, ifc *Interface, extraDNS DNS, extraRoutes []Route) ([]byte, error) {
+func renderNetwork(v *view, ifc *Interface, extraDNS DNS, extraRoutes []Route) ([]byte, error) {
 	w := &ini{}
 	w.WriteString(Header + "\n")
 	w.section("Match")
@@ -237,7 +240,7 @@ func renderNetwork(c *Config, ifc *Interface, extraDNS DNS, extraRoutes []Route)
 	}
 
 	w.section("Network")
-	master := c.Master(ifc)
+	master := v.master(ifc)
 	if master != nil {
 		// A member carries no addresses of its own.
 		if master.Kind == Bond {
@@ -289,8 +292,8 @@ func renderNetwork(c *Config, ifc *Interface, extraDNS DNS, extraRoutes []Route)
 			w.kv("Domains", strings.Join(dns.Search, " "))
 		}
 	}
-	for _, v := range c.VLANs(ifc) {
-		w.kv("VLAN", v.LinkName())
+	for _, vl := range v.vlans(ifc) {
+		w.kv("VLAN", vl.LinkName())
 	}
 	if master == nil {
 		if ifc.DHCP4 && ifc.DHCPMetric != 0 {
@@ -461,16 +464,57 @@ func RenderResolvConf(dns DNS) []byte {
 	return b.Bytes()
 }
 
-// routeHomes puts each of c's global routes on one of links (every
-// renderer's rule): the first link with layer-3 settings whose addresses
-// hold the route's gateway, else the first link with layer-3 settings; a
-// bond or bridge member never carries one.
-func routeHomes(c *Config, links []*Interface) map[*Interface][]Route {
+// view is the part of a configuration a renderer writes: the owned
+// interfaces, and the relations among them. A master or VLAN that is not
+// owned is not rendered, so it is never named either.
+type view struct {
+	c     *Config
+	owned func(*Interface) bool
+	links []*Interface // the owned interfaces, in configuration order
+}
+
+func newView(c *Config, owned func(*Interface) bool) *view {
+	if owned == nil {
+		owned = func(*Interface) bool { return true }
+	}
+	v := &view{c: c, owned: owned}
+	for i := range c.Interfaces {
+		if ifc := &c.Interfaces[i]; owned(ifc) {
+			v.links = append(v.links, ifc)
+		}
+	}
+	return v
+}
+
+// master is the owned bond or bridge that enslaves ifc, or nil.
+func (v *view) master(ifc *Interface) *Interface {
+	if m := v.c.Master(ifc); m != nil && v.owned(m) {
+		return m
+	}
+	return nil
+}
+
+// vlans are the owned VLANs on ifc.
+func (v *view) vlans(ifc *Interface) []*Interface {
+	var out []*Interface
+	for _, vl := range v.c.VLANs(ifc) {
+		if v.owned(vl) {
+			out = append(out, vl)
+		}
+	}
+	return out
+}
+
+// routeHomes puts each of the global routes on one of the owned links
+// (every renderer's rule): the first link with layer-3 settings whose
+// addresses hold the route's gateway, else the first link with layer-3
+// settings; a bond or bridge member never carries one.
+func (v *view) routeHomes() map[*Interface][]Route {
 	placed := map[*Interface][]Route{}
-	for _, r := range c.Routes {
+	for _, r := range v.c.Routes {
 		var best *Interface
-		for _, ifc := range links {
-			if c.Master(ifc) != nil || !ifc.HasL3() {
+		for _, ifc := range v.links {
+			if v.master(ifc) != nil || !ifc.HasL3() {
 				continue
 			}
 			if best == nil {

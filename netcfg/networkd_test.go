@@ -367,3 +367,26 @@ exec "$2"`
 		}
 	}
 }
+
+// A renderer never names a master or a VLAN it does not also define: the
+// owned member of a bond that is not owned gets its own plain file, and
+// an owned NIC under a VLAN that is not owned gets no VLAN= line.
+func TestRenderNetworkdNamesOnlyWhatItDefines(t *testing.T) {
+	c := &Config{Interfaces: []Interface{
+		{ID: "e0", Kind: Physical, MAC: "52:54:00:00:00:01", Addresses: []netip.Prefix{netip.MustParsePrefix("192.0.2.5/24")}},
+		{ID: "e1", Kind: Physical, MAC: "52:54:00:00:00:02"},
+		{ID: "bond0", Kind: Bond, Name: "bond0", Links: []string{"e0", "e1"}, DHCP4: true},
+		{ID: "v5", Kind: VLAN, Name: "e0.5", VLANLink: "e0", VLANID: 5},
+	}}
+	files, err := RenderNetworkd(c, func(i *Interface) bool { return i.ID == "e0" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 1 {
+		t.Fatalf("files %v", files)
+	}
+	b := string(files["10-seedkeeper-e0.network"])
+	if strings.Contains(b, "Bond=") || strings.Contains(b, "VLAN=") || !strings.Contains(b, "Address=192.0.2.5/24\n") {
+		t.Errorf("e0:\n%s", b)
+	}
+}

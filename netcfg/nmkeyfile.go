@@ -18,7 +18,8 @@ const NMConnectionDir = "/run/NetworkManager/system-connections"
 // NMConnectionDir: file name → content. The files must be written 0600
 // (NetworkManager ignores keyfiles others can read).
 //
-//   - One profile per link, "seedkeeper-<id>", matched by MAC address (by
+//   - One profile per link, "seedkeeper-<id>" (the ID hashed when it is
+//     not a plain file name), matched by MAC address (by
 //     interface name where the configuration has no MAC), with a fixed
 //     UUID made from the ID so the same configuration gives the same bytes.
 //   - Static addresses and DHCP as NetworkManager's ipv4/ipv6 methods;
@@ -35,7 +36,7 @@ func RenderNetworkManager(c *Config, owned func(*Interface) bool) (files map[str
 	links, dnsLinks, extraRoutes, skipped := physicalPlan(c, owned)
 	files = map[string][]byte{}
 	for _, ifc := range links {
-		name := "seedkeeper-" + fileSafe(ifc.ID) + ".nmconnection"
+		name := fileBase(ifc.ID) + ".nmconnection"
 		if _, dup := files[name]; dup {
 			return nil, nil, fmt.Errorf("render NetworkManager: two links map to file %s", name)
 		}
@@ -55,36 +56,32 @@ func RenderNetworkManager(c *Config, owned func(*Interface) bool) (files map[str
 // physicalPlan picks the owned physical links, the ones that carry the
 // global DNS, and the link each global route goes on, as RenderNetworkd
 // does; it returns the IDs of the owned links of other kinds, and of the
-// members of a bond or bridge, as skipped.
+// members of an owned bond or bridge or the parents of an owned VLAN, as
+// skipped. A NIC whose bond is not owned is a plain link here.
 func physicalPlan(c *Config, owned func(*Interface) bool) (links, dnsLinks []*Interface, extraRoutes map[*Interface][]Route, skipped []string) {
-	if owned == nil {
-		owned = func(*Interface) bool { return true }
-	}
-	for i := range c.Interfaces {
-		ifc := &c.Interfaces[i]
-		if !owned(ifc) {
-			continue
-		}
-		if ifc.Kind != Physical || c.Master(ifc) != nil || len(c.VLANs(ifc)) > 0 {
+	v := newView(c, owned)
+	var plain []*Interface
+	for _, ifc := range v.links {
+		if ifc.Kind != Physical || v.master(ifc) != nil || len(v.vlans(ifc)) > 0 {
 			skipped = append(skipped, ifc.ID)
 			continue
 		}
-		links = append(links, ifc)
+		plain = append(plain, ifc)
 	}
-	for _, ifc := range links {
+	v.links = plain
+	for _, ifc := range plain {
 		if hasDefaultRoute(ifc) || ifc.DHCP4 || ifc.DHCP6 || ifc.SLAAC {
 			dnsLinks = append(dnsLinks, ifc)
 		}
 	}
 	if len(dnsLinks) == 0 {
-		for _, ifc := range links {
+		for _, ifc := range plain {
 			if ifc.HasL3() {
 				dnsLinks = append(dnsLinks, ifc)
 			}
 		}
 	}
-	extraRoutes = routeHomes(c, links)
-	return links, dnsLinks, extraRoutes, skipped
+	return plain, dnsLinks, v.routeHomes(), skipped
 }
 
 // keyfile writes a GKeyFile as NetworkManager reads it. Values are
@@ -143,7 +140,7 @@ func renderKeyfile(ifc *Interface, extraDNS DNS, extraRoutes []Route) ([]byte, e
 	w := &keyfile{who: "render NetworkManager: interface " + strconv.Quote(ifc.ID)}
 	w.WriteString(Header + "\n")
 	w.section("connection")
-	w.kv("id", "seedkeeper-"+ifc.ID)
+	w.kv("id", fileBase(ifc.ID))
 	w.kv("uuid", nmUUID(ifc.ID))
 	w.kv("type", "ethernet")
 	switch {

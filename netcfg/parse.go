@@ -23,8 +23,14 @@ var ErrDisabled = errors.New("network configuration is disabled")
 // Parse reads a cloud-init network configuration, version 1 or 2, YAML or
 // JSON, with or without a top-level "network:" key.
 //
-// Unknown keys are ignored (netplan has many); a value of the wrong type, a
-// bad address or a missing required key is a *FieldError naming the field.
+// Unknown keys are ignored (netplan has many). One bad field degrades only
+// what it belongs to: a bad route, address or nameserver is left out, a bad
+// optional setting (mtu, dhcp4, accept-ra, a bond parameter) is left unset,
+// and a link whose identity is bad (its name, MAC, members or VLAN link;
+// an entry of a type seedkeeper does not handle) is left out; each is a
+// line of Config.Notes naming the field. Only a document that cannot be
+// read at all (not YAML, not a mapping, no known version, v1 config not a
+// list) is an error, a *FieldError naming the field where it has one.
 func Parse(data []byte) (*Config, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, errors.New("empty network configuration")
@@ -85,6 +91,33 @@ func ParseValue(v any) (*Config, error) {
 	return c, nil
 }
 
+// maxNotes bounds Config.Notes: a document of a million bad routes is
+// told as the first ones and a count.
+const maxNotes = 64
+
+// notes collects what a parser leaves out (see Config.Notes).
+type notes struct {
+	list []string
+	more int
+}
+
+// drop notes that err made the parser leave out what (a route, the
+// address, the link ...): err names the field, what the unit dropped.
+func (n *notes) drop(err error, what string) {
+	if len(n.list) >= maxNotes {
+		n.more++
+		return
+	}
+	n.list = append(n.list, err.Error()+"; "+what+" left out")
+}
+
+func (n *notes) result() []string {
+	if n.more > 0 {
+		return append(n.list, fmt.Sprintf("and %d more parts left out", n.more))
+	}
+	return n.list
+}
+
 // parseDestination reads one route destination: a CIDR, an address with a netmask
 // or prefix key beside it, or "default" (0.0.0.0/0 or ::/0, by the family of
 // via). The result is masked, as the kernel wants it.
@@ -118,14 +151,14 @@ func parseAddress(f field, mask field, prefixKey field) (netip.Prefix, error) {
 	addrText, maskText, hasSlash := cutLast(s, "/")
 	a, err := netip.ParseAddr(addrText)
 	if err != nil || a.Zone() != "" {
-		return netip.Prefix{}, f.errorf("%q is not an IP address", s)
+		return netip.Prefix{}, f.errorf("not an IP address")
 	}
 	bits := -1
 	switch {
 	case hasSlash:
 		n, ok := prefixFromMask(maskText, a.Is4())
 		if !ok {
-			return netip.Prefix{}, f.errorf("%q has a bad prefix length", s)
+			return netip.Prefix{}, f.errorf("a bad prefix length")
 		}
 		bits = n
 	case prefixKey.present():
@@ -134,7 +167,7 @@ func parseAddress(f field, mask field, prefixKey field) (netip.Prefix, error) {
 			return netip.Prefix{}, err
 		}
 		if n < 0 || n > a.BitLen() {
-			return netip.Prefix{}, prefixKey.errorf("%d is not a prefix length for %s", n, a)
+			return netip.Prefix{}, prefixKey.errorf("not a prefix length for the address")
 		}
 		bits = n
 	case mask.present():
@@ -144,7 +177,7 @@ func parseAddress(f field, mask field, prefixKey field) (netip.Prefix, error) {
 		}
 		n, ok := prefixFromMask(ms, a.Is4())
 		if !ok {
-			return netip.Prefix{}, mask.errorf("%q is not a netmask for %s", ms, a)
+			return netip.Prefix{}, mask.errorf("not a netmask for the address")
 		}
 		bits = n
 	case a.Is4():
@@ -180,7 +213,7 @@ func checkFamily(f field, gw netip.Addr, want4 bool) error {
 		if want4 {
 			fam = "IPv4"
 		}
-		return f.errorf("%s is not an %s address", gw, fam)
+		return f.errorf("not an %s address", fam)
 	}
 	return nil
 }

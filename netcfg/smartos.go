@@ -27,44 +27,32 @@ import (
 //     cannot reach the gateway;
 //   - sdc:resolvers, if any, are global DNS servers, searched in dnsDomain.
 //
-// Errors name the key and index: sdc:nics[1].ips[0]: ...
+// One bad field degrades only what it belongs to, as in Parse: a bad
+// route, address, gateway or resolver is left out, a bad mtu left unset,
+// a nic whose interface or mac is bad left out, each a line of
+// Config.Notes naming the key and index (sdc:nics[1].ips[0]: ...). Only
+// sdc:nics that is not a JSON array is an error.
 func FromSmartOS(nics, routes, resolvers []byte, dnsDomain string) (*Config, error) {
 	nicList, err := smartosArray("sdc:nics", nics)
 	if err != nil {
 		return nil, err
 	}
+	n := &notes{}
 	routeList, err := smartosArray("sdc:routes", routes)
 	if err != nil {
-		return nil, err
+		n.drop(err, "every route")
 	}
 	resolverList, err := smartosArray("sdc:resolvers", resolvers)
 	if err != nil {
-		return nil, err
+		n.drop(err, "every resolver")
 	}
 
 	var sdcRoutes []Route
 	for _, rf := range routeList {
-		rm, err := rf.mapping()
+		r, err := smartosRoute(rf)
 		if err != nil {
-			return nil, err
-		}
-		var r Route
-		gf, err := rm.required("gateway")
-		if err != nil {
-			return nil, err
-		}
-		if r.Via, err = gf.addr(); err != nil {
-			return nil, err
-		}
-		df, err := rm.required("dst")
-		if err != nil {
-			return nil, err
-		}
-		if r.To, err = parseDestination(df, field{}, field{}, r.Via); err != nil {
-			return nil, err
-		}
-		if err := checkFamily(gf, r.Via, r.To.Addr().Is4()); err != nil {
-			return nil, err
+			n.drop(err, "the route")
+			continue
 		}
 		sdcRoutes = append(sdcRoutes, r)
 	}
@@ -73,115 +61,27 @@ func FromSmartOS(nics, routes, resolvers []byte, dnsDomain string) (*Config, err
 	gw4, gw6 := false, false // a primary gateway was placed for the family
 	seen := map[string]string{}
 	for _, nf := range nicList {
-		nm, err := nf.mapping()
+		ifc, err := smartosNIC(nf, seen, &gw4, &gw6, n)
 		if err != nil {
-			return nil, err
-		}
-		namef, err := nm.required("interface")
-		if err != nil {
-			return nil, err
-		}
-		name, err := namef.ifname()
-		if err != nil {
-			return nil, err
-		}
-		if prev, dup := seen[name]; dup {
-			return nil, namef.errorf("%q is already used by %s", name, prev)
-		}
-		seen[name] = nm.path
-		ifc := Interface{ID: name, Kind: Physical, Name: name}
-		if f := nm.get("mac"); f.present() {
-			if ifc.MAC, err = f.mac(); err != nil {
-				return nil, err
-			}
-		} else {
-			ifc.MatchName = name
-		}
-		if f := nm.get("mtu"); f.present() {
-			if ifc.MTU, err = f.mtu(); err != nil {
-				return nil, err
-			}
-		}
-		primary := false
-		if f := nm.get("primary"); f.present() {
-			if primary, err = f.boolean(); err != nil {
-				return nil, err
-			}
-		}
-		var gateways []field
-		if primary {
-			if gateways, err = nm.get("gateways").list(); err != nil {
-				return nil, err
-			}
-		}
-		ips, err := nm.get("ips").list()
-		if err != nil {
-			return nil, err
-		}
-		for _, ipf := range ips {
-			s, err := ipf.str()
-			if err != nil {
-				return nil, err
-			}
-			switch s {
-			case "dhcp":
-				ifc.DHCP4 = true
-				continue
-			case "addrconf":
-				ifc.SLAAC = true
-				ifc.DHCP6 = true
-				continue
-			}
-			a, err := parseAddress(ipf, field{}, field{})
-			if err != nil {
-				return nil, err
-			}
-			ifc.Addresses = append(ifc.Addresses, a)
-			is4 := a.Addr().Is4()
-			placed := &gw6
-			if is4 {
-				placed = &gw4
-			}
-			if !primary || *placed {
-				continue
-			}
-			for _, gf := range gateways {
-				gs, err := gf.str()
-				if err != nil {
-					return nil, err
-				}
-				// cloud-init picks the family by text: "." or ":".
-				if is4 && !strings.Contains(gs, ".") || !is4 && !strings.Contains(gs, ":") {
-					continue
-				}
-				gw, err := gf.addr()
-				if err != nil {
-					return nil, err
-				}
-				if err := checkFamily(gf, gw, is4); err != nil {
-					return nil, err
-				}
-				ifc.Routes = append(ifc.Routes, defaultRoute(gw, 0))
-				*placed = true
-				break
-			}
+			n.drop(err, "the nic")
+			continue
 		}
 		c.Interfaces = append(c.Interfaces, ifc)
 	}
 	placeRoutes(c, sdcRoutes)
 
-	if len(resolverList) > 0 {
-		for _, rf := range resolverList {
-			a, err := rf.addr()
-			if err != nil {
-				return nil, err
-			}
-			c.DNS.Nameservers = append(c.DNS.Nameservers, a)
+	for _, rf := range resolverList {
+		a, err := rf.addr()
+		if err != nil {
+			n.drop(err, "the resolver")
+			continue
 		}
-		if d := strings.TrimSpace(dnsDomain); d != "" {
-			if err := checkDomain(d); err != nil {
-				return nil, fmt.Errorf("sdc:dns_domain: %w", err)
-			}
+		c.DNS.Nameservers = append(c.DNS.Nameservers, a)
+	}
+	if d := strings.TrimSpace(dnsDomain); d != "" && len(c.DNS.Nameservers) > 0 {
+		if err := checkDomain(d); err != nil {
+			n.drop(fmt.Errorf("sdc:dns_domain: %w", err), "the search domain")
+		} else {
 			c.DNS.Search = []string{d}
 		}
 	}
@@ -189,7 +89,137 @@ func FromSmartOS(nics, routes, resolvers []byte, dnsDomain string) (*Config, err
 	if err := c.checkFileNames(); err != nil {
 		return nil, err
 	}
+	c.Notes = n.result()
 	return c, nil
+}
+
+// smartosRoute reads one entry of sdc:routes.
+func smartosRoute(rf field) (Route, error) {
+	var r Route
+	rm, err := rf.mapping()
+	if err != nil {
+		return r, err
+	}
+	gf, err := rm.required("gateway")
+	if err != nil {
+		return r, err
+	}
+	if r.Via, err = gf.addr(); err != nil {
+		return r, err
+	}
+	df, err := rm.required("dst")
+	if err != nil {
+		return r, err
+	}
+	if r.To, err = parseDestination(df, field{}, field{}, r.Via); err != nil {
+		return r, err
+	}
+	return r, checkFamily(gf, r.Via, r.To.Addr().Is4())
+}
+
+// smartosNIC reads one entry of sdc:nics; an error leaves the nic out, a
+// bad mtu, address or gateway is noted in n and left out alone. gw4 and
+// gw6 say whether a primary gateway of the family was placed already.
+func smartosNIC(nf field, seen map[string]string, gw4, gw6 *bool, n *notes) (Interface, error) {
+	var ifc Interface
+	nm, err := nf.mapping()
+	if err != nil {
+		return ifc, err
+	}
+	namef, err := nm.required("interface")
+	if err != nil {
+		return ifc, err
+	}
+	name, err := namef.ifname()
+	if err != nil {
+		return ifc, err
+	}
+	if prev, dup := seen[name]; dup {
+		return ifc, namef.errorf("the name is already used by %s", prev)
+	}
+	ifc = Interface{ID: name, Kind: Physical, Name: name}
+	if f := nm.get("mac"); f.present() {
+		if ifc.MAC, err = f.mac(); err != nil {
+			return ifc, err
+		}
+	} else {
+		ifc.MatchName = name
+	}
+	seen[name] = nm.path
+	if f := nm.get("mtu"); f.present() {
+		if ifc.MTU, err = f.mtu(); err != nil {
+			n.drop(err, "the setting")
+		}
+	}
+	primary := false
+	if f := nm.get("primary"); f.present() {
+		if primary, err = f.boolean(); err != nil {
+			n.drop(err, "the nic's gateways")
+		}
+	}
+	var gateways []field
+	if primary {
+		if gateways, err = nm.get("gateways").list(); err != nil {
+			n.drop(err, "the nic's gateways")
+		}
+	}
+	ips, err := nm.get("ips").list()
+	if err != nil {
+		n.drop(err, "every address of the nic")
+	}
+	for _, ipf := range ips {
+		s, err := ipf.str()
+		if err != nil {
+			n.drop(err, "the address")
+			continue
+		}
+		switch s {
+		case "dhcp":
+			ifc.DHCP4 = true
+			continue
+		case "addrconf":
+			ifc.SLAAC = true
+			ifc.DHCP6 = true
+			continue
+		}
+		a, err := parseAddress(ipf, field{}, field{})
+		if err != nil {
+			n.drop(err, "the address")
+			continue
+		}
+		ifc.Addresses = append(ifc.Addresses, a)
+		is4 := a.Addr().Is4()
+		placed := gw6
+		if is4 {
+			placed = gw4
+		}
+		if !primary || *placed {
+			continue
+		}
+		for _, gf := range gateways {
+			gs, err := gf.str()
+			if err != nil {
+				n.drop(err, "the gateway")
+				continue
+			}
+			// cloud-init picks the family by text: "." or ":".
+			if is4 && !strings.Contains(gs, ".") || !is4 && !strings.Contains(gs, ":") {
+				continue
+			}
+			gw, err := gf.addr()
+			if err == nil {
+				err = checkFamily(gf, gw, is4)
+			}
+			if err != nil {
+				n.drop(err, "the gateway")
+				continue
+			}
+			ifc.Routes = append(ifc.Routes, defaultRoute(gw, 0))
+			*placed = true
+			break
+		}
+	}
+	return ifc, nil
 }
 
 // smartosArray decodes one of the sdc: JSON arrays.

@@ -34,9 +34,10 @@ type StackFiles struct {
 // the metadata (see RenderNMConf).
 const NMConfFile = "/run/NetworkManager/conf.d/50-seedkeeper.conf"
 
-// RenderNMConf renders a NetworkManager drop-in for the configuration's
-// physical NICs (the owned ones for the rest; all when owned is nil): no
-// "Wired connection N" made for them (no-auto-default), and
+// RenderNMConf renders a NetworkManager drop-in for the owned physical
+// NICs (all when owned is nil; a NIC seedkeeper does not own keeps
+// NetworkManager's defaults): no "Wired connection N" made for them
+// (no-auto-default), and
 // keep-configuration=no for those with a profile, so that a NIC seedkeeper
 // has already brought up at boot gets its profile activated (a DHCP lease
 // in particular) instead of being taken over as "external" and left
@@ -58,14 +59,13 @@ func RenderNMConf(c *Config, owned func(*Interface) bool) []byte {
 			}
 			continue
 		}
-		if ifc.MAC == "" {
+		if ifc.MAC == "" || !owned(ifc) {
 			continue
 		}
 		m := "mac:" + ifc.MAC
 		macs = appendNew(macs, m)
 		switch {
-		case !owned(ifc):
-		case c.Master(ifc) != nil || len(c.VLANs(ifc)) > 0:
+		case slices.ContainsFunc(c.VLANs(ifc), owned), c.Master(ifc) != nil && owned(c.Master(ifc)):
 			unmanaged = appendNew(unmanaged, m)
 		default:
 			profiled = appendNew(profiled, m)

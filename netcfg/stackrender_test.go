@@ -185,9 +185,13 @@ bonds:
 // A name with a line break would start a new key (keyfile) or a new
 // stanza (ifupdown) that the metadata did not ask for.
 func TestRenderStacksRefuseLineBreaks(t *testing.T) {
-	c := &Config{Interfaces: []Interface{{ID: "x", Kind: Physical, Name: "eth0\nauto evil", DHCP4: true}}}
-	if _, _, err := RenderIfupdown(c, nil); err == nil || strings.Contains(err.Error(), "evil") {
-		t.Errorf("ifupdown: err %v", err)
+	// A link whose name is not one is left out (and reported skipped),
+	// not the whole file.
+	c := &Config{Interfaces: []Interface{{ID: "x", Kind: Physical, Name: "eth0\nauto evil", DHCP4: true},
+		{ID: "y", Kind: Physical, Name: "eth1", DHCP4: true}}}
+	if b, skipped, err := RenderIfupdown(c, nil); err != nil || !slices.Equal(skipped, []string{"x"}) ||
+		strings.Contains(string(b), "evil") || !strings.Contains(string(b), "iface eth1 inet dhcp\n") {
+		t.Errorf("ifupdown: err %v, skipped %q:\n%s", err, skipped, b)
 	}
 	c = &Config{Interfaces: []Interface{{ID: "x\n[vpn]", Kind: Physical, DHCP4: true}}}
 	if _, _, err := RenderNetworkManager(c, nil); err == nil || strings.Contains(err.Error(), "vpn") && !strings.Contains(err.Error(), `\n`) {
@@ -327,8 +331,8 @@ func FuzzRenderStacksParseBack(f *testing.F) {
 		if files, _, err := RenderNetworkManager(c, nil); err == nil {
 			for _, b := range files {
 				kf := parseKeyfile(t, b)
-				if got := kf["connection"]["id"]; got != "seedkeeper-"+name {
-					t.Fatalf("id read back as %q, want %q", got, "seedkeeper-"+name)
+				if got := kf["connection"]["id"]; got != fileBase(name) {
+					t.Fatalf("id read back as %q, want %q", got, fileBase(name))
 				}
 				if got := kf["ipv4"]["dns-search"]; got != search+";" {
 					t.Fatalf("dns-search read back as %q, want %q", got, search+";")
@@ -340,10 +344,19 @@ func FuzzRenderStacksParseBack(f *testing.F) {
 		} else if strings.Contains(err.Error(), "\n") {
 			t.Fatalf("error with a line break: %q", err)
 		}
-		b, _, err := RenderIfupdown(c, nil)
+		b, skipped, err := RenderIfupdown(c, nil)
 		if err != nil {
 			if strings.Contains(err.Error(), "\n") {
 				t.Fatalf("error with a line break: %q", err)
+			}
+			return
+		}
+		if slices.Contains(skipped, name) {
+			if ValidLinkName(name) {
+				t.Fatalf("a valid name %q skipped", name)
+			}
+			if b := string(b); b != Header+"\n" {
+				t.Fatalf("a skipped link written:\n%s", b)
 			}
 			return
 		}
@@ -439,7 +452,7 @@ keep-configuration=no
 // it has no profile for and cleans its configuration up: the bond, VLAN
 // and bridge seedkeeper made live, and the bond's members, would lose
 // their addresses and ports. They are unmanaged instead; a NIC not owned
-// is neither.
+// is not named at all (NetworkManager's defaults stand for it).
 func TestRenderNMConfStacked(t *testing.T) {
 	c := &Config{Interfaces: []Interface{
 		{ID: "a", Kind: Physical, MAC: "bc:24:11:aa:bb:01"},
@@ -453,7 +466,7 @@ func TestRenderNMConfStacked(t *testing.T) {
 	owned := func(i *Interface) bool { return i.ID != "other" }
 	want := Header + `
 [main]
-no-auto-default=mac:bc:24:11:aa:bb:01,mac:bc:24:11:aa:bb:02,mac:bc:24:11:aa:bb:03,mac:bc:24:11:aa:bb:04
+no-auto-default=mac:bc:24:11:aa:bb:01,mac:bc:24:11:aa:bb:02,mac:bc:24:11:aa:bb:03
 
 [keyfile]
 unmanaged-devices+=mac:bc:24:11:aa:bb:01;mac:bc:24:11:aa:bb:02;interface-name:bond0;interface-name:bond0.100;interface-name:br0

@@ -66,6 +66,7 @@ func v2ToV1Param(k Kind, name string) string {
 
 type v1Parser struct {
 	c      *Config
+	n      *notes
 	idPath map[string]string // interface name → path of its entry
 	// dns for named interfaces from nameserver entries, applied at the end.
 	ifDNS []ifDNS
@@ -78,7 +79,7 @@ type ifDNS struct {
 }
 
 func parseV1(top mapping) (*Config, error) {
-	p := &v1Parser{c: &Config{}, idPath: map[string]string{}}
+	p := &v1Parser{c: &Config{}, n: &notes{}, idPath: map[string]string{}}
 	entries, err := top.get("config").list()
 	if err != nil {
 		return nil, err
@@ -88,21 +89,24 @@ func parseV1(top mapping) (*Config, error) {
 	}
 	for _, e := range entries {
 		if err := p.entry(e); err != nil {
-			return nil, err
+			p.n.drop(err, "the entry")
 		}
 	}
 	for _, d := range p.ifDNS {
 		i := p.c.Lookup(d.name)
 		if i == nil {
-			return nil, &FieldError{Path: d.path, Msg: fmt.Sprintf("interface %q is not defined", d.name)}
+			p.n.drop(&FieldError{Path: d.path, Msg: "no interface of that name is configured"}, "the nameserver entry")
+			continue
 		}
 		i.DNS.Nameservers = append(i.DNS.Nameservers, d.dns.Nameservers...)
 		i.DNS.Search = append(i.DNS.Search, d.dns.Search...)
 	}
 	p.c.dedupeDNS()
+	p.c.Notes = p.n.result()
 	return p.c, nil
 }
 
+// entry reads one item of config; an error leaves the whole entry out.
 func (p *v1Parser) entry(e field) error {
 	m, err := e.mapping()
 	if err != nil {
@@ -120,7 +124,8 @@ func (p *v1Parser) entry(e field) error {
 	case "physical", "bond", "vlan", "bridge":
 		return p.link(m, Kind(typ))
 	case "nameserver":
-		return p.nameserver(m)
+		p.nameserver(m)
+		return nil
 	case "route":
 		r, err := v1Route(m)
 		if err != nil {
@@ -132,9 +137,13 @@ func (p *v1Parser) entry(e field) error {
 		// cloud-init brings lo up; so does the kernel. Nothing to do.
 		return nil
 	}
-	return tf.errorf("unknown type %q (want physical, bond, vlan, bridge, nameserver or route)", typ)
+	return tf.errorf("not a type seedkeeper handles (physical, bond, vlan, bridge, nameserver, route or loopback)")
 }
 
+// link reads a physical, bond, bridge or VLAN entry. What names or selects
+// the link (name, MAC, members, VLAN ID and link) is returned as an error,
+// which leaves the link out; a bad setting or subnet is noted and left out
+// alone.
 func (p *v1Parser) link(m mapping, kind Kind) error {
 	nf, err := m.required("name")
 	if err != nil {
@@ -145,9 +154,8 @@ func (p *v1Parser) link(m mapping, kind Kind) error {
 		return err
 	}
 	if prev, dup := p.idPath[name]; dup {
-		return nf.errorf("%q is already defined by %s", name, prev)
+		return nf.errorf("the name is already defined by %s", prev)
 	}
-	p.idPath[name] = m.path
 	ifc := Interface{ID: name, Kind: kind, Name: name}
 	if f := m.get("mac_address"); f.present() {
 		if ifc.MAC, err = f.mac(); err != nil {
@@ -157,18 +165,6 @@ func (p *v1Parser) link(m mapping, kind Kind) error {
 	if kind == Physical && ifc.MAC == "" {
 		// Without a MAC, v1 names the link to configure.
 		ifc.MatchName = name
-	}
-	if f := m.get("mtu"); f.present() {
-		if ifc.MTU, err = f.mtu(); err != nil {
-			return err
-		}
-	}
-	if f := m.get("accept-ra"); f.present() {
-		b, err := f.boolean()
-		if err != nil {
-			return err
-		}
-		ifc.AcceptRA = &b
 	}
 	switch kind {
 	case Bond, Bridge:
@@ -188,9 +184,6 @@ func (p *v1Parser) link(m mapping, kind Kind) error {
 			}
 			ifc.Links = append(ifc.Links, id)
 		}
-		if ifc.Params, err = v1Params(m.get("params"), kind); err != nil {
-			return err
-		}
 	case VLAN:
 		idf, err := m.required("vlan_id")
 		if err != nil {
@@ -207,14 +200,29 @@ func (p *v1Parser) link(m mapping, kind Kind) error {
 			return err
 		}
 	}
+	// The link stands from here on; the rest degrades by field.
+	p.idPath[name] = m.path
+	if f := m.get("mtu"); f.present() {
+		if ifc.MTU, err = f.mtu(); err != nil {
+			p.n.drop(err, "the setting")
+		}
+	}
+	if f := m.get("accept-ra"); f.present() {
+		if b, err := f.boolean(); err != nil {
+			p.n.drop(err, "the setting")
+		} else {
+			ifc.AcceptRA = &b
+		}
+	}
+	if kind == Bond || kind == Bridge {
+		ifc.Params = v1Params(m.get("params"), kind, p.n)
+	}
 	subnets, err := m.get("subnets").list()
 	if err != nil {
-		return err
+		p.n.drop(err, "every subnet of the link")
 	}
 	for _, sf := range subnets {
-		if err := v1Subnet(&ifc, sf); err != nil {
-			return err
-		}
+		v1Subnet(&ifc, sf, p.n)
 	}
 	p.c.Interfaces = append(p.c.Interfaces, ifc)
 	return nil
@@ -226,18 +234,18 @@ func vlanID(f field) (int, error) {
 		return 0, err
 	}
 	if n < 1 || n > 4094 {
-		return 0, f.errorf("%d is not a VLAN ID (1 to 4094)", n)
+		return 0, f.errorf("not a VLAN ID (1 to 4094)")
 	}
 	return n, nil
 }
 
-func v1Params(f field, kind Kind) (map[string]string, error) {
-	return params(f, kind, func(name string, vf field) (string, error) {
+func v1Params(f field, kind Kind, n *notes) map[string]string {
+	return params(f, kind, n, func(name string, vf field) (string, error) {
 		if name != "path-cost" && name != "port-priority" && name != "arp-ip-target" {
 			return vf.scalar()
 		}
 		// Lists: bridge_pathcost ["eth0 50"], bond-arp-ip-target.
-		l, err := vf.strList()
+		l, _, err := vf.strList()
 		if err != nil {
 			return "", err
 		}
@@ -251,37 +259,40 @@ func v1Params(f field, kind Kind) (map[string]string, error) {
 }
 
 // params reads a bond or bridge parameter mapping; value turns one entry,
-// under its v2 name, into the model's string form.
-func params(f field, kind Kind, value func(name string, vf field) (string, error)) (map[string]string, error) {
+// under its v2 name, into the model's string form. A bad parameter is
+// noted and left out alone.
+func params(f field, kind Kind, n *notes, value func(name string, vf field) (string, error)) map[string]string {
 	if !f.present() {
-		return nil, nil
+		return nil
 	}
 	m, err := f.mapping()
 	if err != nil {
-		return nil, err
+		n.drop(err, "every parameter")
+		return nil
 	}
 	out := map[string]string{}
 	for _, k := range m.keys() {
 		vf := m.get(k)
 		if err := CheckLine(k); err != nil {
-			return nil, &FieldError{Path: m.path, Msg: fmt.Sprintf("a parameter name: %v", err)}
+			n.drop(&FieldError{Path: m.path, Msg: fmt.Sprintf("a parameter name: %v", err)}, "the parameter")
+			continue
 		}
 		name := v1Param(kind, k)
 		s, err := value(name, vf)
+		if err == nil {
+			if name == "gratuitious-arp" {
+				name = "gratuitous-arp"
+			}
+			err = addParam(out, vf, name, s)
+		}
 		if err != nil {
-			return nil, err
-		}
-		if name == "gratuitious-arp" {
-			name = "gratuitous-arp"
-		}
-		if err := addParam(out, vf, name, s); err != nil {
-			return nil, err
+			n.drop(err, "the parameter")
 		}
 	}
 	if len(out) == 0 {
-		return nil, nil
+		return nil
 	}
-	return out, nil
+	return out
 }
 
 // addParam validates a parameter and adds it under its model name; one
@@ -299,11 +310,11 @@ func addParam(params map[string]string, f field, name, value string) error {
 	}
 	if name == "stp" {
 		if _, ok := parseBoolText(value); !ok {
-			return f.errorf("%q is not a boolean", value)
+			return f.errorf("not a boolean")
 		}
 	}
 	if _, dup := params[name]; dup {
-		return f.errorf("parameter %q is given twice", name)
+		return f.errorf("parameter %s is given twice", name)
 	}
 	params[name] = value
 	return nil
@@ -319,26 +330,32 @@ func parseBoolText(s string) (bool, bool) {
 	return false, false
 }
 
-func v1Subnet(ifc *Interface, sf field) error {
+// v1Subnet adds one subnet to ifc. A subnet whose type or address is bad
+// is left out; a bad gateway, metric, nameserver, search domain or route
+// is left out alone.
+func v1Subnet(ifc *Interface, sf field, n *notes) {
 	m, err := sf.mapping()
 	if err != nil {
-		return err
+		n.drop(err, "the subnet")
+		return
 	}
 	tf, err := m.required("type")
 	if err != nil {
-		return err
+		n.drop(err, "the subnet")
+		return
 	}
 	typ, err := tf.str()
 	if err != nil {
-		return err
+		n.drop(err, "the subnet")
+		return
 	}
-	metric := 0
+	metric, metricOK := 0, true
 	if f := m.get("metric"); f.present() {
-		if metric, err = f.integer(); err != nil {
-			return err
-		}
-		if metric < 0 {
-			return f.errorf("%d is not a metric", metric)
+		if metric, err = routeMetric(f); err != nil {
+			// The metric orders this subnet's default route against
+			// others: without it the route would win or lose by chance.
+			n.drop(err, "the subnet's gateway and DHCP route metric")
+			metric, metricOK = 0, false
 		}
 	}
 	switch typ {
@@ -358,56 +375,64 @@ func v1Subnet(ifc *Interface, sf field) error {
 	case "static", "static6":
 		af, err := m.required("address")
 		if err != nil {
-			return err
+			n.drop(err, "the subnet")
+			return
 		}
 		a, err := parseAddress(af, m.get("netmask"), m.get("prefix"))
 		if err != nil {
-			return err
+			n.drop(err, "the subnet")
+			return
 		}
 		ifc.Addresses = append(ifc.Addresses, a)
-		if gf := m.get("gateway"); gf.present() {
+		if gf := m.get("gateway"); gf.present() && metricOK {
 			gw, err := gf.addr()
+			if err == nil {
+				err = checkFamily(gf, gw, a.Addr().Is4())
+			}
 			if err != nil {
-				return err
+				n.drop(err, "the gateway")
+			} else {
+				ifc.Routes = append(ifc.Routes, defaultRoute(gw, metric))
 			}
-			if err := checkFamily(gf, gw, a.Addr().Is4()); err != nil {
-				return err
-			}
-			ifc.Routes = append(ifc.Routes, defaultRoute(gw, metric))
 		}
 	default:
-		return tf.errorf("unknown subnet type %q", typ)
+		n.drop(tf.errorf("not a subnet type seedkeeper handles"), "the subnet")
+		return
 	}
 	if f := m.get("dns_nameservers"); f.present() {
-		ns, err := f.addrList()
-		if err != nil {
-			return err
-		}
-		ifc.DNS.Nameservers = append(ifc.DNS.Nameservers, ns...)
+		ifc.DNS.Nameservers = append(ifc.DNS.Nameservers, f.addrList(n)...)
 	}
 	if f := m.get("dns_search"); f.present() {
-		s, err := f.domains()
-		if err != nil {
-			return err
-		}
-		ifc.DNS.Search = append(ifc.DNS.Search, s...)
+		ifc.DNS.Search = append(ifc.DNS.Search, f.domains(n)...)
 	}
 	routes, err := m.get("routes").list()
 	if err != nil {
-		return err
+		n.drop(err, "every route of the subnet")
 	}
 	for _, rf := range routes {
 		rm, err := rf.mapping()
-		if err != nil {
-			return err
+		var r Route
+		if err == nil {
+			r, err = v1Route(rm)
 		}
-		r, err := v1Route(rm)
 		if err != nil {
-			return err
+			n.drop(err, "the route")
+			continue
 		}
 		ifc.Routes = append(ifc.Routes, r)
 	}
-	return nil
+}
+
+// routeMetric reads a route metric: a whole number, not negative.
+func routeMetric(f field) (int, error) {
+	m, err := f.integer()
+	if err != nil {
+		return 0, err
+	}
+	if m < 0 {
+		return 0, f.errorf("a metric is not negative")
+	}
+	return m, nil
 }
 
 // v1Route reads a route: destination (or network) with an optional netmask
@@ -436,38 +461,32 @@ func v1Route(m mapping) (Route, error) {
 		}
 	}
 	if f := m.get("metric"); f.present() {
-		if r.Metric, err = f.integer(); err != nil {
+		if r.Metric, err = routeMetric(f); err != nil {
 			return r, err
-		}
-		if r.Metric < 0 {
-			return r, f.errorf("%d is not a metric", r.Metric)
 		}
 	}
 	return r, nil
 }
 
-func (p *v1Parser) nameserver(m mapping) error {
+// nameserver reads a nameserver entry; a bad address or search domain is
+// left out alone.
+func (p *v1Parser) nameserver(m mapping) {
 	var d DNS
-	var err error
 	if f := m.get("address"); f.present() {
-		if d.Nameservers, err = f.addrList(); err != nil {
-			return err
-		}
+		d.Nameservers = f.addrList(p.n)
 	}
 	if f := m.get("search"); f.present() {
-		if d.Search, err = f.domains(); err != nil {
-			return err
-		}
+		d.Search = f.domains(p.n)
 	}
 	if f := m.get("interface"); f.present() {
 		name, err := f.str()
 		if err != nil {
-			return err
+			p.n.drop(err, "the nameserver entry")
+			return
 		}
 		p.ifDNS = append(p.ifDNS, ifDNS{name: name, path: f.path, dns: d})
-		return nil
+		return
 	}
 	p.c.DNS.Nameservers = append(p.c.DNS.Nameservers, d.Nameservers...)
 	p.c.DNS.Search = append(p.c.DNS.Search, d.Search...)
-	return nil
 }

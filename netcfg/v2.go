@@ -21,6 +21,7 @@ var v2Sections = []struct {
 
 func parseV2(top mapping) (*Config, error) {
 	c := &Config{}
+	n := &notes{}
 	idPath := map[string]string{}
 	for _, sec := range v2Sections {
 		f := top.get(sec.key)
@@ -29,48 +30,72 @@ func parseV2(top mapping) (*Config, error) {
 		}
 		m, err := f.mapping()
 		if err != nil {
-			return nil, err
+			n.drop(err, "the section")
+			continue
 		}
 		for _, id := range m.keys() {
 			ef := m.get(id)
 			if err := CheckLine(id); err != nil {
-				return nil, &FieldError{Path: m.path, Msg: fmt.Sprintf("an ID: %v", err)}
+				n.drop(&FieldError{Path: m.path, Msg: fmt.Sprintf("an ID: %v", err)}, "the link")
+				continue
 			}
 			if prev, dup := idPath[id]; dup {
-				return nil, ef.errorf("ID %q is already defined by %s", id, prev)
+				n.drop(ef.errorf("the ID is already defined by %s", prev), "the link")
+				continue
+			}
+			ifc, err := v2Link(ef, id, sec.kind, n)
+			if err != nil {
+				n.drop(err, "the link")
+				continue
 			}
 			idPath[id] = ef.path
-			ifc, err := v2Link(ef, id, sec.kind)
-			if err != nil {
-				return nil, err
-			}
 			c.Interfaces = append(c.Interfaces, ifc)
 		}
 	}
+	// What names other links: a link's name is its own, a member or a
+	// VLAN link is defined or at least a link name. A link that breaks
+	// either is left out.
 	names := map[string]string{}
+	kept := c.Interfaces[:0]
 	for i := range c.Interfaces {
-		ifc := &c.Interfaces[i]
-		n := ifc.LinkName()
-		if prev, dup := names[n]; dup {
-			return nil, &FieldError{Path: idPath[ifc.ID], Msg: fmt.Sprintf("link name %q is already used by %s", n, prev)}
+		ifc := c.Interfaces[i]
+		if err := v2Refs(&ifc, idPath, names); err != nil {
+			n.drop(err, "the link")
+			continue
 		}
-		names[n] = idPath[ifc.ID]
-		for j, id := range ifc.Links {
-			if _, ok := idPath[id]; !ok && !ValidLinkName(id) {
-				return nil, &FieldError{Path: fmt.Sprintf("%s.interfaces[%d]", idPath[ifc.ID], j), Msg: fmt.Sprintf("%q is neither defined nor an interface name", id)}
-			}
-		}
-		if ifc.Kind == VLAN {
-			if _, ok := idPath[ifc.VLANLink]; !ok && !ValidLinkName(ifc.VLANLink) {
-				return nil, &FieldError{Path: idPath[ifc.ID] + ".link", Msg: fmt.Sprintf("%q is neither defined nor an interface name", ifc.VLANLink)}
-			}
-		}
+		names[ifc.LinkName()] = idPath[ifc.ID]
+		kept = append(kept, ifc)
 	}
+	c.Interfaces = kept
 	c.dedupeDNS()
+	c.Notes = n.result()
 	return c, nil
 }
 
-func v2Link(ef field, id string, kind Kind) (Interface, error) {
+// v2Refs checks the names an entry gives or uses: its link name is not
+// another's, its members and VLAN link are defined IDs or link names.
+func v2Refs(ifc *Interface, idPath, names map[string]string) error {
+	if prev, dup := names[ifc.LinkName()]; dup {
+		return &FieldError{Path: idPath[ifc.ID], Msg: "its link name is already used by " + prev}
+	}
+	for j, id := range ifc.Links {
+		if _, ok := idPath[id]; !ok && !ValidLinkName(id) {
+			return &FieldError{Path: fmt.Sprintf("%s.interfaces[%d]", idPath[ifc.ID], j), Msg: "neither a defined ID nor a link name"}
+		}
+	}
+	if ifc.Kind == VLAN {
+		if _, ok := idPath[ifc.VLANLink]; !ok && !ValidLinkName(ifc.VLANLink) {
+			return &FieldError{Path: idPath[ifc.ID] + ".link", Msg: "neither a defined ID nor a link name"}
+		}
+	}
+	return nil
+}
+
+// v2Link reads one entry. What names or selects the link (match,
+// set-name, an ID that is its name, members, VLAN ID and link) is returned
+// as an error, which leaves the link out; a bad setting, address or route
+// is noted in n and left out alone.
+func v2Link(ef field, id string, kind Kind, n *notes) (Interface, error) {
 	ifc := Interface{ID: id, Kind: kind}
 	if ef.v == nil {
 		// "eth0: {}" written as "eth0:" decodes to null.
@@ -85,18 +110,13 @@ func v2Link(ef field, id string, kind Kind) (Interface, error) {
 			return ifc, err
 		}
 		if ifc.Name == "" && !ValidLinkName(id) {
-			return ifc, ef.errorf("%q is not an interface name (1 to 15 characters, no \"/\", \":\" or white space); without set-name the ID names the link", id)
+			return ifc, ef.errorf("the ID is %s; without set-name the ID names the link", linkNameRule)
 		}
 	} else {
 		if !ValidLinkName(id) {
-			return ifc, ef.errorf("%q is not an interface name (1 to 15 characters, no \"/\", \":\" or white space)", id)
+			return ifc, ef.errorf("the ID is %s", linkNameRule)
 		}
 		ifc.Name = id
-	}
-	if f := m.get("mtu"); f.present() {
-		if ifc.MTU, err = f.mtu(); err != nil {
-			return ifc, err
-		}
 	}
 	switch kind {
 	case Bond, Bridge:
@@ -111,9 +131,6 @@ func v2Link(ef field, id string, kind Kind) (Interface, error) {
 				return ifc, err
 			}
 			ifc.Links = append(ifc.Links, s)
-		}
-		if ifc.Params, err = v2Params(m.get("parameters"), kind); err != nil {
-			return ifc, err
 		}
 	case VLAN:
 		idf, err := m.required("id")
@@ -131,7 +148,16 @@ func v2Link(ef field, id string, kind Kind) (Interface, error) {
 			return ifc, err
 		}
 	}
-	return ifc, v2IP(&ifc, m)
+	if f := m.get("mtu"); f.present() {
+		if ifc.MTU, err = f.mtu(); err != nil {
+			n.drop(err, "the setting")
+		}
+	}
+	if kind == Bond || kind == Bridge {
+		ifc.Params = v2Params(m.get("parameters"), kind, n)
+	}
+	v2IP(&ifc, m, n)
+	return ifc, nil
 }
 
 // v2Match reads match and set-name of an ethernet. Without match, the ID is
@@ -161,81 +187,62 @@ func v2Match(ifc *Interface, m mapping) error {
 		if ifc.MatchName, err = f.str(); err != nil {
 			return err
 		}
-		if ifc.MatchName == "" || strings.ContainsAny(ifc.MatchName, "/ \t\n") {
-			return f.errorf("%q is not an interface name or glob", ifc.MatchName)
+		if !validNameGlob(ifc.MatchName) {
+			return f.errorf("not a link name or glob (1 to 15 of A-Z a-z 0-9 . _ - and the glob characters * ? [ ] ! ^)")
 		}
 	}
 	if f := mm.get("driver"); f.present() {
 		if ifc.MatchDriver, err = f.str(); err != nil {
 			return err
 		}
-		if ifc.MatchDriver == "" || strings.ContainsAny(ifc.MatchDriver, " \t") {
+		if !validNameGlob(ifc.MatchDriver) {
 			// networkd reads Driver= as a list of globs.
-			return f.errorf("not a driver name or glob (empty, or white space in it)")
+			return f.errorf("not a driver name or glob (1 to 64 of A-Z a-z 0-9 . _ - and the glob characters * ? [ ] ! ^)")
 		}
 	}
 	return nil
 }
 
 // v2IP reads the keys every v2 link type shares: DHCP, addresses,
-// gateways, routes, nameservers, accept-ra.
-func v2IP(ifc *Interface, m mapping) error {
-	var err error
-	if f := m.get("dhcp4"); f.present() {
-		if ifc.DHCP4, err = f.boolean(); err != nil {
-			return err
+// gateways, routes, nameservers, accept-ra. Each bad one is noted in n and
+// left out alone.
+func v2IP(ifc *Interface, m mapping, n *notes) {
+	flag := func(key string) (bool, bool) {
+		f := m.get(key)
+		if !f.present() {
+			return false, false
 		}
-	}
-	if f := m.get("dhcp6"); f.present() {
-		if ifc.DHCP6, err = f.boolean(); err != nil {
-			return err
-		}
-	}
-	if f := m.get("accept-ra"); f.present() {
 		b, err := f.boolean()
 		if err != nil {
-			return err
+			n.drop(err, "the setting")
+			return false, false
 		}
+		return b, true
+	}
+	ifc.DHCP4, _ = flag("dhcp4")
+	ifc.DHCP6, _ = flag("dhcp6")
+	if b, ok := flag("accept-ra"); ok {
 		ifc.AcceptRA = &b
 	}
 	if f := m.get("dhcp4-overrides"); f.present() {
 		om, err := f.mapping()
 		if err != nil {
-			return err
-		}
-		if mf := om.get("route-metric"); mf.present() {
-			if ifc.DHCPMetric, err = mf.integer(); err != nil {
-				return err
-			}
-			if ifc.DHCPMetric < 0 {
-				return mf.errorf("%d is not a metric", ifc.DHCPMetric)
+			n.drop(err, "the setting")
+		} else if mf := om.get("route-metric"); mf.present() {
+			if ifc.DHCPMetric, err = routeMetric(mf); err != nil {
+				n.drop(err, "the setting")
 			}
 		}
 	}
 	addrs, err := m.get("addresses").list()
 	if err != nil {
-		return err
+		n.drop(err, "every address")
 	}
 	for _, af := range addrs {
-		// netplan also allows "- 10.0.0.1/24: {lifetime: 0}".
-		if am, ok := af.v.(map[string]any); ok && len(am) == 1 {
-			for k := range am {
-				af.v = k
-			}
-		}
-		s, err := af.str()
+		a, err := v2Address(af)
 		if err != nil {
-			return err
-		}
-		if !strings.Contains(s, "/") {
-			if _, perr := netip.ParseAddr(s); perr != nil {
-				return af.errorf("%q is not an IP address", s)
-			}
-			return af.errorf("%q has no prefix length (want address/prefix)", s)
-		}
-		a, err := parseAddress(af, field{}, field{})
-		if err != nil {
-			return err
+			n.drop(err, "the address")
+			continue
 		}
 		ifc.Addresses = append(ifc.Addresses, a)
 	}
@@ -248,42 +255,61 @@ func v2IP(ifc *Interface, m mapping) error {
 			continue
 		}
 		gw, err := f.addr()
-		if err != nil {
-			return err
+		if err == nil {
+			err = checkFamily(f, gw, g.v4)
 		}
-		if err := checkFamily(f, gw, g.v4); err != nil {
-			return err
+		if err != nil {
+			n.drop(err, "the gateway")
+			continue
 		}
 		ifc.Routes = append(ifc.Routes, defaultRoute(gw, 0))
 	}
 	routes, err := m.get("routes").list()
 	if err != nil {
-		return err
+		n.drop(err, "every route")
 	}
 	for _, rf := range routes {
 		r, err := v2Route(rf)
 		if err != nil {
-			return err
+			n.drop(err, "the route")
+			continue
 		}
 		ifc.Routes = append(ifc.Routes, r)
 	}
 	if f := m.get("nameservers"); f.present() {
 		nm, err := f.mapping()
 		if err != nil {
-			return err
+			n.drop(err, "the nameservers")
+			return
 		}
 		if af := nm.get("addresses"); af.present() {
-			if ifc.DNS.Nameservers, err = af.addrList(); err != nil {
-				return err
-			}
+			ifc.DNS.Nameservers = af.addrList(n)
 		}
 		if sf := nm.get("search"); sf.present() {
-			if ifc.DNS.Search, err = sf.domains(); err != nil {
-				return err
-			}
+			ifc.DNS.Search = sf.domains(n)
 		}
 	}
-	return nil
+}
+
+// v2Address reads one item of addresses: "address/prefix", or netplan's
+// "- 10.0.0.1/24: {lifetime: 0}".
+func v2Address(af field) (netip.Prefix, error) {
+	if am, ok := af.v.(map[string]any); ok && len(am) == 1 {
+		for k := range am {
+			af.v = k
+		}
+	}
+	s, err := af.str()
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	if !strings.Contains(s, "/") {
+		if _, perr := netip.ParseAddr(s); perr != nil {
+			return netip.Prefix{}, af.errorf("not an IP address")
+		}
+		return netip.Prefix{}, af.errorf("no prefix length (want address/prefix)")
+	}
+	return parseAddress(af, field{}, field{})
 }
 
 func v2Route(rf field) (Route, error) {
@@ -310,11 +336,8 @@ func v2Route(rf field) (Route, error) {
 		}
 	}
 	if f := rm.get("metric"); f.present() {
-		if r.Metric, err = f.integer(); err != nil {
+		if r.Metric, err = routeMetric(f); err != nil {
 			return r, err
-		}
-		if r.Metric < 0 {
-			return r, f.errorf("%d is not a metric", r.Metric)
 		}
 	}
 	if f := rm.get("table"); f.present() {
@@ -322,19 +345,19 @@ func v2Route(rf field) (Route, error) {
 			return r, err
 		}
 		if r.Table < 0 {
-			return r, f.errorf("%d is not a routing table", r.Table)
+			return r, f.errorf("not a routing table")
 		}
 	}
 	return r, nil
 }
 
-func v2Params(f field, kind Kind) (map[string]string, error) {
+func v2Params(f field, kind Kind, n *notes) map[string]string {
 	// v1 spellings are accepted too, as is the old misspelling netplan
 	// knows (LP #1756701), which params corrects.
-	return params(f, kind, func(name string, vf field) (string, error) {
+	return params(f, kind, n, func(name string, vf field) (string, error) {
 		switch vf.v.(type) {
 		case []any:
-			l, err := vf.strList()
+			l, _, err := vf.strList()
 			if err != nil {
 				return "", err
 			}

@@ -9,8 +9,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 )
 
 // FieldError is an invalid value in a network configuration: Path names the
@@ -148,54 +146,70 @@ func (f field) str() (string, error) {
 	return s, nil
 }
 
-// domains reads a list of DNS search domains.
-func (f field) domains() ([]string, error) {
-	l, err := f.strList()
+// domains reads a list of DNS search domains; a bad one is left out
+// alone (noted in n).
+func (f field) domains(n *notes) []string {
+	l, paths, err := f.strList()
 	if err != nil {
-		return nil, err
+		n.drop(err, "the search domains")
+		return nil
 	}
-	for _, d := range l {
+	out := l[:0]
+	for i, d := range l {
 		if err := checkDomain(d); err != nil {
-			return nil, f.errorf("%v", err)
+			n.drop(&FieldError{Path: paths[i], Msg: err.Error()}, "the search domain")
+			continue
 		}
+		out = append(out, d)
 	}
-	return l, nil
+	return out
 }
 
-// checkDomain accepts a search domain: 1 to 253 characters, none of them
-// white space or control characters.
+// checkDomain accepts a search domain: 1 to 253 of ASCII letters, digits,
+// '.', '-' and '_' (a name in DNS's own form; an international name is
+// written in its xn-- form), not starting with '-'. That keeps it one word
+// of resolv.conf, of networkd's Domains= (where a leading '~' would make
+// it a routing-only domain) and of ifupdown's dns-search, which the
+// resolvconf hook reads unquoted in sh.
 func checkDomain(d string) error {
-	ok := d != "" && len(d) <= 253 && utf8.ValidString(d)
-	for _, r := range d {
-		if unicode.IsSpace(r) || unicode.IsControl(r) {
-			ok = false
-		}
+	ok := d != "" && len(d) <= 253 && d[0] != '-'
+	for i := 0; ok && i < len(d); i++ {
+		ok = d[i] != '/' && nameByte(d[i])
 	}
 	if !ok {
-		return fmt.Errorf("a search domain of %d bytes is not one (1 to 253, no white space or control character)", len(d))
+		return fmt.Errorf("a search domain of %d bytes is not one (1 to 253 of A-Z a-z 0-9 . - _)", len(d))
 	}
 	return nil
 }
 
 // strList reads a list of strings; a single string is split on white space,
-// as cloud-init does for dns_nameservers and dns_search.
-func (f field) strList() ([]string, error) {
+// as cloud-init does for dns_nameservers and dns_search. paths are the
+// path of each element.
+func (f field) strList() (l []string, paths []string, err error) {
 	if s, ok := f.v.(string); ok {
-		return strings.Fields(s), nil
+		if err := CheckLine(s); err != nil {
+			return nil, nil, f.errorf("%v", err)
+		}
+		l = strings.Fields(s)
+		for range l {
+			paths = append(paths, f.path)
+		}
+		return l, paths, nil
 	}
-	l, err := f.list()
+	fl, err := f.list()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	out := make([]string, 0, len(l))
-	for _, e := range l {
+	l = make([]string, 0, len(fl))
+	for _, e := range fl {
 		s, err := e.str()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		out = append(out, s)
+		l = append(l, s)
+		paths = append(paths, e.path)
 	}
-	return out, nil
+	return l, paths, nil
 }
 
 // integer reads a whole number; a string of decimal digits is accepted too
@@ -216,22 +230,22 @@ func (f field) integer() (int, error) {
 		if n == math.Trunc(n) && n >= math.MinInt32 && n <= math.MaxInt32 {
 			return int(n), nil
 		}
-		return 0, f.errorf("%v is not a whole number", n)
+		return 0, f.errorf("not a whole number")
 	case json.Number:
 		if i, err := strconv.Atoi(string(n)); err == nil {
 			return i, nil
 		}
-		return 0, f.errorf("%s is not a whole number", n)
+		return 0, f.errorf("not a whole number in range")
 	case string:
 		i, err := strconv.Atoi(strings.TrimSpace(n))
 		if err != nil {
-			return 0, f.errorf("%q is not a whole number", n)
+			return 0, f.errorf("not a whole number")
 		}
 		return i, nil
 	default:
 		return 0, f.errorf("must be a number, not %s", describe(f.v))
 	}
-	return 0, f.errorf("%v is out of range", f.v)
+	return 0, f.errorf("a number out of range")
 }
 
 // boolean reads true/false; the strings cloud-init's util.is_true and
@@ -247,7 +261,7 @@ func (f field) boolean() (bool, error) {
 		case "false", "no", "off", "0":
 			return false, nil
 		}
-		return false, f.errorf("%q is not a boolean", b)
+		return false, f.errorf("not a boolean")
 	case int:
 		if b == 0 || b == 1 {
 			return b == 1, nil
@@ -278,29 +292,29 @@ func (f field) addr() (netip.Addr, error) {
 	}
 	a, err := netip.ParseAddr(strings.TrimSpace(s))
 	if err != nil || a.Zone() != "" {
-		return netip.Addr{}, f.errorf("%q is not an IP address", s)
+		return netip.Addr{}, f.errorf("not an IP address")
 	}
 	return a, nil
 }
 
-func (f field) addrList() ([]netip.Addr, error) {
-	ss, err := f.strList()
+// addrList reads a list of IP addresses; a bad one is left out alone
+// (noted in n).
+func (f field) addrList(n *notes) []netip.Addr {
+	ss, paths, err := f.strList()
 	if err != nil {
-		return nil, err
+		n.drop(err, "the nameservers")
+		return nil
 	}
 	out := make([]netip.Addr, 0, len(ss))
 	for i, s := range ss {
 		a, err := netip.ParseAddr(s)
 		if err != nil || a.Zone() != "" {
-			p := f.path
-			if _, isList := f.v.([]any); isList {
-				p = fmt.Sprintf("%s[%d]", f.path, i)
-			}
-			return nil, &FieldError{Path: p, Msg: fmt.Sprintf("%q is not an IP address", s)}
+			n.drop(&FieldError{Path: paths[i], Msg: "not an IP address"}, "the nameserver")
+			continue
 		}
 		out = append(out, a)
 	}
-	return out, nil
+	return out
 }
 
 func (f field) mac() (string, error) {
@@ -310,7 +324,7 @@ func (f field) mac() (string, error) {
 	}
 	hw, err := net.ParseMAC(strings.TrimSpace(s))
 	if err != nil || len(hw) != 6 {
-		return "", f.errorf("%q is not a MAC address", s)
+		return "", f.errorf("not a MAC address")
 	}
 	return hw.String(), nil
 }
@@ -321,35 +335,76 @@ func (f field) mtu() (int, error) {
 		return 0, err
 	}
 	if n < 68 || n > 65535 {
-		return 0, f.errorf("%d is not an MTU (68 to 65535)", n)
+		return 0, f.errorf("not an MTU (68 to 65535)")
 	}
 	return n, nil
 }
 
-// ifname reads a Linux interface name.
+// ifname reads a link name (see ValidLinkName).
 func (f field) ifname() (string, error) {
 	s, err := f.str()
 	if err != nil {
 		return "", err
 	}
 	if !ValidLinkName(s) {
-		return "", f.errorf("%q is not an interface name (1 to 15 characters, no \"/\", \":\" or white space)", s)
+		return "", f.errorf("%s", linkNameRule)
 	}
 	return s, nil
 }
 
-// ValidLinkName reports whether the kernel takes s as a link name: 1 to 15
-// bytes of printable ASCII, no "/", ":" or white space, not "." or "..".
+// linkNameRule says, without quoting the name, what ValidLinkName wants.
+const linkNameRule = "not a link name (1 to 15 of A-Z a-z 0-9 . _ -, not starting with - and not . or ..)"
+
+// ValidLinkName reports whether s may name a link. Every name that reaches
+// the kernel or a file seedkeeper writes (a v1 name, a v2 set-name, a v2
+// ID that names its link, a bond, bridge or VLAN name, a member or VLAN
+// link) passes this one check: 1 to 15 bytes of ASCII letters, digits,
+// '.', '_' and '-', not starting with '-', and not "." or "..".
+//
+// That alphabet is enough everywhere such a name goes:
+//   - the kernel (dev_valid_name): at most IFNAMSIZ-1 = 15 bytes, no '/',
+//     no white space, not "." or "..";
+//   - systemd-networkd, whose Name= and other match keys are globs: none
+//     of '*', '?', '[', ']' or '!' occurs, so a name matches only itself;
+//   - NetworkManager, whose device specs and lists split on ',', ';' and
+//     ' ' and read "mac:", "interface-name:" and "=" as prefixes: none of
+//     those characters occurs;
+//   - sh, which ifupdown runs its up/down lines with: no character of the
+//     set is special to the shell (no quote, '$', '`', ';', '&', '|',
+//     '<', '>', '(', ')', '*', '?', '[', '~', '#', '=', '\\' or white
+//     space), and a leading '-' cannot make the name an option of ip(8).
 func ValidLinkName(s string) bool {
-	if s == "" || len(s) > 15 || s == "." || s == ".." {
+	if s == "" || len(s) > 15 || s == "." || s == ".." || s[0] == '-' {
 		return false
 	}
-	for _, r := range s {
-		if r <= ' ' || r == '/' || r == ':' || r == 0x7f || r > 0x7e {
+	for i := 0; i < len(s); i++ {
+		if !nameByte(s[i]) {
 			return false
 		}
 	}
 	return true
+}
+
+// validNameGlob reports whether s is a link-name glob (v2 match.name) or
+// a driver glob (match.driver): 1 to 64 bytes of the ValidLinkName
+// alphabet and the glob characters '*', '?', '[', ']', '!' and '^'. It
+// goes into networkd's Name= and Driver= (which are globs), never into a
+// shell line or a NetworkManager list.
+func validNameGlob(s string) bool {
+	if s == "" || len(s) > 64 || s[0] == '-' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !nameByte(s[i]) && !strings.ContainsRune("*?[]!^", rune(s[i])) {
+			return false
+		}
+	}
+	return true
+}
+
+// nameByte reports whether b is in the alphabet of ValidLinkName.
+func nameByte(b byte) bool {
+	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '.' || b == '_' || b == '-'
 }
 
 // prefixFromMask turns a netmask into a prefix length: a number of bits, a

@@ -153,7 +153,7 @@ func TestFetchExitCodes(t *testing.T) {
 		{"vmware asked for, not VMware", []string{"--root", empty, "--source", "vmware"}, exitNoSource, `DMI product_name "Standard PC (i440FX + PIIX, 1996)" is not VMware`},
 		{"seed path missing", []string{"--seed", filepath.Join(empty, "nope")}, exitError, "nope: no such file or directory"},
 		{"seed image corrupt", []string{"--seed", junk}, exitError, junk},
-		{"bad network-config", []string{"--seed", badNet}, exitOK, "network-config dropped, leaving the network alone: config[0].subnets[0].address"},
+		{"bad network-config", []string{"--seed", badNet}, exitOK, "network-config: config[0].subnets[0].address: not an IP address; the subnet left out"},
 		{"unknown flag", []string{"--bogus"}, exitUsage, "flag provided but not defined: -bogus"},
 		{"unknown source", []string{"--source", "azure"}, exitUsage, `--source "azure": want one of`},
 		{"seed with another source", []string{"--seed", seed, "--source", "vmware"}, exitUsage, "cannot be combined with --source vmware"},

@@ -33,8 +33,9 @@ func TestBootHostileFieldsDegrade(t *testing.T) {
 			"  - \"ssh-rsa AAAAB3Nza\\rcommand\"\n" +
 			"  - ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGood good@key\n",
 		"user-data": "#cloud-config\n",
-		// Issue 11 class 2: a line break in a bond parameter added
-		// sections to the .netdev file.
+		// A line break in a bond parameter once added
+		// sections to the .netdev file. The parameter is left out, the
+		// rest of the network config stands.
 		"network-config": "version: 2\nethernets:\n  e0: {match: {macaddress: '52:54:00:12:34:56'}, set-name: e0}\n" +
 			"bonds:\n  bond0:\n    interfaces: [e0]\n    dhcp4: true\n    parameters: {mode: \"active-backup\\n[Network]\\nAddress=6.6.6.6/32\"}\n",
 	})
@@ -64,7 +65,7 @@ func TestBootHostileFieldsDegrade(t *testing.T) {
 		"meta-data local-hostname dropped: control character U+000A at byte 3",
 		"meta-data public-keys[0]: a TAB between fields was replaced by a space",
 		"meta-data public-keys[1] dropped: control character U+000D at byte 17",
-		"network-config dropped, leaving the network alone: bonds.bond0.parameters.mode: control character U+000A",
+		"network-config: bonds.bond0.parameters.mode: control character U+000A at byte 13; the parameter left out",
 	} {
 		if !strings.Contains(all, w) {
 			t.Errorf("status.json dropped %q\nhas no %q", st.Dropped, w)
@@ -73,11 +74,14 @@ func TestBootHostileFieldsDegrade(t *testing.T) {
 	if strings.Contains(all, "AAAAB3Nza") || strings.Contains(all, "6.6.6.6") {
 		t.Errorf("a warning quotes the value: %q", st.Dropped)
 	}
-	if st.Outcome != "ok" || st.Network.Action != "skipped" {
+	if st.Outcome != "ok" || st.Network.Action != "planned" {
 		t.Errorf("outcome %q, network %+v", st.Outcome, st.Network)
 	}
-	if ents, _ := os.ReadDir(filepath.Join(root, agent.NetworkDir)); len(ents) != 0 {
-		t.Errorf("networkd files written from a refused configuration: %v", ents)
+	ents, _ := os.ReadDir(filepath.Join(root, agent.NetworkDir))
+	for _, ent := range ents {
+		if b := readFile(t, filepath.Join(root, agent.NetworkDir, ent.Name())); strings.Contains(b, "6.6.6.6") || strings.Count(b, "[Network]") > 1 {
+			t.Errorf("%s holds what the bad parameter said:\n%s", ent.Name(), b)
+		}
 	}
 	s := runBinary(t, nil, "status", "--root", root)
 	if !strings.Contains(s.stdout, "Dropped:     meta-data public-keys[1] dropped: control character U+000D at byte 17\n") {

@@ -22,7 +22,9 @@ func TestNetUsage(t *testing.T) {
 	good := filepath.Join(dir, "net.yaml")
 	os.WriteFile(good, []byte("version: 2\nethernets: {}\n"), 0o644)
 	bad := filepath.Join(dir, "bad.yaml")
-	os.WriteFile(bad, []byte("version: 2\nethernets:\n  eth0:\n    addresses: [10.0.0.300/24]\n"), 0o644)
+	os.WriteFile(bad, []byte("version: 3\nethernets:\n  eth0:\n    addresses: [10.0.0.1/24]\n"), 0o644)
+	badAddr := filepath.Join(dir, "bad-address.yaml")
+	os.WriteFile(badAddr, []byte("version: 2\nethernets:\n  eth0:\n    addresses: [10.0.0.300/24]\n"), 0o644)
 	corruptRoot := filepath.Join(dir, "root")
 	receipt := filepath.Join(corruptRoot, "var/lib/seedkeeper/network-receipt.json")
 	os.MkdirAll(filepath.Dir(receipt), 0o755)
@@ -44,6 +46,8 @@ func TestNetUsage(t *testing.T) {
 		{args: []string{"apply", "--bogus"}, code: 3, stderr: "flag provided but not defined: -bogus"},
 		{args: []string{"plan", "--config", filepath.Join(dir, "missing.yaml")}, code: 2, stderr: "reading network configuration: open " + filepath.Join(dir, "missing.yaml")},
 		{args: []string{"plan", "--config", bad}, code: 2, stderr: "reading network configuration " + bad + ": "},
+		// One bad field degrades that field: the plan says what was left out.
+		{args: []string{"plan", "--config", badAddr}, code: 0, stdout: "note: network config: ethernets.eth0.addresses[0]: not an IP address; the address left out\n"},
 		{args: []string{"apply", "--config", good, "--root", corruptRoot}, code: 2, stderr: "reading network receipt " + receipt + ": unexpected end of JSON input (it records what seedkeeper added"},
 	}
 	for _, tt := range tests {

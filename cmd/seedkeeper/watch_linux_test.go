@@ -527,10 +527,11 @@ config:
 	}
 }
 
-// Found in review: a bridge the live apply refuses (a parameter only the
-// stack reads) was not rendered either, while its members' files named
-// it. It is rendered, and not made live.
-func TestIntegrationBootStackedRefusedIsStillRendered(t *testing.T) {
+// Found in review: a bridge the live apply refuses (a parameter it cannot
+// read) was not rendered either, while its members' files named it. The
+// files follow the live plan: br0 is neither made live nor rendered, and
+// eth1's own file does not name it.
+func TestIntegrationBootStackedRefusedIsNotNamed(t *testing.T) {
 	n, peers := newTestNetns(t), newTestNetns(t)
 	const mac1 = "02:5e:00:00:06:01"
 	root := netBootRoot(t, "iid-bootrefused", `version: 1
@@ -551,7 +552,18 @@ config:
 	if _, err := n.h.LinkByName("br0"); err == nil {
 		t.Error("br0 was made live with a parameter it could not read")
 	}
-	if !strings.Contains(readFile(t, filepath.Join(root, networkDir, "10-seedkeeper-br0.netdev")), "Kind=bridge") {
-		t.Error("br0.netdev was not rendered, while eth1's file makes it a port of br0")
+	ents, err := os.ReadDir(filepath.Join(root, networkDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+		if b := readFile(t, filepath.Join(root, networkDir, e.Name())); strings.Contains(b, "br0") {
+			t.Errorf("%s names br0, which nothing defines:\n%s", e.Name(), b)
+		}
+	}
+	if !slices.Equal(names, []string{"10-seedkeeper-eth1.network"}) {
+		t.Errorf("files %v, want eth1's own", names)
 	}
 }

@@ -159,18 +159,53 @@ type owned struct {
 // driver of every link the configuration selects and the addresses and
 // routes of every link it owns (Handle.Plan reads exactly that). rc is the
 // receipt of earlier applies (nil for none). A nil cfg is "no network
-// configuration" and gives an empty plan.
+// configuration" and gives an empty plan. The plan's notes start with what
+// the parser left out of the document (cfg.Notes), so that every caller
+// reports it where it reports the plan.
 func Diff(cfg *netcfg.Config, live []Link, allow Allowlist, rc *Receipt) *Plan {
 	p := &Plan{receipt: rc.clone()}
 	if cfg == nil {
 		p.Notes = append(p.Notes, "no network configuration: leaving the network alone")
 		return p
 	}
+	for _, n := range cfg.Notes {
+		p.notef("network config: %s", n)
+	}
 
-	// Select: which live link each physical entry owns.
 	macs := configMACs(cfg)
-	claims := map[int][]int{} // live index -> entries selecting it
-	sel := make([][]int, len(cfg.Interfaces))
+	sel, claims := p.selectLinks(cfg, live, macs)
+	own := p.ownNICs(cfg, live, macs, sel, claims, allow)
+	p.planNICs(own, live)
+	own = append(own, p.planStacked(cfg, live, own)...)
+	for _, o := range own {
+		if p.OwnedName == nil {
+			p.OwnedName = map[string]string{}
+		}
+		p.OwnedName[o.ifc.ID] = o.name
+	}
+	p.assignRoutes(cfg, own)
+
+	// Removals of our stale objects first, so a changed address or route
+	// never collides with its old self; then additions.
+	var adds, addRoutes []Op
+	for _, o := range own {
+		a, r := p.planObjects(o)
+		adds, addRoutes = append(adds, a...), append(addRoutes, r...)
+	}
+	// Keep the operations in the order of their kinds (removals
+	// routes-then-addresses across links), each kind in planning order.
+	slices.SortStableFunc(p.Ops, func(a, b Op) int { return rank(a) - rank(b) })
+	p.Ops = append(p.Ops, adds...)
+	p.Ops = append(p.Ops, addRoutes...)
+	return p
+}
+
+// selectLinks is the first phase of Diff: which live links each physical
+// entry selects (sel, by entry), and which entries select each live link
+// (claims, by live index).
+func (p *Plan) selectLinks(cfg *netcfg.Config, live []Link, macs []string) (sel [][]int, claims map[int][]int) {
+	claims = map[int][]int{}
+	sel = make([][]int, len(cfg.Interfaces))
 	for j := range cfg.Interfaces {
 		ifc := &cfg.Interfaces[j]
 		if ifc.Kind != netcfg.Physical && ifc.Kind != "" {
@@ -187,6 +222,14 @@ func Diff(cfg *netcfg.Config, live []Link, allow Allowlist, rc *Receipt) *Plan {
 			}
 		}
 	}
+	return sel, claims
+}
+
+// ownNICs is the second phase of Diff: an entry owns the one live link it
+// selects when no other entry selects that link too and its driver is
+// allowed. It fills Owned and OwnedMAC, and notes receipt entries the
+// configuration no longer speaks about.
+func (p *Plan) ownNICs(cfg *netcfg.Config, live []Link, macs []string, sel [][]int, claims map[int][]int, allow Allowlist) []*owned {
 	var own []*owned
 	mentioned := map[string]bool{} // MACs the configuration speaks about
 	for j := range cfg.Interfaces {
@@ -223,12 +266,7 @@ func Diff(cfg *netcfg.Config, live []Link, allow Allowlist, rc *Receipt) *Plan {
 			}
 			continue
 		}
-		if !allow.Allows(l.Driver) {
-			d := strconv.Quote(l.Driver)
-			if l.Driver == "" {
-				d = "unknown"
-			}
-			p.notef("%s (%s): driver %s is not allowed; left alone", l.Name, l.MAC, d)
+		if !p.allowed(l, allow) {
 			continue
 		}
 		own = append(own, &owned{ifc: ifc, link: l, name: l.Name})
@@ -243,7 +281,12 @@ func Diff(cfg *netcfg.Config, live []Link, allow Allowlist, rc *Receipt) *Plan {
 			p.notef("%s: in the receipt but no longer configured; left as it is", mac)
 		}
 	}
+	return own
+}
 
+// planNICs is the third phase of Diff: the owned NICs' names, MTUs and
+// state.
+func (p *Plan) planNICs(own []*owned, live []Link) {
 	p.planRenames(own, live)
 	for _, o := range own {
 		if o.ifc.MTU > 0 && o.ifc.MTU != o.link.MTU {
@@ -255,93 +298,100 @@ func Diff(cfg *netcfg.Config, live []Link, allow Allowlist, rc *Receipt) *Plan {
 			p.add(o, Op{Kind: LinkUp})
 		}
 	}
-	own = append(own, p.planStacked(cfg, live, own)...)
-	p.assignRoutes(cfg, own)
+}
 
-	// Removals of our stale objects first, so a changed address or route
-	// never collides with its old self; then additions.
-	var adds, addRoutes []Op
-	for _, o := range own {
-		prior := p.receipt.get(o)
-		next := Added{}
+// planObjects is the last phase of Diff, for one owned link: it plans the
+// removal of our stale routes and addresses (into p.Ops) and returns the
+// additions, and sets the link's receipt entry to what stays ours.
+func (p *Plan) planObjects(o *owned) (adds, addRoutes []Op) {
+	prior := p.receipt.get(o)
+	next := Added{Made: prior.Made}
 
-		liveAddrs := map[netip.Prefix]bool{}
-		for _, a := range o.liveAddresses() {
-			if !(o.flushed && a.Addr().Is6()) {
-				liveAddrs[normPrefix(a)] = true
-			}
+	liveAddrs := map[netip.Prefix]bool{}
+	for _, a := range o.liveAddresses() {
+		if !(o.flushed && a.Addr().Is6()) {
+			liveAddrs[normPrefix(a)] = true
 		}
-		want := map[netip.Prefix]bool{}
-		for _, a := range o.ifc.Addresses {
-			a = normPrefix(a)
-			if want[a] {
-				continue
-			}
-			want[a] = true
-			switch {
-			case !liveAddrs[a]:
-				adds = append(adds, p.op(o, Op{Kind: AddAddress, Address: a}))
-			case slices.Contains(prior.Addresses, a):
-				next.Addresses = append(next.Addresses, a)
-			}
-		}
-
-		// Removing the last IPv4 address of a subnet takes the routes
-		// through a gateway in it along: those are added again if gone.
-		var removed, kept []netip.Prefix
-		for _, a := range prior.Addresses {
-			if !want[a] && liveAddrs[a] {
-				removed = append(removed, a)
-			}
-		}
-		for a := range liveAddrs {
-			if !slices.Contains(removed, a) {
-				kept = append(kept, a)
-			}
-		}
-		inSubnet := func(as []netip.Prefix, gw netip.Addr) bool {
-			return slices.ContainsFunc(as, func(a netip.Prefix) bool { return a.Masked().Contains(gw) })
-		}
-		liveRoutes := map[netcfg.Route]bool{}
-		if !o.flushed {
-			for _, r := range o.liveRoutes() {
-				liveRoutes[normRoute(r)] = true
-			}
-		}
-		wantR := map[netcfg.Route]bool{}
-		for _, r := range o.routes {
-			r = normRoute(r)
-			if wantR[r] {
-				continue
-			}
-			wantR[r] = true
-			switch {
-			case !liveRoutes[r]:
-				addRoutes = append(addRoutes, p.op(o, Op{Kind: AddRoute, Route: r}))
-				continue
-			case slices.Contains(prior.Routes, r):
-				next.Routes = append(next.Routes, r)
-			}
-			if r.Via.Is4() && inSubnet(removed, r.Via) && !inSubnet(kept, r.Via) {
-				addRoutes = append(addRoutes, p.op(o, Op{Kind: AddRoute, Route: r, ifMissing: true}))
-			}
-		}
-		for _, r := range prior.Routes {
-			if !wantR[r] && liveRoutes[r] {
-				p.add(o, Op{Kind: RemoveRoute, Route: r})
-			}
-		}
-		for _, a := range removed {
-			p.add(o, Op{Kind: RemoveAddress, Address: a})
-		}
-		p.receipt.setFor(o, next)
 	}
-	// Keep the operations in the order of their kinds (removals
-	// routes-then-addresses across links), each kind in planning order.
-	slices.SortStableFunc(p.Ops, func(a, b Op) int { return rank(a) - rank(b) })
-	p.Ops = append(p.Ops, adds...)
-	p.Ops = append(p.Ops, addRoutes...)
-	return p
+	want := map[netip.Prefix]bool{}
+	for _, a := range o.ifc.Addresses {
+		a = normPrefix(a)
+		if want[a] {
+			continue
+		}
+		want[a] = true
+		switch {
+		case !liveAddrs[a]:
+			adds = append(adds, p.op(o, Op{Kind: AddAddress, Address: a}))
+		case slices.Contains(prior.Addresses, a):
+			next.Addresses = append(next.Addresses, a)
+		}
+	}
+
+	// Removing the last IPv4 address of a subnet takes the routes
+	// through a gateway in it along: those are added again if gone.
+	var removed, kept []netip.Prefix
+	for _, a := range prior.Addresses {
+		if !want[a] && liveAddrs[a] {
+			removed = append(removed, a)
+		}
+	}
+	for a := range liveAddrs {
+		if !slices.Contains(removed, a) {
+			kept = append(kept, a)
+		}
+	}
+	inSubnet := func(as []netip.Prefix, gw netip.Addr) bool {
+		return slices.ContainsFunc(as, func(a netip.Prefix) bool { return a.Masked().Contains(gw) })
+	}
+	liveRoutes := map[netcfg.Route]bool{}
+	if !o.flushed {
+		for _, r := range o.liveRoutes() {
+			liveRoutes[normRoute(r)] = true
+		}
+	}
+	wantR := map[netcfg.Route]bool{}
+	for _, r := range o.routes {
+		r = normRoute(r)
+		if wantR[r] {
+			continue
+		}
+		wantR[r] = true
+		switch {
+		case !liveRoutes[r]:
+			addRoutes = append(addRoutes, p.op(o, Op{Kind: AddRoute, Route: r}))
+			continue
+		case slices.Contains(prior.Routes, r):
+			next.Routes = append(next.Routes, r)
+		}
+		if r.Via.Is4() && inSubnet(removed, r.Via) && !inSubnet(kept, r.Via) {
+			addRoutes = append(addRoutes, p.op(o, Op{Kind: AddRoute, Route: r, ifMissing: true}))
+		}
+	}
+	for _, r := range prior.Routes {
+		if !wantR[r] && liveRoutes[r] {
+			p.add(o, Op{Kind: RemoveRoute, Route: r})
+		}
+	}
+	for _, a := range removed {
+		p.add(o, Op{Kind: RemoveAddress, Address: a})
+	}
+	p.receipt.setFor(o, next)
+	return adds, addRoutes
+}
+
+// allowed reports whether the driver of live link l is allowed, noting
+// when it is not.
+func (p *Plan) allowed(l *Link, allow Allowlist) bool {
+	if allow.Allows(l.Driver) {
+		return true
+	}
+	d := strconv.Quote(l.Driver)
+	if l.Driver == "" {
+		d = "unknown"
+	}
+	p.notef("%s (%s): driver %s is not allowed; left alone", l.Name, l.MAC, d)
+	return false
 }
 
 func (p *Plan) notef(format string, args ...any) {
@@ -383,8 +433,9 @@ func (p *Plan) add(o *owned, op Op) { p.Ops = append(p.Ops, p.op(o, op)) }
 
 // planRenames orders the renames so that a link gives up a name before
 // another takes it, going through a temporary name to break a cycle (two
-// NICs swapping names). A name held by a link that is not being renamed is
-// left for Apply to report.
+// NICs swapping names). A name held by a link that is not being renamed
+// (a foreign NIC, a bridge) is not taken: the owned link keeps its name,
+// with a note, and so do the files rendered for it.
 func (p *Plan) planRenames(own []*owned, live []Link) {
 	holder := map[string]int{} // name -> live index
 	for _, l := range live {
@@ -429,7 +480,8 @@ func (p *Plan) planRenames(own []*owned, live []Link) {
 				}
 			}
 			if h == nil {
-				emit(r, r.to)
+				p.notef("%s (%s): set-name %s not applied: another link has that name", r.o.link.Name, r.o.link.MAC, r.to)
+				r.o.name, r.o.flushed = r.from, false
 				blocked = blocked[1:]
 			} else {
 				tmp := fmt.Sprintf("sktmp%d", h.o.link.Index)

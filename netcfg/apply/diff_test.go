@@ -366,3 +366,73 @@ func TestResultErr(t *testing.T) {
 		t.Errorf("all ok: Failed() = %v, Err() = %v", r.Failed(), r.Err())
 	}
 }
+
+// TestDiffOneBadFieldDegradesThatField: one route with metric -1 on a NIC
+// that is not even present used to refuse the whole network config, so
+// the valid NIC got no address. In each format the route alone is left
+// out, the plan says so, and the valid NIC is configured.
+func TestDiffOneBadFieldDegradesThatField(t *testing.T) {
+	v1 := `version: 1
+config:
+- {type: physical, name: eth0, mac_address: "` + mac1 + `", subnets: [{type: static, address: 192.0.2.10/24}]}
+- {type: physical, name: eth1, mac_address: "` + mac2 + `", subnets: [{type: static, address: 198.51.100.10/24,
+   routes: [{network: 10.0.0.0/8, gateway: 198.51.100.1, metric: -1}]}]}
+`
+	v2 := `version: 2
+ethernets:
+  eth0: {match: {macaddress: "` + mac1 + `"}, set-name: eth0, addresses: [192.0.2.10/24]}
+  eth1: {match: {macaddress: "` + mac2 + `"}, set-name: eth1, addresses: [198.51.100.10/24],
+         routes: [{to: 10.0.0.0/8, via: 198.51.100.1, metric: -1}]}
+`
+	parsed := map[string]func() (*netcfg.Config, error){
+		"v1": func() (*netcfg.Config, error) { return netcfg.Parse([]byte(v1)) },
+		"v2": func() (*netcfg.Config, error) { return netcfg.Parse([]byte(v2)) },
+		"sdc:nics": func() (*netcfg.Config, error) {
+			return netcfg.FromSmartOS([]byte(`[
+			  {"interface": "eth0", "mac": "`+mac1+`", "ips": ["192.0.2.10/24"]},
+			  {"interface": "eth1", "mac": "`+mac2+`", "ips": ["198.51.100.10/24"]}]`),
+				[]byte(`[{"dst": "10.0.0.0/8", "gateway": "198.51.100.1"}, {"dst": "10.0.0.0/33", "gateway": "198.51.100.1"}]`), nil, "")
+		},
+	}
+	want := map[string]string{
+		"v1":       "network config: config[1].subnets[0].routes[0].metric: a metric is not negative; the route left out",
+		"v2":       "network config: ethernets.eth1.routes[0].metric: a metric is not negative; the route left out",
+		"sdc:nics": "network config: sdc:routes[1].dst: a bad prefix length; the route left out",
+	}
+	for _, name := range []string{"v1", "v2", "sdc:nics"} {
+		cfg, err := parsed[name]()
+		if err != nil {
+			t.Fatalf("%s: the whole document refused: %v", name, err)
+		}
+		live := []Link{{Index: 2, Name: "eth0", MAC: mac1, Up: true, MTU: 1500, Driver: "virtio_net"}}
+		p := Diff(cfg, live, virtio, nil)
+		wantOps(t, p, "eth0 ("+mac1+"): add address 192.0.2.10/24")
+		if len(p.Notes) == 0 || p.Notes[0] != want[name] {
+			t.Errorf("%s: notes %q, want first %q", name, p.Notes, want[name])
+		}
+		wantNote(t, p, "eth1: not present")
+	}
+}
+
+// A set-name that another link holds (a NIC seedkeeper does not own) was
+// planned anyway and failed at apply, while the ifupdown stanza, which
+// names links, configured the other NIC under that name. The plan keeps
+// the owned link's name, says why, and renders it under that name.
+func TestDiffRenameToAForeignName(t *testing.T) {
+	cfg := &netcfg.Config{Interfaces: []netcfg.Interface{{ID: "lan", Kind: netcfg.Physical, Name: "eth9", MAC: mac1, DHCP4: true}}}
+	live := []Link{
+		{Index: 2, Name: "ens4", MAC: mac1, Up: true, MTU: 1500, Driver: "virtio_net"},
+		{Index: 3, Name: "eth9", MAC: mac2, Up: true, MTU: 1500, Driver: "virtio_net"},
+	}
+	p := Diff(cfg, live, virtio, nil)
+	wantOps(t, p)
+	wantNote(t, p, "ens4 ("+mac1+"): set-name eth9 not applied: another link has that name")
+	pinned := p.Pinned(cfg)
+	if ifc := pinned.Lookup("lan"); ifc.LinkName() != "ens4" || ifc.MAC != mac1 {
+		t.Errorf("pinned %+v", ifc)
+	}
+	b, _, err := netcfg.RenderIfupdown(pinned, p.Owns)
+	if err != nil || strings.Contains(string(b), "eth9") || !strings.Contains(string(b), "iface ens4 inet dhcp\n") {
+		t.Errorf("ifupdown (%v):\n%s", err, b)
+	}
+}

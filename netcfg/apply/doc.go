@@ -7,9 +7,12 @@
 // A link is owned only when its MAC matches a physical interface of the
 // configuration (or, where that entry names no MAC, its name matches) and its
 // driver is on the Allowlist. A bond or bridge is owned when all its members
-// are, a VLAN when its link is: those are created (with their parameters),
-// given their members, brought up and addressed, and are known by name. Nothing else is read beyond the link dump, and
-// nothing else is ever changed. Addresses and routes that are already present
+// are, a VLAN when its link is, and, when a link of its name exists
+// already, only if the Receipt says seedkeeper made it: those are created
+// (with their parameters), given their members, brought up and addressed,
+// and are known by name. The plan's verdict (Plan.Owns, Plan.Pinned) is
+// what the persistent files are rendered from. Nothing else is read
+// beyond the link dump, and nothing else is ever changed. Addresses and routes that are already present
 // are left alone; the only objects ever removed are those the Receipt says
 // seedkeeper added and the configuration no longer has. DHCP and SLAAC are
 // not configured here (the systemd-networkd render does that); their links

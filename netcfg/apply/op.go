@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/seedkeeper/seedkeeper/netcfg"
@@ -160,12 +161,20 @@ func routeString(r netcfg.Route) string {
 type Plan struct {
 	Ops   []Op
 	Notes []string
-	// Owned lists the IDs of the configured physical interfaces that own a
-	// live link (MAC or name matched, driver allowed), in config order.
+	// Owned lists the IDs of the configured interfaces seedkeeper owns:
+	// the physical ones that own a live link (MAC or name matched, driver
+	// allowed), in config order, then the bonds, bridges and VLANs the
+	// plan creates or adopts. It is the one verdict every renderer
+	// follows (see Owns and Pinned).
 	Owned []string
-	// OwnedMAC maps each of those IDs to the MAC of the live link it owns
-	// (for entries that select by name, the only place the MAC is known).
+	// OwnedMAC maps the ID of each owned physical interface to the MAC of
+	// the live link it owns (for entries that select by name, the only
+	// place the MAC is known).
 	OwnedMAC map[string]string
+	// OwnedName maps the ID of each owned interface to the name its link
+	// has once the plan is applied: the set-name when the rename is
+	// planned, else the live name; a stacked link's configured name.
+	OwnedName map[string]string
 
 	// receipt is what the next receipt holds if every operation fails:
 	// the entries still valid. Apply adds what it adds.
@@ -186,6 +195,32 @@ func (p *Plan) String() string {
 		b.WriteString("note: " + n + "\n")
 	}
 	return b.String()
+}
+
+// Owns reports whether the plan owns the configured interface: the
+// "owned" argument of every netcfg renderer.
+func (p *Plan) Owns(i *netcfg.Interface) bool { return slices.Contains(p.Owned, i.ID) }
+
+// Pinned returns a copy of cfg for the renderers: every owned NIC is
+// selected by the MAC of the live link it owns (not by a name or glob,
+// which another NIC may come to carry) and named as the plan leaves it.
+// Rendered with Owns, the files describe exactly the links the live plan
+// owns, under the names they have.
+func (p *Plan) Pinned(cfg *netcfg.Config) *netcfg.Config {
+	out := *cfg
+	out.Interfaces = slices.Clone(cfg.Interfaces)
+	for i := range out.Interfaces {
+		ifc := &out.Interfaces[i]
+		mac, ok := p.OwnedMAC[ifc.ID]
+		if !ok || isStacked(ifc) {
+			continue
+		}
+		ifc.MAC, ifc.MatchName = mac, ""
+		if n := p.OwnedName[ifc.ID]; n != "" {
+			ifc.Name = n
+		}
+	}
+	return &out
 }
 
 // Receipt returns the receipt that stands if no operation of the plan runs.

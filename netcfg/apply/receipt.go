@@ -41,9 +41,12 @@ type Receipt struct {
 type Added struct {
 	Addresses []netip.Prefix
 	Routes    []netcfg.Route
+	// Made is set for a bond, VLAN or bridge seedkeeper created: only such
+	// a link is adopted when it exists already.
+	Made bool
 }
 
-func (a Added) empty() bool { return len(a.Addresses) == 0 && len(a.Routes) == 0 }
+func (a Added) empty() bool { return !a.Made && len(a.Addresses) == 0 && len(a.Routes) == 0 }
 
 func (r *Receipt) clone() *Receipt {
 	c := &Receipt{Links: map[string]Added{}, Stacked: map[string]Added{}}
@@ -54,7 +57,7 @@ func (r *Receipt) clone() *Receipt {
 		c.Links[mac] = Added{Addresses: slices.Clone(a.Addresses), Routes: slices.Clone(a.Routes)}
 	}
 	for name, a := range r.Stacked {
-		c.Stacked[name] = Added{Addresses: slices.Clone(a.Addresses), Routes: slices.Clone(a.Routes)}
+		c.Stacked[name] = Added{Addresses: slices.Clone(a.Addresses), Routes: slices.Clone(a.Routes), Made: a.Made}
 	}
 	return c
 }
@@ -87,8 +90,17 @@ func (r *Receipt) setFor(o *owned, a Added) {
 }
 
 // record notes the outcome of op: an object added is now ours, an object we
-// failed to remove stays ours.
+// failed to remove stays ours, a link created is one we made.
 func (r *Receipt) record(op Op, err error) {
+	if op.Kind == CreateLink && err == nil && op.Spec != nil {
+		if r.Stacked == nil {
+			r.Stacked = map[string]Added{}
+		}
+		a := r.Stacked[op.Spec.Name]
+		a.Made = true
+		r.Stacked[op.Spec.Name] = a
+		return
+	}
 	add := op.Kind == AddAddress || op.Kind == AddRoute
 	keep := op.Kind == RemoveAddress || op.Kind == RemoveRoute
 	if !(add && err == nil || keep && err != nil) {
@@ -110,8 +122,8 @@ func (r *Receipt) record(op Op, err error) {
 }
 
 // The JSON form: {"version":1,"links":{"<mac>":{"addresses":[...],"routes":[...]}}},
-// with "version":2 and "stacked":{"<name>":{...}} when stacked links carry
-// what seedkeeper added.
+// with "version":2 and "stacked":{"<name>":{...,"made":true}} when there
+// are stacked links seedkeeper made or added to.
 type receiptFile struct {
 	Version int                  `json:"version"`
 	Links   map[string]linkAdded `json:"links"`
@@ -121,6 +133,8 @@ type receiptFile struct {
 type linkAdded struct {
 	Addresses []netip.Prefix `json:"addresses,omitempty"`
 	Routes    []routeJSON    `json:"routes,omitempty"`
+	// Made: seedkeeper created the link (stacked links only).
+	Made bool `json:"made,omitempty"`
 }
 
 type routeJSON struct {
@@ -158,7 +172,7 @@ func marshalAdded(out map[string]linkAdded, in map[string]Added) {
 		if a.empty() {
 			continue
 		}
-		var la linkAdded
+		la := linkAdded{Made: a.Made}
 		la.Addresses = slices.SortedFunc(slices.Values(a.Addresses), func(x, y netip.Prefix) int {
 			return cmp.Or(x.Addr().Compare(y.Addr()), x.Bits()-y.Bits())
 		})
@@ -204,7 +218,10 @@ func ParseReceipt(data []byte) (*Receipt, error) {
 		r.set(mac, a)
 	}
 	for _, key := range slices.Sorted(maps.Keys(f.Stacked)) {
-		if !netcfg.ValidLinkName(key) {
+		// The kernel's rule, not netcfg.ValidLinkName's narrower one: a
+		// receipt written before that narrowed names a link seedkeeper
+		// may have added to, and reading it must not fail the sync.
+		if !kernelLinkName(key) {
 			return nil, fmt.Errorf("stacked[%q]: not a link name", key)
 		}
 		a, err := parseAdded("stacked", key, f.Stacked[key])
@@ -216,8 +233,25 @@ func ParseReceipt(data []byte) (*Receipt, error) {
 	return r, nil
 }
 
+// kernelLinkName reports whether the kernel takes s as a link name: 1 to
+// 15 bytes of printable ASCII, no '/', ':' or white space, not "." or "..".
+func kernelLinkName(s string) bool {
+	if s == "" || len(s) > 15 || s == "." || s == ".." {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= ' ' || c >= 0x7f || c == '/' || c == ':' {
+			return false
+		}
+	}
+	return true
+}
+
 func parseAdded(field, key string, la linkAdded) (Added, error) {
-	var a Added
+	a := Added{Made: la.Made}
+	if la.Made && field != "stacked" {
+		return a, fmt.Errorf("%s[%q].made: only a stacked link is made", field, key)
+	}
 	for i, p := range la.Addresses {
 		if !p.IsValid() {
 			return a, fmt.Errorf("%s[%q].addresses[%d]: missing address", field, key, i)

@@ -2,15 +2,17 @@ package apply
 
 import (
 	"maps"
+	"net/netip"
 	"slices"
 	"strings"
 
 	"github.com/seedkeeper/seedkeeper/netcfg"
 )
 
-// Stacked links (bonds, VLANs, bridges) are owned by the same rule the
-// renderers use: a bond or bridge when every member is owned, a VLAN when
-// the link it is on is. A NIC seedkeeper does not own is never enslaved,
+// Stacked links (bonds, VLANs, bridges) are owned when a bond or bridge has
+// every member owned, a VLAN the link it is on, and a link of that name
+// that exists already is one seedkeeper made and holds nothing foreign;
+// the renderers follow this verdict (Plan.Owns). A NIC seedkeeper does not own is never enslaved,
 // and a link of the configured name that is not of the configured kind
 // (or, for a VLAN, not on the configured link with the configured ID) is
 // left alone. Parameters are set when the link is created; those of a
@@ -21,7 +23,7 @@ import (
 // an order where a link comes after the links it is built on) for the
 // address and route planning. own are the owned NICs.
 func (p *Plan) planStacked(cfg *netcfg.Config, live []Link, own []*owned) []*owned {
-	s := &stackPlanner{p: p, cfg: cfg, byID: map[string]*owned{}, byName: map[string]*Link{},
+	s := &stackPlanner{p: p, cfg: cfg, live: live, byID: map[string]*owned{}, byName: map[string]*Link{},
 		state: map[string]int{}, masterOf: map[string]string{}}
 	for _, o := range own {
 		s.byID[o.ifc.ID] = o
@@ -61,6 +63,7 @@ func isStacked(ifc *netcfg.Interface) bool {
 type stackPlanner struct {
 	p      *Plan
 	cfg    *netcfg.Config
+	live   []Link
 	byID   map[string]*owned // owned links by configuration ID
 	byName map[string]*Link  // live links by the name they have after renames
 	// state is 1 while an entry is being decided, 2 once it is.
@@ -94,56 +97,78 @@ func (s *stackPlanner) visit(ifc *netcfg.Interface) *owned {
 	return o
 }
 
-// decide plans one stacked entry whose dependencies are decided.
+// decide plans one stacked entry whose dependencies are decided, in four
+// phases: the links it is built on, its parameters, the live link of its
+// name, and the operations. Any phase can refuse it (with a note): it is
+// then not owned.
 func (s *stackPlanner) decide(ifc *netcfg.Interface) *owned {
-	p := s.p
 	name := ifc.LinkName()
 	if !netcfg.ValidLinkName(name) {
-		p.notef("%s: not a name the kernel takes for a link (1 to 15 bytes, no slash, colon or space); not applied live", label(ifc))
+		s.p.notef("%s: not a link name (1 to 15 of A-Z a-z 0-9 . _ -); not applied live", label(ifc))
 		return nil
 	}
 	// The MTU is set once the link has its ports: see rank.
 	spec := &LinkSpec{Kind: ifc.Kind, Name: name, MAC: normMAC(ifc.MAC)}
-	var parent *owned
-	var members []*owned
+	parent, members, ok := s.builtOn(ifc, spec)
+	if !ok || !s.params(ifc, spec, members) {
+		return nil
+	}
+	l, ok := s.existing(ifc, spec, parent, members)
+	if !ok {
+		return nil
+	}
+	return s.planOps(ifc, spec, l, members)
+}
+
+// builtOn decides the links ifc is built on: a VLAN's parent (set in
+// spec), a bond's or bridge's members. Each must be owned.
+func (s *stackPlanner) builtOn(ifc *netcfg.Interface, spec *LinkSpec) (parent *owned, members []*owned, ok bool) {
+	p, name := s.p, spec.Name
 	switch ifc.Kind {
 	case netcfg.VLAN:
 		l := s.cfg.Lookup(ifc.VLANLink)
 		if l == nil {
 			p.notef("%s: its link %s is not configured; not applied live", name, ifc.VLANLink)
-			return nil
+			return nil, nil, false
 		}
 		if parent = s.visit(l); parent == nil {
 			p.notef("%s: its link %s is not applied live, so neither is it", name, ifc.VLANLink)
-			return nil
+			return nil, nil, false
 		}
 		spec.Parent, spec.VLANID = parent.name, ifc.VLANID
 	case netcfg.Bond, netcfg.Bridge:
 		if len(ifc.Links) == 0 {
 			p.notef("%s: a %s without members is not applied live", name, ifc.Kind)
-			return nil
+			return nil, nil, false
 		}
 		for _, id := range ifc.Links {
 			m := s.cfg.Lookup(id)
 			if m == nil {
 				p.notef("%s: member %s is not configured; not applied live", name, id)
-				return nil
+				return nil, nil, false
 			}
 			mo := s.visit(m)
 			if mo == nil {
 				p.notef("%s: member %s is not owned by seedkeeper; not applied live", name, id)
-				return nil
+				return nil, nil, false
 			}
 			if other, ok := s.masterOf[id]; ok {
 				p.notef("%s: member %s is a member of %s already; not applied live", name, id, other)
-				return nil
+				return nil, nil, false
 			}
 			members = append(members, mo)
 		}
 	default:
 		p.notef("%s: %s links are not applied live", name, ifc.Kind)
-		return nil
+		return nil, nil, false
 	}
+	return parent, members, true
+}
+
+// params reads a bond's or bridge's parameters into spec; a parameter the
+// live apply cannot set refuses the link, one it does not set is noted.
+func (s *stackPlanner) params(ifc *netcfg.Interface, spec *LinkSpec, members []*owned) bool {
+	p, name := s.p, spec.Name
 	var skipped []string
 	var err error
 	switch ifc.Kind {
@@ -154,7 +179,7 @@ func (s *stackPlanner) decide(ifc *netcfg.Interface) *owned {
 	}
 	if err != nil {
 		p.notef("%s: %v; not applied live", name, err)
-		return nil
+		return false
 	}
 	if len(skipped) > 0 {
 		p.notef("%s: parameters not applied live: %s", name, strings.Join(skipped, ", "))
@@ -169,25 +194,86 @@ func (s *stackPlanner) decide(ifc *netcfg.Interface) *owned {
 			b.Primary = ""
 		}
 	}
+	return true
+}
 
-	l := s.byName[name]
-	if l != nil {
-		switch {
-		case !l.Stacked || l.Kind != string(ifc.Kind):
-			kind := l.Kind
-			if !l.Stacked || kind == "" {
-				kind = "network interface"
-			}
-			p.notef("%s: the name is taken by a %s link; not applied live", name, kind)
-			return nil
-		case ifc.Kind == netcfg.VLAN && (parent.link == nil || l.Parent != parent.link.Index || l.VLANID != ifc.VLANID):
-			p.notef("%s: a VLAN of that name exists on another link or with another ID; left alone", name)
-			return nil
-		case spec.Bond != nil && spec.Bond.Mode >= 0 && l.BondMode >= 0 && l.BondMode != spec.Bond.Mode:
-			p.notef("%s: the live bond's mode is %s, the configuration's %s; a bond's parameters are set when it is created, not changed live",
-				name, bondModeNames[l.BondMode%len(bondModeNames)], bondModeNames[spec.Bond.Mode])
-		}
+// existing returns the live link of the entry's name (nil when there is
+// none: the plan creates it); ok is false when that link is not one the
+// entry may own: another kind, a VLAN on another link, or a link
+// seedkeeper did not make or that has what is not ours (see adoptable).
+func (s *stackPlanner) existing(ifc *netcfg.Interface, spec *LinkSpec, parent *owned, members []*owned) (l *Link, ok bool) {
+	p, name := s.p, spec.Name
+	l = s.byName[name]
+	if l == nil {
+		return nil, true
 	}
+	switch {
+	case !l.Stacked || l.Kind != string(ifc.Kind):
+		kind := l.Kind
+		if !l.Stacked || kind == "" {
+			kind = "network interface"
+		}
+		p.notef("%s: the name is taken by a %s link; not applied live", name, kind)
+		return nil, false
+	case ifc.Kind == netcfg.VLAN && (parent.link == nil || l.Parent != parent.link.Index || l.VLANID != ifc.VLANID):
+		p.notef("%s: a VLAN of that name exists on another link or with another ID; left alone", name)
+		return nil, false
+	case !s.adoptable(ifc, l, members):
+		return nil, false
+	case spec.Bond != nil && spec.Bond.Mode >= 0 && l.BondMode >= 0 && l.BondMode != spec.Bond.Mode:
+		p.notef("%s: the live bond's mode is %s, the configuration's %s; a bond's parameters are set when it is created, not changed live",
+			name, bondModeNames[l.BondMode%len(bondModeNames)], bondModeNames[spec.Bond.Mode])
+	}
+	return l, true
+}
+
+// adoptable reports whether live link l, of the entry's name and kind, may
+// be adopted: only when seedkeeper made it, as the receipt says. The
+// metadata cannot hand seedkeeper a link someone else made (a docker0
+// bridge with its own port and address is never enslaved into, nor given
+// an MTU, an address or a route). Ports and addresses a person adds to a
+// link seedkeeper made stay theirs: nothing is removed that the receipt
+// does not list.
+//
+// A receipt of an earlier version did not say which links seedkeeper
+// made, only what it added to them: such an entry stands for "made" only
+// when the link holds nothing else, no port but the entry's members and
+// no address but the configured ones and those seedkeeper added (the
+// kernel's IPv6 link-local ones aside).
+func (s *stackPlanner) adoptable(ifc *netcfg.Interface, l *Link, members []*owned) bool {
+	p, name := s.p, l.Name
+	prior := p.receipt.Stacked[name]
+	switch {
+	case prior.Made:
+		return true
+	case prior.empty():
+		p.notef("%s: a %s of that name exists that seedkeeper did not make; left alone", name, l.Kind)
+		return false
+	}
+	for i := range s.live {
+		port := &s.live[i]
+		if port.Master != l.Index || slices.ContainsFunc(members, func(m *owned) bool { return m.link != nil && m.link.Index == port.Index }) {
+			continue
+		}
+		p.notef("%s: it has a port seedkeeper does not own (%s), and the receipt does not say seedkeeper made it; left alone", name, port.Name)
+		return false
+	}
+	for _, a := range l.Addresses {
+		a = normPrefix(a)
+		if a.Addr().IsLinkLocalUnicast() || slices.Contains(prior.Addresses, a) ||
+			slices.ContainsFunc(ifc.Addresses, func(c netip.Prefix) bool { return normPrefix(c) == a }) {
+			continue
+		}
+		p.notef("%s: it has an address seedkeeper did not add, and the receipt does not say seedkeeper made it; left alone", name)
+		return false
+	}
+	return true
+}
+
+// planOps plans the creation of the link (when l is nil), its MTU, its
+// members' enslaving and its state, and returns it as owned.
+func (s *stackPlanner) planOps(ifc *netcfg.Interface, spec *LinkSpec, l *Link, members []*owned) *owned {
+	p, name := s.p, spec.Name
 	o := &owned{ifc: ifc, link: l, kind: ifc.Kind, name: name}
 	if l == nil {
 		p.add(o, Op{Kind: CreateLink, Spec: spec})

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/vishvananda/netlink"
@@ -348,5 +349,59 @@ func TestIntegrationStackedHotplugCompletesBridge(t *testing.T) {
 	}
 	if a := rc.Stacked["br0"]; len(a.Addresses) != 1 {
 		t.Errorf("receipt of br0 = %+v", a)
+	}
+}
+
+// An existing docker0 bridge with its own port and address was adopted:
+// the owned NIC was enslaved into it and its MTU, an address and a default
+// route were set. A stacked link is adopted only when the receipt says
+// seedkeeper made it; docker0 is left exactly as it was, the owned NIC is
+// not made its port, and no file is rendered for it.
+func TestIntegrationStackedNeverAdoptsForeignBridge(t *testing.T) {
+	ns, nh := newNS(t)
+	addVeth(t, nh, "eth0", mac1, "p0", "bc:24:11:00:00:01")
+	addVeth(t, nh, "vethd", "02:42:00:00:00:02", "vethd-c", "02:42:00:00:00:03")
+	must(t, nh.LinkAdd(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "docker0", MTU: 1500}}))
+	must(t, nh.LinkSetMaster(link(t, nh, "vethd"), link(t, nh, "docker0")))
+	must(t, nh.LinkSetUp(link(t, nh, "docker0")))
+	addrAdd(t, nh, "docker0", "172.17.0.1/16")
+	cfg := &netcfg.Config{Interfaces: []netcfg.Interface{
+		{ID: "eth0", Kind: netcfg.Physical, MAC: mac1},
+		{ID: "docker0", Kind: netcfg.Bridge, Name: "docker0", Links: []string{"eth0"}, MTU: 1400,
+			Addresses: []netip.Prefix{pfx("192.0.2.5/24")}, Routes: []netcfg.Route{route("0.0.0.0/0", "192.0.2.1", 0)}},
+	}}
+	before := state(t, nh, "docker0", "vethd")
+	h := openAt(t, ns)
+	receipt := filepath.Join(t.TempDir(), "receipt.json")
+	for range 2 { // and again: a second run must not adopt it either
+		s, err := Sync(context.Background(), cfg, SyncOptions{Receipt: receipt, Allow: Drivers("veth"), Namespace: h.Namespace()})
+		must(t, err)
+		wantNote(t, s.Plan, "docker0: a bridge of that name exists that seedkeeper did not make; left alone")
+		if !slices.Equal(s.Plan.Owned, []string{"eth0"}) {
+			t.Errorf("owned = %v", s.Plan.Owned)
+		}
+		for _, op := range s.Plan.Ops {
+			if op.Name == "docker0" || op.Master == "docker0" {
+				t.Errorf("operation on docker0: %s", op)
+			}
+		}
+		files, err := netcfg.RenderNetworkd(s.Plan.Pinned(cfg), s.Plan.Owns)
+		must(t, err)
+		for name, b := range files {
+			if strings.Contains(string(b), "docker0") {
+				t.Errorf("%s names docker0:\n%s", name, b)
+			}
+		}
+	}
+	if after := state(t, nh, "docker0", "vethd"); after != before {
+		t.Errorf("docker0 changed:\n%s\n%s", before, after)
+	}
+	if m := link(t, nh, "eth0").Attrs().MasterIndex; m != 0 {
+		t.Errorf("eth0 master = %d, want none", m)
+	}
+	rc, err := LoadReceipt(receipt)
+	must(t, err)
+	if a, ok := rc.Stacked["docker0"]; ok {
+		t.Errorf("receipt of docker0 = %+v, want none", a)
 	}
 }

@@ -1,6 +1,7 @@
 package apply
 
 import (
+	"errors"
 	"net/netip"
 	"slices"
 	"strings"
@@ -82,12 +83,24 @@ func convergedStack() []Link {
 	)
 }
 
+// madeStack is the receipt of stackCfg applied: seedkeeper made the three
+// stacked links (and added br0's address and route when with is set).
+func madeStack(with bool) *Receipt {
+	rc := &Receipt{Stacked: map[string]Added{"bond0": {Made: true}, "bond0.100": {Made: true}, "br0": {Made: true}}}
+	if with {
+		rc.Stacked["br0"] = Added{Made: true,
+			Addresses: []netip.Prefix{pfx("192.0.2.5/24")},
+			Routes:    []netcfg.Route{normRoute(route("0.0.0.0/0", "192.0.2.1", 0))}}
+	}
+	return rc
+}
+
 func TestDiffStackedConvergedIsEmpty(t *testing.T) {
-	rc := &Receipt{Stacked: map[string]Added{"br0": {
-		Addresses: []netip.Prefix{pfx("192.0.2.5/24")},
-		Routes:    []netcfg.Route{normRoute(route("0.0.0.0/0", "192.0.2.1", 0))}}}}
-	p := Diff(stackCfg(), convergedStack(), virtio, rc)
+	p := Diff(stackCfg(), convergedStack(), virtio, madeStack(true))
 	wantOps(t, p)
+	if want := []string{"eth0", "eth1", "bond0", "bond0.100", "br0"}; !slices.Equal(p.Owned, want) {
+		t.Errorf("owned = %v, want %v", p.Owned, want)
+	}
 	if got := p.Receipt().Stacked["br0"]; len(got.Addresses) != 1 || len(got.Routes) != 1 {
 		t.Errorf("receipt entry of br0 = %+v, want kept", got)
 	}
@@ -97,7 +110,8 @@ func TestDiffStackedRemovesOnlyOurStaleAddress(t *testing.T) {
 	live := convergedStack()
 	br := &live[len(live)-1]
 	br.Addresses = append(br.Addresses, pfx("198.51.100.9/24"), pfx("203.0.113.7/24"))
-	rc := &Receipt{Stacked: map[string]Added{"br0": {Addresses: []netip.Prefix{pfx("192.0.2.5/24"), pfx("198.51.100.9/24")}}}}
+	rc := madeStack(false)
+	rc.Stacked["br0"] = Added{Made: true, Addresses: []netip.Prefix{pfx("192.0.2.5/24"), pfx("198.51.100.9/24")}}
 	p := Diff(stackCfg(), live, virtio, rc)
 	wantOps(t, p, "br0 (bridge): remove address 198.51.100.9/24 (added by seedkeeper, no longer configured)")
 }
@@ -147,7 +161,7 @@ func TestDiffStackedNotOwned(t *testing.T) {
 		{"bad name", func(cfg *netcfg.Config, live []Link) []Link {
 			cfg.Interfaces[4].ID = "bridge-of-16-byt"
 			return live
-		}, []string{"bridge-of-16-byt: not a name the kernel takes for a link"}, []string{"eth0", "eth1", "bond0", "bond0.100"}},
+		}, []string{"bridge-of-16-byt: not a link name (1 to 15 of A-Z a-z 0-9 . _ -)"}, []string{"eth0", "eth1", "bond0", "bond0.100"}},
 		{"loop", func(cfg *netcfg.Config, live []Link) []Link {
 			cfg.Interfaces[2].Links = []string{"eth0", "br0"}
 			cfg.Interfaces[4].Links = []string{"bond0.100"}
@@ -158,7 +172,7 @@ func TestDiffStackedNotOwned(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := stackCfg()
 			live := tt.edit(cfg, stackNICs())
-			p := Diff(cfg, live, virtio, nil)
+			p := Diff(cfg, live, virtio, madeStack(false))
 			for _, n := range tt.notes {
 				wantNote(t, p, n)
 			}
@@ -181,7 +195,7 @@ func TestDiffStackedExistingLink(t *testing.T) {
 	live[4].Up, live[4].MTU = false, 1400
 	cfg := stackCfg()
 	cfg.Interfaces[4].MTU = 1500
-	p := Diff(cfg, live, virtio, nil)
+	p := Diff(cfg, live, virtio, madeStack(false))
 	wantOps(t, p,
 		"bond0.100 (vlan): enslave to br0",
 		"br0 (bridge): set mtu 1500",
@@ -339,4 +353,100 @@ func TestDiffStackedMTUAndPrimary(t *testing.T) {
 	}
 	cfg.Interfaces[2].MTU = 0
 	wantNote(t, Diff(cfg, stackNICs(), virtio, nil), "ens3: mtu 9000 not applied: a bond member takes its bond's (bond0)")
+}
+
+// A bond, VLAN or bridge that exists is adopted only when the receipt
+// says seedkeeper made it. A receipt of an earlier version, which named
+// only what seedkeeper added, stands for "made" only while the link holds
+// no port and no address of someone else's.
+func TestDiffStackedAdoptsOnlyWhatItMade(t *testing.T) {
+	legacy := func() *Receipt {
+		rc := madeStack(true)
+		for k, a := range rc.Stacked {
+			a.Made = false
+			rc.Stacked[k] = a
+		}
+		rc.Stacked["bond0"] = Added{Addresses: []netip.Prefix{pfx("10.9.9.9/32")}}
+		rc.Stacked["bond0.100"] = Added{Addresses: []netip.Prefix{pfx("10.9.9.10/32")}}
+		return rc
+	}
+	for _, tc := range []struct {
+		name  string
+		rc    *Receipt
+		edit  func([]Link) []Link
+		note  string
+		owned []string
+	}{
+		{"made", madeStack(true), nil, "", []string{"eth0", "eth1", "bond0", "bond0.100", "br0"}},
+		{"not in the receipt", nil, nil, "bond0: a bond of that name exists that seedkeeper did not make; left alone", []string{"eth0", "eth1"}},
+		{"made, a person's port and address stay", madeStack(true), func(l []Link) []Link {
+			l[len(l)-1].Addresses = append(l[len(l)-1].Addresses, pfx("203.0.113.7/24"))
+			return append(l, Link{Index: 20, Name: "tap0", Kind: "tun", Master: 12, BondMode: -1})
+		}, "", []string{"eth0", "eth1", "bond0", "bond0.100", "br0"}},
+		{"earlier receipt, nothing foreign", legacy(), nil, "", []string{"eth0", "eth1", "bond0", "bond0.100", "br0"}},
+		{"earlier receipt, a foreign port", legacy(), func(l []Link) []Link {
+			return append(l, Link{Index: 20, Name: "vethd", Kind: "veth", Master: 12, BondMode: -1})
+		}, "br0: it has a port seedkeeper does not own (vethd), and the receipt does not say seedkeeper made it; left alone", []string{"eth0", "eth1", "bond0", "bond0.100"}},
+		{"earlier receipt, a foreign address", legacy(), func(l []Link) []Link {
+			l[len(l)-1].Addresses = append(l[len(l)-1].Addresses, pfx("172.17.0.1/16"), pfx("fe80::1/64"))
+			return l
+		}, "br0: it has an address seedkeeper did not add, and the receipt does not say seedkeeper made it; left alone", []string{"eth0", "eth1", "bond0", "bond0.100"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			live := convergedStack()
+			if tc.edit != nil {
+				live = tc.edit(live)
+			}
+			p := Diff(stackCfg(), live, virtio, tc.rc)
+			if !slices.Equal(p.Owned, tc.owned) {
+				t.Errorf("owned = %v, want %v; notes %q", p.Owned, tc.owned, p.Notes)
+			}
+			if tc.note != "" {
+				wantNote(t, p, tc.note)
+			}
+			for _, op := range p.Ops {
+				if op.LinkKind != "" && !slices.Contains(tc.owned, op.Name) || op.Kind == SetMaster && !slices.Contains(tc.owned, op.Master) {
+					t.Errorf("operation on a link not owned: %s", op)
+				}
+				if op.Kind == RemoveAddress {
+					t.Errorf("removes what the receipt does not list: %s", op)
+				}
+			}
+			if made := p.Receipt().Stacked; slices.Contains(tc.owned, "br0") && tc.rc != nil && tc.rc.Stacked["br0"].Made && !made["br0"].Made {
+				t.Errorf("the plan forgot that seedkeeper made br0: %+v", made)
+			}
+		})
+	}
+}
+
+// The receipt remembers which stacked links seedkeeper created, across a
+// save and a load; "made" on a NIC's entry is refused.
+func TestReceiptRemembersMadeLinks(t *testing.T) {
+	r := &Receipt{Links: map[string]Added{}, Stacked: map[string]Added{}}
+	r.record(Op{Kind: CreateLink, Name: "bond0", LinkKind: netcfg.Bond, Spec: &LinkSpec{Kind: netcfg.Bond, Name: "bond0"}}, nil)
+	r.record(Op{Kind: CreateLink, Name: "br0", LinkKind: netcfg.Bridge, Spec: &LinkSpec{Kind: netcfg.Bridge, Name: "br0"}}, errors.New("EPERM"))
+	b := r.Marshal()
+	back, err := ParseReceipt(b)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	if !back.Stacked["bond0"].Made || back.Stacked["br0"].Made {
+		t.Errorf("read back %+v from\n%s", back.Stacked, b)
+	}
+	if _, err := ParseReceipt([]byte(`{"version": 2, "links": {"` + mac1 + `": {"made": true}}}`)); err == nil {
+		t.Error(`"made" on a NIC accepted`)
+	}
+}
+
+// A receipt written before link names were narrowed to one alphabet still
+// loads: its entries name links the kernel took, and failing to read it
+// would fail every sync.
+func TestReceiptOfAnEarlierNameLoads(t *testing.T) {
+	r, err := ParseReceipt([]byte(`{"version": 2, "links": {}, "stacked": {"br+1": {"addresses": ["192.0.2.5/24"]}}}`))
+	if err != nil || len(r.Stacked["br+1"].Addresses) != 1 {
+		t.Fatalf("%+v, %v", r, err)
+	}
+	if _, err := ParseReceipt([]byte(`{"version": 2, "links": {}, "stacked": {"a/b": {"addresses": ["192.0.2.5/24"]}}}`)); err == nil {
+		t.Error("a name the kernel refuses was read")
+	}
 }

@@ -1,0 +1,160 @@
+package agent
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/seedkeeper/seedkeeper/internal/sysroot"
+	"github.com/seedkeeper/seedkeeper/netcfg"
+	"github.com/seedkeeper/seedkeeper/netcfg/apply"
+)
+
+// stackRoots makes an image root that runs each stack.
+var stackRoots = map[string]func(t *testing.T, root string){
+	"networkd": func(t *testing.T, root string) {
+		link(t, root, "etc/systemd/system/multi-user.target.wants/systemd-networkd.service")
+	},
+	"networkmanager": func(t *testing.T, root string) {
+		link(t, root, "etc/systemd/system/multi-user.target.wants/NetworkManager.service")
+		write(t, root, "/usr/sbin/NetworkManager", "")
+	},
+	"ifupdown": func(t *testing.T, root string) {
+		link(t, root, "etc/systemd/system/multi-user.target.wants/networking.service")
+		write(t, root, "/sbin/ifup", "")
+		write(t, root, "/etc/network/interfaces", "source /etc/network/interfaces.d/*\n")
+	},
+}
+
+func link(t *testing.T, root, p string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(filepath.Join(root, p)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/dev/null", filepath.Join(root, p)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// renderPlanned plans cfg against live and renders it for each stack; it
+// returns every file written, by stack, path under the root → content.
+func renderPlanned(t *testing.T, cfg *netcfg.Config, live []apply.Link) (*apply.Plan, map[string]map[string]string) {
+	t.Helper()
+	p := apply.Diff(cfg, live, apply.Drivers("virtio_net"), nil)
+	out := map[string]map[string]string{}
+	for stack, mk := range stackRoots {
+		root := t.TempDir()
+		mk(t, root)
+		e := &Env{Root: sysroot.Root(root)}
+		e.init()
+		res := &NetResult{}
+		if err := e.render(context.Background(), cfg, p, res, false); err != nil {
+			t.Fatalf("%s: %v", stack, err)
+		}
+		if !strings.HasPrefix(res.Stack, stack) {
+			t.Fatalf("rendered for %s, want %s", res.Stack, stack)
+		}
+		out[stack] = map[string]string{}
+		for _, d := range []string{"run", "etc/network/interfaces.d"} {
+			filepath.Walk(filepath.Join(root, d), func(path string, fi os.FileInfo, err error) error {
+				if err == nil && fi.Mode().IsRegular() {
+					b, _ := os.ReadFile(path)
+					out[stack][strings.TrimPrefix(path, root)] = string(b)
+				}
+				return nil
+			})
+		}
+		if len(out[stack]) == 0 {
+			t.Fatalf("%s: nothing rendered", stack)
+		}
+	}
+	return p, out
+}
+
+// The live planner refuses bridge eth9 because a foreign NIC holds that
+// name; the networkd files still said [Match] Name=eth9 with an address
+// and a default route, so networkd configured the foreign NIC. Every
+// renderer follows the plan: no file names eth9, and the owned NIC is
+// not made a port of it.
+func TestRenderFollowsThePlanForeignName(t *testing.T) {
+	cfg, err := netcfg.Parse([]byte(`version: 2
+ethernets:
+  e0: {match: {macaddress: "52:54:00:00:00:01"}, set-name: e0}
+bridges:
+  eth9: {interfaces: [e0], addresses: [192.0.2.9/24], gateway4: 192.0.2.1}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := []apply.Link{
+		{Index: 2, Name: "e0", MAC: "52:54:00:00:00:01", Up: true, MTU: 1500, Driver: "virtio_net"},
+		{Index: 3, Name: "eth9", MAC: "52:54:00:99:99:99", Up: true, MTU: 1500, Kind: "device"},
+	}
+	p, files := renderPlanned(t, cfg, live)
+	if slices.Contains(p.Owned, "eth9") || !slices.Contains(p.Owned, "e0") {
+		t.Fatalf("plan owns %q", p.Owned)
+	}
+	for stack, fs := range files {
+		for path, b := range fs {
+			if strings.Contains(b, "eth9") || strings.Contains(b, "192.0.2.") {
+				t.Errorf("%s: %s configures the refused bridge:\n%s", stack, path, b)
+			}
+		}
+	}
+}
+
+// When a bond is not seedkeeper's (one member is not owned), the owned
+// member's file said Bond=bond0 while no bond0.netdev was written, so that
+// NIC got no configuration at all. It gets its own plain one, and no file
+// names bond0.
+func TestRenderFollowsThePlanBondNotOurs(t *testing.T) {
+	cfg, err := netcfg.Parse([]byte(`version: 2
+ethernets:
+  e0: {match: {macaddress: "52:54:00:00:00:01"}, set-name: e0}
+  e1: {match: {macaddress: "52:54:00:00:00:02"}, set-name: e1}
+bonds:
+  bond0: {interfaces: [e0, e1], dhcp4: true}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := []apply.Link{
+		{Index: 2, Name: "e0", MAC: "52:54:00:00:00:01", Up: true, MTU: 1500, Driver: "virtio_net"},
+		{Index: 3, Name: "e1", MAC: "52:54:00:00:00:02", Up: true, MTU: 1500, Driver: "e1000"}, // not allowed
+	}
+	p, files := renderPlanned(t, cfg, live)
+	if slices.Contains(p.Owned, "bond0") || slices.Contains(p.Owned, "e1") {
+		t.Fatalf("plan owns %q", p.Owned)
+	}
+	for stack, fs := range files {
+		for path, b := range fs {
+			if strings.Contains(b, "bond0") || strings.Contains(b, "52:54:00:00:00:02") && !strings.Contains(path, "conf.d") {
+				t.Errorf("%s: %s names a link no file defines:\n%s", stack, path, b)
+			}
+		}
+	}
+	want := map[string]string{
+		"networkd":       "/run/systemd/network/10-seedkeeper-e0.network",
+		"networkmanager": "/run/NetworkManager/system-connections/seedkeeper-e0.nmconnection",
+		"ifupdown":       "/etc/network/interfaces.d/" + netcfg.IfupdownFile,
+	}
+	for stack, path := range want {
+		if _, ok := files[stack][path]; !ok {
+			t.Errorf("%s: no plain file for the owned member e0; files %v", stack, keys(files[stack]))
+		}
+	}
+	if b := files["ifupdown"][want["ifupdown"]]; !strings.Contains(b, "iface e0 inet manual\n") {
+		t.Errorf("ifupdown:\n%s", b)
+	}
+}
+
+func keys(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}

@@ -1,0 +1,186 @@
+package apply
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/seedkeeper/seedkeeper/netcfg"
+)
+
+// liveFor makes live links for a parsed configuration: a NIC for each
+// physical entry (by its MAC, or under its name), every other one with a
+// driver that is not allowed, and a foreign NIC holding the name of every
+// other stacked entry, so that plans own some links and refuse others.
+func liveFor(cfg *netcfg.Config) []Link {
+	var live []Link
+	add := func(name, mac, driver string) {
+		live = append(live, Link{Index: len(live) + 2, Name: name, MAC: mac, Kind: "device", Driver: driver, MTU: 1500, Up: true, BondMode: -1})
+	}
+	for i, ifc := range cfg.Interfaces {
+		driver := "virtio_net"
+		if i%3 == 2 {
+			driver = "mlx5_core"
+		}
+		mac := fmt.Sprintf("0a:5e:ed:00:%02x:%02x", i/256, i%256) // no seed has this MAC
+		switch {
+		case ifc.Kind != netcfg.Physical:
+			if i%2 == 1 {
+				add(ifc.LinkName(), mac, "virtio_net")
+			}
+		case ifc.MAC != "":
+			add(fmt.Sprintf("ens%d", i), ifc.MAC, driver)
+		case netcfg.ValidLinkName(ifc.LinkName()):
+			add(ifc.LinkName(), mac, driver)
+		}
+	}
+	return live
+}
+
+// checkRenderedOwned renders the plan of cfg against live for every stack
+// and reads the files back: every link name and MAC in them is one the
+// plan owns, under the name the plan gives it, and every shell line
+// ifupdown runs is made of characters sh reads as themselves.
+func checkRenderedOwned(t *testing.T, cfg *netcfg.Config, live []Link) {
+	t.Helper()
+	p := Diff(cfg, live, virtio, nil)
+	pinned := p.Pinned(cfg)
+	names, macs := map[string]bool{}, map[string]bool{}
+	for _, id := range p.Owned {
+		names[p.OwnedName[id]] = true
+		if m := p.OwnedMAC[id]; m != "" {
+			macs[m] = true
+		}
+	}
+	name := func(where, n string) {
+		if !names[n] {
+			t.Fatalf("%s names %q, which the plan does not own (owned %v)\nnotes %q", where, n, slices.Sorted(maps.Keys(names)), p.Notes)
+		}
+	}
+	mac := func(where, m string) {
+		if !macs[strings.ToLower(m)] {
+			t.Fatalf("%s matches MAC %s, which the plan does not own", where, m)
+		}
+	}
+	for _, stack := range []netcfg.Stack{netcfg.StackNetworkd, netcfg.StackNetworkManager, netcfg.StackIfupdown} {
+		sf, err := netcfg.RenderForStack(netcfg.Detection{Stack: stack, IfupdownDir: "/etc/network/interfaces.d"}, pinned, p.Owns)
+		if err != nil {
+			continue // refusing to write is safe; writing a wrong file is not
+		}
+		files := maps.Clone(sf.Files)
+		maps.Copy(files, sf.Extra)
+		for fn, b := range files {
+			where := string(stack) + " " + fn
+			section := ""
+			for _, l := range strings.Split(string(b), "\n") {
+				if strings.HasPrefix(l, "[") {
+					section = l
+				}
+				k, v, _ := strings.Cut(l, "=")
+				switch stack {
+				case netcfg.StackNetworkd:
+					switch {
+					case k == "Name" || k == "Bond" || k == "Bridge" || k == "VLAN":
+						name(where, v)
+					case k == "MACAddress" && section == "[Match]":
+						mac(where, v)
+					}
+				case netcfg.StackNetworkManager:
+					switch k {
+					case "interface-name":
+						name(where, v)
+					case "mac-address":
+						mac(where, v)
+					case "no-auto-default", "unmanaged-devices+", "match-device":
+						for _, spec := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ';' }) {
+							switch kind, x, _ := strings.Cut(spec, ":"); kind {
+							case "mac":
+								mac(where, x)
+							case "interface-name":
+								name(where, x)
+							default:
+								t.Fatalf("%s: device spec %q", where, spec)
+							}
+						}
+					}
+				case netcfg.StackIfupdown:
+					checkStanzaLine(t, where, l, name)
+				}
+			}
+		}
+	}
+}
+
+// checkStanzaLine checks one line of an ifupdown stanza file: the stanza
+// heads and every "dev" name owned links, and no line has a character sh
+// reads as syntax (ifupdown runs the command lines with sh -c and hands
+// the names to its hook scripts) but the "|| true" seedkeeper puts at the
+// end of a down line.
+func checkStanzaLine(t *testing.T, where, l string, name func(where, n string)) {
+	t.Helper()
+	f := strings.Fields(l)
+	if len(f) == 0 || strings.HasPrefix(l, "#") {
+		return
+	}
+	text := strings.TrimSuffix(strings.Join(f, " "), " || true")
+	if i := strings.IndexFunc(text, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune(" ./:_-", r))
+	}); i >= 0 {
+		t.Fatalf("%s: line %q has %q", where, l, text[i])
+	}
+	switch f[0] {
+	case "allow-hotplug", "auto", "iface":
+		name(where, f[1])
+	}
+	for i, w := range f {
+		if w == "dev" && i+1 < len(f) {
+			name(where, f[i+1])
+		}
+	}
+}
+
+// FuzzRenderedNamesAreOwned: for every configuration the parsers accept,
+// the files of every stack name only links the live plan owns, and no
+// shell line ifupdown runs holds a character sh interprets. The seeds are
+// the cases of the defects this guards: a set-name that ran a command on
+// every ifup, a bridge refused because a foreign NIC holds its name, a
+// docker0 bridge, a bond whose other member is not ours.
+func FuzzRenderedNamesAreOwned(f *testing.F) {
+	for _, s := range []string{
+		"version: 2\nethernets: {e0: {match: {macaddress: '02:00:00:00:00:01'}, set-name: 'e$(>pwn)', dhcp4: true}}",
+		"version: 1\nconfig: [{type: physical, name: 'e;reboot', mac_address: '02:00:00:00:00:01', subnets: [{type: static, address: 192.0.2.5/24, gateway: 192.0.2.1}]}]",
+		"version: 2\nethernets: {e0: {match: {macaddress: '02:00:00:00:00:01'}, set-name: e0}}\nbridges: {eth9: {interfaces: [e0], addresses: [192.0.2.9/24], gateway4: 192.0.2.1}}",
+		"version: 2\nethernets: {e0: {match: {macaddress: '02:00:00:00:00:01'}}}\nbridges: {docker0: {interfaces: [e0], mtu: 1400, addresses: [192.0.2.5/24]}}",
+		"version: 2\nethernets: {e0: {match: {macaddress: '02:00:00:00:00:01'}}, e1: {}, e2: {match: {macaddress: '02:00:00:00:00:03'}}}\nbonds: {bond0: {interfaces: [e0, e2], dhcp4: true}}\nvlans: {v5: {id: 5, link: bond0, addresses: ['10.0.0.1/24']}}",
+		"version: 2\nethernets: {lan: {match: {name: 'ens*'}, addresses: ['192.0.2.4/24'], routes: [{to: 10.0.0.0/8, via: 192.0.2.1, metric: 5, table: 7}], nameservers: {search: [a.example], addresses: [192.0.2.53]}}}",
+		"version: 1\nconfig: [{type: physical, name: eth0, subnets: [{type: static, address: 192.0.2.5/24, gateway: 192.0.2.1, routes: [{network: 10.0.0.0, netmask: 255.0.0.0, gateway: 192.0.2.2, metric: -1}]}]}, {type: route, destination: 0.0.0.0/0, gateway: 192.0.2.1}]",
+		"version: 2\nethernets: {e0: {match: {macaddress: '02:00:00:00:00:01'}, set-name: eth1}, e1: {match: {macaddress: '02:00:00:00:00:02'}, set-name: eth0}}",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg, err := netcfg.Parse(data)
+		if err != nil {
+			return
+		}
+		checkRenderedOwned(t, cfg, liveFor(cfg))
+	})
+}
+
+// FuzzRenderedNamesAreOwnedSmartOS is FuzzRenderedNamesAreOwned for the
+// SmartOS keys.
+func FuzzRenderedNamesAreOwnedSmartOS(f *testing.F) {
+	f.Add([]byte(`[{"interface": "net0", "mac": "90:b8:d0:00:00:01", "ips": ["192.0.2.5/24"], "primary": true, "gateways": ["192.0.2.1"]},
+	  {"interface": "n$(reboot)", "mac": "90:b8:d0:00:00:02", "ips": ["dhcp"]}]`),
+		[]byte(`[{"dst": "10.0.0.0/8", "gateway": "192.0.2.2"}, {"dst": "10.0.0.0/33", "gateway": "192.0.2.2"}]`), []byte(`["192.0.2.53"]`))
+	f.Add([]byte(`[{"interface": "net0", "ips": ["addrconf", "2001:db8::5/64"], "mtu": 70000}]`), []byte(nil), []byte(`["x"]`))
+	f.Fuzz(func(t *testing.T, nics, routes, resolvers []byte) {
+		cfg, err := netcfg.FromSmartOS(nics, routes, resolvers, "example.com")
+		if err != nil {
+			return
+		}
+		checkRenderedOwned(t, cfg, liveFor(cfg))
+	})
+}
