@@ -48,40 +48,13 @@ type Stack struct {
 	reload func(root string, sf *StackFiles) Reload
 }
 
-// The stacks seedkeeper renders for.
-var (
-	// NetworkManager (RHEL-family images, desktops): keyfiles in
-	// /run/NetworkManager/system-connections.
-	NetworkManager = &Stack{
-		Name: "networkmanager", Title: "NetworkManager", Unit: "NetworkManager.service",
-		Programs: []string{"/usr/sbin/NetworkManager"},
-		render:   renderNetworkManagerFiles, places: networkManagerPlaces, reload: reloadNetworkManager,
-	}
-	// Networkd is systemd-networkd (also what netplan renders for on
-	// Ubuntu and newer Debian): files in /run/systemd/network.
-	// Not /run/systemd/netif for Running: systemd's tmpfiles make it on
-	// every system, networkd or not; networkd writes the state file.
-	Networkd = &Stack{
-		Name: "networkd", Title: "systemd-networkd", Unit: "systemd-networkd.service",
-		Running: "/run/systemd/netif/state",
-		render:  renderNetworkdFiles, places: networkdPlaces, reload: reloadNetworkd,
-	}
-	// Ifupdown is Debian's ifupdown (/etc/network/interfaces): one
-	// stanza file in a directory the image's interfaces file sources.
-	Ifupdown = &Stack{
-		Name: "ifupdown", Title: "ifupdown", Unit: "networking.service",
-		Programs: []string{"/sbin/ifup", "/usr/sbin/ifup"},
-		render:   renderIfupdownFiles, places: ifupdownPlaces, reload: reloadIfupdown,
-	}
-)
-
 // Stacks are the stacks seedkeeper knows, in the order boot prefers them
 // when several are enabled: NetworkManager manages every device it is not
 // told to leave alone, so it wins over systemd-networkd, and both win
 // over ifupdown, which manages only what its interfaces file names.
-// Adding a stack is one value here and the file that defines it (a
-// netplan image renders for networkd or NetworkManager, and a netplan
-// stack would go before them).
+// Adding a stack is the file that defines its value and one entry here
+// (docs/adding.md, "Adding a network stack"); a netplan stack, which
+// renders for networkd or NetworkManager, would go first.
 var Stacks = []*Stack{NetworkManager, Networkd, Ifupdown}
 
 // StackByName returns the stack called name, nil when there is none.
@@ -338,5 +311,8 @@ func ParseIfupdownSource(b []byte) (string, error) {
 		}
 		return dir, nil
 	}
-	return "", sc.Err()
+	if err := sc.Err(); err != nil {
+		return "", fmt.Errorf("%s line %d: %w", path, n+1, err)
+	}
+	return "", nil
 }

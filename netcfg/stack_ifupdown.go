@@ -8,6 +8,14 @@ import (
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 )
 
+// Ifupdown is Debian's ifupdown (/etc/network/interfaces): one stanza
+// file in a directory the image's interfaces file sources.
+var Ifupdown = &Stack{
+	Name: "ifupdown", Title: "ifupdown", Unit: "networking.service",
+	Programs: []string{"/sbin/ifup", "/usr/sbin/ifup"},
+	render:   renderIfupdownFiles, places: ifupdownPlaces, reload: reloadIfupdown,
+}
+
 func renderIfupdownFiles(d Detection, c *Config, owned func(*Interface) bool) (*StackFiles, error) {
 	sf := &StackFiles{Mode: 0o644}
 	if d.IfupdownDir == "" {

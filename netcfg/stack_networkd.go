@@ -2,6 +2,16 @@ package netcfg
 
 import "strings"
 
+// Networkd is systemd-networkd (also what netplan renders for on Ubuntu
+// and newer Debian): files in /run/systemd/network. Not /run/systemd/netif
+// for Running: systemd's tmpfiles make it on every system, networkd or
+// not; networkd writes the state file.
+var Networkd = &Stack{
+	Name: "networkd", Title: "systemd-networkd", Unit: "systemd-networkd.service",
+	Running: "/run/systemd/netif/state",
+	render:  renderNetworkdFiles, places: networkdPlaces, reload: reloadNetworkd,
+}
+
 // NetworkdDir is where seedkeeper writes systemd-networkd's files: the
 // runtime directory, which outranks /usr/lib and loses to /etc, so that a
 // person's own file in /etc/systemd/network still wins.

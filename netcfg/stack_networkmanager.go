@@ -5,6 +5,15 @@ import (
 	"strings"
 )
 
+// NetworkManager (RHEL-family images, desktops): keyfiles in
+// /run/NetworkManager/system-connections, and a drop-in in
+// /run/NetworkManager/conf.d.
+var NetworkManager = &Stack{
+	Name: "networkmanager", Title: "NetworkManager", Unit: "NetworkManager.service",
+	Programs: []string{"/usr/sbin/NetworkManager"},
+	render:   renderNetworkManagerFiles, places: networkManagerPlaces, reload: reloadNetworkManager,
+}
+
 func renderNetworkManagerFiles(d Detection, c *Config, owned func(*Interface) bool) (*StackFiles, error) {
 	files, skipped, err := RenderNetworkManager(c, owned)
 	if err != nil {

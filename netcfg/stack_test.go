@@ -304,3 +304,29 @@ func TestStackReload(t *testing.T) {
 		})
 	}
 }
+
+// FuzzParseIfupdownSource: an image's interfaces file is outside input.
+// Any bytes give "" or a clean absolute directory under /etc or /run, or
+// an error that says where and quotes nothing.
+func FuzzParseIfupdownSource(f *testing.F) {
+	for _, s := range []string{debianIfs, "source-directory interfaces.d\n", "source ../../var/tmp/*\n", "source /etc/network/x-*.cfg\n", "source-dir /run/n\n", "source /etc/a/../../b/*\n", ""} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		dir, err := ParseIfupdownSource(b)
+		if err != nil {
+			if dir != "" || !strings.HasPrefix(err.Error(), IfupdownInterfaces) {
+				t.Fatalf("%q, %v", dir, err)
+			}
+			for _, w := range strings.Fields(string(b)) {
+				if len(w) > 8 && strings.Contains(err.Error(), w) {
+					t.Fatalf("error %q quotes the input", err)
+				}
+			}
+			return
+		}
+		if dir != "" && (dir != path.Clean(dir) || !(strings.HasPrefix(dir, "/etc/") || strings.HasPrefix(dir, "/run/"))) {
+			t.Fatalf("directory %q", dir)
+		}
+	})
+}
