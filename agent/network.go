@@ -157,10 +157,13 @@ func (e *Env) renderNetworkd(cfg *netcfg.Config, ownedIDs []string, res *NetResu
 		return false, fmt.Errorf("network: %w", err)
 	}
 	if det.Stack == nil {
-		det = netcfg.Detection{Stack: netcfg.Networkd, Reason: det.Reason + "; networkd files written for when it starts"}
+		det.Stack, det.Reason = netcfg.Networkd, det.Reason+"; networkd files written for when it starts"
 	}
 	for _, n := range det.Notes {
+		// A masked unit, a unit without its program: why another
+		// stack was not chosen, for the status too.
 		e.Log.Info("network: " + n)
+		res.Notes = append(res.Notes, n)
 	}
 	res.Stack = det.Stack.Name + " (" + det.Reason + ")"
 	sf, err := det.Stack.Render(det, cfg, owned)

@@ -46,7 +46,8 @@ func TestStackMaskedNetworkManagerSameAnswer(t *testing.T) {
 			bootOK(t, root)
 			var rec struct {
 				Network struct {
-					Stack string `json:"stack"`
+					Stack string   `json:"stack"`
+					Notes []string `json:"notes"`
 				} `json:"network"`
 			}
 			if err := json.Unmarshal([]byte(readFile(t, filepath.Join(root, statusPath))), &rec); err != nil {
@@ -54,6 +55,9 @@ func TestStackMaskedNetworkManagerSameAnswer(t *testing.T) {
 			}
 			if !strings.HasPrefix(rec.Network.Stack, tc.stack.Name+" (") {
 				t.Errorf("boot rendered for %q, want %s", rec.Network.Stack, tc.stack.Name)
+			}
+			if notes := strings.Join(rec.Network.Notes, "; "); tc.masked != strings.Contains(notes, "NetworkManager.service is masked") {
+				t.Errorf("the status notes %q: masked %v", notes, tc.masked)
 			}
 			if r := runBinary(t, nil, "status", "--root", root); r.code != exitOK || !strings.Contains(r.stdout, "Stack:       "+tc.stack.Name+" (") {
 				t.Errorf("status does not say %s: %v", tc.stack.Name, r)

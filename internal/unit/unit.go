@@ -102,7 +102,7 @@ func Lookup(r Root, name string) State {
 		st.Why = name + " is not installed"
 		return st
 	case masked:
-		st.File, st.Masked, st.Why = file, true, name+" is masked ("+file+")"
+		st.File, st.Masked, st.Why = file, true, name+" is masked by "+file
 		return st
 	}
 	st.File = file
@@ -120,7 +120,7 @@ func Lookup(r Root, name string) State {
 			for _, n := range names {
 				if addsDependency(filepath.Join(d.host, e.Name(), n)) {
 					st.Enabled = true
-					st.Why = name + " is enabled (wanted by " + target + ": " + path.Join(d.sys, e.Name(), n) + ")"
+					st.Why = name + " is enabled: " + target + " wants it (" + path.Join(d.sys, e.Name(), n) + ")"
 					return st
 				}
 			}
