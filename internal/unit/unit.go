@@ -18,15 +18,20 @@ import (
 // first (systemd.unit(5), "System Unit Search Path"): a file or a mask in
 // /etc overrides one of the same name in /run, which overrides /usr/lib.
 // The directories under /run count only on a live root.
+// The generators' directories hold what they made for this boot (netplan's
+// .wants links for networkd, for one).
 var searchPath = []string{
 	"/etc/systemd/system.control",
 	"/run/systemd/system.control",
 	"/run/systemd/transient",
+	"/run/systemd/generator.early",
 	"/etc/systemd/system",
 	"/run/systemd/system",
+	"/run/systemd/generator",
 	"/usr/local/lib/systemd/system",
 	"/usr/lib/systemd/system",
 	"/lib/systemd/system",
+	"/run/systemd/generator.late",
 }
 
 // State is what systemd makes of a unit in a root.
