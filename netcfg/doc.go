@@ -19,6 +19,13 @@
 // anything is applied. Whatever a parser accepts renders to files that
 // read back, as systemd splits them, to the same model.
 //
+// Stacks is the table of the network managers an image can run
+// (systemd-networkd, NetworkManager, ifupdown). Each Stack says how to
+// tell that a root runs it (DetectStack for a running system,
+// DetectImageStack for an image at rest: a unit systemd would start), how
+// to render a configuration into its files, which files in its
+// directories are seedkeeper's, and how to ask it to read them.
+//
 // Only NICs the configuration names by MAC (or by name where it has no MAC)
 // and whose driver is allowed are ever touched.
 //
