@@ -12,6 +12,7 @@ import (
 	"github.com/seedkeeper/seedkeeper/internal/config"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 	"github.com/seedkeeper/seedkeeper/mdata"
+	"github.com/seedkeeper/seedkeeper/netcfg"
 	"github.com/seedkeeper/seedkeeper/seed"
 )
 
@@ -20,7 +21,7 @@ const (
 	StateDir    = "/var/lib/seedkeeper"
 	StatusPath  = StateDir + "/status.json"
 	ReceiptPath = StateDir + "/network-receipt.json"
-	NetworkDir  = "/run/systemd/network"
+	NetworkDir  = netcfg.NetworkdDir
 )
 
 // Env is what every flow shares: the root, the configuration, the log and

@@ -8,7 +8,7 @@ import (
 	"io/fs"
 	"maps"
 	"os"
-	"path/filepath"
+	"path"
 	"slices"
 	"strings"
 	"syscall"
@@ -33,9 +33,8 @@ type NetResult struct {
 	Reloaded  bool     `json:"networkd_reloaded,omitempty"`
 	// Stack is the network stack rendered for, and why.
 	Stack string `json:"stack,omitempty"`
-	// stack and stackDir: what reloadStack asks to read the files.
-	stack    netcfg.Stack
-	stackDir string
+	// files are the files rendered, for reloadStack.
+	files *netcfg.StackFiles
 	// ResolvConf says what happened to /etc/resolv.conf.
 	ResolvConf string `json:"resolv_conf,omitempty"`
 }
@@ -128,7 +127,7 @@ func (e *Env) render(ctx context.Context, cfg *netcfg.Config, p *apply.Plan, res
 		return err
 	}
 	if changed && live && e.Root.IsReal() {
-		res.Reloaded = e.reloadStack(ctx, res.stack, res.stackDir)
+		res.Reloaded = e.reloadStack(ctx, res.files)
 	}
 	return nil
 }
@@ -136,74 +135,97 @@ func (e *Env) render(ctx context.Context, cfg *netcfg.Config, p *apply.Plan, res
 // renderNetworkd writes the files of the owned interfaces (the live plan's
 // verdict, bonds, bridges and VLANs included, and nothing else) for the
 // network stack the image runs (netcfg.DetectStack; networkd when none is
-// detected, as before), and removes files of ours that are no longer
-// wanted.
+// detected, as before), and removes the files of ours in the stack's
+// places that are no longer wanted.
 func (e *Env) renderNetworkd(cfg *netcfg.Config, owned func(*netcfg.Interface) bool, res *NetResult) (bool, error) {
-	det, err := netcfg.DetectStack(e.Root.Path("/"))
+	root := e.Root.Path("/")
+	det, err := netcfg.DetectStack(root)
 	if err != nil {
 		return false, fmt.Errorf("network: %w", err)
 	}
-	if det.Stack == netcfg.StackNone {
-		det = netcfg.Detection{Stack: netcfg.StackNetworkd, Reason: det.Reason + "; networkd files written for when it starts"}
+	if det.Stack == nil {
+		det.Stack, det.Reason = netcfg.Networkd, det.Reason+"; networkd files written for when it starts"
 	}
-	res.Stack = string(det.Stack) + " (" + det.Reason + ")"
-	res.stack = det.Stack
-	sf, err := netcfg.RenderForStack(det, cfg, owned)
+	for _, n := range det.Notes {
+		// A masked unit, a unit without its program: why another
+		// stack was not chosen, for the status too.
+		e.Log.Info("network: " + n)
+		res.Notes = append(res.Notes, n)
+	}
+	res.Stack = det.Stack.Name + " (" + det.Reason + ")"
+	sf, err := det.Stack.Render(det, cfg, owned)
 	if err != nil {
 		return false, fmt.Errorf("network: rendering %s files: %w", det.Stack, err)
 	}
+	res.files = sf
 	if len(sf.Skipped) > 0 {
 		res.Notes = append(res.Notes, fmt.Sprintf("not rendered for %s: %s", det.Stack, strings.Join(sf.Skipped, ", ")))
 	}
 	if sf.Dir == "" {
 		res.Notes = append(res.Notes, sf.Note)
-		e.Log.Info("network: " + string(det.Stack) + ": " + sf.Note)
+		e.Log.Info("network: " + det.Stack.Name + ": " + sf.Note)
 		return false, nil
 	}
-	res.stackDir = sf.Dir
-	dir := e.Root.Path(sf.Dir)
-	// Never list, read or remove through a link planted in its place.
-	if err := fsutil.NotLinked(dir); err != nil {
+	// Every file to write, by system path.
+	want := map[string][]byte{}
+	for n, b := range sf.Files {
+		want[path.Join(sf.Dir, n)] = b
+	}
+	maps.Copy(want, sf.Extra)
+	places, err := det.Stack.Places(root)
+	if err != nil {
 		return false, fmt.Errorf("network: %w", err)
 	}
+	// Never list, read or remove through a link planted in its place.
+	for _, pl := range places {
+		if err := fsutil.NotLinked(e.Root.Path(pl.Dir)); err != nil {
+			return false, fmt.Errorf("network: %w", err)
+		}
+	}
 	changed := false
-	for _, name := range slices.Sorted(maps.Keys(sf.Files)) {
-		c, err := fsutil.WriteFile(filepath.Join(dir, name), sf.Files[name], sf.Mode)
+	for _, p := range slices.Sorted(maps.Keys(want)) {
+		mode := sf.Mode
+		if path.Dir(p) != sf.Dir {
+			mode = 0o644
+		}
+		c, err := fsutil.WriteFile(e.Root.Path(p), want[p], mode)
 		if err != nil {
 			return changed, fmt.Errorf("network: %w", err)
 		}
-		res.Rendered = append(res.Rendered, name)
+		if path.Dir(p) == sf.Dir {
+			res.Rendered = append(res.Rendered, path.Base(p))
+		} else {
+			res.Rendered = append(res.Rendered, p)
+		}
 		changed = changed || c
 	}
-	for _, p := range slices.Sorted(maps.Keys(sf.Extra)) {
-		c, err := fsutil.WriteFile(e.Root.Path(p), sf.Extra[p], 0o644)
-		if err != nil {
+	for _, pl := range places {
+		ents, err := os.ReadDir(e.Root.Path(pl.Dir))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return changed, fmt.Errorf("network: %w", err)
 		}
-		res.Rendered = append(res.Rendered, p)
-		changed = changed || c
-	}
-	ents, err := os.ReadDir(dir)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return changed, fmt.Errorf("network: %w", err)
-	}
-	for _, ent := range ents {
-		n := ent.Name()
-		if _, keep := sf.Files[n]; keep || !sf.Ours(n) {
-			continue
+		for _, ent := range ents {
+			sys := path.Join(pl.Dir, ent.Name())
+			if _, keep := want[sys]; keep || !ent.Type().IsRegular() {
+				continue
+			}
+			p := e.Root.Path(sys)
+			if b, err := fsutil.ReadFileNoFollow(context.Background(), p, fsutil.SmallFile); err != nil || !pl.Ours(ent.Name(), b) {
+				continue // not written by us
+			}
+			if err := os.Remove(p); err != nil {
+				return changed, fmt.Errorf("network: %w", err)
+			}
+			if pl.Dir == sf.Dir {
+				res.Removed = append(res.Removed, ent.Name())
+			} else {
+				res.Removed = append(res.Removed, sys)
+			}
+			changed = true
 		}
-		p := filepath.Join(dir, n)
-		if b, err := fsutil.ReadFileNoFollow(context.Background(), p, fsutil.SmallFile); err != nil || !bytes.HasPrefix(b, []byte(netcfg.Header)) {
-			continue // not written by us
-		}
-		if err := os.Remove(p); err != nil {
-			return changed, fmt.Errorf("network: %w", err)
-		}
-		res.Removed = append(res.Removed, n)
-		changed = true
 	}
 	if changed {
-		e.Log.Info("network: "+string(det.Stack)+" files written", "dir", sf.Dir, "files", len(sf.Files), "removed", len(res.Removed))
+		e.Log.Info("network: "+det.Stack.Name+" files written", "dir", sf.Dir, "files", len(sf.Files), "removed", len(res.Removed))
 	}
 	return changed, nil
 }

@@ -4,8 +4,13 @@ package agent
 
 import (
 	"context"
-	"log/slog"
+	"errors"
+	"runtime"
+
+	"github.com/seedkeeper/seedkeeper/netcfg"
 )
 
-// reloadNetworkd: systemd-networkd exists only on Linux.
-func reloadNetworkd(ctx context.Context, log *slog.Logger) bool { return false }
+// callSystemBus: the stacks that are asked over D-Bus exist only on Linux.
+func callSystemBus(ctx context.Context, c netcfg.BusCall) error {
+	return errors.New("D-Bus calls are not supported on " + runtime.GOOS)
+}

@@ -29,12 +29,16 @@ var stackRoots = map[string]func(t *testing.T, root string){
 	},
 }
 
+// link enables the unit that the .wants link p names: the unit file in
+// /lib/systemd/system and the link to it, as systemctl enable makes them.
 func link(t *testing.T, root, p string) {
 	t.Helper()
+	unit := "/lib/systemd/system/" + filepath.Base(p)
+	write(t, root, unit, "[Install]\nWantedBy=multi-user.target\n")
 	if err := os.MkdirAll(filepath.Dir(filepath.Join(root, p)), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink("/dev/null", filepath.Join(root, p)); err != nil {
+	if err := os.Symlink(unit, filepath.Join(root, p)); err != nil {
 		t.Fatal(err)
 	}
 }

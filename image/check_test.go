@@ -61,9 +61,19 @@ func TestCheckUnits(t *testing.T) {
 	m.remove("/etc/systemd/system/sysinit.target.wants")
 	expectItem(t, check(t, m), "units", Finding, "enable seedkeeper-boot.service seedkeeper-watch.service", "seedkeeper does not run at boot")
 
-	// A .wants link to a unit file that is not there enables nothing.
+	// systemd takes a .wants link by its name, wherever it points (the
+	// unit is found in /lib): boot starts it, and systemctl says enabled.
 	m.link("/usr/lib/systemd/system/seedkeeper-boot.service", "/etc/systemd/system/sysinit.target.wants/seedkeeper-boot.service")
+	expectItem(t, check(t, m), "units", Finding, "seedkeeper-boot.service installed and enabled", "seedkeeper-watch.service installed but not enabled")
+	// A regular file where the link should be adds no dependency.
+	m.remove("/etc/systemd/system/sysinit.target.wants/seedkeeper-boot.service")
+	m.write("/etc/systemd/system/sysinit.target.wants/seedkeeper-boot.service", packagingFile(t, "seedkeeper-boot.service"))
 	expectItem(t, check(t, m), "units", Finding, "seedkeeper-boot.service and seedkeeper-watch.service installed but not enabled")
+
+	// Masked wins over a .wants link left in place.
+	m = freshImage(t)
+	m.link("/dev/null", "/etc/systemd/system/seedkeeper-watch.service")
+	expectItem(t, check(t, m), "units", Finding, "seedkeeper-watch.service masked", "unmask seedkeeper-watch.service")
 
 	m = freshImage(t)
 	m.link("/dev/null", "/etc/systemd/system/seedkeeper-boot.service")
@@ -175,26 +185,37 @@ func TestCheckSSHHostKeys(t *testing.T) {
 
 func TestCheckNetworkStack(t *testing.T) {
 	m := freshImage(t)
-	expectItem(t, check(t, m), "network-stack", OK, "networkd enabled", "renders them for networkd")
+	expectItem(t, check(t, m), "network-stack", OK, "systemd-networkd enabled", "renders them for systemd-networkd")
 
+	// An enabled unit counts only with its program installed, as at boot.
 	m.link("/lib/systemd/system/NetworkManager.service", "/etc/systemd/system/multi-user.target.wants/NetworkManager.service")
-	expectItem(t, check(t, m), "network-stack", Note, "networkd and NetworkManager enabled")
+	expectItem(t, check(t, m), "network-stack", OK, "systemd-networkd enabled", "NetworkManager.service is enabled but /usr/sbin/NetworkManager is not installed", "renders them for systemd-networkd")
+	m.write("/usr/sbin/NetworkManager", "")
+	expectItem(t, check(t, m), "network-stack", Note, "NetworkManager and systemd-networkd enabled", "renders owned NICs for NetworkManager; systemd-networkd runs too")
 
-	expectItem(t, check(t, m), "network-stack", Note, "renders owned NICs for NetworkManager; networkd runs too")
+	// Masked, its .wants link left: it does not start, and boot renders
+	// for networkd (the whole-process test in cmd asks boot and status).
+	m.link("/dev/null", "/etc/systemd/system/NetworkManager.service")
+	expectItem(t, check(t, m), "network-stack", OK, "systemd-networkd enabled", "NetworkManager.service is masked", "renders them for systemd-networkd")
+	m.remove("/etc/systemd/system/NetworkManager.service")
 
 	m.remove("/etc/systemd/system/multi-user.target.wants/systemd-networkd.service")
 	expectItem(t, check(t, m), "network-stack", OK, "NetworkManager enabled", "renders them for NetworkManager")
 
 	m.remove("/etc/systemd/system/multi-user.target.wants/NetworkManager.service")
-	expectItem(t, check(t, m), "network-stack", Finding, "no network service is enabled", "nothing runs DHCP")
+	expectItem(t, check(t, m), "network-stack", Finding, "no network service is enabled", "nothing runs DHCP", "enable systemd-networkd.service")
 
 	// ifupdown: rendered only into a directory interfaces sources.
 	m.write("/lib/systemd/system/networking.service", "[Install]\nWantedBy=multi-user.target\n")
 	m.link("/lib/systemd/system/networking.service", "/etc/systemd/system/multi-user.target.wants/networking.service")
+	m.write("/sbin/ifup", "")
 	m.write("/etc/network/interfaces", "auto lo\niface lo inet loopback\n")
 	expectItem(t, check(t, m), "network-stack", Finding, "ifupdown enabled", "sources no directory", "nowhere to write ifupdown stanzas", "source /etc/network/interfaces.d/*")
 	m.write("/etc/network/interfaces", "auto lo\niface lo inet loopback\nsource /etc/network/interfaces.d/*\n")
 	expectItem(t, check(t, m), "network-stack", OK, "ifupdown stanzas go in /etc/network/interfaces.d", "renders them for ifupdown")
+	// A sourced directory boot refuses: boot's network step fails.
+	m.write("/etc/network/interfaces", "source ../../var/tmp/*\n")
+	expectItem(t, check(t, m), "network-stack", Finding, "/etc/network/interfaces line 1", "network step fails")
 }
 
 func TestCheckAllowlist(t *testing.T) {
@@ -245,13 +266,6 @@ func TestCheckRootNotADirectory(t *testing.T) {
 	m.write("/file", "")
 	if _, err := Check(sysrootOf(m.dir + "/file")); err == nil {
 		t.Error("Check on a file succeeded")
-	}
-}
-
-func TestParseWantedBy(t *testing.T) {
-	got := parseWantedBy([]byte("WantedBy=early.target\n[Unit]\nWantedBy=unit.target\n[Install]\nWantedBy=sysinit.target multi-user.target\n WantedBy = b.target\n#WantedBy=c.target\n"))
-	if want := []string{"sysinit.target", "multi-user.target", "b.target"}; strings.Join(got, " ") != strings.Join(want, " ") {
-		t.Errorf("parseWantedBy = %q, want %q", got, want)
 	}
 }
 

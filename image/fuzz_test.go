@@ -36,16 +36,3 @@ func FuzzParseCloudConfig(f *testing.F) {
 		cc.customMerge()
 	})
 }
-
-func FuzzParseWantedBy(f *testing.F) {
-	f.Add([]byte("[Unit]\nDescription=x\n[Install]\nWantedBy=sysinit.target multi-user.target\nWantedBy = network-online.target\n"))
-	f.Add([]byte("[Install]\nWantedBy=\n"))
-	f.Add([]byte("WantedBy=a\n[Service]\nWantedBy=b\n"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, target := range parseWantedBy(data) {
-			if target == "" || strings.ContainsAny(target, " \t\n") {
-				t.Fatalf("target %q", target)
-			}
-		}
-	})
-}

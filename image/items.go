@@ -1,8 +1,6 @@
 package image
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -15,6 +13,7 @@ import (
 	"github.com/seedkeeper/seedkeeper/hotplug"
 	"github.com/seedkeeper/seedkeeper/identity"
 	"github.com/seedkeeper/seedkeeper/internal/config"
+	"github.com/seedkeeper/seedkeeper/internal/unit"
 	"github.com/seedkeeper/seedkeeper/netcfg"
 	"github.com/seedkeeper/seedkeeper/seed"
 )
@@ -23,123 +22,35 @@ import (
 
 // Units.
 
-// unitDirs are where systemd looks for unit files, most important first.
-var unitDirs = []string{"/etc/systemd/system", "/run/systemd/system", "/usr/lib/systemd/system", "/lib/systemd/system"}
+// Units are seedkeeper's units, which must start at boot.
+var Units = []string{"seedkeeper-boot.service", "seedkeeper-watch.service"}
 
-// Units are seedkeeper's units and the target each is enabled for when
-// its [Install] section cannot be read.
-var Units = []struct{ Name, WantedBy string }{
-	{"seedkeeper-boot.service", "sysinit.target"},
-	{"seedkeeper-watch.service", "multi-user.target"},
-}
-
-// unitFile finds a unit: its system path, and whether it is masked.
-func (in *inspection) unitFile(name string) (file string, masked bool) {
-	for _, d := range unitDirs {
-		if d == "/run/systemd/system" && !in.root.IsReal() {
-			continue
-		}
-		sys := path.Join(d, name)
-		if link, err := os.Readlink(in.root.Path(sys)); err == nil && link == "/dev/null" {
-			return sys, true
-		}
-		p, err := resolve(in.root, sys, true)
-		if err != nil {
-			continue
-		}
-		if fi, err := os.Stat(in.root.Path(p)); err == nil && fi.Mode().IsRegular() {
-			if fi.Size() == 0 {
-				return sys, true
-			}
-			return sys, false
-		}
-	}
-	return "", false
-}
-
-// wantedBy reads the WantedBy= targets of a unit file.
-func (in *inspection) wantedBy(file string) []string {
-	data, err := in.readSmall(file)
-	if err != nil {
-		return nil
-	}
-	return parseWantedBy(data)
-}
-
-// parseWantedBy returns the targets of the WantedBy= lines of the
-// [Install] section of a unit file.
-func parseWantedBy(data []byte) []string {
-	var out []string
-	section := ""
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(nil, len(data)+1)
-	for sc.Scan() {
-		l := strings.TrimSpace(sc.Text())
-		if strings.HasPrefix(l, "[") {
-			section = l
-			continue
-		}
-		if k, v, ok := strings.Cut(l, "="); ok && section == "[Install]" && strings.TrimSpace(k) == "WantedBy" {
-			out = append(out, strings.Fields(v)...)
-		}
-	}
-	return out
-}
-
-// enabledFor reports whether unit has a .wants link for target in the image
-// that leads to an existing unit file.
-func (in *inspection) enabledFor(unit, target string) bool {
-	for _, d := range []string{"/etc/systemd/system", "/usr/lib/systemd/system", "/lib/systemd/system"} {
-		sys := path.Join(d, target+".wants", unit)
-		p, err := resolve(in.root, sys, true)
-		if err != nil {
-			continue
-		}
-		if fi, err := os.Stat(in.root.Path(p)); err == nil && fi.Mode().IsRegular() {
-			return true
-		}
-	}
-	return false
-}
-
-// enabledUnit reports whether unit is enabled for any of its targets.
-func (in *inspection) enabledUnit(unit string, fallback ...string) (file string, masked, enabled bool) {
-	file, masked = in.unitFile(unit)
-	if file == "" || masked {
-		return file, masked, false
-	}
-	targets := in.wantedBy(file)
-	if len(targets) == 0 {
-		targets = fallback
-	}
-	for _, t := range targets {
-		if in.enabledFor(unit, t) {
-			return file, false, true
-		}
-	}
-	return file, false, false
+// unit says what systemd makes of a unit in the image (internal/unit):
+// the running system's /run counts, an image's does not.
+func (in *inspection) unit(name string) unit.State {
+	return unit.Lookup(unit.Root{Dir: in.root.Path("/"), Live: in.root.IsReal()}, name)
 }
 
 func checkUnits(in *inspection) Item {
 	it := Item{Verdict: OK}
 	var missing, masked, disabled, ok []string
 	for _, u := range Units {
-		file, m, e := in.enabledUnit(u.Name, u.WantedBy)
+		st := in.unit(u)
 		switch {
-		case file == "":
-			missing = append(missing, u.Name)
-		case m:
-			masked = append(masked, u.Name)
-			it.Paths = append(it.Paths, file)
-		case !e:
-			disabled = append(disabled, u.Name)
-			it.Paths = append(it.Paths, file)
+		case st.File == "":
+			missing = append(missing, u)
+		case st.Masked:
+			masked = append(masked, u)
+			it.Paths = append(it.Paths, st.File)
+		case !st.Enabled:
+			disabled = append(disabled, u)
+			it.Paths = append(it.Paths, st.File)
 		default:
-			ok = append(ok, u.Name)
-			it.Paths = append(it.Paths, file)
+			ok = append(ok, u)
+			it.Paths = append(it.Paths, st.File)
 		}
 	}
-	ciFile, _ := in.unitFile("cloud-init-local.service")
+	ciFile := in.unit("cloud-init-local.service").File
 	var found, fixes []string
 	if len(ok) > 0 {
 		found = append(found, strings.Join(ok, " and ")+" installed and enabled")
@@ -163,7 +74,7 @@ func checkUnits(in *inspection) Item {
 	it.Found = strings.Join(found, "; ")
 	var clone []string
 	switch {
-	case len(missing)+len(masked) > 0 || slices.Contains(disabled, Units[0].Name):
+	case len(missing)+len(masked) > 0 || slices.Contains(disabled, Units[0]):
 		clone = append(clone, "seedkeeper does not run at boot: cloud-init finds no seed (or a stale one), the instance ID is not decided and owned NICs get no network")
 	case len(disabled) > 0:
 		clone = append(clone, "seedkeeper boot runs, but NICs added after boot get no network (the hotplug daemon does not run)")
@@ -539,8 +450,7 @@ func checkSSHHostKeys(in *inspection) Item {
 		return Item{Verdict: Error, Found: err.Error(), Paths: []string{SSHDir}}
 	}
 	it := Item{Verdict: OK, Paths: keys}
-	ciFile, _ := in.unitFile("cloud-init-local.service")
-	cloudInit := ciFile != ""
+	cloudInit := in.unit("cloud-init-local.service").File != ""
 	sshd := in.exists("/usr/sbin/sshd")
 	if len(keys) == 0 {
 		it.Found = "none"
@@ -587,7 +497,7 @@ func checkSSHHostKeys(in *inspection) Item {
 // unitExists reports whether any of the named unit files is in the image.
 func (in *inspection) unitExists(names ...string) bool {
 	for _, n := range names {
-		if f, masked := in.unitFile(n); f != "" && !masked {
+		if st := in.unit(n); st.File != "" && !st.Masked {
 			return true
 		}
 	}
@@ -596,52 +506,39 @@ func (in *inspection) unitExists(names ...string) bool {
 
 // Network stack.
 
-// Stack is a network stack an image can run.
-type Stack struct {
-	Name string // "networkd", "NetworkManager", "ifupdown"
-	Unit string // the service that runs it
-}
-
-// Stacks are the stacks check recognises, by the unit that runs them.
-var Stacks = []Stack{
-	{"networkd", "systemd-networkd.service"},
-	{"NetworkManager", "NetworkManager.service"},
-	{"ifupdown", "networking.service"},
-}
-
-// RenderedStacks are the stacks seedkeeper writes persistent configuration
-// for (netcfg.RenderForStack), in the order boot prefers them when several
-// are enabled (netcfg.DetectStack); on the others it can apply owned NICs
-// live only.
-var RenderedStacks = []string{"NetworkManager", "networkd", "ifupdown"}
-
-// ifupdownSource is the directory the image's /etc/network/interfaces
-// sources stanzas from ("" when none), where seedkeeper writes its own.
-func (in *inspection) ifupdownSource() (string, error) {
-	b, err := in.readSmall(netcfg.IfupdownInterfaces)
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", nil
+// stackTitles names the stacks of l for people.
+func stackTitles(l []*netcfg.Stack) string {
+	var names []string
+	for _, s := range l {
+		names = append(names, s.Title)
 	}
-	if err != nil {
-		return "", err
-	}
-	return netcfg.ParseIfupdownSource(b)
+	return strings.Join(names, " and ")
 }
 
+// checkNetworkStack says which stack boot renders for, decided as boot
+// decides it (netcfg.DetectStack): the same answer on the same root.
 func checkNetworkStack(in *inspection) Item {
 	it := Item{Verdict: OK}
-	var running []string
-	for _, s := range Stacks {
-		file, _, on := in.enabledUnit(s.Unit, "multi-user.target", "network-online.target", "sysinit.target")
-		if on {
-			running = append(running, s.Name)
-			it.Paths = append(it.Paths, file)
-		}
+	detect := netcfg.DetectImageStack
+	if in.root.IsReal() {
+		detect = netcfg.DetectStack
 	}
-	if len(running) == 0 {
-		it.Found = "no network service is enabled (systemd-networkd, NetworkManager, ifupdown)"
+	d, err := detect(in.root.Path("/"))
+	if err != nil {
+		it.Verdict, it.Found = Finding, err.Error()
+		it.Clone = "seedkeeper boot cannot tell where to write the persistent network configuration: its network step fails"
+		it.Fix = "fix the source line of " + netcfg.IfupdownInterfaces
+		it.Paths = []string{netcfg.IfupdownInterfaces}
+		return it
+	}
+	it.Paths = d.Paths
+	if len(d.Enabled) == 0 {
+		it.Found = "no network service is enabled (" + d.Reason + ")"
 	} else {
-		it.Found = strings.Join(running, " and ") + " enabled"
+		it.Found = stackTitles(d.Enabled) + " enabled"
+	}
+	for _, n := range d.Notes {
+		it.Found += "; " + n
 	}
 	if in.exists("/etc/netplan") {
 		it.Found += "; netplan is installed (it renders for networkd or NetworkManager at boot)"
@@ -652,47 +549,27 @@ func checkNetworkStack(in *inspection) Item {
 		it.Clone = "seedkeeper leaves the network to cloud-init, which renders for the stack it finds"
 		return it
 	}
-	var rendered []string
-	for _, r := range RenderedStacks {
-		if !slices.Contains(running, r) {
-			continue
-		}
-		if r == "ifupdown" {
-			dir, err := in.ifupdownSource()
-			switch {
-			case err != nil:
-				it.Found += "; ifupdown: " + err.Error()
-				continue
-			case dir == "":
-				it.Found += "; " + netcfg.IfupdownInterfaces + " sources no directory"
-				if len(running) == 1 {
-					it.Verdict = Finding
-					it.Clone = "seedkeeper applies owned NICs live, but has nowhere to write ifupdown stanzas for them: DHCP NICs get no lease"
-					it.Fix = "add \"source /etc/network/interfaces.d/*\" to " + netcfg.IfupdownInterfaces
-					return it
-				}
-				continue
-			}
-			it.Found += "; ifupdown stanzas go in " + dir
-		}
-		rendered = append(rendered, r)
-	}
 	switch {
-	case len(running) == 0:
+	case d.Stack == nil:
 		it.Verdict = Finding
 		it.Clone = "seedkeeper applies static addresses of the NICs it owns live, but nothing runs DHCP or reads its rendered files, and the links stay down for other software"
-		it.Fix = in.systemctl("enable systemd-networkd.service")
-	case len(rendered) == 0:
+		it.Fix = in.systemctl("enable " + netcfg.Networkd.Unit)
+		return it
+	case d.Stack == netcfg.Ifupdown && d.IfupdownDir == "":
+		it.Found += "; " + netcfg.IfupdownInterfaces + " sources no directory"
 		it.Verdict = Finding
-		it.Clone = fmt.Sprintf("seedkeeper applies owned NICs live, but writes persistent configuration only for %s: %s does not know about them and may configure them its own way (DHCP)", strings.Join(RenderedStacks, ", "), strings.Join(running, " and "))
-		it.Fix = in.systemctl("enable systemd-networkd.service") + ", or set network.owner: cloud-init in " + config.DefaultPath
-	case len(running) > 1:
-		it.Verdict = Note
-		others := slices.DeleteFunc(slices.Clone(running), func(s string) bool { return s == rendered[0] })
-		it.Clone = fmt.Sprintf("seedkeeper renders owned NICs for %s; %s runs too and may also manage them unless it is told to leave them alone", rendered[0], strings.Join(others, " and "))
-	default:
-		it.Clone = "seedkeeper owns the NICs the metadata names (allowlisted drivers) and renders them for " + rendered[0]
+		it.Clone = "seedkeeper applies owned NICs live, but has nowhere to write ifupdown stanzas for them: DHCP NICs get no lease"
+		it.Fix = "add \"source /etc/network/interfaces.d/*\" to " + netcfg.IfupdownInterfaces
+		return it
+	case d.Stack == netcfg.Ifupdown:
+		it.Found += "; ifupdown stanzas go in " + d.IfupdownDir
 	}
+	if len(d.Enabled) > 1 {
+		it.Verdict = Note
+		it.Clone = fmt.Sprintf("seedkeeper renders owned NICs for %s; %s runs too and may also manage them unless it is told to leave them alone", d.Stack.Title, stackTitles(d.Enabled[1:]))
+		return it
+	}
+	it.Clone = "seedkeeper owns the NICs the metadata names (allowlisted drivers) and renders them for " + d.Stack.Title
 	return it
 }
 

@@ -1,7 +1,6 @@
 package image
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -69,11 +68,6 @@ func (p *Plan) Changes() []Action {
 	return slices.DeleteFunc(slices.Clone(p.Actions), func(a Action) bool { return a.Op == Keep })
 }
 
-// RunPaths are the directories a running system's rendered network files
-// live in; seal removes seedkeeper's files there when it seals the running
-// system (under another root /run is not the image's).
-var RunPaths = []string{"/run/systemd/network", "/run/NetworkManager/system-connections", path.Dir(netcfg.NMConfFile)}
-
 // PlanSeal reads the image under root and returns what sealing it does.
 // It refuses (and plans nothing) when a path it would act on leads out of
 // the root through a symbolic link.
@@ -82,7 +76,7 @@ func PlanSeal(root sysroot.Root, opts SealOptions) (*Plan, error) {
 		return nil, fmt.Errorf("sealing the image: %s is not a directory", root.Path("/"))
 	}
 	p := &Plan{Root: root, opts: opts}
-	b := planner{p: p, root: root}
+	b := planner{p: p, root: root, live: root.IsReal()}
 	cc, err := readCloudConfig(root)
 	if err != nil {
 		return nil, fmt.Errorf("sealing the image: %w", err)
@@ -158,13 +152,8 @@ func PlanSeal(root sysroot.Root, opts SealOptions) (*Plan, error) {
 		}
 	}
 
-	// Rendered network files of a running system.
-	if root.IsReal() {
-		b.runFiles(RunPaths)
-	}
-
-	// ifupdown's stanzas live in the image (/etc), under every root.
-	b.ifupdownStanzas()
+	// The network files seedkeeper rendered for this machine's NICs.
+	b.stackFiles()
 
 	if real := b.last(identity.SealedPath); real != "" && real != identity.SealedPath {
 		b.err = errors.Join(b.err, fmt.Errorf("%s: a symbolic link on the way (to %s): the marker is written only at its own path", identity.SealedPath, real))
@@ -180,6 +169,8 @@ func PlanSeal(root sysroot.Root, opts SealOptions) (*Plan, error) {
 type planner struct {
 	p    *Plan
 	root sysroot.Root
+	// live: the root is the running system, whose /run is sealed too.
+	live bool
 	err  error
 }
 
@@ -239,49 +230,39 @@ func (b *planner) remove(sys, why string) {
 	b.p.Actions = append(b.p.Actions, Action{op, real, why})
 }
 
-// runFiles plans the removal of the files seedkeeper rendered in dirs
-// (their names carry "seedkeeper").
-func (b *planner) runFiles(dirs []string) {
-	for _, d := range dirs {
-		real := b.dir(d)
-		if real == "" {
-			continue
-		}
-		ents, _ := os.ReadDir(b.root.Path(real))
-		for _, e := range ents {
-			if strings.Contains(e.Name(), "seedkeeper") && e.Type().IsRegular() {
-				b.remove(path.Join(real, e.Name()), "rendered by seedkeeper for this boot")
+// stackFiles plans the removal of the files seedkeeper rendered for
+// any network stack (netcfg.Stacks), in every place a stack's files go
+// and by the rule that tells seedkeeper's files there (its name, and its
+// header still in place): they name this machine's NICs, and boot writes
+// them again from the clone's metadata. Under another root than the
+// running system /run is not the image's, and is not looked at.
+func (b *planner) stackFiles() {
+	for _, s := range netcfg.Stacks {
+		// An interfaces file that names no usable directory holds no
+		// stanzas of ours: nothing to remove there.
+		places, _ := s.Places(b.root.Path("/"))
+		for _, pl := range places {
+			if !b.live && strings.HasPrefix(pl.Dir, "/run/") {
+				continue
+			}
+			dir := b.dir(pl.Dir)
+			if dir == "" {
+				continue
+			}
+			ents, _ := os.ReadDir(b.root.Path(dir))
+			for _, e := range ents {
+				p := path.Join(dir, e.Name())
+				if !e.Type().IsRegular() {
+					continue
+				}
+				head, err := fsutil.ReadFileNoFollow(context.Background(), b.root.Path(p), fsutil.SmallFile)
+				if err != nil || !pl.Ours(e.Name(), head) {
+					continue
+				}
+				b.remove(p, "seedkeeper's "+s.Title+" configuration of this machine's NICs (boot writes it again from the clone's metadata)")
 			}
 		}
 	}
-}
-
-// ifupdownStanzas plans the removal of the stanza file seedkeeper wrote in
-// the directory the image's /etc/network/interfaces sources: it names this
-// machine's NICs, and boot writes it again from the clone's metadata. A
-// file of that name without seedkeeper's header is someone else's.
-func (b *planner) ifupdownStanzas() {
-	real, err := resolve(b.root, netcfg.IfupdownInterfaces, true)
-	if err != nil {
-		return
-	}
-	data, err := fsutil.ReadFileNoFollow(context.Background(), b.root.Path(real), fsutil.SmallFile)
-	if err != nil {
-		return
-	}
-	dir, err := netcfg.ParseIfupdownSource(data)
-	if err != nil || dir == "" {
-		return
-	}
-	if dir = b.dir(dir); dir == "" {
-		return
-	}
-	file := path.Join(dir, netcfg.IfupdownFile)
-	head, err := fsutil.ReadFileNoFollow(context.Background(), b.root.Path(file), fsutil.SmallFile)
-	if err != nil || !bytes.HasPrefix(head, []byte(netcfg.Header)) {
-		return
-	}
-	b.remove(file, "seedkeeper's ifupdown stanzas for this machine's NICs (boot writes them again from the clone's metadata)")
 }
 
 func (b *planner) keep(sys, why string) {

@@ -303,13 +303,15 @@ func TestSealNotADirectory(t *testing.T) {
 // and PlanSeal does not look there at all).
 func TestSealRunFiles(t *testing.T) {
 	m := freshImage(t)
-	m.write("/run/systemd/network/10-seedkeeper-eth0.network", "[Match]\n")
-	m.write("/run/systemd/network/10-netplan-eth1.network", "[Match]\n")
-	m.write("/run/NetworkManager/system-connections/seedkeeper-eth0.nmconnection", "[connection]\n")
-	m.write("/run/NetworkManager/conf.d/50-seedkeeper.conf", "[main]\n")
-	m.write("/run/NetworkManager/conf.d/00-server.conf", "[main]\n")
-	b := planner{p: &Plan{}, root: m.root()}
-	b.runFiles(RunPaths)
+	h := netcfg.Header + "\n"
+	m.write("/run/systemd/network/10-seedkeeper-eth0.network", h+"[Match]\n")
+	m.write("/run/systemd/network/10-seedkeeper-eth2.network", "[Match]\n") // not ours: no header
+	m.write("/run/systemd/network/10-netplan-eth1.network", h+"[Match]\n")
+	m.write("/run/NetworkManager/system-connections/seedkeeper-eth0.nmconnection", h+"[connection]\n")
+	m.write("/run/NetworkManager/conf.d/50-seedkeeper.conf", h+"[main]\n")
+	m.write("/run/NetworkManager/conf.d/00-server.conf", h+"[main]\n")
+	b := planner{p: &Plan{}, root: m.root(), live: true}
+	b.stackFiles()
 	want := []string{"/run/NetworkManager/conf.d/50-seedkeeper.conf", "/run/NetworkManager/system-connections/seedkeeper-eth0.nmconnection", "/run/systemd/network/10-seedkeeper-eth0.network"}
 	if got := actionPaths(b.p.Actions, Remove); !slices.Equal(got, want) || b.err != nil {
 		t.Errorf("planned %q (%v), want %q", got, b.err, want)

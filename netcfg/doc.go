@@ -26,6 +26,13 @@
 // name a master or VLAN it does not accept; the agent passes the live
 // plan's verdict (apply.Plan.Owns, on apply.Plan.Pinned).
 //
+// Stacks is the table of the network managers an image can run
+// (systemd-networkd, NetworkManager, ifupdown). Each Stack says how to
+// tell that a root runs it (DetectStack for a running system,
+// DetectImageStack for an image at rest: a unit systemd would start), how
+// to render a configuration into its files, which files in its
+// directories are seedkeeper's, and how to ask it to read them.
+//
 // Only NICs the configuration names by MAC (or by name where it has no MAC)
 // and whose driver is allowed are ever touched.
 //

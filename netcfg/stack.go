@@ -3,102 +3,266 @@ package netcfg
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/seedkeeper/seedkeeper/internal/fsutil"
+	"github.com/seedkeeper/seedkeeper/internal/unit"
 )
 
-// Stack is the network manager an image runs, which seedkeeper renders the
-// persistent configuration of its NICs for.
-type Stack string
+// A Stack is a network manager an image can run, for which seedkeeper
+// writes the persistent configuration of the NICs it owns, so that the
+// manager agrees with what seedkeeper applied live and runs DHCP for it.
+// A Stack knows everything seedkeeper does with its manager: how to tell
+// that an image runs it, how to render a configuration into its files,
+// which files in its directories are seedkeeper's, how to ask it to read
+// them, and what image seal removes. Stacks is the one table of them;
+// every list of stacks elsewhere derives from it.
+type Stack struct {
+	// Name is the stack's name in the status and the logs.
+	Name string
+	// Title is what its users call it.
+	Title string
+	// Unit is the systemd unit that runs it: it counts when enabled and
+	// not masked (see DetectStack).
+	Unit string
+	// Programs are the manager's programs, one of which must be in the
+	// root for the unit to count; none means the unit is enough.
+	Programs []string
+	// Running is a file that exists only while the manager runs; on a
+	// live root it counts as enabled. "" when there is none.
+	Running string
 
-// The network stacks seedkeeper knows.
-const (
-	// StackNone: no manager seedkeeper knows is enabled. Static addresses
-	// are applied live; DHCP NICs get no lease from anyone.
-	StackNone Stack = "none"
-	// StackNetworkd: systemd-networkd (also what netplan renders for on
-	// Ubuntu and newer Debian). Files in /run/systemd/network.
-	StackNetworkd Stack = "networkd"
-	// StackNetworkManager: NetworkManager (RHEL-family images, desktops).
-	// Keyfiles in /run/NetworkManager/system-connections.
-	StackNetworkManager Stack = "networkmanager"
-	// StackIfupdown: Debian's ifupdown (/etc/network/interfaces). Stanzas
-	// in a directory the image's interfaces file sources.
-	StackIfupdown Stack = "ifupdown"
-)
+	// render writes c (the owned interfaces of it) into the stack's
+	// files; d is the detection of the image.
+	render func(d Detection, c *Config, owned func(*Interface) bool) (*StackFiles, error)
+	// places are the directories its files go in on root, and how
+	// seedkeeper's are told from others' by their names.
+	places func(root string) ([]Place, error)
+	// reload says how to ask the running manager to read sf.
+	reload func(root string, sf *StackFiles) Reload
+}
+
+// Stacks are the stacks seedkeeper knows, in the order boot prefers them
+// when several are enabled: NetworkManager manages every device it is not
+// told to leave alone, so it wins over systemd-networkd, and both win
+// over ifupdown, which manages only what its interfaces file names.
+// Adding a stack is the file that defines its value and one entry here
+// (docs/adding.md, "Adding a network stack"); a netplan stack, which
+// renders for networkd or NetworkManager, would go first.
+var Stacks = []*Stack{NetworkManager, Networkd, Ifupdown}
+
+// StackByName returns the stack called name, nil when there is none.
+func StackByName(name string) *Stack {
+	for _, s := range Stacks {
+		if s.Name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+func (s *Stack) String() string {
+	if s == nil {
+		return "none"
+	}
+	return s.Name
+}
 
 // Detection says which stack an image runs and why.
 type Detection struct {
-	Stack  Stack
+	// Stack is the stack boot renders for: the first of Stacks that is
+	// enabled; nil when none is.
+	Stack *Stack
+	// Reason says why, in a few words.
 	Reason string
+	// Enabled are all the stacks enabled on the root, in the order of
+	// Stacks (Stack first).
+	Enabled []*Stack
+	// Notes are what else was found that bears on the decision: a unit
+	// that is masked (whatever links are left), or enabled without its
+	// programs.
+	Notes []string
+	// Paths are the unit files of the enabled stacks (system paths).
+	Paths []string
 	// IfupdownDir is the directory the image's /etc/network/interfaces
-	// sources stanzas from (for StackIfupdown), "" when it sources none.
+	// sources stanzas from (for Ifupdown), "" when it sources none.
 	IfupdownDir string
 }
 
-// unitEnabled reports whether a systemd unit is enabled for a target in
-// root (a symlink in /etc/systemd/system/*.wants/) or running now
-// (runDir exists).
-func unitEnabled(root, unit string) bool {
-	for _, target := range []string{"multi-user.target", "network-online.target", "graphical.target", "sysinit.target"} {
-		if _, err := os.Lstat(filepath.Join(root, "etc/systemd/system", target+".wants", unit)); err == nil {
-			return true
+// DetectStack looks at a running system under root ("/" or "" is the
+// machine itself; another directory stands for a running one) and says
+// which network stack it runs. It runs before any of them has started
+// (seedkeeper-boot is ordered before network-pre.target), so it goes by
+// what systemd will start (see Stack.Unit), and by a Running file. (Not
+// /run/NetworkManager: seedkeeper's own keyfiles make it.)
+func DetectStack(root string) (Detection, error) { return detect(unit.Root{Dir: root, Live: true}) }
+
+// DetectImageStack is DetectStack for an image at rest (a mounted or
+// extracted root that is not running): its /run is not what boots, so
+// neither runtime units nor Running files count.
+func DetectImageStack(root string) (Detection, error) { return detect(unit.Root{Dir: root}) }
+
+func detect(r unit.Root) (Detection, error) {
+	var d Detection
+	for _, s := range Stacks {
+		on, why, file := s.enabled(r)
+		switch {
+		case on:
+			d.Enabled = append(d.Enabled, s)
+			if file != "" {
+				d.Paths = append(d.Paths, file)
+			}
+			if d.Stack == nil {
+				d.Stack, d.Reason = s, why
+			}
+		case why != "":
+			d.Notes = append(d.Notes, why)
 		}
 	}
-	return false
-}
-
-// DetectStack looks at the system under root ("/" on a live system) and
-// says which network stack it runs. It runs before any of them has
-// started (seedkeeper-boot is ordered before network-pre.target), so it
-// goes by what is enabled: a unit wanted by a target, or networkd's state
-// file. (Not /run/NetworkManager: seedkeeper's own keyfiles make it.)
-//
-// When several are enabled, NetworkManager wins over systemd-networkd
-// (NetworkManager manages every device it is not told to leave alone), and
-// both win over ifupdown (which manages only what interfaces names).
-func DetectStack(root string) (Detection, error) {
-	if root == "" {
-		root = "/"
+	if d.Stack == nil {
+		var names []string
+		for _, s := range Stacks {
+			names = append(names, s.Title)
+		}
+		d.Reason = "no " + orList(names) + " is enabled"
+		return d, nil
 	}
-	exists := func(p string) bool {
-		_, err := os.Stat(filepath.Join(root, p))
-		return err == nil
-	}
-	switch {
-	case unitEnabled(root, "NetworkManager.service") && exists("usr/sbin/NetworkManager"):
-		return Detection{Stack: StackNetworkManager, Reason: "NetworkManager.service is enabled"}, nil
-	case exists("run/systemd/netif/state"):
-		// Not /run/systemd/netif: systemd's tmpfiles make it on every
-		// system, networkd or not; networkd writes the state file.
-		return Detection{Stack: StackNetworkd, Reason: "systemd-networkd is running"}, nil
-	case unitEnabled(root, "systemd-networkd.service"):
-		return Detection{Stack: StackNetworkd, Reason: "systemd-networkd.service is enabled"}, nil
-	}
-	if unitEnabled(root, "networking.service") && (exists("sbin/ifup") || exists("usr/sbin/ifup")) {
-		dir, err := IfupdownSourceDir(root)
+	if d.Stack == Ifupdown {
+		dir, err := IfupdownSourceDir(r.Dir)
 		if err != nil {
 			return Detection{}, err
 		}
-		d := Detection{Stack: StackIfupdown, Reason: "networking.service (ifupdown) is enabled", IfupdownDir: dir}
+		d.IfupdownDir = dir
 		if dir == "" {
-			d.Reason += "; /etc/network/interfaces sources no directory, so no stanzas can be added"
+			d.Reason += "; " + IfupdownInterfaces + " sources no directory, so no stanzas can be added"
 		}
-		return d, nil
 	}
-	return Detection{Stack: StackNone, Reason: "no systemd-networkd, NetworkManager or ifupdown is enabled"}, nil
+	return d, nil
 }
 
-// IfupdownSourceDir reads root's /etc/network/interfaces and returns the
-// directory its first "source DIR/*" or "source-directory DIR" line names
-// (as seen inside root), or "" when it sources no directory. Relative
-// paths are relative to /etc/network, as ifupdown takes them.
+// enabled says whether s runs on r: on, or why not when that is worth a
+// note ("" when it is simply not installed or not enabled).
+func (s *Stack) enabled(r unit.Root) (on bool, why, file string) {
+	if r.Live && s.Running != "" && exists(r.Dir, s.Running) {
+		return true, s.Title + " is running", ""
+	}
+	st := unit.Lookup(r, s.Unit)
+	switch {
+	case st.Masked:
+		return false, st.Why + ": " + s.Title + " does not start, whatever links want it", ""
+	case !st.Enabled:
+		return false, "", ""
+	}
+	for _, p := range s.Programs {
+		if exists(r.Dir, p) {
+			return true, st.Why, st.File
+		}
+	}
+	if len(s.Programs) > 0 {
+		return false, s.Unit + " is enabled but " + s.Programs[0] + " is not installed", ""
+	}
+	return true, st.Why, st.File
+}
+
+// exists reports whether the system path p is there under root, links
+// resolved inside it.
+func exists(root, p string) bool {
+	rp, err := fsutil.Resolve(root, p)
+	if err != nil {
+		return false
+	}
+	_, err = os.Stat(rp)
+	return err == nil
+}
+
+func orList(l []string) string {
+	if len(l) < 2 {
+		return strings.Join(l, "")
+	}
+	return strings.Join(l[:len(l)-1], ", ") + " or " + l[len(l)-1]
+}
+
+// Render renders the owned interfaces of c (all when owned is nil) into
+// the stack's files, for the image d detected.
+func (s *Stack) Render(d Detection, c *Config, owned func(*Interface) bool) (*StackFiles, error) {
+	sf, err := s.render(d, c, owned)
+	if err != nil {
+		return nil, err
+	}
+	sf.Stack = s
+	return sf, nil
+}
+
+// A Place is a directory a stack's files go in, and the rule that tells
+// seedkeeper's files there from everyone else's.
+type Place struct {
+	// Dir is the directory, as a system path.
+	Dir   string
+	match func(name string) bool
+}
+
+// Ours reports whether the file called name in the place, which begins
+// with head, is one seedkeeper wrote: its name is one seedkeeper gives,
+// and its content still begins with Header. Only such a file is ever
+// replaced or removed.
+func (p Place) Ours(name string, head []byte) bool {
+	return p.match(name) && bytes.HasPrefix(head, []byte(Header))
+}
+
+// Places returns the directories the stack's files go in on root, whether
+// or not it runs there (seal removes seedkeeper's files from every one).
+func (s *Stack) Places(root string) ([]Place, error) { return s.places(root) }
+
+// Reload is how to ask a running stack to read the files just written:
+// the steps, in order, or none when it is not running yet (it reads the
+// files when it starts), and then Note says why.
+type Reload struct {
+	Steps []ReloadStep
+	Note  string
+}
+
+// A ReloadStep is one request to the running stack: a command, or a
+// D-Bus method call when Command is nil.
+type ReloadStep struct {
+	// Command is a program and its arguments, run without a shell.
+	Command []string
+	// Bus is a method call on the system bus.
+	Bus *BusCall
+}
+
+// BusCall is a D-Bus method call without arguments.
+type BusCall struct {
+	Dest, Path, Method string
+}
+
+func (st ReloadStep) String() string {
+	if st.Bus != nil {
+		return "D-Bus " + st.Bus.Method
+	}
+	return strings.Join(st.Command, " ")
+}
+
+// Reload says how to ask the stack running on root to read sf, the files
+// just written (what the steps do is the caller's; this only reads).
+func (s *Stack) Reload(root string, sf *StackFiles) Reload { return s.reload(root, sf) }
+
+// systemBus is the socket of the system D-Bus; it exists once dbus.socket
+// has started, which is later than seedkeeper-boot.
+const systemBus = "/run/dbus/system_bus_socket"
+
+// IfupdownSourceDir reads root's /etc/network/interfaces (links resolved
+// inside root) and returns the directory its first "source DIR/*" or
+// "source-directory DIR" line names (as seen inside root), or "" when it
+// sources no directory. Relative paths are relative to /etc/network, as
+// ifupdown takes them.
 func IfupdownSourceDir(root string) (string, error) {
-	b, err := os.ReadFile(filepath.Join(root, IfupdownInterfaces))
+	b, err := fsutil.ReadFileIn(context.Background(), root, IfupdownInterfaces, fsutil.SmallFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}
@@ -147,5 +311,8 @@ func ParseIfupdownSource(b []byte) (string, error) {
 		}
 		return dir, nil
 	}
-	return "", sc.Err()
+	if err := sc.Err(); err != nil {
+		return "", fmt.Errorf("%s line %d: %w", path, n+1, err)
+	}
+	return "", nil
 }

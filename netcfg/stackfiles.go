@@ -1,25 +1,20 @@
 package netcfg
 
 import (
-	"fmt"
 	"io/fs"
 	"slices"
 	"strings"
 )
 
 // StackFiles is the persistent configuration of the owned links for the
-// stack an image runs: which directory, which files, and how to recognise
-// the files of ours in that directory that are no longer wanted.
+// stack an image runs: which directory and which files.
 type StackFiles struct {
-	Stack Stack
+	Stack *Stack
 	// Dir is the directory the files go in ("" when nothing is written:
-	// StackNone, or ifupdown with an interfaces file that sources none).
+	// no stack, or ifupdown with an interfaces file that sources none).
 	Dir   string
 	Files map[string][]byte
 	Mode  fs.FileMode
-	// Ours reports whether a file name in Dir is one seedkeeper writes
-	// (its content must also start with Header before it is removed).
-	Ours func(name string) bool
 	// Skipped are owned interfaces the stack's files do not describe
 	// (bonds, bridges and VLANs outside networkd), for the status.
 	Skipped []string
@@ -96,45 +91,12 @@ func appendNew(l []string, s string) []string {
 }
 
 // RenderForStack renders the owned interfaces (all when owned is nil) for
-// the stack d detected: networkd files, NetworkManager keyfiles (0600) or
-// one ifupdown stanza file. With no stack, or an ifupdown image whose
-// interfaces file sources no directory, it renders nothing and says why:
-// static addresses are still applied live, but a DHCP NIC gets no lease.
+// the stack d detected (see Stack.Render). With no stack it renders
+// nothing and says why: static addresses are still applied live, but a
+// DHCP NIC gets no lease.
 func RenderForStack(d Detection, c *Config, owned func(*Interface) bool) (*StackFiles, error) {
-	sf := &StackFiles{Stack: d.Stack, Mode: 0o644}
-	var err error
-	switch d.Stack {
-	case StackNetworkd:
-		sf.Dir = "/run/systemd/network"
-		sf.Files, err = RenderNetworkd(c, owned)
-		sf.Ours = func(n string) bool { return strings.HasPrefix(n, "10-seedkeeper-") }
-	case StackNetworkManager:
-		sf.Dir, sf.Mode = NMConnectionDir, 0o600
-		sf.Files, sf.Skipped, err = RenderNetworkManager(c, owned)
-		sf.Ours = func(n string) bool {
-			return strings.HasPrefix(n, "seedkeeper-") && strings.HasSuffix(n, ".nmconnection")
-		}
-		if conf := RenderNMConf(c, owned); conf != nil {
-			sf.Extra = map[string][]byte{NMConfFile: conf}
-		}
-	case StackIfupdown:
-		if d.IfupdownDir == "" {
-			sf.Note = "the image's /etc/network/interfaces sources no directory; add \"source /etc/network/interfaces.d/*\" for seedkeeper's stanzas"
-			return sf, nil
-		}
-		var b []byte
-		b, sf.Skipped, err = RenderIfupdown(c, owned)
-		sf.Dir = d.IfupdownDir
-		sf.Files = map[string][]byte{IfupdownFile: b}
-		sf.Ours = func(n string) bool { return n == IfupdownFile }
-	case StackNone:
-		sf.Note = "no network manager is enabled; DHCP NICs get no lease"
-		return sf, nil
-	default:
-		return nil, fmt.Errorf("render: unknown network stack %q", d.Stack)
+	if d.Stack == nil {
+		return &StackFiles{Note: "no network manager is enabled; DHCP NICs get no lease"}, nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	return sf, nil
+	return d.Stack.Render(d, c, owned)
 }

@@ -3,8 +3,6 @@ package netcfg
 import (
 	"bufio"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -206,82 +204,6 @@ func TestRenderStacksRefuseLineBreaks(t *testing.T) {
 	}
 }
 
-func TestDetectStack(t *testing.T) {
-	mk := func(t *testing.T, files map[string]string, links map[string]string) string {
-		root := t.TempDir()
-		for p, body := range files {
-			os.MkdirAll(filepath.Join(root, filepath.Dir(p)), 0o755)
-			if err := os.WriteFile(filepath.Join(root, p), []byte(body), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for p, target := range links {
-			os.MkdirAll(filepath.Join(root, filepath.Dir(p)), 0o755)
-			if err := os.Symlink(target, filepath.Join(root, p)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return root
-	}
-	const wants = "etc/systemd/system/multi-user.target.wants/"
-	for _, tc := range []struct {
-		name  string
-		files map[string]string
-		links map[string]string
-		want  Stack
-		dir   string
-	}{
-		{name: "nothing", want: StackNone},
-		{name: "networkd", links: map[string]string{wants + "systemd-networkd.service": "/lib/systemd/system/systemd-networkd.service"}, want: StackNetworkd},
-		{name: "networkd running", files: map[string]string{"run/systemd/netif/state": ""}, want: StackNetworkd},
-		// systemd's tmpfiles make /run/systemd/netif/links on every system.
-		{name: "netif dir alone", files: map[string]string{"run/systemd/netif/links/.keep": ""}, want: StackNone},
-		{
-			name:  "networkmanager over networkd",
-			files: map[string]string{"usr/sbin/NetworkManager": ""},
-			links: map[string]string{wants + "NetworkManager.service": "x", wants + "systemd-networkd.service": "x"},
-			want:  StackNetworkManager,
-		},
-		{
-			name:  "networkmanager unit without the binary",
-			links: map[string]string{wants + "NetworkManager.service": "x"},
-			want:  StackNone,
-		},
-		{
-			name:  "ifupdown debian default",
-			files: map[string]string{"sbin/ifup": "", "etc/network/interfaces": "# comment\nsource /etc/network/interfaces.d/*\n\nauto lo\niface lo inet loopback\n"},
-			links: map[string]string{wants + "networking.service": "x"},
-			want:  StackIfupdown, dir: "/etc/network/interfaces.d",
-		},
-		{
-			name:  "ifupdown source-directory relative",
-			files: map[string]string{"sbin/ifup": "", "etc/network/interfaces": "source-directory interfaces.d\n"},
-			links: map[string]string{wants + "networking.service": "x"},
-			want:  StackIfupdown, dir: "/etc/network/interfaces.d",
-		},
-		{
-			name:  "ifupdown sourcing nothing",
-			files: map[string]string{"sbin/ifup": "", "etc/network/interfaces": "auto lo\niface lo inet loopback\nsource /etc/network/x-*.cfg\n"},
-			links: map[string]string{wants + "networking.service": "x"},
-			want:  StackIfupdown,
-		},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			d, err := DetectStack(mk(t, tc.files, tc.links))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d.Stack != tc.want || d.IfupdownDir != tc.dir || d.Reason == "" {
-				t.Errorf("got %+v, want %s dir %q", d, tc.want, tc.dir)
-			}
-		})
-	}
-	root := mk(t, map[string]string{"sbin/ifup": "", "etc/network/interfaces": "source ../../var/tmp/*\n"}, map[string]string{wants + "networking.service": "x"})
-	if _, err := DetectStack(root); err == nil || !strings.Contains(err.Error(), "line 1") {
-		t.Errorf("a sourced directory outside /etc: err %v", err)
-	}
-}
-
 // parseKeyfile reads a GKeyFile back as NetworkManager would: section →
 // key → value. It fails the test on a line it could not read.
 func parseKeyfile(t *testing.T, b []byte) map[string]map[string]string {
@@ -384,45 +306,6 @@ func FuzzRenderStacksParseBack(f *testing.F) {
 	})
 }
 
-func TestRenderForStack(t *testing.T) {
-	c := mustParse(t, proxmoxV1)
-	for _, tc := range []struct {
-		d     Detection
-		dir   string
-		files []string
-		mode  os.FileMode
-		note  bool
-	}{
-		{d: Detection{Stack: StackNetworkd}, dir: "/run/systemd/network", files: []string{"10-seedkeeper-eth0.network", "10-seedkeeper-eth1.network"}, mode: 0o644},
-		{d: Detection{Stack: StackNetworkManager}, dir: NMConnectionDir, files: []string{"seedkeeper-eth0.nmconnection", "seedkeeper-eth1.nmconnection"}, mode: 0o600},
-		{d: Detection{Stack: StackIfupdown, IfupdownDir: "/etc/network/interfaces.d"}, dir: "/etc/network/interfaces.d", files: []string{IfupdownFile}, mode: 0o644},
-		{d: Detection{Stack: StackIfupdown}, note: true},
-		{d: Detection{Stack: StackNone}, note: true},
-	} {
-		sf, err := RenderForStack(tc.d, c, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var names []string
-		for n := range sf.Files {
-			names = append(names, n)
-			if !sf.Ours(n) {
-				t.Errorf("%s: Ours(%q) is false", tc.d.Stack, n)
-			}
-		}
-		slices.Sort(names)
-		if sf.Dir != tc.dir || !slices.Equal(names, tc.files) || (tc.dir != "" && sf.Mode != tc.mode) || (sf.Note != "") != tc.note {
-			t.Errorf("%s: dir %q files %v mode %v note %q", tc.d.Stack, sf.Dir, names, sf.Mode, sf.Note)
-		}
-		if sf.Ours != nil && (sf.Ours("10-netplan-eth0.network") || sf.Ours("Wired connection 1.nmconnection") || sf.Ours("eth0")) {
-			t.Errorf("%s: claims another tool's file", tc.d.Stack)
-		}
-	}
-	if _, err := RenderForStack(Detection{Stack: "wicked"}, c, nil); err == nil {
-		t.Error("unknown stack: no error")
-	}
-}
-
 func TestRenderNMConf(t *testing.T) {
 	got := string(RenderNMConf(mustParse(t, proxmoxV1), nil))
 	want := Header + `
@@ -436,7 +319,7 @@ keep-configuration=no
 	if got != want {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)
 	}
-	sf, err := RenderForStack(Detection{Stack: StackNetworkManager}, mustParse(t, proxmoxV1), nil)
+	sf, err := RenderForStack(Detection{Stack: NetworkManager}, mustParse(t, proxmoxV1), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ its first boot, and for each finding the command that fixes it:
   sealed            the sealed marker image seal leaves
   machine-id        /etc/machine-id filled or empty; D-Bus's copy
   ssh-host-keys     SSH host keys, and what replaces them on a clone
-  network-stack     networkd, NetworkManager or ifupdown, and whether
+  network-stack     systemd-networkd, NetworkManager or ifupdown, and whether
                     seedkeeper can own NICs on it
   allowlist         the hotplug driver allowlist in effect
   seed-dir          a seed a person left in cloud-init's seed directory
@@ -41,8 +41,9 @@ cloud-init's instance state and logs (as "cloud-init clean --logs"; the
 scripts of /etc/cloud/clean.d are not run), the seed seedkeeper wrote (a
 seed a person put there is kept), seedkeeper's identity pin, status and
 receipt, /var/lib/dbus/machine-id when it is not a link, the SSH host keys
-(unless --keep-ssh-host-keys) and, on the running system, the network
-files seedkeeper rendered under /run. It empties /etc/machine-id (not
+(unless --keep-ssh-host-keys) and the network files seedkeeper rendered
+that still carry its header (its ifupdown stanzas in the image, and on
+the running system its files under /run). It empties /etc/machine-id (not
 removed: systemd then treats the first boot as the first boot), and leaves
 a sealed marker so that the first boot of every clone is a new instance,
 even for derived-ID sources. It never touches a path it does not list,

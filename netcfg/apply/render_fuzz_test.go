@@ -64,15 +64,15 @@ func checkRenderedOwned(t *testing.T, cfg *netcfg.Config, live []Link) {
 			t.Fatalf("%s matches MAC %s, which the plan does not own", where, m)
 		}
 	}
-	for _, stack := range []netcfg.Stack{netcfg.StackNetworkd, netcfg.StackNetworkManager, netcfg.StackIfupdown} {
-		sf, err := netcfg.RenderForStack(netcfg.Detection{Stack: stack, IfupdownDir: "/etc/network/interfaces.d"}, pinned, p.Owns)
+	for _, stack := range []*netcfg.Stack{netcfg.Networkd, netcfg.NetworkManager, netcfg.Ifupdown} {
+		sf, err := stack.Render(netcfg.Detection{Stack: stack, IfupdownDir: "/etc/network/interfaces.d"}, pinned, p.Owns)
 		if err != nil {
 			continue // refusing to write is safe; writing a wrong file is not
 		}
 		files := maps.Clone(sf.Files)
 		maps.Copy(files, sf.Extra)
 		for fn, b := range files {
-			where := string(stack) + " " + fn
+			where := stack.Name + " " + fn
 			section := ""
 			for _, l := range strings.Split(string(b), "\n") {
 				if strings.HasPrefix(l, "[") {
@@ -80,14 +80,14 @@ func checkRenderedOwned(t *testing.T, cfg *netcfg.Config, live []Link) {
 				}
 				k, v, _ := strings.Cut(l, "=")
 				switch stack {
-				case netcfg.StackNetworkd:
+				case netcfg.Networkd:
 					switch {
 					case k == "Name" || k == "Bond" || k == "Bridge" || k == "VLAN":
 						name(where, v)
 					case k == "MACAddress" && section == "[Match]":
 						mac(where, v)
 					}
-				case netcfg.StackNetworkManager:
+				case netcfg.NetworkManager:
 					switch k {
 					case "interface-name":
 						name(where, v)
@@ -105,7 +105,7 @@ func checkRenderedOwned(t *testing.T, cfg *netcfg.Config, live []Link) {
 							}
 						}
 					}
-				case netcfg.StackIfupdown:
+				case netcfg.Ifupdown:
 					checkStanzaLine(t, where, l, name)
 				}
 			}

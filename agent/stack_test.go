@@ -1,0 +1,62 @@
+package agent
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/seedkeeper/seedkeeper/internal/sysroot"
+	"github.com/seedkeeper/seedkeeper/netcfg"
+)
+
+// Boot writes the files of the stack the root runs and removes, in every
+// place of that stack, the files of ours no longer wanted, and nothing
+// else: a file of our name without our header is someone else's.
+func TestRenderReplacesOnlyOurStaleFiles(t *testing.T) {
+	root := t.TempDir()
+	write(t, root, "/lib/systemd/system/NetworkManager.service", "[Install]\nWantedBy=multi-user.target\n")
+	write(t, root, "/usr/sbin/NetworkManager", "")
+	os.MkdirAll(filepath.Join(root, "etc/systemd/system/multi-user.target.wants"), 0o755)
+	os.Symlink("/lib/systemd/system/NetworkManager.service", filepath.Join(root, "etc/systemd/system/multi-user.target.wants/NetworkManager.service"))
+	const (
+		keyfile = "/run/NetworkManager/system-connections/seedkeeper-eth0.nmconnection"
+		stale   = "/run/NetworkManager/system-connections/seedkeeper-old.nmconnection"
+		theirs  = "/run/NetworkManager/system-connections/seedkeeper-mine.nmconnection"
+		other   = "/run/NetworkManager/system-connections/Wired connection 1.nmconnection"
+	)
+	write(t, root, stale, netcfg.Header+"\n[connection]\n")
+	write(t, root, theirs, "[connection]\nid=mine\n")
+	write(t, root, other, netcfg.Header+"\n[connection]\n")
+	cfg := &netcfg.Config{Interfaces: []netcfg.Interface{{ID: "eth0", Kind: netcfg.Physical, MAC: "52:54:00:00:00:01", DHCP4: true}}}
+	e := &Env{Root: sysroot.Root(root)}
+	e.init()
+
+	res := &NetResult{}
+	if _, err := e.renderNetworkd(cfg, func(i *netcfg.Interface) bool { return i.ID == "eth0" }, res); err != nil {
+		t.Fatal(err)
+	}
+	if res.files == nil || res.files.Stack != netcfg.NetworkManager {
+		t.Fatalf("rendered for %q", res.Stack)
+	}
+	present := func(p string) bool { _, err := os.Lstat(filepath.Join(root, p)); return err == nil }
+	if !present(keyfile) || !present(netcfg.NMConfFile) || present(stale) || !present(theirs) || !present(other) {
+		t.Errorf("after the first render: rendered %q removed %q", res.Rendered, res.Removed)
+	}
+	if !slices.Equal(res.Removed, []string{"seedkeeper-old.nmconnection"}) {
+		t.Errorf("removed %q", res.Removed)
+	}
+
+	// The NIC is gone from the configuration: its keyfile and the
+	// drop-in go.
+	res = &NetResult{}
+	if _, err := e.renderNetworkd(&netcfg.Config{}, nil, res); err != nil {
+		t.Fatal(err)
+	}
+	if present(keyfile) || present(netcfg.NMConfFile) || !present(theirs) || !present(other) {
+		t.Errorf("after the second render: removed %q", res.Removed)
+	}
+	if !slices.Equal(res.Removed, []string{"seedkeeper-eth0.nmconnection", netcfg.NMConfFile}) {
+		t.Errorf("removed %q", res.Removed)
+	}
+}

@@ -1,0 +1,235 @@
+// Package unit tells whether a systemd unit is installed, masked or
+// enabled in a root directory, the way systemd itself decides it at boot:
+// on the machine itself, or in an image that has never booted. Every part
+// of seedkeeper that asks "does this unit start at boot" asks here.
+package unit
+
+import (
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/seedkeeper/seedkeeper/internal/fsutil"
+)
+
+// searchPath is where systemd loads system units from, most important
+// first (systemd.unit(5), "System Unit Search Path"): a file or a mask in
+// /etc overrides one of the same name in /run, which overrides /usr/lib.
+// The directories under /run count only on a live root.
+// The generators' directories hold what they made for this boot (netplan's
+// .wants links for networkd, for one).
+var searchPath = []string{
+	"/etc/systemd/system.control",
+	"/run/systemd/system.control",
+	"/run/systemd/transient",
+	"/run/systemd/generator.early",
+	"/etc/systemd/system",
+	"/run/systemd/system",
+	"/run/systemd/generator",
+	"/usr/local/lib/systemd/system",
+	"/usr/lib/systemd/system",
+	"/lib/systemd/system",
+	"/run/systemd/generator.late",
+}
+
+// State is what systemd makes of a unit in a root.
+type State struct {
+	// Name is the unit asked about.
+	Name string
+	// File is the entry of the search path that defines the unit (or
+	// masks it), as a system path; "" when the unit is not installed.
+	File string
+	// Masked: the first entry for the name is a link to /dev/null or an
+	// empty file. A masked unit never starts, whatever links want it.
+	Masked bool
+	// Enabled: not masked, installed, and wanted or required by some
+	// unit through a link in a .wants or .requires directory of the
+	// search path (under its own name or an alias).
+	Enabled bool
+	// Why says in a few words what decided: the mask, or the link that
+	// enables it.
+	Why string
+}
+
+// Root is a directory systemd's paths are read under.
+type Root struct {
+	// Dir stands for "/"; "" is the machine itself.
+	Dir string
+	// Live: the root is a running system (the machine, or a scratch
+	// directory standing for one), so its /run counts. An image at rest
+	// has no /run of its own: what is there is not what boots.
+	Live bool
+}
+
+// dir is one directory of the search path, as found in the root.
+type dir struct {
+	sys  string // the system path (/lib/systemd/system)
+	host string // where it is, every link resolved inside the root
+}
+
+func (r Root) dirs() []dir {
+	var out []dir
+	seen := map[string]bool{}
+	for _, d := range searchPath {
+		if strings.HasPrefix(d, "/run/") && !r.Live {
+			continue
+		}
+		host, err := fsutil.Resolve(r.Dir, d)
+		if err != nil || seen[host] {
+			continue // missing, or the same directory (/lib -> usr/lib)
+		}
+		if fi, err := os.Stat(host); err != nil || !fi.IsDir() {
+			continue
+		}
+		seen[host] = true
+		out = append(out, dir{d, host})
+	}
+	return out
+}
+
+// Lookup says whether the unit name is installed, masked or enabled in r.
+// A template instance (ifup@eth0.service) is defined by its template
+// (ifup@.service). Entries that cannot be read count as missing, as
+// systemd ignores them.
+func Lookup(r Root, name string) State {
+	st := State{Name: name}
+	dirs := r.dirs()
+	file, real, masked := find(r, dirs, name)
+	if file == "" {
+		if t := template(name); t != "" {
+			file, real, masked = find(r, dirs, t)
+		}
+	}
+	switch {
+	case file == "":
+		st.Why = name + " is not installed"
+		return st
+	case masked:
+		st.File, st.Masked, st.Why = file, true, name+" is masked by "+file
+		return st
+	}
+	st.File = file
+	names := aliases(r, dirs, name, real)
+	for _, d := range dirs {
+		ents, _ := os.ReadDir(d.host)
+		for _, e := range ents {
+			target, ok := strings.CutSuffix(e.Name(), ".wants")
+			if !ok {
+				target, ok = strings.CutSuffix(e.Name(), ".requires")
+			}
+			if !ok || !e.IsDir() {
+				continue
+			}
+			for _, n := range names {
+				if addsDependency(filepath.Join(d.host, e.Name(), n)) {
+					st.Enabled = true
+					st.Why = name + " is enabled: " + target + " wants it (" + path.Join(d.sys, e.Name(), n) + ")"
+					return st
+				}
+			}
+		}
+	}
+	st.Why = name + " is not enabled (no .wants or .requires link)"
+	return st
+}
+
+// find returns the first entry of the search path for name: its system
+// path, the file it resolves to on the host, and whether it is a mask. A
+// link that leads nowhere is skipped, as systemd skips it.
+func find(r Root, dirs []dir, name string) (file, real string, masked bool) {
+	null := filepath.Join(orRoot(r.Dir), "dev/null")
+	for _, d := range dirs {
+		p := filepath.Join(d.host, name)
+		fi, err := os.Lstat(p)
+		if err != nil {
+			continue
+		}
+		sys := path.Join(d.sys, name)
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			if t, err := os.Readlink(p); err == nil && path.Clean(t) == "/dev/null" {
+				return sys, "", true
+			}
+		}
+		real, err := fsutil.Resolve(r.Dir, sys)
+		if err != nil {
+			continue
+		}
+		if real == null {
+			return sys, "", true
+		}
+		fi, err = os.Stat(real)
+		switch {
+		case err != nil:
+			continue
+		case fi.Mode()&fs.ModeCharDevice != 0:
+			return sys, "", true
+		case !fi.Mode().IsRegular():
+			continue
+		case fi.Size() == 0:
+			return sys, "", true
+		}
+		return sys, real, false
+	}
+	return "", "", false
+}
+
+// aliases returns the names the unit is known by: the name asked, the
+// name of the file it resolves to, and every link in the search path that
+// leads to the same file (Alias= of its [Install] section).
+func aliases(r Root, dirs []dir, name, real string) []string {
+	names := []string{name}
+	add := func(n string) {
+		for _, x := range names {
+			if x == n {
+				return
+			}
+		}
+		names = append(names, n)
+	}
+	add(filepath.Base(real))
+	for _, d := range dirs {
+		ents, _ := os.ReadDir(d.host)
+		for _, e := range ents {
+			if e.Type()&fs.ModeSymlink == 0 {
+				continue
+			}
+			if p, err := fsutil.Resolve(r.Dir, path.Join(d.sys, e.Name())); err == nil && p == real {
+				add(e.Name())
+			}
+		}
+	}
+	return names
+}
+
+// addsDependency reports whether p, an entry of a .wants or .requires directory,
+// adds a dependency: systemd takes the name of a link there whether or not
+// its target exists, ignores anything but a link, and a link to /dev/null
+// masks the dependency.
+func addsDependency(p string) bool {
+	fi, err := os.Lstat(p)
+	if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		return false
+	}
+	t, err := os.Readlink(p)
+	return err == nil && path.Clean(t) != "/dev/null"
+}
+
+// template returns the template of an instance name (a@b.service ->
+// a@.service), "" for any other name.
+func template(name string) string {
+	at := strings.IndexByte(name, '@')
+	dot := strings.LastIndexByte(name, '.')
+	if at < 0 || dot < at+2 {
+		return ""
+	}
+	return name[:at+1] + name[dot:]
+}
+
+func orRoot(d string) string {
+	if d == "" {
+		return "/"
+	}
+	return d
+}

@@ -1,0 +1,150 @@
+package unit
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const unitText = "[Unit]\nDescription=test\n[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n"
+
+// A case is a root made of files and links, and what systemd makes of a
+// unit in it.
+type unitCase struct {
+	name  string
+	files map[string]string // system path -> content
+	links map[string]string // system path -> target
+	unit  string
+	live  bool
+	want  string // not-found, masked, enabled, disabled
+	// noOracle says why systemctl --root is not asked: it answers "is
+	// the unit enabled by its [Install] section", while boot starts
+	// whatever a link wants.
+	noOracle string
+}
+
+const (
+	lib   = "/lib/systemd/system/"
+	etc   = "/etc/systemd/system/"
+	wants = "/etc/systemd/system/multi-user.target.wants/"
+)
+
+var unitCases = []unitCase{
+	{name: "not installed", unit: "a.service", want: "not-found"},
+	{name: "installed, no link", files: map[string]string{lib + "a.service": unitText}, unit: "a.service", want: "disabled"},
+	{name: "enabled", files: map[string]string{lib + "a.service": unitText}, links: map[string]string{wants + "a.service": lib + "a.service"}, unit: "a.service", want: "enabled"},
+	{
+		// Boot used to detect NetworkManager on such a root while
+		// image check said networkd: masked wins over the leftover link.
+		name:  "masked with a leftover .wants link",
+		files: map[string]string{lib + "a.service": unitText},
+		links: map[string]string{wants + "a.service": lib + "a.service", etc + "a.service": "/dev/null"},
+		unit:  "a.service", want: "masked",
+	},
+	{name: "masked by an empty file", files: map[string]string{lib + "a.service": unitText, etc + "a.service": ""}, links: map[string]string{wants + "a.service": lib + "a.service"}, unit: "a.service", want: "masked"},
+	{name: "a .wants link whose target is elsewhere", files: map[string]string{lib + "a.service": unitText}, links: map[string]string{wants + "a.service": "/usr/lib/systemd/system/a.service"}, unit: "a.service", want: "enabled"},
+	{name: "a .wants link to /dev/null", files: map[string]string{lib + "a.service": unitText}, links: map[string]string{wants + "a.service": "/dev/null"}, unit: "a.service", want: "disabled", noOracle: "systemctl counts the link; PID 1 ignores a dependency masked by /dev/null"},
+	{name: "a regular file in .wants", files: map[string]string{lib + "a.service": unitText, wants + "a.service": unitText}, unit: "a.service", want: "disabled"},
+	{name: "a .requires link", files: map[string]string{lib + "a.service": unitText}, links: map[string]string{"/etc/systemd/system/sysinit.target.requires/a.service": lib + "a.service"}, unit: "a.service", want: "enabled"},
+	{
+		name:  "wanted under an alias",
+		files: map[string]string{lib + "a.service": unitText + "Alias=b.service\n"},
+		links: map[string]string{etc + "b.service": lib + "a.service", wants + "b.service": etc + "b.service"},
+		unit:  "a.service", want: "enabled",
+	},
+	{name: "a copy in /etc overrides /lib", files: map[string]string{lib + "a.service": unitText, etc + "a.service": unitText}, links: map[string]string{wants + "a.service": etc + "a.service"}, unit: "a.service", want: "enabled"},
+	{name: "a mask in /lib loses to a file in /etc", files: map[string]string{etc + "a.service": unitText}, links: map[string]string{lib + "a.service": "/dev/null", wants + "a.service": etc + "a.service"}, unit: "a.service", want: "enabled"},
+	{name: "a runtime mask on a live root", files: map[string]string{lib + "a.service": unitText}, links: map[string]string{wants + "a.service": lib + "a.service", "/run/systemd/system/a.service": "/dev/null"}, unit: "a.service", live: true, want: "masked"},
+	{name: "a runtime mask in an image", files: map[string]string{lib + "a.service": unitText}, links: map[string]string{wants + "a.service": lib + "a.service", "/run/systemd/system/a.service": "/dev/null"}, unit: "a.service", want: "enabled", noOracle: "systemctl --root reads the image's /run"},
+	{name: "wanted by a generator on a live root", files: map[string]string{lib + "a.service": unitText}, links: map[string]string{"/run/systemd/generator/multi-user.target.wants/a.service": lib + "a.service"}, unit: "a.service", live: true, want: "enabled", noOracle: "systemctl --root does not read generator output"},
+	{name: "merged /usr", files: map[string]string{"/usr/lib/systemd/system/a.service": unitText}, links: map[string]string{"/lib": "usr/lib", wants + "a.service": lib + "a.service"}, unit: "a.service", want: "enabled"},
+	{name: "a vendor .wants link", files: map[string]string{lib + "a.service": unitText}, links: map[string]string{lib + "multi-user.target.wants/a.service": "../a.service"}, unit: "a.service", want: "enabled", noOracle: "systemctl says disabled; PID 1 starts it"},
+	{name: "a template instance", files: map[string]string{lib + "t@.service": unitText}, links: map[string]string{wants + "t@x.service": lib + "t@.service"}, unit: "t@x.service", want: "enabled"},
+	{name: "a link that leads nowhere is no unit", links: map[string]string{etc + "a.service": "/nowhere/a.service", wants + "a.service": etc + "a.service"}, unit: "a.service", want: "not-found"},
+}
+
+func (c unitCase) root(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for p, body := range c.files {
+		p = filepath.Join(dir, p)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for p, target := range c.links {
+		p = filepath.Join(dir, p)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func summary(st State) string {
+	switch {
+	case st.File == "":
+		return "not-found"
+	case st.Masked:
+		return "masked"
+	case st.Enabled:
+		return "enabled"
+	}
+	return "disabled"
+}
+
+func TestLookup(t *testing.T) {
+	for _, c := range unitCases {
+		t.Run(c.name, func(t *testing.T) {
+			st := Lookup(Root{Dir: c.root(t), Live: c.live}, c.unit)
+			if got := summary(st); got != c.want {
+				t.Errorf("%s is %s (%s), want %s", c.unit, got, st.Why, c.want)
+			}
+			if st.Name != c.unit || !strings.HasPrefix(st.Why, c.unit+" ") {
+				t.Errorf("state %+v does not name the unit", st)
+			}
+		})
+	}
+}
+
+// TestIntegrationLookupAgreesWithSystemctl asks systemd's own offline
+// view (systemctl --root is-enabled) about every case where it answers
+// the question boot asks.
+func TestIntegrationLookupAgreesWithSystemctl(t *testing.T) {
+	if _, err := exec.LookPath("systemctl"); err != nil || os.Geteuid() != 0 {
+		t.Skip("needs root and systemctl: run `sudo make test` (scripts/test-deps.sh installs systemd)")
+	}
+	for _, c := range unitCases {
+		if c.noOracle != "" {
+			continue
+		}
+		t.Run(c.name, func(t *testing.T) {
+			dir := c.root(t)
+			out, _ := exec.Command("systemctl", "--root="+dir, "is-enabled", c.unit).Output()
+			var oracle string
+			switch s := strings.TrimSpace(string(out)); s {
+			case "enabled", "enabled-runtime":
+				oracle = "enabled"
+			case "masked", "masked-runtime":
+				oracle = "masked"
+			case "disabled":
+				oracle = "disabled"
+			case "", "not-found":
+				oracle = "not-found"
+			default:
+				t.Fatalf("systemctl says %q", s)
+			}
+			if got := summary(Lookup(Root{Dir: dir, Live: c.live}, c.unit)); got != oracle {
+				t.Errorf("Lookup says %s, systemctl %s", got, oracle)
+			}
+		})
+	}
+}

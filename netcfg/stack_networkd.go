@@ -1,0 +1,45 @@
+package netcfg
+
+import "strings"
+
+// Networkd is systemd-networkd (also what netplan renders for on Ubuntu
+// and newer Debian): files in /run/systemd/network. Not /run/systemd/netif
+// for Running: systemd's tmpfiles make it on every system, networkd or
+// not; networkd writes the state file.
+var Networkd = &Stack{
+	Name: "networkd", Title: "systemd-networkd", Unit: "systemd-networkd.service",
+	Running: "/run/systemd/netif/state",
+	render:  renderNetworkdFiles, places: networkdPlaces, reload: reloadNetworkd,
+}
+
+// NetworkdDir is where seedkeeper writes systemd-networkd's files: the
+// runtime directory, which outranks /usr/lib and loses to /etc, so that a
+// person's own file in /etc/systemd/network still wins.
+const NetworkdDir = "/run/systemd/network"
+
+func renderNetworkdFiles(d Detection, c *Config, owned func(*Interface) bool) (*StackFiles, error) {
+	files, err := RenderNetworkd(c, owned)
+	if err != nil {
+		return nil, err
+	}
+	return &StackFiles{Dir: NetworkdDir, Files: files, Mode: 0o644}, nil
+}
+
+func networkdPlaces(string) ([]Place, error) {
+	return []Place{{Dir: NetworkdDir, match: func(n string) bool { return strings.HasPrefix(n, "10-seedkeeper-") }}}, nil
+}
+
+// reloadNetworkd asks a running networkd to reload its files over D-Bus.
+func reloadNetworkd(root string, _ *StackFiles) Reload {
+	switch {
+	case !exists(root, "/run/systemd/netif"):
+		return Reload{Note: "systemd-networkd is not running; files are in place for when it starts"}
+	case !exists(root, systemBus):
+		// Early in boot (before dbus.socket) networkd reads the files
+		// when it starts: nothing to ask.
+		return Reload{Note: "no system D-Bus yet; systemd-networkd will read the files when it starts"}
+	}
+	return Reload{Steps: []ReloadStep{{Bus: &BusCall{
+		Dest: "org.freedesktop.network1", Path: "/org/freedesktop/network1", Method: "org.freedesktop.network1.Manager.Reload",
+	}}}}
+}
