@@ -62,7 +62,7 @@ func DetectSmartOS(root sysroot.Root, forced string) (mdata.Transport, string, e
 // transport, the Detection says why and the error wraps ErrNoSource.
 func detectSmartOS(root sysroot.Root, forced string) (Detection, error) {
 	d := Detection{Candidate: Candidate{Source: SourceSmartOS}}
-	t, reason, err := mdata.Detect(root, forced)
+	t, reason, err := mdata.Detect(string(root), forced)
 	if err != nil {
 		if errors.Is(err, mdata.ErrNoTransport) {
 			d.Reason = err.Error()
