@@ -3,4 +3,12 @@
 // turns each into one Metadata value: instance ID, hostname, keys, user-data,
 // vendor-data, network configuration and the machine identity, together with
 // where each came from.
+//
+// # Stability
+//
+// This package is part of seedkeeper's stable API, with mdata, mdata/mdatatest and netcfg. Within a major
+// version its exported names keep their meaning and are not removed; before
+// 1.0.0 a minor release may change them, and CHANGELOG.md says how under
+// "Breaking". No exported signature mentions an internal package: all of it
+// can be used from another module, with values computed at run time.
 package datasource

@@ -29,4 +29,11 @@
 // climbs out of the root is refused (ErrOutsideRoot). Nothing is followed
 // out of the root, a link is removed rather than its target, and Apply
 // touches only the paths of its Plan.
+//
+// # Stability
+//
+// This package is seedkeeper's own plumbing, not part of its stable API
+// (mdata, mdata/mdatatest, datasource, netcfg): it may change in any
+// release, and its exported signatures may name internal types (such as
+// the --root of internal/sysroot). It may move under internal/ later.
 package image

@@ -32,4 +32,12 @@
 // Every line received and every reply sent is kept in a transcript
 // (Transcript), counted (Stats), and can be waited for (Wait, WaitServed)
 // instead of sleeping.
+//
+// # Stability
+//
+// This package is part of seedkeeper's stable API, with mdata, datasource and netcfg. Within a major
+// version its exported names keep their meaning and are not removed; before
+// 1.0.0 a minor release may change them, and CHANGELOG.md says how under
+// "Breaking". No exported signature mentions an internal package: all of it
+// can be used from another module, with values computed at run time.
 package mdatatest
