@@ -42,10 +42,12 @@ type Env struct {
 	Version string
 }
 
-// LoadEnv loads the configuration at cfgPath ("" is the default path under
-// root). A configuration that cannot be used is logged and replaced by the
+// LoadEnv makes the Env for the system under rootDir (a directory standing
+// for "/"; "" is the machine's own) and loads the configuration at cfgPath
+// ("" is the default path under rootDir). A configuration that cannot be used is logged and replaced by the
 // defaults; the flows decide what must not go on without it.
-func LoadEnv(root sysroot.Root, cfgPath string, log *slog.Logger) Env {
+func LoadEnv(rootDir string, cfgPath string, log *slog.Logger) Env {
+	root := sysroot.Root(rootDir)
 	e := Env{Root: root, Log: log}
 	if cfgPath == "" {
 		cfgPath = root.Path(config.DefaultPath)

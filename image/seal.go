@@ -74,10 +74,11 @@ func (p *Plan) Changes() []Action {
 // system (under another root /run is not the image's).
 var RunPaths = []string{"/run/systemd/network", "/run/NetworkManager/system-connections", path.Dir(netcfg.NMConfFile)}
 
-// PlanSeal reads the image under root and returns what sealing it does.
-// It refuses (and plans nothing) when a path it would act on leads out of
-// the root through a symbolic link.
-func PlanSeal(root sysroot.Root, opts SealOptions) (*Plan, error) {
+// PlanSeal reads the image under rootDir (as for Check) and returns what
+// sealing it does. It refuses (and plans nothing) when a path it would act
+// on leads out of the root through a symbolic link.
+func PlanSeal(rootDir string, opts SealOptions) (*Plan, error) {
+	root := sysroot.Root(rootDir)
 	if fi, err := os.Stat(root.Path("/")); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("sealing the image: %s is not a directory", root.Path("/"))
 	}
