@@ -125,7 +125,7 @@ func (e *Env) boot(ctx context.Context, st *Status, netMode NetworkMode) error {
 	// Decide the identity. A decision comes back even with an error (a
 	// corrupt state file, a stored ID cloud-init could not use): it is the
 	// safe one, so go on with it.
-	d, err := identity.Decide(identity.FromMetadata(e.Root, md))
+	d, err := identity.Decide(identity.FromMetadata(string(e.Root), md))
 	if d.InstanceID == "" {
 		return fail(fmt.Errorf("deciding the instance ID: %w", err))
 	}
