@@ -129,7 +129,7 @@ func (e Env) SourceOptions() datasource.Options {
 	o.Mdata.Progress = e.notifyWaiting
 	o.VMware.Redact = e.Config.VMware.Redact
 	// Never read back the seed seedkeeper writes for cloud-init.
-	dir, err := seed.SourceDir(e.Root)
+	dir, err := seed.SourceDir(string(e.Root))
 	if err != nil {
 		e.Log.Warn("seed directory state unknown; not reading it", "err", err)
 	}

@@ -147,7 +147,7 @@ func (e *Env) boot(ctx context.Context, st *Status, netMode NetworkMode) error {
 			return fail(fmt.Errorf("writing the network-config for cloud-init: %w", err))
 		}
 	}
-	sr, err := seed.Write(e.Root, s)
+	sr, err := seed.Write(string(e.Root), s)
 	if err != nil {
 		return fail(err)
 	}

@@ -102,7 +102,7 @@ func PlanSeal(rootDir string, opts SealOptions) (*Plan, error) {
 			}
 		}
 	}
-	owned, err := seed.Owned(root)
+	owned, err := seed.Owned(string(root))
 	if err != nil {
 		return nil, fmt.Errorf("sealing the image: %w", err)
 	}
