@@ -2,8 +2,8 @@
 // would: it writes a module of its own in a temporary directory that
 // requires seedkeeper (replaced by this checkout), builds and runs a
 // program that calls mdata, mdata/mdatatest, datasource and netcfg with
-// values it computes at run time, and runs the stable packages' Example
-// functions from there. It works offline, from the module cache that
+// values it computes at run time, and runs the Example functions of every
+// importable package from there. It works offline, from the module cache that
 // building seedkeeper filled (GOPROXY=off).
 //
 // It also checks the rule that makes that possible: no exported

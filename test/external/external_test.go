@@ -24,13 +24,22 @@ var stable = []string{"mdata", "mdata/mdatatest", "netcfg", "datasource"}
 var apiChecked = []string{"mdata", "mdata/mdatatest", "netcfg"}
 
 // exampleFiles are the Example files run from the outside module, per
-// stable package. datasource's NoCloud and VMware examples still build
-// an internal/sysroot.Root; they join with the package above.
+// package: the stable packages', and those of the other importable ones
+// too, so that no example shows a call an importer cannot write.
+// datasource's NoCloud and VMware examples still build an
+// internal/sysroot.Root; they join with the package above.
 var exampleFiles = map[string][]string{
 	"mdata":           {"example_test.go"},
 	"mdata/mdatatest": {"example_test.go", "example_linux_test.go"},
 	"netcfg":          {"example_test.go"},
 	"datasource":      {"smartos_example_test.go"},
+	"agent":           {"example_test.go"},
+	"hotplug":         {"example_test.go"},
+	"identity":        {"example_test.go"},
+	"image":           {"example_test.go"},
+	"netcfg/apply":    {"example_test.go"},
+	"nosource":        {"example_test.go"},
+	"seed":            {"example_test.go"},
 }
 
 func repoRoot(t *testing.T) string {
