@@ -13,7 +13,8 @@ import (
 // socket gives each connection a clean session (Shared is false, so the
 // client does not drain). Open fails with ErrClosed once h is closed. Use it
 // with mdata.New to choose the client's options, such as short timeouts
-// for a test of a fault.
+// for a test of a fault. Its String is "mdatatest:pipe", a name
+// ParseTransport does not accept: the transport exists only in-process.
 func (h *Host) Transport() mdata.Transport { return pipeTransport{h} }
 
 // Client returns a client of h over Transport with the default options,

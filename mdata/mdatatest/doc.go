@@ -5,7 +5,9 @@
 // socket or any io.ReadWriter such as one end of net.Pipe.
 //
 // Its data comes from a Store the test fills (Default returns a realistic
-// sample VM). The host answers line by line exactly as agent.js does:
+// sample VM). Host.Client hands a test a client connected to the host, as
+// httptest.Server.Client does, and Host.Transport a transport for a client
+// made with mdata.New and options of the test's choosing. The host answers line by line exactly as agent.js does:
 //
 //   - an empty line (the clients' probe) gets "invalid command";
 //   - "NEGOTIATE V2" gets "V2_OK"; V2 frames are accepted without it;
