@@ -6,9 +6,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/seedkeeper/seedkeeper/internal/buildtest"
 )
 
 func TestDescribe(t *testing.T) {
@@ -30,17 +31,7 @@ func TestDescribe(t *testing.T) {
 	}
 }
 
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil {
-		t.Fatalf("no go.mod two levels up: %v", err)
-	}
-	return dir
-}
+func repoRoot(t *testing.T) string { return buildtest.ModuleRoot(t) }
 
 // changelogReleases returns the versions of CHANGELOG.md's "## X.Y.Z"
 // sections, newest first, after checking that the first section is
@@ -136,8 +127,7 @@ func TestStamp(t *testing.T) {
 	}
 	stamp := "v" + Release + "-7-gfeedbee-dirty"
 	bin := filepath.Join(t.TempDir(), "seedkeeper")
-	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
-	build := exec.Command(goTool, "build", "-trimpath", "-ldflags", string(m[1])+stamp, "-o", bin, "./cmd/seedkeeper")
+	build := exec.Command(buildtest.GoTool(), "build", "-trimpath", "-ldflags", string(m[1])+stamp, "-o", bin, "./cmd/seedkeeper")
 	build.Dir = root
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {

@@ -7,10 +7,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/seedkeeper/seedkeeper/internal/buildtest"
 )
 
 const module = "github.com/seedkeeper/seedkeeper"
@@ -42,17 +43,7 @@ var exampleFiles = map[string][]string{
 	"seed":            {"example_test.go"},
 }
 
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil {
-		t.Fatalf("no go.mod two levels up: %v", err)
-	}
-	return dir
-}
+func repoRoot(t *testing.T) string { return buildtest.ModuleRoot(t) }
 
 // outsideModule writes a module example.com/consumer in a temporary
 // directory that requires seedkeeper, replaced by this checkout, with
@@ -84,7 +75,7 @@ func outsideModule(t *testing.T) (dir string, env []string) {
 	return dir, env
 }
 
-func goTool() string { return filepath.Join(runtime.GOROOT(), "bin", "go") }
+func goTool() string { return buildtest.GoTool() }
 
 func run(t *testing.T, dir string, env []string, name string, args ...string) string {
 	t.Helper()
