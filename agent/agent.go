@@ -44,9 +44,10 @@ type Env struct {
 
 // LoadEnv makes the Env for the system under rootDir (a directory standing
 // for "/"; "" is the machine's own) and loads the configuration at cfgPath
-// ("" is the default path under rootDir). A configuration that cannot be used is logged and replaced by the
-// defaults; the flows decide what must not go on without it.
-func LoadEnv(rootDir string, cfgPath string, log *slog.Logger) Env {
+// ("" is the default path under rootDir). A configuration that cannot be
+// used is logged and replaced by the defaults; the flows decide what must
+// not go on without it.
+func LoadEnv(rootDir, cfgPath string, log *slog.Logger) Env {
 	root := sysroot.Root(rootDir)
 	e := Env{Root: root, Log: log}
 	if cfgPath == "" {
