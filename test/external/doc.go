@@ -6,8 +6,9 @@
 // importable package from there. It works offline, from the module cache that
 // building seedkeeper filled (GOPROXY=off).
 //
-// It also checks the rule that makes that possible: no exported
-// declaration of a stable package names a type of an internal package.
+// It also checks the rules that make that possible: no exported
+// declaration of a stable package names a type of an internal package,
+// and go.mod's go directive is no higher than the dependencies need.
 //
 // # Stability
 //

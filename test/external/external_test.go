@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	goversion "go/version"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -274,5 +275,42 @@ func exportedRecv(fl *ast.FieldList) bool {
 		default:
 			return false
 		}
+	}
+}
+
+// TestGoDirective: go.mod's go directive is the highest one among the
+// modules whose packages seedkeeper builds, no higher, so that an
+// importer is not held to a newer Go than the dependencies need. (The go
+// command already refuses one that is lower.)
+func TestGoDirective(t *testing.T) {
+	root := repoRoot(t)
+	cmd := exec.Command(goTool(), "list", "-deps", "-test", "-f", "{{with .Module}}{{if not .Main}}{{.Path}} {{.GoVersion}}{{end}}{{end}}", "./...")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	highest, by := "", ""
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		path, v, ok := strings.Cut(line, " ")
+		if ok && v != "" && goversion.Compare("go"+v, "go"+highest) > 0 {
+			highest, by = v, path
+		}
+	}
+	mod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var directive string
+	for _, line := range strings.Split(string(mod), "\n") {
+		if v, ok := strings.CutPrefix(line, "go "); ok {
+			directive = strings.TrimSpace(v)
+		}
+	}
+	if directive == "" || highest == "" {
+		t.Fatalf("go directive %q, highest of the dependencies %q", directive, highest)
+	}
+	if goversion.Compare("go"+directive, "go"+highest) != 0 {
+		t.Errorf("go.mod says go %s; the highest any dependency needs is %s (%s): lower it, and say why in README.md", directive, highest, by)
 	}
 }
