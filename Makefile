@@ -14,7 +14,7 @@
 
 GO        ?= go
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS   := -s -w -X main.version=$(VERSION)
+LDFLAGS   := -s -w -X github.com/seedkeeper/seedkeeper/internal/version.stamp=$(VERSION)
 BIN       := bin
 TOOLS     := mdata-get mdata-put mdata-delete mdata-list
 TESTFLAGS ?= -race -count=1 -timeout 85m

@@ -43,10 +43,13 @@ type Env struct {
 	Version string
 }
 
-// LoadEnv loads the configuration at cfgPath ("" is the default path under
-// root). A configuration that cannot be used is logged and replaced by the
-// defaults; the flows decide what must not go on without it.
-func LoadEnv(root sysroot.Root, cfgPath string, log *slog.Logger) Env {
+// LoadEnv makes the Env for the system under rootDir (a directory standing
+// for "/"; "" is the machine's own) and loads the configuration at cfgPath
+// ("" is the default path under rootDir). A configuration that cannot be
+// used is logged and replaced by the defaults; the flows decide what must
+// not go on without it.
+func LoadEnv(rootDir, cfgPath string, log *slog.Logger) Env {
+	root := sysroot.Root(rootDir)
 	e := Env{Root: root, Log: log}
 	if cfgPath == "" {
 		cfgPath = root.Path(config.DefaultPath)
@@ -128,7 +131,7 @@ func (e Env) SourceOptions() datasource.Options {
 	o.Mdata.Progress = e.notifyWaiting
 	o.VMware.Redact = e.Config.VMware.Redact
 	// Never read back the seed seedkeeper writes for cloud-init.
-	dir, err := seed.SourceDir(e.Root)
+	dir, err := seed.SourceDir(string(e.Root))
 	if err != nil {
 		e.Log.Warn("seed directory state unknown; not reading it", "err", err)
 	}

@@ -126,7 +126,7 @@ func (e *Env) boot(ctx context.Context, st *Status, netMode NetworkMode) error {
 	// Decide the identity. A decision comes back even with an error (a
 	// corrupt state file, a stored ID cloud-init could not use): it is the
 	// safe one, so go on with it.
-	d, err := identity.Decide(identity.FromMetadata(e.Root, md))
+	d, err := identity.Decide(identity.FromMetadata(string(e.Root), md))
 	if d.InstanceID == "" {
 		return fail(fmt.Errorf("deciding the instance ID: %w", err))
 	}
@@ -149,7 +149,7 @@ func (e *Env) boot(ctx context.Context, st *Status, netMode NetworkMode) error {
 			return fail(fmt.Errorf("writing the network-config for cloud-init: %w", err))
 		}
 	}
-	sr, err := seed.Write(e.Root, s)
+	sr, err := seed.Write(string(e.Root), s)
 	if err != nil {
 		return fail(err)
 	}

@@ -10,4 +10,11 @@
 // datasource.ErrNoSource when there is no metadata here, apply.ErrPartial
 // when the network was applied only in part. Every failure is logged
 // before it is returned.
+//
+// # Stability
+//
+// This package is seedkeeper's own plumbing, not part of its stable API
+// (mdata, mdata/mdatatest, datasource, netcfg): it may change in any
+// release, and its exported signatures may name internal types (such as
+// the --root of internal/sysroot). It may move under internal/ later.
 package agent

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 
 	"github.com/seedkeeper/seedkeeper/agent"
-	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
 
 // Boot against a scratch root holding a NoCloud seed a person put in the
@@ -21,7 +20,7 @@ func ExampleBoot() {
 	os.WriteFile(filepath.Join(seedDir, "meta-data"), []byte("instance-id: iid-example\n"), 0o644)
 	os.WriteFile(filepath.Join(seedDir, "user-data"), []byte("#cloud-config\n"), 0o600)
 
-	e := agent.LoadEnv(sysroot.Root(root), "", nil) // defaults: no config file
+	e := agent.LoadEnv(root, "", nil) // defaults: no config file
 	st, err := agent.Boot(context.Background(), e, agent.BootOptions{Network: agent.NetworkPlan})
 	if err != nil {
 		fmt.Println("boot:", err)

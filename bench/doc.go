@@ -25,4 +25,9 @@
 // compares are whole processes (a Python interpreter importing cloud-init,
 // isoinfo, mtools) run side by side against one simulated host, with
 // host-side timestamps, and its output is a page, not ns/op lines.
+//
+// # Stability
+//
+// This package serves seedkeeper's own tests and tools and has no stable
+// API: it may change in any release.
 package bench

@@ -12,4 +12,12 @@
 // ReadX(ctx, Options) (*Metadata, error); Detect and Fetch try the table
 // in order. Options hold plain values only (a root directory, not a
 // type of this module's internals).
+//
+// # Stability
+//
+// This package is part of seedkeeper's stable API, with mdata, mdata/mdatatest and netcfg. Within a major
+// version its exported names keep their meaning and are not removed; before
+// 1.0.0 a minor release may change them, and CHANGELOG.md says how under
+// "Breaking". No exported signature mentions an internal package: all of it
+// can be used from another module, with values computed at run time.
 package datasource

@@ -69,8 +69,7 @@ func DetectSmartOS(ctx context.Context, o Options) (Detection, error) {
 	if err := ctx.Err(); err != nil {
 		return d, err
 	}
-	root := sysroot.Root(o.Root)
-	t, reason, err := mdata.Detect(root, o.MdataTransport)
+	t, reason, err := mdata.Detect(o.Root, o.MdataTransport)
 	if err != nil {
 		if errors.Is(err, mdata.ErrNoTransport) {
 			d.Reason = err.Error()
@@ -78,7 +77,7 @@ func DetectSmartOS(ctx context.Context, o Options) (Detection, error) {
 		}
 		return d, err
 	}
-	if root.IsReal() && isBrandZ() {
+	if sysroot.Root(o.Root).IsReal() && isBrandZ() {
 		reason += " (uname -v: BrandZ virtual linux)"
 	}
 	d.Found, d.Reason, d.transport = true, reason, t

@@ -71,4 +71,11 @@
 //
 //	go test -race -run Integration ./hotplug/
 //	go test -run '^$' -bench Integration -benchtime 5x ./hotplug/
+//
+// # Stability
+//
+// This package is seedkeeper's own plumbing, not part of its stable API
+// (mdata, mdata/mdatatest, datasource, netcfg): it may change in any
+// release, and its exported signatures may name internal types (such as
+// the --root of internal/sysroot). It may move under internal/ later.
 package hotplug

@@ -12,7 +12,7 @@ import (
 func BenchmarkDecide(b *testing.B) {
 	root := sysroot.Root(b.TempDir())
 	in := proxmoxInput(uuidA, web1, hostA)
-	in.Root, in.Now = root, t0
+	in.Root, in.Now = string(root), t0
 	if _, err := Decide(in); err != nil {
 		b.Fatal(err)
 	}

@@ -72,8 +72,9 @@ const NoCloudDefaultID = "nocloud"
 
 // Input is what a decision is made from.
 type Input struct {
-	// Root is where the state file and cloud-init's files are found.
-	Root sysroot.Root
+	// Root is the directory standing for "/" under which the state file
+	// and cloud-init's files are found; "" is the machine's own.
+	Root string
 	// Source is the metadata source (datasource.Source*).
 	Source string
 	// ReportedID is the instance ID the source reported. Required.
@@ -91,7 +92,7 @@ type Input struct {
 }
 
 // FromMetadata builds the Input for md.
-func FromMetadata(root sysroot.Root, md *datasource.Metadata) Input {
+func FromMetadata(root string, md *datasource.Metadata) Input {
 	return Input{
 		Root:          root,
 		Source:        md.Source,
@@ -161,6 +162,7 @@ func Classify(in Input) Kind {
 // without it, its Explanation says so and the error wraps ErrUnusableID.
 // The caller should log the error and go on with d.InstanceID.
 func Decide(in Input) (Decision, error) {
+	root := sysroot.Root(in.Root)
 	if in.ReportedID == "" {
 		return Decision{}, errors.New("deciding the instance ID: the source reported no instance ID")
 	}
@@ -174,17 +176,17 @@ func Decide(in Input) (Decision, error) {
 	}
 	now = now.UTC().Truncate(time.Second)
 
-	ci, ciErr := ReadCloudInit(in.Root)
-	st, err := Load(in.Root)
+	ci, ciErr := ReadCloudInit(root)
+	st, err := Load(root)
 	if err == nil && ciErr != nil {
 		err = ciErr
 	}
 	// A sealed image: the first boot of a clone, whatever was left.
-	seal := ReadSeal(in.Root)
+	seal := ReadSeal(root)
 	if seal != nil {
 		st, ci, err = nil, CloudInit{}, nil
 	}
-	dropped := dropUnusable(in.Root, st, &ci.ID)
+	dropped := dropUnusable(root, st, &ci.ID)
 	if err != nil {
 		return ignored(fallback(in, ci.Adoptable(), err), dropped), errors.Join(append([]error{err}, dropped...)...)
 	}
@@ -197,12 +199,12 @@ func Decide(in Input) (Decision, error) {
 	// The same decision as last boot leaves the file as it is: a boot
 	// where nothing changed rewrites nothing.
 	if !repeats(st, next) {
-		if _, err := Save(in.Root, next); err != nil {
+		if _, err := Save(root, next); err != nil {
 			return d, errors.Join(append(dropped, fmt.Errorf("saving the identity decision: %w", err))...)
 		}
 	}
 	if seal != nil {
-		if err := consumeSeal(in.Root); err != nil {
+		if err := consumeSeal(root); err != nil {
 			dropped = append(dropped, err)
 		}
 	}

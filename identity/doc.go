@@ -61,4 +61,11 @@
 // The state file holds IDs, hashes of nothing secret and timestamps; it is
 // written atomically, 0644, only when its content changes (the confirmation
 // time changes on every decision that keeps a pin).
+//
+// # Stability
+//
+// This package is seedkeeper's own plumbing, not part of its stable API
+// (mdata, mdata/mdatatest, datasource, netcfg): it may change in any
+// release, and its exported signatures may name internal types (such as
+// the --root of internal/sysroot). It may move under internal/ later.
 package identity

@@ -8,7 +8,6 @@ import (
 
 	"github.com/seedkeeper/seedkeeper/datasource"
 	"github.com/seedkeeper/seedkeeper/identity"
-	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
 
 // A Proxmox VM is started on a node with other resolvers: its SHA-1
@@ -19,12 +18,11 @@ func ExampleDecide() {
 		log.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	root := sysroot.Root(dir)
 
 	userData := []byte("#cloud-config\nhostname: web1\n")
 	boot := func(networkConfig string, day int) identity.Decision {
 		d, err := identity.Decide(identity.Input{
-			Root:          root,
+			Root:          dir,
 			Source:        datasource.SourceNoCloud,
 			ReportedID:    identity.DerivedID(userData, []byte(networkConfig)),
 			MachineID:     "4c4c4544-0042-3510-8052-b4c04f4e3332",
@@ -58,12 +56,11 @@ func ExampleReset() {
 		log.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	root := sysroot.Root(dir)
-	in := identity.Input{Root: root, Source: datasource.SourceVMware, ReportedID: "vm-42", MachineID: "4c4c4544-0042-3510-8052-b4c04f4e3332"}
+	in := identity.Input{Root: dir, Source: datasource.SourceVMware, ReportedID: "vm-42", MachineID: "4c4c4544-0042-3510-8052-b4c04f4e3332"}
 
 	d, _ := identity.Decide(in)
 	fmt.Println(d.InstanceID, d.Rule)
-	st, err := identity.Reset(root, time.Time{})
+	st, err := identity.Reset(dir, time.Time{})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -33,14 +33,14 @@ func TestCheckID(t *testing.T) {
 // identity.json even though the seed writer then refused it.
 func TestDecideDoesNotPinARefusedID(t *testing.T) {
 	root := sysroot.Root(t.TempDir())
-	if _, err := Decide(Input{Root: root, Source: datasource.SourceVMware, ReportedID: "i-good", MachineID: uuidA}); err != nil {
+	if _, err := Decide(Input{Root: string(root), Source: datasource.SourceVMware, ReportedID: "i-good", MachineID: uuidA}); err != nil {
 		t.Fatal(err)
 	}
 	before, err := os.ReadFile(root.Path(StatePath))
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := Decide(Input{Root: root, Source: datasource.SourceVMware, ReportedID: "i-\x1b]0;owned\x07", MachineID: uuidA})
+	d, err := Decide(Input{Root: string(root), Source: datasource.SourceVMware, ReportedID: "i-\x1b]0;owned\x07", MachineID: uuidA})
 	if !errors.Is(err, ErrBadID) || d.InstanceID != "" {
 		t.Fatalf("Decide = %+v, %v; want no decision and ErrBadID", d, err)
 	}
@@ -49,7 +49,7 @@ func TestDecideDoesNotPinARefusedID(t *testing.T) {
 		t.Errorf("identity.json changed:\n%s", after)
 	}
 	fresh := sysroot.Root(t.TempDir())
-	Decide(Input{Root: fresh, Source: datasource.SourceVMware, ReportedID: "..", MachineID: uuidA})
+	Decide(Input{Root: string(fresh), Source: datasource.SourceVMware, ReportedID: "..", MachineID: uuidA})
 	if _, err := os.Stat(fresh.Path(StatePath)); err == nil {
 		t.Errorf("identity.json written for a refused ID")
 	}

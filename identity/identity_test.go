@@ -51,7 +51,7 @@ func (m *machine) cloudInitRan(id string) {
 func (m *machine) boot(in Input) Decision {
 	m.t.Helper()
 	m.now = m.now.Add(24 * time.Hour)
-	in.Root, in.Now = m.root, m.now
+	in.Root, in.Now = string(m.root), m.now
 	d, err := Decide(in)
 	if err != nil {
 		m.t.Fatalf("Decide: %v", err)
@@ -403,14 +403,14 @@ func TestResetGivesNewIDOnce(t *testing.T) {
 	in := proxmoxInput(uuidA, web1, hostA)
 	expect(t, m.boot(in), in.ReportedID, RuleFirstRun)
 
-	st, err := Reset(m.root, m.now)
+	st, err := Reset(string(m.root), m.now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if st.Reset == nil || len(st.Reset.Suffix) != 8 || st.Reset.From != in.ReportedID {
 		t.Fatalf("reset state: %+v", st.Reset)
 	}
-	again, err := Reset(m.root, m.now.Add(time.Hour))
+	again, err := Reset(string(m.root), m.now.Add(time.Hour))
 	if err != nil || *again.Reset != *st.Reset {
 		t.Fatalf("second reset changed the request: %+v, %v", again.Reset, err)
 	}
@@ -430,7 +430,7 @@ func TestResetGivesNewIDOnce(t *testing.T) {
 	// An explicit source: the reset ID must stay after the reset boot.
 	v := newMachine(t)
 	expect(t, v.boot(vmware(uuidA, "vm-7")), "vm-7", RuleFirstRun)
-	st, err = Reset(v.root, time.Time{})
+	st, err = Reset(string(v.root), time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -443,7 +443,7 @@ func TestResetEdgeCases(t *testing.T) {
 	t.Run("before the first run", func(t *testing.T) {
 		m := newMachine(t)
 		m.cloudInitRan("vm-1")
-		st, err := Reset(m.root, m.now)
+		st, err := Reset(string(m.root), m.now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -453,7 +453,7 @@ func TestResetEdgeCases(t *testing.T) {
 	t.Run("no machine identity keeps it pending", func(t *testing.T) {
 		m := newMachine(t)
 		expect(t, m.boot(vmware(uuidA, "vm-1")), "vm-1", RuleFirstRun)
-		st, _ := Reset(m.root, m.now)
+		st, _ := Reset(string(m.root), m.now)
 		d := m.boot(vmware("", "vm-1"))
 		expect(t, d, "vm-1", RulePassThrough)
 		if !strings.Contains(d.Explanation, "reset stays pending") {
@@ -463,7 +463,7 @@ func TestResetEdgeCases(t *testing.T) {
 	})
 	t.Run("reported ID already carries the suffix", func(t *testing.T) {
 		m := newMachine(t)
-		st, _ := Reset(m.root, m.now)
+		st, _ := Reset(string(m.root), m.now)
 		id := "vm-1-r" + st.Reset.Suffix
 		m.cloudInitRan(id + "-r" + st.Reset.Suffix)
 		d := m.boot(vmware(uuidA, "vm-1"))
@@ -474,7 +474,7 @@ func TestResetEdgeCases(t *testing.T) {
 	t.Run("clone consumes the reset", func(t *testing.T) {
 		m := newMachine(t)
 		expect(t, m.boot(vmware(uuidA, "vm-1")), "vm-1", RuleFirstRun)
-		Reset(m.root, m.now)
+		Reset(string(m.root), m.now)
 		c := m.copyTo(t)
 		expect(t, c.boot(vmware(uuidB, "vm-2")), "vm-2", RuleNewMachine)
 		if st, _ := Load(c.root); st.Reset != nil {
@@ -500,7 +500,7 @@ func TestBadStateKeepsCloudInitID(t *testing.T) {
 			os.MkdirAll(filepath.Dir(path), 0o755)
 			os.WriteFile(path, []byte(content), 0o644)
 			in := vmware(uuidA, "reported")
-			in.Root = m.root
+			in.Root = string(m.root)
 			d, err := Decide(in)
 			if !errors.Is(err, ErrBadState) || !strings.Contains(err.Error(), path) {
 				t.Fatalf("err = %v, want ErrBadState naming %s", err, path)
@@ -512,7 +512,7 @@ func TestBadStateKeepsCloudInitID(t *testing.T) {
 			if got, _ := os.ReadFile(path); string(got) != content {
 				t.Errorf("the unreadable state file was changed to %q", got)
 			}
-			if _, err := Reset(m.root, time.Time{}); !errors.Is(err, ErrBadState) {
+			if _, err := Reset(string(m.root), time.Time{}); !errors.Is(err, ErrBadState) {
 				t.Errorf("Reset on a bad state: %v", err)
 			}
 		})
@@ -522,7 +522,7 @@ func TestBadStateKeepsCloudInitID(t *testing.T) {
 	path := m.root.Path(StatePath)
 	os.MkdirAll(filepath.Dir(path), 0o755)
 	os.WriteFile(path, []byte("{"), 0o644)
-	d, err := Decide(Input{Root: m.root, Source: "vmware", ReportedID: "r", MachineID: uuidA})
+	d, err := Decide(Input{Root: string(m.root), Source: "vmware", ReportedID: "r", MachineID: uuidA})
 	if !errors.Is(err, ErrBadState) {
 		t.Fatal(err)
 	}
@@ -530,13 +530,13 @@ func TestBadStateKeepsCloudInitID(t *testing.T) {
 	// An unreadable state file (a directory in its place) is bad too.
 	m = newMachine(t)
 	os.MkdirAll(m.root.Path(StatePath), 0o755)
-	if _, err := Decide(Input{Root: m.root, ReportedID: "r", MachineID: uuidA}); !errors.Is(err, ErrBadState) {
+	if _, err := Decide(Input{Root: string(m.root), ReportedID: "r", MachineID: uuidA}); !errors.Is(err, ErrBadState) {
 		t.Fatalf("state path is a directory: %v", err)
 	}
 }
 
 func TestDecideRequiresReportedID(t *testing.T) {
-	if _, err := Decide(Input{Root: sysroot.Root(t.TempDir()), MachineID: uuidA}); err == nil {
+	if _, err := Decide(Input{Root: t.TempDir(), MachineID: uuidA}); err == nil {
 		t.Fatal("no error for an empty reported ID")
 	}
 }
@@ -544,7 +544,7 @@ func TestDecideRequiresReportedID(t *testing.T) {
 func TestStateIsChangeOnlyAndHasNoSecrets(t *testing.T) {
 	m := newMachine(t)
 	in := proxmoxInput(uuidA, web1, hostA)
-	in.Root, in.Now = m.root, t0
+	in.Root, in.Now = string(m.root), t0
 	for range 2 { // first run, then the first keep
 		if _, err := Decide(in); err != nil {
 			t.Fatal(err)

@@ -19,7 +19,8 @@ import (
 //
 // A reset that is already pending is left as it is. An unreadable state
 // file is an error: remove it first.
-func Reset(root sysroot.Root, now time.Time) (*State, error) {
+func Reset(rootDir string, now time.Time) (*State, error) {
+	root := sysroot.Root(rootDir)
 	st, err := Load(root)
 	if err != nil {
 		return nil, fmt.Errorf("resetting the instance ID: %w", err)

@@ -64,7 +64,7 @@ func TestSealedImageUnreadableMarkerAndState(t *testing.T) {
 	m := newMachine(t)
 	writeTestFile(t, m.root.Path(SealedPath), "garbage")
 	writeTestFile(t, m.root.Path(StatePath), "{garbage")
-	d, err := Decide(Input{Root: m.root, Source: "vmware", ReportedID: "vm-1", MachineID: uuidA, Now: t0})
+	d, err := Decide(Input{Root: string(m.root), Source: "vmware", ReportedID: "vm-1", MachineID: uuidA, Now: t0})
 	if err != nil {
 		t.Fatalf("Decide: %v", err)
 	}

@@ -326,7 +326,7 @@ func TestEmptyOrUnreadableCloudInitID(t *testing.T) {
 		t.Fatal(err)
 	}
 	u.now = u.now.Add(time.Hour)
-	in.Root, in.Now = u.root, u.now
+	in.Root, in.Now = string(u.root), u.now
 	d, err := Decide(in)
 	if err == nil || d.InstanceID != "vm-001" || d.Rule != RuleBadState || d.PinnedID != "" {
 		t.Errorf("unreadable instance-id: %+v, %v", d, err)

@@ -18,7 +18,7 @@ func TestDecideTreatsUnusableCloudInitIDAsAbsent(t *testing.T) {
 		m := newMachine(t)
 		m.cloudInitRan(bad)
 		in := vmware(uuidA, "vm-1")
-		in.Root, in.Now = m.root, t0
+		in.Root, in.Now = string(m.root), t0
 		d, err := Decide(in)
 		if !errors.Is(err, ErrUnusableID) || !strings.Contains(err.Error(), m.root.Path(CloudInitIDPath)) {
 			t.Fatalf("cloud-init ID %q: err = %v, want ErrUnusableID naming the file", bad, err)
@@ -44,7 +44,7 @@ func TestDecideTreatsUnusablePinAsAbsent(t *testing.T) {
 	os.WriteFile(path, []byte(`{"version":1,"instance_id":"../x","machine_id":"`+uuidA+`","rule":1,
 		"reset":{"requested_at":"2026-01-01T00:00:00Z","suffix":"abcd0123","from":"../x"}}`), 0o644)
 	in := vmware(uuidA, "vm-1")
-	in.Root, in.Now = m.root, t0
+	in.Root, in.Now = string(m.root), t0
 	d, err := Decide(in)
 	if !errors.Is(err, ErrUnusableID) || errors.Is(err, ErrBadState) || !strings.Contains(err.Error(), path) {
 		t.Fatalf("err = %v, want ErrUnusableID naming %s", err, path)
@@ -69,7 +69,7 @@ func TestDecideBadStateFallbackSkipsUnusableCloudInitID(t *testing.T) {
 	os.MkdirAll(filepath.Dir(path), 0o755)
 	os.WriteFile(path, []byte("{"), 0o644)
 	in := vmware(uuidA, "vm-1")
-	in.Root = m.root
+	in.Root = string(m.root)
 	d, err := Decide(in)
 	if !errors.Is(err, ErrBadState) || !errors.Is(err, ErrUnusableID) {
 		t.Fatalf("err = %v, want ErrBadState and ErrUnusableID", err)
@@ -90,7 +90,7 @@ func TestDecideSuffixedIDsStayUsable(t *testing.T) {
 
 	m := newMachine(t)
 	m.boot(vmware(uuidA, long))
-	st, err := Reset(m.root, t0)
+	st, err := Reset(string(m.root), t0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -101,14 +101,15 @@ type inspection struct {
 	seal   *identity.Seal
 }
 
-// Check reads the image under root (the running system when root is the
-// real one) and reports, item by item, what a clone made from it will do
-// at its first boot. It fails only when root is not a directory; an item
-// that cannot be read is reported with verdict Error.
+// Check reads the image under rootDir, a directory standing for "/" ("" or
+// "/" is the running system), and reports, item by item, what a clone made
+// from it will do at its first boot. It fails only when rootDir is not a
+// directory; an item that cannot be read is reported with verdict Error.
 //
 // With ids, only those items are checked (e.g. "drop-in" for a status
 // command that warns about overrides).
-func Check(root sysroot.Root, ids ...string) (*Report, error) {
+func Check(rootDir string, ids ...string) (*Report, error) {
+	root := sysroot.Root(rootDir)
 	if fi, err := os.Stat(root.Path("/")); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("checking the image: %s is not a directory", root.Path("/"))
 	}

@@ -264,7 +264,7 @@ func TestCheckReportJSON(t *testing.T) {
 func TestCheckRootNotADirectory(t *testing.T) {
 	m := img{t: t, dir: t.TempDir()}
 	m.write("/file", "")
-	if _, err := Check(sysrootOf(m.dir + "/file")); err == nil {
+	if _, err := Check(m.dir + "/file"); err == nil {
 		t.Error("Check on a file succeeded")
 	}
 }
@@ -280,7 +280,7 @@ func TestCheckCloudInitScriptsOnly(t *testing.T) {
 func TestCheckSelectedItems(t *testing.T) {
 	m := freshImage(t)
 	m.write(CloudCfgD+"/99-x.cfg", "datasource_list: [Azure]\n")
-	r, err := Check(m.root(), "drop-in")
+	r, err := Check(m.dir, "drop-in")
 	if err != nil || len(r.Items) != 1 || r.Items[0].ID != "drop-in" || r.Items[0].Verdict != Finding {
 		t.Errorf("Check(drop-in) = %+v, %v", r, err)
 	}

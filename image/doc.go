@@ -2,7 +2,7 @@
 // image is cloned: what will a clone made from this image do at its first
 // boot (Check), and how is the image made ready to be cloned (PlanSeal,
 // Plan.Apply). Its data is the image itself: the running system, or a
-// mounted or extracted root given as a sysroot.Root, read as the image's
+// mounted or extracted root given as a directory, read as the image's
 // own systemd and cloud-init would read it: unit files and their .wants
 // links (so an image never booted is checked as well), cloud-init's
 // configuration merged in byte order of the file names, cloud-init's and
@@ -29,4 +29,11 @@
 // climbs out of the root is refused (ErrOutsideRoot). Nothing is followed
 // out of the root, a link is removed rather than its target, and Apply
 // touches only the paths of its Plan.
+//
+// # Stability
+//
+// This package is seedkeeper's own plumbing, not part of its stable API
+// (mdata, mdata/mdatatest, datasource, netcfg): it may change in any
+// release, and its exported signatures may name internal types (such as
+// the --root of internal/sysroot). It may move under internal/ later.
 package image

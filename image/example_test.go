@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 
 	"github.com/seedkeeper/seedkeeper/image"
-	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
 
 // An image whose installer left a later cloud.cfg.d file: check names the
@@ -21,7 +20,7 @@ func ExampleCheck() {
 	write(image.DropIn, "datasource_list: [NoCloud, None]\ndatasource: {NoCloud: {fs_label: null}}\nnetwork: {config: disabled}\n")
 	write("/etc/cloud/cloud.cfg.d/99-installer.cfg", "datasource_list: [ConfigDrive, None]\n")
 
-	rep, err := image.Check(sysroot.Root(dir), "drop-in")
+	rep, err := image.Check(dir, "drop-in")
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -46,7 +45,7 @@ func ExamplePlanSeal() {
 	write("/etc/machine-id", "5f1c8a2e3b4d4e6f8a9b0c1d2e3f4a5b\n")
 	write("/etc/ssh/ssh_host_ed25519_key", "key\n")
 
-	plan, err := image.PlanSeal(sysroot.Root(dir), image.SealOptions{KeepSSHHostKeys: true})
+	plan, err := image.PlanSeal(dir, image.SealOptions{KeepSSHHostKeys: true})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -159,7 +159,7 @@ func item(t *testing.T, r *Report, id string) Item {
 
 func check(t *testing.T, m img) *Report {
 	t.Helper()
-	r, err := Check(m.root())
+	r, err := Check(m.dir)
 	if err != nil {
 		t.Fatalf("Check: %v", err)
 	}
@@ -188,5 +188,3 @@ func expectItem(t *testing.T, r *Report, id string, v Verdict, want ...string) I
 	}
 	return it
 }
-
-func sysrootOf(dir string) sysroot.Root { return sysroot.Root(dir) }

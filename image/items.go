@@ -609,7 +609,7 @@ func checkAllowlist(in *inspection) Item {
 
 func checkSeedDir(in *inspection) Item {
 	it := Item{Verdict: OK}
-	owned, err := seed.Owned(in.root)
+	owned, err := seed.Owned(string(in.root))
 	if err != nil {
 		return Item{Verdict: Error, Found: err.Error(), Paths: []string{seed.Dir}}
 	}

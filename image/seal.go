@@ -68,10 +68,11 @@ func (p *Plan) Changes() []Action {
 	return slices.DeleteFunc(slices.Clone(p.Actions), func(a Action) bool { return a.Op == Keep })
 }
 
-// PlanSeal reads the image under root and returns what sealing it does.
-// It refuses (and plans nothing) when a path it would act on leads out of
-// the root through a symbolic link.
-func PlanSeal(root sysroot.Root, opts SealOptions) (*Plan, error) {
+// PlanSeal reads the image under rootDir (as for Check) and returns what
+// sealing it does. It refuses (and plans nothing) when a path it would act
+// on leads out of the root through a symbolic link.
+func PlanSeal(rootDir string, opts SealOptions) (*Plan, error) {
+	root := sysroot.Root(rootDir)
 	if fi, err := os.Stat(root.Path("/")); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("sealing the image: %s is not a directory", root.Path("/"))
 	}
@@ -95,7 +96,7 @@ func PlanSeal(root sysroot.Root, opts SealOptions) (*Plan, error) {
 			}
 		}
 	}
-	owned, err := seed.Owned(root)
+	owned, err := seed.Owned(string(root))
 	if err != nil {
 		return nil, fmt.Errorf("sealing the image: %w", err)
 	}

@@ -19,7 +19,7 @@ var sealTime = time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)
 func planSeal(t *testing.T, m img, opts SealOptions) *Plan {
 	t.Helper()
 	opts.Now = sealTime
-	p, err := PlanSeal(m.root(), opts)
+	p, err := PlanSeal(m.dir, opts)
 	if err != nil {
 		t.Fatalf("PlanSeal: %v", err)
 	}
@@ -230,7 +230,7 @@ func TestSealRefusesLinkOutOfRoot(t *testing.T) {
 			rel, _ := filepath.Rel(filepath.Dir(filepath.Join(m.dir, c.link)), outside)
 			m.link(rel, c.link)
 			before := m.paths()
-			_, err := PlanSeal(m.root(), SealOptions{})
+			_, err := PlanSeal(m.dir, SealOptions{})
 			if !errors.Is(err, ErrOutsideRoot) || !strings.Contains(err.Error(), "nothing was changed") || !strings.Contains(err.Error(), c.link) {
 				t.Errorf("PlanSeal: %v", err)
 			}
@@ -293,7 +293,7 @@ func TestSealCloudInitLogsFromConfig(t *testing.T) {
 }
 
 func TestSealNotADirectory(t *testing.T) {
-	if _, err := PlanSeal(sysrootOf(filepath.Join(t.TempDir(), "none")), SealOptions{}); err == nil {
+	if _, err := PlanSeal(filepath.Join(t.TempDir(), "none"), SealOptions{}); err == nil {
 		t.Error("PlanSeal on a missing root succeeded")
 	}
 }

@@ -44,7 +44,12 @@ func DefaultSerialPort() string {
 // the serial port when DMI says this is a SmartOS guest ("SmartDC ..."). It
 // never picks a serial port otherwise: another vendor's console may sit on
 // it. The reason says what decided.
-func Detect(root sysroot.Root, forced string) (t Transport, reason string, err error) {
+//
+// root is the directory that stands for "/" when looking for zone sockets,
+// DMI and the serial device, so that detection can be tried against a
+// scratch tree; "" (or "/") is the machine's own root.
+func Detect(root, forced string) (t Transport, reason string, err error) {
+	r := sysroot.Root(root)
 	if forced != "" {
 		t, err := ParseTransport(forced)
 		if err != nil {
@@ -53,16 +58,16 @@ func Detect(root sysroot.Root, forced string) (t Transport, reason string, err e
 		return t, "transport set explicitly", nil
 	}
 	for _, p := range ZoneSockets {
-		fi, err := os.Lstat(root.Path(p))
+		fi, err := os.Lstat(r.Path(p))
 		if err == nil && fi.Mode().Type() == fs.ModeSocket {
-			return Unix(root.Path(p)), "zone socket " + p + " exists", nil
+			return Unix(r.Path(p)), "zone socket " + p + " exists", nil
 		}
 	}
 	product := DMIProductName(root)
 	if strings.HasPrefix(product, "SmartDC") {
 		dev := DefaultSerialPort()
 		if runtime.GOOS != "windows" {
-			dev = root.Path(dev)
+			dev = r.Path(dev)
 		}
 		return Serial(dev), fmt.Sprintf("DMI product name is %q", product), nil
 	}
@@ -74,12 +79,15 @@ func Detect(root sysroot.Root, forced string) (t Transport, reason string, err e
 
 // DMIProductName returns the SMBIOS system product name, or "" when it
 // cannot be read: /sys/class/dmi/id/product_name under root on Linux, the
-// kernel environment on FreeBSD, the registry on Windows.
-func DMIProductName(root sysroot.Root) string {
-	if v, err := dmi.Read(root, "product_name"); err == nil {
+// kernel environment on FreeBSD, the registry on Windows. root is as for
+// Detect: "" is the machine's own root, and under any other root only the
+// sysfs file is read.
+func DMIProductName(root string) string {
+	r := sysroot.Root(root)
+	if v, err := dmi.Read(r, "product_name"); err == nil {
 		return strings.TrimSpace(v)
 	}
-	if !root.IsReal() {
+	if !r.IsReal() {
 		return ""
 	}
 	return strings.TrimSpace(platformProductName())

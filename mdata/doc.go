@@ -36,4 +36,12 @@
 //	serial:/dev/ttyS1
 //	unix:/native/.zonecontrol/metadata.sock
 //	vsock:CID:PORT
+//
+// # Stability
+//
+// This package is part of seedkeeper's stable API, with mdata/mdatatest, datasource and netcfg. Within a major
+// version its exported names keep their meaning and are not removed; before
+// 1.0.0 a minor release may change them, and CHANGELOG.md says how under
+// "Breaking". No exported signature mentions an internal package: all of it
+// can be used from another module, with values computed at run time.
 package mdata

@@ -1,9 +1,10 @@
-package mdata
+package mdata_test
 
 import (
 	"context"
 	"testing"
 
+	"github.com/seedkeeper/seedkeeper/mdata"
 	"github.com/seedkeeper/seedkeeper/mdata/mdatatest"
 )
 
@@ -23,12 +24,12 @@ func BenchmarkIntegrationDrainPTY(b *testing.B) {
 				b.Skipf("no pty here (%v)", err)
 			}
 			defer h.Close()
-			conn, err := Serial(p.Path()).Open(context.Background())
+			conn, err := mdata.Serial(p.Path()).Open(context.Background())
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer conn.Close()
-			s := &session{conn: conn, shared: true, to: DefaultTimeouts}
+			drain := mdata.Drainer(conn)
 			stale := make([]byte, pending)
 			for i := range stale {
 				stale[i] = 'x'
@@ -42,7 +43,7 @@ func BenchmarkIntegrationDrainPTY(b *testing.B) {
 				} else {
 					done <- nil
 				}
-				if err := s.drain(); err != nil {
+				if err := drain(); err != nil {
 					b.Fatal(err)
 				}
 				// The host's writer may have paused past the gap: read
@@ -56,10 +57,10 @@ func BenchmarkIntegrationDrainPTY(b *testing.B) {
 						}
 						finished = true
 					default:
-						s.drain()
+						drain()
 					}
 				}
-				s.drain()
+				drain()
 				b.StartTimer()
 			}
 		})

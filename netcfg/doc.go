@@ -37,4 +37,12 @@
 // and whose driver is allowed are ever touched.
 //
 // The package is pure Go with no system calls: it builds on every GOOS.
+//
+// # Stability
+//
+// This package is part of seedkeeper's stable API, with mdata, mdata/mdatatest and datasource. Within a major
+// version its exported names keep their meaning and are not removed; before
+// 1.0.0 a minor release may change them, and CHANGELOG.md says how under
+// "Breaking". No exported signature mentions an internal package: all of it
+// can be used from another module, with values computed at run time.
 package netcfg

@@ -19,4 +19,11 @@
 //   - Late compares what boot decided with what a later reader (watch,
 //     status) finds: a source that boot did not decide on takes effect on
 //     the next boot, never half-applied now.
+//
+// # Stability
+//
+// This package is seedkeeper's own plumbing, not part of its stable API
+// (mdata, mdata/mdatatest, datasource, netcfg): it may change in any
+// release, and its exported signatures may name internal types (such as
+// the --root of internal/sysroot). It may move under internal/ later.
 package nosource

@@ -5,4 +5,9 @@
 // "make cross". It has no API: its data is the files in this directory,
 // and its tests check them against the real tools (systemd-analyze,
 // cloud-init and ds-identify, dpkg, rpm, the Go toolchain).
+//
+// # Stability
+//
+// This package serves seedkeeper's own tests and tools and has no stable
+// API: it may change in any release.
 package packaging

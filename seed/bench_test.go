@@ -14,11 +14,11 @@ func BenchmarkWriteUnchanged(b *testing.B) {
 	s := testSeed()
 	s.UserData = bytes.Repeat([]byte("#cloud-config\n"), 4096) // ~57 KB
 	s.NetworkConfig = []byte("version: 1\nconfig: []\n")
-	if _, err := Write(root, s); err != nil {
+	if _, err := Write(string(root), s); err != nil {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		if _, err := Write(root, s); err != nil {
+		if _, err := Write(string(root), s); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -33,7 +33,7 @@ func BenchmarkWriteChanged(b *testing.B) {
 	for b.Loop() {
 		i++
 		s.InstanceID = "i-" + string(rune('a'+i%26))
-		if _, err := Write(root, s); err != nil {
+		if _, err := Write(string(root), s); err != nil {
 			b.Fatal(err)
 		}
 	}

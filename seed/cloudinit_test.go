@@ -124,7 +124,7 @@ func TestIntegrationCloudInitReadsSeed(t *testing.T) {
 	var dirs []string
 	for _, c := range cases {
 		root := sysroot.Root(t.TempDir())
-		if _, err := Write(root, c.seed); err != nil {
+		if _, err := Write(string(root), c.seed); err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
 		dirs = append(dirs, root.Path("/var/lib/cloud"))
@@ -179,7 +179,7 @@ func TestIntegrationCloudInitRejectsWrappedNetworkConfig(t *testing.T) {
 	root := sysroot.Root(t.TempDir())
 	s := Seed{InstanceID: "i-1", UserData: []byte("#cloud-config\n")}
 	s.NetworkConfig = []byte("version: 1\nconfig: []\n")
-	if _, err := Write(root, s); err != nil {
+	if _, err := Write(string(root), s); err != nil {
 		t.Fatal(err)
 	}
 	wrapped, _ := os.ReadFile(filepath.Join("..", "testdata", "seed", "network-v1-wrapped.yaml"))

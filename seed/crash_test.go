@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 		gen, _ := strconv.Atoi(os.Getenv(crashGenEnv))
 		fmt.Println("ready")
 		for ; ; gen++ {
-			if _, err := Write(sysroot.Root(root), crashSeed(gen)); err != nil {
+			if _, err := Write(root, crashSeed(gen)); err != nil {
 				fmt.Fprintln(os.Stderr, err)
 				os.Exit(3)
 			}
@@ -119,10 +119,10 @@ func checkComplete(t *testing.T, root sysroot.Root) {
 	entries, _ := os.ReadDir(root.Path(Dir))
 	entries = slices.DeleteFunc(entries, func(e os.DirEntry) bool { return strings.Contains(e.Name(), ".tmp-") })
 	if len(entries) > 0 {
-		if owned, err := Owned(root); !owned || err != nil {
+		if owned, err := Owned(string(root)); !owned || err != nil {
 			t.Fatalf("seed directory has %d entries but no marker (%v)", len(entries), err)
 		}
-		if dir, _ := SourceDir(root); dir != "" {
+		if dir, _ := SourceDir(string(root)); dir != "" {
 			t.Fatalf("SourceDir = %q for our own output", dir)
 		}
 	}
@@ -177,7 +177,7 @@ func TestWriteSurvivesSIGKILL(t *testing.T) {
 	}
 
 	// The next run cleans up, imports nothing and sees no hand edits.
-	res, err := Write(shared, crashSeed(1_000_000))
+	res, err := Write(string(shared), crashSeed(1_000_000))
 	if err != nil {
 		t.Fatal(err)
 	}

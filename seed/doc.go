@@ -48,4 +48,11 @@
 // Every file is written with fsutil.WriteFile: atomically, only when its
 // content or mode changed, never through a symbolic link. Temporary files
 // left by a killed run are removed by the next Write.
+//
+// # Stability
+//
+// This package is seedkeeper's own plumbing, not part of its stable API
+// (mdata, mdata/mdatatest, datasource, netcfg): it may change in any
+// release, and its exported signatures may name internal types (such as
+// the --root of internal/sysroot). It may move under internal/ later.
 package seed

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"path/filepath"
 
 	"github.com/seedkeeper/seedkeeper/datasource"
-	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 	"github.com/seedkeeper/seedkeeper/seed"
 )
 
@@ -18,7 +18,6 @@ func ExampleWrite() {
 		log.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	root := sysroot.Root(dir)
 
 	md := &datasource.Metadata{
 		Source:     datasource.SourceNoCloud,
@@ -30,7 +29,7 @@ func ExampleWrite() {
 	// Only when cloud-init owns the network; wrapped input is unwrapped.
 	s.NetworkConfig = []byte("network:\n  version: 1\n  config: []\n")
 
-	res, err := seed.Write(root, s)
+	res, err := seed.Write(dir, s)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -38,12 +37,12 @@ func ExampleWrite() {
 		fmt.Println("wrote", p)
 	}
 	for _, name := range []string{seed.MetaDataFile, seed.NetworkConfigFile} {
-		b, _ := os.ReadFile(root.Path(seed.Dir + "/" + name))
+		b, _ := os.ReadFile(filepath.Join(dir, seed.Dir, name))
 		fmt.Printf("--- %s\n%s", name, b)
 	}
-	again, _ := seed.Write(root, s)
+	again, _ := seed.Write(dir, s)
 	fmt.Println("changed on the second write:", again.Changed())
-	src, _ := seed.SourceDir(root)
+	src, _ := seed.SourceDir(dir)
 	fmt.Printf("NoCloud reader reads: %q\n", src)
 	// Output:
 	// wrote /var/lib/cloud/seed/nocloud/meta-data

@@ -76,7 +76,8 @@ func writeMarker(root sysroot.Root, mk *marker) error {
 
 // Owned reports whether the seed directory under root is seedkeeper's
 // output (it holds the marker). The NoCloud reader must then not read it.
-func Owned(root sysroot.Root) (bool, error) {
+func Owned(rootDir string) (bool, error) {
+	root := sysroot.Root(rootDir)
 	_, err := os.Lstat(markerPath(root))
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
@@ -92,7 +93,8 @@ func Owned(root sysroot.Root) (bool, error) {
 // seedkeeper's own output and nothing was imported (read no directory),
 // and Dir itself when seedkeeper has not written there yet. The result is
 // a system path.
-func SourceDir(root sysroot.Root) (string, error) {
+func SourceDir(rootDir string) (string, error) {
+	root := sysroot.Root(rootDir)
 	fi, err := os.Lstat(root.Path(ImportDir))
 	switch {
 	case err == nil && fi.IsDir():
@@ -100,7 +102,7 @@ func SourceDir(root sysroot.Root) (string, error) {
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return "", fmt.Errorf("checking %s: %w", ImportDir, err)
 	}
-	owned, err := Owned(root)
+	owned, err := Owned(rootDir)
 	if err != nil {
 		return "", err
 	}

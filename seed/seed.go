@@ -108,9 +108,11 @@ type file struct {
 	perm fs.FileMode
 }
 
-// Write brings the seed directory and the SmartOS extras under root to s.
+// Write brings the seed directory and the SmartOS extras under rootDir (a
+// directory standing for "/"; "" is the machine's own) to s.
 // See the package documentation for files, modes and ownership.
-func Write(root sysroot.Root, s Seed) (Result, error) {
+func Write(rootDir string, s Seed) (Result, error) {
+	root := sysroot.Root(rootDir)
 	res := Result{Dir: Dir}
 	want, warnings, err := filesWarn(s)
 	if err != nil {

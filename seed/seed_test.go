@@ -51,7 +51,7 @@ func mode(t *testing.T, root sysroot.Root, p string) fs.FileMode {
 
 func mustWrite(t *testing.T, root sysroot.Root, s Seed) Result {
 	t.Helper()
-	res, err := Write(root, s)
+	res, err := Write(string(root), s)
 	if err != nil {
 		t.Fatalf("Write: %v", err)
 	}
@@ -170,7 +170,7 @@ func TestNetworkConfigUnwrappedAndRemoved(t *testing.T) {
 	}
 
 	s.NetworkConfig = []byte("network: [1, 2]\n")
-	if _, err := Write(root, s); err == nil || !strings.Contains(err.Error(), "network-config") {
+	if _, err := Write(string(root), s); err == nil || !strings.Contains(err.Error(), "network-config") {
 		t.Errorf("bad network config: %v", err)
 	}
 }
@@ -192,7 +192,7 @@ func TestWriteDropsBadFields(t *testing.T) {
 	s := testSeed()
 	s.Hostname = "bad\nhost"
 	s.PublicKeys = []string{"ssh-rsa AAA\tone", "ssh-ed25519 BBB two", "ssh-rsa CCC\u2028x", strings.Repeat("K", datasource.MaxPublicKey+1)}
-	res, err := Write(root, s)
+	res, err := Write(string(root), s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +345,7 @@ func TestImportOnce(t *testing.T) {
 	for n, c := range person {
 		os.WriteFile(root.Path(sd(n)), []byte(c), 0o644)
 	}
-	if dir, err := SourceDir(root); err != nil || dir != Dir {
+	if dir, err := SourceDir(string(root)); err != nil || dir != Dir {
 		t.Fatalf("before the first run SourceDir = %q, %v; want %s", dir, err, Dir)
 	}
 	res := mustWrite(t, root, testSeed())
@@ -363,7 +363,7 @@ func TestImportOnce(t *testing.T) {
 	if m := mode(t, root, ImportDir); m != fs.ModeDir|0o700 {
 		t.Errorf("import dir mode %v", m)
 	}
-	if dir, err := SourceDir(root); err != nil || dir != ImportDir {
+	if dir, err := SourceDir(string(root)); err != nil || dir != ImportDir {
 		t.Errorf("after import SourceDir = %q, %v", dir, err)
 	}
 	// The person's network-config is gone from the seed (it is imported);
@@ -389,15 +389,15 @@ func TestImportOnce(t *testing.T) {
 
 func TestSourceDirOwnOutput(t *testing.T) {
 	root := sysroot.Root(t.TempDir())
-	if owned, _ := Owned(root); owned {
+	if owned, _ := Owned(string(root)); owned {
 		t.Fatal("owned before any write")
 	}
 	mustWrite(t, root, testSeed())
-	dir, err := SourceDir(root)
+	dir, err := SourceDir(string(root))
 	if err != nil || dir != "" {
 		t.Errorf("SourceDir of our own output = %q, %v; want \"\"", dir, err)
 	}
-	if owned, err := Owned(root); !owned || err != nil {
+	if owned, err := Owned(string(root)); !owned || err != nil {
 		t.Errorf("Owned = %v, %v", owned, err)
 	}
 }
@@ -525,7 +525,7 @@ func TestRefusesSymlinks(t *testing.T) {
 	elsewhere := t.TempDir()
 	os.MkdirAll(filepath.Dir(root.Path(Dir)), 0o755)
 	os.Symlink(elsewhere, root.Path(Dir))
-	if _, err := Write(root, testSeed()); !errors.Is(err, fsutil.ErrSymlink) {
+	if _, err := Write(string(root), testSeed()); !errors.Is(err, fsutil.ErrSymlink) {
 		t.Errorf("seed dir symlink: %v", err)
 	}
 
@@ -533,7 +533,7 @@ func TestRefusesSymlinks(t *testing.T) {
 	mustWrite(t, root, testSeed())
 	os.Remove(root.Path(sd(UserDataFile)))
 	os.Symlink(filepath.Join(elsewhere, "target"), root.Path(sd(UserDataFile)))
-	if _, err := Write(root, testSeed()); !errors.Is(err, fsutil.ErrSymlink) {
+	if _, err := Write(string(root), testSeed()); !errors.Is(err, fsutil.ErrSymlink) {
 		t.Errorf("user-data symlink: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(elsewhere, "target")); err == nil {
@@ -651,7 +651,7 @@ func TestInterruptedWritesInARowAreNotHandEdits(t *testing.T) {
 	gen := func(n string) Seed {
 		return Seed{InstanceID: "iid-" + n, UserData: []byte("#cloud-config\n# " + n + "\n"), VendorData: []byte(n)}
 	}
-	if _, err := Write(root, gen("0")); err != nil {
+	if _, err := Write(string(root), gen("0")); err != nil {
 		t.Fatal(err)
 	}
 	// A write of generation A got as far as user-data, then was killed.
@@ -680,11 +680,11 @@ func TestInterruptedWritesInARowAreNotHandEdits(t *testing.T) {
 	if err := os.Mkdir(md, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Write(root, gen("B")); err == nil {
+	if _, err := Write(string(root), gen("B")); err == nil {
 		t.Fatal("write over a directory succeeded")
 	}
 	os.Remove(md)
-	res, err := Write(root, gen("C"))
+	res, err := Write(string(root), gen("C"))
 	if err != nil {
 		t.Fatal(err)
 	}

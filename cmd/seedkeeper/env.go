@@ -11,7 +11,6 @@ import (
 	"github.com/coreos/go-systemd/v22/daemon"
 
 	"github.com/seedkeeper/seedkeeper/agent"
-	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
 
 // commonFlags adds --root and --config to fs.
@@ -24,7 +23,7 @@ func commonFlags(fs *flag.FlagSet) (root, cfgPath *string) {
 // newEnv loads the configuration, logs to stderr and notifies systemd when
 // it is listening.
 func newEnv(root, cfgPath string, stderr io.Writer) agent.Env {
-	e := agent.LoadEnv(sysroot.Root(root), cfgPath, agent.NewLogger(stderr))
+	e := agent.LoadEnv(root, cfgPath, agent.NewLogger(stderr))
 	e.Notify = func(state string) { daemon.SdNotify(false, state) }
 	e.Version = version
 	return e

@@ -63,7 +63,7 @@ func runIdentity(args []string, stdout, stderr io.Writer) int {
 	var st *identity.State
 	var err error
 	if sub == "reset" {
-		st, err = identity.Reset(root, time.Time{})
+		st, err = identity.Reset(string(root), time.Time{})
 	} else {
 		st, err = identity.Load(root)
 	}

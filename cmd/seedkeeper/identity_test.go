@@ -29,7 +29,7 @@ func TestIdentityCommand(t *testing.T) {
 		t.Fatalf("show with no state: %d %q", code, out)
 	}
 
-	in := identity.Input{Root: root, Source: datasource.SourceVMware, ReportedID: "vm-42",
+	in := identity.Input{Root: string(root), Source: datasource.SourceVMware, ReportedID: "vm-42",
 		MachineID: "4c4c4544-0042-3510-8052-b4c04f4e3332", Now: time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)}
 	if _, err := identity.Decide(in); err != nil {
 		t.Fatal(err)

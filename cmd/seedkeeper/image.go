@@ -102,7 +102,7 @@ func checkExit(rep *image.Report) int {
 }
 
 func imageCheck(r sysroot.Root, asJSON bool, stdout, stderr io.Writer) int {
-	rep, err := image.Check(r)
+	rep, err := image.Check(string(r))
 	if err != nil {
 		fmt.Fprintf(stderr, "seedkeeper image check: %s\n", clean(err.Error()))
 		return exitError
@@ -142,7 +142,7 @@ func printItems(w io.Writer, rep *image.Report, problemsOnly bool) {
 }
 
 func imageSeal(r sysroot.Root, opts image.SealOptions, dryRun bool, stdout, stderr io.Writer) int {
-	plan, err := image.PlanSeal(r, opts)
+	plan, err := image.PlanSeal(string(r), opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "seedkeeper image seal: %s\n", clean(err.Error()))
 		return exitError
@@ -162,7 +162,7 @@ func imageSeal(r sysroot.Root, opts image.SealOptions, dryRun bool, stdout, stde
 		fmt.Fprintf(stderr, "seedkeeper image seal: %s\n", clean(err.Error()))
 		return exitError
 	}
-	rep, err := image.Check(r)
+	rep, err := image.Check(string(r))
 	if err != nil {
 		fmt.Fprintf(stderr, "seedkeeper image seal: %s\n", clean(err.Error()))
 		return exitError

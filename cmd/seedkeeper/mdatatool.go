@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/seedkeeper/seedkeeper/internal/safetext"
-	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 	"github.com/seedkeeper/seedkeeper/mdata"
 )
 
@@ -141,7 +140,7 @@ func runMdataTool(tool, argv0 string, args []string, stdin io.Reader, stdout, st
 		}
 	}
 
-	t, _, err := mdata.Detect(sysroot.Root(""), os.Getenv(mdata.EnvTransport))
+	t, _, err := mdata.Detect("", os.Getenv(mdata.EnvTransport))
 	if err != nil {
 		fmt.Fprintf(stderr, "ERROR: could not initialise protocol: %v\n", err)
 		return exitError

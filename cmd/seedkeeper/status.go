@@ -178,7 +178,7 @@ func printStatus(w io.Writer, st *agent.Status, r sysroot.Root, warnings []strin
 // (its drop-in item): the item's Found text when it is a finding, or why
 // the settings could not be checked.
 func cloudConfigWarnings(r sysroot.Root) []string {
-	rep, err := image.Check(r, "drop-in")
+	rep, err := image.Check(string(r), "drop-in")
 	if err != nil {
 		return []string{err.Error()}
 	}

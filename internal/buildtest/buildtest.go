@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -46,15 +47,11 @@ func Cleanup() {
 func Seedkeeper(tb testing.TB) string {
 	tb.Helper()
 	once.Do(func() {
-		goTool, lerr := exec.LookPath("go")
-		if lerr != nil {
-			goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-		}
 		if dir, err = os.MkdirTemp("", "seedkeeper-bin-"); err != nil {
 			return
 		}
 		path = filepath.Join(dir, "seedkeeper")
-		cmd := exec.Command(goTool, "build", "-trimpath", "-o", path, Package)
+		cmd := exec.Command(GoTool(), "build", "-trimpath", "-o", path, Package)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, berr := cmd.CombinedOutput(); berr != nil {
 			err = fmt.Errorf("go build %s: %v\n%s", Package, berr, out)
@@ -64,4 +61,25 @@ func Seedkeeper(tb testing.TB) string {
 		tb.Fatalf("building seedkeeper for whole-process tests: %v", err)
 	}
 	return path
+}
+
+// GoTool is the go command: the one on PATH, else the one of the
+// toolchain that built the test.
+func GoTool() string {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	return filepath.Join(runtime.GOROOT(), "bin", "go")
+}
+
+// ModuleRoot returns the directory of seedkeeper's go.mod, for tests that
+// read the tree's own files (the Makefile, CHANGELOG.md, go.sum).
+func ModuleRoot(tb testing.TB) string {
+	tb.Helper()
+	out, err := exec.Command(GoTool(), "env", "GOMOD").Output()
+	gomod := strings.TrimSpace(string(out))
+	if err != nil || filepath.Base(gomod) != "go.mod" {
+		tb.Fatalf("finding seedkeeper's go.mod: %q, %v", gomod, err)
+	}
+	return filepath.Dir(gomod)
 }

@@ -5,7 +5,9 @@
 // socket or any io.ReadWriter such as one end of net.Pipe.
 //
 // Its data comes from a Store the test fills (Default returns a realistic
-// sample VM). The host answers line by line exactly as agent.js does:
+// sample VM). Host.Client hands a test a client connected to the host, as
+// httptest.Server.Client does, and Host.Transport a transport for a client
+// made with mdata.New and options of the test's choosing. The host answers line by line exactly as agent.js does:
 //
 //   - an empty line (the clients' probe) gets "invalid command";
 //   - "NEGOTIATE V2" gets "V2_OK"; V2 frames are accepted without it;
@@ -32,4 +34,12 @@
 // Every line received and every reply sent is kept in a transcript
 // (Transcript), counted (Stats), and can be waited for (Wait, WaitServed)
 // instead of sleeping.
+//
+// # Stability
+//
+// This package is part of seedkeeper's stable API, with mdata, datasource and netcfg. Within a major
+// version its exported names keep their meaning and are not removed; before
+// 1.0.0 a minor release may change them, and CHANGELOG.md says how under
+// "Breaking". No exported signature mentions an internal package: all of it
+// can be used from another module, with values computed at run time.
 package mdatatest

@@ -2,7 +2,9 @@ package mdatatest_test
 
 import (
 	"bufio"
+	"context"
 	"fmt"
+	"log"
 	"net"
 
 	"github.com/seedkeeper/seedkeeper/mdata/mdatatest"
@@ -50,4 +52,25 @@ func ExampleHost_SetFault() {
 	// Output:
 	// "FAILURE\n"
 	// "invalid command\n"
+}
+
+// A test of code that reads metadata hands it the host's client, or its
+// transport when it makes its own client.
+func ExampleHost_Client() {
+	st := mdatatest.NewStore()
+	st.SetString("sdc:hostname", "web01")
+	h := mdatatest.NewHost(st)
+	defer h.Close()
+	c := h.Client()
+	defer c.Close()
+
+	v, err := c.Get(context.Background(), "sdc:hostname")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("%s\n", v)
+	fmt.Println("requests:", h.Stats().Requests["GET"], "on", h.Transport())
+	// Output:
+	// web01
+	// requests: 1 on mdatatest:pipe
 }

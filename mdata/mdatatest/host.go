@@ -232,17 +232,10 @@ func (h *Host) ListenUnix(path string) (*net.UnixListener, error) {
 			if err != nil {
 				return
 			}
-			s, err := h.addStream(c, true)
-			if err != nil {
+			if err := h.serveBackground(c); err != nil {
 				c.Close()
 				return
 			}
-			h.wg.Add(1)
-			go func() {
-				defer h.wg.Done()
-				defer c.Close()
-				h.serve(s)
-			}()
 		}
 	}()
 	return ln, nil

@@ -20,4 +20,15 @@
 //
 // Plan and Apply work on Linux; elsewhere Open and OpenAt return an error.
 // Diff, Plan, Op and Receipt are plain data and work everywhere.
+//
+// # Stability
+//
+// This package is not part of seedkeeper's stable API (mdata,
+// mdata/mdatatest, datasource, netcfg): it may change in any release. It
+// works in vishvananda/netlink's terms and exposes them (netlink.Link,
+// netlink.LinkAttrs, netns.NsHandle); wrapping them in types of our own
+// would copy a large API for nothing, and tie a stable surface to
+// netlink's releases. The stable network API is netcfg's model, parsers
+// and renders; to bring this machine's links to a Config from outside
+// seedkeeper, run "seedkeeper net plan|apply".
 package apply

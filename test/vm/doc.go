@@ -37,4 +37,9 @@
 // The guest reports what happened as "SKVM ..." lines on its console
 // (ttyS0, QEMU's stdout); the console of each boot is kept in the test's
 // temporary directory and its tail is logged when a test fails.
+//
+// # Stability
+//
+// This package serves seedkeeper's own tests and tools and has no stable
+// API: it may change in any release.
 package vm
