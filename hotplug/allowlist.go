@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/seedkeeper/seedkeeper/internal/yamlx"
 )
 
 // Where an allowlist can come from, as Allowlist.Origin reports it.
@@ -182,13 +184,13 @@ func driverNames(v any) ([]string, error) {
 		for i, e := range v {
 			s, ok := e.(string)
 			if !ok {
-				return nil, fmt.Errorf("entry %d is a %s, not a driver name", i+1, typeName(e))
+				return nil, fmt.Errorf("entry %d is %s, not a driver name", i+1, yamlx.Kind(e))
 			}
 			names[i] = s
 		}
 		return checkNames(names)
 	default:
-		return nil, fmt.Errorf("is a %s, not a list of driver names", typeName(v))
+		return nil, fmt.Errorf("is %s, not a list of driver names", yamlx.Kind(v))
 	}
 }
 
@@ -237,20 +239,4 @@ func checkDriverName(n string) error {
 		}
 	}
 	return nil
-}
-
-func typeName(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "boolean"
-	case int, int64, uint64, float64:
-		return "number"
-	case map[string]any:
-		return "mapping"
-	case string:
-		return "string"
-	}
-	return fmt.Sprintf("%T", v)
 }

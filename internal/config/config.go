@@ -19,6 +19,7 @@ import (
 
 	"github.com/seedkeeper/seedkeeper/internal/bound"
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
+	"github.com/seedkeeper/seedkeeper/internal/yamlx"
 )
 
 // DefaultPath is where the configuration file lives.
@@ -129,6 +130,9 @@ func Load(path string) (*Config, error) {
 	}
 	n := Default()
 	n.Path = path
+	if err := yamlx.Check(b); err != nil {
+		return c, fmt.Errorf("%s: %w", path, err)
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(n); err != nil && !errors.Is(err, io.EOF) {
