@@ -284,6 +284,10 @@ func parseVMwareDoc(doc []byte) (map[string]any, error) {
 	if len(bytes.TrimSpace(doc)) == 0 {
 		return map[string]any{}, nil
 	}
+	// Counted before either decoder sees it (JSON is YAML's flow style).
+	if err := yamlx.Check(doc); err != nil {
+		return nil, err
+	}
 	dec := json.NewDecoder(bytes.NewReader(doc))
 	dec.UseNumber()
 	if err := dec.Decode(&v); err != nil || dec.More() {

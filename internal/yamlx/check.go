@@ -26,7 +26,7 @@ const (
 )
 
 // ErrTooComplex is wrapped by Check for a document beyond a limit.
-var ErrTooComplex = errors.New("YAML document beyond the limits")
+var ErrTooComplex = errors.New("a YAML or JSON document beyond the limits")
 
 // Check refuses, before any decoding, a document larger than MaxDocument,
 // with more than MaxNodes values or nested deeper than MaxDepth. The
