@@ -6,10 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/seedkeeper/seedkeeper/internal/bound"
@@ -149,21 +146,11 @@ func runMdataTool(tool, argv0 string, args []string, stdin io.Reader, stdout, st
 
 	// A signal ends the wait like the reference tools' death by that
 	// signal would: exit 128+N, not the "try again" of a timeout.
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	var caught atomic.Value
-	go func() {
-		if sig, ok := <-sigs; ok {
-			caught.Store(sig)
-			cancel()
-		}
-	}()
+	ctx, caught, stop := signalContext()
+	defer stop()
 	defer func() {
-		if sig, ok := caught.Load().(syscall.Signal); ok {
-			code = 128 + int(sig)
+		if c, ok := caught(); ok {
+			code = c
 		}
 	}()
 	if timeout > 0 {
