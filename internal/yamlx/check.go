@@ -263,14 +263,14 @@ func (sc *scanner) scanLine(line []byte) {
 		case c == '*' && expect:
 			sc.count(1)
 			expect = false
-			for i+1 < len(line) && !isBlank(line[i+1]) && !isFlowIndicator(line[i+1]) {
+			for i+1 < len(line) && !endsName(line[i+1]) {
 				i++
 			}
 		case (c == '&' || c == '!') && expect:
 			// An anchor or a tag: the value follows, or an empty
 			// one is made for it.
 			sc.count(1)
-			for i+1 < len(line) && !isBlank(line[i+1]) {
+			for i+1 < len(line) && !endsName(line[i+1]) {
 				i++
 			}
 		default:
@@ -283,4 +283,10 @@ func (sc *scanner) scanLine(line []byte) {
 	}
 }
 
-func isFlowIndicator(c byte) bool { return c == ',' || c == '[' || c == ']' || c == '{' || c == '}' }
+// endsName reports whether c ends the name of an anchor, an alias or a
+// tag for the scan. The decoder ends them earlier or at the same place
+// (its anchors are letters, digits, "-" and "_"); stopping at ":" and the
+// flow indicators too may count a value twice, never miss one.
+func endsName(c byte) bool {
+	return isBlank(c) || c == ':' || c == ',' || c == '[' || c == ']' || c == '{' || c == '}'
+}
