@@ -19,6 +19,7 @@ import (
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 	"github.com/seedkeeper/seedkeeper/internal/seedimage"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
+	"github.com/seedkeeper/seedkeeper/internal/yamlx"
 	"github.com/seedkeeper/seedkeeper/netcfg"
 )
 
@@ -306,7 +307,7 @@ func (o *NoCloudOptions) seedfrom(ctx context.Context, m *noCloudMerge, log *slo
 	}
 	base, ok := v.(string)
 	if !ok || base == "" {
-		return fmt.Errorf("meta-data seedfrom: want a URL or path, got %s", noCloudKind(v))
+		return fmt.Errorf("meta-data seedfrom: want a URL or path, got %s", yamlx.Kind(v))
 	}
 	base, unknown := substDMI(o.root, base)
 	for _, k := range unknown {

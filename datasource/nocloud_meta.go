@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/seedkeeper/seedkeeper/internal/yamlx"
 )
 
 // noCloudMeta is one source's meta-data document: the decoded mapping and,
@@ -26,6 +28,9 @@ type noCloudMeta struct {
 func parseNoCloudMeta(data []byte, name string) (noCloudMeta, error) {
 	md := noCloudMeta{values: map[string]any{}, nodes: map[string]*yaml.Node{}}
 	var doc yaml.Node
+	if err := yamlx.Check(data); err != nil {
+		return md, fmt.Errorf("%s: meta-data: %w", name, err)
+	}
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		trimmed := bytes.TrimSpace(data)
 		if len(trimmed) > 0 && trimmed[0] == '{' {
@@ -45,7 +50,7 @@ func parseNoCloudMeta(data []byte, name string) (noCloudMeta, error) {
 		return md, nil
 	}
 	if top.Kind != yaml.MappingNode {
-		return md, fmt.Errorf("%s: meta-data must be a mapping, not %s", name, noCloudNodeKind(top))
+		return md, fmt.Errorf("%s: meta-data must be a mapping, not %s", name, yamlx.NodeKind(top))
 	}
 	// A key that is not a scalar ([a]: b) cannot be a meta-data key:
 	// leave it out, and go on with the others.
@@ -84,19 +89,6 @@ func parseNoCloudMeta(data []byte, name string) (noCloudMeta, error) {
 	return md, nil
 }
 
-func noCloudNodeKind(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.ScalarNode:
-		// Described, never quoted: the file may be anything (a key).
-		return fmt.Sprintf("a %s scalar of %d bytes", strings.TrimPrefix(n.Tag, "!!"), len(n.Value))
-	case yaml.AliasNode:
-		return "an alias"
-	}
-	return "a document of another kind"
-}
-
 // noCloudString reads a scalar meta-data value as text: strings as they are,
 // numbers and booleans as YAML wrote them (instance-id: 12345 is the ID
 // "12345"). ok is false when the key is absent or null.
@@ -111,25 +103,7 @@ func noCloudString(md map[string]any, key string) (s string, ok bool, err error)
 	case int, int64, uint64, float64, bool, json.Number:
 		return fmt.Sprint(t), true, nil
 	}
-	return "", false, fmt.Errorf("meta-data %s: want a string, got %s", key, noCloudKind(v))
-}
-
-func noCloudKind(v any) string {
-	switch v.(type) {
-	case map[string]any:
-		return "a mapping"
-	case []any:
-		return "a list"
-	case nil:
-		return "null"
-	case string:
-		return "a string"
-	case bool:
-		return "a boolean"
-	case int, int64, uint64, float64, json.Number:
-		return "a number"
-	}
-	return fmt.Sprintf("%T", v)
+	return "", false, fmt.Errorf("meta-data %s: want a string, got %s", key, yamlx.Kind(v))
 }
 
 // noCloudPublicKeys reads meta-data public-keys the way cloud-init's
@@ -141,7 +115,7 @@ func noCloudPublicKeys(v any, node *yaml.Node) (keys, where, warnings []string) 
 	add := func(at string, v any) {
 		s, ok := v.(string)
 		if !ok {
-			warnings = append(warnings, fmt.Sprintf("meta-data public-keys%s dropped: want a key string, got %s", at, noCloudKind(v)))
+			warnings = append(warnings, fmt.Sprintf("meta-data public-keys%s dropped: want a key string, got %s", at, yamlx.Kind(v)))
 			return
 		}
 		if s = strings.TrimSpace(s); s != "" {
@@ -171,7 +145,7 @@ func noCloudPublicKeys(v any, node *yaml.Node) (keys, where, warnings []string) 
 			}
 		}
 	default:
-		warnings = append(warnings, fmt.Sprintf("meta-data public-keys dropped: want a string, a list or a mapping, got %s", noCloudKind(v)))
+		warnings = append(warnings, fmt.Sprintf("meta-data public-keys dropped: want a string, a list or a mapping, got %s", yamlx.Kind(v)))
 	}
 	return keys, where, warnings
 }

@@ -507,7 +507,7 @@ func TestReadNoCloudMetaData(t *testing.T) {
 			}
 		}, ""},
 		{"a list", "- instance-id\n- x\n", nil, "/var/lib/cloud/seed/nocloud/meta-data: meta-data must be a mapping, not a list"},
-		{"a string", "just text\n", nil, "meta-data must be a mapping, not a str scalar of 9 bytes"},
+		{"a string", "just text\n", nil, "meta-data must be a mapping, not a string of 9 bytes"},
 		{"bad yaml", "a: [\n", nil, "/var/lib/cloud/seed/nocloud/meta-data: meta-data is not YAML or JSON"},
 		{"duplicate key", "a: 1\na: 2\n", nil, `mapping key "a" already defined`},
 		// Issue 11 class 7: one bad field is dropped with a warning naming

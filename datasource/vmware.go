@@ -240,14 +240,14 @@ func applyVMwareMetaData(md *Metadata, doc []byte, log *slog.Logger) error {
 	}
 	if v, ok := m["instance-id"]; ok && v != nil {
 		if s, ok := vmwareScalar(v); !ok {
-			md.warn(log, fmt.Sprintf("instance-id dropped: want a string, got %s", vmwareKind(v)))
+			md.warn(log, fmt.Sprintf("instance-id dropped: want a string, got %s", yamlx.Kind(v)))
 		} else {
 			md.InstanceID = md.usableInstanceID(log, "instance-id", strings.TrimSpace(s))
 		}
 	}
 	if v, ok := m["local-hostname"]; ok && v != nil {
 		if s, ok := vmwareScalar(v); !ok {
-			md.warn(log, fmt.Sprintf("local-hostname dropped: want a string, got %s", vmwareKind(v)))
+			md.warn(log, fmt.Sprintf("local-hostname dropped: want a string, got %s", yamlx.Kind(v)))
 		} else {
 			md.setHostname(log, "local-hostname", strings.TrimSpace(s))
 		}
@@ -302,11 +302,15 @@ func parseVMwareDoc(doc []byte) (map[string]any, error) {
 	if len(bytes.TrimSpace(doc)) == 0 {
 		return map[string]any{}, nil
 	}
+	// Counted before either decoder sees it (JSON is YAML's flow style).
+	if err := yamlx.Check(doc); err != nil {
+		return nil, err
+	}
 	dec := json.NewDecoder(bytes.NewReader(doc))
 	dec.UseNumber()
 	if err := dec.Decode(&v); err != nil || dec.More() {
 		v = nil
-		if err := yaml.Unmarshal(doc, &v); err != nil {
+		if err := yamlx.Unmarshal(doc, &v); err != nil {
 			return nil, fmt.Errorf("not JSON or YAML: %w", err)
 		}
 	}
@@ -316,7 +320,7 @@ func parseVMwareDoc(doc []byte) (map[string]any, error) {
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("document is %s, want a mapping", vmwareKind(v))
+		return nil, fmt.Errorf("document is %s, want a mapping", yamlx.Kind(v))
 	}
 	return m, nil
 }
@@ -383,25 +387,6 @@ func vmwareScalar(v any) (string, bool) {
 	return "", false
 }
 
-// vmwareKind names the type of a decoded value for messages.
-func vmwareKind(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case map[string]any:
-		return "a mapping"
-	case []any:
-		return "a list"
-	case string:
-		return "a string"
-	case bool:
-		return "a boolean"
-	case int64, uint64, float64:
-		return "a number"
-	}
-	return fmt.Sprintf("%T", v)
-}
-
 // vmwarePublicKeys reads SSH keys given as a string (one per line), a
 // list, or a mapping of lists (or strings), taken in key order. Blank
 // entries are dropped, and so, with a warning, are entries of another
@@ -419,7 +404,7 @@ func vmwarePublicKeys(key string, v any) (keys, where, warnings []string) {
 		for i, e := range l {
 			s, ok := e.(string)
 			if !ok {
-				warnings = append(warnings, fmt.Sprintf("%s%s[%d] dropped: want a string, got %s", key, at, i, vmwareKind(e)))
+				warnings = append(warnings, fmt.Sprintf("%s%s[%d] dropped: want a string, got %s", key, at, i, yamlx.Kind(e)))
 				continue
 			}
 			add(fmt.Sprintf("%s[%d]", at, i), s)
@@ -440,11 +425,11 @@ func vmwarePublicKeys(key string, v any) (keys, where, warnings []string) {
 			case []any:
 				addList("."+k, e)
 			default:
-				warnings = append(warnings, fmt.Sprintf("%s.%s dropped: want a string or a list, got %s", key, k, vmwareKind(e)))
+				warnings = append(warnings, fmt.Sprintf("%s.%s dropped: want a string or a list, got %s", key, k, yamlx.Kind(e)))
 			}
 		}
 	default:
-		warnings = append(warnings, fmt.Sprintf("%s dropped: want a string, a list or a mapping, got %s", key, vmwareKind(v)))
+		warnings = append(warnings, fmt.Sprintf("%s dropped: want a string, a list or a mapping, got %s", key, yamlx.Kind(v)))
 	}
 	return keys, where, warnings
 }
@@ -481,13 +466,13 @@ func vmwareNetworkRaw(m map[string]any) ([]byte, error) {
 		if e, ok := m["network.encoding"]; ok && e != nil {
 			es, ok := e.(string)
 			if !ok {
-				return nil, fmt.Errorf("network.encoding: want a string, got %s", vmwareKind(e))
+				return nil, fmt.Errorf("network.encoding: want a string, got %s", yamlx.Kind(e))
 			}
 			enc, _ = cleanGuestinfoValue(es)
 		}
-		return decodeGuestinfo(enc, t)
+		return decodeGuestinfo(enc, t, yamlx.MaxDocument)
 	default:
-		return nil, fmt.Errorf("want a mapping or an encoded string, got %s", vmwareKind(t))
+		return nil, fmt.Errorf("want a mapping or an encoded string, got %s", yamlx.Kind(t))
 	}
 }
 
@@ -504,7 +489,7 @@ func ParseNetworkDrivers(v any) ([]string, error) {
 		for i, e := range t {
 			s, ok := e.(string)
 			if !ok {
-				return nil, fmt.Errorf("%w: item %d is %s, want a driver name", ErrBadNetworkDrivers, i, vmwareKind(e))
+				return nil, fmt.Errorf("%w: item %d is %s, want a driver name", ErrBadNetworkDrivers, i, yamlx.Kind(e))
 			}
 			names = append(names, s)
 		}
@@ -513,7 +498,7 @@ func ParseNetworkDrivers(v any) ([]string, error) {
 	case string:
 		names = strings.Split(t, ",")
 	default:
-		return nil, fmt.Errorf("%w: %s, want a list of driver names", ErrBadNetworkDrivers, vmwareKind(v))
+		return nil, fmt.Errorf("%w: %s, want a list of driver names", ErrBadNetworkDrivers, yamlx.Kind(v))
 	}
 	drivers := make([]string, 0, len(names))
 	seen := map[string]bool{}

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/seedkeeper/seedkeeper/internal/yamlx"
 )
 
 // The guestinfo tools of open-vm-tools, and the name of the transport that
@@ -33,8 +35,19 @@ const guestinfoNoValue = "No value found"
 // when it redacts a key.
 const guestinfoEmpty = "---"
 
-// maxGuestinfoDecoded bounds what a gzip+base64 value may expand to.
-const maxGuestinfoDecoded = 32 << 20
+// maxGuestinfoDecoded bounds what a base64 or gzip+base64 value may decode
+// to: the bound of one seed file, which user-data and vendor-data become.
+// The metadata document, YAML, is bounded lower (yamlx.MaxDocument), and
+// both bounds hold while decoding, not after it.
+const maxGuestinfoDecoded = 16 << 20
+
+// guestinfoLimit is what key may decode to.
+func guestinfoLimit(key string) int {
+	if key == "metadata" {
+		return yamlx.MaxDocument
+	}
+	return maxGuestinfoDecoded
+}
 
 // DefaultToolTimeout bounds each run of a guestinfo tool when
 // ExecRunner.Timeout is zero.
@@ -355,7 +368,7 @@ func (g *rawGuestinfo) decode(key string, log *slog.Logger) ([]byte, error) {
 		log.Warn("unknown guestinfo encoding; using the value as plain text",
 			"key", g.name(key), "encoding", enc)
 	}
-	b, err := decodeGuestinfo(enc, v)
+	b, err := decodeGuestinfo(enc, v, guestinfoLimit(key))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", g.name(key), err)
 	}
@@ -381,31 +394,38 @@ func knownGuestinfoEncoding(enc string) bool {
 }
 
 // decodeGuestinfo decodes a value by its encoding: base64/b64,
-// gzip+base64/gz+b64, anything else plain text.
-func decodeGuestinfo(enc, v string) ([]byte, error) {
+// gzip+base64/gz+b64, anything else plain text. What it decodes to may
+// be at most limit bytes, checked before each step allocates: the base64
+// by its length, the gzip stream as it expands.
+func decodeGuestinfo(enc, v string, limit int) ([]byte, error) {
 	switch enc {
 	case "base64", "b64":
-		b, err := guestinfoBase64(v)
+		b, err := guestinfoBase64(v, limit)
 		if err != nil {
 			return nil, fmt.Errorf("decoding %s: %w", enc, err)
 		}
 		return b, nil
 	case "gzip+base64", "gz+b64":
-		b, err := guestinfoBase64(v)
+		// The compressed stream is at most as long as what it
+		// expands to, give or take its header.
+		b, err := guestinfoBase64(v, limit+1024)
 		if err == nil {
-			b, err = guestinfoGunzip(b)
+			b, err = guestinfoGunzip(b, limit)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("decoding %s: %w", enc, err)
 		}
 		return b, nil
 	}
+	if len(v) > limit {
+		return nil, fmt.Errorf("%d bytes, more than the %d allowed", len(v), limit)
+	}
 	return []byte(v), nil
 }
 
 // guestinfoBase64 decodes standard base64, ignoring line breaks and other
 // ASCII whitespace (as `base64` wraps its output) and missing padding.
-func guestinfoBase64(s string) ([]byte, error) {
+func guestinfoBase64(s string, limit int) ([]byte, error) {
 	s = strings.Map(func(r rune) rune {
 		switch r {
 		case ' ', '\t', '\r', '\n', '\v', '\f':
@@ -414,6 +434,9 @@ func guestinfoBase64(s string) ([]byte, error) {
 		return r
 	}, s)
 	s = strings.TrimRight(s, "=")
+	if n := base64.RawStdEncoding.DecodedLen(len(s)); n > limit {
+		return nil, fmt.Errorf("decodes to %d bytes, more than the %d allowed", n, limit)
+	}
 	b, err := base64.RawStdEncoding.DecodeString(s)
 	if err != nil {
 		return nil, fmt.Errorf("bad base64: %w", err)
@@ -421,18 +444,33 @@ func guestinfoBase64(s string) ([]byte, error) {
 	return b, nil
 }
 
-// guestinfoGunzip decompresses one or more gzip members, up to maxGuestinfoDecoded.
-func guestinfoGunzip(b []byte) ([]byte, error) {
+// guestinfoGunzip decompresses one or more gzip members, up to limit
+// bytes. The output grows as it is read and never past limit+1, so a
+// small stream that expands to gigabytes costs limit, not gigabytes.
+func guestinfoGunzip(b []byte, limit int) ([]byte, error) {
 	zr, err := gzip.NewReader(bytes.NewReader(b))
 	if err != nil {
 		return nil, fmt.Errorf("bad gzip: %w", err)
 	}
-	out, err := io.ReadAll(io.LimitReader(zr, maxGuestinfoDecoded+1))
-	if err != nil {
-		return nil, fmt.Errorf("bad gzip: %w", err)
+	out := make([]byte, 0, min(4*len(b)+512, limit+1))
+	for {
+		if len(out) == cap(out) {
+			if len(out) > limit {
+				return nil, fmt.Errorf("bad gzip: expands to more than %d bytes", limit)
+			}
+			out = append(make([]byte, 0, min(2*cap(out), limit+1)), out...)
+		}
+		n, err := zr.Read(out[len(out):cap(out)])
+		out = out[:len(out)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("bad gzip: %w", err)
+		}
 	}
-	if len(out) > maxGuestinfoDecoded {
-		return nil, fmt.Errorf("bad gzip: expands to more than %d MiB", maxGuestinfoDecoded>>20)
+	if len(out) > limit {
+		return nil, fmt.Errorf("bad gzip: expands to more than %d bytes", limit)
 	}
 	return out, nil
 }

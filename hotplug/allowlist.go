@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/seedkeeper/seedkeeper/datasource"
+	"github.com/seedkeeper/seedkeeper/internal/yamlx"
 	"github.com/seedkeeper/seedkeeper/netcfg"
 )
 
@@ -167,13 +168,13 @@ func driverNames(v any) ([]string, error) {
 		for i, e := range v {
 			s, ok := e.(string)
 			if !ok {
-				return nil, fmt.Errorf("entry %d is a %s, not a driver name", i+1, typeName(e))
+				return nil, fmt.Errorf("entry %d is %s, not a driver name", i+1, yamlx.Kind(e))
 			}
 			names[i] = s
 		}
 		return checkNames(names)
 	default:
-		return nil, fmt.Errorf("is a %s, not a list of driver names", typeName(v))
+		return nil, fmt.Errorf("is %s, not a list of driver names", yamlx.Kind(v))
 	}
 }
 
@@ -206,20 +207,4 @@ func ParseDriverList(s string) ([]string, error) {
 		}
 	}
 	return parts, nil
-}
-
-func typeName(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "boolean"
-	case int, int64, uint64, float64:
-		return "number"
-	case map[string]any:
-		return "mapping"
-	case string:
-		return "string"
-	}
-	return fmt.Sprintf("%T", v)
 }

@@ -13,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
+	"github.com/seedkeeper/seedkeeper/internal/yamlx"
 )
 
 // Paths of cloud-init's system configuration.
@@ -105,6 +106,9 @@ var yamlLine = regexp.MustCompile(`line \d+`)
 // YAML mapping, or nothing. Errors say where, never quote the input.
 func parseCloudConfig(data []byte) (map[string]any, error) {
 	var n yaml.Node
+	if err := yamlx.Check(data); err != nil {
+		return nil, err
+	}
 	if err := yaml.Unmarshal(data, &n); err != nil {
 		if at := yamlLine.FindString(err.Error()); at != "" {
 			return nil, fmt.Errorf("not valid YAML (%s)", at)

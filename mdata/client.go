@@ -1,6 +1,7 @@
 package mdata
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -149,11 +150,26 @@ func (c *Client) Keys(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	var keys []string
-	for _, k := range strings.Split(string(v), "\n") {
-		if k != "" {
+	// Counted before anything is allocated for them: a list of empty
+	// lines costs nothing, and the keys share one string.
+	n := 0
+	for line := range bytes.Lines(v) {
+		if len(bytes.TrimSuffix(line, []byte("\n"))) > 0 {
+			n++
+		}
+	}
+	if n > maxKeys {
+		return nil, &OpError{"keys", "", fmt.Errorf("the host listed %d keys, more than the %d allowed", n, maxKeys)}
+	}
+	all := string(v)
+	keys := make([]string, 0, n)
+	for k := range strings.Lines(all) {
+		if k = strings.TrimSuffix(k, "\n"); k != "" {
 			keys = append(keys, k)
 		}
+	}
+	if len(keys) == 0 {
+		return nil, nil
 	}
 	return keys, nil
 }

@@ -539,7 +539,7 @@ func TestParseTransport(t *testing.T) {
 }
 
 func TestLineTooLongIsAnError(t *testing.T) {
-	s := &session{buf: bytes.Repeat([]byte("x"), maxLine), to: fastTimeouts}
+	s := &session{buf: bytes.Repeat([]byte("x"), maxLine+1), to: fastTimeouts}
 	if _, err := s.readLine(context.Background(), "GET", time.Second, false); err == nil {
 		t.Fatal("no error for an endless line")
 	}
@@ -563,7 +563,7 @@ func TestV1KeepsCR(t *testing.T) {
 // shared line it can be someone else's answer, so its payload never shows.
 func TestUnexpectedReplyHidesPayload(t *testing.T) {
 	secret := "SHVudGVyMjohU3VwZXJTZWNyZXRQYXNzd29yZA=="
-	e := &unexpectedError{"probe", []byte("V2 45 0123abcd 89abcdef SUCCESS " + secret)}
+	e := unexpected("probe", []byte("V2 45 0123abcd 89abcdef SUCCESS "+secret))
 	if strings.Contains(e.Error(), secret) || !strings.Contains(e.Error(), `"V2"`) {
 		t.Errorf("%q", e.Error())
 	}
@@ -575,7 +575,7 @@ func TestFindFrameTakesTheLastCandidate(t *testing.T) {
 	junk := bytes.Repeat([]byte("V2 25 b5a9ff01 abcdef12 SUCCESS dmFsdWU="), 50000) // bad CRC
 	line := append(junk, bytes.TrimSuffix(frameBytes("abcdef12", "SUCCESS", []byte("right")), []byte("\n"))...)
 	f, ok := findFrame(line, "abcdef12")
-	if !ok || string(f.Payload) != "right" {
+	if p, err := f.Payload(); !ok || err != nil || string(p) != "right" {
 		t.Fatalf("findFrame = %+v, %v", f, ok)
 	}
 	if _, ok := findFrame(junk, "abcdef12"); ok {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/seedkeeper/seedkeeper/mdata/internal/wire"
 )
@@ -15,7 +16,14 @@ import (
 // Limits that keep a misbehaving line from holding a session for ever or
 // using unbounded memory.
 const (
-	maxLine       = 64 << 20 // a 4 MiB value is a 5.6 MB base64 line
+	// maxValue bounds one value (and one KEYS list); maxLine is the V2
+	// line that carries it, base64 and header included. A longer line is
+	// refused as it arrives, before more of it is kept.
+	maxValue      = 16 << 20
+	maxLine       = (maxValue+2)/3*4 + 64
+	maxKeys       = 1 << 16 // keys in one KEYS answer
+	maxHostText   = 512     // bytes of a host's FAILURE message kept
+	keepBuffer    = 64 << 10
 	maxDrainTime  = 2 * time.Second
 	maxSkipFrames = 1000 // lines skipped while waiting for one answer
 	maxRestarts   = 4    // handshakes restarted in one session start
@@ -53,18 +61,20 @@ func status(line []byte) string { return string(bytes.TrimSuffix(line, []byte("\
 // protocol; the session is reset.
 type unexpectedError struct {
 	step string
-	line []byte
+	size int    // of the line
+	word string // its first word, at most 16 bytes
+}
+
+// unexpected describes line without keeping it: say what kind of line it
+// was, never its payload. On a shared line it can be someone else's answer
+// (a password, a key), and this text goes to logs and systemd's STATUS.
+func unexpected(step string, line []byte) *unexpectedError {
+	word, _, _ := bytes.Cut(line[:min(len(line), 17)], []byte(" "))
+	return &unexpectedError{step: step, size: len(line), word: string(word[:min(len(word), 16)])}
 }
 
 func (e *unexpectedError) Error() string {
-	// Say what kind of line it was, never its payload: on a shared line it
-	// can be someone else's answer (a password, a key), and this text goes
-	// to logs and systemd's STATUS.
-	word, _, _ := bytes.Cut(e.line, []byte(" "))
-	if len(word) > 16 {
-		word = word[:16]
-	}
-	return fmt.Sprintf("unexpected reply to %s: a %d-byte line starting %s", e.step, len(e.line), strconv.Quote(string(word)))
+	return fmt.Sprintf("unexpected reply to %s: a %d-byte line starting %s", e.step, e.size, strconv.Quote(e.word))
 }
 
 // timeoutError says which step the host did not answer.
@@ -81,6 +91,7 @@ func (e *timeoutError) Unwrap() error { return e.err }
 
 // run starts the session if needed and sends r.
 func (s *session) run(ctx context.Context, r request) ([]byte, error) {
+	defer s.trim()
 	if s.version == 0 {
 		if err := s.start(ctx); err != nil {
 			return nil, err
@@ -125,7 +136,7 @@ func (s *session) handshake(ctx context.Context) error {
 		return err
 	}
 	if status(line) != wire.InvalidCommand {
-		return &unexpectedError{"probe", line}
+		return unexpected("probe", line)
 	}
 	if err := s.write(ctx, []byte(wire.Negotiate+"\n")); err != nil {
 		return err
@@ -148,7 +159,7 @@ func (s *session) handshake(ctx context.Context) error {
 	case wire.CodeFailure:
 		s.version = 1
 	default:
-		return &unexpectedError{"NEGOTIATE", line}
+		return unexpected("NEGOTIATE", line)
 	}
 	return nil
 }
@@ -178,6 +189,17 @@ func (s *session) drain() error {
 			return fmt.Errorf("draining: the line kept sending data (%d bytes in %s)", total, time.Since(start).Round(time.Millisecond))
 		}
 	}
+}
+
+// trim lets go of a receive buffer that a large answer grew, keeping what
+// is still unread: a session that lives on (seedkeeper watch) does not hold
+// the largest line it ever saw.
+func (s *session) trim() {
+	if cap(s.buf) <= keepBuffer || len(s.buf)-s.off > keepBuffer {
+		return
+	}
+	s.buf = append(make([]byte, 0, keepBuffer), s.buf[s.off:]...)
+	s.off = 0
 }
 
 func (s *session) write(ctx context.Context, b []byte) error {
@@ -222,11 +244,13 @@ func (s *session) readLine(ctx context.Context, step string, wait time.Duration,
 			n := copy(s.buf, s.buf[s.off:])
 			s.buf, s.off = s.buf[:n], 0
 		}
-		if len(s.buf) >= maxLine {
+		if len(s.buf) > maxLine {
 			return nil, fmt.Errorf("reading %s: line longer than %d bytes", step, maxLine)
 		}
 		if cap(s.buf)-len(s.buf) < 4096 {
-			nb := make([]byte, len(s.buf), 2*cap(s.buf)+8192)
+			// Never beyond the longest line allowed (and its "\n"):
+			// the buffer, not the host, decides what is held.
+			nb := make([]byte, len(s.buf), min(2*cap(s.buf)+8192, maxLine+1))
 			copy(nb, s.buf)
 			s.buf = nb
 		}
@@ -323,14 +347,16 @@ func (s *session) sendV2(ctx context.Context, r request, timeout time.Duration, 
 		}
 		switch reply.Code {
 		case wire.CodeSuccess:
-			if reply.Payload == nil {
-				return []byte{}, nil
+			v, err := reply.Payload()
+			if err != nil {
+				// The CRC matched, so this is what the host sent.
+				return nil, fmt.Errorf("reading %s: the answer's payload is not base64", r.code)
 			}
-			return reply.Payload, nil
+			return v, nil
 		case wire.CodeNotFound:
 			return nil, ErrNotFound
 		default:
-			return nil, &HostError{Code: reply.Code, Message: string(reply.Payload)}
+			return nil, hostError(reply)
 		}
 	}
 	return nil, fmt.Errorf("%d lines without an answer to %s", maxSkipFrames, r.code)
@@ -340,16 +366,34 @@ func (s *session) sendV2(ctx context.Context, r request, timeout time.Duration, 
 // before it (a line that picked up garbage before the frame started). A
 // valid frame holds no "V2 " after its start (base64 has no space), so only
 // the last "V2 " can begin it: linear in the line, however hostile.
-func findFrame(line []byte, id string) (wire.Frame, bool) {
+func findFrame(line []byte, id string) (wire.Raw, bool) {
 	i := bytes.LastIndex(line, []byte("V2 "))
 	if i < 0 {
-		return wire.Frame{}, false
+		return wire.Raw{}, false
 	}
-	f, err := wire.ParseFrame(line[i:])
+	f, err := wire.ParseRaw(line[i:])
 	if err != nil || f.RequestID != id {
-		return wire.Frame{}, false
+		return wire.Raw{}, false
 	}
 	return f, true
+}
+
+// hostError keeps at most maxHostText bytes of the host's message, cut at
+// a character boundary, and says how much more there was: the host may
+// send megabytes, and the message goes into errors, logs and STATUS.
+func hostError(f wire.Raw) *HostError {
+	msg, total, err := f.PayloadPrefix(maxHostText + utf8.UTFMax)
+	if err != nil {
+		return &HostError{Code: f.Code, Message: "(a message that is not base64)"}
+	}
+	if total > maxHostText {
+		cut := maxHostText
+		for cut > 0 && !utf8.RuneStart(msg[cut]) {
+			cut--
+		}
+		return &HostError{Code: f.Code, Message: fmt.Sprintf("%s... (%d more bytes)", msg[:cut], total-cut)}
+	}
+	return &HostError{Code: f.Code, Message: string(msg)}
 }
 
 // execV1 sends a V1 GET or KEYS. V1 replies carry no request ID, so on a
@@ -391,8 +435,8 @@ func (s *session) execV1(ctx context.Context, r request) ([]byte, error) {
 			if body.Line(l) {
 				return body.Bytes(), nil
 			}
-			if total += len(l) + 1; total > maxLine {
-				return nil, fmt.Errorf("reading %s: a V1 value longer than %d bytes", r.code, maxLine)
+			if total += len(l) + 1; total > maxValue+1 {
+				return nil, fmt.Errorf("reading %s: a V1 value longer than %d bytes", r.code, maxValue)
 			}
 		}
 	case wire.CodeNotFound:
@@ -404,5 +448,5 @@ func (s *session) execV1(ctx context.Context, r request) ([]byte, error) {
 	}
 	// Without request IDs a line we cannot place may be left over from
 	// someone else's exchange: start again rather than guess.
-	return nil, &unexpectedError{r.code, line}
+	return nil, unexpected(r.code, line)
 }

@@ -36,6 +36,9 @@ func Parse(data []byte) (*Config, error) {
 		return nil, errors.New("empty network configuration")
 	}
 	var doc any
+	if err := yamlx.Check(data); err != nil {
+		return nil, fmt.Errorf("network configuration: %w", err)
+	}
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("network configuration is not YAML or JSON: %w", err)
 	}
@@ -54,12 +57,12 @@ func ParseValue(v any) (*Config, error) {
 	}
 	top, err := field{v: v}.mapping()
 	if err != nil {
-		return nil, &FieldError{Msg: fmt.Sprintf("network configuration must be a mapping, not %s", describe(v))}
+		return nil, &FieldError{Msg: fmt.Sprintf("network configuration must be a mapping, not %s", yamlx.Kind(v))}
 	}
 	if !top.has("version") && top.has("network") {
 		inner := top.m["network"]
 		if top, err = (field{v: inner}).mapping(); err != nil {
-			return nil, &FieldError{Path: "network", Msg: fmt.Sprintf("must be a mapping, not %s", describe(inner))}
+			return nil, &FieldError{Path: "network", Msg: fmt.Sprintf("must be a mapping, not %s", yamlx.Kind(inner))}
 		}
 	}
 	if s, ok := top.m["config"].(string); ok && s == "disabled" {

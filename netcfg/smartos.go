@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/seedkeeper/seedkeeper/internal/yamlx"
 )
 
 // FromSmartOS builds a configuration from the SmartOS metadata keys
@@ -226,6 +228,11 @@ func smartosNIC(nf field, seen map[string]string, gw4, gw6 *bool, n *notes) (Int
 func smartosArray(key string, data []byte) ([]field, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, nil
+	}
+	// JSON is YAML's flow style: the same count bounds what the JSON
+	// decoder would build.
+	if err := yamlx.Check(data); err != nil {
+		return nil, fmt.Errorf("%s: %w", key, err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/seedkeeper/seedkeeper/internal/yamlx"
 )
 
 // FieldError is an invalid value in a network configuration: Path names the
@@ -49,25 +51,6 @@ func (f field) key(k string) string {
 // present reports whether the value is neither missing nor null.
 func (f field) present() bool { return f.v != nil }
 
-// describe names the YAML type of v for "wrong type" errors.
-func describe(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return "a string"
-	case bool:
-		return "a boolean"
-	case int, int64, uint64, float64, json.Number:
-		return "a number"
-	case []any:
-		return "a list"
-	case map[string]any, map[any]any:
-		return "a mapping"
-	}
-	return fmt.Sprintf("a %T", v)
-}
-
 // mapping is a decoded YAML mapping with string keys.
 type mapping struct {
 	path string
@@ -85,7 +68,7 @@ func (f field) mapping() (mapping, error) {
 		}
 		return mapping{f.path, out}, nil
 	}
-	return mapping{}, f.errorf("must be a mapping, not %s", describe(f.v))
+	return mapping{}, f.errorf("must be a mapping, not %s", yamlx.Kind(f.v))
 }
 
 // get returns the field for key k (its value nil when absent).
@@ -126,7 +109,7 @@ func (f field) list() ([]field, error) {
 	}
 	l, ok := f.v.([]any)
 	if !ok {
-		return nil, f.errorf("must be a list, not %s", describe(f.v))
+		return nil, f.errorf("must be a list, not %s", yamlx.Kind(f.v))
 	}
 	out := make([]field, len(l))
 	for i, v := range l {
@@ -138,7 +121,7 @@ func (f field) list() ([]field, error) {
 func (f field) str() (string, error) {
 	s, ok := f.v.(string)
 	if !ok {
-		return "", f.errorf("must be a string, not %s", describe(f.v))
+		return "", f.errorf("must be a string, not %s", yamlx.Kind(f.v))
 	}
 	if err := CheckLine(s); err != nil {
 		return "", f.errorf("%v", err)
@@ -243,7 +226,7 @@ func (f field) integer() (int, error) {
 		}
 		return i, nil
 	default:
-		return 0, f.errorf("must be a number, not %s", describe(f.v))
+		return 0, f.errorf("must be a number, not %s", yamlx.Kind(f.v))
 	}
 	return 0, f.errorf("a number out of range")
 }
@@ -267,7 +250,7 @@ func (f field) boolean() (bool, error) {
 			return b == 1, nil
 		}
 	}
-	return false, f.errorf("must be true or false, not %s", describe(f.v))
+	return false, f.errorf("must be true or false, not %s", yamlx.Kind(f.v))
 }
 
 // scalar renders a scalar value as text, for parameters kept as strings.
@@ -282,7 +265,7 @@ func (f field) scalar() (string, error) {
 	case float64:
 		return strconv.FormatFloat(v, 'f', -1, 64), nil
 	}
-	return "", f.errorf("must be a string, number or boolean, not %s", describe(f.v))
+	return "", f.errorf("must be a string, number or boolean, not %s", yamlx.Kind(f.v))
 }
 
 func (f field) addr() (netip.Addr, error) {

@@ -380,7 +380,7 @@ func encode(n *yaml.Node) ([]byte, error) {
 // it when it renders the network.
 func UnwrapNetworkConfig(data []byte) ([]byte, error) {
 	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
+	if err := yamlx.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("network-config: %w", err)
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 {

@@ -1,12 +1,8 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/seedkeeper/seedkeeper/agent"
 )
@@ -34,7 +30,9 @@ Options:
                    plan, or off
 
 Exit status: 0 done, 1 no metadata source on this machine, 2 error,
-3 usage, 4 the network was applied only in part.
+3 usage, 4 the network was applied only in part, 128+N stopped by signal
+N (SIGINT, SIGTERM): every step checks for it, and every parse is bounded,
+so boot ends within a second of the signal.
 `
 
 func runBoot(args []string, stdout, stderr io.Writer) int {
@@ -51,9 +49,13 @@ func runBoot(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	e := newEnv(*root, *cfgPath, stderr)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, caught, stop := signalContext()
 	defer stop()
 	// Boot logs every failure itself; only the exit status is left.
 	_, err := agent.Boot(ctx, e, agent.BootOptions{Network: agent.NetworkMode(*netMode)})
+	if code, ok := caught(); ok {
+		fmt.Fprintln(stderr, "seedkeeper boot: stopped by a signal")
+		return code
+	}
 	return exitCode(err)
 }

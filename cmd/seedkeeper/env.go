@@ -1,12 +1,17 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"slices"
 	"strings"
+	"sync/atomic"
+	"syscall"
 
 	"github.com/coreos/go-systemd/v22/daemon"
 
@@ -99,4 +104,28 @@ func parseSubFlags(fs *flag.FlagSet, args []string, usage string, stdout, stderr
 		return exitUsage, false
 	}
 	return exitOK, true
+}
+
+// signalContext returns a context that SIGINT or SIGTERM cancels, and
+// caught, which reports the exit status the signal calls for: 128+N, as
+// a death by that signal would be reported. Every long-running command
+// ends this way on a signal, so a service manager sees one rule.
+func signalContext() (ctx context.Context, caught func() (code int, ok bool), stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	var got atomic.Int32
+	go func() {
+		if sig, ok := <-sigs; ok {
+			got.Store(int32(sig.(syscall.Signal)))
+			cancel()
+		}
+	}()
+	caught = func() (int, bool) {
+		if n := got.Load(); n != 0 {
+			return 128 + int(n), true
+		}
+		return 0, false
+	}
+	return ctx, caught, func() { signal.Stop(sigs); cancel() }
 }

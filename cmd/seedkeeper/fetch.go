@@ -16,6 +16,7 @@ import (
 
 	"github.com/seedkeeper/seedkeeper/agent"
 	"github.com/seedkeeper/seedkeeper/datasource"
+	"github.com/seedkeeper/seedkeeper/internal/bound"
 	"github.com/seedkeeper/seedkeeper/internal/safetext"
 )
 
@@ -26,6 +27,9 @@ Reads the metadata and prints it normalized, without writing anything.
 The source is detected as "seedkeeper boot" detects it, unless --source
 (` + strings.Join(datasource.Names(), ", ") + `) names one, or --seed gives a NoCloud
 seed directory or image file (ISO9660 or FAT) to read instead.
+
+--timeout bounds the whole read: 0 (the default) waits as long as it
+takes; otherwise 1ms to 24h, as a duration (30s) or a number of seconds.
 
 User-data, vendor-data, scripts and password-like meta-data keys are
 shown as "<redacted: N bytes, sha256 PREFIX>" unless --show-secrets.
@@ -48,9 +52,17 @@ func runFetch(args []string, stdout, stderr io.Writer) int {
 	seedPath := fs.String("seed", "", "")
 	asJSON := fs.Bool("json", false, "")
 	secrets := fs.Bool("show-secrets", false, "")
-	timeout := fs.Duration("timeout", 0, "")
+	timeoutFlag := fs.String("timeout", "0", "")
 	if code, ok := parseFlags(fs, args, fetchHelp, stdout, stderr); !ok {
 		return code
+	}
+	// Parsed here, not by the flag package, so that the range is the
+	// one every wait has and the message does not quote the value: a
+	// negative duration used to mean "wait for ever".
+	timeout, err := bound.ParseDurationOff("--timeout", *timeoutFlag, bound.MinTimeout, bound.MaxTimeout)
+	if err != nil {
+		fmt.Fprintf(stderr, "seedkeeper fetch: %v\n", err)
+		return exitUsage
 	}
 	if *source != "" && !datasource.ValidSource(*source) {
 		fmt.Fprintf(stderr, "seedkeeper fetch: --source %q: want one of %v\n", *source, datasource.Names())
@@ -63,16 +75,15 @@ func runFetch(args []string, stdout, stderr io.Writer) int {
 	e := newEnv(*root, *cfgPath, stderr)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if *timeout > 0 {
+	if timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, *timeout)
+		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
 	o := e.SourceOptions()
 	o.Mdata.Progress = func(msg string) { fmt.Fprintf(stderr, "seedkeeper fetch: %s\n", safetext.Escape(msg)) }
 	o.VMware.Redact = false // fetch writes nothing, guestinfo included
 	var md *datasource.Metadata
-	var err error
 	switch {
 	case *seedPath != "":
 		o.NoCloud.SeedPath = *seedPath

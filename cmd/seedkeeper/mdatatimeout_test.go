@@ -27,3 +27,29 @@ func TestMdataTimeoutOutOfRangeIsAUsageError(t *testing.T) {
 		}
 	}
 }
+
+// "seedkeeper fetch --timeout -1s" used to mean "wait for ever": a
+// negative timeout skipped the deadline. Every duration flag goes through
+// the one range check: 0 (the default) is "no limit", 1ms..24h a bound,
+// anything else a usage error that names the flag and the range and does
+// not quote the value.
+func TestFetchTimeoutOutOfRangeIsAUsageError(t *testing.T) {
+	root := t.TempDir()
+	for _, v := range []string{"-1s", "-1ns", "-0.5", "1ns", "999us", "24h0m1s", "25h", "1e300", "NaN", "Inf", "-Inf", "soon", "SECRETMARKER"} {
+		r := runInProcess("fetch", "--root", root, "--source", "nocloud", "--timeout", v)
+		if r.code != exitUsage || !strings.Contains(r.stderr, "seedkeeper fetch: --timeout: out of range (want ") || !strings.Contains(r.stderr, "0 (off) or between 1ms and 24h0m0s)") ||
+			strings.Contains(r.stderr, "SECRETMARKER") || r.stdout != "" {
+			t.Errorf("fetch --timeout %s: %+v", v, r)
+		}
+		if r := runInProcess("fetch", "--root", root, "--timeout="+v); r.code != exitUsage {
+			t.Errorf("fetch --timeout=%s: %+v", v, r)
+		}
+	}
+	// In range, the flag is taken and the read goes on: an empty root has
+	// no NoCloud seed, which is exit 1, not a usage error.
+	for _, v := range []string{"0", "0s", "1ms", "0.001", "24h", "86400", "30s"} {
+		if r := runInProcess("fetch", "--root", root, "--source", "nocloud", "--timeout", v); r.code != exitNoSource {
+			t.Errorf("fetch --timeout %s: %+v, want exit %d", v, r, exitNoSource)
+		}
+	}
+}

@@ -6,13 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"strconv"
 	"strings"
-	"sync/atomic"
-	"syscall"
 	"time"
 
+	"github.com/seedkeeper/seedkeeper/internal/bound"
 	"github.com/seedkeeper/seedkeeper/internal/safetext"
 	"github.com/seedkeeper/seedkeeper/mdata"
 )
@@ -98,7 +95,7 @@ func runMdataTool(tool, argv0 string, args []string, stdin io.Reader, stdout, st
 			}
 			d, err := parseTimeout(v)
 			if err != nil {
-				fmt.Fprintf(stderr, "%s: %v\n", prog, err)
+				fmt.Fprintf(stderr, "%s: invalid timeout: %v\n", prog, err)
 				return exitUsage
 			}
 			timeout = d
@@ -148,21 +145,11 @@ func runMdataTool(tool, argv0 string, args []string, stdin io.Reader, stdout, st
 
 	// A signal ends the wait like the reference tools' death by that
 	// signal would: exit 128+N, not the "try again" of a timeout.
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	var caught atomic.Value
-	go func() {
-		if sig, ok := <-sigs; ok {
-			caught.Store(sig)
-			cancel()
-		}
-	}()
+	ctx, caught, stop := signalContext()
+	defer stop()
 	defer func() {
-		if sig, ok := caught.Load().(syscall.Signal); ok {
-			code = 128 + int(sig)
+		if c, ok := caught(); ok {
+			code = c
 		}
 	}()
 	if timeout > 0 {
@@ -244,33 +231,13 @@ func reportMdataError(stderr io.Writer, tool, key string, err error) int {
 	return exitCode(err)
 }
 
-// Bounds of -t/--timeout. A value outside them is a usage error (exit 3,
-// before any I/O, as the reference tools treat a bad command line): below
-// a millisecond it rounds to nothing, and 1e-10 or 1e300 used to turn
-// silently into "no timeout".
-const (
-	minTimeout = time.Millisecond
-	maxTimeout = 24 * time.Hour
-)
-
-// parseTimeout reads a Go duration ("30s") or a number of seconds.
+// parseTimeout reads -t/--timeout: a Go duration ("30s") or a number of
+// seconds, between bound.MinTimeout and bound.MaxTimeout. A value outside
+// them is a usage error (exit 3, before any I/O, as the reference tools
+// treat a bad command line): below a millisecond it rounds to nothing,
+// and 1e-10 or 1e300 used to turn silently into "no timeout".
 func parseTimeout(s string) (time.Duration, error) {
-	bad := fmt.Errorf("invalid timeout %q: want a duration between %v and %v, such as 30s, or a number of seconds", s, minTimeout, maxTimeout)
-	var d time.Duration
-	if f, err := strconv.ParseFloat(s, 64); err == nil {
-		// NaN, Inf and anything out of range fail here, before the
-		// conversion to Duration could overflow.
-		if !(f*float64(time.Second) >= float64(minTimeout) && f*float64(time.Second) <= float64(maxTimeout)) {
-			return 0, bad
-		}
-		d = time.Duration(f * float64(time.Second))
-	} else if d, err = time.ParseDuration(s); err != nil {
-		return 0, bad
-	}
-	if d < minTimeout || d > maxTimeout {
-		return 0, bad
-	}
-	return d, nil
+	return bound.ParseDuration("-t/--timeout", s, bound.MinTimeout, bound.MaxTimeout)
 }
 
 // isTerminal reports whether r is a terminal (so there is nothing to read).

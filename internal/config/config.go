@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"math"
 	"regexp"
 	"slices"
 	"time"
@@ -19,7 +18,9 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/seedkeeper/seedkeeper/datasource"
+	"github.com/seedkeeper/seedkeeper/internal/bound"
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
+	"github.com/seedkeeper/seedkeeper/internal/yamlx"
 )
 
 // DefaultPath is where the configuration file lives.
@@ -131,6 +132,9 @@ func Load(path string) (*Config, error) {
 	}
 	n := Default()
 	n.Path = path
+	if err := yamlx.Check(b); err != nil {
+		return c, fmt.Errorf("%s: %w", path, err)
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(n); err != nil && !errors.Is(err, io.EOF) {
@@ -158,13 +162,11 @@ func (c *Config) validate() error {
 			return fmt.Errorf("events.network[%d]: unknown event (want one of %v)", i, KnownEvents)
 		}
 	}
-	if c.Boot.Wait < 0 {
-		return fmt.Errorf("boot.wait: must not be negative")
+	// Every number and duration goes through the one range check.
+	if err := bound.CheckOff("boot.wait", time.Duration(c.Boot.Wait), bound.MinTimeout, bound.MaxTimeout); err != nil {
+		return err
 	}
-	if c.Boot.DeviceWait < 0 || c.Boot.DeviceWait > Duration(10*time.Minute) {
-		return fmt.Errorf("boot.device_wait: must be between 0 and 10m")
-	}
-	return nil
+	return bound.Check("boot.device_wait", time.Duration(c.Boot.DeviceWait), 0, MaxDeviceWait)
 }
 
 // yamlExcerpt is how the YAML library quotes a value in a type error
@@ -185,26 +187,23 @@ func describeYAML(err error) error {
 	return &yaml.TypeError{Errors: msgs}
 }
 
+// MaxDeviceWait bounds boot.device_wait: the wait for late seed devices
+// is paid by every boot without a source.
+const MaxDeviceWait = 10 * time.Minute
+
 // Duration is a time.Duration written as "90s", "5m" or a number of seconds.
 type Duration time.Duration
 
-// UnmarshalYAML accepts a Go duration string or a number of seconds.
+// UnmarshalYAML accepts a Go duration string or a number of seconds. The
+// range of each key is checked by validate, in one place with the flags'.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	var secs float64
-	if err := n.Decode(&secs); err == nil {
-		if secs < 0 || secs > float64(math.MaxInt64/int64(time.Second)) || math.IsNaN(secs) {
-			return fmt.Errorf("line %d: %v seconds is out of range", n.Line, secs)
-		}
-		*d = Duration(secs * float64(time.Second))
-		return nil
-	}
 	var s string
-	if err := n.Decode(&s); err != nil {
+	if n.Kind != yaml.ScalarNode || n.Decode(&s) != nil {
 		return fmt.Errorf("line %d: want a duration such as 90s", n.Line)
 	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return fmt.Errorf("line %d: not a duration such as 90s", n.Line)
+	v, ok := bound.Duration(s)
+	if !ok {
+		return fmt.Errorf("line %d: not a duration such as 90s, or beyond what a duration holds", n.Line)
 	}
 	*d = Duration(v)
 	return nil

@@ -77,7 +77,7 @@ func TestLoadErrorsNameTheProblem(t *testing.T) {
 		"events: {network: [reboot]}\n":    "events.network[0]: unknown event",
 		"sources: [smartos, ec2]\n":        "sources[1]: unknown source",
 		"boot: {wait: soon}\n":             "line 1: not a duration",
-		"boot: {device_wait: 1h}\n":        "boot.device_wait: must be between 0 and 10m",
+		"boot: {device_wait: 1h}\n":        "boot.device_wait: out of range (want between 0s and 10m0s)",
 		"network: [\n":                     "yaml:",
 		"network: {owner: seedkeeper}\n\t": "yaml:",
 	} {
@@ -162,6 +162,45 @@ func TestLoadHostileCorpus(t *testing.T) {
 		}
 		if err != nil && strings.Contains(err.Error(), "SECRETMARKER") {
 			t.Errorf("Load(%s): error quotes the file: %v", p, err)
+		}
+	}
+}
+
+// Every duration key at its edges, through the one range check: the
+// message names the key and the range, never the value.
+func TestLoadDurationEdges(t *testing.T) {
+	for in, want := range map[string]string{
+		"boot: {wait: -1s}\n":              "boot.wait: out of range (want 0 (off) or between 1ms and 24h0m0s)",
+		"boot: {wait: -1}\n":               "boot.wait: out of range",
+		"boot: {wait: 999us}\n":            "boot.wait: out of range",
+		"boot: {wait: 1e-10}\n":            "boot.wait: out of range",
+		"boot: {wait: 24h0m0.001s}\n":      "boot.wait: out of range",
+		"boot: {wait: 86401}\n":            "boot.wait: out of range",
+		"boot: {wait: 1e300}\n":            "line 1: not a duration",
+		"boot: {wait: .nan}\n":             "line 1: not a duration",
+		"boot: {wait: [1s]}\n":             "line 1: want a duration",
+		"boot: {device_wait: -1ns}\n":      "boot.device_wait: out of range (want between 0s and 10m0s)",
+		"boot: {device_wait: 10m0.1s}\n":   "boot.device_wait: out of range",
+		"boot: {device_wait: 601}\n":       "boot.device_wait: out of range",
+		"boot: {wait: SECRETMARKER99}\n":   "line 1: not a duration",
+		"boot: {wait: 2562048h}\n":         "line 1: not a duration",
+		"boot: {device_wait: -1e400}\n":    "line 1: not a duration",
+		"boot: {wait: \"-9223372036s\"}\n": "boot.wait: out of range",
+	} {
+		_, err := Load(write(t, in))
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "SECRETMARKER") {
+			t.Errorf("Load(%q) = %v, want %q", in, err, want)
+		}
+	}
+	for in, want := range map[string][2]time.Duration{
+		"boot: {wait: 0}\n":                       {0, 60 * time.Second},
+		"boot: {wait: 1ms, device_wait: 0}\n":     {time.Millisecond, 0},
+		"boot: {wait: 24h, device_wait: 10m}\n":   {24 * time.Hour, 10 * time.Minute},
+		"boot: {wait: 86400, device_wait: 600}\n": {24 * time.Hour, 10 * time.Minute},
+	} {
+		c, err := Load(write(t, in))
+		if err != nil || time.Duration(c.Boot.Wait) != want[0] || time.Duration(c.Boot.DeviceWait) != want[1] {
+			t.Errorf("Load(%q) = %v, %v, %v; want %v", in, c.Boot.Wait, c.Boot.DeviceWait, err, want)
 		}
 	}
 }

@@ -240,6 +240,11 @@ func hostile(ctx context.Context, bin string, logf func(string, ...any)) (string
 		c.runStep(ctx, "boot", nil, bin, "boot", "--root", root, "--config", cfg)
 		cases = append(cases, c)
 	}
+	limits, err := limitCases(ctx, bin, newDir(), logf)
+	if err != nil {
+		return "", err
+	}
+	cases = append(cases, limits...)
 	if ctx.Err() != nil {
 		return "", ctx.Err()
 	}
@@ -309,7 +314,12 @@ make it: a NoCloud case runs ` + "`fetch --seed DIR`" + `, then ` + "`boot --roo
 with the seed in ROOT/var/lib/cloud/seed/nocloud, then boot again (reading the
 imported seed); a guestinfo case runs ` + "`fetch --root ROOT --source vmware`" + ` and
 boot through the stub vmware-rpctool of testdata/vmware; a config case runs
-` + "`boot --root ROOT --config FILE`" + ` beside a good seed. Peak RSS is the child's
+` + "`boot --root ROOT --config FILE`" + ` beside a good seed. The ` + "`limits/`" + ` cases are
+made by the harness: inputs at every limit SECURITY.md documents (a YAML or
+JSON document at 2 MiB and 65536 values, every seed file at 16 MiB in one
+seed, guestinfo values expanding to their limits, the SmartOS values of one
+read at their 16 MiB total over a unix socket), so the per-file limits are
+measured summed, in one process. Peak RSS is the child's
 ru_maxrss from wait4 (for the guestinfo cases that takes in the stub shell
 scripts seedkeeper waited for, which are smaller). Largest case first; a cell
 in bold reached the budget.

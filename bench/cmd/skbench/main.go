@@ -58,6 +58,18 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	// The helpers of "hostile" (limits.go), not for people.
+	if len(args) == 2 && (args[0] == "limits-gen" || args[0] == "mdata-host") {
+		f := limitsGen
+		if args[0] == "mdata-host" {
+			f = mdataHost
+		}
+		if err := f(args[1]); err != nil {
+			fmt.Fprintf(stderr, "skbench %s: %v\n", args[0], err)
+			return 2
+		}
+		return 0
+	}
 	if len(args) == 0 || (args[0] != "bench" && args[0] != "faults" && args[0] != "hostile") {
 		fmt.Fprint(stderr, usage)
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {

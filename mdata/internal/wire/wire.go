@@ -86,46 +86,110 @@ var (
 // ignored) as a V2 frame and checks its length and CRC. The request ID must
 // be eight hex digits and the code one upper-case word.
 func ParseFrame(line []byte) (Frame, error) {
+	r, err := ParseRaw(line)
+	if err != nil {
+		return Frame{}, err
+	}
+	f := Frame{RequestID: r.RequestID, Code: r.Code}
+	if r.Encoded != nil {
+		if f.Payload, err = r.Payload(); err != nil {
+			return Frame{}, err
+		}
+	}
+	return f, nil
+}
+
+// Raw is a checked V2 frame whose payload is still base64: the caller
+// decides, from the code, how much of it to decode (all of a value, a
+// bounded prefix of a FAILURE message).
+type Raw struct {
+	RequestID string
+	Code      string
+	// Encoded is the base64 payload, a slice of the line; nil when the
+	// frame carries none.
+	Encoded []byte
+}
+
+// ParseRaw is ParseFrame without the payload's decoding. It allocates
+// nothing in proportion to the line: the fields are counted before they
+// are cut (a line of a million spaces is one comparison, not a million
+// slices).
+func ParseRaw(line []byte) (Raw, error) {
 	line = bytes.TrimSuffix(line, []byte("\r"))
 	rest, ok := bytes.CutPrefix(line, []byte("V2 "))
 	if !ok {
-		return Frame{}, ErrNotFrame
+		return Raw{}, ErrNotFrame
 	}
 	lenField, rest, ok := bytes.Cut(rest, []byte(" "))
 	if !ok || !isDecimal(lenField) {
-		return Frame{}, ErrNotFrame
+		return Raw{}, ErrNotFrame
 	}
 	crcField, body, ok := bytes.Cut(rest, []byte(" "))
 	if !ok || len(crcField) != 8 {
-		return Frame{}, ErrNotFrame
+		return Raw{}, ErrNotFrame
 	}
 	n, err := strconv.Atoi(string(lenField))
 	if err != nil || n != len(body) || n == 0 {
-		return Frame{}, ErrLength
+		return Raw{}, ErrLength
 	}
 	want, err := strconv.ParseUint(string(crcField), 16, 32)
 	if err != nil {
-		return Frame{}, ErrNotFrame
+		return Raw{}, ErrNotFrame
 	}
 	if uint32(want) != crc32.ChecksumIEEE(body) {
-		return Frame{}, ErrCRC
+		return Raw{}, ErrCRC
 	}
-	fields := bytes.Split(body, []byte(" "))
-	if len(fields) < 2 || len(fields) > 3 || !IsRequestID(fields[0]) || !isCode(fields[1]) {
-		return Frame{}, ErrBadBody
+	if c := bytes.Count(body, []byte(" ")); c < 1 || c > 2 {
+		return Raw{}, ErrBadBody
 	}
-	f := Frame{RequestID: string(fields[0]), Code: string(fields[1])}
-	if len(fields) == 3 {
-		if len(fields[2]) == 0 {
-			return Frame{}, ErrBadBody
+	id, rest, _ := bytes.Cut(body, []byte(" "))
+	code, payload, hasPayload := bytes.Cut(rest, []byte(" "))
+	if !IsRequestID(id) || !isCode(code) {
+		return Raw{}, ErrBadBody
+	}
+	r := Raw{RequestID: string(id), Code: string(code)}
+	if hasPayload {
+		if len(payload) == 0 {
+			return Raw{}, ErrBadBody
 		}
-		p, err := base64.StdEncoding.Strict().DecodeString(string(fields[2]))
-		if err != nil {
-			return Frame{}, ErrBadPayload
-		}
-		f.Payload = p
+		r.Encoded = payload
 	}
-	return f, nil
+	return r, nil
+}
+
+var strict = base64.StdEncoding.Strict()
+
+// Payload decodes the whole payload (an empty slice when there is none).
+func (r Raw) Payload() ([]byte, error) {
+	p := make([]byte, strict.DecodedLen(len(r.Encoded)))
+	n, err := strict.Decode(p, r.Encoded)
+	if err != nil {
+		return nil, ErrBadPayload
+	}
+	return p[:n], nil
+}
+
+// PayloadPrefix decodes at most limit bytes of the payload and returns
+// them with the length of the whole decoded payload (counted, not
+// decoded). Only the prefix is checked as base64.
+func (r Raw) PayloadPrefix(limit int) (p []byte, total int, err error) {
+	enc := r.Encoded
+	if len(enc)%4 != 0 {
+		return nil, 0, ErrBadPayload
+	}
+	total = len(enc) / 4 * 3
+	for i := len(enc) - 1; i >= 0 && i >= len(enc)-2 && enc[i] == '='; i-- {
+		total--
+	}
+	if n := (limit + 2) / 3 * 4; n < len(enc) {
+		enc = enc[:n]
+	}
+	p = make([]byte, strict.DecodedLen(len(enc)))
+	n, err := strict.Decode(p, enc)
+	if err != nil {
+		return nil, 0, ErrBadPayload
+	}
+	return p[:min(n, limit)], total, nil
 }
 
 func isDecimal(b []byte) bool {
@@ -153,8 +217,12 @@ func IsRequestID(b []byte) bool {
 	return true
 }
 
+// maxCode bounds a code: the protocol's longest is eight letters, and a
+// code is kept in errors.
+const maxCode = 32
+
 func isCode(b []byte) bool {
-	if len(b) == 0 {
+	if len(b) == 0 || len(b) > maxCode {
 		return false
 	}
 	for _, c := range b {

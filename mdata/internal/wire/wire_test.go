@@ -221,3 +221,45 @@ func FuzzV1Body(f *testing.F) {
 		}
 	})
 }
+
+// A prefix of the payload is the start of the whole one, and the length
+// counted without decoding is the decoded length.
+func FuzzPayloadPrefix(f *testing.F) {
+	f.Add([]byte("hello"), 3)
+	f.Add([]byte(""), 0)
+	f.Add([]byte("ab"), 1)
+	f.Add(bytes.Repeat([]byte{0xff}, 100), 50)
+	f.Fuzz(func(t *testing.T, payload []byte, limit int) {
+		if limit < 0 || limit > 1<<16 {
+			return
+		}
+		line := Frame{RequestID: "0000beef", Code: CodeFailure, Payload: payload}.Append(nil)
+		r, err := ParseRaw(bytes.TrimSuffix(line, []byte("\n")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(payload) == 0 {
+			if r.Encoded != nil {
+				t.Fatalf("an empty payload came back as %q", r.Encoded)
+			}
+			return
+		}
+		p, total, err := r.PayloadPrefix(limit)
+		if err != nil || total != len(payload) || !bytes.Equal(p, payload[:min(limit, len(payload))]) {
+			t.Fatalf("PayloadPrefix(%d) = %q, %d, %v; payload %q", limit, p, total, err, payload)
+		}
+	})
+}
+
+// Spaces are counted before the body is cut: a body of more than three
+// fields is refused however many spaces it has.
+func TestParseRawCountsFieldsFirst(t *testing.T) {
+	for _, body := range []string{"0000beef SUCCESS a b", "0000beef SUCCESS  ", "0000beef  SUCCESS", "0000beef", "0000beef SUCCESS " + strings.Repeat(" ", 1<<20)} {
+		line := []byte("V2 " + strconv.Itoa(len(body)) + " ")
+		line = AppendCRC(line, []byte(body))
+		line = append(append(line, ' '), body...)
+		if _, err := ParseRaw(line); err != ErrBadBody {
+			t.Errorf("body of %d bytes: %v, want ErrBadBody", len(body), err)
+		}
+	}
+}

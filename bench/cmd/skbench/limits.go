@@ -1,0 +1,239 @@
+package main
+
+// The corpus at every documented limit: inputs as large as SECURITY.md's
+// limits table lets them be, made here rather than committed (they are
+// tens of MiB), and the per-file limits summed in one boot (every seed
+// file at its limit at once), measured like the committed corpus.
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/seedkeeper/seedkeeper/internal/seedimage"
+	"github.com/seedkeeper/seedkeeper/internal/yamlx"
+	"github.com/seedkeeper/seedkeeper/mdata/mdatatest"
+)
+
+// atLimitYAML is a YAML document just under both yamlx.MaxDocument and
+// yamlx.MaxNodes: lines of a list, each a value and its "-". head comes
+// first (it must be a mapping whose last key takes the list).
+func atLimitYAML(head string) string {
+	const line = 67 // "  - " + 62 letters + "\n"
+	n := min((yamlx.MaxDocument-len(head)-64)/line, yamlx.MaxNodes/2-64)
+	return head + strings.Repeat("  - "+strings.Repeat("a", line-5)+"\n", n)
+}
+
+// atLimitJSON is a JSON array just under the same two limits.
+func atLimitJSON() string {
+	const item = 66 // `"` + 63 letters + `",`
+	n := min((yamlx.MaxDocument-64)/item, yamlx.MaxNodes/2-64)
+	return "[" + strings.Repeat(`"`+strings.Repeat("a", item-3)+`",`, n-1) + `"a"]`
+}
+
+func gzb64(s string) string {
+	var b bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&b, gzip.BestCompression)
+	zw.Write([]byte(s))
+	zw.Close()
+	return base64.StdEncoding.EncodeToString(b.Bytes())
+}
+
+// filler is n bytes of a cloud-config comment: user-data at its limit.
+func filler(n int) string {
+	head := "#cloud-config\n"
+	return head + strings.Repeat("#"+strings.Repeat("x", 62)+"\n", (n-len(head))/64)
+}
+
+const limitNetwork = "version: 2\nethernets:\n  e0: {match: {macaddress: '52:54:00:12:34:56'}, dhcp4: true}\nx:\n"
+
+// The cases at the limits. Their files are made, and the SmartOS host
+// serves its values, in helper processes (skbench limits-gen, skbench
+// mdata-host): Linux starts a child's peak RSS at its parent's, so the
+// process that starts seedkeeper never holds tens of MiB itself.
+type limitCase struct {
+	name string
+	kind string // nocloud, guestinfo
+	// files are made only in the helper (the parent must stay small).
+	files func() map[string]string
+}
+
+func limitCaseList() []limitCase {
+	seedMax := int(seedimage.MaxFileSize)
+	meta := func() string { return atLimitYAML("instance-id: iid-limits\nlist:\n") }
+	return []limitCase{
+		{"limits/nocloud: every file at its limit", "nocloud", func() map[string]string {
+			return map[string]string{
+				"meta-data": meta(), "network-config": atLimitYAML(limitNetwork),
+				"user-data": filler(seedMax), "vendor-data": filler(seedMax),
+			}
+		}},
+		{"limits/nocloud: meta-data at the document limits", "nocloud", func() map[string]string {
+			return map[string]string{"meta-data": meta(), "user-data": "#cloud-config\n"}
+		}},
+		{"limits/nocloud: network-config at the document limits", "nocloud", func() map[string]string {
+			return map[string]string{
+				"meta-data": "instance-id: iid-limits\n", "network-config": atLimitYAML(limitNetwork), "user-data": "#cloud-config\n",
+			}
+		}},
+		{"limits/nocloud: meta-data one value past the limit", "nocloud", func() map[string]string {
+			return map[string]string{
+				"meta-data": meta() + strings.Repeat("  - a\n", 200), "user-data": "#cloud-config\n",
+			}
+		}},
+		{"limits/guestinfo: every value at its limit", "guestinfo", func() map[string]string {
+			return map[string]string{
+				"metadata": gzb64(meta()), "metadata.encoding": "gzip+base64",
+				"userdata": gzb64(filler(seedMax)), "userdata.encoding": "gzip+base64",
+				"vendordata": gzb64(filler(seedMax)), "vendordata.encoding": "gzip+base64",
+			}
+		}},
+		{"limits/guestinfo: an 11 KB gzip metadata", "guestinfo", func() map[string]string {
+			return map[string]string{
+				"metadata": gzb64("[" + strings.Repeat("a,", 8<<20) + "a]"), "metadata.encoding": "gzip+base64",
+			}
+		}},
+	}
+}
+
+// smartosLimitValues are the SmartOS values of one read at their total
+// (MaxSmartOSTotal, 16 MiB): user-data near the line limit, sdc:nics at
+// the document limits.
+func smartosLimitValues() map[string]string {
+	nics := atLimitJSON()
+	return map[string]string{"sdc:nics": nics, "user-data": filler(16<<20 - len(nics) - 4096)}
+}
+
+// limitsGen makes the scratch roots of every case under dir: dir/N/seed
+// and dir/N/root for a NoCloud case, dir/N/{bin,guestinfo,root} for a
+// guestinfo case, dir/smartos/root.
+func limitsGen(dir string) error {
+	for i, lc := range limitCaseList() {
+		base := filepath.Join(dir, fmt.Sprint(i))
+		switch lc.kind {
+		case "nocloud":
+			root := filepath.Join(base, "root")
+			if err := hostileRoot(root); err != nil {
+				return err
+			}
+			for n, data := range lc.files() {
+				for _, p := range []string{filepath.Join(base, "seed", n), filepath.Join(root, "var/lib/cloud/seed/nocloud", n)} {
+					if err := writeFileMode(p, data, 0o600); err != nil {
+						return err
+					}
+				}
+			}
+		case "guestinfo":
+			if _, _, err := guestinfoRoot(base, lc.files()); err != nil {
+				return err
+			}
+		}
+	}
+	return dmiRoot(filepath.Join(dir, "smartos", "root"), "SmartDC HVM", "Joyent", "4A1B2C3D-0000-1111-2222-333344445555")
+}
+
+// mdataHost serves the simulated host with smartosLimitValues on the unix
+// socket sock until it is killed.
+func mdataHost(sock string) error {
+	st := mdatatest.Default()
+	for k, v := range smartosLimitValues() {
+		st.SetString(k, v)
+	}
+	h := mdatatest.NewHost(st)
+	if _, err := h.ListenUnix(sock + ".tmp"); err != nil {
+		return err
+	}
+	// Renamed once listening: the parent waits for the name.
+	if err := os.Rename(sock+".tmp", sock); err != nil {
+		return err
+	}
+	select {}
+}
+
+// limitCases runs the cases at the limits in a scratch directory.
+func limitCases(ctx context.Context, bin, dir string, logf func(string, ...any)) ([]*hostileCase, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	logf("hostile: making the corpus at the limits")
+	if out, err := exec.CommandContext(ctx, self, "limits-gen", dir).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("skbench limits-gen: %v: %s", err, out)
+	}
+	var cases []*hostileCase
+	for i, lc := range limitCaseList() {
+		c := &hostileCase{name: lc.name}
+		logf("hostile: %s", c.name)
+		base := filepath.Join(dir, fmt.Sprint(i))
+		root := filepath.Join(base, "root")
+		switch lc.kind {
+		case "nocloud":
+			c.runStep(ctx, "fetch", nil, bin, "fetch", "--seed", filepath.Join(base, "seed"))
+			c.runStep(ctx, "boot", nil, bin, "boot", "--root", root, "--network", "plan")
+			c.runStep(ctx, "second boot", nil, bin, "boot", "--root", root, "--network", "plan")
+		case "guestinfo":
+			env := []string{"PATH=" + filepath.Join(base, "bin") + ":/usr/bin:/bin", "GUESTINFO_DIR=" + filepath.Join(base, "guestinfo")}
+			c.runStep(ctx, "fetch", env, bin, "fetch", "--root", root, "--source", "vmware")
+			c.runStep(ctx, "boot", env, bin, "boot", "--root", root, "--network", "plan")
+		}
+		cases = append(cases, c)
+	}
+
+	c := &hostileCase{name: "limits/smartos: the values of one read at their total"}
+	logf("hostile: %s", c.name)
+	sock := filepath.Join(dir, "mdata.sock")
+	host := exec.CommandContext(ctx, self, "mdata-host", sock)
+	host.Stderr = os.Stderr
+	if err := host.Start(); err != nil {
+		return nil, err
+	}
+	defer func() { host.Process.Kill(); host.Wait() }()
+	for {
+		if _, err := os.Stat(sock); err == nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	root := filepath.Join(dir, "smartos", "root")
+	env := []string{"SEEDKEEPER_MDATA=unix:" + sock}
+	c.runStep(ctx, "fetch", env, bin, "fetch", "--root", root, "--source", "smartos")
+	c.runStep(ctx, "boot", env, bin, "boot", "--root", root, "--network", "plan")
+	c.runStep(ctx, "second boot", env, bin, "boot", "--root", root, "--network", "plan")
+	return append(cases, c), ctx.Err()
+}
+
+// guestinfoRoot makes a VMware scratch root whose stub vmware-rpctool
+// answers with files (the guestinfo keys without "guestinfo.").
+func guestinfoRoot(base string, files map[string]string) (env []string, root string, err error) {
+	stub, gi := filepath.Join(base, "bin"), filepath.Join(base, "guestinfo")
+	for _, f := range []string{"vmware-rpctool", "vmtoolsd", "guestinfo-stub.sh"} {
+		b, err := os.ReadFile(filepath.Join("testdata/vmware", f))
+		if err != nil {
+			return nil, "", err
+		}
+		if err := writeFileMode(filepath.Join(stub, f), string(b), 0o755); err != nil {
+			return nil, "", err
+		}
+	}
+	for k, v := range files {
+		if err := writeFileMode(filepath.Join(gi, "guestinfo."+k), v, 0o600); err != nil {
+			return nil, "", err
+		}
+	}
+	root = filepath.Join(base, "root")
+	if err := dmiRoot(root, "VMware7,1", "VMware, Inc.", "4213ABCD-1234-5678-9ABC-DEF012345678"); err != nil {
+		return nil, "", err
+	}
+	return []string{"PATH=" + stub + ":/usr/bin:/bin", "GUESTINFO_DIR=" + gi}, root, nil
+}

@@ -1,0 +1,144 @@
+package mdata
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/seedkeeper/seedkeeper/mdata/internal/wire"
+)
+
+// rawFrame is a V2 line around any body, with the right length and CRC:
+// what a hostile host can send as easily as an honest one.
+func rawFrame(body []byte) string {
+	b := []byte("V2 " + strconv.Itoa(len(body)) + " ")
+	b = wire.AppendCRC(b, body)
+	b = append(b, ' ')
+	b = append(b, body...)
+	return string(append(b, '\n'))
+}
+
+// allocated returns the bytes allocated (by every goroutine, the script
+// host's included) while f runs. It counts allocations, not time.
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+const hostileLine = 8 << 20
+
+// One 8 MiB line from the host cost the client 225 MiB: the frame was
+// split at every space before its fields were counted (a slice header per
+// space). The fields are counted first now, so the cost of any line is a
+// small multiple of its length: the receive buffer as it grows, and the
+// script host's own copy of what it sends (about 5 times the line in all,
+// 40 MiB here; it was 225 MiB).
+func TestHostileFrameCostsLittleMoreThanItsLength(t *testing.T) {
+	fixedIDs(t, "0000beef")
+	spaces := rawFrame(append([]byte("0000beef SUCCESS"), bytes.Repeat([]byte(" "), hostileLine)...))
+	good := string(frameBytes("0000beef", "SUCCESS", []byte("v")))
+	c, _ := newScripted(t, script(step{expect: "*", reply: spaces + good}))
+	var v []byte
+	var err error
+	n := allocated(func() { v, err = c.Get(context.Background(), "k") })
+	if err != nil || string(v) != "v" {
+		t.Fatalf("Get = %q, %v; want the frame after the hostile one", v, err)
+	}
+	if n > 6*hostileLine {
+		t.Errorf("an %d-byte line cost %d bytes (%.1f times its length), want at most 6 times", hostileLine, n, float64(n)/hostileLine)
+	}
+	t.Logf("an %d MiB line: %.1f MiB allocated", hostileLine>>20, float64(n)/(1<<20))
+}
+
+// KEYS: 8 MiB of empty lines used to become 8 million strings (190 MiB).
+// Keys are counted before anything is allocated for them; more than
+// maxKeys is an error, not a list.
+func TestHostileKeysAreCountedFirst(t *testing.T) {
+	fixedIDs(t, "0000beef", "0000bef0")
+	empty := string(frameBytes("0000beef", "SUCCESS", bytes.Repeat([]byte("\n"), hostileLine)))
+	many := string(frameBytes("0000bef0", "SUCCESS", bytes.Repeat([]byte("k\n"), maxKeys+1)))
+	c, _ := newScripted(t, script(step{expect: "*", reply: empty}, step{expect: "*", reply: many}))
+	var keys []string
+	var err error
+	n := allocated(func() { keys, err = c.Keys(context.Background()) })
+	if err != nil || len(keys) != 0 {
+		t.Fatalf("Keys = %d keys, %v; want none", len(keys), err)
+	}
+	// The line (11 MiB of base64) grows the buffer, the value is decoded
+	// once and copied once into the string the keys share.
+	if n > 8*hostileLine {
+		t.Errorf("KEYS of %d empty lines cost %d bytes (%.1f times), want at most 8 times", hostileLine, n, float64(n)/hostileLine)
+	}
+	t.Logf("KEYS of 8 Mi empty lines: %.1f MiB allocated", float64(n)/(1<<20))
+	keys, err = c.Keys(context.Background())
+	var op *OpError
+	if err == nil || !errors.As(err, &op) || !strings.Contains(err.Error(), "more than the 65536 allowed") {
+		t.Fatalf("Keys of %d keys = %d, %v; want an error", maxKeys+1, len(keys), err)
+	}
+}
+
+// A FAILURE message is the host's text: it is cut to maxHostText bytes as
+// it is decoded, never kept whole, and the error says how much was left.
+func TestHostFailureTextIsTruncatedWhereItEnters(t *testing.T) {
+	fixedIDs(t, "0000beef", "0000bef0")
+	long := bytes.Repeat([]byte("é"), hostileLine/2) // two bytes each: the cut must not split one
+	c, _ := newScripted(t, script(
+		step{expect: "*", reply: string(frameBytes("0000beef", "FAILURE", long))},
+		step{expect: "*", reply: string(frameBytes("0000bef0", "FAILURE", []byte("short")))},
+	))
+	var err error
+	n := allocated(func() { _, err = c.Get(context.Background(), "k") })
+	var he *HostError
+	if !errors.As(err, &he) || he.Code != "FAILURE" {
+		t.Fatalf("Get = %v, want a HostError", err)
+	}
+	if len(he.Message) > maxHostText+40 || !strings.HasSuffix(he.Message, "... (8388096 more bytes)") || !strings.HasPrefix(he.Message, "éé") {
+		t.Errorf("message of %d bytes: ...%q", len(he.Message), he.Message[max(0, len(he.Message)-40):])
+	}
+	if strings.ContainsRune(he.Message, '\uFFFD') {
+		t.Error("the cut split a character")
+	}
+	// The line buffer and the host's copy; never the decoded message.
+	if line := uint64(4 * hostileLine / 3); n > 6*line {
+		t.Errorf("a FAILURE line of %d bytes cost %d bytes (%.1f times its length), want at most 6 times", line, n, float64(n)/float64(line))
+	}
+	if _, err := c.Get(context.Background(), "k"); !errors.As(err, &he) || he.Message != "short" {
+		t.Errorf("short FAILURE = %v", err)
+	}
+}
+
+// The longest value allowed comes through; one byte more is refused as
+// the line arrives, and a code the protocol does not have is not kept
+// whole either.
+func TestLineLimitIsTheValueLimit(t *testing.T) {
+	fixedIDs(t, "0000beef", "0000bef0")
+	value := bytes.Repeat([]byte{0xa5}, maxValue)
+	ok := frameBytes("0000beef", "SUCCESS", value)
+	if len(ok) > maxLine+1 {
+		t.Fatalf("a %d-byte value makes a %d-byte line, more than maxLine %d", maxValue, len(ok), maxLine)
+	}
+	c, _ := newScripted(t, script(step{expect: "*", reply: string(ok)}))
+	v, err := c.Get(context.Background(), "k")
+	if err != nil || !bytes.Equal(v, value) {
+		t.Fatalf("Get of a %d-byte value: %d bytes, %v", maxValue, len(v), err)
+	}
+	if cap(c.sess.buf) > keepBuffer {
+		t.Errorf("the session keeps a %d-byte buffer after the answer", cap(c.sess.buf))
+	}
+
+	s := &session{buf: bytes.Repeat([]byte("x"), maxLine+1), to: fastTimeouts}
+	if _, err := s.readLine(context.Background(), "GET", fastTimeouts.Read, false); err == nil || !strings.Contains(err.Error(), "line longer than") {
+		t.Errorf("a line of maxLine+1 bytes: %v", err)
+	}
+	if _, err := wire.ParseRaw([]byte(strings.TrimSuffix(rawFrame([]byte("0000beef "+strings.Repeat("A", 33))), "\n"))); err == nil {
+		t.Error("a 33-letter code was taken")
+	}
+}
