@@ -77,7 +77,7 @@ func writeMarker(root sysroot.Root, mk *marker) error {
 // Owned reports whether the seed directory under root is seedkeeper's
 // output (it holds the marker). The NoCloud reader must then not read it.
 func Owned(root sysroot.Root) (bool, error) {
-	_, err := os.Lstat(markerPath(root))
+	_, err := fsutil.StatIn(string(root), Dir+"/"+MarkerName, false)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}

@@ -226,7 +226,7 @@ func ResolveIn(root, p string, followLast bool) (string, error) {
 func splitLast(p string) (dir, base string) {
 	p = strings.TrimRight(p, "/")
 	i := strings.LastIndex(p, "/")
-	dir, base = p[:i+1], p[i+1:]
+	dir, base = p[:i], p[i+1:]
 	if base == "." || base == ".." {
 		return p, ""
 	}
