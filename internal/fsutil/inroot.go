@@ -225,6 +225,9 @@ func ResolveIn(root, p string, followLast bool) (string, error) {
 // name a directory whatever the links).
 func splitLast(p string) (dir, base string) {
 	p = strings.TrimRight(p, "/")
+	if p == "" {
+		return "/", ""
+	}
 	i := strings.LastIndex(p, "/")
 	dir, base = p[:i], p[i+1:]
 	if base == "." || base == ".." {

@@ -259,6 +259,11 @@ func TestResolveIn(t *testing.T) {
 	if got, err := ResolveIn(root, "/deep/../absin", false); err != nil || got != "/srv/absin" {
 		t.Errorf("ResolveIn(last not followed) = %q, %v", got, err)
 	}
+	for _, p := range []string{"/", "//", "/.", "/.."} {
+		if got, err := ResolveIn(root, p, false); err != nil || got != "/" {
+			t.Errorf("ResolveIn(%q, last not followed) = %q, %v; want /", p, got, err)
+		}
+	}
 	if got, err := ResolveIn(root, "/deep/..", false); err != nil || got != "/srv" {
 		t.Errorf("ResolveIn(/deep/.., last not followed) = %q, %v; want /srv", got, err)
 	}
@@ -280,6 +285,11 @@ func FuzzOpenIn(f *testing.F) {
 	f.Fuzz(func(t *testing.T, p string) {
 		if strings.ContainsRune(p, 0) {
 			return
+		}
+		for _, follow := range []bool{false, true} {
+			if sys, err := ResolveIn(root, "/"+p, follow); err == nil && !strings.HasPrefix(sys, "/") {
+				t.Fatalf("ResolveIn(%q, %v) = %q, not a system path", p, follow, sys)
+			}
 		}
 		var ids []string
 		for _, w := range walks {
