@@ -116,9 +116,12 @@ func ReadFileInNoFollow(ctx context.Context, root, p string, limit int64) ([]byt
 }
 
 func readIn(ctx context.Context, root, p string, want Kinds, limit int64) ([]byte, error) {
-	f, err := OpenIn(root, p, want)
+	if !strings.HasPrefix(p, "/") {
+		return nil, &fs.PathError{Op: "reading", Path: p, Err: errors.New("not an absolute path")}
+	}
+	f, err := openIn(root, p, want)
 	if err != nil {
-		return nil, err
+		return nil, inRootErr("reading", p, want, err)
 	}
 	defer f.Close()
 	return readAll(ctx, f, p, limit)
@@ -245,7 +248,7 @@ func inRootErr(op, p string, want Kinds, err error) error {
 	var ke *kindError
 	switch {
 	case errors.As(err, &ke):
-		if want&^NoFollow == 0 {
+		if k := want &^ NoFollow; k == 0 || k == Regular {
 			return fmt.Errorf("%s %s: %w (%s)", op, p, ErrNotRegular, Kind(ke.mode))
 		}
 		return fmt.Errorf("%s %s: %w (%s, want %s)", op, p, ErrNotRegular, Kind(ke.mode), want&^NoFollow)

@@ -21,6 +21,9 @@ import (
 // seccomp filter that refuses it): the portable walk is used from then on.
 var noOpenat2 atomic.Bool
 
+// probed is set once openat2 answered.
+var probed atomic.Bool
+
 // resolveFlags are the openat2 lookup rules for root: confined to it and
 // on its own mount for an image, only no magic links (/proc/self/fd/...)
 // on the machine itself.
@@ -80,11 +83,16 @@ func withRoot(root string, fn func(rfd int) error) (ok bool, err error) {
 	}
 	defer unix.Close(rfd)
 	// Probe once: ENOSYS (or EPERM from a seccomp filter) means no openat2.
-	if fd, err := openat2(rfd, ".", unix.O_PATH, 0); err == unix.ENOSYS || err == unix.EPERM {
-		noOpenat2.Store(true)
-		return false, nil
-	} else if err == nil {
-		unix.Close(fd)
+	if !probed.Load() {
+		fd, err := openat2(rfd, ".", unix.O_PATH, 0)
+		if err == unix.ENOSYS || err == unix.EPERM {
+			noOpenat2.Store(true)
+			return false, nil
+		}
+		if err == nil {
+			unix.Close(fd)
+			probed.Store(true)
+		}
 	}
 	return true, fn(rfd)
 }
