@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
@@ -93,7 +92,7 @@ func Owned(root sysroot.Root) (bool, error) {
 // and Dir itself when seedkeeper has not written there yet. The result is
 // a system path.
 func SourceDir(root sysroot.Root) (string, error) {
-	fi, err := os.Lstat(root.Path(ImportDir))
+	fi, err := fsutil.StatIn(string(root), ImportDir, false)
 	switch {
 	case err == nil && fi.IsDir():
 		return ImportDir, nil
