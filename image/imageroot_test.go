@@ -7,10 +7,10 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/seedkeeper/seedkeeper/identity"
 	"github.com/seedkeeper/seedkeeper/internal/config"
+	"github.com/seedkeeper/seedkeeper/internal/nohang"
 	"github.com/seedkeeper/seedkeeper/internal/paths"
 	"github.com/seedkeeper/seedkeeper/netcfg"
 	"github.com/seedkeeper/seedkeeper/seed"
@@ -36,20 +36,6 @@ var touchedPaths = []string{
 	netcfg.IfupdownInterfaces, "/etc/network/interfaces.d/" + netcfg.IfupdownFile,
 	seed.Dir + "/" + seed.MarkerName, seed.Dir + "/meta-data",
 	paths.CloudInitLog, "/var/log/cloud-init-output.log",
-}
-
-// guard runs fn and fails the test at once if it does not return: on a
-// FIFO the old code blocked for ever, and this must fail, not hang. The
-// bound is a guard far above any honest run, not a timed assertion.
-func guard(t *testing.T, what string, fn func()) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() { defer close(done); fn() }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("%s did not return: it blocks", what)
-	}
 }
 
 // plant puts a hostile object of kind at sys in m, pointing at the host
@@ -93,7 +79,7 @@ func checkAndSeal(t *testing.T, m img, secret string) *Sealing {
 	t.Helper()
 	var rep *Report
 	var err error
-	guard(t, "Check", func() { rep, err = Check(m.root()) })
+	nohang.Run(t, "Check", func() { rep, err = Check(m.root()) })
 	if err != nil {
 		t.Fatalf("Check: %v", err)
 	}
@@ -101,7 +87,7 @@ func checkAndSeal(t *testing.T, m img, secret string) *Sealing {
 		t.Errorf("check shows the host's file:\n%s", b)
 	}
 	var s *Sealing
-	guard(t, "Seal", func() { s, err = Seal(m.root(), SealOptions{Now: sealTime}) })
+	nohang.Run(t, "Seal", func() { s, err = Seal(m.root(), SealOptions{Now: sealTime}) })
 	if b, _ := json.Marshal(s); strings.Contains(string(b), hostSecret) || (err != nil && strings.Contains(err.Error(), hostSecret)) {
 		t.Errorf("seal shows the host's file: %s %v", b, err)
 	}
