@@ -10,6 +10,7 @@ import (
 	"github.com/seedkeeper/seedkeeper/datasource"
 	"github.com/seedkeeper/seedkeeper/hotplug"
 	"github.com/seedkeeper/seedkeeper/internal/config"
+	"github.com/seedkeeper/seedkeeper/internal/paths"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 	"github.com/seedkeeper/seedkeeper/mdata"
 	"github.com/seedkeeper/seedkeeper/netcfg"
@@ -18,9 +19,9 @@ import (
 
 // Paths of seedkeeper's own state, under Env.Root.
 const (
-	StateDir    = "/var/lib/seedkeeper"
-	StatusPath  = StateDir + "/status.json"
-	ReceiptPath = StateDir + "/network-receipt.json"
+	StateDir    = paths.StateDir
+	StatusPath  = paths.Status
+	ReceiptPath = paths.Receipt
 	NetworkDir  = netcfg.NetworkdDir
 )
 

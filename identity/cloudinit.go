@@ -7,11 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
+	"github.com/seedkeeper/seedkeeper/internal/paths"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
 
@@ -21,7 +20,7 @@ const (
 	// the current instance, /var/lib/cloud/instances/<id>. Its datasource
 	// file holds "<class>: <description>", e.g. "DataSourceNone:
 	// DataSourceNone" (stages.py _reflect_cur_instance, 22.4 and today).
-	CloudInitInstanceLink = "/var/lib/cloud/instance"
+	CloudInitInstanceLink = paths.CloudInitInstance
 	// CloudInitInstanceData is written by every cloud-init run on tmpfs:
 	// v1.platform is the datasource's platform type, "none" for
 	// DataSourceNone, and v1.instance_id the ID of that run. It is
@@ -68,8 +67,7 @@ func (c CloudInit) Adoptable() string {
 // cannot be read.
 func ReadCloudInit(root sysroot.Root) (CloudInit, error) {
 	var c CloudInit
-	path := root.Path(CloudInitIDPath)
-	data, err := fsutil.ReadFile(context.Background(), path, fsutil.TinyFile)
+	data, err := fsutil.ReadFileIn(context.Background(), string(root), CloudInitIDPath, fsutil.TinyFile)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
@@ -96,13 +94,13 @@ func ReadCloudInit(root sysroot.Root) (CloudInit, error) {
 // its current instance, and the file it came from.
 func recordedDatasource(root sysroot.Root, id string) (class, from string) {
 	dsFile := CloudInitInstanceLink + "/datasource"
-	if b, err := fsutil.ReadFile(context.Background(), instanceDir(root)+"/datasource", fsutil.TinyFile); err == nil {
+	if b, err := fsutil.ReadFileIn(context.Background(), string(root), dsFile, fsutil.TinyFile); err == nil {
 		name, _, _ := strings.Cut(string(b), ":")
 		if name = strings.TrimSpace(name); name != "" {
 			return name, dsFile
 		}
 	}
-	b, err := fsutil.ReadFile(context.Background(), root.Path(CloudInitInstanceData), 16<<20)
+	b, err := fsutil.ReadFileIn(context.Background(), string(root), CloudInitInstanceData, 16<<20)
 	if err != nil {
 		return "", ""
 	}
@@ -124,18 +122,4 @@ func recordedDatasource(root sysroot.Root, id string) (class, from string) {
 		return noneDatasource, CloudInitInstanceData
 	}
 	return "", ""
-}
-
-// instanceDir resolves cloud-init's instance symlink under root: cloud-init
-// writes an absolute target, which names a system path.
-func instanceDir(root sysroot.Root) string {
-	link := root.Path(CloudInitInstanceLink)
-	target, err := os.Readlink(link)
-	if err != nil {
-		return link // a directory, or nothing there
-	}
-	if filepath.IsAbs(target) {
-		return root.Path(target)
-	}
-	return filepath.Join(filepath.Dir(link), target)
 }

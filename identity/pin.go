@@ -1,13 +1,13 @@
 package identity
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
 	"time"
 
+	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
 
@@ -19,15 +19,10 @@ const ProductUUIDPath = "/sys/class/dmi/id/product_uuid"
 // ReadMachineIdentity reads the DMI product_uuid under root, normalised by
 // MachineIdentity ("" for a placeholder). A missing file is not an error.
 func ReadMachineIdentity(root sysroot.Root) (string, error) {
-	f, err := os.Open(root.Path(ProductUUIDPath))
+	b, err := fsutil.ReadFileIn(context.Background(), string(root), ProductUUIDPath, fsutil.TinyFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}
-	if err != nil {
-		return "", fmt.Errorf("reading the machine identity: %w", err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, 128))
 	if err != nil {
 		return "", fmt.Errorf("reading the machine identity: %w", err)
 	}

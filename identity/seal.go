@@ -10,13 +10,14 @@ import (
 	"time"
 
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
+	"github.com/seedkeeper/seedkeeper/internal/paths"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
 
 // SealedPath is the marker "seedkeeper image seal" leaves in an image. Its
 // presence makes the next decision a first run (the first boot of a clone),
 // whatever state or cloud-init ID is found, and that decision removes it.
-const SealedPath = "/var/lib/seedkeeper/sealed"
+const SealedPath = paths.Sealed
 
 // Seal is the content of the sealed marker.
 type Seal struct {
@@ -46,12 +47,11 @@ func MarkSealed(root sysroot.Root, now time.Time) error {
 // A marker that exists but cannot be read or parsed still means "sealed":
 // the returned Seal then has a zero SealedAt.
 func ReadSeal(root sysroot.Root) *Seal {
-	path := root.Path(SealedPath)
-	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+	if _, err := fsutil.StatIn(string(root), SealedPath, false); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	var s Seal
-	if data, err := fsutil.ReadFileNoFollow(context.Background(), path, fsutil.SmallFile); err == nil && json.Unmarshal(data, &s) == nil {
+	if data, err := fsutil.ReadFileInNoFollow(context.Background(), string(root), SealedPath, fsutil.SmallFile); err == nil && json.Unmarshal(data, &s) == nil {
 		return &s
 	}
 	return &Seal{}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
+	"github.com/seedkeeper/seedkeeper/internal/paths"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
 
@@ -18,10 +19,10 @@ import (
 // them with sysroot.Root.Path).
 const (
 	// StatePath holds the pin.
-	StatePath = "/var/lib/seedkeeper/identity.json"
+	StatePath = paths.Identity
 	// CloudInitIDPath is where cloud-init keeps the instance ID of its
 	// last run. identity only reads it.
-	CloudInitIDPath = "/var/lib/cloud/data/instance-id"
+	CloudInitIDPath = paths.CloudInitID
 )
 
 // StateVersion is the version of the state file format this package writes
@@ -88,7 +89,7 @@ type LastDecision struct {
 // but cannot be read or parsed.
 func Load(root sysroot.Root) (*State, error) {
 	path := root.Path(StatePath)
-	data, err := fsutil.ReadFileNoFollow(context.Background(), path, fsutil.SmallFile)
+	data, err := fsutil.ReadFileInNoFollow(context.Background(), string(root), StatePath, fsutil.SmallFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -150,8 +151,7 @@ func Save(root sysroot.Root, st *State) (changed bool, err error) {
 // CloudInitID returns cloud-init's current instance ID under root, or ""
 // when cloud-init has not run here.
 func CloudInitID(root sysroot.Root) (string, error) {
-	path := root.Path(CloudInitIDPath)
-	data, err := fsutil.ReadFile(context.Background(), path, fsutil.TinyFile)
+	data, err := fsutil.ReadFileIn(context.Background(), string(root), CloudInitIDPath, fsutil.TinyFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}

@@ -1,13 +1,14 @@
 package image
 
 import (
+	"context"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 
 	"github.com/seedkeeper/seedkeeper/identity"
 	"github.com/seedkeeper/seedkeeper/internal/config"
+	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
 
@@ -110,12 +111,12 @@ type inspection struct {
 // command that warns about overrides).
 func Check(rootDir string, ids ...string) (*Report, error) {
 	root := sysroot.Root(rootDir)
-	if fi, err := os.Stat(root.Path("/")); err != nil || !fi.IsDir() {
-		return nil, fmt.Errorf("checking the image: %s is not a directory", root.Path("/"))
+	if err := isRoot(root); err != nil {
+		return nil, fmt.Errorf("checking the image: %w", err)
 	}
 	in := &inspection{root: root, seal: identity.ReadSeal(root)}
 	in.cc, in.ccErr = readCloudConfig(root)
-	in.cfg, in.cfgErr = config.Load(root.Path(config.DefaultPath))
+	in.cfg, in.cfgErr = config.LoadIn(string(root), config.DefaultPath)
 	if in.cfg == nil {
 		in.cfg = config.Default()
 	}
@@ -149,24 +150,20 @@ func (in *inspection) systemctl(args string) string {
 
 // exists reports whether sys exists in the image (links not followed).
 func (in *inspection) exists(sys string) bool {
-	p, err := resolve(in.root, sys, false)
-	if err != nil {
-		return false
-	}
-	_, err = os.Lstat(in.root.Path(p))
+	_, err := fsutil.StatIn(string(in.root), sys, false)
 	return err == nil
 }
 
-// readSmall reads a small file in the image, links followed inside it.
+// readSmall reads a small regular file in the image (links followed
+// inside it); a larger file is an error naming the path and the bound.
 func (in *inspection) readSmall(sys string) ([]byte, error) {
-	p, err := resolve(in.root, sys, true)
-	if err != nil {
-		return nil, err
+	return fsutil.ReadFileIn(context.Background(), string(in.root), sys, fsutil.SmallFile)
+}
+
+// isRoot checks that root is a directory to check or seal.
+func isRoot(root sysroot.Root) error {
+	if fi, err := os.Stat(root.Path("/")); err != nil || !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory", root.Path("/"))
 	}
-	f, err := os.Open(in.root.Path(p))
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, 64<<10))
+	return nil
 }

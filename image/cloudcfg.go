@@ -1,10 +1,10 @@
 package image
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
+	"io/fs"
 	"path"
 	"regexp"
 	"slices"
@@ -12,16 +12,18 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/seedkeeper/seedkeeper/internal/fsutil"
+	"github.com/seedkeeper/seedkeeper/internal/paths"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 	"github.com/seedkeeper/seedkeeper/internal/yamlx"
 )
 
 // Paths of cloud-init's system configuration.
 const (
-	CloudCfg  = "/etc/cloud/cloud.cfg"
-	CloudCfgD = "/etc/cloud/cloud.cfg.d"
+	CloudCfg  = paths.CloudCfg
+	CloudCfgD = paths.CloudCfgD
 	// DropIn is the drop-in the package ships.
-	DropIn = CloudCfgD + "/95-seedkeeper.cfg"
+	DropIn = paths.DropIn
 )
 
 // maxCfgSize bounds one configuration file read.
@@ -46,13 +48,9 @@ func readCloudConfig(root sysroot.Root) (cloudConfig, error) {
 	if f, ok := readCfgFile(root, CloudCfg); ok {
 		cc = append(cc, f)
 	}
-	dir, err := resolve(root, CloudCfgD, true)
-	if err != nil {
+	ents, err := fsutil.ReadDirIn(string(root), CloudCfgD)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return cc, err
-	}
-	ents, err := os.ReadDir(root.Path(dir))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return cc, fmt.Errorf("reading %s: %w", CloudCfgD, err)
 	}
 	var names []string
 	for _, e := range ents {
@@ -73,28 +71,20 @@ func readCloudConfig(root sysroot.Root) (cloudConfig, error) {
 // regular file there.
 func readCfgFile(root sysroot.Root, sys string) (cfgFile, bool) {
 	f := cfgFile{Path: sys}
-	real, err := resolve(root, sys, true)
-	if err != nil {
-		f.Err = err
-		return f, true
-	}
-	fi, err := os.Stat(root.Path(real))
-	if err != nil || !fi.Mode().IsRegular() {
-		return f, false
-	}
-	fh, err := os.Open(root.Path(real))
-	if err != nil {
-		f.Err = err
-		return f, true
-	}
-	defer fh.Close()
-	data, err := io.ReadAll(io.LimitReader(fh, maxCfgSize+1))
+	fi, err := fsutil.StatIn(string(root), sys, true)
 	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return f, false
 	case err != nil:
 		f.Err = err
-	case len(data) > maxCfgSize:
-		f.Err = fmt.Errorf("larger than %d bytes", maxCfgSize)
-	default:
+		return f, true
+	case !fi.Mode().IsRegular():
+		return f, false
+	}
+	data, err := fsutil.ReadFileIn(context.Background(), string(root), sys, maxCfgSize)
+	if err != nil {
+		f.Err = err
+	} else {
 		f.Doc, f.Err = parseCloudConfig(data)
 	}
 	return f, true
@@ -236,7 +226,7 @@ func (cc cloudConfig) customMerge() []string {
 // which means ">> FILE"). Like cloud-init, it ignores output.init,
 // output.config and output.final.
 func (cc cloudConfig) logFiles() []string {
-	logs := []string{"/var/log/cloud-init.log"}
+	logs := []string{paths.CloudInitLog}
 	if s := cc.lookup("def_log_file"); s.Set() {
 		logs = logs[:0]
 		if v, ok := s.Value.(string); ok && v != "" {

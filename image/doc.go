@@ -1,8 +1,8 @@
 // Package image answers the image builder's two questions before a golden
 // image is cloned: what will a clone made from this image do at its first
-// boot (Check), and how is the image made ready to be cloned (PlanSeal,
-// Plan.Apply). Its data is the image itself: the running system, or a
-// mounted or extracted root given as a directory, read as the image's
+// boot (Check), and how is the image made ready to be cloned (Seal: the
+// plan, PlanSeal, applied, Plan.Apply, then checked). Its data is the image itself: the running system, or a
+// mounted or extracted root given as a sysroot.Root, read as the image's
 // own systemd and cloud-init would read it: unit files and their .wants
 // links (so an image never booted is checked as well), cloud-init's
 // configuration merged in byte order of the file names, cloud-init's and
@@ -24,11 +24,18 @@
 // marker (identity.SealedPath) that makes the first boot of every clone a
 // new instance, even for derived-ID sources.
 //
-// Paths are resolved as the image sees them: a symbolic link's absolute
-// target starts at the root, never at the host's "/", and a link that
-// climbs out of the root is refused (ErrOutsideRoot). Nothing is followed
-// out of the root, a link is removed rather than its target, and Apply
-// touches only the paths of its Plan.
+// The image is input. Every path is read, listed and removed through one
+// confined access (internal/fsutil): links are resolved as the image sees
+// them, as in a chroot (an absolute target starts at the root, never at
+// the host's "/", and ".." at the root stays there); no mount point inside
+// the root is crossed; only regular files are read, non-blocking and
+// bounded, so a FIFO or a device in the image is described, never read.
+// Every removal states its kind: a file is unlinked, never a directory,
+// and a tree is removed only for an entry of cloud-init's state directory
+// or seedkeeper's own seed; a path that is not of the kind seal removes
+// there (a log that is a directory, the root itself, a mount point) is in
+// the plan as Skip, with why. A link is removed rather than its target,
+// and Apply touches only the paths of its Plan.
 //
 // # Stability
 //

@@ -36,6 +36,16 @@ func (m img) link(target, sys string) {
 	symlink(m.t, target, filepath.Join(m.dir, sys))
 }
 
+func symlink(t *testing.T, target, link string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func (m img) remove(sys string) {
 	m.t.Helper()
 	if err := os.RemoveAll(filepath.Join(m.dir, sys)); err != nil {

@@ -4,16 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
 	"slices"
 	"strings"
 
-	"github.com/seedkeeper/seedkeeper/agent"
 	"github.com/seedkeeper/seedkeeper/hotplug"
 	"github.com/seedkeeper/seedkeeper/identity"
 	"github.com/seedkeeper/seedkeeper/internal/config"
 	"github.com/seedkeeper/seedkeeper/internal/unit"
+	"github.com/seedkeeper/seedkeeper/internal/fsutil"
+	"github.com/seedkeeper/seedkeeper/internal/paths"
 	"github.com/seedkeeper/seedkeeper/netcfg"
 	"github.com/seedkeeper/seedkeeper/seed"
 )
@@ -209,18 +209,14 @@ func onlyNoCloud(v any) bool {
 
 // CloudDir is cloud-init's state directory; cloud-init clean removes all
 // of it but seed/.
-const CloudDir = "/var/lib/cloud"
+const CloudDir = paths.CloudDir
 
 // cloudState lists what cloud-init left in CloudDir (but seed/), its
 // instance ID and its logs.
 func (in *inspection) cloudState() (entries []string, instanceID string, logs []string, err error) {
-	dir, err := resolve(in.root, CloudDir, true)
-	if err != nil {
-		return nil, "", nil, err
-	}
-	ents, err := os.ReadDir(in.root.Path(dir))
+	ents, err := fsutil.ReadDirIn(string(in.root), CloudDir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, "", nil, fmt.Errorf("reading %s: %w", CloudDir, err)
+		return nil, "", nil, err
 	}
 	for _, e := range ents {
 		if e.Name() != "seed" {
@@ -308,7 +304,7 @@ func checkSeedkeeperState(in *inspection) Item {
 	it := Item{Verdict: OK}
 	st, err := identity.Load(in.root)
 	var found []string
-	for _, p := range []string{identity.StatePath, agent.StatusPath, agent.ReceiptPath} {
+	for _, p := range []string{paths.Identity, paths.Status, paths.Receipt} {
 		if in.exists(p) {
 			it.Paths = append(it.Paths, p)
 		}
@@ -335,7 +331,7 @@ func checkSeedkeeperState(in *inspection) Item {
 		found = append(found, "no pin")
 		it.Clone = "the first boot of a clone decides its instance ID from its own metadata"
 	}
-	for _, p := range []string{agent.StatusPath, agent.ReceiptPath} {
+	for _, p := range []string{paths.Status, paths.Receipt} {
 		if slices.Contains(it.Paths, p) {
 			found = append(found, p+" from an earlier boot")
 			if it.Verdict == OK {
@@ -373,16 +369,19 @@ func checkSealed(in *inspection) Item {
 
 // Machine ID files.
 const (
-	MachineIDPath     = "/etc/machine-id"
-	DBusMachineIDPath = "/var/lib/dbus/machine-id"
+	MachineIDPath     = paths.MachineID
+	DBusMachineIDPath = paths.DBusMachineID
 )
 
 func checkMachineID(in *inspection) Item {
 	it := Item{Verdict: OK, Paths: []string{MachineIDPath}}
 	var found []string
-	real, err := resolve(in.root, MachineIDPath, true)
-	if err != nil {
+	real, err := fsutil.ResolveIn(string(in.root), MachineIDPath, true)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return Item{Verdict: Error, Found: err.Error(), Paths: it.Paths}
+	}
+	if err != nil {
+		real = MachineIDPath
 	}
 	if real != MachineIDPath {
 		found = append(found, MachineIDPath+" is a link to "+real)
@@ -404,7 +403,7 @@ func checkMachineID(in *inspection) Item {
 		found = append(found, "filled")
 		it.Clone = "every clone has the template's machine ID: the same DHCP client ID and IPv6 address (networkd derives them from it), the same journal and D-Bus identity"
 	}
-	if fi, err := os.Lstat(in.root.Path(DBusMachineIDPath)); err == nil {
+	if fi, err := fsutil.StatIn(string(in.root), DBusMachineIDPath, false); err == nil {
 		it.Paths = append(it.Paths, DBusMachineIDPath)
 		if fi.Mode()&fs.ModeSymlink != 0 {
 			found = append(found, DBusMachineIDPath+" is a link")
@@ -424,16 +423,19 @@ func checkMachineID(in *inspection) Item {
 // SSH host keys.
 
 // SSHDir holds the host keys.
-const SSHDir = "/etc/ssh"
+const SSHDir = paths.SSHDir
 
 func (in *inspection) hostKeys() ([]string, error) {
-	dir, err := resolve(in.root, SSHDir, true)
+	ents, err := fsutil.ReadDirIn(string(in.root), SSHDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}
-	ents, err := os.ReadDir(in.root.Path(dir))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("reading %s: %w", SSHDir, err)
+	dir, err := fsutil.ResolveIn(string(in.root), SSHDir, true)
+	if err != nil {
+		return nil, err
 	}
 	var keys []string
 	for _, e := range ents {
@@ -644,11 +646,7 @@ func checkSeedDir(in *inspection) Item {
 
 // seedFiles lists the regular files in the seed directory but the marker.
 func (in *inspection) seedFiles() []string {
-	dir, err := resolve(in.root, seed.Dir, true)
-	if err != nil {
-		return nil
-	}
-	ents, _ := os.ReadDir(in.root.Path(dir))
+	ents, _ := fsutil.ReadDirIn(string(in.root), seed.Dir)
 	var out []string
 	for _, e := range ents {
 		if e.Type().IsRegular() && !strings.HasPrefix(e.Name(), ".") {

@@ -5,15 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/seedkeeper/seedkeeper/agent"
 	"github.com/seedkeeper/seedkeeper/identity"
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
+	"github.com/seedkeeper/seedkeeper/internal/paths"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 	"github.com/seedkeeper/seedkeeper/netcfg"
 	"github.com/seedkeeper/seedkeeper/seed"
@@ -22,12 +21,15 @@ import (
 // Op is what a seal step does to its path.
 type Op string
 
-// The operations of a seal plan.
+// The operations of a seal plan. Every removal states the kind it
+// removes: a file is unlinked, never a directory; a tree is removed only
+// where the plan names a directory of state it clears.
 const (
-	// Remove removes a file, or a link itself (never its target).
+	// Remove unlinks a file, a link itself (never its target) or a
+	// special file; never a directory.
 	Remove Op = "remove"
 	// RemoveTree removes a directory and everything in it (links inside
-	// are removed, never followed).
+	// are removed, never followed; mounts inside are not entered).
 	RemoveTree Op = "remove-tree"
 	// Empty truncates a regular file to zero bytes and keeps it.
 	Empty Op = "empty"
@@ -35,6 +37,10 @@ const (
 	Write Op = "write"
 	// Keep is a path seal looked at and leaves as it is, on purpose.
 	Keep Op = "keep"
+	// Skip is a path seal would act on but leaves, because it is not of
+	// the kind seal removes there (a directory where a log file is
+	// named, a mount point); Why says which.
+	Skip Op = "skip"
 )
 
 // Action is one step of a seal plan.
@@ -51,6 +57,8 @@ type Action struct {
 type SealOptions struct {
 	// KeepSSHHostKeys leaves the SSH host keys in place.
 	KeepSSHHostKeys bool
+	// DryRun makes Seal plan only: nothing is changed.
+	DryRun bool
 	// Now is the time recorded in the sealed marker; zero means now.
 	Now time.Time
 }
@@ -63,18 +71,52 @@ type Plan struct {
 	opts    SealOptions
 }
 
-// Changes returns the actions that change something (all but Keep).
+// Changes returns the actions that change something (all but Keep and
+// Skip).
 func (p *Plan) Changes() []Action {
-	return slices.DeleteFunc(slices.Clone(p.Actions), func(a Action) bool { return a.Op == Keep })
+	return slices.DeleteFunc(slices.Clone(p.Actions), func(a Action) bool { return a.Op == Keep || a.Op == Skip })
 }
 
-// PlanSeal reads the image under rootDir (as for Check) and returns what
-// sealing it does. It refuses (and plans nothing) when a path it would act
-// on leads out of the root through a symbolic link.
+// Sealing is what Seal did.
+type Sealing struct {
+	// Plan is what the seal does (or, on a dry run, would do).
+	Plan *Plan
+	// Err is what failed while applying the plan; the steps that could
+	// run ran, and the sealed marker was written.
+	Err error
+	// Report is the check of the image after the seal; nil on a dry run.
+	Report *Report
+}
+
+// Seal seals the image under rootDir: it plans (PlanSeal), applies exactly
+// that plan unless opts.DryRun, then checks the image (Check) so that the
+// caller can say whether a clone will behave. It fails, changing nothing,
+// only when no plan can be made; a failed step is in Sealing.Err and the
+// check still runs.
+func Seal(rootDir string, opts SealOptions) (*Sealing, error) {
+	p, err := PlanSeal(rootDir, opts)
+	if err != nil {
+		return nil, err
+	}
+	s := &Sealing{Plan: p}
+	if opts.DryRun {
+		return s, nil
+	}
+	s.Err = p.Apply()
+	if s.Report, err = Check(rootDir); err != nil {
+		return s, fmt.Errorf("checking the image after the seal: %w", err)
+	}
+	return s, nil
+}
+
+// PlanSeal reads the image under rootDir and returns what sealing it does.
+// Every path is resolved as the image sees it (see the package doc); a
+// path seal would act on that cannot be resolved makes it refuse, and
+// plan nothing.
 func PlanSeal(rootDir string, opts SealOptions) (*Plan, error) {
 	root := sysroot.Root(rootDir)
-	if fi, err := os.Stat(root.Path("/")); err != nil || !fi.IsDir() {
-		return nil, fmt.Errorf("sealing the image: %s is not a directory", root.Path("/"))
+	if err := isRoot(root); err != nil {
+		return nil, fmt.Errorf("sealing the image: %w", err)
 	}
 	p := &Plan{Root: root, opts: opts}
 	b := planner{p: p, root: root, live: root.IsReal()}
@@ -86,13 +128,9 @@ func PlanSeal(rootDir string, opts SealOptions) (*Plan, error) {
 	// cloud-init clean --logs: all of /var/lib/cloud but seed/, and
 	// the logs. Of the seed, only seedkeeper's own output goes.
 	if dir := b.dir(CloudDir); dir != "" {
-		ents, err := os.ReadDir(root.Path(dir))
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("sealing the image: reading %s: %w", CloudDir, err)
-		}
-		for _, e := range ents {
+		for _, e := range b.list(dir) {
 			if e.Name() != "seed" {
-				b.remove(path.Join(dir, e.Name()), "cloud-init's instance state (as cloud-init clean)")
+				b.remove(path.Join(dir, e.Name()), entry, "cloud-init's instance state (as cloud-init clean)")
 			}
 		}
 	}
@@ -101,7 +139,7 @@ func PlanSeal(rootDir string, opts SealOptions) (*Plan, error) {
 		return nil, fmt.Errorf("sealing the image: %w", err)
 	}
 	if owned {
-		b.remove(seed.Dir, "seedkeeper's seed of this boot (boot writes it again from the clone's metadata)")
+		b.remove(seed.Dir, entry, "seedkeeper's seed of this boot (boot writes it again from the clone's metadata)")
 	} else if b.exists(seed.Dir) {
 		b.keep(seed.Dir, "a seed a person put here: the first boot of every clone imports it")
 	}
@@ -109,46 +147,50 @@ func PlanSeal(rootDir string, opts SealOptions) (*Plan, error) {
 		b.keep(seed.ImportDir, "a person's seed, imported by an earlier boot")
 	}
 	for _, l := range cc.logFiles() {
-		b.remove(l, "cloud-init's log (as cloud-init clean --logs)")
+		b.remove(l, file, "cloud-init's log (as cloud-init clean --logs)")
 	}
 
 	// seedkeeper's own state.
-	b.remove(identity.StatePath, "seedkeeper's identity pin of this machine")
-	b.remove(agent.StatusPath, "seedkeeper's status of this boot")
-	b.remove(agent.ReceiptPath, "seedkeeper's network receipt of this machine's NICs")
+	b.remove(paths.Identity, file, "seedkeeper's identity pin of this machine")
+	b.remove(paths.Status, file, "seedkeeper's status of this boot")
+	b.remove(paths.Receipt, file, "seedkeeper's network receipt of this machine's NICs")
 
 	// Machine IDs: emptied, not removed, so that systemd treats the
 	// clone's first boot as a first boot.
-	if real, err := resolve(root, MachineIDPath, true); err != nil {
-		b.err = errors.Join(b.err, err)
-	} else if fi, err := os.Lstat(root.Path(real)); err == nil && fi.Mode().IsRegular() && fi.Size() > 0 {
-		why := "the machine ID (emptied, not removed: systemd makes a new one at first boot)"
-		if real != MachineIDPath {
-			why = "the machine ID " + MachineIDPath + " links to (emptied, not removed)"
-		}
-		p.Actions = append(p.Actions, Action{Empty, real, why})
-	}
-	if real := b.last(DBusMachineIDPath); real != "" {
-		if fi, err := os.Lstat(root.Path(real)); err == nil {
-			if fi.Mode()&fs.ModeSymlink != 0 {
-				b.keep(real, "a link (D-Bus reads the machine ID through it)")
-			} else {
-				b.remove(real, "D-Bus's copy of the machine ID")
+	if real := b.resolve(MachineIDPath, true); real != "" {
+		fi, err := fsutil.StatIn(string(root), real, false)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			b.skip(real, err)
+		case !fi.Mode().IsRegular():
+			b.skipKind(real, fi, "the machine ID is a regular file")
+		case fi.Size() > 0:
+			why := "the machine ID (emptied, not removed: systemd makes a new one at first boot)"
+			if real != MachineIDPath {
+				why = "the machine ID " + MachineIDPath + " links to (emptied, not removed)"
 			}
+			p.Actions = append(p.Actions, Action{Empty, real, why})
+		}
+	}
+	if real := b.resolve(DBusMachineIDPath, false); real != "" {
+		if fi, err := fsutil.StatIn(string(root), real, false); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			b.keep(real, "a link (D-Bus reads the machine ID through it)")
+		} else {
+			b.remove(real, file, "D-Bus's copy of the machine ID")
 		}
 	}
 
 	// SSH host keys.
 	if dir := b.dir(SSHDir); dir != "" {
-		ents, _ := os.ReadDir(root.Path(dir))
-		for _, e := range ents {
+		for _, e := range b.list(dir) {
 			if !strings.HasPrefix(e.Name(), "ssh_host_") || e.IsDir() {
 				continue
 			}
 			if opts.KeepSSHHostKeys {
 				b.keep(path.Join(dir, e.Name()), "an SSH host key (--keep-ssh-host-keys)")
 			} else {
-				b.remove(path.Join(dir, e.Name()), "an SSH host key of this machine")
+				b.remove(path.Join(dir, e.Name()), file, "an SSH host key of this machine")
 			}
 		}
 	}
@@ -156,15 +198,42 @@ func PlanSeal(rootDir string, opts SealOptions) (*Plan, error) {
 	// The network files seedkeeper rendered for this machine's NICs.
 	b.stackFiles()
 
-	if real := b.last(identity.SealedPath); real != "" && real != identity.SealedPath {
-		b.err = errors.Join(b.err, fmt.Errorf("%s: a symbolic link on the way (to %s): the marker is written only at its own path", identity.SealedPath, real))
-	}
+	// The marker is written at its own path only: no link and no mount on
+	// the way.
+	b.markerDir()
 	p.Actions = append(p.Actions, Action{Write, identity.SealedPath, "the sealed marker: the first boot of every clone is a new instance"})
 	if b.err != nil {
 		return nil, fmt.Errorf("sealing the image: nothing was changed: %w", b.err)
 	}
 	return p, nil
 }
+
+// markerDir refuses a plan whose marker would not land at its own path:
+// a link or a mount on the way to the state directory.
+func (b *planner) markerDir() {
+	for d := paths.StateDir; d != "/"; d = path.Dir(d) {
+		fi, err := fsutil.StatIn(string(b.root), d, false)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			continue
+		case err != nil:
+			b.err = errors.Join(b.err, fmt.Errorf("%s: %w: the marker is written only in the image's own directory", identity.SealedPath, err))
+		case fi.Mode()&fs.ModeSymlink != 0:
+			b.err = errors.Join(b.err, fmt.Errorf("%s: a symbolic link on the way (%s): the marker is written only at its own path", identity.SealedPath, d))
+		}
+	}
+}
+
+// kind is what a planned removal expects to find.
+type kind int
+
+const (
+	// file: a file, a link or a special file; a directory is skipped.
+	file kind = iota
+	// entry: an entry of a directory whose whole content the plan
+	// clears: a directory there is removed as a tree.
+	entry
+)
 
 // planner adds actions to a plan, resolving paths inside the root.
 type planner struct {
@@ -175,10 +244,14 @@ type planner struct {
 	err  error
 }
 
-// last resolves the directories of sys (not its last component); "" when
-// that fails (the error is kept).
-func (b *planner) last(sys string) string {
-	real, err := resolve(b.root, sys, false)
+// resolve resolves sys inside the root (its last component only with
+// followLast); "" when it is absent or cannot be resolved (the error is
+// kept: the plan is refused).
+func (b *planner) resolve(sys string, followLast bool) string {
+	real, err := fsutil.ResolveIn(string(b.root), sys, followLast)
+	if errors.Is(err, fs.ErrNotExist) {
+		return ""
+	}
 	if err != nil {
 		b.err = errors.Join(b.err, err)
 		return ""
@@ -188,47 +261,83 @@ func (b *planner) last(sys string) string {
 
 // dir resolves a directory entirely; "" when it is missing or refused.
 func (b *planner) dir(sys string) string {
-	real, err := resolve(b.root, sys, true)
-	if err != nil {
-		b.err = errors.Join(b.err, err)
+	real := b.resolve(sys, true)
+	if real == "" {
 		return ""
 	}
-	if fi, err := os.Stat(b.root.Path(real)); err != nil || !fi.IsDir() {
+	if fi, err := fsutil.StatIn(string(b.root), real, false); err != nil || !fi.IsDir() {
 		return ""
 	}
 	return real
 }
 
+// list lists a directory of the image; one that cannot be listed (a mount
+// point, say) is planned as skipped with why.
+func (b *planner) list(dir string) []fs.DirEntry {
+	ents, err := fsutil.ReadDirIn(string(b.root), dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		b.skip(dir, err)
+	}
+	return ents
+}
+
 func (b *planner) exists(sys string) bool {
-	real := b.last(sys)
+	real := b.resolve(sys, false)
 	if real == "" {
 		return false
 	}
-	_, err := os.Lstat(b.root.Path(real))
+	_, err := fsutil.StatIn(string(b.root), real, false)
 	return err == nil
 }
 
-// remove plans the removal of sys when it exists: RemoveTree for a
-// directory, Remove for anything else (a link is removed, not followed).
-func (b *planner) remove(sys, why string) {
-	real := b.last(sys)
+// remove plans the removal of sys when it exists, as k says: a file (or a
+// link, never followed) is removed; a directory only as an entry of a
+// directory the plan clears, else it is skipped, and so is anything that
+// lies across a mount point.
+func (b *planner) remove(sys string, k kind, why string) {
+	real := b.resolve(sys, false)
 	if real == "" {
 		return
-	}
-	fi, err := os.Lstat(b.root.Path(real))
-	if err != nil {
-		return
-	}
-	op := Remove
-	if fi.IsDir() {
-		op = RemoveTree
 	}
 	for _, a := range b.p.Actions {
 		if a.Path == real {
 			return
 		}
 	}
+	fi, err := fsutil.StatIn(string(b.root), real, false)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return
+	case err != nil:
+		b.skip(real, err)
+		return
+	case real == "/":
+		b.p.Actions = append(b.p.Actions, Action{Skip, real, "the root itself, named as " + why + ": not removed"})
+		return
+	case fi.IsDir() && k == file:
+		b.skipKind(real, fi, why+": seal removes a file here, never a directory")
+		return
+	}
+	op := Remove
+	if fi.IsDir() {
+		op = RemoveTree
+	}
 	b.p.Actions = append(b.p.Actions, Action{op, real, why})
+}
+
+// skip plans sys as skipped because err keeps seal from acting on it.
+func (b *planner) skip(sys string, err error) {
+	why := "cannot be checked: not touched"
+	if errors.Is(err, fsutil.ErrCrossesMount) {
+		why = "a mount point inside the root, or beyond one: seal never crosses a mount"
+	}
+	b.p.Actions = append(b.p.Actions, Action{Skip, sys, why})
+}
+
+// skipKind plans sys as skipped because it is a fi where why wants another
+// kind.
+func (b *planner) skipKind(sys string, fi fs.FileInfo, why string) {
+	b.p.Actions = append(b.p.Actions, Action{Skip, sys, fmt.Sprintf("a %s, not removed: %s", fsutil.Kind(fi.Mode()), why)})
 }
 
 // stackFiles plans the removal of the files seedkeeper rendered for
@@ -250,33 +359,33 @@ func (b *planner) stackFiles() {
 			if dir == "" {
 				continue
 			}
-			ents, _ := os.ReadDir(b.root.Path(dir))
-			for _, e := range ents {
+			for _, e := range b.list(dir) {
 				p := path.Join(dir, e.Name())
 				if !e.Type().IsRegular() {
 					continue
 				}
-				head, err := fsutil.ReadFileNoFollow(context.Background(), b.root.Path(p), fsutil.SmallFile)
+				head, err := fsutil.ReadFileInNoFollow(context.Background(), string(b.root), p, fsutil.SmallFile)
 				if err != nil || !pl.Ours(e.Name(), head) {
 					continue
 				}
-				b.remove(p, "seedkeeper's "+s.Title+" configuration of this machine's NICs (boot writes it again from the clone's metadata)")
+				b.remove(p, file, "seedkeeper's "+s.Title+" configuration of this machine's NICs (boot writes it again from the clone's metadata)")
 			}
 		}
 	}
 }
 
 func (b *planner) keep(sys, why string) {
-	if real := b.last(sys); real != "" {
+	if real := b.resolve(sys, false); real != "" {
 		b.p.Actions = append(b.p.Actions, Action{Keep, real, why})
 	}
 }
 
-// Apply carries out the plan: exactly its actions, nothing else. Before
-// each step it checks that the path still resolves to itself inside the
-// root and is still what the plan saw; a step that fails is reported and
-// the others go on. The sealed marker is written last, even after a
-// failure, so the clone's first boot is a new instance whatever was left.
+// Apply carries out the plan: exactly its actions, nothing else. Each step
+// acts on its path only if it still has no link on the way, crosses no
+// mount and is still of the kind the plan saw; a step that fails is
+// reported and the others go on. The sealed marker is written last, even
+// after a failure, so the clone's first boot is a new instance whatever
+// was left.
 func (p *Plan) Apply() error {
 	var errs []error
 	for _, a := range p.Actions {
@@ -288,49 +397,27 @@ func (p *Plan) Apply() error {
 }
 
 func (p *Plan) apply(a Action) error {
-	if a.Op == Keep {
-		return nil
-	}
-	if a.Op == Write {
-		return identity.MarkSealed(p.Root, p.opts.Now)
-	}
-	if real, err := resolve(p.Root, a.Path, false); err != nil {
-		return err
-	} else if real != a.Path {
-		return errors.New("a symbolic link appeared on the way since the plan was made; not touched")
-	}
-	host := p.Root.Path(a.Path)
-	fi, err := os.Lstat(host)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
+	root := string(p.Root)
+	var err error
 	switch a.Op {
+	case Keep, Skip:
+		return nil
+	case Write:
+		return identity.MarkSealed(p.Root, p.opts.Now)
 	case Remove:
-		if fi.IsDir() {
-			return errors.New("became a directory since the plan was made; not touched")
-		}
-		return os.Remove(host)
+		err = fsutil.RemoveIn(root, a.Path, false)
 	case RemoveTree:
-		if !fi.IsDir() {
-			return errors.New("is no longer a directory; not touched")
-		}
-		return os.RemoveAll(host)
+		err = fsutil.RemoveIn(root, a.Path, true)
 	case Empty:
-		if !fi.Mode().IsRegular() {
-			return errors.New("is no longer a regular file; not touched")
-		}
-		f, err := os.OpenFile(host, os.O_WRONLY|os.O_TRUNC|oNoFollow, 0)
-		if err != nil {
-			return err
-		}
-		if err := f.Sync(); err != nil {
-			f.Close()
-			return err
-		}
-		return f.Close()
+		err = fsutil.TruncateIn(root, a.Path)
+	default:
+		return fmt.Errorf("unknown operation %q", a.Op)
 	}
-	return fmt.Errorf("unknown operation %q", a.Op)
+	switch {
+	case errors.Is(err, fsutil.ErrSymlink):
+		return errors.New("a symbolic link appeared on the way since the plan was made; not touched")
+	case errors.Is(err, fsutil.ErrIsDir):
+		return errors.New("became a directory since the plan was made; not touched")
+	}
+	return err
 }

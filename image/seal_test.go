@@ -1,8 +1,7 @@
 package image
 
 import (
-	"errors"
-	"github.com/seedkeeper/seedkeeper/netcfg"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/seedkeeper/seedkeeper/agent"
 	"github.com/seedkeeper/seedkeeper/identity"
+	"github.com/seedkeeper/seedkeeper/netcfg"
 )
 
 var sealTime = time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)
@@ -214,33 +214,59 @@ func TestSealAbsoluteLinksStayInRoot(t *testing.T) {
 	}
 }
 
-// A link that climbs out of the root: seal refuses and changes nothing.
-func TestSealRefusesLinkOutOfRoot(t *testing.T) {
+// A link that climbs out of the root, relative or absolute, stays inside
+// it, as in a chroot: seal never reaches the host's files through it.
+func TestSealLinkOutOfRootStaysInside(t *testing.T) {
 	outside := t.TempDir()
-	os.WriteFile(filepath.Join(outside, "keep"), []byte("x"), 0o644)
 	for _, c := range []struct{ name, link string }{
 		{"state dir", "/var/lib/cloud"},
 		{"machine-id", MachineIDPath},
 		{"ssh dir", SSHDir},
-		{"seedkeeper dir", "/var/lib/seedkeeper"},
+		{"log", "/var/log/cloud-init.log"},
+		{"pin", identity.StatePath},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			m := bootedTemplate(t)
-			m.remove(c.link)
-			rel, _ := filepath.Rel(filepath.Dir(filepath.Join(m.dir, c.link)), outside)
-			m.link(rel, c.link)
-			before := m.paths()
-			_, err := PlanSeal(m.dir, SealOptions{})
-			if !errors.Is(err, ErrOutsideRoot) || !strings.Contains(err.Error(), "nothing was changed") || !strings.Contains(err.Error(), c.link) {
-				t.Errorf("PlanSeal: %v", err)
-			}
-			if after := m.paths(); !slices.Equal(before, after) {
-				t.Error("the image changed")
-			}
-			if _, err := os.Stat(filepath.Join(outside, "keep")); err != nil {
-				t.Errorf("outside the root: %v", err)
-			}
-		})
+		for _, abs := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/abs=%v", c.name, abs), func(t *testing.T) {
+				m := bootedTemplate(t)
+				os.WriteFile(filepath.Join(outside, "keep"), []byte("x"), 0o644)
+				os.WriteFile(filepath.Join(outside, "ssh_host_rsa_key"), []byte("x"), 0o644)
+				m.remove(c.link)
+				target := outside
+				if !abs {
+					target, _ = filepath.Rel(filepath.Dir(filepath.Join(m.dir, c.link)), outside)
+				}
+				m.link(target, c.link)
+				p := planSeal(t, m, SealOptions{})
+				for _, a := range p.Changes() {
+					if a.Path != c.link && strings.HasPrefix(a.Path, c.link+"/") {
+						t.Errorf("planned %s %s behind the link", a.Op, a.Path)
+					}
+				}
+				if err := p.Apply(); err != nil {
+					t.Fatal(err)
+				}
+				for _, f := range []string{"keep", "ssh_host_rsa_key"} {
+					if _, err := os.Stat(filepath.Join(outside, f)); err != nil {
+						t.Errorf("outside the root: %v", err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// The marker's directory as a link: seal refuses and changes nothing.
+func TestSealRefusesLinkedStateDir(t *testing.T) {
+	m := bootedTemplate(t)
+	m.remove("/var/lib/seedkeeper")
+	m.link(t.TempDir(), "/var/lib/seedkeeper")
+	before := m.paths()
+	_, err := PlanSeal(m.dir, SealOptions{})
+	if err == nil || !strings.Contains(err.Error(), "nothing was changed") || !strings.Contains(err.Error(), identity.SealedPath) {
+		t.Errorf("PlanSeal: %v", err)
+	}
+	if after := m.paths(); !slices.Equal(before, after) {
+		t.Error("the image changed")
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
+	"github.com/seedkeeper/seedkeeper/internal/paths"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
 
@@ -32,7 +33,7 @@ const (
 
 // seedDirs are the NoCloud seed directories cloud-init reads (NoCloud's
 // seed_dirs), the first holding the seed seedkeeper writes.
-var seedDirs = []string{"/var/lib/cloud/seed/nocloud", "/var/lib/cloud/seed/nocloud-net"}
+var seedDirs = paths.SeedDirs
 
 // Hold is what HoldCloudInit decided.
 type Hold struct {

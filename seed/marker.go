@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
@@ -77,8 +76,7 @@ func writeMarker(root sysroot.Root, mk *marker) error {
 // Owned reports whether the seed directory under root is seedkeeper's
 // output (it holds the marker). The NoCloud reader must then not read it.
 func Owned(rootDir string) (bool, error) {
-	root := sysroot.Root(rootDir)
-	_, err := os.Lstat(markerPath(root))
+	_, err := fsutil.StatIn(rootDir, Dir+"/"+MarkerName, false)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
@@ -94,8 +92,7 @@ func Owned(rootDir string) (bool, error) {
 // and Dir itself when seedkeeper has not written there yet. The result is
 // a system path.
 func SourceDir(rootDir string) (string, error) {
-	root := sysroot.Root(rootDir)
-	fi, err := os.Lstat(root.Path(ImportDir))
+	fi, err := fsutil.StatIn(rootDir, ImportDir, false)
 	switch {
 	case err == nil && fi.IsDir():
 		return ImportDir, nil

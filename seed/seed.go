@@ -19,6 +19,7 @@ import (
 
 	"github.com/seedkeeper/seedkeeper/datasource"
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
+	"github.com/seedkeeper/seedkeeper/internal/paths"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 	"github.com/seedkeeper/seedkeeper/internal/yamlx"
 	"github.com/seedkeeper/seedkeeper/netcfg"
@@ -27,14 +28,14 @@ import (
 // System paths seed writes (resolve them with sysroot.Root.Path).
 const (
 	// Dir is cloud-init's NoCloud seed directory.
-	Dir = "/var/lib/cloud/seed/nocloud"
+	Dir = paths.SeedDir
 	// MarkerName is the marker file in Dir.
 	MarkerName = ".seedkeeper"
 	// ImportDir holds a seed a person put into Dir before seedkeeper
 	// first ran.
-	ImportDir = "/var/lib/seedkeeper/imported-seed"
+	ImportDir = paths.ImportedSeed
 	// PerBootDir is cloud-init's per-boot scripts directory.
-	PerBootDir = "/var/lib/cloud/scripts/per-boot"
+	PerBootDir = paths.PerBootDir
 	// OperatorScript and UserScript are the SmartOS scripts, named so that
 	// the operator's runs first.
 	OperatorScript = PerBootDir + "/00-seedkeeper-operator-script"

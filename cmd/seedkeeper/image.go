@@ -47,7 +47,11 @@ the running system its files under /run). It empties /etc/machine-id (not
 removed: systemd then treats the first boot as the first boot), and leaves
 a sealed marker so that the first boot of every clone is a new instance,
 even for derived-ID sources. It never touches a path it does not list,
-resolves links inside the root and refuses a link that leads out of it.
+resolves links inside the root as a chroot would (an absolute link starts
+at the root, ".." stays in it), never crosses a mount point inside it,
+removes a log only when it is a file (a directory there is listed as
+skipped, with why) and a tree only in cloud-init's state directory and its
+own seed.
 It ends by running check and printing its verdict. Run it last, then shut
 the machine down without booting it again.
 
@@ -87,7 +91,7 @@ func runImage(args []string, stdout, stderr io.Writer) int {
 	if sub == "check" {
 		return imageCheck(r, *asJSON, stdout, stderr)
 	}
-	return imageSeal(r, image.SealOptions{KeepSSHHostKeys: *keepKeys}, *dryRun, stdout, stderr)
+	return imageSeal(r, image.SealOptions{KeepSSHHostKeys: *keepKeys, DryRun: *dryRun}, stdout, stderr)
 }
 
 // checkExit maps a report to the exit status.
@@ -141,9 +145,9 @@ func printItems(w io.Writer, rep *image.Report, problemsOnly bool) {
 	}
 }
 
-func imageSeal(r sysroot.Root, opts image.SealOptions, dryRun bool, stdout, stderr io.Writer) int {
-	plan, err := image.PlanSeal(string(r), opts)
-	if err != nil {
+func imageSeal(r sysroot.Root, opts image.SealOptions, stdout, stderr io.Writer) int {
+	s, err := image.Seal(string(r), opts)
+	if err != nil && s == nil {
 		fmt.Fprintf(stderr, "seedkeeper image seal: %s\n", clean(err.Error()))
 		return exitError
 	}
@@ -151,26 +155,27 @@ func imageSeal(r sysroot.Root, opts image.SealOptions, dryRun bool, stdout, stde
 	if r.IsReal() {
 		where = "/ (the running system)"
 	}
-	if dryRun {
+	if opts.DryRun {
 		fmt.Fprintf(stdout, "Dry run: sealing %s would do this, and nothing else:\n", where)
-		printPlan(stdout, plan)
+		printPlan(stdout, s.Plan)
 		return exitOK
 	}
 	fmt.Fprintf(stdout, "Sealing %s:\n", where)
-	printPlan(stdout, plan)
-	if err := plan.Apply(); err != nil {
-		fmt.Fprintf(stderr, "seedkeeper image seal: %s\n", clean(err.Error()))
-		return exitError
+	printPlan(stdout, s.Plan)
+	if s.Err != nil {
+		fmt.Fprintf(stderr, "seedkeeper image seal: %s\n", clean(s.Err.Error()))
 	}
-	rep, err := image.Check(string(r))
 	if err != nil {
 		fmt.Fprintf(stderr, "seedkeeper image seal: %s\n", clean(err.Error()))
 		return exitError
 	}
 	fmt.Fprintln(stdout, "\nimage check after the seal:")
-	printItems(stdout, rep, true)
-	fmt.Fprintf(stdout, "Verdict: %s\n", rep.Summary())
-	return checkExit(rep)
+	printItems(stdout, s.Report, true)
+	fmt.Fprintf(stdout, "Verdict: %s\n", s.Report.Summary())
+	if s.Err != nil {
+		return exitError
+	}
+	return checkExit(s.Report)
 }
 
 func printPlan(w io.Writer, p *image.Plan) {

@@ -120,10 +120,21 @@ func (c *Config) EventEnabled(ev string) bool {
 // the caller decides what may go on without it (the allowlist must then
 // allow nothing).
 func Load(path string) (*Config, error) {
-	c := Default()
 	// The one bounded reader: --config /dev/zero or a FIFO must not hang
 	// or fill memory.
 	b, err := fsutil.ReadFile(context.Background(), path, MaxSize)
+	return parse(path, b, err)
+}
+
+// LoadIn is Load for the system path p of an image under root (see
+// fsutil.ReadFileIn: no link or mount leads out of the root).
+func LoadIn(root, p string) (*Config, error) {
+	b, err := fsutil.ReadFileIn(context.Background(), root, p, MaxSize)
+	return parse(p, b, err)
+}
+
+func parse(path string, b []byte, err error) (*Config, error) {
+	c := Default()
 	if errors.Is(err, fs.ErrNotExist) {
 		return c, nil
 	}

@@ -209,16 +209,6 @@ func Resolve(root, p string) (string, error) {
 	return filepath.Join(root, filepath.Join(cur...)), nil
 }
 
-// ReadFileIn resolves the system path p under root (see Resolve) and reads
-// it with ReadFile.
-func ReadFileIn(ctx context.Context, root, p string, limit int64) ([]byte, error) {
-	rp, err := Resolve(root, p)
-	if err != nil {
-		return nil, err
-	}
-	return ReadFile(ctx, rp, limit)
-}
-
 func splitPath(p string) []string { return strings.Split(p, "/") }
 
 // moreComponents reports whether rest still names something to walk into.

@@ -11,7 +11,11 @@ import (
 // Root is a directory that stands for "/". The zero value is the real root.
 type Root string
 
-// Path returns the absolute system path p as seen under r.
+// Path returns the absolute system path p as seen under r, lexically: it
+// names a file for messages and for writing seedkeeper's own state. To
+// read, list or remove what an image root holds (links that may point at
+// the host, FIFOs, mounts), use fsutil's in-root functions (ReadFileIn,
+// StatIn, ReadDirIn, RemoveIn), which confine the walk to r.
 func (r Root) Path(p string) string {
 	if r == "" || r == "/" {
 		return filepath.Clean("/" + p)

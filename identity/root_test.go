@@ -1,0 +1,63 @@
+package identity
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/seedkeeper/seedkeeper/internal/fsutil"
+	"github.com/seedkeeper/seedkeeper/internal/nohang"
+	"github.com/seedkeeper/seedkeeper/internal/sysroot"
+)
+
+// Under an image root, identity's readers neither block on a FIFO nor
+// follow a link onto the host: cloud-init's ID, the pin, the sealed marker
+// and the machine identity.
+func TestReadersUnderAnImageRoot(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "secret")
+	os.WriteFile(secret, []byte("3f6a1b2c-0d4e-4f5a-8b6c-7d8e9f0a1b2c\n"), 0o644)
+	for _, kind := range []string{"FIFO", "link"} {
+		dir := t.TempDir()
+		root := sysroot.Root(dir)
+		for _, p := range []string{CloudInitIDPath, StatePath, SealedPath, ProductUUIDPath} {
+			host := filepath.Join(dir, p)
+			os.MkdirAll(filepath.Dir(host), 0o755)
+			var err error
+			if kind == "FIFO" {
+				err = syscall.Mkfifo(host, 0o644)
+			} else {
+				err = os.Symlink(secret, host)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		var errs []error
+		var ids []string
+		nohang.Run(t, kind+": identity's readers", func() {
+			id, err := CloudInitID(root)
+			ids, errs = append(ids, id), append(errs, err)
+			_, err = Load(root)
+			errs = append(errs, err)
+			mid, err := ReadMachineIdentity(root)
+			ids, errs = append(ids, mid), append(errs, err)
+			if s := ReadSeal(root); s == nil || !s.SealedAt.IsZero() {
+				t.Errorf("%s at the marker: %+v, want sealed with no time", kind, s)
+			}
+		})
+		for _, id := range ids {
+			if strings.Contains(id, "3f6a1b2c") {
+				t.Errorf("%s: read the host's file: %q", kind, id)
+			}
+		}
+		if kind == "FIFO" {
+			for i, err := range errs {
+				if err == nil || !strings.Contains(err.Error(), fsutil.ErrNotRegular.Error()) {
+					t.Errorf("FIFO, reader %d: %v; want it refused", i, err)
+				}
+			}
+		}
+	}
+}

@@ -1,8 +1,0 @@
-//go:build unix
-
-package image
-
-import "syscall"
-
-// oNoFollow makes an open fail on a symbolic link.
-const oNoFollow = syscall.O_NOFOLLOW

@@ -1,0 +1,447 @@
+package fsutil
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Access under a root: every read, stat, listing and removal of a system
+// path under a root that stands for "/" (an image given with --root) goes
+// through the functions of this file, and they keep one set of promises:
+//
+//   - no symbolic link is followed out of the root: an absolute target
+//     starts again at the root and ".." at the root stays there, as in a
+//     chroot (Resolve spells the same walk as a path);
+//   - no mount point inside the root is crossed (ErrCrossesMount), so a
+//     bind mount cannot lead a read or a removal onto the host;
+//   - nothing is opened for I/O unless it is of a kind the caller asked
+//     for (regular files unless it says otherwise), and what is opened is
+//     opened non-blocking and without becoming a controlling terminal: a
+//     FIFO or a device node in the image cannot block or be read;
+//   - a removal says which kind it removes: a file is unlinked, never a
+//     directory; a tree is removed only when the caller asks for one, and
+//     the walk never descends into a mount or follows a link.
+//
+// On Linux the kernel enforces the walk (openat2 with RESOLVE_IN_ROOT,
+// RESOLVE_NO_XDEV and RESOLVE_NO_MAGICLINKS, Linux 5.6 and later); where it
+// cannot, the same walk is done in user space, component by component,
+// which leaves a window between the walk and the open that a process
+// changing the image at the same time could use.
+//
+// The real root ("" or "/") is the machine itself: there links are
+// followed as the kernel follows them and mounts are part of the system,
+// but the kind checks and the non-blocking open hold the same.
+
+// ErrCrossesMount is returned when a path under a root leads across a mount
+// point inside it (a bind mount, or another file system mounted there).
+var ErrCrossesMount = errors.New("crosses a mount point inside the root")
+
+// ErrIsDir is returned when a removal of a file finds a directory.
+var ErrIsDir = errors.New("is a directory")
+
+// Kinds is the set of file kinds an in-root open accepts, plus NoFollow.
+type Kinds uint8
+
+// The kinds.
+const (
+	// Regular files.
+	Regular Kinds = 1 << iota
+	// Directory.
+	Directory
+	// NoFollow refuses a symbolic link as the last component (ErrSymlink)
+	// instead of following it inside the root.
+	NoFollow
+)
+
+func (k Kinds) accepts(m fs.FileMode) bool {
+	return (k&Regular != 0 && m.IsRegular()) || (k&Directory != 0 && m.IsDir())
+}
+
+func (k Kinds) String() string {
+	var s []string
+	if k&Regular != 0 {
+		s = append(s, "a regular file")
+	}
+	if k&Directory != 0 {
+		s = append(s, "a directory")
+	}
+	return strings.Join(s, " or ")
+}
+
+// isRealRoot reports whether root is the machine's own root.
+func isRealRoot(root string) bool { return root == "" || filepath.Clean(root) == "/" }
+
+// hostPath is the host path of the system path p under root, lexically.
+func hostPath(root, p string) string {
+	if root == "" {
+		root = "/"
+	}
+	return filepath.Join(root, filepath.FromSlash(path.Clean("/"+p)))
+}
+
+// OpenIn opens the system path p under root for reading, confined to the
+// root as described above, and refuses it (ErrNotRegular, naming the kind
+// found and the kind wanted) unless it is of a kind in want. Without
+// NoFollow a link as the last component is followed inside the root.
+func OpenIn(root, p string, want Kinds) (*os.File, error) {
+	if !strings.HasPrefix(p, "/") {
+		return nil, &fs.PathError{Op: "open", Path: p, Err: errors.New("not an absolute path")}
+	}
+	f, err := openIn(root, p, want)
+	if err != nil {
+		return nil, inRootErr("opening", p, want, err)
+	}
+	return f, nil
+}
+
+// ReadFileIn reads the regular file at the system path p under root (see
+// OpenIn; a link as the last component is followed inside the root), of
+// at most limit bytes: a larger file is an error that names p and the
+// limit, never a silent truncation.
+func ReadFileIn(ctx context.Context, root, p string, limit int64) ([]byte, error) {
+	return readIn(ctx, root, p, Regular, limit)
+}
+
+// ReadFileInNoFollow is ReadFileIn refusing a link as the last component:
+// for seedkeeper's own state, which it never reads through a link.
+func ReadFileInNoFollow(ctx context.Context, root, p string, limit int64) ([]byte, error) {
+	return readIn(ctx, root, p, Regular|NoFollow, limit)
+}
+
+func readIn(ctx context.Context, root, p string, want Kinds, limit int64) ([]byte, error) {
+	if !strings.HasPrefix(p, "/") {
+		return nil, &fs.PathError{Op: "reading", Path: p, Err: errors.New("not an absolute path")}
+	}
+	f, err := openIn(root, p, want)
+	if err != nil {
+		return nil, inRootErr("reading", p, want, err)
+	}
+	defer f.Close()
+	return readAll(ctx, f, p, limit)
+}
+
+// StatIn returns what the system path p under root is, without opening it
+// for I/O (a FIFO or a device is described, never opened). With follow, a
+// link as the last component is followed inside the root; without it the
+// link itself is described, as Lstat does.
+func StatIn(root, p string, follow bool) (fs.FileInfo, error) {
+	fi, err := statIn(root, p, follow)
+	if err != nil {
+		return nil, inRootErr("checking", p, 0, err)
+	}
+	return fi, nil
+}
+
+// ReadDirIn lists the directory at the system path p under root (links
+// followed inside the root), sorted by name.
+func ReadDirIn(root, p string) ([]fs.DirEntry, error) {
+	f, err := OpenIn(root, p, Directory)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	ents, err := f.ReadDir(-1)
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", p, err)
+	}
+	sortEntries(ents)
+	return ents, nil
+}
+
+// ReadlinkIn returns the target of the symbolic link at the system path p
+// under root (fs.ErrInvalid when p is not a link).
+func ReadlinkIn(root, p string) (string, error) {
+	t, err := readlinkIn(root, p)
+	if err != nil {
+		return "", inRootErr("reading the link", p, 0, err)
+	}
+	return t, nil
+}
+
+// RemoveIn removes the system path p under root, which must already be
+// resolved (no link on the way: one that appeared is refused). With tree
+// false p must not be a directory (ErrIsDir): a file, a link (removed, not
+// followed), or a special file is unlinked. With tree true p must be a
+// directory, removed with all it holds; links inside are removed, never
+// followed, and a mount point inside it is neither crossed nor removed
+// (ErrCrossesMount, after the rest is gone). A p that is itself a mount
+// point is refused. A missing p is not an error.
+func RemoveIn(root, p string, tree bool) error {
+	if !strings.HasPrefix(p, "/") || path.Clean(p) == "/" {
+		return fmt.Errorf("removing %s: not a path below the root", p)
+	}
+	if err := removeIn(root, path.Clean(p), tree); err != nil {
+		return inRootErr("removing", p, 0, err)
+	}
+	return nil
+}
+
+// TruncateIn empties the regular file at the system path p under root,
+// which must already be resolved (no link on the way), and syncs it.
+func TruncateIn(root, p string) error {
+	if err := truncateIn(root, p); err != nil {
+		return inRootErr("emptying", p, 0, err)
+	}
+	return nil
+}
+
+// ResolveIn returns the system path (inside root, not the host path) that
+// p names under root, resolved as Resolve does. Without followLast the
+// last component is not followed: the result names a link itself.
+func ResolveIn(root, p string, followLast bool) (string, error) {
+	if !strings.HasPrefix(p, "/") {
+		return "", &fs.PathError{Op: "resolve", Path: p, Err: errors.New("not an absolute path")}
+	}
+	if !followLast {
+		dir, base := splitLast(p)
+		if base != "" {
+			d, err := ResolveIn(root, dir, true)
+			if err != nil {
+				return "", err
+			}
+			return path.Join(d, base), nil
+		}
+	}
+	host, err := Resolve(root, p)
+	if err != nil {
+		return "", err
+	}
+	if isRealRoot(root) {
+		return host, nil
+	}
+	rel, err := filepath.Rel(filepath.Clean(root), host)
+	if err != nil {
+		return "", err
+	}
+	return path.Clean("/" + filepath.ToSlash(rel)), nil
+}
+
+// splitLast splits p into the directory part and a last component that
+// names an entry ("" when the last component is "", "." or "..", which
+// name a directory whatever the links).
+func splitLast(p string) (dir, base string) {
+	p = strings.TrimRight(p, "/")
+	if p == "" {
+		return "/", ""
+	}
+	i := strings.LastIndex(p, "/")
+	dir, base = p[:i], p[i+1:]
+	if base == "." || base == ".." {
+		return p, ""
+	}
+	if dir == "" {
+		dir = "/"
+	}
+	return dir, base
+}
+
+// inRootErr words an error of an in-root operation: it names the system
+// path and, for a refused kind, what was found and what was wanted.
+func inRootErr(op, p string, want Kinds, err error) error {
+	var ke *kindError
+	switch {
+	case errors.As(err, &ke):
+		if k := want &^ NoFollow; k == 0 || k == Regular {
+			return fmt.Errorf("%s %s: %w (%s)", op, p, ErrNotRegular, Kind(ke.mode))
+		}
+		return fmt.Errorf("%s %s: %w (%s, want %s)", op, p, ErrNotRegular, Kind(ke.mode), want&^NoFollow)
+	case errors.Is(err, ErrCrossesMount), errors.Is(err, ErrSymlink), errors.Is(err, ErrIsDir):
+		return fmt.Errorf("%s %s: %w", op, p, err)
+	}
+	return &fs.PathError{Op: op, Path: p, Err: unwrapPathErr(err)}
+}
+
+// kindError is a file of a kind the caller did not ask for.
+type kindError struct{ mode fs.FileMode }
+
+func (e *kindError) Error() string { return Kind(e.mode) }
+
+// Portable walk: the fallback where the kernel cannot confine the lookup.
+
+// portableStat resolves p under root in user space and describes it,
+// refusing a mount crossing by comparing devices with the root's.
+func portableStat(root, p string, follow bool) (fs.FileInfo, string, error) {
+	sys, err := ResolveIn(root, p, follow)
+	if err != nil {
+		return nil, "", err
+	}
+	host := hostPath(root, sys)
+	fi, err := os.Lstat(host)
+	if err != nil {
+		return nil, "", err
+	}
+	if !isRealRoot(root) {
+		if err := portableSameDev(root, sys); err != nil {
+			return nil, "", err
+		}
+	}
+	return fi, host, nil
+}
+
+// portableSameDev checks that every component from root down to sys is
+// on the root's device and is no mount point the system lists (a bind
+// mount within one file system keeps the device).
+func portableSameDev(root, sys string) error {
+	rfi, err := os.Stat(root)
+	if err != nil {
+		return err
+	}
+	rdev, _ := devOf(rfi)
+	mounts := mountPoints()
+	cur := "/"
+	for _, c := range strings.Split(strings.Trim(sys, "/"), "/") {
+		if c == "" {
+			continue
+		}
+		cur = path.Join(cur, c)
+		host := hostPath(root, cur)
+		fi, err := os.Lstat(host)
+		if err != nil {
+			return nil // a missing component: the open reports it
+		}
+		if isMountPoint(mounts, host, fi, rdev) {
+			return ErrCrossesMount
+		}
+	}
+	return nil
+}
+
+// isMountPoint reports whether the file fi at host is a mount point: on
+// another device than its parent's dev, or listed by the system.
+func isMountPoint(mounts map[string]bool, host string, fi fs.FileInfo, dev uint64) bool {
+	if d, ok := devOf(fi); ok && d != dev {
+		return true
+	}
+	return mounts[filepath.Clean(host)]
+}
+
+func portableOpen(root, p string, want Kinds) (*os.File, error) {
+	fi, host, err := portableStat(root, p, want&NoFollow == 0)
+	if err != nil {
+		return nil, err
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return nil, ErrSymlink
+	}
+	if !want.accepts(fi.Mode()) {
+		return nil, &kindError{fi.Mode()}
+	}
+	f, err := os.OpenFile(host, os.O_RDONLY|oNonblock|oNoCTTY|oNoFollow, 0)
+	if err != nil {
+		return nil, err
+	}
+	got, err := f.Stat()
+	if err != nil || !os.SameFile(fi, got) {
+		f.Close()
+		return nil, errors.New("changed while it was being opened")
+	}
+	return f, nil
+}
+
+func portableRemove(root, p string, tree bool) error {
+	if sys, err := ResolveIn(root, p, false); err != nil {
+		return err
+	} else if sys != p {
+		return ErrSymlink
+	}
+	fi, host, err := portableStat(root, p, false)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	switch {
+	case fi.IsDir() && !tree:
+		return ErrIsDir
+	case !fi.IsDir() && tree:
+		return errors.New("not a directory")
+	case !tree:
+		return os.Remove(host)
+	}
+	dev, _ := devOf(fi)
+	return portableRemoveTree(host, dev, mountPoints())
+}
+
+// portableRemoveTree removes the directory dir (on device dev) and what it
+// holds, never following a link and never entering another device.
+func portableRemoveTree(dir string, dev uint64, mounts map[string]bool) error {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range ents {
+		p := filepath.Join(dir, e.Name())
+		fi, err := os.Lstat(p)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if isMountPoint(mounts, p, fi, dev) {
+			errs = append(errs, fmt.Errorf("%s: %w", e.Name(), ErrCrossesMount))
+			continue
+		}
+		if fi.IsDir() {
+			if err := portableRemoveTree(p, dev, mounts); err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		if err := os.Remove(p); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	return os.Remove(dir)
+}
+
+func portableTruncate(root, p string) error {
+	if sys, err := ResolveIn(root, p, false); err != nil {
+		return err
+	} else if sys != p {
+		return ErrSymlink
+	}
+	f, err := portableOpen(root, p, Regular|NoFollow)
+	if err != nil {
+		return err
+	}
+	f.Close()
+	w, err := os.OpenFile(hostPath(root, p), os.O_WRONLY|oNonblock|oNoCTTY|oNoFollow, 0)
+	if err != nil {
+		return err
+	}
+	if err := w.Truncate(0); err != nil {
+		w.Close()
+		return err
+	}
+	if err := w.Sync(); err != nil {
+		w.Close()
+		return err
+	}
+	return w.Close()
+}
+
+func portableReadlink(root, p string) (string, error) {
+	fi, host, err := portableStat(root, p, false)
+	if err != nil {
+		return "", err
+	}
+	if fi.Mode()&fs.ModeSymlink == 0 {
+		return "", fs.ErrInvalid
+	}
+	return os.Readlink(host)
+}
+
+func sortEntries(ents []fs.DirEntry) {
+	slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+}

@@ -1,0 +1,394 @@
+//go:build linux
+
+package fsutil
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// noOpenat2 is set once openat2 is found missing (Linux before 5.6, or a
+// seccomp filter that refuses it): the portable walk is used from then on.
+var noOpenat2 atomic.Bool
+
+// probed is set once openat2 answered.
+var probed atomic.Bool
+
+// resolveFlags are the openat2 lookup rules for root: confined to it and
+// on its own mount for an image, only no magic links (/proc/self/fd/...)
+// on the machine itself.
+func resolveFlags(root string) uint64 {
+	if isRealRoot(root) {
+		return unix.RESOLVE_NO_MAGICLINKS
+	}
+	return unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_XDEV | unix.RESOLVE_NO_MAGICLINKS
+}
+
+// beneath are the lookup rules for a name inside a directory already
+// opened: no link, no mount, nothing above it.
+const beneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_XDEV | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS
+
+func openat2(dirfd int, p string, flags, resolve uint64) (int, error) {
+	how := unix.OpenHow{Flags: flags | unix.O_CLOEXEC, Resolve: resolve}
+	for i := 0; ; i++ {
+		fd, err := unix.Openat2(dirfd, p, &how)
+		// EAGAIN: a rename raced with a confined lookup; try again.
+		if err == unix.EINTR || (err == unix.EAGAIN && i < 16) {
+			continue
+		}
+		return fd, mapErrno(err)
+	}
+}
+
+func mapErrno(err error) error {
+	switch err {
+	case nil:
+		return nil
+	case unix.EXDEV:
+		return ErrCrossesMount
+	}
+	return err
+}
+
+// rel turns a system path into a name relative to the root's descriptor.
+func rel(p string) string {
+	if r := strings.TrimLeft(p, "/"); r != "" {
+		return r
+	}
+	return "."
+}
+
+// withRoot opens root as a descriptor for the walk and calls fn with it.
+// ok is false when openat2 is not available.
+func withRoot(root string, fn func(rfd int) error) (ok bool, err error) {
+	if noOpenat2.Load() {
+		return false, nil
+	}
+	if root == "" {
+		root = "/"
+	}
+	rfd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return true, &fs.PathError{Op: "open", Path: root, Err: err}
+	}
+	defer unix.Close(rfd)
+	// Probe once: ENOSYS (or EPERM from a seccomp filter) means no openat2.
+	if !probed.Load() {
+		fd, err := openat2(rfd, ".", unix.O_PATH, 0)
+		if err == unix.ENOSYS || err == unix.EPERM {
+			noOpenat2.Store(true)
+			return false, nil
+		}
+		if err == nil {
+			unix.Close(fd)
+			probed.Store(true)
+		}
+	}
+	return true, fn(rfd)
+}
+
+// pathFD opens p under rfd with O_PATH (never opened for I/O) and returns
+// it with what it is.
+func pathFD(rfd int, root, p string, follow bool) (int, unix.Stat_t, error) {
+	var st unix.Stat_t
+	flags := uint64(unix.O_PATH)
+	if !follow {
+		flags |= unix.O_NOFOLLOW
+	}
+	fd, err := openat2(rfd, rel(p), flags, resolveFlags(root))
+	if err != nil {
+		return -1, st, err
+	}
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return -1, st, err
+	}
+	return fd, st, nil
+}
+
+func openIn(root, p string, want Kinds) (*os.File, error) {
+	var f *os.File
+	ok, err := withRoot(root, func(rfd int) error {
+		pfd, st, err := pathFD(rfd, root, p, want&NoFollow == 0)
+		if err != nil {
+			return err
+		}
+		unix.Close(pfd)
+		m := modeOf(st.Mode)
+		if m&fs.ModeSymlink != 0 {
+			return ErrSymlink
+		}
+		if !want.accepts(m) {
+			return &kindError{m}
+		}
+		flags := uint64(unix.O_RDONLY | unix.O_NONBLOCK | unix.O_NOCTTY)
+		if want&NoFollow != 0 {
+			flags |= unix.O_NOFOLLOW
+		}
+		if m.IsDir() {
+			flags |= unix.O_DIRECTORY
+		}
+		fd, err := openat2(rfd, rel(p), flags, resolveFlags(root))
+		if err != nil {
+			return err
+		}
+		var got unix.Stat_t
+		if err := unix.Fstat(fd, &got); err != nil || got.Dev != st.Dev || got.Ino != st.Ino {
+			unix.Close(fd)
+			return errors.New("changed while it was being opened")
+		}
+		f = os.NewFile(uintptr(fd), p)
+		return nil
+	})
+	if !ok {
+		return portableOpen(root, p, want)
+	}
+	return f, err
+}
+
+func statIn(root, p string, follow bool) (fs.FileInfo, error) {
+	var fi fs.FileInfo
+	ok, err := withRoot(root, func(rfd int) error {
+		fd, _, err := pathFD(rfd, root, p, follow)
+		if err != nil {
+			return err
+		}
+		f := os.NewFile(uintptr(fd), p)
+		defer f.Close()
+		fi, err = f.Stat()
+		return err
+	})
+	if !ok {
+		fi, _, err = portableStat(root, p, follow)
+	}
+	return fi, err
+}
+
+func readlinkIn(root, p string) (string, error) {
+	var target string
+	ok, err := withRoot(root, func(rfd int) error {
+		fd, st, err := pathFD(rfd, root, p, false)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		if modeOf(st.Mode)&fs.ModeSymlink == 0 {
+			return fs.ErrInvalid
+		}
+		buf := make([]byte, unix.PathMax)
+		n, err := unix.Readlinkat(fd, "", buf)
+		if err != nil {
+			return err
+		}
+		target = string(buf[:n])
+		return nil
+	})
+	if !ok {
+		return portableReadlink(root, p)
+	}
+	return target, err
+}
+
+// parentFD opens the directory of the resolved path p under rfd, refusing
+// a link on the way (it would mean the path changed since it was
+// resolved).
+func parentFD(rfd int, root, p string) (int, string, error) {
+	dir, base := path.Dir(p), path.Base(p)
+	fd, err := openat2(rfd, rel(dir), unix.O_RDONLY|unix.O_DIRECTORY, resolveFlags(root)|unix.RESOLVE_NO_SYMLINKS)
+	if err == unix.ELOOP {
+		err = fmt.Errorf("a symbolic link on the way to it: %w", ErrSymlink)
+	}
+	return fd, base, err
+}
+
+func removeIn(root, p string, tree bool) error {
+	ok, err := withRoot(root, func(rfd int) error {
+		dfd, base, err := parentFD(rfd, root, p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		defer unix.Close(dfd)
+		var st unix.Stat_t
+		if err := unix.Fstatat(dfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err == unix.ENOENT {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		// A mount point (a bind-mounted file or directory) is refused
+		// whatever its kind: the lookup of it alone crosses the mount.
+		fd, err := openat2(dfd, base, unix.O_PATH|unix.O_NOFOLLOW, beneath)
+		if err != nil {
+			return err
+		}
+		unix.Close(fd)
+		isDir := modeOf(st.Mode).IsDir()
+		switch {
+		case isDir && !tree:
+			return ErrIsDir
+		case !isDir && tree:
+			return errors.New("not a directory")
+		case !tree:
+			return unix.Unlinkat(dfd, base, 0)
+		}
+		return removeTreeAt(dfd, base)
+	})
+	if !ok {
+		return portableRemove(root, p, tree)
+	}
+	return err
+}
+
+// removeTreeAt removes the directory name in the directory dfd and all it
+// holds, never following a link and never entering a mount. What cannot be
+// removed is reported by name, and the rest still goes.
+func removeTreeAt(dfd int, name string) error {
+	fd, err := openat2(dfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW, beneath)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	f := os.NewFile(uintptr(fd), name)
+	defer f.Close()
+	ents, err := f.ReadDir(-1)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	var errs []error
+	for _, e := range ents {
+		var st unix.Stat_t
+		if err := unix.Fstatat(fd, e.Name(), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			if err != unix.ENOENT {
+				errs = append(errs, fmt.Errorf("%s/%s: %w", name, e.Name(), err))
+			}
+			continue
+		}
+		if modeOf(st.Mode).IsDir() {
+			if err := removeTreeAt(fd, e.Name()); err != nil {
+				errs = append(errs, fmt.Errorf("%s/%w", name, err))
+			}
+			continue
+		}
+		if err := unix.Unlinkat(fd, e.Name(), 0); err != nil && err != unix.ENOENT {
+			if err == unix.EBUSY {
+				err = ErrCrossesMount
+			}
+			errs = append(errs, fmt.Errorf("%s/%s: %w", name, e.Name(), err))
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	if err := unix.Unlinkat(dfd, name, unix.AT_REMOVEDIR); err != nil && err != unix.ENOENT {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return nil
+}
+
+func truncateIn(root, p string) error {
+	ok, err := withRoot(root, func(rfd int) error {
+		dfd, base, err := parentFD(rfd, root, p)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(dfd)
+		pfd, err := openat2(dfd, base, unix.O_PATH|unix.O_NOFOLLOW, beneath)
+		if err != nil {
+			return err
+		}
+		var st unix.Stat_t
+		err = unix.Fstat(pfd, &st)
+		unix.Close(pfd)
+		if err != nil {
+			return err
+		}
+		if m := modeOf(st.Mode); !m.IsRegular() {
+			return &kindError{m}
+		}
+		fd, err := openat2(dfd, base, unix.O_WRONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_NOFOLLOW, beneath)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		var got unix.Stat_t
+		if err := unix.Fstat(fd, &got); err != nil || got.Dev != st.Dev || got.Ino != st.Ino {
+			return errors.New("changed while it was being opened")
+		}
+		if err := unix.Ftruncate(fd, 0); err != nil {
+			return err
+		}
+		return unix.Fsync(fd)
+	})
+	if !ok {
+		return portableTruncate(root, p)
+	}
+	return err
+}
+
+// modeOf turns a stat mode into the type bits of an fs.FileMode.
+func modeOf(m uint32) fs.FileMode {
+	switch m & unix.S_IFMT {
+	case unix.S_IFREG:
+		return 0
+	case unix.S_IFDIR:
+		return fs.ModeDir
+	case unix.S_IFLNK:
+		return fs.ModeSymlink
+	case unix.S_IFIFO:
+		return fs.ModeNamedPipe
+	case unix.S_IFSOCK:
+		return fs.ModeSocket
+	case unix.S_IFCHR:
+		return fs.ModeDevice | fs.ModeCharDevice
+	case unix.S_IFBLK:
+		return fs.ModeDevice
+	}
+	return fs.ModeIrregular
+}
+
+// mountPoints lists the mount points of this process's namespace (from
+// /proc/self/mountinfo), for the portable walk: a bind mount within one
+// file system keeps the device, so the device alone cannot tell.
+func mountPoints() map[string]bool {
+	b, err := ReadFile(context.Background(), "/proc/self/mountinfo", 16<<20)
+	if err != nil {
+		return nil
+	}
+	out := map[string]bool{}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) > 4 {
+			out[filepath.Clean(unescapeMount(f[4]))] = true
+		}
+	}
+	return out
+}
+
+// unescapeMount undoes the octal escapes of mountinfo (\040 for a space).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}

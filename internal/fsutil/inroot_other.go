@@ -1,0 +1,26 @@
+//go:build !linux
+
+package fsutil
+
+import (
+	"io/fs"
+	"os"
+)
+
+// Where the kernel has no confined lookup, the walk is done in user space.
+
+func openIn(root, p string, want Kinds) (*os.File, error) { return portableOpen(root, p, want) }
+
+func statIn(root, p string, follow bool) (fs.FileInfo, error) {
+	fi, _, err := portableStat(root, p, follow)
+	return fi, err
+}
+
+func readlinkIn(root, p string) (string, error) { return portableReadlink(root, p) }
+
+func removeIn(root, p string, tree bool) error { return portableRemove(root, p, tree) }
+
+func truncateIn(root, p string) error { return portableTruncate(root, p) }
+
+// mountPoints is not known here: the device comparison alone applies.
+func mountPoints() map[string]bool { return nil }
