@@ -193,7 +193,7 @@ func checkNames(names []string) ([]string, error) {
 // --drivers flag and string metadata values give it: "virtio_net,e1000".
 // Spaces around a name are dropped; a name netcfg.CheckDriverName refuses
 // (an empty one, one longer than 31 bytes, one with a character outside
-// A-Z a-z 0-9 _ -) is an error naming the entry.
+// a-z 0-9 _ -) is an error naming the entry.
 func ParseDriverList(s string) ([]string, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, errors.New("the list is empty")
