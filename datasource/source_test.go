@@ -20,7 +20,7 @@ func TestSourceTable(t *testing.T) {
 	if want := []string{SourceSmartOS, SourceVMware, SourceNoCloud}; !slices.Equal(Names(), want) {
 		t.Errorf("Names() = %v, want %v", Names(), want)
 	}
-	claimed := map[string]string{}
+	claimed, named := map[string]string{}, map[string]bool{}
 	for _, s := range sources {
 		if s.Name == "" || s.detect == nil || s.read == nil || s.DriversKey == "" || (len(s.Platforms) > 0) != (len(s.Drivers) > 0) {
 			t.Errorf("source %q is missing a field: %+v", s.Name, s)
@@ -28,9 +28,10 @@ func TestSourceTable(t *testing.T) {
 		if got, ok := Lookup(s.Name); !ok || got.Name != s.Name {
 			t.Errorf("Lookup(%q) = %v, %v", s.Name, got.Name, ok)
 		}
-		if slices.Index(Names(), s.Name) != slices.IndexFunc(sources, func(o Source) bool { return o.Name == s.Name }) {
+		if named[s.Name] {
 			t.Errorf("source %q is listed twice", s.Name)
 		}
+		named[s.Name] = true
 		for _, d := range s.Drivers {
 			if err := netcfg.CheckDriverName(d); err != nil {
 				t.Errorf("source %q: default driver %q: %v", s.Name, d, err)
