@@ -81,7 +81,7 @@ func ValidSource(s string) bool {
 func lookup(name string) (Source, error) {
 	s, ok := Lookup(name)
 	if !ok {
-		return Source{}, fmt.Errorf("unknown source (want one of %v)", Names())
+		return Source{}, fmt.Errorf("unknown source %q (want one of %v)", name, Names())
 	}
 	return s, nil
 }

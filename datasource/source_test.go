@@ -61,6 +61,16 @@ func TestSourceTable(t *testing.T) {
 	if _, ok := Lookup("ec2"); ok || ValidSource("") {
 		t.Error("a name not in the table is a source")
 	}
+	// A name the caller gave (Options.Sources, Read) that is not in the
+	// table is named in the error, as are the names it could be.
+	for _, err := range []error{
+		func() error { _, err := Read(context.Background(), "ec2", Options{}); return err }(),
+		func() error { _, _, err := Detect(context.Background(), Options{Sources: []string{"ec2"}}); return err }(),
+	} {
+		if err == nil || !strings.Contains(err.Error(), `unknown source "ec2" (want one of [smartos vmware nocloud])`) {
+			t.Errorf("unknown source: %v", err)
+		}
+	}
 }
 
 func TestPlatform(t *testing.T) {
