@@ -198,8 +198,13 @@ func checkUsable(md *Metadata) error {
 	if err := netcfg.CheckLine(md.Hostname); err != nil {
 		return fmt.Errorf("hostname: %w", err)
 	}
-	if kept, dropped := FilterPublicKeys(md.PublicKeys); len(dropped) > 0 || !slices.Equal(kept, md.PublicKeys) {
-		return fmt.Errorf("public keys: %d of %d not as the filter keeps them", len(md.PublicKeys)-len(kept), len(md.PublicKeys))
+	kept, dropped := FilterPublicKeys(md.PublicKeys)
+	if len(dropped) > 0 {
+		d := dropped[0]
+		return fmt.Errorf("public key %d: %w (%d bytes)", d.Index, d.Err, len(md.PublicKeys[d.Index]))
+	}
+	if !slices.Equal(kept, md.PublicKeys) {
+		return fmt.Errorf("public keys: %d kept of %d: a blank key or one with space around it", len(kept), len(md.PublicKeys))
 	}
 	if n, ok := yamlx.Size(md.MetaData, 2*MaxMetaDataExpanded); !ok {
 		return fmt.Errorf("meta-data expands to %d bytes", n)
