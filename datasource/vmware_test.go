@@ -1,8 +1,6 @@
 package datasource
 
 import (
-	"github.com/seedkeeper/seedkeeper/internal/sysroot"
-
 	"context"
 	"errors"
 	"os"
@@ -13,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
 
 func TestReadVMwareEncodings(t *testing.T) {
