@@ -107,7 +107,8 @@ type Setting struct {
 	Err error
 	// Key names the metadata key the value was read from, for Origin
 	// (the source's datasource.Source.DriversKey); "" is the key of the
-	// source the platform belongs to. Unused for the configuration.
+	// source the platform belongs to, or datasource.KeyNetworkDrivers
+	// when no source claims it. Unused for the configuration.
 	Key string
 }
 
@@ -128,7 +129,12 @@ func ResolveAllowlist(metadata, config Setting, platform string) Allowlist {
 		if key == "" {
 			key = datasource.PlatformDriversKey(platform)
 		}
-		return fromSetting(strings.TrimSpace("metadata "+key), metadata)
+		if key == "" {
+			// No source claims the platform: the key every source but
+			// VMware reads.
+			key = datasource.KeyNetworkDrivers
+		}
+		return fromSetting("metadata "+key, metadata)
 	}
 	if config.Set || config.Err != nil {
 		return fromSetting(OriginConfig, config)
