@@ -73,6 +73,19 @@ func TestSourceTable(t *testing.T) {
 	}
 }
 
+// What Lookup returns is the caller's: writing to its lists leaves the
+// table, and so every platform's default allowlist, as it was.
+func TestLookupReturnsACopy(t *testing.T) {
+	s, _ := Lookup(SourceVMware)
+	s.Drivers[0], s.Platforms[0] = "veth", "kvm"
+	if d, _ := PlatformDrivers("vmware"); !slices.Equal(d, vmware.Drivers) || d[0] != "e1000" {
+		t.Errorf("a caller's write reached the table: vmware defaults %v", d)
+	}
+	if again, _ := Lookup(SourceVMware); !slices.Equal(again.Platforms, []string{"vmware"}) {
+		t.Errorf("a caller's write reached the table: platforms %v", again.Platforms)
+	}
+}
+
 func TestPlatform(t *testing.T) {
 	for _, tc := range []struct{ product, vendor, want string }{
 		{"VMware Virtual Platform", "VMware, Inc.", "vmware"},
