@@ -135,12 +135,11 @@ type DroppedKey struct {
 // written one per line into authorized_keys (and into meta-data, from
 // which cloud-init writes them there): each key trimmed of surrounding
 // space. Blank entries are skipped without a word. A key longer than
-// MaxPublicKey, or
-// with a control or line-separator character (netcfg.CheckLine; a TAB
-// too: the readers turn one between fields into a space first), is left
-// out, and so is every key that would take the kept keys beyond
-// MaxPublicKeys in all; dropped says which and why. It is the one filter
-// the readers and the seed writer share.
+// MaxPublicKey, or with a control or line-separator character
+// (netcfg.CheckLine; a TAB too: the readers turn one between fields into
+// a space first), is left out, and so is every key that would take the
+// kept keys beyond MaxPublicKeys in all; dropped says which and why. It
+// is the one filter the readers and the seed writer share.
 func FilterPublicKeys(keys []string) (kept []string, dropped []DroppedKey) {
 	total := 0
 	for i, k := range keys {
