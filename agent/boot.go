@@ -79,12 +79,8 @@ func (e *Env) boot(ctx context.Context, st *Status, netMode NetworkMode) error {
 
 	// Detect and fetch.
 	e.notifyStatus("looking for a metadata source")
-	fctx := ctx
-	if w := time.Duration(e.Config.Boot.Wait); w > 0 {
-		var cancel context.CancelFunc
-		fctx, cancel = context.WithTimeout(ctx, w)
-		defer cancel()
-	}
+	fctx, cancel := e.fetchContext(ctx)
+	defer cancel()
 	opts := e.SourceOptions()
 	md, cands, err := datasource.Fetch(fctx, opts)
 	st.Candidates = cands
@@ -210,11 +206,8 @@ func (e *Env) boot(ctx context.Context, st *Status, netMode NetworkMode) error {
 // cannot be read is, since the allowlist it may set cannot be known.
 func (e Env) NetworkAllowlist(ctx context.Context) (hotplug.Allowlist, error) {
 	e.init()
-	if w := time.Duration(e.Config.Boot.Wait); w > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, w)
-		defer cancel()
-	}
+	ctx, cancel := e.fetchContext(ctx)
+	defer cancel()
 	o := e.SourceOptions()
 	o.VMware.Redact = false
 	md, _, err := datasource.Fetch(ctx, o)
@@ -222,4 +215,13 @@ func (e Env) NetworkAllowlist(ctx context.Context) (hotplug.Allowlist, error) {
 		return hotplug.Allowlist{}, fmt.Errorf("reading the metadata for the driver allowlist: %w", err)
 	}
 	return e.Allowlist(md), nil
+}
+
+// fetchContext is ctx bounded by boot.wait, the time Boot waits for the
+// metadata (0: as long as ctx allows).
+func (e *Env) fetchContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if w := time.Duration(e.Config.Boot.Wait); w > 0 {
+		return context.WithTimeout(ctx, w)
+	}
+	return context.WithCancel(ctx)
 }

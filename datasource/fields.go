@@ -150,12 +150,11 @@ type DroppedKey struct {
 // written one per line into authorized_keys (and into meta-data, from
 // which cloud-init writes them there): each key trimmed of surrounding
 // space. Blank entries are skipped without a word. A key longer than
-// MaxPublicKey, or
-// with a control or line-separator character (netcfg.CheckLine; a TAB
-// too: the readers turn one between fields into a space first), is left
-// out, and so is every key that would take the kept keys beyond
-// MaxPublicKeys in all; dropped says which and why. It is the one filter
-// the readers and the seed writer share.
+// MaxPublicKey, or with a control or line-separator character
+// (netcfg.CheckLine; a TAB too: the readers turn one between fields into
+// a space first), is left out, and so is every key that would take the
+// kept keys beyond MaxPublicKeys in all; dropped says which and why. It
+// is the one filter the readers and the seed writer share.
 func FilterPublicKeys(keys []string) (kept []string, dropped []DroppedKey) {
 	total := 0
 	for i, k := range keys {
@@ -213,8 +212,13 @@ func checkUsable(md *Metadata) error {
 	if err := netcfg.CheckLine(md.Hostname); err != nil {
 		return fmt.Errorf("hostname: %w", err)
 	}
-	if kept, dropped := FilterPublicKeys(md.PublicKeys); len(dropped) > 0 || !slices.Equal(kept, md.PublicKeys) {
-		return fmt.Errorf("public keys: %d of %d not as the filter keeps them", len(md.PublicKeys)-len(kept), len(md.PublicKeys))
+	kept, dropped := FilterPublicKeys(md.PublicKeys)
+	if len(dropped) > 0 {
+		d := dropped[0]
+		return fmt.Errorf("public key %d: %w (%d bytes)", d.Index, d.Err, len(md.PublicKeys[d.Index]))
+	}
+	if !slices.Equal(kept, md.PublicKeys) {
+		return fmt.Errorf("public keys: %d kept of %d: a blank key or one with space around it", len(kept), len(md.PublicKeys))
 	}
 	if n, ok := yamlx.Size(md.MetaData, 2*MaxMetaDataExpanded); !ok {
 		return fmt.Errorf("meta-data expands to %d bytes", n)

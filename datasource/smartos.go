@@ -148,8 +148,10 @@ func readSmartOSClient(ctx context.Context, c *mdata.Client, log *slog.Logger) (
 	md.setHostname(log, "hostname", firstNonEmpty(r.str("hostname"), r.str("sdc:hostname"), md.InstanceID))
 	var keys, where []string
 	for i, l := range strings.Split(r.str("root_authorized_keys"), "\n") {
-		// The value is an authorized_keys file: a "#" line is a comment.
-		if !strings.HasPrefix(strings.TrimSpace(l), "#") {
+		// The value is an authorized_keys file: a "#" line is a comment,
+		// and space around a line (a trailing TAB too) is not part of
+		// the key.
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
 			keys = append(keys, l)
 			where = append(where, fmt.Sprintf("root_authorized_keys line %d", i+1))
 		}

@@ -265,6 +265,21 @@ func TestReadSmartOSHostnameFallback(t *testing.T) {
 
 func ptr[T any](v T) *T { return &v }
 
+// root_authorized_keys is a file: space around a line, a TAB included,
+// and blank lines are not keys, and earn no warning; a TAB between the
+// fields of a key does.
+func TestReadSmartOSAuthorizedKeysLines(t *testing.T) {
+	st := smMinimal()
+	st.SetString("root_authorized_keys", "ssh-ed25519 AAAA one\t\n\t\n# ssh-rsa comment\nssh-rsa BBBB\ttwo\n")
+	md, _ := smRead(t, st)
+	if want := []string{"ssh-ed25519 AAAA one", "ssh-rsa BBBB two"}; !slices.Equal(md.PublicKeys, want) {
+		t.Errorf("PublicKeys = %q, want %q", md.PublicKeys, want)
+	}
+	if want := []string{"root_authorized_keys line 4: a TAB between fields was replaced by a space"}; !slices.Equal(md.Warnings, want) {
+		t.Errorf("Warnings = %q, want %q", md.Warnings, want)
+	}
+}
+
 func TestReadSmartOSAbsentKeys(t *testing.T) {
 	md, h := smRead(t, smMinimal())
 	want := &Metadata{

@@ -62,13 +62,16 @@ func Names() []string {
 	return names
 }
 
-// Lookup returns the source named name.
+// Lookup returns the source named name. Its lists are copies: changing
+// them does not change the table.
 func Lookup(name string) (Source, bool) {
 	i := slices.IndexFunc(sources, func(s Source) bool { return s.Name == name })
 	if i < 0 {
 		return Source{}, false
 	}
-	return sources[i], true
+	s := sources[i]
+	s.Platforms, s.Drivers = slices.Clone(s.Platforms), slices.Clone(s.Drivers)
+	return s, true
 }
 
 // ValidSource reports whether s names a source.
@@ -81,7 +84,7 @@ func ValidSource(s string) bool {
 func lookup(name string) (Source, error) {
 	s, ok := Lookup(name)
 	if !ok {
-		return Source{}, fmt.Errorf("unknown source (want one of %v)", Names())
+		return Source{}, fmt.Errorf("unknown source %q (want one of %v)", name, Names())
 	}
 	return s, nil
 }

@@ -20,7 +20,7 @@ func TestSourceTable(t *testing.T) {
 	if want := []string{SourceSmartOS, SourceVMware, SourceNoCloud}; !slices.Equal(Names(), want) {
 		t.Errorf("Names() = %v, want %v", Names(), want)
 	}
-	claimed := map[string]string{}
+	claimed, named := map[string]string{}, map[string]bool{}
 	for _, s := range sources {
 		if s.Name == "" || s.detect == nil || s.read == nil || s.DriversKey == "" || (len(s.Platforms) > 0) != (len(s.Drivers) > 0) {
 			t.Errorf("source %q is missing a field: %+v", s.Name, s)
@@ -28,9 +28,10 @@ func TestSourceTable(t *testing.T) {
 		if got, ok := Lookup(s.Name); !ok || got.Name != s.Name {
 			t.Errorf("Lookup(%q) = %v, %v", s.Name, got.Name, ok)
 		}
-		if slices.Index(Names(), s.Name) != slices.IndexFunc(sources, func(o Source) bool { return o.Name == s.Name }) {
+		if named[s.Name] {
 			t.Errorf("source %q is listed twice", s.Name)
 		}
+		named[s.Name] = true
 		for _, d := range s.Drivers {
 			if err := netcfg.CheckDriverName(d); err != nil {
 				t.Errorf("source %q: default driver %q: %v", s.Name, d, err)
@@ -59,6 +60,29 @@ func TestSourceTable(t *testing.T) {
 	}
 	if _, ok := Lookup("ec2"); ok || ValidSource("") {
 		t.Error("a name not in the table is a source")
+	}
+	// A name the caller gave (Options.Sources, Read) that is not in the
+	// table is named in the error, as are the names it could be.
+	for _, err := range []error{
+		func() error { _, err := Read(context.Background(), "ec2", Options{}); return err }(),
+		func() error { _, _, err := Detect(context.Background(), Options{Sources: []string{"ec2"}}); return err }(),
+	} {
+		if err == nil || !strings.Contains(err.Error(), `unknown source "ec2" (want one of [smartos vmware nocloud])`) {
+			t.Errorf("unknown source: %v", err)
+		}
+	}
+}
+
+// What Lookup returns is the caller's: writing to its lists leaves the
+// table, and so every platform's default allowlist, as it was.
+func TestLookupReturnsACopy(t *testing.T) {
+	s, _ := Lookup(SourceVMware)
+	s.Drivers[0], s.Platforms[0] = "veth", "kvm"
+	if d, _ := PlatformDrivers("vmware"); !slices.Equal(d, vmware.Drivers) || d[0] != "e1000" {
+		t.Errorf("a caller's write reached the table: vmware defaults %v", d)
+	}
+	if again, _ := Lookup(SourceVMware); !slices.Equal(again.Platforms, []string{"vmware"}) {
+		t.Errorf("a caller's write reached the table: platforms %v", again.Platforms)
 	}
 }
 

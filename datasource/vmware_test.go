@@ -1,8 +1,6 @@
 package datasource
 
 import (
-	"github.com/seedkeeper/seedkeeper/internal/sysroot"
-
 	"context"
 	"errors"
 	"os"
@@ -13,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
 
 func TestReadVMwareEncodings(t *testing.T) {
@@ -552,6 +552,7 @@ func TestParseNetworkDrivers(t *testing.T) {
 		{"trailing comma", "e1000,", "item 1: empty driver name"},
 		{"space in name", "e1000 e1000e", "item 0: driver name has U+0020 at byte 6"},
 		{"glob", "vmxnet*", "driver name has U+002A at byte 7"},
+		{"upper case", "VMXNET3", "item 0: driver name has U+0056 at byte 1"},
 		{"non-string item", []any{"e1000", true}, "item 1 is a boolean"},
 		{"too long", strings.Repeat("x", 32), "driver name is 32 bytes long"},
 	} {

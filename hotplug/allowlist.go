@@ -108,7 +108,8 @@ type Setting struct {
 	Err error
 	// Key names the metadata key the value was read from, for Origin
 	// (the source's datasource.Source.DriversKey); "" is the key of the
-	// source the platform belongs to. Unused for the configuration.
+	// source the platform belongs to, or datasource.KeyNetworkDrivers
+	// when no source claims it. Unused for the configuration.
 	Key string
 }
 
@@ -129,7 +130,12 @@ func ResolveAllowlist(metadata, config Setting, platform string) Allowlist {
 		if key == "" {
 			key = datasource.PlatformDriversKey(platform)
 		}
-		return fromSetting(strings.TrimSpace("metadata "+key), metadata)
+		if key == "" {
+			// No source claims the platform: the key every source but
+			// VMware reads.
+			key = datasource.KeyNetworkDrivers
+		}
+		return fromSetting("metadata "+key, metadata)
 	}
 	if config.Set || config.Err != nil {
 		return fromSetting(OriginConfig, config)
@@ -194,7 +200,7 @@ func checkNames(names []string) ([]string, error) {
 // --drivers flag and string metadata values give it: "virtio_net,e1000".
 // Spaces around a name are dropped; a name netcfg.CheckDriverName refuses
 // (an empty one, one longer than 31 bytes, one with a character outside
-// A-Z a-z 0-9 _ -) is an error naming the entry.
+// a-z 0-9 _ -) is an error naming the entry.
 func ParseDriverList(s string) ([]string, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, errors.New("the list is empty")

@@ -115,6 +115,8 @@ func TestResolveAllowlistBrokenClosesGate(t *testing.T) {
 			[]string{"config hotplug.drivers", "empty"}},
 		{"null", Setting{}, Setting{Set: true, Value: nil}, "kvm",
 			[]string{"config hotplug.drivers", "null"}},
+		{"upper case", Setting{Set: true, Value: "VMXNET3"}, good, "vmware",
+			[]string{"entry 1", "U+0056 at byte 1"}},
 		{"space inside", Setting{}, Setting{Set: true, Value: []string{"vmx net3"}}, "kvm",
 			[]string{"entry 1", "U+0020 at byte 4"}},
 		{"glob", Setting{}, Setting{Set: true, Value: "virtio*"}, "kvm",
@@ -184,7 +186,7 @@ func TestNewAllowlist(t *testing.T) {
 	if a.String() != "e1000,veth (from flag --drivers)" {
 		t.Errorf("String() = %q", a.String())
 	}
-	b := NewAllowlist(OriginFlag, []string{"veth", "br idge"})
+	b := NewAllowlist(OriginFlag, []string{"veth", "Bridge"})
 	if b.Allows("veth") || !strings.Contains(b.Reason(), "flag --drivers: entry 2") {
 		t.Errorf("bad name did not close the list: %v", b)
 	}
@@ -207,7 +209,7 @@ func TestParseDriverList(t *testing.T) {
 		{in: "a;b", wantErr: "entry 1: driver name has U+003B at byte 2"},
 		{in: "a b", wantErr: "entry 1"},
 		{in: "a\nb", wantErr: "entry 1"},
-		{in: "E1000", want: []string{"E1000"}},
+		{in: "E1000", wantErr: "entry 1"},
 	} {
 		got, err := ParseDriverList(tc.in)
 		if tc.wantErr != "" {
@@ -267,7 +269,8 @@ func TestResolveAllowlistOriginAndDefaults(t *testing.T) {
 		{Setting{Set: true, Value: "e1000", Key: "seedkeeper:network-drivers"}, "vmware", "e1000 (from metadata seedkeeper:network-drivers)"},
 		{Setting{Set: true, Value: "e1000"}, "vmware", "e1000 (from metadata network-drivers)"},
 		{Setting{Set: true, Value: "e1000"}, "proxmox", "e1000 (from metadata seedkeeper:network-drivers)"},
-		{Setting{Set: true, Value: "e1000"}, "", "e1000 (from metadata)"},
+		{Setting{Set: true, Value: "e1000"}, "", "e1000 (from metadata seedkeeper:network-drivers)"},
+		{Setting{Set: true, Value: "e1000"}, "hyperv", "e1000 (from metadata seedkeeper:network-drivers)"},
 		{Setting{}, "smartos", "e1000,e1000e,virtio_net,vmxnet3 (from default for smartos)"},
 		{Setting{}, "bhyve", "e1000,e1000e,virtio_net,vmxnet3 (from default for bhyve)"},
 		{Setting{}, "vmware", "e1000,e1000e,vlance,vmxnet2,vmxnet3,vrdma (from default for vmware)"},

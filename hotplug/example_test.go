@@ -32,7 +32,7 @@ func ExampleResolveAllowlist() {
 	// Output:
 	// true false config hotplug.drivers
 	// false
-	// metadata network-drivers: entry 2: driver name has U+0020 at byte 6 (allowed: A-Z a-z 0-9 _ -); allowing no driver
+	// metadata network-drivers: entry 2: driver name has U+0020 at byte 6 (allowed: a-z 0-9 _ -); allowing no driver
 	// e1000,e1000e,vlance,vmxnet2,vmxnet3,vrdma (from default for vmware)
 }
 

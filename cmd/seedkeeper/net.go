@@ -16,6 +16,7 @@ import (
 	"github.com/seedkeeper/seedkeeper/internal/config"
 	"github.com/seedkeeper/seedkeeper/internal/safetext"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
+	"github.com/seedkeeper/seedkeeper/netcfg"
 	"github.com/seedkeeper/seedkeeper/netcfg/apply"
 )
 
@@ -117,13 +118,23 @@ func runNet(args []string, stdout, stderr io.Writer) int {
 			return fail(fmt.Errorf("%w (give --drivers to choose the allowlist)", err))
 		}
 		fmt.Fprintf(stderr, "seedkeeper net %s: driver allowlist %s\n", sub, safetext.Escape(allow.String()))
-	case strings.TrimSpace(*drivers) == "":
-		fmt.Fprintf(stderr, "seedkeeper net %s: the driver allowlist is empty: no NIC will be touched\n", sub)
 	default:
-		names, err := hotplug.ParseDriverList(*drivers)
-		if err != nil {
-			fmt.Fprintf(stderr, "seedkeeper net %s: --drivers: %v\n", sub, err)
-			return exitUsage
+		// Empty entries ("a,,b", a trailing comma) are skipped, as they
+		// always were; a name that is not a driver name is a usage error.
+		var names []string
+		for i, d := range strings.Split(*drivers, ",") {
+			if d = strings.TrimSpace(d); d == "" {
+				continue
+			}
+			if err := netcfg.CheckDriverName(d); err != nil {
+				fmt.Fprintf(stderr, "seedkeeper net %s: --drivers: entry %d: %v\n", sub, i+1, err)
+				return exitUsage
+			}
+			names = append(names, d)
+		}
+		if len(names) == 0 {
+			fmt.Fprintf(stderr, "seedkeeper net %s: the driver allowlist is empty: no NIC will be touched\n", sub)
+			break
 		}
 		allow = hotplug.NewAllowlist(hotplug.OriginFlag, names)
 		fmt.Fprintf(stderr, "seedkeeper net %s: driver allowlist %s\n", sub, safetext.Escape(allow.String()))
