@@ -205,7 +205,9 @@ func TestDiffStackedExistingLink(t *testing.T) {
 
 func TestDiffStackedReceiptOfUnconfiguredLinkIsKept(t *testing.T) {
 	rc := &Receipt{Stacked: map[string]Added{"br9": {Addresses: []netip.Prefix{pfx("198.51.100.9/24")}}}}
-	p := Diff(stackCfg(), stackNICs(), virtio, rc)
+	live := append(stackNICs(), Link{Index: 40, Name: "br9", Kind: "bridge", Stacked: true, MTU: 1500, Up: true, BondMode: -1,
+		Addresses: []netip.Prefix{pfx("198.51.100.9/24")}})
+	p := Diff(stackCfg(), live, virtio, rc)
 	wantNote(t, p, "br9: in the receipt but no longer configured; left as it is")
 	if _, ok := p.Receipt().Stacked["br9"]; !ok {
 		t.Error("the receipt entry of br9 was dropped")
@@ -449,4 +451,34 @@ func TestReceiptOfAnEarlierNameLoads(t *testing.T) {
 	if _, err := ParseReceipt([]byte(`{"version": 2, "links": {}, "stacked": {"a/b": {"addresses": ["192.0.2.5/24"]}}}`)); err == nil {
 		t.Error("a name the kernel refuses was read")
 	}
+}
+
+// A link seedkeeper made is ours only while it exists: once it is gone (a
+// reboot, a person deleting it), another link of that name is someone
+// else's (a libvirt or docker bridge made later), and the receipt entry,
+// whose addresses and routes went with the link, no longer vouches for it.
+func TestDiffStackedForgetsAMadeLinkThatIsGone(t *testing.T) {
+	// The first apply after the made links vanished: seedkeeper makes
+	// them again, and the receipt entries of the old ones are dropped.
+	p := Diff(stackCfg(), stackNICs(), virtio, madeStack(true))
+	if got := p.Receipt().Stacked; len(got) != 0 {
+		t.Errorf("receipt of links that are gone = %+v, want nothing stacked", got)
+	}
+
+	// Not configured now, so not made again; then another program makes a
+	// bridge of that name, and the configuration names br0 again.
+	cfg := stackCfg()
+	cfg.Interfaces = cfg.Interfaces[:3]
+	p = Diff(cfg, stackNICs(), virtio, madeStack(true))
+	if got := p.Receipt().Stacked["br0"]; got.Made || !got.empty() {
+		t.Fatalf("receipt entry of a br0 that is gone = %+v, want none", got)
+	}
+	live := append(stackNICs(), Link{Index: 30, Name: "br0", Kind: "bridge", Stacked: true, MTU: 1500, Up: true, BondMode: -1,
+		Addresses: []netip.Prefix{pfx("192.0.2.5/24")}})
+	p = Diff(stackCfg(), live, virtio, p.Receipt())
+	if slices.Contains(p.Owned, "br0") {
+		t.Errorf("adopted a br0 seedkeeper did not make: owned %v; notes %q", p.Owned, p.Notes)
+	}
+	wantNote(t, p, "br0: a bridge of that name exists that seedkeeper did not make; left alone")
+	wantNote(t, Diff(stackCfg(), stackNICs(), virtio, madeStack(true)), "br0: in the receipt but gone; forgotten")
 }
