@@ -393,6 +393,14 @@ func TestDiffStackedAdoptsOnlyWhatItMade(t *testing.T) {
 			l[len(l)-1].Addresses = append(l[len(l)-1].Addresses, pfx("172.17.0.1/16"), pfx("fe80::1/64"))
 			return l
 		}, "br0: it has an address seedkeeper did not add, and the receipt does not say seedkeeper made it; left alone", []string{"eth0", "eth1", "bond0", "bond0.100"}},
+		// The earlier version adopted any bridge of the name (a docker0)
+		// and listed what it added there: a configuration that names the
+		// bridge's own address must not make it look like ours.
+		{"earlier receipt, a foreign address the configuration names", func() *Receipt {
+			rc := legacy()
+			rc.Stacked["br0"] = Added{Routes: []netcfg.Route{normRoute(route("0.0.0.0/0", "192.0.2.1", 0))}}
+			return rc
+		}(), nil, "br0: it has an address seedkeeper did not add, and the receipt does not say seedkeeper made it; left alone", []string{"eth0", "eth1", "bond0", "bond0.100"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			live := convergedStack()
