@@ -306,7 +306,7 @@ func (p *Plan) planNICs(own []*owned, live []Link) {
 // additions, and sets the link's receipt entry to what stays ours.
 func (p *Plan) planObjects(o *owned) (adds, addRoutes []Op) {
 	prior := p.receipt.get(o)
-	next := Added{Made: prior.Made}
+	next := Added{Made: prior.Made, Index: prior.Index}
 
 	liveAddrs := map[netip.Prefix]bool{}
 	for _, a := range o.liveAddresses() {

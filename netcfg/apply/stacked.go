@@ -234,8 +234,12 @@ func (s *stackPlanner) existing(ifc *netcfg.Interface, spec *LinkSpec, parent *o
 // link seedkeeper made stay theirs: nothing is removed that the receipt
 // does not list.
 //
+// The link must be the one seedkeeper made (the ifindex the receipt
+// holds), not one made later under the name of a deleted one.
+//
 // A receipt of an earlier version did not say which links seedkeeper
-// made, only what it added to them: such an entry stands for "made" only
+// made, only what it added to them (and one may say "made" without the
+// index): such an entry stands for "made" only
 // when the link holds nothing else, no port but the entry's members and
 // no address but those seedkeeper added (the kernel's IPv6 link-local
 // ones aside).
@@ -243,8 +247,11 @@ func (s *stackPlanner) adoptable(l *Link, members []*owned) bool {
 	p, name := s.p, l.Name
 	prior := p.receipt.Stacked[name]
 	switch {
-	case prior.Made:
+	case prior.Made && prior.Index == l.Index:
 		return true
+	case prior.Made && prior.Index != 0:
+		p.notef("%s: the %s seedkeeper made under that name is gone, and another one has it; left alone", name, l.Kind)
+		return false
 	case prior.empty():
 		p.notef("%s: a %s of that name exists that seedkeeper did not make; left alone", name, l.Kind)
 		return false
