@@ -398,14 +398,15 @@ func TestRenderNetworkdNamesOnlyWhatItDefines(t *testing.T) {
 // other parameters stay.
 func TestParamsSafeAlphabet(t *testing.T) {
 	doc := "version: 2\nethernets: {eth0: {}, eth1: {}}\nbonds: {bond0: {interfaces: [eth0, eth1], parameters: {" +
-		"mode: active-backup, transmit-hash-policy: 'layer2 $(reboot)', 'x\u202ey': 1, ad-select: \"stable\u00a0x\", up-delay: '`id`', " +
+		"mode: active-backup, transmit-hash-policy: 'layer2 $(reboot)', 'x\u202ey': 1, lacp-rate: 'fast', bond-xmit-hash-policy: layer3+4, ad-select: \"stable\u00a0x\", up-delay: '`id`', " +
 		"arp-ip-target: [10.0.0.1, 'fe80::1'], mii-monitor-interval: 100}}}"
 	c, err := Parse([]byte(doc))
 	if err != nil {
 		t.Fatal(err)
 	}
 	b := c.Lookup("bond0")
-	want := map[string]string{"mode": "active-backup", "arp-ip-target": "10.0.0.1 fe80::1", "mii-monitor-interval": "100"}
+	want := map[string]string{"mode": "active-backup", "arp-ip-target": "10.0.0.1 fe80::1", "mii-monitor-interval": "100",
+		"lacp-rate": "fast", "transmit-hash-policy": "layer3+4"}
 	if !maps.Equal(b.Params, want) {
 		t.Errorf("params = %q, want %q", b.Params, want)
 	}

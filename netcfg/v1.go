@@ -306,7 +306,7 @@ func addParam(params map[string]string, f field, name, value string) error {
 	case value == "":
 		return f.errorf("empty value")
 	case !paramText(value, true):
-		return f.errorf("a value not made of A-Z a-z 0-9 . _ - : , = / and spaces")
+		return f.errorf("a value not made of A-Z a-z 0-9 . _ - : + , = / and spaces")
 	}
 	if name == "stp" {
 		if _, ok := parseBoolText(value); !ok {
@@ -322,12 +322,13 @@ func addParam(params map[string]string, f field, name, value string) error {
 
 // paramText reports whether s may be a parameter's name (value false) or
 // value: the bytes of ValidLinkName, and for a value also ':' (an IPv6
-// address), ',', '=' (port=cost), '/' and the space between list items.
+// address), '+' (layer3+4), ',', '=' (port=cost), '/' and the space
+// between list items.
 // Parameters go into .netdev files as text and comments, and nothing of
 // that alphabet is a glob, a quote, a specifier or an escape there.
 func paramText(s string, value bool) bool {
 	for i := 0; i < len(s); i++ {
-		if !nameByte(s[i]) && !(value && strings.IndexByte(" :,=/", s[i]) >= 0) {
+		if !nameByte(s[i]) && !(value && strings.IndexByte(" :+,=/", s[i]) >= 0) {
 			return false
 		}
 	}
