@@ -715,3 +715,50 @@ func TestParseNotesBounded(t *testing.T) {
 		t.Errorf("routes %v", r)
 	}
 }
+
+// One element of a nameserver or search list that is not a string (or
+// holds a line break) leaves out that element, not the list: the good
+// nameservers and domains beside it stay.
+func TestParseBadListElementDegradesAlone(t *testing.T) {
+	for _, doc := range []string{
+		"version: 2\nethernets: {eth0: {addresses: [192.0.2.5/24], nameservers: {addresses: [192.0.2.53, [x], \"192.0.2.54\\n\"], search: [a.example, {b: c}, \"c\\nd\"]}}}",
+		"version: 1\nconfig: [{type: physical, name: eth0, subnets: [{type: static, address: 192.0.2.5/24, dns_nameservers: [192.0.2.53, 7, \"192.0.2.54\\n\"], dns_search: [a.example, [b], \"c\\nd\"]}]}]",
+		"version: 1\nconfig: [{type: physical, name: eth0, subnets: [{type: static, address: 192.0.2.5/24}]}, {type: nameserver, address: [192.0.2.53, 7, \"192.0.2.54\\n\"], search: [a.example, [b], \"c\\nd\"]}]",
+	} {
+		c, err := Parse([]byte(doc))
+		if err != nil {
+			t.Fatalf("%s: %v", doc, err)
+		}
+		dns := c.DNS
+		if i := c.Lookup("eth0"); i != nil && len(i.DNS.Nameservers)+len(i.DNS.Search) > 0 {
+			dns = i.DNS
+		}
+		if !slices.Equal(dns.Nameservers, []netip.Addr{netip.MustParseAddr("192.0.2.53")}) || !slices.Equal(dns.Search, []string{"a.example"}) {
+			t.Errorf("%s:\n DNS = %+v, want 192.0.2.53 and a.example kept; notes %q", doc, dns, c.Notes)
+		}
+		if len(c.Notes) != 4 {
+			t.Errorf("%s:\n notes %q, want one per bad element", doc, c.Notes)
+		}
+	}
+}
+
+// Device types seedkeeper does not handle (tunnels, wifis, VRFs and the
+// rest of netplan's) were dropped with no word; each such section is a
+// note now, and the links seedkeeper handles stay.
+func TestParseV2UnhandledSectionsNoted(t *testing.T) {
+	c, err := Parse([]byte("version: 2\nethernets: {eth0: {dhcp4: true}}\n" +
+		"tunnels: {he0: {mode: sit, remote: 192.0.2.1}, he1: {mode: gre}}\nwifis: {wlan0: {dhcp4: true}}\nvrfs: {}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Lookup("eth0") == nil || len(c.Interfaces) != 1 {
+		t.Errorf("interfaces %+v", c.Interfaces)
+	}
+	want := []string{
+		"tunnels: a device type seedkeeper does not handle (2 entries); the section left out",
+		"wifis: a device type seedkeeper does not handle (1 entries); the section left out",
+	}
+	if !slices.Equal(c.Notes, want) {
+		t.Errorf("notes %q, want %q", c.Notes, want)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -388,5 +389,37 @@ func TestRenderNetworkdNamesOnlyWhatItDefines(t *testing.T) {
 	b := string(files["10-seedkeeper-e0.network"])
 	if strings.Contains(b, "Bond=") || strings.Contains(b, "VLAN=") || !strings.Contains(b, "Address=192.0.2.5/24\n") {
 		t.Errorf("e0:\n%s", b)
+	}
+}
+
+// A bond or bridge parameter goes into a .netdev file as text (or, when
+// networkd has no key for it, into a comment there): a name or value
+// outside the parameter alphabet is left out alone, with a note, and the
+// other parameters stay.
+func TestParamsSafeAlphabet(t *testing.T) {
+	doc := "version: 2\nethernets: {eth0: {}, eth1: {}}\nbonds: {bond0: {interfaces: [eth0, eth1], parameters: {" +
+		"mode: active-backup, transmit-hash-policy: 'layer2 $(reboot)', 'x\u202ey': 1, lacp-rate: 'fast', bond-xmit-hash-policy: layer3+4, ad-select: \"stable\u00a0x\", up-delay: '`id`', " +
+		"arp-ip-target: [10.0.0.1, 'fe80::1'], mii-monitor-interval: 100}}}"
+	c, err := Parse([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := c.Lookup("bond0")
+	want := map[string]string{"mode": "active-backup", "arp-ip-target": "10.0.0.1 fe80::1", "mii-monitor-interval": "100",
+		"lacp-rate": "fast", "transmit-hash-policy": "layer3+4"}
+	if !maps.Equal(b.Params, want) {
+		t.Errorf("params = %q, want %q", b.Params, want)
+	}
+	if len(c.Notes) != 4 {
+		t.Errorf("notes = %q, want one per bad parameter", c.Notes)
+	}
+	files, err := RenderNetworkd(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, f := range files {
+		if i := strings.IndexAny(string(f), "$`\u202e\u00a0"); i >= 0 {
+			t.Errorf("%s holds %q:\n%s", name, f[i:i+1], f)
+		}
 	}
 }

@@ -23,8 +23,10 @@ var ErrDisabled = errors.New("network configuration is disabled")
 // Parse reads a cloud-init network configuration, version 1 or 2, YAML or
 // JSON, with or without a top-level "network:" key.
 //
-// Unknown keys are ignored (netplan has many). One bad field degrades only
-// what it belongs to: a bad route, address or nameserver is left out, a bad
+// Unknown keys are ignored (netplan has many), but a v2 section of a
+// device type seedkeeper does not handle (tunnels, wifis, vrfs ...) is
+// left out with a note. One bad field degrades only what it belongs to:
+// a bad route, address or nameserver is left out, a bad
 // optional setting (mtu, dhcp4, accept-ra, a bond parameter) is left unset,
 // and a link whose identity is bad (its name, MAC, members or VLAN link;
 // an entry of a type seedkeeper does not handle) is left out; each is a

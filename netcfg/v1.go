@@ -1,7 +1,6 @@
 package netcfg
 
 import (
-	"fmt"
 	"strings"
 )
 
@@ -273,8 +272,8 @@ func params(f field, kind Kind, n *notes, value func(name string, vf field) (str
 	out := map[string]string{}
 	for _, k := range m.keys() {
 		vf := m.get(k)
-		if err := CheckLine(k); err != nil {
-			n.drop(&FieldError{Path: m.path, Msg: fmt.Sprintf("a parameter name: %v", err)}, "the parameter")
+		if !paramText(k, false) {
+			n.drop(&FieldError{Path: m.path, Msg: "a parameter name not made of A-Z a-z 0-9 . _ -"}, "the parameter")
 			continue
 		}
 		name := v1Param(kind, k)
@@ -298,15 +297,16 @@ func params(f field, kind Kind, n *notes, value func(name string, vf field) (str
 // addParam validates a parameter and adds it under its model name; one
 // given twice under two spellings (bond-mode and mode) is an error.
 //
-// The value is trimmed; an empty one, or one that ends in a backslash
-// (systemd would join the next line of the file to it), is an error.
+// The value is trimmed; an empty one, or one with a byte outside
+// paramText's alphabet (a backslash systemd would join the next line to,
+// a '$' or '`' a reader might expand), is an error.
 func addParam(params map[string]string, f field, name, value string) error {
 	value = strings.TrimSpace(value)
 	switch {
 	case value == "":
 		return f.errorf("empty value")
-	case strings.HasSuffix(value, "\\"):
-		return f.errorf("value ends in a backslash")
+	case !paramText(value, true):
+		return f.errorf("a value not made of A-Z a-z 0-9 . _ - : + , = / and spaces")
 	}
 	if name == "stp" {
 		if _, ok := parseBoolText(value); !ok {
@@ -318,6 +318,21 @@ func addParam(params map[string]string, f field, name, value string) error {
 	}
 	params[name] = value
 	return nil
+}
+
+// paramText reports whether s may be a parameter's name (value false) or
+// value: the bytes of ValidLinkName, and for a value also ':' (an IPv6
+// address), '+' (layer3+4), ',', '=' (port=cost), '/' and the space
+// between list items.
+// Parameters go into .netdev files as text and comments, and nothing of
+// that alphabet is a glob, a quote, a specifier or an escape there.
+func paramText(s string, value bool) bool {
+	for i := 0; i < len(s); i++ {
+		if !nameByte(s[i]) && !(value && strings.IndexByte(" :+,=/", s[i]) >= 0) {
+			return false
+		}
+	}
+	return s != ""
 }
 
 func parseBoolText(s string) (bool, bool) {

@@ -19,9 +19,19 @@ var v2Sections = []struct {
 	{"vlans", VLAN},
 }
 
+// v2Unhandled are the netplan device types seedkeeper does not read: a
+// section of one is left out whole, and said.
+var v2Unhandled = []string{"dummy-devices", "modems", "nm-devices", "tunnels", "virtual-ethernets", "vrfs", "wifis"}
+
 func parseV2(top mapping) (*Config, error) {
 	c := &Config{}
 	n := &notes{}
+	for _, key := range v2Unhandled {
+		f := top.get(key)
+		if m, err := f.mapping(); f.present() && (err != nil || len(m.m) > 0) {
+			n.drop(f.errorf("a device type seedkeeper does not handle (%d entries)", len(m.m)), "the section")
+		}
+	}
 	idPath := map[string]string{}
 	for _, sec := range v2Sections {
 		f := top.get(sec.key)

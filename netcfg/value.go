@@ -132,11 +132,7 @@ func (f field) str() (string, error) {
 // domains reads a list of DNS search domains; a bad one is left out
 // alone (noted in n).
 func (f field) domains(n *notes) []string {
-	l, paths, err := f.strList()
-	if err != nil {
-		n.drop(err, "the search domains")
-		return nil
-	}
+	l, paths := f.strItems(n, "the search domains", "the search domain")
 	out := l[:0]
 	for i, d := range l {
 		if err := checkDomain(d); err != nil {
@@ -193,6 +189,32 @@ func (f field) strList() (l []string, paths []string, err error) {
 		paths = append(paths, e.path)
 	}
 	return l, paths, nil
+}
+
+// strItems reads a list of strings as strList does, for a list whose
+// elements stand alone (nameservers, search domains): an element that is
+// not a string, or not one line, is left out alone and noted in n as one;
+// a value that is neither a string nor a list leaves out all.
+func (f field) strItems(n *notes, all, one string) (l []string, paths []string) {
+	if _, ok := f.v.([]any); !ok {
+		l, paths, err := f.strList()
+		if err != nil {
+			n.drop(err, all)
+			return nil, nil
+		}
+		return l, paths
+	}
+	fl, _ := f.list()
+	for _, e := range fl {
+		s, err := e.str()
+		if err != nil {
+			n.drop(err, one)
+			continue
+		}
+		l = append(l, s)
+		paths = append(paths, e.path)
+	}
+	return l, paths
 }
 
 // integer reads a whole number; a string of decimal digits is accepted too
@@ -283,11 +305,7 @@ func (f field) addr() (netip.Addr, error) {
 // addrList reads a list of IP addresses; a bad one is left out alone
 // (noted in n).
 func (f field) addrList(n *notes) []netip.Addr {
-	ss, paths, err := f.strList()
-	if err != nil {
-		n.drop(err, "the nameservers")
-		return nil
-	}
+	ss, paths := f.strItems(n, "the nameservers", "the nameserver")
 	out := make([]netip.Addr, 0, len(ss))
 	for i, s := range ss {
 		a, err := netip.ParseAddr(s)

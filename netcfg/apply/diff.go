@@ -171,6 +171,7 @@ func Diff(cfg *netcfg.Config, live []Link, allow Allowlist, rc *Receipt) *Plan {
 	for _, n := range cfg.Notes {
 		p.notef("network config: %s", n)
 	}
+	p.forgetGoneStacked(live)
 
 	macs := configMACs(cfg)
 	sel, claims := p.selectLinks(cfg, live, macs)
@@ -305,7 +306,7 @@ func (p *Plan) planNICs(own []*owned, live []Link) {
 // additions, and sets the link's receipt entry to what stays ours.
 func (p *Plan) planObjects(o *owned) (adds, addRoutes []Op) {
 	prior := p.receipt.get(o)
-	next := Added{Made: prior.Made}
+	next := Added{Made: prior.Made, Index: prior.Index}
 
 	liveAddrs := map[netip.Prefix]bool{}
 	for _, a := range o.liveAddresses() {
@@ -378,6 +379,20 @@ func (p *Plan) planObjects(o *owned) (adds, addRoutes []Op) {
 	}
 	p.receipt.setFor(o, next)
 	return adds, addRoutes
+}
+
+// forgetGoneStacked drops the receipt entries of stacked links that no
+// longer exist: what seedkeeper made or added to them went with them, and
+// a link that comes to carry the name later (after a reboot, made by
+// libvirt or docker) is someone else's, never adopted on the strength of
+// an entry about another link.
+func (p *Plan) forgetGoneStacked(live []Link) {
+	for _, name := range slices.Sorted(maps.Keys(p.receipt.Stacked)) {
+		if !slices.ContainsFunc(live, func(l Link) bool { return l.Stacked && l.Name == name }) {
+			delete(p.receipt.Stacked, name)
+			p.notef("%s: in the receipt but gone; forgotten", name)
+		}
+	}
 }
 
 // allowed reports whether the driver of live link l is allowed, noting

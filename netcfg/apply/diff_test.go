@@ -436,3 +436,19 @@ func TestDiffRenameToAForeignName(t *testing.T) {
 		t.Errorf("ifupdown (%v):\n%s", err, b)
 	}
 }
+
+// The part of a plan a hot-added NIC gets is the whole plan's verdict too:
+// it names the owned links as the whole plan does, so files rendered from
+// it never name a link by the set-name the plan did not apply.
+func TestPlanOnlyKeepsTheNames(t *testing.T) {
+	cfg := &netcfg.Config{Interfaces: []netcfg.Interface{{ID: "lan", Kind: netcfg.Physical, Name: "eth9", MAC: mac1, DHCP4: true}}}
+	live := []Link{
+		{Index: 2, Name: "ens4", MAC: mac1, Up: true, MTU: 1500, Driver: "virtio_net"},
+		{Index: 3, Name: "eth9", MAC: mac2, Up: true, MTU: 1500, Driver: "virtio_net"},
+	}
+	whole := Diff(cfg, live, virtio, nil)
+	part := whole.only([]string{mac1}, nil, nil)
+	if got := part.Pinned(cfg).Lookup("lan").LinkName(); got != "ens4" {
+		t.Errorf("the partial plan names lan %s, want ens4 (names %v)", got, part.OwnedName)
+	}
+}

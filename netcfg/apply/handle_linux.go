@@ -373,6 +373,12 @@ func (h *Handle) Apply(ctx context.Context, p *Plan) (*Result, error) {
 			continue // still there: nothing was done
 		}
 		res.Ops = append(res.Ops, OpResult{Op: op, Err: err})
+		if op.Kind == CreateLink && err == nil {
+			// The receipt holds which link seedkeeper made.
+			if l, lerr := h.nl.LinkByName(op.Spec.Name); lerr == nil {
+				op.Index = l.Attrs().Index
+			}
+		}
 		res.Receipt.record(op, err)
 	}
 	return res, res.Err()

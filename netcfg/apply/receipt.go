@@ -42,8 +42,11 @@ type Added struct {
 	Addresses []netip.Prefix
 	Routes    []netcfg.Route
 	// Made is set for a bond, VLAN or bridge seedkeeper created: only such
-	// a link is adopted when it exists already.
-	Made bool
+	// a link is adopted when it exists already. Index is its ifindex (0
+	// when not known): a link of that name with another index is one
+	// someone made after seedkeeper's was deleted.
+	Made  bool
+	Index int
 }
 
 func (a Added) empty() bool { return !a.Made && len(a.Addresses) == 0 && len(a.Routes) == 0 }
@@ -57,7 +60,7 @@ func (r *Receipt) clone() *Receipt {
 		c.Links[mac] = Added{Addresses: slices.Clone(a.Addresses), Routes: slices.Clone(a.Routes)}
 	}
 	for name, a := range r.Stacked {
-		c.Stacked[name] = Added{Addresses: slices.Clone(a.Addresses), Routes: slices.Clone(a.Routes), Made: a.Made}
+		c.Stacked[name] = Added{Addresses: slices.Clone(a.Addresses), Routes: slices.Clone(a.Routes), Made: a.Made, Index: a.Index}
 	}
 	return c
 }
@@ -97,7 +100,7 @@ func (r *Receipt) record(op Op, err error) {
 			r.Stacked = map[string]Added{}
 		}
 		a := r.Stacked[op.Spec.Name]
-		a.Made = true
+		a.Made, a.Index = true, op.Index
 		r.Stacked[op.Spec.Name] = a
 		return
 	}
@@ -122,8 +125,8 @@ func (r *Receipt) record(op Op, err error) {
 }
 
 // The JSON form: {"version":1,"links":{"<mac>":{"addresses":[...],"routes":[...]}}},
-// with "version":2 and "stacked":{"<name>":{...,"made":true}} when there
-// are stacked links seedkeeper made or added to.
+// with "version":2 and "stacked":{"<name>":{...,"made":true,"index":N}}
+// when there are stacked links seedkeeper made (N its ifindex) or added to.
 type receiptFile struct {
 	Version int                  `json:"version"`
 	Links   map[string]linkAdded `json:"links"`
@@ -133,8 +136,10 @@ type receiptFile struct {
 type linkAdded struct {
 	Addresses []netip.Prefix `json:"addresses,omitempty"`
 	Routes    []routeJSON    `json:"routes,omitempty"`
-	// Made: seedkeeper created the link (stacked links only).
-	Made bool `json:"made,omitempty"`
+	// Made: seedkeeper created the link (stacked links only), Index:
+	// its ifindex.
+	Made  bool `json:"made,omitempty"`
+	Index int  `json:"index,omitempty"`
 }
 
 type routeJSON struct {
@@ -172,7 +177,7 @@ func marshalAdded(out map[string]linkAdded, in map[string]Added) {
 		if a.empty() {
 			continue
 		}
-		la := linkAdded{Made: a.Made}
+		la := linkAdded{Made: a.Made, Index: a.Index}
 		la.Addresses = slices.SortedFunc(slices.Values(a.Addresses), func(x, y netip.Prefix) int {
 			return cmp.Or(x.Addr().Compare(y.Addr()), x.Bits()-y.Bits())
 		})
@@ -248,9 +253,12 @@ func kernelLinkName(s string) bool {
 }
 
 func parseAdded(field, key string, la linkAdded) (Added, error) {
-	a := Added{Made: la.Made}
+	a := Added{Made: la.Made, Index: la.Index}
 	if la.Made && field != "stacked" {
 		return a, fmt.Errorf("%s[%q].made: only a stacked link is made", field, key)
+	}
+	if la.Index < 0 || la.Index != 0 && !la.Made {
+		return a, fmt.Errorf("%s[%q].index: only a made link has one, and it is positive", field, key)
 	}
 	for i, p := range la.Addresses {
 		if !p.IsValid() {

@@ -2,7 +2,6 @@ package apply
 
 import (
 	"maps"
-	"net/netip"
 	"slices"
 	"strings"
 
@@ -218,7 +217,7 @@ func (s *stackPlanner) existing(ifc *netcfg.Interface, spec *LinkSpec, parent *o
 	case ifc.Kind == netcfg.VLAN && (parent.link == nil || l.Parent != parent.link.Index || l.VLANID != ifc.VLANID):
 		p.notef("%s: a VLAN of that name exists on another link or with another ID; left alone", name)
 		return nil, false
-	case !s.adoptable(ifc, l, members):
+	case !s.adoptable(l, members):
 		return nil, false
 	case spec.Bond != nil && spec.Bond.Mode >= 0 && l.BondMode >= 0 && l.BondMode != spec.Bond.Mode:
 		p.notef("%s: the live bond's mode is %s, the configuration's %s; a bond's parameters are set when it is created, not changed live",
@@ -235,17 +234,24 @@ func (s *stackPlanner) existing(ifc *netcfg.Interface, spec *LinkSpec, parent *o
 // link seedkeeper made stay theirs: nothing is removed that the receipt
 // does not list.
 //
+// The link must be the one seedkeeper made (the ifindex the receipt
+// holds), not one made later under the name of a deleted one.
+//
 // A receipt of an earlier version did not say which links seedkeeper
-// made, only what it added to them: such an entry stands for "made" only
+// made, only what it added to them (and one may say "made" without the
+// index): such an entry stands for "made" only
 // when the link holds nothing else, no port but the entry's members and
-// no address but the configured ones and those seedkeeper added (the
-// kernel's IPv6 link-local ones aside).
-func (s *stackPlanner) adoptable(ifc *netcfg.Interface, l *Link, members []*owned) bool {
+// no address but those seedkeeper added (the kernel's IPv6 link-local
+// ones aside).
+func (s *stackPlanner) adoptable(l *Link, members []*owned) bool {
 	p, name := s.p, l.Name
 	prior := p.receipt.Stacked[name]
 	switch {
-	case prior.Made:
+	case prior.Made && prior.Index == l.Index:
 		return true
+	case prior.Made && prior.Index != 0:
+		p.notef("%s: the %s seedkeeper made under that name is gone, and another one has it; left alone", name, l.Kind)
+		return false
 	case prior.empty():
 		p.notef("%s: a %s of that name exists that seedkeeper did not make; left alone", name, l.Kind)
 		return false
@@ -260,8 +266,10 @@ func (s *stackPlanner) adoptable(ifc *netcfg.Interface, l *Link, members []*owne
 	}
 	for _, a := range l.Addresses {
 		a = normPrefix(a)
-		if a.Addr().IsLinkLocalUnicast() || slices.Contains(prior.Addresses, a) ||
-			slices.ContainsFunc(ifc.Addresses, func(c netip.Prefix) bool { return normPrefix(c) == a }) {
+		// Not "or the configuration names it": the configuration is the
+		// metadata's, and naming a foreign bridge's own address must not
+		// make the bridge look like one seedkeeper made.
+		if a.Addr().IsLinkLocalUnicast() || slices.Contains(prior.Addresses, a) {
 			continue
 		}
 		p.notef("%s: it has an address seedkeeper did not add, and the receipt does not say seedkeeper made it; left alone", name)

@@ -209,7 +209,7 @@ func TestIntegrationStackedBridge(t *testing.T) {
 	}
 	rc, err := LoadReceipt(receipt)
 	must(t, err)
-	if a := rc.Stacked["br0"]; len(a.Addresses) != 1 || len(a.Routes) != 2 {
+	if a := rc.Stacked["br0"]; len(a.Addresses) != 1 || len(a.Routes) != 2 || !a.Made || a.Index != br.Attrs().Index {
 		t.Errorf("receipt of br0 = %+v", a)
 	}
 

@@ -86,9 +86,9 @@ func convergedStack() []Link {
 // madeStack is the receipt of stackCfg applied: seedkeeper made the three
 // stacked links (and added br0's address and route when with is set).
 func madeStack(with bool) *Receipt {
-	rc := &Receipt{Stacked: map[string]Added{"bond0": {Made: true}, "bond0.100": {Made: true}, "br0": {Made: true}}}
+	rc := &Receipt{Stacked: map[string]Added{"bond0": {Made: true, Index: 10}, "bond0.100": {Made: true, Index: 11}, "br0": {Made: true, Index: 12}}}
 	if with {
-		rc.Stacked["br0"] = Added{Made: true,
+		rc.Stacked["br0"] = Added{Made: true, Index: 12,
 			Addresses: []netip.Prefix{pfx("192.0.2.5/24")},
 			Routes:    []netcfg.Route{normRoute(route("0.0.0.0/0", "192.0.2.1", 0))}}
 	}
@@ -111,7 +111,7 @@ func TestDiffStackedRemovesOnlyOurStaleAddress(t *testing.T) {
 	br := &live[len(live)-1]
 	br.Addresses = append(br.Addresses, pfx("198.51.100.9/24"), pfx("203.0.113.7/24"))
 	rc := madeStack(false)
-	rc.Stacked["br0"] = Added{Made: true, Addresses: []netip.Prefix{pfx("192.0.2.5/24"), pfx("198.51.100.9/24")}}
+	rc.Stacked["br0"] = Added{Made: true, Index: 12, Addresses: []netip.Prefix{pfx("192.0.2.5/24"), pfx("198.51.100.9/24")}}
 	p := Diff(stackCfg(), live, virtio, rc)
 	wantOps(t, p, "br0 (bridge): remove address 198.51.100.9/24 (added by seedkeeper, no longer configured)")
 }
@@ -205,7 +205,9 @@ func TestDiffStackedExistingLink(t *testing.T) {
 
 func TestDiffStackedReceiptOfUnconfiguredLinkIsKept(t *testing.T) {
 	rc := &Receipt{Stacked: map[string]Added{"br9": {Addresses: []netip.Prefix{pfx("198.51.100.9/24")}}}}
-	p := Diff(stackCfg(), stackNICs(), virtio, rc)
+	live := append(stackNICs(), Link{Index: 40, Name: "br9", Kind: "bridge", Stacked: true, MTU: 1500, Up: true, BondMode: -1,
+		Addresses: []netip.Prefix{pfx("198.51.100.9/24")}})
+	p := Diff(stackCfg(), live, virtio, rc)
 	wantNote(t, p, "br9: in the receipt but no longer configured; left as it is")
 	if _, ok := p.Receipt().Stacked["br9"]; !ok {
 		t.Error("the receipt entry of br9 was dropped")
@@ -363,7 +365,7 @@ func TestDiffStackedAdoptsOnlyWhatItMade(t *testing.T) {
 	legacy := func() *Receipt {
 		rc := madeStack(true)
 		for k, a := range rc.Stacked {
-			a.Made = false
+			a.Made, a.Index = false, 0
 			rc.Stacked[k] = a
 		}
 		rc.Stacked["bond0"] = Added{Addresses: []netip.Prefix{pfx("10.9.9.9/32")}}
@@ -391,6 +393,14 @@ func TestDiffStackedAdoptsOnlyWhatItMade(t *testing.T) {
 			l[len(l)-1].Addresses = append(l[len(l)-1].Addresses, pfx("172.17.0.1/16"), pfx("fe80::1/64"))
 			return l
 		}, "br0: it has an address seedkeeper did not add, and the receipt does not say seedkeeper made it; left alone", []string{"eth0", "eth1", "bond0", "bond0.100"}},
+		// The earlier version adopted any bridge of the name (a docker0)
+		// and listed what it added there: a configuration that names the
+		// bridge's own address must not make it look like ours.
+		{"earlier receipt, a foreign address the configuration names", func() *Receipt {
+			rc := legacy()
+			rc.Stacked["br0"] = Added{Routes: []netcfg.Route{normRoute(route("0.0.0.0/0", "192.0.2.1", 0))}}
+			return rc
+		}(), nil, "br0: it has an address seedkeeper did not add, and the receipt does not say seedkeeper made it; left alone", []string{"eth0", "eth1", "bond0", "bond0.100"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			live := convergedStack()
@@ -423,15 +433,20 @@ func TestDiffStackedAdoptsOnlyWhatItMade(t *testing.T) {
 // save and a load; "made" on a NIC's entry is refused.
 func TestReceiptRemembersMadeLinks(t *testing.T) {
 	r := &Receipt{Links: map[string]Added{}, Stacked: map[string]Added{}}
-	r.record(Op{Kind: CreateLink, Name: "bond0", LinkKind: netcfg.Bond, Spec: &LinkSpec{Kind: netcfg.Bond, Name: "bond0"}}, nil)
+	r.record(Op{Kind: CreateLink, Name: "bond0", LinkKind: netcfg.Bond, Index: 7, Spec: &LinkSpec{Kind: netcfg.Bond, Name: "bond0"}}, nil)
 	r.record(Op{Kind: CreateLink, Name: "br0", LinkKind: netcfg.Bridge, Spec: &LinkSpec{Kind: netcfg.Bridge, Name: "br0"}}, errors.New("EPERM"))
 	b := r.Marshal()
 	back, err := ParseReceipt(b)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, b)
 	}
-	if !back.Stacked["bond0"].Made || back.Stacked["br0"].Made {
+	if !back.Stacked["bond0"].Made || back.Stacked["bond0"].Index != 7 || back.Stacked["br0"].Made {
 		t.Errorf("read back %+v from\n%s", back.Stacked, b)
+	}
+	for _, bad := range []string{`{"index": 7}`, `{"made": true, "index": -1}`} {
+		if _, err := ParseReceipt([]byte(`{"version": 2, "links": {}, "stacked": {"bond0": ` + bad + `}}`)); err == nil {
+			t.Errorf("stacked entry %s accepted", bad)
+		}
 	}
 	if _, err := ParseReceipt([]byte(`{"version": 2, "links": {"` + mac1 + `": {"made": true}}}`)); err == nil {
 		t.Error(`"made" on a NIC accepted`)
@@ -448,5 +463,53 @@ func TestReceiptOfAnEarlierNameLoads(t *testing.T) {
 	}
 	if _, err := ParseReceipt([]byte(`{"version": 2, "links": {}, "stacked": {"a/b": {"addresses": ["192.0.2.5/24"]}}}`)); err == nil {
 		t.Error("a name the kernel refuses was read")
+	}
+}
+
+// A link seedkeeper made is ours only while it exists: once it is gone (a
+// reboot, a person deleting it), another link of that name is someone
+// else's (a libvirt or docker bridge made later), and the receipt entry,
+// whose addresses and routes went with the link, no longer vouches for it.
+func TestDiffStackedForgetsAMadeLinkThatIsGone(t *testing.T) {
+	// The first apply after the made links vanished: seedkeeper makes
+	// them again, and the receipt entries of the old ones are dropped.
+	p := Diff(stackCfg(), stackNICs(), virtio, madeStack(true))
+	if got := p.Receipt().Stacked; len(got) != 0 {
+		t.Errorf("receipt of links that are gone = %+v, want nothing stacked", got)
+	}
+
+	// Not configured now, so not made again; then another program makes a
+	// bridge of that name, and the configuration names br0 again.
+	cfg := stackCfg()
+	cfg.Interfaces = cfg.Interfaces[:3]
+	p = Diff(cfg, stackNICs(), virtio, madeStack(true))
+	if got := p.Receipt().Stacked["br0"]; got.Made || !got.empty() {
+		t.Fatalf("receipt entry of a br0 that is gone = %+v, want none", got)
+	}
+	live := append(stackNICs(), Link{Index: 30, Name: "br0", Kind: "bridge", Stacked: true, MTU: 1500, Up: true, BondMode: -1,
+		Addresses: []netip.Prefix{pfx("192.0.2.5/24")}})
+	p = Diff(stackCfg(), live, virtio, p.Receipt())
+	if slices.Contains(p.Owned, "br0") {
+		t.Errorf("adopted a br0 seedkeeper did not make: owned %v; notes %q", p.Owned, p.Notes)
+	}
+	wantNote(t, p, "br0: a bridge of that name exists that seedkeeper did not make; left alone")
+	wantNote(t, Diff(stackCfg(), stackNICs(), virtio, madeStack(true)), "br0: in the receipt but gone; forgotten")
+}
+
+// The receipt says seedkeeper made br0, but the br0 that exists has
+// another ifindex: seedkeeper's was deleted and someone (libvirt, docker)
+// made one of that name before seedkeeper looked again. It is not adopted.
+func TestDiffStackedMadeIsThatLinkOnly(t *testing.T) {
+	live := convergedStack()
+	live[len(live)-1].Index = 30
+	p := Diff(stackCfg(), live, virtio, madeStack(true))
+	if slices.Contains(p.Owned, "br0") {
+		t.Errorf("adopted another br0: owned %v", p.Owned)
+	}
+	wantNote(t, p, "br0: the bridge seedkeeper made under that name is gone, and another one has it; left alone")
+	for _, op := range p.Ops {
+		if op.Name == "br0" || op.Master == "br0" {
+			t.Errorf("operation on the other br0: %s", op)
+		}
 	}
 }

@@ -154,7 +154,7 @@ func (p *Plan) only(macs []string, above map[string]bool, rc *Receipt) *Plan {
 	for _, m := range macs {
 		set[normMAC(m)] = true
 	}
-	out := &Plan{Notes: p.Notes, Owned: p.Owned, OwnedMAC: p.OwnedMAC, receipt: p.receipt.clone()}
+	out := &Plan{Notes: p.Notes, Owned: p.Owned, OwnedMAC: p.OwnedMAC, OwnedName: p.OwnedName, receipt: p.receipt.clone()}
 	for _, op := range p.Ops {
 		if op.LinkKind == "" && set[op.MAC] || op.LinkKind != "" && above[op.Name] || op.Kind == SetMaster && above[op.Master] {
 			out.Ops = append(out.Ops, op)
