@@ -16,7 +16,10 @@ import (
 
 // searchPath is where systemd loads system units from, most important
 // first (systemd.unit(5), "System Unit Search Path"): a file or a mask in
-// /etc overrides one of the same name in /run, which overrides /usr/lib.
+// /etc overrides one of the same name in /run, which overrides /lib and
+// then /usr/lib. Where /lib is not a link to /usr/lib (a Debian image
+// from before the /usr merge), systemd puts its own unit directory,
+// /lib/systemd/system, ahead of /usr/lib/systemd/system.
 // The directories under /run count only on a live root.
 // The generators' directories hold what they made for this boot (netplan's
 // .wants links for networkd, for one).
@@ -29,8 +32,8 @@ var searchPath = []string{
 	"/run/systemd/system",
 	"/run/systemd/generator",
 	"/usr/local/lib/systemd/system",
-	"/usr/lib/systemd/system",
 	"/lib/systemd/system",
+	"/usr/lib/systemd/system",
 	"/run/systemd/generator.late",
 }
 
