@@ -126,7 +126,7 @@ func Lookup(r Root, name string) State {
 				continue
 			}
 			for _, n := range names {
-				if addsDependency(filepath.Join(d.host, e.Name(), n)) {
+				if addsDependency(filepath.Join(d.host, e.Name(), n), path.Join(d.sys, e.Name(), n)) {
 					st.Enabled = true
 					st.Why = name + " is enabled: " + target + " wants it (" + path.Join(d.sys, e.Name(), n) + ")"
 					return st
@@ -150,10 +150,8 @@ func find(r Root, dirs []dir, name string) (file, real string, masked bool) {
 			continue
 		}
 		sys := path.Join(d.sys, name)
-		if fi.Mode()&fs.ModeSymlink != 0 {
-			if t, err := os.Readlink(p); err == nil && path.Clean(t) == "/dev/null" {
-				return sys, "", true
-			}
+		if fi.Mode()&fs.ModeSymlink != 0 && linksToNull(p, sys) {
+			return sys, "", true
 		}
 		real, err := fsutil.Resolve(r.Dir, sys)
 		if err != nil {
@@ -206,17 +204,32 @@ func aliases(r Root, dirs []dir, name, real string) []string {
 	return names
 }
 
+// linksToNull reports whether the link p, at the system path sys, names
+// /dev/null: systemd takes a relative target from the link's directory
+// and by its text alone, so ../../../dev/null masks too, also in an image
+// whose /dev is missing.
+func linksToNull(p, sys string) bool {
+	t, err := os.Readlink(p)
+	if err != nil {
+		return false
+	}
+	if !path.IsAbs(t) {
+		t = path.Join(path.Dir(sys), t)
+	}
+	return path.Clean(t) == "/dev/null"
+}
+
 // addsDependency reports whether p, an entry of a .wants or .requires directory,
 // adds a dependency: systemd takes the name of a link there whether or not
 // its target exists, ignores anything but a link, and a link to /dev/null
 // masks the dependency.
-func addsDependency(p string) bool {
+func addsDependency(p, sys string) bool {
 	fi, err := os.Lstat(p)
 	if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
 		return false
 	}
-	t, err := os.Readlink(p)
-	return err == nil && path.Clean(t) != "/dev/null"
+	_, err = os.Readlink(p)
+	return err == nil && !linksToNull(p, sys)
 }
 
 // template returns the template of an instance name (a@b.service ->
