@@ -178,10 +178,20 @@ func find(r Root, dirs []dir, name string) (file, real string, masked bool) {
 
 // aliases returns the names the unit is known by: the name asked, the
 // name of the file it resolves to, and every link in the search path that
-// leads to the same file (Alias= of its [Install] section).
+// leads to the same file (Alias= of its [Install] section). An instance
+// defined by its template is known by the template's names with its own
+// instance (u@.service -> t@.service makes t@x.service u@x.service), never
+// by another instance's.
 func aliases(r Root, dirs []dir, name, real string) []string {
 	names := []string{name}
 	add := func(n string) {
+		if template(name) != "" {
+			if !isTemplate(n) {
+				return // the name asked, or another instance
+			}
+			at := strings.IndexByte(n, '@')
+			n = n[:at+1] + name[strings.IndexByte(name, '@')+1:strings.LastIndexByte(name, '.')] + n[at+1:]
+		}
 		for _, x := range names {
 			if x == n {
 				return
@@ -241,6 +251,12 @@ func template(name string) string {
 		return ""
 	}
 	return name[:at+1] + name[dot:]
+}
+
+// isTemplate reports whether name is a template (a@.service).
+func isTemplate(name string) bool {
+	at := strings.IndexByte(name, '@')
+	return at >= 0 && strings.LastIndexByte(name, '.') == at+1
 }
 
 func orRoot(d string) string {

@@ -73,6 +73,8 @@ var unitCases = []unitCase{
 	{name: "a split /usr: a mask in /lib outranks a unit in /usr/lib", files: map[string]string{lib + "a.service": "", "/usr/lib/systemd/system/a.service": unitText}, links: map[string]string{wants + "a.service": "/usr/lib/systemd/system/a.service"}, unit: "a.service", want: "masked"},
 	{name: "a vendor .wants link", files: map[string]string{lib + "a.service": unitText}, links: map[string]string{lib + "multi-user.target.wants/a.service": "../a.service"}, unit: "a.service", want: "enabled", noOracle: "systemctl says disabled; PID 1 starts it"},
 	{name: "a template instance", files: map[string]string{lib + "t@.service": unitText}, links: map[string]string{wants + "t@x.service": lib + "t@.service"}, unit: "t@x.service", want: "enabled"},
+	{name: "another instance of the template is not an alias", files: map[string]string{lib + "t@.service": unitText}, links: map[string]string{etc + "t@y.service": lib + "t@.service", wants + "t@y.service": lib + "t@.service"}, unit: "t@x.service", want: "disabled"},
+	{name: "an instance wanted under its template's alias", files: map[string]string{lib + "t@.service": unitText + "Alias=u@.service\n"}, links: map[string]string{etc + "u@.service": lib + "t@.service", wants + "u@x.service": lib + "t@.service"}, unit: "t@x.service", want: "enabled", noOracle: "systemctl is-enabled looks for the links of the [Install] section only; PID 1 loads u@x.service as t@x.service"},
 	{name: "a link that leads nowhere is no unit", links: map[string]string{etc + "a.service": "/nowhere/a.service", wants + "a.service": etc + "a.service"}, unit: "a.service", want: "not-found"},
 }
 
