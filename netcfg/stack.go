@@ -53,8 +53,8 @@ type Stack struct {
 // told to leave alone, so it wins over systemd-networkd, and both win
 // over ifupdown, which manages only what its interfaces file names.
 // Adding a stack is the file that defines its value and one entry here
-// (docs/adding.md, "Adding a network stack"); a netplan stack, which
-// renders for networkd or NetworkManager, would go first.
+// (docs/adding-stack.md); a netplan stack, which renders for networkd or
+// NetworkManager, would go first.
 var Stacks = []*Stack{NetworkManager, Networkd, Ifupdown}
 
 // StackByName returns the stack called name, nil when there is none.
