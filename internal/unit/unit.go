@@ -126,7 +126,7 @@ func Lookup(r Root, name string) State {
 				continue
 			}
 			for _, n := range names {
-				if addsDependency(filepath.Join(d.host, e.Name(), n), path.Join(d.sys, e.Name(), n)) {
+				if addsDependency(r, filepath.Join(d.host, e.Name(), n), path.Join(d.sys, e.Name(), n)) {
 					st.Enabled = true
 					st.Why = name + " is enabled: " + target + " wants it (" + path.Join(d.sys, e.Name(), n) + ")"
 					return st
@@ -150,7 +150,7 @@ func find(r Root, dirs []dir, name string) (file, real string, masked bool) {
 			continue
 		}
 		sys := path.Join(d.sys, name)
-		if fi.Mode()&fs.ModeSymlink != 0 && linksToNull(p, sys) {
+		if fi.Mode()&fs.ModeSymlink != 0 && linksToNull(r.Dir, sys) {
 			return sys, "", true
 		}
 		real, err := fsutil.Resolve(r.Dir, sys)
@@ -214,32 +214,44 @@ func aliases(r Root, dirs []dir, name, real string) []string {
 	return names
 }
 
-// linksToNull reports whether the link p, at the system path sys, names
-// /dev/null: systemd takes a relative target from the link's directory
-// and by its text alone, so ../../../dev/null masks too, also in an image
-// whose /dev is missing.
-func linksToNull(p, sys string) bool {
-	t, err := os.Readlink(p)
-	if err != nil {
-		return false
+// linksToNull reports whether the link at the system path sys leads to
+// /dev/null, link by link, inside the root: systemd takes a relative
+// target from the link's directory and by its text, so
+// ../../../dev/null masks too, and so does a link to a link to
+// /dev/null, also in an image whose /dev is missing.
+func linksToNull(root, sys string) bool {
+	for range maxLinks {
+		dir, err := fsutil.Resolve(root, path.Dir(sys))
+		if err != nil {
+			return false
+		}
+		t, err := os.Readlink(filepath.Join(dir, path.Base(sys)))
+		if err != nil {
+			return false // not a link: the end of the chain
+		}
+		if !path.IsAbs(t) {
+			t = path.Join(path.Dir(sys), t)
+		}
+		if sys = path.Clean(t); sys == "/dev/null" {
+			return true
+		}
 	}
-	if !path.IsAbs(t) {
-		t = path.Join(path.Dir(sys), t)
-	}
-	return path.Clean(t) == "/dev/null"
+	return false
 }
+
+// maxLinks is how many links linksToNull follows, as the kernel does.
+const maxLinks = 40
 
 // addsDependency reports whether p, an entry of a .wants or .requires directory,
 // adds a dependency: systemd takes the name of a link there whether or not
 // its target exists, ignores anything but a link, and a link to /dev/null
 // masks the dependency.
-func addsDependency(p, sys string) bool {
+func addsDependency(r Root, p, sys string) bool {
 	fi, err := os.Lstat(p)
 	if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
 		return false
 	}
-	_, err = os.Readlink(p)
-	return err == nil && !linksToNull(p, sys)
+	return !linksToNull(r.Dir, sys)
 }
 
 // template returns the template of an instance name (a@b.service ->

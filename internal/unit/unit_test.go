@@ -51,6 +51,7 @@ var unitCases = []unitCase{
 		links: map[string]string{wants + "a.service": lib + "a.service", etc + "a.service": "../../../dev/null"},
 		unit:  "a.service", want: "masked",
 	},
+	{name: "masked by a link to a link to /dev/null", files: map[string]string{lib + "a.service": unitText}, links: map[string]string{wants + "a.service": lib + "a.service", etc + "a.service": "/etc/masked", "/etc/masked": "/dev/null"}, unit: "a.service", want: "masked"},
 	{name: "a .wants link to /dev/null by a relative path", files: map[string]string{lib + "a.service": unitText}, links: map[string]string{wants + "a.service": "../../../../dev/null"}, unit: "a.service", want: "disabled", noOracle: "systemctl counts the link; PID 1 ignores a dependency masked by /dev/null"},
 	{name: "masked by an empty file", files: map[string]string{lib + "a.service": unitText, etc + "a.service": ""}, links: map[string]string{wants + "a.service": lib + "a.service"}, unit: "a.service", want: "masked"},
 	{name: "a .wants link whose target is elsewhere", files: map[string]string{lib + "a.service": unitText}, links: map[string]string{wants + "a.service": "/usr/lib/systemd/system/a.service"}, unit: "a.service", want: "enabled"},
