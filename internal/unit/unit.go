@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
@@ -200,13 +201,20 @@ func aliases(r Root, dirs []dir, name, real string) []string {
 		names = append(names, n)
 	}
 	add(filepath.Base(real))
+	// A link to a file of the unit's name in the search path makes an
+	// alias even when that file is not the one that defines the unit (a
+	// copy in /etc overrides the vendor's file the alias leads to).
+	inPath := func(p string) bool {
+		return slices.ContainsFunc(dirs, func(d dir) bool { return filepath.Dir(p) == d.host })
+	}
 	for _, d := range dirs {
 		ents, _ := os.ReadDir(d.host)
 		for _, e := range ents {
 			if e.Type()&fs.ModeSymlink == 0 {
 				continue
 			}
-			if p, err := fsutil.Resolve(r.Dir, path.Join(d.sys, e.Name())); err == nil && p == real {
+			p, err := fsutil.Resolve(r.Dir, path.Join(d.sys, e.Name()))
+			if err == nil && (p == real || filepath.Base(p) == filepath.Base(real) && inPath(p)) {
 				add(e.Name())
 			}
 		}

@@ -64,6 +64,14 @@ var unitCases = []unitCase{
 		links: map[string]string{etc + "b.service": lib + "a.service", wants + "b.service": etc + "b.service"},
 		unit:  "a.service", want: "enabled",
 	},
+	{
+		// systemctl edit --full leaves the copy in /etc; the alias
+		// link made by enable still leads to the vendor's file.
+		name:  "wanted under an alias that leads to the file a copy in /etc overrides",
+		files: map[string]string{lib + "a.service": unitText + "Alias=b.service\n", etc + "a.service": unitText + "Alias=b.service\n"},
+		links: map[string]string{etc + "b.service": lib + "a.service", wants + "b.service": etc + "b.service"},
+		unit:  "a.service", want: "enabled",
+	},
 	{name: "a copy in /etc overrides /lib", files: map[string]string{lib + "a.service": unitText, etc + "a.service": unitText}, links: map[string]string{wants + "a.service": etc + "a.service"}, unit: "a.service", want: "enabled"},
 	{name: "a mask in /lib loses to a file in /etc", files: map[string]string{etc + "a.service": unitText}, links: map[string]string{lib + "a.service": "/dev/null", wants + "a.service": etc + "a.service"}, unit: "a.service", want: "enabled"},
 	{name: "a runtime mask on a live root", files: map[string]string{lib + "a.service": unitText}, links: map[string]string{wants + "a.service": lib + "a.service", "/run/systemd/system/a.service": "/dev/null"}, unit: "a.service", live: true, want: "masked"},
