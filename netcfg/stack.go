@@ -210,9 +210,10 @@ type Place struct {
 // Ours reports whether the file called name in the place, which begins
 // with head, is one seedkeeper wrote: its name is one seedkeeper gives,
 // and its content still begins with Header. Only such a file is ever
-// replaced or removed.
+// replaced or removed. A Place made outside this package (its rule
+// unset) claims no file.
 func (p Place) Ours(name string, head []byte) bool {
-	return p.match(name) && bytes.HasPrefix(head, []byte(Header))
+	return p.match != nil && p.match(name) && bytes.HasPrefix(head, []byte(Header))
 }
 
 // Places returns the directories the stack's files go in on root, whether
