@@ -150,9 +150,17 @@ func TestIntegrationLookupAgreesWithSystemctl(t *testing.T) {
 		}
 		t.Run(c.name, func(t *testing.T) {
 			dir := c.root(t)
-			out, _ := exec.Command("systemctl", "--root="+dir, "is-enabled", c.unit).Output()
+			cmd := exec.Command("systemctl", "--root="+dir, "is-enabled", c.unit)
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			out, _ := cmd.Output()
+			s := strings.TrimSpace(string(out))
+			if s == "" && !strings.Contains(stderr.String(), "No such file or directory") {
+				// Not an answer: systemctl failed for another reason.
+				t.Fatalf("systemctl says nothing: %s", strings.TrimSpace(stderr.String()))
+			}
 			var oracle string
-			switch s := strings.TrimSpace(string(out)); s {
+			switch s {
 			case "enabled", "enabled-runtime":
 				oracle = "enabled"
 			case "masked", "masked-runtime":
