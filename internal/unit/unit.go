@@ -140,8 +140,11 @@ func Lookup(r Root, name string) State {
 }
 
 // find returns the first entry of the search path for name: its system
-// path, the file it resolves to on the host, and whether it is a mask. A
-// link that leads nowhere is skipped, as systemd skips it.
+// path, the file it resolves to on the host, and whether it is a mask.
+// What is neither a file nor a link (a directory, a FIFO) is skipped; a
+// link that leads to no unit file is the unit's entry all the same, so
+// the unit is not installed (systemd finds the link first and fails to
+// load it, whatever lower directories hold).
 func find(r Root, dirs []dir, name string) (file, real string, masked bool) {
 	null := filepath.Join(orRoot(r.Dir), "dev/null")
 	for _, d := range dirs {
@@ -151,23 +154,21 @@ func find(r Root, dirs []dir, name string) (file, real string, masked bool) {
 			continue
 		}
 		sys := path.Join(d.sys, name)
-		if fi.Mode()&fs.ModeSymlink != 0 && linksToNull(r.Dir, sys) {
+		link := fi.Mode()&fs.ModeSymlink != 0
+		if link && linksToNull(r.Dir, sys) {
 			return sys, "", true
 		}
 		real, err := fsutil.Resolve(r.Dir, sys)
-		if err != nil {
-			continue
+		if err == nil {
+			fi, err = os.Stat(real)
 		}
-		if real == null {
-			return sys, "", true
-		}
-		fi, err = os.Stat(real)
 		switch {
-		case err != nil:
-			continue
-		case fi.Mode()&fs.ModeCharDevice != 0:
+		case err == nil && real == null, err == nil && fi.Mode()&fs.ModeCharDevice != 0:
 			return sys, "", true
-		case !fi.Mode().IsRegular():
+		case err != nil || !fi.Mode().IsRegular():
+			if link {
+				return "", "", false
+			}
 			continue
 		case fi.Size() == 0:
 			return sys, "", true

@@ -84,6 +84,7 @@ var unitCases = []unitCase{
 	{name: "a template instance", files: map[string]string{lib + "t@.service": unitText}, links: map[string]string{wants + "t@x.service": lib + "t@.service"}, unit: "t@x.service", want: "enabled"},
 	{name: "another instance of the template is not an alias", files: map[string]string{lib + "t@.service": unitText}, links: map[string]string{etc + "t@y.service": lib + "t@.service", wants + "t@y.service": lib + "t@.service"}, unit: "t@x.service", want: "disabled"},
 	{name: "an instance wanted under its template's alias", files: map[string]string{lib + "t@.service": unitText + "Alias=u@.service\n"}, links: map[string]string{etc + "u@.service": lib + "t@.service", wants + "u@x.service": lib + "t@.service"}, unit: "t@x.service", want: "enabled", noOracle: "systemctl is-enabled looks for the links of the [Install] section only; PID 1 loads u@x.service as t@x.service"},
+	{name: "a link that leads nowhere hides the unit in /lib", files: map[string]string{lib + "a.service": unitText}, links: map[string]string{etc + "a.service": "/nowhere/a.service", wants + "a.service": lib + "a.service"}, unit: "a.service", want: "not-found"},
 	{name: "a link that leads nowhere is no unit", links: map[string]string{etc + "a.service": "/nowhere/a.service", wants + "a.service": etc + "a.service"}, unit: "a.service", want: "not-found"},
 }
 
