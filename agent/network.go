@@ -188,6 +188,12 @@ func (e *Env) renderNetworkd(cfg *netcfg.Config, owned func(*netcfg.Interface) b
 		if path.Dir(p) != sf.Dir {
 			mode = 0o644
 		}
+		if e.someoneElses(places, p) {
+			n := p + " is not seedkeeper's (no seedkeeper header): left as it is, not rendered"
+			e.Log.Warn("network: " + n)
+			res.Notes = append(res.Notes, n)
+			continue
+		}
 		c, err := fsutil.WriteFile(e.Root.Path(p), want[p], mode)
 		if err != nil {
 			return changed, fmt.Errorf("network: %w", err)
@@ -309,4 +315,23 @@ func ReadNetworkConfig(path string) (*netcfg.Config, error) {
 		return nil, fmt.Errorf("reading network configuration %s: %w", path, err)
 	}
 	return cfg, nil
+}
+
+// someoneElses reports whether sys, a file boot is about to write, is a
+// regular file already there that is not seedkeeper's by the rule of its
+// place (a person's file of seedkeeper's name, or one without its
+// header): boot does not replace it, as it does not remove it.
+func (e *Env) someoneElses(places []netcfg.Place, sys string) bool {
+	p := e.Root.Path(sys)
+	if fi, err := os.Lstat(p); err != nil || !fi.Mode().IsRegular() {
+		return false // missing, or WriteFile's to refuse
+	}
+	for _, pl := range places {
+		if pl.Dir != path.Dir(sys) {
+			continue
+		}
+		b, err := fsutil.ReadFileNoFollow(context.Background(), p, fsutil.SmallFile)
+		return err != nil || !pl.Ours(path.Base(sys), b)
+	}
+	return false
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
@@ -58,5 +59,31 @@ func TestRenderReplacesOnlyOurStaleFiles(t *testing.T) {
 	}
 	if !slices.Equal(res.Removed, []string{"seedkeeper-eth0.nmconnection", netcfg.NMConfFile}) {
 		t.Errorf("removed %q", res.Removed)
+	}
+}
+
+// A file at the very path boot writes that is not seedkeeper's (a
+// person's keyfile of seedkeeper's name, without its header) is neither
+// replaced nor removed; the status says it was left alone.
+func TestRenderLeavesSomeoneElsesFileAtOurPath(t *testing.T) {
+	root := t.TempDir()
+	write(t, root, "/lib/systemd/system/systemd-networkd.service", "[Install]\nWantedBy=multi-user.target\n")
+	os.MkdirAll(filepath.Join(root, "etc/systemd/system/multi-user.target.wants"), 0o755)
+	os.Symlink("/lib/systemd/system/systemd-networkd.service", filepath.Join(root, "etc/systemd/system/multi-user.target.wants/systemd-networkd.service"))
+	const theirs = "/run/systemd/network/10-seedkeeper-eth0.network"
+	const mine = "[Match]\nName=eth0\n[Network]\nAddress=192.0.2.9/24\n"
+	write(t, root, theirs, mine)
+	cfg := &netcfg.Config{Interfaces: []netcfg.Interface{{ID: "eth0", Name: "eth0", Kind: netcfg.Physical, MAC: "52:54:00:00:00:01", DHCP4: true}}}
+	e := &Env{Root: sysroot.Root(root)}
+	e.init()
+	res := &NetResult{}
+	if _, err := e.renderNetworkd(cfg, []string{"eth0"}, res); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(root, theirs)); err != nil || string(b) != mine {
+		t.Errorf("a person's %s was replaced: %q, %v (rendered %q)", theirs, b, err, res.Rendered)
+	}
+	if !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, theirs) }) {
+		t.Errorf("the notes %q do not say %s was left alone", res.Notes, theirs)
 	}
 }

@@ -53,8 +53,8 @@ type Stack struct {
 // told to leave alone, so it wins over systemd-networkd, and both win
 // over ifupdown, which manages only what its interfaces file names.
 // Adding a stack is the file that defines its value and one entry here
-// (docs/adding.md, "Adding a network stack"); a netplan stack, which
-// renders for networkd or NetworkManager, would go first.
+// (docs/adding-stack.md); a netplan stack, which renders for networkd or
+// NetworkManager, would go first.
 var Stacks = []*Stack{NetworkManager, Networkd, Ifupdown}
 
 // StackByName returns the stack called name, nil when there is none.
@@ -210,9 +210,10 @@ type Place struct {
 // Ours reports whether the file called name in the place, which begins
 // with head, is one seedkeeper wrote: its name is one seedkeeper gives,
 // and its content still begins with Header. Only such a file is ever
-// replaced or removed.
+// replaced or removed. A Place made outside this package (its rule
+// unset) claims no file.
 func (p Place) Ours(name string, head []byte) bool {
-	return p.match(name) && bytes.HasPrefix(head, []byte(Header))
+	return p.match != nil && p.match(name) && bytes.HasPrefix(head, []byte(Header))
 }
 
 // Places returns the directories the stack's files go in on root, whether

@@ -330,3 +330,11 @@ func FuzzParseIfupdownSource(f *testing.F) {
 		}
 	})
 }
+
+// A Place another module makes has no naming rule: it claims nothing
+// (and does not panic), whatever the file's header.
+func TestPlaceZeroValueClaimsNothing(t *testing.T) {
+	if (Place{Dir: NetworkdDir}).Ours("10-seedkeeper-eth0.network", []byte(Header+"\n")) {
+		t.Error("a Place without its rule claims a file")
+	}
+}

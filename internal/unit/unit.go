@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
@@ -16,7 +17,10 @@ import (
 
 // searchPath is where systemd loads system units from, most important
 // first (systemd.unit(5), "System Unit Search Path"): a file or a mask in
-// /etc overrides one of the same name in /run, which overrides /usr/lib.
+// /etc overrides one of the same name in /run, which overrides /lib and
+// then /usr/lib. Where /lib is not a link to /usr/lib (a Debian image
+// from before the /usr merge), systemd puts its own unit directory,
+// /lib/systemd/system, ahead of /usr/lib/systemd/system.
 // The directories under /run count only on a live root.
 // The generators' directories hold what they made for this boot (netplan's
 // .wants links for networkd, for one).
@@ -29,8 +33,8 @@ var searchPath = []string{
 	"/run/systemd/system",
 	"/run/systemd/generator",
 	"/usr/local/lib/systemd/system",
-	"/usr/lib/systemd/system",
 	"/lib/systemd/system",
+	"/usr/lib/systemd/system",
 	"/run/systemd/generator.late",
 }
 
@@ -123,7 +127,7 @@ func Lookup(r Root, name string) State {
 				continue
 			}
 			for _, n := range names {
-				if addsDependency(filepath.Join(d.host, e.Name(), n)) {
+				if addsDependency(r, filepath.Join(d.host, e.Name(), n), path.Join(d.sys, e.Name(), n)) {
 					st.Enabled = true
 					st.Why = name + " is enabled: " + target + " wants it (" + path.Join(d.sys, e.Name(), n) + ")"
 					return st
@@ -136,8 +140,11 @@ func Lookup(r Root, name string) State {
 }
 
 // find returns the first entry of the search path for name: its system
-// path, the file it resolves to on the host, and whether it is a mask. A
-// link that leads nowhere is skipped, as systemd skips it.
+// path, the file it resolves to on the host, and whether it is a mask.
+// What is neither a file nor a link (a directory, a FIFO) is skipped; a
+// link that leads to no unit file is the unit's entry all the same, so
+// the unit is not installed (systemd finds the link first and fails to
+// load it, whatever lower directories hold).
 func find(r Root, dirs []dir, name string) (file, real string, masked bool) {
 	null := filepath.Join(orRoot(r.Dir), "dev/null")
 	for _, d := range dirs {
@@ -147,25 +154,21 @@ func find(r Root, dirs []dir, name string) (file, real string, masked bool) {
 			continue
 		}
 		sys := path.Join(d.sys, name)
-		if fi.Mode()&fs.ModeSymlink != 0 {
-			if t, err := os.Readlink(p); err == nil && path.Clean(t) == "/dev/null" {
-				return sys, "", true
-			}
+		link := fi.Mode()&fs.ModeSymlink != 0
+		if link && linksToNull(r.Dir, sys) {
+			return sys, "", true
 		}
 		real, err := fsutil.Resolve(r.Dir, sys)
-		if err != nil {
-			continue
+		if err == nil {
+			fi, err = os.Stat(real)
 		}
-		if real == null {
-			return sys, "", true
-		}
-		fi, err = os.Stat(real)
 		switch {
-		case err != nil:
-			continue
-		case fi.Mode()&fs.ModeCharDevice != 0:
+		case err == nil && real == null, err == nil && fi.Mode()&fs.ModeCharDevice != 0:
 			return sys, "", true
-		case !fi.Mode().IsRegular():
+		case err != nil || !fi.Mode().IsRegular():
+			if link {
+				return "", "", false
+			}
 			continue
 		case fi.Size() == 0:
 			return sys, "", true
@@ -177,10 +180,20 @@ func find(r Root, dirs []dir, name string) (file, real string, masked bool) {
 
 // aliases returns the names the unit is known by: the name asked, the
 // name of the file it resolves to, and every link in the search path that
-// leads to the same file (Alias= of its [Install] section).
+// leads to the same file (Alias= of its [Install] section). An instance
+// defined by its template is known by the template's names with its own
+// instance (u@.service -> t@.service makes t@x.service u@x.service), never
+// by another instance's.
 func aliases(r Root, dirs []dir, name, real string) []string {
 	names := []string{name}
 	add := func(n string) {
+		if template(name) != "" {
+			if !isTemplate(n) {
+				return // the name asked, or another instance
+			}
+			at := strings.IndexByte(n, '@')
+			n = n[:at+1] + name[strings.IndexByte(name, '@')+1:strings.LastIndexByte(name, '.')] + n[at+1:]
+		}
 		for _, x := range names {
 			if x == n {
 				return
@@ -189,13 +202,20 @@ func aliases(r Root, dirs []dir, name, real string) []string {
 		names = append(names, n)
 	}
 	add(filepath.Base(real))
+	// A link to a file of the unit's name in the search path makes an
+	// alias even when that file is not the one that defines the unit (a
+	// copy in /etc overrides the vendor's file the alias leads to).
+	inPath := func(p string) bool {
+		return slices.ContainsFunc(dirs, func(d dir) bool { return filepath.Dir(p) == d.host })
+	}
 	for _, d := range dirs {
 		ents, _ := os.ReadDir(d.host)
 		for _, e := range ents {
 			if e.Type()&fs.ModeSymlink == 0 {
 				continue
 			}
-			if p, err := fsutil.Resolve(r.Dir, path.Join(d.sys, e.Name())); err == nil && p == real {
+			p, err := fsutil.Resolve(r.Dir, path.Join(d.sys, e.Name()))
+			if err == nil && (p == real || filepath.Base(p) == filepath.Base(real) && inPath(p)) {
 				add(e.Name())
 			}
 		}
@@ -203,17 +223,44 @@ func aliases(r Root, dirs []dir, name, real string) []string {
 	return names
 }
 
+// linksToNull reports whether the link at the system path sys leads to
+// /dev/null, link by link, inside the root: systemd takes a relative
+// target from the link's directory and by its text, so
+// ../../../dev/null masks too, and so does a link to a link to
+// /dev/null, also in an image whose /dev is missing.
+func linksToNull(root, sys string) bool {
+	for range maxLinks {
+		dir, err := fsutil.Resolve(root, path.Dir(sys))
+		if err != nil {
+			return false
+		}
+		t, err := os.Readlink(filepath.Join(dir, path.Base(sys)))
+		if err != nil {
+			return false // not a link: the end of the chain
+		}
+		if !path.IsAbs(t) {
+			t = path.Join(path.Dir(sys), t)
+		}
+		if sys = path.Clean(t); sys == "/dev/null" {
+			return true
+		}
+	}
+	return false
+}
+
+// maxLinks is how many links linksToNull follows, as the kernel does.
+const maxLinks = 40
+
 // addsDependency reports whether p, an entry of a .wants or .requires directory,
 // adds a dependency: systemd takes the name of a link there whether or not
 // its target exists, ignores anything but a link, and a link to /dev/null
 // masks the dependency.
-func addsDependency(p string) bool {
+func addsDependency(r Root, p, sys string) bool {
 	fi, err := os.Lstat(p)
 	if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
 		return false
 	}
-	t, err := os.Readlink(p)
-	return err == nil && path.Clean(t) != "/dev/null"
+	return !linksToNull(r.Dir, sys)
 }
 
 // template returns the template of an instance name (a@b.service ->
@@ -225,6 +272,12 @@ func template(name string) string {
 		return ""
 	}
 	return name[:at+1] + name[dot:]
+}
+
+// isTemplate reports whether name is a template (a@.service).
+func isTemplate(name string) bool {
+	at := strings.IndexByte(name, '@')
+	return at >= 0 && strings.LastIndexByte(name, '.') == at+1
 }
 
 func orRoot(d string) string {

@@ -43,6 +43,16 @@ var unitCases = []unitCase{
 		links: map[string]string{wants + "a.service": lib + "a.service", etc + "a.service": "/dev/null"},
 		unit:  "a.service", want: "masked",
 	},
+	{
+		// systemctl mask writes /dev/null; an image builder's own
+		// relative link masks the same, even with no /dev in the image.
+		name:  "masked by a relative link to /dev/null",
+		files: map[string]string{lib + "a.service": unitText},
+		links: map[string]string{wants + "a.service": lib + "a.service", etc + "a.service": "../../../dev/null"},
+		unit:  "a.service", want: "masked",
+	},
+	{name: "masked by a link to a link to /dev/null", files: map[string]string{lib + "a.service": unitText}, links: map[string]string{wants + "a.service": lib + "a.service", etc + "a.service": "/etc/masked", "/etc/masked": "/dev/null"}, unit: "a.service", want: "masked"},
+	{name: "a .wants link to /dev/null by a relative path", files: map[string]string{lib + "a.service": unitText}, links: map[string]string{wants + "a.service": "../../../../dev/null"}, unit: "a.service", want: "disabled", noOracle: "systemctl counts the link; PID 1 ignores a dependency masked by /dev/null"},
 	{name: "masked by an empty file", files: map[string]string{lib + "a.service": unitText, etc + "a.service": ""}, links: map[string]string{wants + "a.service": lib + "a.service"}, unit: "a.service", want: "masked"},
 	{name: "a .wants link whose target is elsewhere", files: map[string]string{lib + "a.service": unitText}, links: map[string]string{wants + "a.service": "/usr/lib/systemd/system/a.service"}, unit: "a.service", want: "enabled"},
 	{name: "a .wants link to /dev/null", files: map[string]string{lib + "a.service": unitText}, links: map[string]string{wants + "a.service": "/dev/null"}, unit: "a.service", want: "disabled", noOracle: "systemctl counts the link; PID 1 ignores a dependency masked by /dev/null"},
@@ -54,14 +64,27 @@ var unitCases = []unitCase{
 		links: map[string]string{etc + "b.service": lib + "a.service", wants + "b.service": etc + "b.service"},
 		unit:  "a.service", want: "enabled",
 	},
+	{
+		// systemctl edit --full leaves the copy in /etc; the alias
+		// link made by enable still leads to the vendor's file.
+		name:  "wanted under an alias that leads to the file a copy in /etc overrides",
+		files: map[string]string{lib + "a.service": unitText + "Alias=b.service\n", etc + "a.service": unitText + "Alias=b.service\n"},
+		links: map[string]string{etc + "b.service": lib + "a.service", wants + "b.service": etc + "b.service"},
+		unit:  "a.service", want: "enabled",
+	},
 	{name: "a copy in /etc overrides /lib", files: map[string]string{lib + "a.service": unitText, etc + "a.service": unitText}, links: map[string]string{wants + "a.service": etc + "a.service"}, unit: "a.service", want: "enabled"},
 	{name: "a mask in /lib loses to a file in /etc", files: map[string]string{etc + "a.service": unitText}, links: map[string]string{lib + "a.service": "/dev/null", wants + "a.service": etc + "a.service"}, unit: "a.service", want: "enabled"},
 	{name: "a runtime mask on a live root", files: map[string]string{lib + "a.service": unitText}, links: map[string]string{wants + "a.service": lib + "a.service", "/run/systemd/system/a.service": "/dev/null"}, unit: "a.service", live: true, want: "masked"},
 	{name: "a runtime mask in an image", files: map[string]string{lib + "a.service": unitText}, links: map[string]string{wants + "a.service": lib + "a.service", "/run/systemd/system/a.service": "/dev/null"}, unit: "a.service", want: "enabled", noOracle: "systemctl --root reads the image's /run"},
 	{name: "wanted by a generator on a live root", files: map[string]string{lib + "a.service": unitText}, links: map[string]string{"/run/systemd/generator/multi-user.target.wants/a.service": lib + "a.service"}, unit: "a.service", live: true, want: "enabled", noOracle: "systemctl --root does not read generator output"},
 	{name: "merged /usr", files: map[string]string{"/usr/lib/systemd/system/a.service": unitText}, links: map[string]string{"/lib": "usr/lib", wants + "a.service": lib + "a.service"}, unit: "a.service", want: "enabled"},
+	{name: "a split /usr: a unit in /lib outranks a mask in /usr/lib", files: map[string]string{lib + "a.service": unitText, "/usr/lib/systemd/system/a.service": ""}, links: map[string]string{wants + "a.service": lib + "a.service"}, unit: "a.service", want: "enabled"},
+	{name: "a split /usr: a mask in /lib outranks a unit in /usr/lib", files: map[string]string{lib + "a.service": "", "/usr/lib/systemd/system/a.service": unitText}, links: map[string]string{wants + "a.service": "/usr/lib/systemd/system/a.service"}, unit: "a.service", want: "masked"},
 	{name: "a vendor .wants link", files: map[string]string{lib + "a.service": unitText}, links: map[string]string{lib + "multi-user.target.wants/a.service": "../a.service"}, unit: "a.service", want: "enabled", noOracle: "systemctl says disabled; PID 1 starts it"},
 	{name: "a template instance", files: map[string]string{lib + "t@.service": unitText}, links: map[string]string{wants + "t@x.service": lib + "t@.service"}, unit: "t@x.service", want: "enabled"},
+	{name: "another instance of the template is not an alias", files: map[string]string{lib + "t@.service": unitText}, links: map[string]string{etc + "t@y.service": lib + "t@.service", wants + "t@y.service": lib + "t@.service"}, unit: "t@x.service", want: "disabled"},
+	{name: "an instance wanted under its template's alias", files: map[string]string{lib + "t@.service": unitText + "Alias=u@.service\n"}, links: map[string]string{etc + "u@.service": lib + "t@.service", wants + "u@x.service": lib + "t@.service"}, unit: "t@x.service", want: "enabled", noOracle: "systemctl is-enabled looks for the links of the [Install] section only; PID 1 loads u@x.service as t@x.service"},
+	{name: "a link that leads nowhere hides the unit in /lib", files: map[string]string{lib + "a.service": unitText}, links: map[string]string{etc + "a.service": "/nowhere/a.service", wants + "a.service": lib + "a.service"}, unit: "a.service", want: "not-found"},
 	{name: "a link that leads nowhere is no unit", links: map[string]string{etc + "a.service": "/nowhere/a.service", wants + "a.service": etc + "a.service"}, unit: "a.service", want: "not-found"},
 }
 
@@ -128,9 +151,17 @@ func TestIntegrationLookupAgreesWithSystemctl(t *testing.T) {
 		}
 		t.Run(c.name, func(t *testing.T) {
 			dir := c.root(t)
-			out, _ := exec.Command("systemctl", "--root="+dir, "is-enabled", c.unit).Output()
+			cmd := exec.Command("systemctl", "--root="+dir, "is-enabled", c.unit)
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			out, _ := cmd.Output()
+			s := strings.TrimSpace(string(out))
+			if s == "" && !strings.Contains(stderr.String(), "No such file or directory") {
+				// Not an answer: systemctl failed for another reason.
+				t.Fatalf("systemctl says nothing: %s", strings.TrimSpace(stderr.String()))
+			}
 			var oracle string
-			switch s := strings.TrimSpace(string(out)); s {
+			switch s {
 			case "enabled", "enabled-runtime":
 				oracle = "enabled"
 			case "masked", "masked-runtime":
