@@ -77,7 +77,7 @@ func TestRenderLeavesSomeoneElsesFileAtOurPath(t *testing.T) {
 	e := &Env{Root: sysroot.Root(root)}
 	e.init()
 	res := &NetResult{}
-	if _, err := e.renderNetworkd(cfg, []string{"eth0"}, res); err != nil {
+	if _, err := e.renderNetworkd(cfg, func(i *netcfg.Interface) bool { return i.ID == "eth0" }, res); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := os.ReadFile(filepath.Join(root, theirs)); err != nil || string(b) != mine {
