@@ -205,8 +205,8 @@ func (e *Env) renderNetworkd(cfg *netcfg.Config, ownedIDs []string, res *NetResu
 			continue
 		}
 		p := filepath.Join(dir, n)
-		if b, err := fsutil.ReadFileNoFollow(context.Background(), p, fsutil.SmallFile); err != nil || !bytes.HasPrefix(b, []byte(netcfg.Header)) {
-			continue // not written by us
+		if !writtenByUs(p) {
+			continue
 		}
 		if err := os.Remove(p); err != nil {
 			return changed, fmt.Errorf("network: %w", err)
