@@ -278,6 +278,7 @@ func TestIntegrationRPMContents(t *testing.T) {
 	}
 	want := contents("/usr/lib/systemd/system", "/usr/lib/smartdc")
 	want = append(want, entry{path: "/usr/lib/smartdc", mode: fs.ModeDir | 0o755},
+		entry{path: "/usr/share/doc/seedkeeper", mode: fs.ModeDir | 0o755},
 		entry{path: "/usr/lib/systemd/system-preset/50-seedkeeper.preset", mode: 0o644})
 	// The rpm owns the drop-in directories it makes, so that rpm -e
 	// removes them.
@@ -317,7 +318,7 @@ func TestIntegrationRPMContents(t *testing.T) {
 		}
 	}
 	scripts := run(t, nil, "rpm", "-qp", "--scripts", pkg)
-	for _, want := range []string{"postinstall scriptlet", "systemctl --no-reload preset $units", "preuninstall scriptlet", "systemctl --no-reload disable $units", "postuninstall scriptlet"} {
+	for _, want := range []string{"postinstall scriptlet", "systemctl --root=/ preset $units", "preuninstall scriptlet", "systemctl --root=/ disable $units", "postuninstall scriptlet"} {
 		if !strings.Contains(scripts, want) {
 			t.Errorf("rpm scriptlets lack %q:\n%s", want, scripts)
 		}

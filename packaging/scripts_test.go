@@ -73,11 +73,11 @@ func TestMaintainerScripts(t *testing.T) {
 		want    string
 		gone    bool // the state directory is removed
 	}{
-		{script: "rpm-post", args: []string{"1"}, want: "systemctl --no-reload preset " + units},
-		{script: "rpm-post", args: []string{"1"}, running: true, want: "systemctl --no-reload preset " + units + "\nsystemctl daemon-reload\nseedkeeper identity pin"},
+		{script: "rpm-post", args: []string{"1"}, want: "systemctl --root=/ preset " + units},
+		{script: "rpm-post", args: []string{"1"}, running: true, want: "systemctl --root=/ preset " + units + "\nsystemctl daemon-reload\nseedkeeper identity pin"},
 		{script: "rpm-post", args: []string{"2"}, want: ""}, // upgrade: keep the admin's choice
-		{script: "rpm-preun", args: []string{"0"}, want: "systemctl --no-reload disable " + units + "\nseedkeeper uninstall"},
-		{script: "rpm-preun", args: []string{"0"}, running: true, want: "systemctl stop seedkeeper-watch.service\nsystemctl --no-reload disable " + units + "\nseedkeeper uninstall"},
+		{script: "rpm-preun", args: []string{"0"}, want: "systemctl --root=/ disable " + units + "\nseedkeeper uninstall"},
+		{script: "rpm-preun", args: []string{"0"}, running: true, want: "systemctl stop seedkeeper-watch.service\nsystemctl --root=/ disable " + units + "\nseedkeeper uninstall"},
 		{script: "rpm-preun", args: []string{"1"}, running: true, want: ""}, // upgrade
 		{script: "rpm-postun", args: []string{"0"}, want: "", gone: true},
 		{script: "rpm-postun", args: []string{"1"}, want: ""},
