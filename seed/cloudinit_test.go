@@ -202,3 +202,67 @@ func TestIntegrationCloudInitRejectsWrappedNetworkConfig(t *testing.T) {
 		t.Errorf("wrapped network-config: error %q, want cloud-init's \"No valid network_state\"", got[0].NetworkError)
 	}
 }
+
+// handoverPy makes cloud-init's NoCloud read the seed directory of argv[1]
+// together with a cidata drive whose files are in argv[2] (its device
+// search and mount stood in for: the drive's files are what the mount
+// callback is given).
+const handoverPy = `
+import json, logging, sys
+logging.disable(logging.CRITICAL)
+from cloudinit import distros, helpers, util
+from cloudinit.sources import DataSourceNoCloud as nc
+
+cloud_dir, drive = sys.argv[1], sys.argv[2]
+nc.util.find_devs_with = lambda criteria=None, **kw: ["/dev/sr0"] if criteria in ("LABEL=cidata", "LABEL_FATBOOT=cidata", "TYPE=vfat", "TYPE=iso9660") else []
+nc.util.mount_cb = lambda dev, cb, data=None, **kw: cb(drive, data)
+paths = helpers.Paths({"cloud_dir": cloud_dir, "run_dir": cloud_dir + "/run"})
+ds = nc.DataSourceNoCloud({}, distros.fetch("debian")("debian", {}, paths), paths)
+found = ds.get_data()
+print(json.dumps({"found": found, "instance_id": ds.get_instance_id() if found else None,
+    "hostname": ds.metadata.get("local-hostname") if found else None,
+    "user_data": (ds.get_userdata_raw() or b"").decode() if found else None,
+    "network_config": ds.network_config if found else None}))
+`
+
+// TestIntegrationHandoverKeepsTheID: the seed Handover leaves pins the
+// instance ID for cloud-init's NoCloud, while a cidata drive's hostname,
+// user-data and network config still apply (cloud-init merges the seed
+// directory's meta-data first, and takes user-data and network-config
+// from the drive). Without it the drive's ID wins: the counterfactual.
+func TestIntegrationHandoverKeepsTheID(t *testing.T) {
+	needCloudInit(t)
+	drive := t.TempDir()
+	for n, c := range map[string]string{
+		MetaDataFile:      "instance-id: 0f1e2d3c4b5a69788796a5b4c3d2e1f001234567\nlocal-hostname: vm102\n",
+		UserDataFile:      "#cloud-config\nhostname: vm102\n",
+		NetworkConfigFile: "version: 1\nconfig:\n  - type: physical\n    name: eth0\n    subnets: [{type: dhcp}]\n",
+	} {
+		os.WriteFile(filepath.Join(drive, n), []byte(c), 0o644)
+	}
+	read := func(root sysroot.Root) map[string]any {
+		t.Helper()
+		out, err := exec.Command("/usr/bin/python3", "-c", handoverPy, root.Path("/var/lib/cloud"), drive).Output()
+		if err != nil {
+			t.Fatalf("cloud-init: %v", err)
+		}
+		var r map[string]any
+		if err := json.Unmarshal(out, &r); err != nil {
+			t.Fatalf("cloud-init printed %q: %v", out, err)
+		}
+		return r
+	}
+	plain := read(sysroot.Root(t.TempDir()))
+	if plain["found"] != true || plain["instance_id"] != "0f1e2d3c4b5a69788796a5b4c3d2e1f001234567" {
+		t.Fatalf("without a handover cloud-init read %v; want the drive's ID", plain)
+	}
+	root := sysroot.Root(t.TempDir())
+	if _, err := Handover(root, "i-kept"); err != nil {
+		t.Fatal(err)
+	}
+	r := read(root)
+	nc, _ := r["network_config"].(map[string]any)
+	if r["instance_id"] != "i-kept" || r["hostname"] != "vm102" || r["user_data"] != "#cloud-config\nhostname: vm102\n" || nc["version"] != float64(1) {
+		t.Errorf("with the handover cloud-init read %v; want the kept ID and the drive's hostname, user-data and network", r)
+	}
+}
