@@ -10,21 +10,12 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/seedkeeper/seedkeeper/identity"
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 	"github.com/seedkeeper/seedkeeper/netcfg"
 	"github.com/seedkeeper/seedkeeper/nosource"
 	"github.com/seedkeeper/seedkeeper/seed"
 )
-
-// UninstallOptions say how Uninstall leaves.
-type UninstallOptions struct {
-	// KeepInstanceID hands the instance ID cloud-init runs with over to a
-	// seed of cloud-init's own (seed.Handover), so that the machine does
-	// not become a new instance when cloud-init decides alone.
-	KeepInstanceID bool
-}
 
 // Uninstalled says what Uninstall did and left. Paths are system paths.
 type Uninstalled struct {
@@ -33,10 +24,6 @@ type Uninstalled struct {
 	// Left names, with the reason, every file of seedkeeper's kind that
 	// was left in place.
 	Left []string `json:"left"`
-	// HandedOver is the instance ID handed over, and HandoverFiles the
-	// seed files that hold it.
-	HandedOver    string   `json:"handed_over,omitempty"`
-	HandoverFiles []string `json:"handover_files,omitempty"`
 }
 
 // Uninstall takes away what seedkeeper wrote outside its own state
@@ -50,22 +37,8 @@ type Uninstalled struct {
 // now, and the metadata's resolvers are still the right ones until the
 // next boot. The live network and the state in StateDir are not touched
 // (a purge removes the state).
-func Uninstall(root sysroot.Root, opts UninstallOptions) (*Uninstalled, error) {
+func Uninstall(root sysroot.Root) (*Uninstalled, error) {
 	u := &Uninstalled{}
-	id := ""
-	if opts.KeepInstanceID {
-		ci, err := identity.ReadCloudInit(root)
-		if err != nil {
-			return u, err
-		}
-		if id = ci.Adoptable(); id == "" {
-			why := ci.Placeholder
-			if why == "" {
-				why = "cloud-init has not run here"
-			}
-			return u, fmt.Errorf("no instance ID to keep: %s", why)
-		}
-	}
 	sr, err := seed.Remove(root)
 	u.Removed, u.Restored, u.Left = sr.Removed, sr.Restored, sr.Left
 	if err != nil {
@@ -82,13 +55,6 @@ func Uninstall(root sysroot.Root, opts UninstallOptions) (*Uninstalled, error) {
 	}
 	if writtenByUs(root.Path("/etc/resolv.conf")) {
 		u.Left = append(u.Left, "/etc/resolv.conf: written by seedkeeper from the metadata's resolvers; left in place so that names still resolve (cloud-init or the network stack manages it after the next boot)")
-	}
-	if id != "" {
-		files, err := seed.Handover(root, id)
-		if err != nil {
-			return u, err
-		}
-		u.HandedOver, u.HandoverFiles = id, files
 	}
 	return u, nil
 }

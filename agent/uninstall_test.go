@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/seedkeeper/seedkeeper/identity"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 	"github.com/seedkeeper/seedkeeper/netcfg"
 	"github.com/seedkeeper/seedkeeper/nosource"
@@ -81,7 +80,7 @@ func TestUninstall(t *testing.T) {
 	writeT(t, root, "/run/systemd/network/10-seedkeeper-mine.network", "[Match]\nName=eth9\n")
 	writeT(t, root, "/etc/resolv.conf", netcfg.Header+"\nnameserver 192.0.2.53\n")
 
-	u, err := Uninstall(root, UninstallOptions{})
+	u, err := Uninstall(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,36 +108,8 @@ func TestUninstall(t *testing.T) {
 	if !named("/run/systemd/network/10-seedkeeper-mine.network") || !named("/etc/resolv.conf") || named("/etc/network/interfaces.d/50-cloud-init") {
 		t.Errorf("Left = %q", u.Left)
 	}
-	again, err := Uninstall(root, UninstallOptions{})
+	again, err := Uninstall(root)
 	if err != nil || len(again.Removed) != 0 {
 		t.Errorf("second Uninstall = %+v, %v; want nothing removed", again, err)
-	}
-}
-
-// KeepInstanceID hands cloud-init's own ID over, and refuses, before
-// removing anything, when there is no real one.
-func TestUninstallKeepInstanceID(t *testing.T) {
-	root := sysroot.Root(t.TempDir())
-	if _, err := seed.Write(root, seed.Seed{InstanceID: "i-1", Hostname: "h"}); err != nil {
-		t.Fatal(err)
-	}
-	writeT(t, root, identity.CloudInitIDPath, "iid-datasource-none\n")
-	if _, err := Uninstall(root, UninstallOptions{KeepInstanceID: true}); err == nil {
-		t.Error("kept a placeholder ID")
-	}
-	if owned, _ := seed.Owned(root); !owned {
-		t.Fatal("a refused handover removed the seed")
-	}
-	writeT(t, root, identity.CloudInitIDPath, "i-1\n")
-	u, err := Uninstall(root, UninstallOptions{KeepInstanceID: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	md, _ := os.ReadFile(root.Path(filepath.Join(seed.Dir, seed.MetaDataFile)))
-	if u.HandedOver != "i-1" || string(md) != "instance-id: \"i-1\"\n" {
-		t.Errorf("handed over %q, meta-data %q", u.HandedOver, md)
-	}
-	if owned, _ := seed.Owned(root); owned {
-		t.Error("the handed-over seed is still marked seedkeeper's")
 	}
 }

@@ -175,37 +175,3 @@ func removeFile(path string) error {
 	}
 	return nil
 }
-
-// Handover writes a seed that keeps instanceID for cloud-init after
-// seedkeeper is gone: meta-data with the instance-id alone and an empty
-// user-data (NoCloud counts a seed directory only with both), and no
-// marker, so it is no longer seedkeeper's. cloud-init merges the seed
-// directory's meta-data before a cidata drive's, so the drive's hostname,
-// keys, user-data and network-config still apply, under this ID. It
-// refuses when Dir holds a seed already (a person's, given back by Remove).
-func Handover(root sysroot.Root, instanceID string) ([]string, error) {
-	md, err := MetaData(Seed{InstanceID: instanceID})
-	if err != nil {
-		return nil, err
-	}
-	if owned, err := Owned(root); err != nil || owned {
-		return nil, fmt.Errorf("handing the instance ID over: %s is still seedkeeper's (remove it first)", Dir)
-	}
-	dir := root.Path(Dir)
-	for _, n := range seedFiles {
-		if exists(filepath.Join(dir, n)) {
-			return nil, fmt.Errorf("handing the instance ID over: %s holds a seed already, whose instance-id cloud-init will use", Dir)
-		}
-	}
-	if err := ensureDir(dir, 0o755, false); err != nil {
-		return nil, fmt.Errorf("handing the instance ID over: %w", err)
-	}
-	var written []string
-	for _, f := range []file{{filepath.Join(Dir, MetaDataFile), md, 0o644}, {filepath.Join(Dir, UserDataFile), []byte{}, 0o600}} {
-		if _, err := fsutil.WriteFile(root.Path(f.path), f.data, f.perm); err != nil {
-			return written, fmt.Errorf("handing the instance ID over: %w", err)
-		}
-		written = append(written, f.path)
-	}
-	return written, nil
-}

@@ -240,30 +240,3 @@ func TestRemoveRefusesALinkedSeedDirectory(t *testing.T) {
 		t.Error("removed through the link")
 	}
 }
-
-// Handover leaves a seed that only pins the instance ID: meta-data with
-// the ID alone, an empty user-data, no marker.
-func TestHandover(t *testing.T) {
-	root := sysroot.Root(t.TempDir())
-	mustWrite(t, root, testSeed())
-	if _, err := Handover(root, "i-0123abcd"); err == nil {
-		t.Error("Handover over seedkeeper's own seed succeeded")
-	}
-	mustRemove(t, root)
-	written, err := Handover(root, "i-0123abcd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := []string{sd(MetaDataFile), sd(UserDataFile)}; !slices.Equal(written, want) {
-		t.Errorf("written %v; want %v", written, want)
-	}
-	if got := tree(t, root); len(got) != 2 || got[sd(MetaDataFile)] != "instance-id: \"i-0123abcd\"\n" || got[sd(UserDataFile)] != "" {
-		t.Errorf("tree = %q", got)
-	}
-	if _, err := Handover(root, "i-other"); err == nil {
-		t.Error("Handover over an existing seed succeeded")
-	}
-	if _, err := Handover(sysroot.Root(t.TempDir()), "bad\nid"); err == nil {
-		t.Error("Handover of an unusable ID succeeded")
-	}
-}

@@ -10,7 +10,7 @@ import (
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
 
-const uninstallHelp = `Usage: seedkeeper uninstall [--root DIR] [--keep-instance-id] [--json]
+const uninstallHelp = `Usage: seedkeeper uninstall [--root DIR] [--json]
 
 Takes away what seedkeeper wrote for cloud-init and the network stacks, so
 that cloud-init sees what it would had seedkeeper never been installed: the
@@ -33,20 +33,15 @@ from the seed it finds, so a machine whose ID seedkeeper kept stable
 across config changes becomes a new instance (new SSH host keys), as it
 would without seedkeeper.
 
---keep-instance-id leaves without that: run it before removing the
-package. It hands the instance ID cloud-init runs with over to a seed of
-cloud-init's own, meta-data holding only that ID (and an empty
-user-data), no longer seedkeeper's: cloud-init merges that directory's
-meta-data before a cidata drive's, so the drive's hostname, keys,
-user-data and network config still apply, under the kept ID. That ID then
-stays until that file is deleted, even if the drive names a new one. It
-refuses (and removes nothing) when cloud-init has no real instance ID, or
-when a person's seed is given back (its own instance-id then counts).
+There is no way out that keeps the instance ID: a seed holding only the
+kept ID would make cloud-init restore its cached datasource on every boot
+(its quick instance-id check passes), so a drive's changes would never be
+read, and it would render no network (seedkeeper owned it), leaving the
+machine without one.
 
 Options:
-  --root DIR          work under DIR instead of /
-  --keep-instance-id  hand cloud-init's instance ID over (see above)
-  --json              print what was done as JSON
+  --root DIR  work under DIR instead of /
+  --json      print what was done as JSON
 
 Exit status: 0 when done (also when files were left), 2 on error, 3 usage.
 `
@@ -54,12 +49,11 @@ Exit status: 0 when done (also when files were left), 2 on error, 3 usage.
 func runUninstall(args []string, stdout, stderr io.Writer) int {
 	flags := newFlags("uninstall", stderr)
 	root := flags.String("root", "", "")
-	keep := flags.Bool("keep-instance-id", false, "")
 	asJSON := flags.Bool("json", false, "")
 	if code, ok := parseFlags(flags, args, uninstallHelp, stdout, stderr); !ok {
 		return code
 	}
-	u, err := agent.Uninstall(sysroot.Root(*root), agent.UninstallOptions{KeepInstanceID: *keep})
+	u, err := agent.Uninstall(sysroot.Root(*root))
 	for _, l := range u.Left {
 		fmt.Fprintf(stderr, "seedkeeper uninstall: left %s\n", safetext.Escape(l))
 	}
@@ -81,9 +75,6 @@ func runUninstall(args []string, stdout, stderr io.Writer) int {
 	}
 	for _, p := range u.Restored {
 		fmt.Fprintf(stdout, "gave back %s\n", safetext.Escape(p))
-	}
-	if u.HandedOver != "" {
-		fmt.Fprintf(stdout, "kept instance ID %s for cloud-init in %s\n", safetext.Escape(u.HandedOver), safetext.Escape(u.HandoverFiles[0]))
 	}
 	return exitOK
 }

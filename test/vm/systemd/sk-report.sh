@@ -22,8 +22,7 @@
 #                    and what it left reported too), then the power-off
 #   sk.run=remove    remove the package after the report is gathered
 #                    (dpkg -r; its output, exit status and the files left
-#                    for cloud-init reported); remove-keep-id runs
-#                    "seedkeeper uninstall --keep-instance-id" first
+#                    for cloud-init reported)
 set +e
 PATH=/usr/sbin:/usr/bin:/sbin:/bin
 out=/run/sk-report
@@ -157,19 +156,13 @@ if [ "$run" = seal ]; then
 	ls -A /etc/ssh >"$out/ssh-sealed" 2>/dev/null
 	ls -A /var/lib/cloud >"$out/cloud-sealed" 2>/dev/null
 fi
-# sk.run=remove: remove the package last, as an admin would
-# (remove-keep-id: "seedkeeper uninstall --keep-instance-id" first), and
-# report what is left for cloud-init.
-if [ "$run" = remove ] || [ "$run" = remove-keep-id ]; then
-	if [ "$run" = remove-keep-id ]; then
-		seedkeeper uninstall --keep-instance-id >"$out/keep-id" 2>&1
-		echo $? >"$out/keep-id.rc"
-	fi
+# sk.run=remove: remove the package last, as an admin would, and report
+# what is left for cloud-init.
+if [ "$run" = remove ]; then
 	dpkg -r seedkeeper >"$out/remove" 2>&1
 	echo $? >"$out/remove.rc"
 	find /var/lib/cloud/seed /var/lib/cloud/scripts /etc/cloud/cloud.cfg.d /run/systemd/network \
 		/etc/network/interfaces.d -type f 2>/dev/null | sort >"$out/after-remove"
-	cat /var/lib/cloud/seed/nocloud/meta-data >"$out/after-remove-meta-data" 2>/dev/null
 fi
 date +%s >"$out/time"
 tar -C "$out" -cf /dev/vdb . && sync
