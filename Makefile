@@ -82,24 +82,39 @@ PKG_VERSION ?= $(shell sh packaging/pkgversion.sh '$(VERSION)')
 PKG_ARCH    ?= $(shell $(GO) env GOARCH)
 NFPM        := $(GO) tool -modfile=tools/go.mod nfpm
 
-.PHONY: package deb cross e2e
+.PHONY: package deb cross e2e pkgdoc
 
-package: build
+# The packages' changelogs: CHANGELOG.md as the upstream changelog, and a
+# one-entry Debian changelog for this build's version (dated by the last
+# commit, so that the same sources give the same package).
+DOCDIR      := $(BIN)/pkgdoc
+PKG_DATE    ?= $(shell git log -1 --format=%cD 2>/dev/null || date -R)
+# The packages' maintainer (the control field, the rpm's Packager and the
+# Debian changelog's trailer). .invalid never delivers: set the project's
+# real address here when it has one.
+PKG_MAINTAINER ?= seedkeeper developers <seedkeeper@seedkeeper.invalid>
+pkgdoc:
+	rm -rf $(DOCDIR) && mkdir -p $(DOCDIR)
+	gzip -9n < CHANGELOG.md > $(DOCDIR)/changelog.gz
+	printf 'seedkeeper (%s-1) unstable; urgency=medium\n\n  * Built from the seedkeeper sources, version %s.\n  * The changes are in /usr/share/doc/seedkeeper/changelog.gz.\n\n -- %s  %s\n' \
+		'$(PKG_VERSION)' '$(VERSION)' '$(PKG_MAINTAINER)' '$(PKG_DATE)' | gzip -9n > $(DOCDIR)/changelog.Debian.gz
+
+package: build pkgdoc
 	rm -rf $(MANDIR) $(PKGDIR)
 	$(GO) run ./packaging/genman -bin $(BIN)/seedkeeper -out $(MANDIR)
 	@mkdir -p $(PKGDIR)
 	@for p in deb rpm; do \
 		SEEDKEEPER_VERSION='$(PKG_VERSION)' SEEDKEEPER_BIN='$(BIN)/seedkeeper' \
-		SEEDKEEPER_MAN='$(MANDIR)' SEEDKEEPER_ARCH='$(PKG_ARCH)' \
+		SEEDKEEPER_MAN='$(MANDIR)' SEEDKEEPER_ARCH='$(PKG_ARCH)' SEEDKEEPER_DOC='$(DOCDIR)' SEEDKEEPER_MAINTAINER='$(PKG_MAINTAINER)' \
 		$(NFPM) package -f packaging/nfpm.yaml -p $$p -t $(PKGDIR)/ || exit 1; \
 	done
 
-deb: build
+deb: build pkgdoc
 	rm -rf $(MANDIR) $(PKGDIR)
 	$(GO) run ./packaging/genman -bin $(BIN)/seedkeeper -out $(MANDIR)
 	@mkdir -p $(PKGDIR)
 	SEEDKEEPER_VERSION='$(PKG_VERSION)' SEEDKEEPER_BIN='$(BIN)/seedkeeper' \
-	SEEDKEEPER_MAN='$(MANDIR)' SEEDKEEPER_ARCH='$(PKG_ARCH)' \
+	SEEDKEEPER_MAN='$(MANDIR)' SEEDKEEPER_ARCH='$(PKG_ARCH)' SEEDKEEPER_DOC='$(DOCDIR)' SEEDKEEPER_MAINTAINER='$(PKG_MAINTAINER)' \
 	$(NFPM) package -f packaging/nfpm.yaml -p deb -t $(PKGDIR)/
 
 # The systemd-booted guests (test/vm/systemd_test.go): every scenario on

@@ -17,7 +17,6 @@ import (
 
 	"github.com/seedkeeper/seedkeeper/internal/dmi"
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
-	"github.com/seedkeeper/seedkeeper/internal/paths"
 	"github.com/seedkeeper/seedkeeper/internal/seedimage"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 	"github.com/seedkeeper/seedkeeper/internal/yamlx"
@@ -26,8 +25,8 @@ import (
 
 // NoCloud seed locations (system paths, read under Options.Root).
 const (
-	NoCloudSeedDir    = paths.SeedDir
-	NoCloudNetSeedDir = paths.SeedNetDir
+	NoCloudSeedDir    = "/var/lib/cloud/seed/nocloud"
+	NoCloudNetSeedDir = "/var/lib/cloud/seed/nocloud-net"
 	cmdlinePath       = "/proc/cmdline"
 	dmiSerialFile     = "product_serial"
 )

@@ -216,6 +216,11 @@ func (p Place) Ours(name string, head []byte) bool {
 	return p.match != nil && p.match(name) && bytes.HasPrefix(head, []byte(Header))
 }
 
+// Named reports whether name is one seedkeeper gives its files in the
+// place, whatever the file holds: a file so named that Ours refuses is
+// someone else's, or was changed since.
+func (p Place) Named(name string) bool { return p.match != nil && p.match(name) }
+
 // Places returns the directories the stack's files go in on root, whether
 // or not it runs there (seal removes seedkeeper's files from every one).
 func (s *Stack) Places(root string) ([]Place, error) { return s.places(root) }

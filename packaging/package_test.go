@@ -24,7 +24,7 @@ const (
 var manPages = []string{
 	"seedkeeper", "seedkeeper-boot", "seedkeeper-watch", "seedkeeper-status",
 	"seedkeeper-fetch", "seedkeeper-identity", "seedkeeper-image", "seedkeeper-net",
-	"mdata-get", "mdata-put", "mdata-delete", "mdata-list",
+	"seedkeeper-uninstall", "mdata-get", "mdata-put", "mdata-delete", "mdata-list",
 }
 
 // entry is one thing a package installs.
@@ -48,6 +48,8 @@ func contents(unitDir, smartdc string) []entry {
 		{path: unitDir + "/seedkeeper-watch.service", mode: 0o644, same: "seedkeeper-watch.service"},
 		{path: "/etc/cloud/cloud.cfg.d/" + dropIn, mode: 0o644, same: dropIn},
 		{path: "/var/lib/seedkeeper", mode: fs.ModeDir | 0o755},
+		{path: "/usr/share/doc/seedkeeper/copyright", mode: 0o644, same: "copyright"},
+		{path: "/usr/share/doc/seedkeeper/changelog.gz", mode: 0o644},
 	}
 	for _, m := range manPages {
 		e = append(e, entry{path: "/usr/share/man/man8/" + m + ".8.gz", mode: 0o644})
@@ -107,7 +109,9 @@ func TestIntegrationDebInstall(t *testing.T) {
 	}
 
 	dpkg("--install", deb)
-	checkTree(t, root, contents("/lib/systemd/system", "/lib/smartdc"))
+	checkTree(t, root, append(contents("/lib/systemd/system", "/lib/smartdc"),
+		entry{path: "/usr/share/doc/seedkeeper/changelog.Debian.gz", mode: 0o644},
+		entry{path: "/usr/share/lintian/overrides/seedkeeper", mode: 0o644, same: "lintian-overrides"}))
 	for _, u := range units {
 		if got := isEnabled(u); got != "enabled" {
 			t.Errorf("after install, systemctl is-enabled %s = %q; want enabled", u, got)
@@ -145,6 +149,12 @@ func TestIntegrationDebInstall(t *testing.T) {
 	if err := os.WriteFile(state, []byte("{}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	cfgIn := filepath.Join(root, "etc/cloud/cloud.cfg.d", dropIn)
+	b, _ := os.ReadFile(cfgIn)
+	edited := string(b) + "# an admin's edit\n"
+	if err := os.WriteFile(cfgIn, []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	dpkg("--remove", "seedkeeper")
 	for _, p := range []string{"/usr/sbin/seedkeeper", "/usr/sbin/mdata-get", "/lib/smartdc/mdata-get", "/lib/systemd/system/seedkeeper-boot.service",
 		"/etc/systemd/system/sysinit.target.wants/seedkeeper-boot.service", "/etc/systemd/system/multi-user.target.wants/seedkeeper-watch.service"} {
@@ -152,11 +162,27 @@ func TestIntegrationDebInstall(t *testing.T) {
 			t.Errorf("after remove, %s is still there", p)
 		}
 	}
-	for _, p := range []string{"/etc/cloud/cloud.cfg.d/" + dropIn, "/var/lib/seedkeeper/identity.json"} {
-		if _, err := os.Lstat(filepath.Join(root, p)); err != nil {
-			t.Errorf("after remove, %s is gone: %v", p, err)
-		}
+	if _, err := os.Lstat(filepath.Join(root, "var/lib/seedkeeper/identity.json")); err != nil {
+		t.Errorf("after remove, the state is gone: %v", err)
 	}
+	// The drop-in is a conffile, which dpkg keeps after a remove: it is
+	// moved out of force (cloud-init reads only *.cfg), with the admin's
+	// edit, and put back when the package is installed again.
+	cfg := filepath.Join(root, "etc/cloud/cloud.cfg.d", dropIn)
+	if _, err := os.Lstat(cfg); err == nil {
+		t.Errorf("after remove, %s is still in force", cfg)
+	}
+	if b, err := os.ReadFile(cfg + ".seedkeeper-removed"); err != nil || string(b) != edited {
+		t.Errorf("after remove, the drop-in moved aside holds %q (%v); want the admin's edit", b, err)
+	}
+	dpkg("--install", deb)
+	if b, err := os.ReadFile(cfg); err != nil || string(b) != edited {
+		t.Errorf("installed again, the drop-in holds %q (%v); want the admin's edit back", b, err)
+	}
+	if _, err := os.Lstat(cfg + ".seedkeeper-removed"); err == nil {
+		t.Error("installed again, the moved-aside drop-in is still there")
+	}
+	dpkg("--remove", "seedkeeper")
 	dpkg("--purge", "seedkeeper")
 	var left []string
 	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -251,7 +277,14 @@ func TestIntegrationRPMContents(t *testing.T) {
 		got[f[0]] = row{f[1], f[2], f[3], f[4]}
 	}
 	want := contents("/usr/lib/systemd/system", "/usr/lib/smartdc")
-	want = append(want, entry{path: "/usr/lib/smartdc", mode: fs.ModeDir | 0o755})
+	want = append(want, entry{path: "/usr/lib/smartdc", mode: fs.ModeDir | 0o755},
+		entry{path: "/usr/share/doc/seedkeeper", mode: fs.ModeDir | 0o755},
+		entry{path: "/usr/lib/systemd/system-preset/50-seedkeeper.preset", mode: 0o644})
+	// The rpm owns the drop-in directories it makes, so that rpm -e
+	// removes them.
+	for _, u := range gatedUnits {
+		want = append(want, entry{path: "/usr/lib/systemd/system/" + u + ".d", mode: fs.ModeDir | 0o755})
+	}
 	var paths []string
 	for _, e := range want {
 		paths = append(paths, e.path)
@@ -285,7 +318,7 @@ func TestIntegrationRPMContents(t *testing.T) {
 		}
 	}
 	scripts := run(t, nil, "rpm", "-qp", "--scripts", pkg)
-	for _, want := range []string{"postinstall scriptlet", "systemctl --no-reload enable $units", "preuninstall scriptlet", "systemctl --no-reload disable $units", "postuninstall scriptlet"} {
+	for _, want := range []string{"postinstall scriptlet", "systemctl --root=/ preset $units", "preuninstall scriptlet", "systemctl --root=/ disable $units", "postuninstall scriptlet"} {
 		if !strings.Contains(scripts, want) {
 			t.Errorf("rpm scriptlets lack %q:\n%s", want, scripts)
 		}

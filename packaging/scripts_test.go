@@ -1,51 +1,122 @@
 package packaging
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
 
-// TestRPMScripts runs the rpm scriptlets with a stand-in systemctl that
-// records its arguments: enable on the first install only, disable on
-// erase only, never start anything, and daemon-reload only with a running
-// systemd (which this stand-in environment does not have). The .deb
-// scripts run for real in TestIntegrationDebInstall.
-func TestRPMScripts(t *testing.T) {
-	if _, err := os.Stat("/run/systemd/system"); err == nil {
-		t.Skip("this machine runs systemd: the scripts would daemon-reload it")
+// scriptCalls runs a maintainer script with stand-ins for every program
+// it asks of the system (systemctl, deb-systemd-helper,
+// deb-systemd-invoke, seedkeeper) that record their arguments, and
+// returns the calls, one a line. running says what running_system
+// answers; /var/lib/seedkeeper is replaced by state, and the stand-in
+// seedkeeper exits with seedkeeperExit. It returns the script's exit code.
+func scriptCalls(t *testing.T, script string, running bool, state string, seedkeeperExit int, args ...string) (string, int) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("scripts", script))
+	if err != nil {
+		t.Fatal(err)
 	}
+	text := string(b)
+	if fn := strings.Index(text, "running_system() {\n"); fn >= 0 {
+		end := fn + strings.Index(text[fn:], "\n}\n") + 3
+		answer := "return 1"
+		if running {
+			answer = "return 0"
+		}
+		text = text[:fn] + "running_system() {\n\t" + answer + "\n}\n" + text[end:]
+	}
+	text = strings.ReplaceAll(text, "/var/lib/seedkeeper", state)
+	dir := t.TempDir()
+	text = strings.ReplaceAll(text, "/etc/cloud/cloud.cfg.d", dir)
+	log := filepath.Join(dir, "calls")
+	for tool, code := range map[string]int{"systemctl": 0, "deb-systemd-helper": 0, "deb-systemd-invoke": 0, "seedkeeper": seedkeeperExit} {
+		fake := fmt.Sprintf("#!/bin/sh\necho \"%s $*\" >> '%s'\nexit %d\n", tool, log, code)
+		if err := os.WriteFile(filepath.Join(dir, tool), []byte(fake), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command("/bin/sh", append([]string{"-c", text, script}, args...)...)
+	cmd.Env = []string{"PATH=" + dir + ":/usr/bin:/bin"}
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatalf("%s: %v\n%s", script, err, out)
+	}
+	calls, _ := os.ReadFile(log)
+	if cmd.ProcessState.ExitCode() != 0 {
+		t.Logf("%s %v: %s", script, args, out)
+	}
+	return strings.TrimSpace(string(calls)), cmd.ProcessState.ExitCode()
+}
+
+// TestMaintainerScripts runs every maintainer script, for each way the
+// package manager calls it, on and off a running system: the rpm enables
+// by preset on the first install only and never starts anything; removal
+// stops and disables, and runs "seedkeeper uninstall" while the binary is
+// still there (a failure stops the removal); an upgrade of a running
+// system restarts the hotplug daemon (try-restart: only if it runs) and
+// touches nothing else; only an rpm erase forgets the state. The .deb
+// scripts run for real in TestIntegrationDebInstall and the chroot tests.
+func TestMaintainerScripts(t *testing.T) {
 	units := "seedkeeper-boot.service seedkeeper-watch.service"
 	cases := []struct {
-		script, arg, want string
+		script  string
+		args    []string
+		running bool
+		want    string
+		gone    bool // the state directory is removed
 	}{
-		{"rpm-post", "1", "--no-reload enable " + units},
-		{"rpm-post", "2", ""}, // upgrade: keep the admin's choice
-		{"rpm-preun", "0", "--no-reload disable " + units},
-		{"rpm-preun", "1", ""}, // upgrade
-		{"rpm-postun", "0", ""},
-		{"rpm-postun", "1", ""},
+		{script: "rpm-post", args: []string{"1"}, want: "systemctl --root=/ preset " + units},
+		{script: "rpm-post", args: []string{"1"}, running: true, want: "systemctl --root=/ preset " + units + "\nsystemctl daemon-reload\nseedkeeper identity pin"},
+		{script: "rpm-post", args: []string{"2"}, want: ""}, // upgrade: keep the admin's choice
+		{script: "rpm-preun", args: []string{"0"}, want: "systemctl --root=/ disable " + units + "\nseedkeeper uninstall"},
+		{script: "rpm-preun", args: []string{"0"}, running: true, want: "systemctl stop seedkeeper-watch.service\nsystemctl --root=/ disable " + units + "\nseedkeeper uninstall"},
+		{script: "rpm-preun", args: []string{"1"}, running: true, want: ""}, // upgrade
+		{script: "rpm-postun", args: []string{"0"}, want: "", gone: true},
+		{script: "rpm-postun", args: []string{"1"}, want: ""},
+		{script: "rpm-postun", args: []string{"1"}, running: true, want: "systemctl daemon-reload\nsystemctl try-restart seedkeeper-watch.service"},
+		{script: "deb-postinst", args: []string{"configure", ""}, want: "deb-systemd-helper --quiet was-enabled seedkeeper-boot.service\ndeb-systemd-helper enable seedkeeper-boot.service\n" +
+			"deb-systemd-helper --quiet was-enabled seedkeeper-watch.service\ndeb-systemd-helper enable seedkeeper-watch.service"},
+		{script: "deb-postinst", args: []string{"configure", "1.0.0-1"}, running: true, want: "deb-systemd-helper --quiet was-enabled seedkeeper-boot.service\ndeb-systemd-helper enable seedkeeper-boot.service\n" +
+			"deb-systemd-helper --quiet was-enabled seedkeeper-watch.service\ndeb-systemd-helper enable seedkeeper-watch.service\n" +
+			"systemctl --system daemon-reload\ndeb-systemd-invoke try-restart seedkeeper-watch.service\nseedkeeper identity pin"},
+		{script: "deb-prerm", args: []string{"upgrade", "2.0.0-1"}, running: true, want: ""},
+		{script: "deb-prerm", args: []string{"remove"}, running: true, want: "deb-systemd-invoke stop seedkeeper-watch.service\ndeb-systemd-helper purge " + units + "\nseedkeeper uninstall --root /"},
+		{script: "deb-prerm", args: []string{"remove"}, want: "deb-systemd-helper purge " + units + "\nseedkeeper uninstall --root /"},
+		{script: "deb-postrm", args: []string{"remove"}, want: ""},
+		{script: "deb-postrm", args: []string{"upgrade", "2.0.0-1"}, want: ""},
+		{script: "deb-postrm", args: []string{"purge"}, want: "", gone: true},
 	}
 	for _, c := range cases {
-		t.Run(c.script+" "+c.arg, func(t *testing.T) {
-			dir := t.TempDir()
-			log := filepath.Join(dir, "calls")
-			fake := "#!/bin/sh\necho \"$*\" >> " + log + "\n"
-			if err := os.WriteFile(filepath.Join(dir, "systemctl"), []byte(fake), 0o755); err != nil {
-				t.Fatal(err)
+		name := c.script + " " + strings.Join(c.args, " ")
+		if c.running {
+			name += " (running system)"
+		}
+		t.Run(name, func(t *testing.T) {
+			state := filepath.Join(t.TempDir(), "state")
+			os.Mkdir(state, 0o755)
+			os.WriteFile(filepath.Join(state, "identity.json"), []byte("{}\n"), 0o600)
+			calls, code := scriptCalls(t, c.script, c.running, state, 0, c.args...)
+			if code != 0 || calls != c.want {
+				t.Errorf("exit %d, calls:\n%s\nwant exit 0, calls:\n%s", code, calls, c.want)
 			}
-			cmd := exec.Command("/bin/sh", filepath.Join("scripts", c.script), c.arg)
-			cmd.Env = append(os.Environ(), "PATH="+dir+":/usr/bin:/bin")
-			if out, err := cmd.CombinedOutput(); err != nil {
-				t.Fatalf("%s %s: %v\n%s", c.script, c.arg, err, out)
-			}
-			b, _ := os.ReadFile(log)
-			if got := strings.TrimSpace(string(b)); got != c.want {
-				t.Errorf("systemctl calls %q; want %q", got, c.want)
+			if _, err := os.Stat(filepath.Join(state, "identity.json")); (err != nil) != c.gone {
+				t.Errorf("state removed: %v; want %v", err != nil, c.gone)
 			}
 		})
+	}
+	// A failed uninstall stops the removal, saying why.
+	for _, s := range []struct{ script, arg string }{{"rpm-preun", "0"}, {"deb-prerm", "remove"}} {
+		if _, code := scriptCalls(t, s.script, false, t.TempDir(), 2, s.arg); code == 0 {
+			t.Errorf("%s %s: exit 0 after seedkeeper uninstall failed", s.script, s.arg)
+		}
 	}
 }
 
@@ -103,36 +174,45 @@ func runningSystemFunc(t *testing.T, script string) string {
 	return s[start : start+end+3]
 }
 
-// TestPostinstPinsOnlyOnARunningSystem: the postinst scripts run
-// "seedkeeper identity pin" only on a booted system, never in an image
-// build (DPKG_ROOT), a container build (no systemd) or a chroot that sees
-// the host's /run (systemd-detect-virt --chroot says so).
-func TestPostinstPinsOnlyOnARunningSystem(t *testing.T) {
+// TestRunningSystemFailsSafe: the scripts pin the instance ID, reload,
+// restart and stop units only on a booted system, never in an image build
+// (DPKG_ROOT), a container build (no systemd) or a chroot, and a chroot is
+// assumed whenever it cannot be told apart: / must be PID 1's root, and
+// systemd-detect-virt --chroot, which exits 1 both for "no" and for "could
+// not tell" (/proc/1/root unreadable), is believed only when it says yes.
+// Run in a chroot that saw the host's /run, the old check pinned the build
+// host's UUID into the image.
+func TestRunningSystemFailsSafe(t *testing.T) {
 	fn := runningSystemFunc(t, "deb-postinst")
-	if other := runningSystemFunc(t, "rpm-post"); other != fn {
-		t.Error("deb-postinst and rpm-post decide differently")
+	for _, s := range []string{"deb-prerm", "rpm-post", "rpm-preun", "rpm-postun"} {
+		if other := runningSystemFunc(t, s); other != fn {
+			t.Errorf("deb-postinst and %s decide differently", s)
+		}
 	}
 	for _, s := range []string{"deb-postinst", "rpm-post"} {
 		b, _ := os.ReadFile(filepath.Join("scripts", s))
-		if !strings.Contains(string(b), "if running_system; then\n\t\t/usr/sbin/seedkeeper identity pin || true\n") &&
-			!strings.Contains(string(b), "if running_system; then\n\t/usr/sbin/seedkeeper identity pin || true\n") {
-			t.Errorf("%s does not pin on a running system", s)
+		if !regexp.MustCompile(`(?m)^\t*if running_system; then\n(\t+.*\n)*\t+seedkeeper identity pin \|\| true\n`).Match(b) {
+			t.Errorf("%s does not pin under running_system", s)
 		}
 	}
-	// The function runs with a stand-in for /run/systemd/system.
+	other := t.TempDir()
 	cases := []struct {
 		name     string
 		dpkgRoot string
-		systemd  bool // systemd is running (its /run directory exists)
-		detect   string
+		systemd  bool   // systemd is running (its /run directory exists)
+		init     string // what /proc/1/root is: "/" , another root, or "" (unreadable)
+		detect   string // systemd-detect-virt --chroot: "no", "yes", "error", "" (absent)
 		want     bool
 	}{
-		{"booted system", "", true, "not a chroot", true},
-		{"image build (dpkg --root)", "/srv/image", true, "not a chroot", false},
-		{"container build, no systemd", "", false, "not a chroot", false},
-		{"chroot that sees the host's /run", "", true, "chroot", false},
-		// Without systemd-detect-virt, / is compared with PID 1's root.
-		{"booted system, no systemd-detect-virt", "", true, "", true},
+		{"booted system", "", true, "/", "no", true},
+		{"booted system, no systemd-detect-virt", "", true, "/", "", true},
+		{"image build (dpkg --root)", "/srv/image", true, "/", "no", false},
+		{"container build, no systemd", "", false, "/", "no", false},
+		{"chroot that sees the host's /run and /proc", "", true, other, "yes", false},
+		{"chroot that sees the host's /run and /proc, detect-virt says no", "", true, other, "no", false},
+		{"chroot that sees the host's /run, /proc/1/root unreadable", "", true, "", "error", false},
+		{"chroot that sees the host's /run, no /proc, no detect-virt", "", true, "", "", false},
+		{"/ is PID 1's root but detect-virt says chroot", "", true, "/", "yes", false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -140,6 +220,10 @@ func TestPostinstPinsOnlyOnARunningSystem(t *testing.T) {
 			run := filepath.Join(dir, "run-systemd-system")
 			if c.systemd {
 				os.Mkdir(run, 0o755)
+			}
+			init := filepath.Join(dir, "proc-1-root")
+			if c.init != "" {
+				os.Symlink(c.init, init)
 			}
 			bin := filepath.Join(dir, "bin")
 			os.Mkdir(bin, 0o755)
@@ -151,18 +235,17 @@ func TestPostinstPinsOnlyOnARunningSystem(t *testing.T) {
 				os.Symlink(p, filepath.Join(bin, tool))
 			}
 			if c.detect != "" {
-				code := "1"
-				if c.detect == "chroot" {
-					code = "0"
-				}
-				fake := "#!/bin/sh\n[ \"$*\" = \"--quiet --chroot\" ] || exit 9\nexit " + code + "\n"
+				body := map[string]string{
+					"no":    "exit 1",
+					"yes":   "exit 0",
+					"error": "echo 'Failed to check for chroot() environment: Permission denied' >&2; exit 1",
+				}[c.detect]
+				fake := "#!/bin/sh\n[ \"$*\" = \"--quiet --chroot\" ] || exit 9\n" + body + "\n"
 				if err := os.WriteFile(filepath.Join(bin, "systemd-detect-virt"), []byte(fake), 0o755); err != nil {
 					t.Fatal(err)
 				}
-			} else if _, err := os.Stat("/proc/1/root/."); err != nil {
-				t.Skip("cannot read /proc/1/root: needs root (sudo make test) outside a sandbox that hides PID 1")
 			}
-			script := strings.ReplaceAll(fn, "/run/systemd/system", run) + "running_system"
+			script := strings.NewReplacer("/run/systemd/system", run, "/proc/1/root", init).Replace(fn) + "running_system"
 			cmd := exec.Command(filepath.Join(bin, "sh"), "-c", script)
 			cmd.Env = []string{"PATH=" + bin, "DPKG_ROOT=" + c.dpkgRoot}
 			err := cmd.Run()

@@ -21,6 +21,7 @@ need="
 /sbin/mkfs.ext4:e2fsprogs
 /usr/bin/xz:xz-utils
 /usr/bin/rpm:rpm
+/usr/bin/lintian:lintian
 "
 
 missing=""

@@ -47,9 +47,10 @@ func commands() map[string]command {
 		"mdata": {"get, put, delete or list metadata keys (as the mdata-* tools)", func(args []string, stdout, stderr io.Writer) int {
 			return runMdataSub(args, os.Stdin, stdout, stderr)
 		}},
-		"net":    {"plan or apply a network configuration on this machine's links", runNet},
-		"status": {"say what the last boot decided, and why", runStatus},
-		"watch":  {"the hotplug daemon: apply the network of NICs added later", runWatch},
+		"net":       {"plan or apply a network configuration on this machine's links", runNet},
+		"status":    {"say what the last boot decided, and why", runStatus},
+		"uninstall": {"take away what seedkeeper wrote for cloud-init (run by the package's removal)", runUninstall},
+		"watch":     {"the hotplug daemon: apply the network of NICs added later", runWatch},
 		"version": {"print the version", func(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stdout, "seedkeeper", version)
 			return exitOK

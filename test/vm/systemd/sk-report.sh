@@ -20,6 +20,9 @@
 #                    status reported), the report gathered as the machine
 #                    was, then "seedkeeper image seal" (output, exit status
 #                    and what it left reported too), then the power-off
+#   sk.run=remove    remove the package after the report is gathered
+#                    (dpkg -r; its output, exit status and the files left
+#                    for cloud-init reported)
 set +e
 PATH=/usr/sbin:/usr/bin:/sbin:/bin
 out=/run/sk-report
@@ -152,6 +155,14 @@ if [ "$run" = seal ]; then
 	ls -A /var/lib/seedkeeper >"$out/seedkeeper-state-sealed" 2>/dev/null
 	ls -A /etc/ssh >"$out/ssh-sealed" 2>/dev/null
 	ls -A /var/lib/cloud >"$out/cloud-sealed" 2>/dev/null
+fi
+# sk.run=remove: remove the package last, as an admin would, and report
+# what is left for cloud-init.
+if [ "$run" = remove ]; then
+	dpkg -r seedkeeper >"$out/remove" 2>&1
+	echo $? >"$out/remove.rc"
+	find /var/lib/cloud/seed /var/lib/cloud/scripts /etc/cloud/cloud.cfg.d /run/systemd/network \
+		/etc/network/interfaces.d -type f 2>/dev/null | sort >"$out/after-remove"
 fi
 date +%s >"$out/time"
 tar -C "$out" -cf /dev/vdb . && sync

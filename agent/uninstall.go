@@ -1,0 +1,105 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+
+	"github.com/seedkeeper/seedkeeper/internal/fsutil"
+	"github.com/seedkeeper/seedkeeper/internal/sysroot"
+	"github.com/seedkeeper/seedkeeper/netcfg"
+	"github.com/seedkeeper/seedkeeper/nosource"
+	"github.com/seedkeeper/seedkeeper/seed"
+)
+
+// Uninstalled says what Uninstall did and left. Paths are system paths.
+type Uninstalled struct {
+	Removed  []string `json:"removed"`
+	Restored []string `json:"restored"`
+	// Left names, with the reason, every file of seedkeeper's kind that
+	// was left in place.
+	Left []string `json:"left"`
+}
+
+// Uninstall takes away what seedkeeper wrote outside its own state
+// directory, for a package removal: the seed, its marker and the SmartOS
+// files (seed.Remove, which also gives a person's imported seed back), the
+// network files rendered for any stack, including persistent ifupdown
+// stanzas, and the no-source gate. A file is removed only when it is still
+// what seedkeeper wrote: for the seed the marker's hashes say so, for a
+// rendered network file its name and its first line (netcfg.Header).
+// /etc/resolv.conf is left, named: removing it would end name resolution
+// now, and the metadata's resolvers are still the right ones until the
+// next boot. The live network and the state in StateDir are not touched
+// (a purge removes the state).
+func Uninstall(root sysroot.Root) (*Uninstalled, error) {
+	u := &Uninstalled{}
+	sr, err := seed.Remove(root)
+	u.Removed, u.Restored, u.Left = sr.Removed, sr.Restored, sr.Left
+	if err != nil {
+		return u, err
+	}
+	if err := removeRendered(root, u); err != nil {
+		return u, err
+	}
+	gate := root.Path(nosource.MarkerPath)
+	if err := os.Remove(gate); err == nil {
+		u.Removed = append(u.Removed, nosource.MarkerPath)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return u, fmt.Errorf("removing %s: %w", nosource.MarkerPath, err)
+	}
+	if writtenByUs(root.Path("/etc/resolv.conf")) {
+		u.Left = append(u.Left, "/etc/resolv.conf: written by seedkeeper from the metadata's resolvers; left in place so that names still resolve (cloud-init or the network stack manages it after the next boot)")
+	}
+	return u, nil
+}
+
+// removeRendered removes the network files of ours in every place of
+// every stack (netcfg.Stacks), by the rule the renderers and seal use
+// (netcfg.Place.Ours: a name seedkeeper gives, its header in place); a
+// file of such a name that is not ours is left and named.
+func removeRendered(root sysroot.Root, u *Uninstalled) error {
+	for _, s := range netcfg.Stacks {
+		places, err := s.Places(root.Path("/"))
+		if err != nil {
+			return fmt.Errorf("network files: %w", err)
+		}
+		for _, pl := range places {
+			dir := root.Path(pl.Dir)
+			if err := fsutil.NotLinked(dir); err != nil {
+				return fmt.Errorf("network files: %w", err)
+			}
+			ents, err := os.ReadDir(dir)
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("network files: %w", err)
+			}
+			for _, e := range ents {
+				if !pl.Named(e.Name()) {
+					continue
+				}
+				sys := path.Join(pl.Dir, e.Name())
+				head, err := fsutil.ReadFileNoFollow(context.Background(), root.Path(sys), fsutil.SmallFile)
+				if err != nil || !pl.Ours(e.Name(), head) {
+					u.Left = append(u.Left, sys+": not written by seedkeeper (or changed since); left in place")
+					continue
+				}
+				if err := os.Remove(root.Path(sys)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					return fmt.Errorf("network files: %w", err)
+				}
+				u.Removed = append(u.Removed, sys)
+			}
+		}
+	}
+	return nil
+}
+
+// writtenByUs reports whether path is a regular file (not a link) that
+// starts with the header every network file seedkeeper writes starts with.
+func writtenByUs(path string) bool {
+	b, err := fsutil.ReadFileNoFollow(context.Background(), path, fsutil.SmallFile)
+	return err == nil && bytes.HasPrefix(b, []byte(netcfg.Header))
+}
