@@ -98,8 +98,8 @@ func (e *Env) notifyStatus(format string, args ...any) {
 // WaitExtension is how far each progress line sent while a detected mdata
 // host is silent pushes out systemd's start timeout: more than the longest
 // gap between two lines (one attempt can block for the mdata write
-// timeout, 45 s), so that the wait is unbounded as DESIGN.md asks while
-// the units' TimeoutStartSec still cuts off any other hang.
+// timeout, 45 s), so that the wait is unbounded (docs/design.md, "The boot
+// flow") while the units' TimeoutStartSec still cuts off any other hang.
 const WaitExtension = 90 * time.Second
 
 // notifyWaiting sends a progress line of the wait for the metadata host,

@@ -63,7 +63,8 @@ func Watch(ctx context.Context, e Env, o WatchOptions) error {
 		return fail("watch: detecting the metadata source", err)
 	}
 	// Nothing from a source boot did not decide on is applied in this
-	// boot (issue 16): it takes effect on the next boot, as a whole.
+	// boot (docs/design.md, "Network events"): it takes effect on the next
+	// boot, as a whole.
 	decided := LastBoot(e.Root)
 	if msg, late := e.lateCheck(decided, nil, source); late {
 		return idle(msg)

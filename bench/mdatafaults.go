@@ -456,7 +456,8 @@ func cleanEnv() []string {
 }
 
 // cliOutput is what mdata-get prints for value: a "\n" is added when the
-// value is empty or does not end in one (reference §4).
+// value is empty or does not end in one (docs/protocol.md, "The tools'
+// interface").
 func cliOutput(v []byte) []byte {
 	if len(v) == 0 || v[len(v)-1] != '\n' {
 		return append(bytes.Clone(v), '\n')

@@ -9,7 +9,7 @@ import (
 )
 
 // NoCloud "line configuration": the ds=nocloud token on the kernel command
-// line or in the SMBIOS system serial number (reference cloud-init.md §4.3).
+// line or in the SMBIOS system serial number (docs/cloud-init.md, "NoCloud").
 // The rules are cloud-init's parse_cmdline_data and load_cmdline_data, read
 // from the 22.4.2 source and the current one:
 //

@@ -11,7 +11,7 @@ import (
 
 // Read goes on from what Detect found rather than looking again: a
 // ds=nocloud line detection read is used even when the file has changed
-// since (issue 14: NoCloud read the serial, the command line and the disks
+// since (NoCloud used to read the serial, the command line and the disks
 // twice).
 func TestReadDetectedUsesWhatDetectFound(t *testing.T) {
 	root := t.TempDir()

@@ -11,10 +11,10 @@ import (
 
 const hostileCorpus = "../testdata/hostile"
 
-// The hostile-input corpus (issue 11) through the readers themselves: each
-// NoCloud seed through ReadNoCloud, each guestinfo metadata document
-// through the VMware parser. Every read ends before its context does, and
-// no error quotes a secret.
+// The hostile-input corpus (testdata/hostile) through the readers
+// themselves: each NoCloud seed through ReadNoCloud, each guestinfo
+// metadata document through the VMware parser. Every read ends before its
+// context does, and no error quotes a secret.
 func TestHostileCorpusReaders(t *testing.T) {
 	seeds, err := os.ReadDir(filepath.Join(hostileCorpus, "nocloud"))
 	if err != nil || len(seeds) == 0 {

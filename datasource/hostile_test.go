@@ -33,9 +33,9 @@ func gzipBase64(t *testing.T, s string) string {
 	return base64.StdEncoding.EncodeToString(b.Bytes())
 }
 
-// TestVMwareNetworkAliasBomb: issue 11 class 1, a small gzip+base64
-// metadata whose network mapping names one 1 MiB string a thousand times
-// ran boot out of memory when the mapping was re-encoded as JSON.
+// TestVMwareNetworkAliasBomb: a small gzip+base64 metadata whose network
+// mapping names one 1 MiB string a thousand times ran boot out of memory
+// when the mapping was re-encoded as JSON.
 func TestVMwareNetworkAliasBomb(t *testing.T) {
 	doc := "instance-id: i-bomb\nnetwork:\n  version: 2\n  big: &big " + strings.Repeat("x", 1<<20) + "\n  ethernets:\n    e0:\n      dhcp4: true\n      list:\n"
 	for range 1000 {
@@ -64,8 +64,8 @@ func TestVMwareNetworkAliasBomb(t *testing.T) {
 	}
 }
 
-// TestNoCloudPublicKeysAliasBomb: issue 11 class 1, public-keys given as
-// aliases of one large string were written out in full into meta-data.
+// TestNoCloudPublicKeysAliasBomb: public-keys given as aliases of one large
+// string were written out in full into meta-data.
 func TestNoCloudPublicKeysAliasBomb(t *testing.T) {
 	r := newNCRoot(t)
 	r.seed(NoCloudSeedDir, map[string]string{

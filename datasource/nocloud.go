@@ -93,7 +93,7 @@ func (o *NoCloudOptions) logger() *slog.Logger {
 }
 
 // ReadNoCloud reads the NoCloud seed the way cloud-init's NoCloud datasource
-// does (reference cloud-init.md §4), from these sources in this order:
+// does (docs/cloud-init.md, "NoCloud"), from these sources in this order:
 //
 //  1. the SMBIOS system serial number (/sys/class/dmi/id/product_serial)
 //     and 2. the kernel command line (/proc/cmdline), each holding a

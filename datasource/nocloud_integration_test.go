@@ -42,7 +42,7 @@ func runTool(t *testing.T, argv ...string) []byte {
 }
 
 // TestIntegrationNoCloudProxmoxDisk builds a seed the way Proxmox VE does
-// (reference cloud-init.md §5: the four files, genisoimage -quiet
+// (docs/cloud-init.md, "Proxmox VE": the four files, genisoimage -quiet
 // -iso-level 3 -J -R -V cidata, instance-id = SHA-1(user-data ‖
 // network-config)), attaches it as /dev/sr0 under a scratch root next to a
 // cidata disk that is not a seed, and reads it through the label scan.

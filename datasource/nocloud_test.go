@@ -255,9 +255,9 @@ func TestReadNoCloudCmdlineOnly(t *testing.T) {
 	}
 }
 
-// TestReadNoCloudPrecedence checks reference cloud-init.md §4.1: meta-data
-// keys first-wins (DMI serial, cmdline, seed dir, disk), the files
-// last-wins.
+// TestReadNoCloudPrecedence checks NoCloud's precedence (docs/cloud-init.md,
+// "NoCloud"): meta-data keys first-wins (DMI serial, cmdline, seed dir,
+// disk), the files last-wins.
 func TestReadNoCloudPrecedence(t *testing.T) {
 	r := newNCRoot(t)
 	r.write("/sys/class/dmi/id/product_serial", []byte("ds=nocloud;h=dmihost\n"))
@@ -354,7 +354,7 @@ func proxmoxID(t *testing.T) string {
 }
 
 // TestReadNoCloudProxmox reads a seed exactly as Proxmox VE writes it
-// (reference cloud-init.md §5.2): instance-id is SHA-1(user-data ‖
+// (docs/cloud-init.md, "Proxmox VE"): instance-id is SHA-1(user-data ‖
 // network-config), the network config is version 1 with a nameserver entry.
 func TestReadNoCloudProxmox(t *testing.T) {
 	r := newNCRoot(t)

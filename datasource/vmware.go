@@ -26,7 +26,7 @@ import (
 
 // VMware guestinfo: the metadata, userdata and vendordata keys of the VM's
 // extraConfig, read the way cloud-init's VMware datasource reads them
-// (reference cloud-init.md §1): the envvar transport first, then
+// (docs/cloud-init.md, "VMware guestinfo"): the envvar transport first, then
 // vmware-rpctool with vmtoolsd as the fallback.
 
 // ErrBadNetworkDrivers wraps every error of ParseNetworkDrivers: the

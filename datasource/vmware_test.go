@@ -416,8 +416,8 @@ func TestVMwareMetaDataErrors(t *testing.T) {
 	}
 }
 
-// TestVMwareMetaDataFieldDropped: issue 11 class 7, one bad field is
-// dropped with a warning naming it; the rest of the metadata is used.
+// TestVMwareMetaDataFieldDropped: one bad field is dropped with a warning
+// naming it; the rest of the metadata is used.
 func TestVMwareMetaDataFieldDropped(t *testing.T) {
 	for _, tc := range []struct{ doc, want string }{
 		{"instance-id: [a, b]", "instance-id dropped: want a string, got a list"},

@@ -18,7 +18,7 @@ import (
 
 // DefaultBackoff is how long the watcher waits before each re-fetch when
 // the metadata does not list a new NIC yet: cloud-init's hotplug schedule
-// (reference/cloud-init.md §3.3). The first fetch happens at once (or after
+// (docs/cloud-init.md, "Hotplug"). The first fetch happens at once (or after
 // the debounce window, when one is set), so a NIC gets len(DefaultBackoff)+1
 // fetches over about 49 s before the watcher gives up on it.
 var DefaultBackoff = []time.Duration{1 * time.Second, 3 * time.Second, 5 * time.Second, 10 * time.Second, 30 * time.Second}

@@ -15,11 +15,12 @@ import (
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
 
-// Rule names the rule that made a decision. 1 to 5 are DESIGN.md's rules;
-// 6 to 8 are the cases the design implies.
+// Rule names the rule that made a decision. 1 to 5 are the design's rules;
+// 6 to 9 are the cases the design implies (docs/design.md, "Identity
+// rules").
 type Rule int
 
-// The rules, numbered as in DESIGN.md.
+// The rules, numbered as in docs/design.md, "Identity rules".
 const (
 	RuleKeep        Rule = 1 // same machine, derived or unchanged ID: keep the pin
 	RuleExplicit    Rule = 2 // an explicit new ID: honour and pin it

@@ -14,7 +14,7 @@
 // all-F UUIDs, firmware strings such as "Not Settable" or "Default string",
 // and UUIDs every board of a model shares.
 //
-// The rules (DESIGN.md, "Identity"), checked in this order:
+// The rules (docs/design.md, "Identity rules"), checked in this order:
 //
 //   - Rule 9, the source reported a placeholder as its ID: it is passed
 //     through unchanged and nothing is pinned or changed.

@@ -208,7 +208,7 @@ func TestFirstRunPinsReportedID(t *testing.T) {
 // Rule 1, and the Proxmox resolver regression: with DNS on "use host
 // settings" the host's resolv.conf is in network-config, so a cold start
 // on a node with other resolvers changes the SHA-1 instance ID
-// (cloud-init.md §5.2); the same machine must keep its ID.
+// (docs/cloud-init.md, "Proxmox VE"); the same machine must keep its ID.
 func TestRule1ProxmoxResolverChangeKeepsID(t *testing.T) {
 	m := newMachine(t)
 	before := proxmoxInput(uuidA, web1, hostA)

@@ -7,9 +7,10 @@ import (
 
 // proxmoxVM is the part of a Proxmox VM config that reaches its NoCloud
 // seed. Seeds are generated the way qemu-server's Cloudinit.pm does
-// (cloud-init.md §5.2): user-data from name/user/keys, v1 network-config
-// with one physical entry per netN that has an ipconfigN and one global
-// nameserver entry, and meta-data holding only the SHA-1 instance ID.
+// (docs/cloud-init.md, "Proxmox VE"): user-data from name/user/keys, v1
+// network-config with one physical entry per netN that has an ipconfigN
+// and one global nameserver entry, and meta-data holding only the SHA-1
+// instance ID.
 type proxmoxVM struct {
 	Name       string
 	User       string

@@ -6,9 +6,10 @@ import (
 	"testing"
 )
 
-// The derived-ID template case (cloud-init.md §5.2, DESIGN.md rule 3): a
-// Proxmox template that ran cloud-init but not seedkeeper hands every clone
-// its own ID by adoption; sealed, each clone is a new instance.
+// The derived-ID template case (docs/cloud-init.md, "Proxmox VE";
+// docs/design.md, "Identity rules", rule 3): a Proxmox template that ran
+// cloud-init but not seedkeeper hands every clone its own ID by adoption;
+// sealed, each clone is a new instance.
 func TestSealedImageFirstBootIsNewInstance(t *testing.T) {
 	tmpl := newMachine(t)
 	tin := proxmoxInput(uuidA, web1, hostA)

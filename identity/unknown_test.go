@@ -261,9 +261,10 @@ func TestSameDiskFirstWithoutThenWithSeed(t *testing.T) {
 	expect(t, m.boot(proxmoxInput(uuidA, web1, hostB)), in.ReportedID, RuleKeep)
 }
 
-// An earlier seedkeeper adopted and pinned the placeholder (issue 16): the
-// pin is dropped and the reported ID pinned, so cloud-init finally sees a
-// new instance.
+// An earlier seedkeeper adopted and pinned the placeholder
+// iid-datasource-none a seedless template boot left behind: the pin is
+// dropped and the reported ID pinned, so cloud-init finally sees a new
+// instance.
 func TestPlaceholderPinIsDropped(t *testing.T) {
 	m := newMachine(t)
 	m.ranWithNone()

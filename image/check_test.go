@@ -42,7 +42,8 @@ func TestCheckBootedTemplate(t *testing.T) {
 	}
 }
 
-// The derived-ID template case (DESIGN.md rule 3): cloud-init ran, no pin.
+// The derived-ID template case (docs/design.md, "Identity rules", rule 3):
+// cloud-init ran, no pin.
 func TestCheckCloudInitStateWithoutPin(t *testing.T) {
 	m := bootedTemplate(t)
 	m.remove(identity.StatePath)

@@ -10,8 +10,9 @@ import (
 	"github.com/seedkeeper/seedkeeper/mdata/mdatatest"
 )
 
-// bootKeys is the sequence cloud-init 22.4.2 sends at boot (reference
-// §5.2), less its extra KEYS: 18 requests in one session.
+// bootKeys is the sequence cloud-init 22.4.2 sends at boot
+// (testdata/smartos/cloud-init-22.4.2-kvm-requests.txt), less its extra
+// KEYS: 18 requests in one session.
 var bootKeys = []string{
 	"sdc:uuid", "hostname", "root_authorized_keys", "user-script", "user-data",
 	"cloud-init:user-data", "iptables_disable", "motd_sys_info", "sdc:datacenter_name",

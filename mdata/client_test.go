@@ -137,8 +137,8 @@ var handshake = []step{
 
 func script(steps ...step) []step { return append(append([]step(nil), handshake...), steps...) }
 
-// The session of the real mdata-get sdc:uuid, byte for byte (protocol
-// reference §1.10).
+// The session of the real mdata-get sdc:uuid, byte for byte
+// (docs/protocol.md, "Starting a session").
 func TestGetTranscript(t *testing.T) {
 	fixedIDs(t, "7ff58343")
 	c, h := newScripted(t, script(step{

@@ -398,7 +398,7 @@ func runTool(t testing.TB, dir, path, stdin string, timeout time.Duration, args 
 }
 
 // The built tools behave like the reference C tools: output, messages and
-// exit codes (reference §4).
+// exit codes (docs/protocol.md, "The tools' interface").
 func TestIntegrationToolsLikeReference(t *testing.T) {
 	dir := buildTools(t)
 	st := mdatatest.Default()

@@ -100,7 +100,7 @@ func summarize(c *Config, noMetric bool) ciSummary {
 var ciExclusions = map[string]string{
 	// 22.4.2 turns "addrconf" into a static subnet with the address
 	// "addrconf" (and fails on it); cloud-init ≥ 24.4 (#5831) makes it
-	// DHCPv6, and we make it SLAAC + DHCPv6 (mdata-protocol.md §5.3).
+	// DHCPv6, and we make it SLAAC + DHCPv6 (docs/protocol.md, "Keys").
 	"sdc/addrconf.json": "22.4.2 mis-parses addrconf",
 }
 

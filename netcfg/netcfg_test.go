@@ -258,7 +258,7 @@ func TestParseV1Variants(t *testing.T) {
 
 func TestParseBareNameserver(t *testing.T) {
 	// Proxmox writes "- type: nameserver" with no keys when neither the VM
-	// nor the host has resolvers (cloud-init.md §5.2).
+	// nor the host has resolvers (docs/cloud-init.md, "Proxmox VE").
 	c := fixture{data: readFixture(t, "valid/proxmox-dhcp-bare-nameserver.yaml")}.parse(t)
 	if len(c.DNS.Nameservers) != 0 || len(c.DNS.Search) != 0 || len(c.Interfaces) != 1 || !c.Interfaces[0].DHCP4 {
 		t.Errorf("got %+v", c)

@@ -377,9 +377,9 @@ func TestRenderResolvConfDropsBadSearch(t *testing.T) {
 	}
 }
 
-// TestNetworkdFileNames: issue 11 class 8, an ID over ~230 bytes made the
-// file name too long only when it was written, after the live apply, and
-// two IDs that sanitise alike shared one file.
+// TestNetworkdFileNames: an ID over ~230 bytes made the file name too long
+// only when it was written, after the live apply, and two IDs that sanitise
+// alike shared one file.
 func TestNetworkdFileNames(t *testing.T) {
 	long := strings.Repeat("a", 300)
 	doc := fmt.Sprintf("version: 2\nethernets:\n  %s: {match: {macaddress: '02:00:00:00:00:01'}, set-name: e0, dhcp4: true}\n"+

@@ -111,7 +111,7 @@ func TestWaitForDevicesNoUdevProcess(t *testing.T) {
 	}
 }
 
-// A CD-ROM whose driver loads from the real root (issue 16, case 3): the
+// A CD-ROM whose driver loads from the real root (the late CD-ROM): the
 // queue is busy when boot first looks, then drains.
 func TestWaitForDevicesUntilDrained(t *testing.T) {
 	root := fakeUdev(t, true)

@@ -192,9 +192,10 @@ const ubuntuDpkgCfg = "# to update this file, run dpkg-reconfigure cloud-init\n"
 // TestIntegrationDropInCloudInit checks the drop-in with Debian's
 // cloud-init 22.4.2: the merged configuration lists only NoCloud and None,
 // NoCloud does not search for a cidata label, and system config disables
-// the network ahead of the datasource's network-config (cloud-init.md
-// §2.4 step 5). The same file under the name 90-seedkeeper.cfg loses to
-// Ubuntu's 90_dpkg.cfg, which is why it is called 95-seedkeeper.cfg.
+// the network ahead of the datasource's network-config (docs/cloud-init.md,
+// "Configuration and ds-identify"). The same file under the name
+// 90-seedkeeper.cfg loses to Ubuntu's 90_dpkg.cfg, which is why it is
+// called 95-seedkeeper.cfg.
 func TestIntegrationDropInCloudInit(t *testing.T) {
 	py := needTool(t, "/usr/bin/python3", "python3")
 	if _, err := os.Stat("/usr/lib/python3/dist-packages/cloudinit/stages.py"); err != nil {
@@ -324,14 +325,14 @@ func TestIntegrationDropInDSIdentify(t *testing.T) {
 		}
 	})
 
-	// The evidence for the no-source decision (issue 16): leaving None
-	// out of the drop-in cannot stop a DataSourceNone run, because
-	// ds-identify appends None to whatever it enables; ds-identify's own
-	// probing runs before seedkeeper-boot, so it finds seedkeeper's seed
-	// only on the boots after the first one that wrote it, and without
-	// one it disables cloud-init (the default policy, notfound=disabled).
-	// So the shortcut stays, and a sourceless boot is held back after
-	// seedkeeper-boot decided (seedkeeper-no-source.conf).
+	// The evidence for the no-source decision (docs/design.md, "The boot
+	// flow", step 3): leaving None out of the drop-in cannot stop a
+	// DataSourceNone run, because ds-identify appends None to whatever it
+	// enables; ds-identify's own probing runs before seedkeeper-boot, so it
+	// finds seedkeeper's seed only on the boots after the first one that
+	// wrote it, and without one it disables cloud-init (the default policy,
+	// notfound=disabled). So the shortcut stays, and a sourceless boot is
+	// held back after seedkeeper-boot decided (seedkeeper-no-source.conf).
 	noNone := strings.Replace(ours, "datasource_list: [NoCloud, None]", "datasource_list: [NoCloud]", 1)
 	t.Run("without None ds-identify adds it back", func(t *testing.T) {
 		res, lg, code := run(t, map[string]string{dropIn: noNone})

@@ -175,8 +175,8 @@ func TestNetworkConfigUnwrappedAndRemoved(t *testing.T) {
 	}
 }
 
-// TestMetaDataRefusesUnusableIDs: issue 11 class 8, instance IDs "." and
-// ".." (and others that are no directory name) reached cloud-init.
+// TestMetaDataRefusesUnusableIDs: instance IDs "." and ".." (and others that
+// are no directory name) reached cloud-init.
 func TestMetaDataRefusesUnusableIDs(t *testing.T) {
 	for _, id := range []string{".", "..", "i-0/with/slash", "/", "a\x00b", strings.Repeat("x", 256)} {
 		if _, err := MetaData(Seed{InstanceID: id}); err == nil || !strings.HasPrefix(err.Error(), "meta-data instance-id: instance ID") {
@@ -185,8 +185,8 @@ func TestMetaDataRefusesUnusableIDs(t *testing.T) {
 	}
 }
 
-// TestWriteDropsBadFields: issue 11 class 7, one public key with a
-// control character in it made Write fail, and boot wrote no seed.
+// TestWriteDropsBadFields: one public key with a control character in it
+// made Write fail, and boot wrote no seed.
 func TestWriteDropsBadFields(t *testing.T) {
 	root := sysroot.Root(t.TempDir())
 	s := testSeed()
@@ -211,8 +211,8 @@ func TestWriteDropsBadFields(t *testing.T) {
 	}
 }
 
-// TestMetaDataKeysBounded: issue 11 class 1, keys that share one large
-// string (YAML aliases) were written out in full, once per copy.
+// TestMetaDataKeysBounded: keys that share one large string (YAML aliases)
+// were written out in full, once per copy.
 func TestMetaDataKeysBounded(t *testing.T) {
 	big := "ssh-rsa " + strings.Repeat("A", datasource.MaxPublicKey-8)
 	keys := make([]string, 10000)
@@ -228,10 +228,10 @@ func TestMetaDataKeysBounded(t *testing.T) {
 	}
 }
 
-// TestUnwrapNetworkConfigSelfContained: issue 11 class 1, a wrapped
-// network-config whose alias pointed at an anchor outside "network:" was
-// written with a dangling *alias, which cloud-init rejects; one whose
-// aliases expand hugely was re-encoded in full.
+// TestUnwrapNetworkConfigSelfContained: a wrapped network-config whose alias
+// pointed at an anchor outside "network:" was written with a dangling
+// *alias, which cloud-init rejects; one whose aliases expand hugely was
+// re-encoded in full.
 func TestUnwrapNetworkConfigSelfContained(t *testing.T) {
 	in := "dns: &dns {addresses: [10.0.0.2]}\nnetwork:\n  version: 2\n  ethernets:\n    eth0: {dhcp4: true, nameservers: *dns}\n"
 	out, err := UnwrapNetworkConfig([]byte(in))

@@ -132,10 +132,10 @@ func TestBootNoCloudSeed(t *testing.T) {
 }
 
 // proxmoxSeed returns the user-data, network-config and meta-data that
-// qemu-server's Cloudinit.pm writes (cloud-init.md §5.2) for a VM with one
-// static NIC whose DNS is "use host settings", on a host whose
-// /etc/resolv.conf has the given nameservers: the instance ID is the SHA-1
-// of user-data followed by network-config.
+// qemu-server's Cloudinit.pm writes (docs/cloud-init.md, "Proxmox VE") for
+// a VM with one static NIC whose DNS is "use host settings", on a host
+// whose /etc/resolv.conf has the given nameservers: the instance ID is the
+// SHA-1 of user-data followed by network-config.
 func proxmoxSeed(hostResolvers ...string) (userData, networkConfig, metaData string) {
 	userData = `#cloud-config
 hostname: web1
@@ -203,9 +203,9 @@ func bootOK(t *testing.T, root string) procResult {
 	return r
 }
 
-// Proxmox resolver-hash ID change (cloud-init.md §5.2): a VM started on a
-// host with other resolvers gets a new SHA-1 instance ID; it must stay the
-// same instance for cloud-init.
+// Proxmox resolver-hash ID change (docs/cloud-init.md, "Proxmox VE"): a VM
+// started on a host with other resolvers gets a new SHA-1 instance ID; it
+// must stay the same instance for cloud-init.
 func TestBootProxmoxResolverChangeKeepsID(t *testing.T) {
 	root := scratchRoot(t, kvmProduct, kvmVendor, kvmUUID)
 	first := attachProxmoxISO(t, root, "192.0.2.53", "192.0.2.54")
@@ -371,7 +371,8 @@ func TestBootNoSource(t *testing.T) {
 		t.Fatalf("boot with no source: %v", r)
 	}
 	after := filesUnder(t, root)
-	// The marker that skips cloud-init's units this boot (issue 16).
+	// The marker that skips cloud-init's units this boot, so that they do
+	// not record the placeholder ID iid-datasource-none.
 	want := append(before, "run/seedkeeper/no-source", "var/lib/seedkeeper/status.json")
 	slices.Sort(want)
 	if !slices.Equal(after, want) {

@@ -10,9 +10,9 @@ import (
 )
 
 // The modules linked into the seedkeeper binary, per operating system. A
-// new module is a decision (DESIGN.md: "Add a dependency only when a
-// well-kept library does the job better than what we would write; say why
-// in the commit"): when this test fails, either drop the import or add
+// new module is a decision (add a dependency only when a well-kept
+// library does the job better than what we would write, and say why in
+// the commit): when this test fails, either drop the import or add
 // the module here in the same commit that says why.
 var wantDeps = map[string][]string{
 	"linux": {

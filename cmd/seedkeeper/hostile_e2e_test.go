@@ -1,6 +1,6 @@
 package main
 
-// Whole-process cases for hostile metadata (issue 11): the seed and the
+// Whole-process cases for hostile metadata (SECURITY.md): the seed and the
 // network are written as far as they can be, the bad fields are named in
 // status, and nothing a field smuggles in reaches a file.
 

@@ -1,11 +1,11 @@
 package main
 
-// The hostile-input corpus (testdata/hostile, issue 11) run through the
-// commands as a person or systemd runs them: fetch --seed, fetch from
-// guestinfo, boot --root on a scratch root, then status and identity show.
-// Whatever the input, nothing panics, nothing runs past runCommand's
-// deadline, nothing is written outside the directories seedkeeper owns,
-// and the secret marker appears in no output and no file others can read.
+// The hostile-input corpus (testdata/hostile) run through the commands as a
+// person or systemd runs them: fetch --seed, fetch from guestinfo, boot
+// --root on a scratch root, then status and identity show. Whatever the
+// input, nothing panics, nothing runs past runCommand's deadline, nothing is
+// written outside the directories seedkeeper owns, and the secret marker
+// appears in no output and no file others can read.
 
 import (
 	"bytes"

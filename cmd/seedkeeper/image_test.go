@@ -201,9 +201,10 @@ func TestImageSealLinkOutOfRootStaysInside(t *testing.T) {
 	}
 }
 
-// Why sealing matters (DESIGN.md rule 3, the derived-ID template case): a
-// Proxmox template that ran cloud-init before seedkeeper was added hands
-// its ID to every clone; sealed, each clone is a new instance.
+// Why sealing matters (docs/design.md, "Identity rules", rule 3 and
+// "Images"; the derived-ID template case): a Proxmox template that ran
+// cloud-init before seedkeeper was added hands its ID to every clone;
+// sealed, each clone is a new instance.
 func TestImageSealProxmoxTemplateClones(t *testing.T) {
 	tmpl := imageRoot(t, kvmUUID)
 	_, _, meta := proxmoxSeed("192.0.2.53")

@@ -16,7 +16,7 @@ func runNetCapture(args ...string) (code int, stdout, stderr string) {
 	return code, out.String(), errb.String()
 }
 
-// Usage errors exit 3, as in every other command (issue 14: net used 2).
+// Usage errors exit 3, as in every other command (net used to exit 2).
 func TestNetUsage(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "net.yaml")

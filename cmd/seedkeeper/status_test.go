@@ -34,7 +34,8 @@ func TestStatusAfterFailedBoot(t *testing.T) {
 	seed := filepath.Join(root, "var/lib/cloud/seed/nocloud")
 	copyDir(t, fixtureSeed, seed)
 	// A meta-data that is not a mapping leaves nothing to use (a bad
-	// network-config only drops the network, issue 11 class 7).
+	// network-config only drops the network: one bad field degrades that
+	// field, never the boot).
 	writeFile(t, filepath.Join(seed, "meta-data"), "- a list\n", 0o644)
 	r := runInProcess("boot", "--root", root)
 	if r.code != exitError || !strings.Contains(r.stderr, "meta-data must be a mapping") {

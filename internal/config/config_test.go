@@ -147,9 +147,9 @@ func TestLoadErrorsDoNotQuote(t *testing.T) {
 	}
 }
 
-// The configuration part of the hostile-input corpus (issue 11): every
-// file gives the defaults or a configuration, never a crash, and no error
-// quotes a secret.
+// The configuration part of the hostile-input corpus (testdata/hostile):
+// every file gives the defaults or a configuration, never a crash, and no
+// error quotes a secret.
 func TestLoadHostileCorpus(t *testing.T) {
 	files, err := filepath.Glob("../../testdata/hostile/config/*")
 	if err != nil || len(files) == 0 {

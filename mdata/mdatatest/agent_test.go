@@ -11,8 +11,8 @@ import (
 )
 
 // TestLineHandling drives the host with raw lines and checks every reply
-// byte for byte against agent.js (reference §6.1, §1.8) and the §1.10
-// vectors. want "" means no reply at all.
+// byte for byte against agent.js (docs/protocol.md, "The host agent" and
+// "V2 frames") and the V2 frame vectors. want "" means no reply at all.
 func TestLineHandling(t *testing.T) {
 	b64 := func(s string) []byte { return []byte(s) }
 	tests := []struct {
@@ -21,7 +21,7 @@ func TestLineHandling(t *testing.T) {
 		in    string
 		want  string
 	}{
-		// §6.1: probes and V1 lines.
+		// The host agent: probes and V1 lines.
 		{name: "bare newline is the probe", in: "\n", want: "invalid command\n"},
 		{name: "CR LF probe", in: "\r\n", want: "invalid command\n"},
 		{name: "spaces only", in: " \t \n", want: "invalid command\n"},
@@ -58,7 +58,7 @@ func TestLineHandling(t *testing.T) {
 		{name: "garbage word", in: "hello\n", want: "FAILURE\n"},
 		{name: "binary junk", in: "\x00\xff\xfe\n", want: "FAILURE\n"},
 
-		// §1.10 vectors and the captured session.
+		// V2 frame vectors and the captured session.
 		{name: "session GET sdc:uuid", in: "V2 25 60f18662 7ff58343 GET c2RjOnV1aWQ=\n",
 			want: "V2 65 2cd4db13 7ff58343 SUCCESS NGExYjJjM2QtMDAwMC0xMTExLTIyMjItMzMzMzQ0NDQ1NTU1\n"},
 		{name: "vector 2-3 GET sdc:hostname", in: "V2 29 35acd468 0a1b2c3d GET c2RjOmhvc3RuYW1l\n",
@@ -78,7 +78,7 @@ func TestLineHandling(t *testing.T) {
 		{name: "vector 12 NEGOTIATE in a frame", in: frame("aabbccdd", "NEGOTIATE", b64("V2")),
 			want: "V2 53 717dd71a aabbccdd FAILURE VW5rbm93biBjb21tYW5kIE5FR09USUFURQ==\n"},
 
-		// V2 rules of §1.8.
+		// V2 frame rules.
 		{name: "V2 unknown code", in: frame("0a0b0c0d", "FOO", nil),
 			want: frame("0a0b0c0d", "FAILURE", []byte("Unknown command FOO"))},
 		{name: "V2 GET without payload", in: frame("0a0b0c0d", "GET", nil),

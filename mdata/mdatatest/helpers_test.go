@@ -85,7 +85,7 @@ func ctx(t testing.TB) context.Context {
 	return c
 }
 
-// vectorStore holds the data the §1.10 vectors were made with.
+// vectorStore holds the data the V2 frame vectors were made with.
 func vectorStore() *Store {
 	s := NewStore()
 	s.SetString("sdc:uuid", SampleUUID)

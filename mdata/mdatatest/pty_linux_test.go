@@ -64,7 +64,7 @@ func (g *serialGuest) expect(want string) {
 	}
 }
 
-// TestIntegrationPTYSession replays the captured mdata-get session (§1.10)
+// TestIntegrationPTYSession replays the captured mdata-get session
 // through a pty opened with go.bug.st/serial.
 func TestIntegrationPTYSession(t *testing.T) {
 	h := NewHost(Default())

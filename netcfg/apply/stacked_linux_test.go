@@ -255,7 +255,7 @@ func TestIntegrationStackedNeverEnslavesForeignNIC(t *testing.T) {
 	}
 }
 
-// The stack of issue 12's guest scenario on veth pairs: a bond of two
+// The stack of the stacked-links guest scenario on veth pairs: a bond of two
 // NICs, a VLAN on it, a bridge on the VLAN with the address.
 func TestIntegrationStackedBondVLANBridge(t *testing.T) {
 	ns, nh := newNS(t)

@@ -11,7 +11,7 @@ import (
 )
 
 // stackCfg is a bond of two NICs, a VLAN on it and a bridge on the VLAN
-// carrying the address: the stack of issue 12's guest scenario.
+// carrying the address: the stack of the stacked-links guest scenario.
 func stackCfg() *netcfg.Config {
 	return &netcfg.Config{Interfaces: []netcfg.Interface{
 		{ID: "eth0", Kind: netcfg.Physical, MAC: mac1},

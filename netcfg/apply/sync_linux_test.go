@@ -15,8 +15,8 @@ import (
 
 // A hotplug event syncs one NIC: only its operations run, the receipt is
 // saved, and the Locked step gets the whole configuration's ownership
-// with the receipt still locked (issue 14: the event used to open, lock
-// and plan twice).
+// with the receipt still locked (the event used to open, lock and plan
+// twice).
 func TestIntegrationSyncOnlyLocked(t *testing.T) {
 	ns, nh := newNS(t)
 	addVeth(t, nh, "ens4", mac1, "p4", "bc:24:11:00:00:01")

@@ -140,10 +140,10 @@ func persistentFiles(t *testing.T, r *sdReport) map[string]string {
 }
 
 // TestIntegrationSystemdNetworkd runs the golden-image scenarios on the
-// systemd-networkd image (issue 12, 2a-2e): a Proxmox resolver change
-// between boots of one disk, a clone on another SMBIOS UUID, the same
-// boots without seedkeeper, a hot-added NIC under seedkeeper-watch, and a
-// second boot with nothing changed.
+// systemd-networkd image: a Proxmox resolver change between boots of one
+// disk, a clone on another SMBIOS UUID, the same boots without seedkeeper, a
+// hot-added NIC under seedkeeper-watch, and a second boot with nothing
+// changed.
 func TestIntegrationSystemdNetworkd(t *testing.T) {
 	t.Parallel()
 	identityScenarios(t, "networkd")
@@ -321,11 +321,11 @@ func identityScenarios(t *testing.T, stack string) {
 	})
 }
 
-// TestIntegrationSystemdStacks boots the ifupdown and NetworkManager
-// images (issue 12, 3): a static and a DHCP NIC owned by seedkeeper both
-// end up configured by the image's own manager, which does not undo the
-// live addresses (checked once the manager has started and again 30 s
-// later), and a hot-added NIC gets its address and keeps it.
+// TestIntegrationSystemdStacks boots the ifupdown and NetworkManager images:
+// a static and a DHCP NIC owned by seedkeeper both end up configured by the
+// image's own manager, which does not undo the live addresses (checked once
+// the manager has started and again 30 s later), and a hot-added NIC gets
+// its address and keeps it.
 func TestIntegrationSystemdStacks(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {

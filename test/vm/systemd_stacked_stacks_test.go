@@ -80,7 +80,8 @@ func nmUnmanagedProblems(t *testing.T, r *sdReport, devs []string) []string {
 	return out
 }
 
-// TestIntegrationSystemdStackedStacks is issue 12, items 3 and 4 together:
+// TestIntegrationSystemdStackedStacks joins TestIntegrationSystemdStacks
+// (the other stacks) and TestIntegrationSystemdStackedLinks (stacked links):
 // the v2 stacked seed (a bond of two virtio NICs, a VLAN on it, a bridge
 // with the address and default route on the VLAN) on the NetworkManager
 // and ifupdown images. seedkeeper makes the links live before the

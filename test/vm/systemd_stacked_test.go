@@ -327,12 +327,12 @@ func checkStackedLinks(t *testing.T, r *sdReport, manager string) []string {
 	return nics
 }
 
-// TestIntegrationSystemdStackedLinks is issue 12, item 4: on the networkd
-// image, a seed whose network-config (v1 and v2) bonds two virtio NICs,
-// puts a VLAN on the bond and a bridge on the VLAN is applied live by
-// seedkeeper-boot, before systemd-networkd starts; a second boot of the
-// disk makes the same links again and rewrites no file. With a driver
-// allowlist that leaves virtio_net out, no bond is made.
+// TestIntegrationSystemdStackedLinks: on the networkd image, a seed whose
+// network-config (v1 and v2) bonds two virtio NICs, puts a VLAN on the bond
+// and a bridge on the VLAN is applied live by seedkeeper-boot, before
+// systemd-networkd starts; a second boot of the disk makes the same links
+// again and rewrites no file. With a driver allowlist that leaves virtio_net
+// out, no bond is made.
 func TestIntegrationSystemdStackedLinks(t *testing.T) {
 	t.Parallel()
 	img := needSystemdImage(t, "networkd", true)

@@ -11,11 +11,11 @@ import (
 	"time"
 )
 
-// More template scenarios (issues 16 and 15): a CD-ROM whose driver loads
-// after seedkeeper-boot has started looking, the unseeded template
-// without seedkeeper (the control), and the unsealed template that shows
-// why `seedkeeper image seal` matters. Eight boots: they run in
-// `make e2e` only.
+// More template scenarios (the seedless template and the sealed one): a
+// CD-ROM whose driver loads after seedkeeper-boot has started looking, the
+// unseeded template without seedkeeper (the control), and the unsealed
+// template that shows why `seedkeeper image seal` matters. Eight boots: they
+// run in `make e2e` only.
 
 // TestIntegrationSystemdTemplatesMore runs the extra template scenarios on
 // the networkd image, side by side.
@@ -47,18 +47,18 @@ func TestIntegrationSystemdTemplatesMore(t *testing.T) {
 }
 
 // lateCDROMDelay is how long the real root's modprobe sleeps before it
-// loads sr_mod (issue 16 saw 3 s between boot's look and sr0).
+// loads sr_mod (a real boot saw 3 s between boot's look and sr0).
 const lateCDROMDelay = 3
 
-// lateCDROMInitrd returns a copy of img whose initramfs loads only the
-// disk drivers (issue 16, 3): an archive appended to the image's own
-// (later entries overwrite earlier ones) replaces conf/modules without
-// sr_mod and isofs (customize.sh lists them), keeps udev in the
-// initramfs from loading sr_mod for the CD-ROM's modalias, and adds an
-// init-bottom script that leaves, in the /run the real root inherits,
-// /run/modprobe.d/sk-late-cdrom.conf: udev's coldplug in the real root
-// then loads sr_mod lateCDROMDelay seconds after it asks. The disk is
-// left as built: boot runs with the default boot.device_wait.
+// lateCDROMInitrd returns a copy of img whose initramfs loads only the disk
+// drivers: an archive appended to the image's own (later entries overwrite
+// earlier ones) replaces conf/modules without sr_mod and isofs (customize.sh
+// lists them), keeps udev in the initramfs from loading sr_mod for the
+// CD-ROM's modalias, and adds an init-bottom script that leaves, in the /run
+// the real root inherits, /run/modprobe.d/sk-late-cdrom.conf: udev's
+// coldplug in the real root then loads sr_mod lateCDROMDelay seconds after
+// it asks. The disk is left as built: boot runs with the default
+// boot.device_wait.
 func lateCDROMInitrd(t *testing.T, img *sdImage) *sdImage {
 	t.Helper()
 	b, err := os.ReadFile(img.initrd)
@@ -116,12 +116,12 @@ func journalMono(t *testing.T, r *sdReport, s string) (time.Duration, bool) {
 	return 0, false
 }
 
-// lateCDROMDriver is issue 16 (b'): the seed CD-ROM's driver loads a few
-// seconds after seedkeeper-boot starts. boot finds no source at first,
-// waits for the udev queue to drain, and finds the seed on that boot:
-// sr0 attaches while seedkeeper-boot runs, status reads from
-// iso9660:/dev/sr0, cloud-init's instance-id is the seed's derived ID and
-// the user-data is applied.
+// lateCDROMDriver is a variant of unseededTemplate's case (b): the seed
+// CD-ROM's driver loads a few seconds after seedkeeper-boot starts. boot
+// finds no source at first, waits for the udev queue to drain, and finds the
+// seed on that boot: sr0 attaches while seedkeeper-boot runs, status reads
+// from iso9660:/dev/sr0, cloud-init's instance-id is the seed's derived ID
+// and the user-data is applied.
 func lateCDROMDriver(t *testing.T, img *sdImage) {
 	d := newSDDisk(t, lateCDROMInitrd(t, img))
 	seed := keySeed(nicStatic, nicDHCP)
@@ -179,14 +179,14 @@ func checkPlainSeeded(t *testing.T, r *sdReport, seed *seedFiles) {
 	}
 }
 
-// unseededTemplatePlain is issue 16 (c): unseededTemplate's boots on the
+// unseededTemplatePlain is the control: unseededTemplate's boots on the
 // image without seedkeeper. Plain cloud-init on a seedless first boot
 // leaves nothing a later seed cannot override, so (a) two clones booted
 // with Proxmox-style seeds and (b) the template's own disk booted again
 // with the CD-ROM each apply the seed as a new instance, with SSH host
 // keys of their own. This is the behaviour seedkeeper must match: the
-// guest test tells it apart from the bug of issue 16 (the placeholder
-// adopted, the seed never applied, the template's keys kept).
+// guest test tells it apart from the seedless-template bug (the
+// placeholder adopted, the seed never applied, the template's keys kept).
 func unseededTemplatePlain(t *testing.T, plain *sdImage) {
 	d := newSDDisk(t, plain)
 	r0 := d.boot(t, sdBoot{Name: "plain-template-no-seed", UUID: uuidVM, NICs: []sdNIC{nicStatic, nicDHCP},
@@ -239,7 +239,7 @@ func unseededTemplatePlain(t *testing.T, plain *sdImage) {
 	}
 }
 
-// unsealedTemplate is issue 15's contrast to sealedTemplate: the same
+// unsealedTemplate is the contrast to sealedTemplate: the same
 // template, booted with a Proxmox derived-ID seed, powered off without
 // `seedkeeper image seal`, then two clones with other SMBIOS UUIDs and
 // MACs (so other derived IDs).

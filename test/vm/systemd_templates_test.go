@@ -8,8 +8,9 @@ import (
 	"time"
 )
 
-// The templates scenarios (issues 15 and 16): a golden image booted once
-// as a template, then copied into clones, as a hypervisor clones a VM.
+// The templates scenarios (a seedless template, a sealed one): a golden
+// image booted once as a template, then copied into clones, as a hypervisor
+// clones a VM.
 
 // templateKey is the SSH key of the seeds' user: it must end up in the
 // user's authorized_keys when cloud-init applies the user-data.
@@ -123,8 +124,8 @@ func maybeKeys(t *testing.T, r *sdReport) []string {
 	return r.hostKeys(t)
 }
 
-// TestIntegrationSystemdTemplates runs the template scenarios of issues 16
-// and 15 on the networkd image, side by side. They run in `make test`:
+// TestIntegrationSystemdTemplates runs the template scenarios (seedless,
+// sealed) on the networkd image, side by side. They run in `make test`:
 // seven boots, 6 min 35 s alone on a loaded 2-core host with two guests
 // at once; the whole `make test` with them took 19 min 41 s.
 func TestIntegrationSystemdTemplates(t *testing.T) {
@@ -142,13 +143,13 @@ func TestIntegrationSystemdTemplates(t *testing.T) {
 	})
 }
 
-// unseededTemplate is issue 16 (a) and (b). A template boots without a
-// seed: cloud-init must be held back (its units skipped, so that it does
-// not record its placeholder "iid-datasource-none"). Then, side by side:
-// (a) two copies of it boot as clones, on other SMBIOS UUIDs with
-// Proxmox-style seeds; (b) the template's own disk boots again, now with
-// the CD-ROM. Every one of them must be a new instance with the seed's
-// derived ID, its user-data applied and SSH host keys of its own.
+// unseededTemplate is the seedless template, cases (a) and (b). A template
+// boots without a seed: cloud-init must be held back (its units skipped, so
+// that it does not record its placeholder "iid-datasource-none"). Then, side
+// by side: (a) two copies of it boot as clones, on other SMBIOS UUIDs with
+// Proxmox-style seeds; (b) the template's own disk boots again, now with the
+// CD-ROM. Every one of them must be a new instance with the seed's derived
+// ID, its user-data applied and SSH host keys of its own.
 func unseededTemplate(t *testing.T, img *sdImage) {
 	d := newSDDisk(t, img)
 	// No network configuration without a seed: nothing for wait-online
@@ -225,12 +226,12 @@ func unseededTemplate(t *testing.T, img *sdImage) {
 	}
 }
 
-// sealedTemplate is issue 15: a template boots with a Proxmox seed, then
-// `seedkeeper image check` (exit 1: the template ran cloud-init) and
-// `seedkeeper image seal` run on it before it powers off; two clones with
-// other SMBIOS UUIDs and MACs (so other derived IDs) boot side by side.
-// Each must be a new machine: its own instance ID, /etc/machine-id and
-// SSH host keys, and the sealed marker consumed.
+// sealedTemplate is the sealed template: a template boots with a Proxmox
+// seed, then `seedkeeper image check` (exit 1: the template ran cloud-init)
+// and `seedkeeper image seal` run on it before it powers off; two clones
+// with other SMBIOS UUIDs and MACs (so other derived IDs) boot side by side.
+// Each must be a new machine: its own instance ID, /etc/machine-id and SSH
+// host keys, and the sealed marker consumed.
 func sealedTemplate(t *testing.T, img *sdImage) {
 	d := newSDDisk(t, img)
 	seedT := keySeed(nicStatic, nicDHCP)

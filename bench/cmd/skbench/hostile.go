@@ -1,9 +1,9 @@
 package main
 
 // skbench hostile: the peak RSS of every process the hostile-input corpus
-// (testdata/hostile, issue 11) starts, on scratch roots made the way
-// cmd/seedkeeper's TestHostile*Corpus tests make them. The budget is
-// issue 11's: boot stays under 64 MiB whatever the input.
+// (testdata/hostile) starts, on scratch roots made the way cmd/seedkeeper's
+// TestHostile*Corpus tests make them. The budget is SECURITY.md's
+// ("Limits"): boot stays under 64 MiB whatever the input.
 
 import (
 	"cmp"

@@ -8,7 +8,8 @@ import (
 	"testing"
 )
 
-// Vectors from the protocol reference, §1.10.
+// V2 frame vectors: the spec's own first (docs/protocol.md, "V2 frames"),
+// the captured mdata-get session last.
 var vectors = []struct {
 	line    string
 	id      string
