@@ -64,7 +64,7 @@ faults: skbench
 	$(BIN)/skbench faults --bin $(BIN)/seedkeeper
 
 # Peak RSS of fetch and boot over the hostile-input corpus (testdata/hostile)
-# against issue 11's 64 MiB budget. Run as root, like the corpus tests.
+# against SECURITY.md's 64 MiB budget. Run as root, like the corpus tests.
 bench-hostile: skbench
 	$(BIN)/skbench hostile --bin $(BIN)/seedkeeper
 
@@ -119,7 +119,7 @@ deb: build pkgdoc
 
 # The systemd-booted guests (test/vm/systemd_test.go): every scenario on
 # every network stack. `make test` runs the networkd scenarios (with the
-# template scenarios of issues 15 and 16, test/vm/systemd_templates_test.go)
+# template scenarios, test/vm/systemd_templates_test.go)
 # and the short form of the others; this runs them all. Root, QEMU and mmdebstrap
 # (scripts/test-deps.sh); the root filesystems are cached by their inputs
 # under /var/cache/seedkeeper-test/rootfs.
