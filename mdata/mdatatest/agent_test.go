@@ -36,7 +36,7 @@ func TestLineHandling(t *testing.T) {
 		{name: "V1 GET", in: "GET sdc:uuid\n", want: "SUCCESS\n" + SampleUUID + "\n.\n"},
 		{name: "V1 GET trims the key", in: "GET \t sdc:hostname \n", want: "SUCCESS\nweb01\n.\n"},
 		{name: "V1 GET missing", in: "GET nope\n", want: "NOTFOUND\n"},
-		{name: "V1 GET dotted (§1.2)", store: func() *Store {
+		{name: "V1 GET dotted", store: func() *Store {
 			s := NewStore()
 			s.SetString("dotted", ".leading\n..two\nmid.dle")
 			return s
