@@ -145,8 +145,11 @@ func TestNormalizeRedacts(t *testing.T) {
 	if v, _ := out.MetaData["admin_pass"].(string); !strings.HasPrefix(v, "<redacted") || out.MetaData["region"] != "r1" {
 		t.Errorf("meta_data %v", out.MetaData)
 	}
+	if !out.Redacted {
+		t.Error("Redacted is false for a redacted Fetched")
+	}
 	shown, _ := agent.Normalize(md, true)
-	if *shown.UserData != string(md.UserData) || shown.MetaData["admin_pass"] != "hunter2" {
-		t.Errorf("--show-secrets: %v %v", *shown.UserData, shown.MetaData)
+	if *shown.UserData != string(md.UserData) || shown.MetaData["admin_pass"] != "hunter2" || shown.Redacted {
+		t.Errorf("--show-secrets: %v %v redacted=%v", *shown.UserData, shown.MetaData, shown.Redacted)
 	}
 }
