@@ -1,8 +1,6 @@
 package main
 
 import (
-	"crypto/sha1"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -14,6 +12,7 @@ import (
 	"time"
 
 	"github.com/seedkeeper/seedkeeper/agent"
+	"github.com/seedkeeper/seedkeeper/internal/testseed"
 	"github.com/seedkeeper/seedkeeper/mdata/mdatatest"
 )
 
@@ -131,67 +130,14 @@ func TestBootNoCloudSeed(t *testing.T) {
 	}
 }
 
-// proxmoxSeed returns the user-data, network-config and meta-data that
-// qemu-server's Cloudinit.pm writes (cloud-init.md §5.2) for a VM with one
-// static NIC whose DNS is "use host settings", on a host whose
-// /etc/resolv.conf has the given nameservers: the instance ID is the SHA-1
-// of user-data followed by network-config.
-func proxmoxSeed(hostResolvers ...string) (userData, networkConfig, metaData string) {
-	userData = `#cloud-config
-hostname: web1
-manage_etc_hosts: true
-fqdn: web1.example.lan
-user: debian
-ssh_authorized_keys:
-  - ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKx web@admin
-chpasswd:
-  expire: False
-users:
-  - default
-package_upgrade: true
-`
-	var n strings.Builder
-	n.WriteString(`version: 1
-config:
-    - type: physical
-      name: eth0
-      mac_address: 'bc:24:11:aa:bb:01'
-      subnets:
-      - type: static
-        address: '192.0.2.10'
-        netmask: '255.255.255.0'
-        gateway: '192.0.2.1'
-    - type: nameserver
-`)
-	if len(hostResolvers) > 0 {
-		n.WriteString("      address:\n")
-		for _, a := range hostResolvers {
-			fmt.Fprintf(&n, "      - '%s'\n", a)
-		}
-		n.WriteString("      search:\n      - 'example.lan'\n")
-	}
-	networkConfig = n.String()
-	h := sha1.Sum([]byte(userData + networkConfig))
-	return userData, networkConfig, "instance-id: " + hex.EncodeToString(h[:]) + "\n"
-}
-
-// attachProxmoxISO builds the cidata ISO as Proxmox does (genisoimage
-// -iso-level 3 -J -R -V cidata, four files, empty vendor-data) and makes
-// it root's /dev/sr0. It returns the instance ID in its meta-data.
+// attachProxmoxISO makes Proxmox's cidata ISO root's /dev/sr0 and returns
+// the instance ID in its meta-data.
 func attachProxmoxISO(t *testing.T, root string, hostResolvers ...string) string {
 	t.Helper()
-	needTool(t, "genisoimage")
-	u, n, m := proxmoxSeed(hostResolvers...)
-	dir := t.TempDir()
-	for name, data := range map[string]string{"user-data": u, "network-config": n, "meta-data": m, "vendor-data": ""} {
-		writeFile(t, filepath.Join(dir, name), data, 0o644)
-	}
 	img := filepath.Join(t.TempDir(), "cidata.iso")
-	if r := runCommand(t, nil, "genisoimage", "-quiet", "-iso-level", "3", "-J", "-R", "-V", "cidata", "-o", img, dir); r.code != 0 {
-		t.Fatalf("genisoimage: %v", r)
-	}
+	id := testseed.ProxmoxISO(t, img, hostResolvers...)
 	attachDisk(t, root, "sr0", img)
-	return strings.TrimSpace(strings.TrimPrefix(m, "instance-id: "))
+	return id
 }
 
 func bootOK(t *testing.T, root string) procResult {
@@ -203,165 +149,10 @@ func bootOK(t *testing.T, root string) procResult {
 	return r
 }
 
-// Proxmox resolver-hash ID change (cloud-init.md §5.2): a VM started on a
-// host with other resolvers gets a new SHA-1 instance ID; it must stay the
-// same instance for cloud-init.
-func TestBootProxmoxResolverChangeKeepsID(t *testing.T) {
-	root := scratchRoot(t, kvmProduct, kvmVendor, kvmUUID)
-	first := attachProxmoxISO(t, root, "192.0.2.53", "192.0.2.54")
-	bootOK(t, root)
-	if got := metaDataID(t, root); got != first {
-		t.Fatalf("first boot handed cloud-init %q, want the reported %q", got, first)
-	}
-	userData := statFile(t, seedPath(root, "user-data"))
-
-	moved := attachProxmoxISO(t, root, "198.51.100.53")
-	if moved == first {
-		t.Fatal("the regenerated seed has the same ID: the test proves nothing")
-	}
-	bootOK(t, root)
-	if got := metaDataID(t, root); got != first {
-		t.Errorf("after the resolver change cloud-init gets %q, want the pinned %q", got, first)
-	}
-	st := readStatus(t, root)
-	if st.Identity == nil || st.Identity.ReportedID != moved || st.Identity.ReportedKind != "derived" || st.Identity.RuleName != "keep" {
-		t.Errorf("identity decision after the resolver change: %+v", st.Identity)
-	}
-	if a := statFile(t, seedPath(root, "user-data")); a != userData {
-		t.Error("user-data was rewritten although it did not change")
-	}
-	s := runBinary(t, nil, "status", "--root", root)
-	if !strings.Contains(s.stdout, "Instance ID: "+first+" (reported "+moved+"; rule 1, keep)") ||
-		!strings.Contains(s.stdout, "derived from config, as Proxmox makes it") {
-		t.Errorf("status does not explain the kept ID:\n%s", s.stdout)
-	}
-}
-
-// A clone (a new VM with a copy of the disk: a new product_uuid) must be a
-// new instance, so that it gets its own SSH host keys.
-func TestBootProxmoxCloneGetsNewID(t *testing.T) {
-	root := scratchRoot(t, kvmProduct, kvmVendor, kvmUUID)
-	id := attachProxmoxISO(t, root, "192.0.2.53")
-	bootOK(t, root)
-
-	clone := scratchRoot(t, kvmProduct, kvmVendor, "7D1A0C44-5B6E-4F2A-8E3D-1C9B0A7F6E5D")
-	if err := os.CopyFS(filepath.Join(clone, "var"), os.DirFS(filepath.Join(root, "var"))); err != nil {
-		t.Fatal(err)
-	}
-	if got := attachProxmoxISO(t, clone, "192.0.2.53"); got != id {
-		t.Fatalf("same config, different ID %q vs %q", got, id)
-	}
-	bootOK(t, clone)
-	got := metaDataID(t, clone)
-	if got == id {
-		t.Errorf("the clone was handed the original's ID %q", id)
-	}
-	st := readStatus(t, clone)
-	if st.Identity == nil || st.Identity.RuleName != "new-machine" || st.Identity.InstanceID != got {
-		t.Errorf("clone's decision: %+v", st.Identity)
-	}
-	// The original keeps its ID.
-	bootOK(t, root)
-	if metaDataID(t, root) != id {
-		t.Errorf("the original's ID changed to %q", metaDataID(t, root))
-	}
-}
-
-// Installing seedkeeper into a VM that already ran cloud-init changes
-// nothing: cloud-init's current ID is kept, also after a resolver change.
-func TestBootProxmoxExistingVMKeepsCloudInitID(t *testing.T) {
-	root := scratchRoot(t, kvmProduct, kvmVendor, kvmUUID)
-	_, _, oldMeta := proxmoxSeed("192.0.2.53")
-	cloudID := strings.TrimSpace(strings.TrimPrefix(oldMeta, "instance-id: "))
-	writeFile(t, filepath.Join(root, "var/lib/cloud/data/instance-id"), cloudID+"\n", 0o644)
-
-	reported := attachProxmoxISO(t, root, "198.51.100.53", "198.51.100.54")
-	if reported == cloudID {
-		t.Fatal("test seeds have the same ID")
-	}
-	bootOK(t, root)
-	if got := metaDataID(t, root); got != cloudID {
-		t.Errorf("first seedkeeper boot hands cloud-init %q, want its current %q", got, cloudID)
-	}
-	if st := readStatus(t, root); st.Identity == nil || st.Identity.RuleName != "adopt-cloud-init" {
-		t.Errorf("decision: %+v", st.Identity)
-	}
-	attachProxmoxISO(t, root, "203.0.113.53")
-	bootOK(t, root)
-	if got := metaDataID(t, root); got != cloudID {
-		t.Errorf("after another resolver change cloud-init gets %q, want %q", got, cloudID)
-	}
-}
-
-// A seed a person put into the seed directory is imported once and read
-// from the copy afterwards; what is in the seed directory is seedkeeper's
-// output and is never read back, even when someone edits it.
-func TestBootSeedDirImportedNotReadBack(t *testing.T) {
-	root := scratchRoot(t, kvmProduct, kvmVendor, kvmUUID)
-	copyDir(t, fixtureSeed, filepath.Join(root, "var/lib/cloud/seed/nocloud"))
-	bootOK(t, root)
-
-	writeFile(t, seedPath(root, "meta-data"), "instance-id: hand-edited\nlocal-hostname: other\n", 0o644)
-	writeFile(t, seedPath(root, "user-data"), "#cloud-config\nhostname: other\n", 0o600)
-	bootOK(t, root)
-	st := readStatus(t, root)
-	if st.Transport != "dir:/var/lib/seedkeeper/imported-seed" {
-		t.Errorf("second boot read %q, want the imported copy", st.Transport)
-	}
-	if got := readFile(t, seedPath(root, "meta-data")); got != fixtureMetaData {
-		t.Errorf("meta-data after a hand edit =\n%s", got)
-	}
-	if readFile(t, seedPath(root, "user-data")) != readFile(t, filepath.Join(fixtureSeed, "user-data")) {
-		t.Error("the hand-edited user-data was kept")
-	}
-	if st.Seed == nil || len(st.Seed.Warnings) != 2 || !strings.Contains(st.Seed.Warnings[0], "changed by hand") {
-		t.Errorf("seed warnings: %+v", st.Seed)
-	}
-}
-
-// When the seed comes from a cidata disk, the seed directory (seedkeeper's
-// output) is no source: a changed disk is picked up, a removed one means
-// no source at all.
-func TestBootCidataDiskSeedDirNotASource(t *testing.T) {
-	root := scratchRoot(t, kvmProduct, kvmVendor, kvmUUID)
-	img := filepath.Join(t.TempDir(), "cidata.iso")
-	gunzipTo(t, "cloud-localds.iso", img)
-	attachDisk(t, root, "sr0", img)
-	bootOK(t, root)
-	st := readStatus(t, root)
-	if st.Transport != "iso9660:/dev/sr0" || metaDataID(t, root) != "iid-fixture-01" {
-		t.Fatalf("first boot read %q and handed %q", st.Transport, metaDataID(t, root))
-	}
-
-	// The disk now holds another seed (Proxmox's, whose ID is derived).
-	gunzipTo(t, "proxmox.iso", img)
-	attachDisk(t, root, "sr0", img)
-	bootOK(t, root)
-	if got, want := readFile(t, seedPath(root, "user-data")), readFile(t, "../../testdata/nocloud/proxmox/user-data"); got != want {
-		t.Errorf("user-data after the disk changed =\n%s\nwant the disk's\n%s", got, want)
-	}
-	st = readStatus(t, root)
-	if st.Transport != "iso9660:/dev/sr0" || st.Identity == nil || st.Identity.RuleName != "keep" || metaDataID(t, root) != "iid-fixture-01" {
-		t.Errorf("second boot: transport %q, identity %+v", st.Transport, st.Identity)
-	}
-
-	// Without the disk there is no source, although the seed directory
-	// holds a complete seed.
-	if err := os.Remove(filepath.Join(root, "dev/sr0")); err != nil {
-		t.Fatal(err)
-	}
-	seedBefore := statFile(t, seedPath(root, "user-data"))
-	r := runBinary(t, nil, "boot", "--root", root)
-	if r.code != exitNoSource {
-		t.Fatalf("boot without the disk: %v", r)
-	}
-	if st := readStatus(t, root); st.Outcome != "no-source" {
-		t.Errorf("outcome %q", st.Outcome)
-	}
-	if statFile(t, seedPath(root, "user-data")) != seedBefore {
-		t.Error("a boot without a source changed the seed")
-	}
-}
+// The identity and seed scenarios of the boot flow (a Proxmox resolver
+// change, a clone, an existing VM, a seed directory and a cidata disk)
+// run in process in agent/boot_identity_test.go; the tests here are the
+// command's: exit codes, messages, what status prints.
 
 func TestBootNoSource(t *testing.T) {
 	root := scratchRoot(t, kvmProduct, kvmVendor, kvmUUID)
