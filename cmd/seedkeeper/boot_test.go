@@ -154,31 +154,16 @@ func bootOK(t *testing.T, root string) procResult {
 // run in process in agent/boot_identity_test.go; the tests here are the
 // command's: exit codes, messages, what status prints.
 
+// What a boot without a source writes is tested in process in agent;
+// here, the command: exit 1, the log line, what status says.
 func TestBootNoSource(t *testing.T) {
 	root := scratchRoot(t, kvmProduct, kvmVendor, kvmUUID)
-	before := filesUnder(t, root)
 	r := runBinary(t, nil, "boot", "--root", root)
 	if r.code != exitNoSource || !strings.Contains(r.stderr, "no metadata source on this machine; nothing to do") {
 		t.Fatalf("boot with no source: %v", r)
 	}
-	after := filesUnder(t, root)
-	// The marker that skips cloud-init's units this boot (issue 16).
-	want := append(before, "run/seedkeeper/no-source", "var/lib/seedkeeper/status.json")
-	slices.Sort(want)
-	if !slices.Equal(after, want) {
-		t.Errorf("files after a boot with no source: %q, want %q", after, want)
-	}
-	st := readStatus(t, root)
-	if st.Outcome != "no-source" || st.Identity != nil || st.Seed != nil || len(st.Candidates) != 3 {
-		t.Errorf("status.json: %+v", st)
-	}
 	if !strings.Contains(r.stderr, "cloud-init: no metadata source and no seed: cloud-init is skipped this boot") {
 		t.Errorf("boot does not log that cloud-init is held back:\n%s", r.stderr)
-	}
-	for _, c := range st.Candidates {
-		if c.Found || c.Reason == "" {
-			t.Errorf("candidate %+v", c)
-		}
 	}
 	s := runBinary(t, nil, "status", "--root", root)
 	if s.code != exitOK || !strings.Contains(s.stdout, "): no-source\n") || !strings.Contains(s.stdout, "nocloud:     not present: no ds=nocloud") ||
