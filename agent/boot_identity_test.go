@@ -296,3 +296,36 @@ func TestBootCidataDiskSeedDirNotASource(t *testing.T) {
 		t.Error("a boot without a source removed the seed")
 	}
 }
+
+// A configuration that cannot be used does not stop the seed (identity
+// must not wait on a typo) but closes the hotplug gate, and the status
+// says why, naming the file.
+func TestBootBrokenConfig(t *testing.T) {
+	for name, tc := range map[string]struct{ config, want string }{
+		"yaml":        {"hotplug: {drivers: [e1000}\n", "did not find expected"},
+		"unknown key": {"hotplug:\n  drivers: [e1000]\nhotplugs: {}\n", "field hotplugs not found"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			root := machineRoot(t, uuidVM, map[string]string{"etc/seedkeeper/config.yaml": tc.config})
+			copySeed(t, filepath.Join(root, "var/lib/cloud/seed/nocloud"))
+			e := agent.LoadEnv(sysroot.Root(root), "", nil)
+			if e.ConfigErr == nil {
+				t.Fatal("LoadEnv took the broken file")
+			}
+			st, err := agent.Boot(context.Background(), e, agent.BootOptions{Network: agent.NetworkPlan})
+			if err != nil {
+				t.Fatalf("Boot: %v", err)
+			}
+			if got := seedFile(t, root, "meta-data"); got != fixtureMetaData {
+				t.Errorf("meta-data =\n%s", got)
+			}
+			cfg := filepath.Join(root, "etc/seedkeeper/config.yaml")
+			if !strings.Contains(st.ConfigError, cfg) || !strings.Contains(st.ConfigError, tc.want) {
+				t.Errorf("config_error %q, want the file and %q", st.ConfigError, tc.want)
+			}
+			if st.Network == nil || !strings.HasPrefix(st.Network.Allowlist, "nothing (") || !strings.Contains(st.Network.Allowlist, tc.want) {
+				t.Errorf("allowlist in force: %+v", st.Network)
+			}
+		})
+	}
+}
