@@ -8,12 +8,14 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/seedkeeper/seedkeeper/agent"
 	"github.com/seedkeeper/seedkeeper/datasource"
+	"github.com/seedkeeper/seedkeeper/identity"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 	"github.com/seedkeeper/seedkeeper/internal/testseed"
 )
@@ -327,5 +329,62 @@ func TestBootBrokenConfig(t *testing.T) {
 				t.Errorf("allowlist in force: %+v", st.Network)
 			}
 		})
+	}
+}
+
+// A person's seed directory: the seed handed to cloud-init has the
+// decided ID and the same user-data and vendor-data byte for byte, with
+// their modes; the person's network-config is imported, not handed on,
+// as seedkeeper owns the network; the pin records the machine. A second
+// boot changes no file of the seed.
+func TestBootNoCloudSeed(t *testing.T) {
+	root := machineRoot(t, uuidVM, nil)
+	copySeed(t, filepath.Join(root, "var/lib/cloud/seed/nocloud"))
+	st := boot(t, root)
+	if got := seedFile(t, root, "meta-data"); got != fixtureMetaData {
+		t.Errorf("meta-data =\n%s\nwant\n%s", got, fixtureMetaData)
+	}
+	for name, mode := range map[string]os.FileMode{"meta-data": 0o644, "user-data": 0o600, "vendor-data": 0o600} {
+		if name != "meta-data" {
+			want, _ := os.ReadFile(filepath.Join(fixtureSeed, name))
+			if got := seedFile(t, root, name); got != string(want) {
+				t.Errorf("%s is not byte-identical to the seed's:\n%q\nwant\n%q", name, got, want)
+			}
+		}
+		if fi, err := os.Lstat(filepath.Join(root, "var/lib/cloud/seed/nocloud", name)); err != nil || fi.Mode().Perm() != mode {
+			t.Errorf("%s: %v %v, want mode %v", name, fi, err, mode)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(root, "var/lib/cloud/seed/nocloud/network-config")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("network-config in the seed while seedkeeper owns the network (%v)", err)
+	}
+	imported, _ := os.ReadFile(filepath.Join(root, "var/lib/seedkeeper/imported-seed/network-config"))
+	if want, _ := os.ReadFile(filepath.Join(fixtureSeed, "network-config")); string(imported) != string(want) {
+		t.Error("the person's network-config was not imported byte for byte")
+	}
+	pin, err := identity.Load(sysroot.Root(root))
+	if err != nil || pin == nil || pin.InstanceID != "iid-fixture-01" || pin.MachineID != uuidVM || pin.RuleName != "first-run" {
+		t.Errorf("the pin: %+v (%v)", pin, err)
+	}
+	if st.Outcome != "ok" || st.Source != "nocloud" || st.Identity == nil || st.Identity.RuleName != "first-run" ||
+		st.Seed == nil || !slices.Contains(st.Seed.Removed, "/var/lib/cloud/seed/nocloud/network-config") ||
+		st.Seed.Imported != "/var/lib/seedkeeper/imported-seed" {
+		t.Errorf("status after the first boot: %+v", st)
+	}
+
+	before := map[string]time.Time{}
+	for _, name := range []string{"meta-data", "user-data", "vendor-data", ".seedkeeper"} {
+		before[name] = mtime(t, root, name)
+	}
+	st = boot(t, root)
+	for name, b := range before {
+		if a := mtime(t, root, name); !a.Equal(b) {
+			t.Errorf("second boot rewrote %s", name)
+		}
+	}
+	if st.Transport != "dir:/var/lib/seedkeeper/imported-seed" || st.Identity == nil || st.Identity.RuleName != "keep" ||
+		st.Seed == nil || len(st.Seed.Written) != 0 || st.Network == nil || st.Network.Action != "planned" ||
+		!strings.Contains(st.Network.Allowlist, "from default for qemu") {
+		t.Errorf("status after the second boot: %+v", st)
 	}
 }

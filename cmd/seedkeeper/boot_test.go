@@ -26,6 +26,9 @@ public-keys:
   - "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFixtureKeyOne fixture@one"
 `
 
+// What the boot writes is tested in process in agent; here, the command:
+// exit codes, the log line of an unchanged seed, and what status says
+// after each boot, as text and as JSON.
 func TestBootNoCloudSeed(t *testing.T) {
 	root := scratchRoot(t, kvmProduct, kvmVendor, kvmUUID)
 	copyDir(t, fixtureSeed, filepath.Join(root, "var/lib/cloud/seed/nocloud"))
@@ -34,64 +37,14 @@ func TestBootNoCloudSeed(t *testing.T) {
 	if r.code != exitOK {
 		t.Fatalf("first boot: %v", r)
 	}
-	if got := readFile(t, seedPath(root, "meta-data")); got != fixtureMetaData {
-		t.Errorf("meta-data =\n%s\nwant\n%s", got, fixtureMetaData)
-	}
-	for _, name := range []string{"user-data", "vendor-data"} {
-		if got, want := readFile(t, seedPath(root, name)), readFile(t, filepath.Join(fixtureSeed, name)); got != want {
-			t.Errorf("%s is not byte-identical to the seed's:\n%q\nwant\n%q", name, got, want)
-		}
-	}
-	modes := map[string]os.FileMode{"meta-data": 0o644, "user-data": 0o600, "vendor-data": 0o600}
-	for name, want := range modes {
-		if st := statFile(t, seedPath(root, name)); st.mode.Perm() != want {
-			t.Errorf("%s mode %v, want %v", name, st.mode.Perm(), want)
-		}
-	}
-	// seedkeeper owns the network by default: cloud-init gets no
-	// network-config (the person's one was imported, not lost).
-	if _, err := os.Stat(seedPath(root, "network-config")); !os.IsNotExist(err) {
-		t.Errorf("network-config in the seed while seedkeeper owns the network (%v)", err)
-	}
-	imported := filepath.Join(root, "var/lib/seedkeeper/imported-seed/network-config")
-	if readFile(t, imported) != readFile(t, filepath.Join(fixtureSeed, "network-config")) {
-		t.Error("the person's network-config was not imported byte for byte")
-	}
-	var ident struct {
-		InstanceID string `json:"instance_id"`
-		MachineID  string `json:"machine_id"`
-		RuleName   string `json:"rule_name"`
-	}
-	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(root, "var/lib/seedkeeper/identity.json"))), &ident); err != nil {
-		t.Fatal(err)
-	}
-	if ident.InstanceID != "iid-fixture-01" || ident.MachineID != strings.ToLower(kvmUUID) || ident.RuleName != "first-run" {
-		t.Errorf("identity.json = %+v", ident)
-	}
-	st := readStatus(t, root)
-	if st.Outcome != "ok" || st.Source != "nocloud" || st.Identity == nil || st.Identity.RuleName != "first-run" ||
-		st.Seed == nil || !slices.Contains(st.Seed.Removed, "/var/lib/cloud/seed/nocloud/network-config") ||
-		st.Seed.Imported != "/var/lib/seedkeeper/imported-seed" {
-		t.Errorf("status.json after the first boot: %+v", st)
-	}
 	s := runBinary(t, nil, "status", "--root", root)
 	if !strings.Contains(s.stdout, "Seed:        /var/lib/cloud/seed/nocloud: wrote /var/lib/cloud/seed/nocloud/meta-data, /var/lib/cloud/seed/nocloud/user-data, /var/lib/cloud/seed/nocloud/vendor-data; removed /var/lib/cloud/seed/nocloud/network-config\n") {
 		t.Errorf("status after the first boot does not say what was written and removed:\n%s", s.stdout)
 	}
 
-	// A second boot changes nothing in the seed.
-	before := map[string]fileState{}
-	for _, name := range []string{"meta-data", "user-data", "vendor-data", ".seedkeeper"} {
-		before[name] = statFile(t, seedPath(root, name))
-	}
 	r = runBinary(t, nil, "boot", "--root", root)
 	if r.code != exitOK {
 		t.Fatalf("second boot: %v", r)
-	}
-	for name, b := range before {
-		if a := statFile(t, seedPath(root, name)); a != b {
-			t.Errorf("second boot changed %s: %+v -> %+v", name, b, a)
-		}
 	}
 	if !strings.Contains(r.stderr, `msg="seed unchanged"`) {
 		t.Errorf("second boot does not log that the seed is unchanged:\n%s", r.stderr)
