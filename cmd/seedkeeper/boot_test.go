@@ -18,14 +18,6 @@ import (
 
 const fixtureSeed = "../../testdata/nocloud/seed"
 
-// The meta-data seedkeeper writes for testdata/nocloud/seed: the decided
-// ID, hostname and keys, every value double-quoted.
-const fixtureMetaData = `instance-id: "iid-fixture-01"
-local-hostname: "fixture-host"
-public-keys:
-  - "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFixtureKeyOne fixture@one"
-`
-
 // What the boot writes is tested in process in agent; here, the command:
 // exit codes, the log line of an unchanged seed, and what status says
 // after each boot, as text and as JSON.
