@@ -1,10 +1,8 @@
 package agent_test
 
 import (
-	"compress/gzip"
 	"context"
 	"errors"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -72,23 +70,8 @@ func attachProxmox(t *testing.T, root string, hostResolvers ...string) string {
 // /dev/sr0.
 func attachFixture(t *testing.T, root, name string) {
 	t.Helper()
-	f, err := os.Open(filepath.Join("..", "testdata", "nocloud", name+".gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
 	img := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(img, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testseed.Gunzip(t, filepath.Join("..", "testdata", "nocloud", name+".gz"), img)
 	testseed.Attach(t, root, "sr0", img)
 }
 

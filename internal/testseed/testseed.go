@@ -5,9 +5,11 @@
 package testseed
 
 import (
+	"compress/gzip"
 	"crypto/sha1"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -98,6 +100,31 @@ func Attach(t testing.TB, root, name, img string) {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(root, "dev", name), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Gunzip writes the gzipped file at gz (a fixture such as
+// testdata/nocloud/cloud-localds.iso.gz) to dst.
+func Gunzip(t testing.TB, gz, dst string) {
+	t.Helper()
+	f, err := os.Open(gz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
