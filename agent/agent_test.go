@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -74,8 +75,12 @@ func TestBootPersonSeedDir(t *testing.T) {
 	}
 }
 
+// A boot without a source writes only the marker that holds cloud-init
+// back this boot and its status, says why each source is not there, and
+// tells the service manager.
 func TestBootNoSource(t *testing.T) {
 	root := kvmRoot(t, nil)
+	before := filesUnder(t, root)
 	var n notes
 	st, err := agent.Boot(context.Background(), agent.Env{Root: sysroot.Root(root), Notify: n.notify}, agent.BootOptions{})
 	if !errors.Is(err, datasource.ErrNoSource) {
@@ -90,6 +95,37 @@ func TestBootNoSource(t *testing.T) {
 	if _, err := agent.ReadStatus(sysroot.Root(root)); err != nil {
 		t.Errorf("status not saved: %v", err)
 	}
+	want := append(before, "run/seedkeeper/no-source", "var/lib/seedkeeper/status.json")
+	slices.Sort(want)
+	if after := filesUnder(t, root); !slices.Equal(after, want) {
+		t.Errorf("files after a boot with no source: %q, want %q", after, want)
+	}
+	for _, c := range st.Candidates {
+		if c.Found || c.Reason == "" {
+			t.Errorf("candidate %+v", c)
+		}
+	}
+	if st.Seed != nil || st.CloudInit == nil || !strings.Contains(st.CloudInit.Reason, "no metadata source and no seed: cloud-init is skipped this boot") {
+		t.Errorf("seed %+v, cloud-init %+v", st.Seed, st.CloudInit)
+	}
+}
+
+// filesUnder lists the regular files under root, relative and sorted.
+func filesUnder(t *testing.T, root string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			rel, _ := filepath.Rel(root, p)
+			out = append(out, rel)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(out)
+	return out
 }
 
 func TestReadStatusBeforeBoot(t *testing.T) {
@@ -126,8 +162,11 @@ func TestNormalizeRedacts(t *testing.T) {
 	if v, _ := out.MetaData["admin_pass"].(string); !strings.HasPrefix(v, "<redacted") || out.MetaData["region"] != "r1" {
 		t.Errorf("meta_data %v", out.MetaData)
 	}
+	if !out.Redacted {
+		t.Error("Redacted is false for a redacted Fetched")
+	}
 	shown, _ := agent.Normalize(md, true)
-	if *shown.UserData != string(md.UserData) || shown.MetaData["admin_pass"] != "hunter2" {
-		t.Errorf("--show-secrets: %v %v", *shown.UserData, shown.MetaData)
+	if *shown.UserData != string(md.UserData) || shown.MetaData["admin_pass"] != "hunter2" || shown.Redacted {
+		t.Errorf("--show-secrets: %v %v redacted=%v", *shown.UserData, shown.MetaData, shown.Redacted)
 	}
 }

@@ -29,6 +29,10 @@ type Fetched struct {
 	SmartOS             *FetchedSmartOS `json:"smartos,omitempty"`
 	MetaData            map[string]any  `json:"meta_data,omitempty"`
 	Dropped             []string        `json:"dropped,omitempty"` // fields of the metadata not used, and why
+	// Redacted is whether Normalize replaced the secret values (user-data,
+	// vendor-data, scripts) by a summary; a value shown in full may look
+	// like one, so a printer asks this rather than the text.
+	Redacted bool `json:"-"`
 }
 
 // FetchedSmartOS is the SmartOS part of Fetched.
@@ -52,6 +56,7 @@ func Normalize(md *datasource.Metadata, secrets bool) (*Fetched, error) {
 		Hostname: md.Hostname, MachineID: md.MachineID, PublicKeys: md.PublicKeys,
 		UserData: secret(md.UserData, md.UserData != nil, secrets), VendorData: secret(md.VendorData, md.VendorData != nil, secrets),
 		MetaData: redactMeta(md.MetaData, secrets), Dropped: md.Warnings,
+		Redacted: !secrets,
 	}
 	if out.PublicKeys == nil {
 		out.PublicKeys = []string{}

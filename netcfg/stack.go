@@ -53,7 +53,7 @@ type Stack struct {
 // told to leave alone, so it wins over systemd-networkd, and both win
 // over ifupdown, which manages only what its interfaces file names.
 // Adding a stack is the file that defines its value and one entry here
-// (docs/adding-stack.md); a netplan stack, which renders for networkd or
+// (docs/adding.md, "A network stack"); a netplan stack, which renders for networkd or
 // NetworkManager, would go first.
 var Stacks = []*Stack{NetworkManager, Networkd, Ifupdown}
 

@@ -7,11 +7,9 @@ package main
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -25,6 +23,7 @@ import (
 
 	"github.com/seedkeeper/seedkeeper/agent"
 	"github.com/seedkeeper/seedkeeper/internal/buildtest"
+	"github.com/seedkeeper/seedkeeper/internal/testseed"
 )
 
 // Paths of seedkeeper's state, as the tests look for them under a root.
@@ -160,30 +159,14 @@ func copyDir(t testing.TB, src, dst string) {
 // gunzipTo writes the gzipped fixture testdata/nocloud/NAME.gz to dst.
 func gunzipTo(t testing.TB, name, dst string) {
 	t.Helper()
-	f, err := os.Open(filepath.Join("..", "..", "testdata", "nocloud", name+".gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, dst, string(b), 0o644)
+	testseed.Gunzip(t, filepath.Join("..", "..", "testdata", "nocloud", name+".gz"), dst)
 }
 
 // attachDisk makes the image at img the block device NAME of root, the
 // way seedimage.Scan finds devices: /sys/class/block/NAME and /dev/NAME.
 func attachDisk(t testing.TB, root, name, img string) {
 	t.Helper()
-	if err := os.MkdirAll(filepath.Join(root, "sys/class/block", name), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, filepath.Join(root, "dev", name), readFile(t, img), 0o644)
+	testseed.Attach(t, root, name, img)
 }
 
 // filesUnder lists the regular files under root (relative, sorted).

@@ -141,7 +141,7 @@ func printFetch(w io.Writer, o *agent.Fetched) {
 	show := func(k string, v *string) {
 		if v == nil {
 			line(k, "(absent)")
-		} else if strings.HasPrefix(*v, "<redacted") {
+		} else if o.Redacted {
 			line(k, *v)
 		} else {
 			block(k, fmt.Sprintf("%d bytes:", len(*v)), *v)

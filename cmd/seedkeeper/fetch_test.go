@@ -133,6 +133,21 @@ func TestFetchText(t *testing.T) {
 	}
 }
 
+// With --show-secrets a value is printed as the block it is, even when its
+// text looks like a redaction: whether values were redacted is the
+// redactor's answer, not a guess from the text.
+func TestFetchTextShowsSecretsThatLookRedacted(t *testing.T) {
+	seed := filepath.Join(t.TempDir(), "seed")
+	copyDir(t, fixtureSeed, seed)
+	const ud = "<redacted: 5 bytes, sha256 000000000000>\nruncmd: [true]\n"
+	writeFile(t, filepath.Join(seed, "user-data"), ud, 0o644)
+	r := runInProcess("fetch", "--root", t.TempDir(), "--seed", seed, "--show-secrets")
+	want := fmt.Sprintf("user-data:             %d bytes:\n%s", len(ud), ud)
+	if r.code != exitOK || !strings.Contains(r.stdout, want) {
+		t.Errorf("fetch --show-secrets: exit %d, want %q in:\n%s", r.code, want, r.stdout)
+	}
+}
+
 func TestFetchExitCodes(t *testing.T) {
 	empty := scratchRoot(t, kvmProduct, kvmVendor, kvmUUID)
 	seed, _ := filepath.Abs(fixtureSeed)

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/seedkeeper/seedkeeper/internal/testseed"
 )
 
 // imageRoot is a root as an image build leaves it: the package installed
@@ -207,7 +209,7 @@ func TestImageSealLinkOutOfRootStaysInside(t *testing.T) {
 // sealed, each clone is a new instance.
 func TestImageSealProxmoxTemplateClones(t *testing.T) {
 	tmpl := imageRoot(t, kvmUUID)
-	_, _, meta := proxmoxSeed("192.0.2.53")
+	_, _, meta := testseed.Proxmox("192.0.2.53")
 	tmplID := strings.TrimSpace(strings.TrimPrefix(meta, "instance-id: "))
 	cloudInitRan(t, tmpl, tmplID)
 

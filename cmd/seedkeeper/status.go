@@ -8,11 +8,8 @@ import (
 	"io/fs"
 	"strings"
 
-	"github.com/seedkeeper/seedkeeper/agent"
-	"github.com/seedkeeper/seedkeeper/identity"
-	"github.com/seedkeeper/seedkeeper/image"
+	"github.com/seedkeeper/seedkeeper/agent/report"
 	"github.com/seedkeeper/seedkeeper/internal/safetext"
-	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
 
 const statusHelp = `Usage: seedkeeper status [--root DIR] [--json]
@@ -41,8 +38,7 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(flags, args, statusHelp, stdout, stderr); !ok {
 		return code
 	}
-	r := sysroot.Root(*root)
-	st, err := agent.ReadStatus(r)
+	rep, err := report.Read(newEnv(*root, "", io.Discard))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		fmt.Fprintln(stderr, "seedkeeper boot has not run on this machine yet")
@@ -51,47 +47,32 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "seedkeeper status: %s\n", safetext.Escape(err.Error()))
 		return exitError
 	}
-	warnings := cloudConfigWarnings(r)
-	late := agent.LateSource(newEnv(*root, "", io.Discard))
-	current := agent.CurrentBootID(r)
-	same, known := st.ThisBoot(current)
 	code := exitOK
-	if !same {
+	if !rep.Current() {
 		code = exitNotFound
 	}
 	if *asJSON {
-		out := struct {
-			agent.Status
-			// ThisBoot is whether the record is the running boot's;
-			// absent when that cannot be told.
-			ThisBoot      *bool    `json:"this_boot,omitempty"`
-			CurrentBootID string   `json:"current_boot_id,omitempty"`
-			LateSource    string   `json:"late_source,omitempty"`
-			Warnings      []string `json:"warnings,omitempty"`
-		}{Status: *st, CurrentBootID: current, LateSource: late, Warnings: warnings}
-		if known {
-			out.ThisBoot = &same
-		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false)
-		if err := enc.Encode(out); err != nil {
+		if err := enc.Encode(rep); err != nil {
 			return exitError
 		}
 		return code
 	}
-	if !same {
+	if !rep.Current() {
 		fmt.Fprintf(stdout, "NOT THIS BOOT: seedkeeper boot has not recorded this boot (boot ID %s): it has not run yet, or it failed before saving. What follows is from an earlier boot (boot ID %s).\n",
-			current, safetext.Escape(st.BootID))
+			rep.CurrentBootID, safetext.Escape(rep.BootID))
 	}
-	printStatus(stdout, st, r, warnings)
-	if late != "" {
-		fmt.Fprintf(stdout, "Late source: %s\n", safetext.Escape(late))
+	printStatus(stdout, rep)
+	if rep.LateSource != "" {
+		fmt.Fprintf(stdout, "Late source: %s\n", safetext.Escape(rep.LateSource))
 	}
 	return code
 }
 
-func printStatus(w io.Writer, st *agent.Status, r sysroot.Root, warnings []string) {
+func printStatus(w io.Writer, rep *report.Report) {
+	st := &rep.Status
 	// Every string here may come from the metadata host: escaped, so
 	// that escape sequences do not act on the admin's terminal.
 	e := safetext.Escape
@@ -127,7 +108,7 @@ func printStatus(w io.Writer, st *agent.Status, r sysroot.Root, warnings []strin
 	if d := st.Identity; d != nil {
 		fmt.Fprintf(w, "Instance ID: %s (reported %s; rule %d, %s)\n", e(d.InstanceID), e(d.ReportedID), d.Rule, e(d.RuleName))
 		fmt.Fprintf(w, "Why:         %s\n", e(d.Explanation))
-	} else if s, err := identity.Load(r); err == nil && s != nil && s.InstanceID != "" {
+	} else if s := rep.Pin; s != nil {
 		fmt.Fprintf(w, "Pinned ID:   %s (since %s)\n", e(s.InstanceID), s.PinnedAt.Format("2006-01-02 15:04:05 MST"))
 	}
 	if s := st.Seed; s != nil {
@@ -169,27 +150,7 @@ func printStatus(w io.Writer, st *agent.Status, r sysroot.Root, warnings []strin
 		}
 		fmt.Fprintf(w, "Hotplug:     allowlist %s\n", e(n.Allowlist))
 	}
-	for _, x := range warnings {
+	for _, x := range rep.Warnings {
 		fmt.Fprintf(w, "Warning:     %s\n", e(x))
 	}
-}
-
-// cloudConfigWarnings is what "image check" finds in cloud-init's settings
-// (its drop-in item): the item's Found text when it is a finding, or why
-// the settings could not be checked.
-func cloudConfigWarnings(r sysroot.Root) []string {
-	rep, err := image.Check(string(r), "drop-in")
-	if err != nil {
-		return []string{err.Error()}
-	}
-	var warn []string
-	for _, it := range rep.Items {
-		switch it.Verdict {
-		case image.Finding:
-			warn = append(warn, it.Found)
-		case image.Error:
-			warn = append(warn, "cloud-init's settings could not be checked: "+it.Found)
-		}
-	}
-	return warn
 }

@@ -70,7 +70,15 @@ func Open() (*Handle, error) {
 
 // OpenAt returns a Handle on the network namespace ns. The caller may close
 // ns afterwards; the Handle keeps its own sockets in it.
+//
+// When ns is the namespace the process started in, and the calling thread
+// is in it too, OpenAt is Open: it never calls setns(), so it needs no
+// CAP_SYS_ADMIN. (Every thread that no namespace switch has locked away
+// stays in that namespace, so a Handle made so is right on any thread.)
 func OpenAt(ns netns.NsHandle) (*Handle, error) {
+	if isStartNS(ns) && threadInStartNS() {
+		return Open()
+	}
 	dup, err := unix.FcntlInt(uintptr(ns), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("opening network namespace: %w", err)
@@ -90,6 +98,33 @@ func OpenAt(ns netns.NsHandle) (*Handle, error) {
 	}
 	return h, nil
 }
+
+// startNS is the device and inode of the network namespace the process
+// started in, read while the package initialises (before any goroutine
+// can have switched a thread elsewhere); zero when /proc cannot say.
+var startNS = func() unix.Stat_t {
+	var st unix.Stat_t
+	if unix.Stat("/proc/thread-self/ns/net", &st) != nil {
+		return unix.Stat_t{}
+	}
+	return st
+}()
+
+// isStartNS reports whether ns is the network namespace the process
+// started in.
+func isStartNS(ns netns.NsHandle) bool {
+	var st unix.Stat_t
+	return unix.Fstat(int(ns), &st) == nil && sameNS(st, startNS)
+}
+
+// threadInStartNS reports whether the calling thread is in the network
+// namespace the process started in.
+func threadInStartNS() bool {
+	var st unix.Stat_t
+	return unix.Stat("/proc/thread-self/ns/net", &st) == nil && sameNS(st, startNS)
+}
+
+func sameNS(a, b unix.Stat_t) bool { return b.Ino != 0 && a.Dev == b.Dev && a.Ino == b.Ino }
 
 // inNS runs f on a thread inside the Handle's namespace. The thread goes
 // back to its own namespace afterwards, or, if it cannot, stays locked and

@@ -1,0 +1,90 @@
+// Package report builds what "seedkeeper status" tells about a machine:
+// the record the last boot saved (agent.Status, from
+// /var/lib/seedkeeper/status.json), whether that record is the running
+// boot's (the kernel's boot ID), a metadata source that appeared after boot
+// decided, the pinned instance ID when the record holds no decision, and
+// the cloud-init settings that do not leave the seed to seedkeeper (the
+// drop-in item of image.Check). cmd/seedkeeper only prints it.
+//
+// It is a package of its own rather than part of agent because image,
+// whose check it runs, imports agent.
+package report
+
+import (
+	"github.com/seedkeeper/seedkeeper/agent"
+	"github.com/seedkeeper/seedkeeper/identity"
+	"github.com/seedkeeper/seedkeeper/image"
+	"github.com/seedkeeper/seedkeeper/internal/sysroot"
+)
+
+// Report is the status of one machine. Its JSON form is the last boot's
+// Status with the fields below added; it is what "seedkeeper status
+// --json" prints.
+type Report struct {
+	agent.Status
+	// ThisBoot is whether the record is the running boot's; nil when
+	// that cannot be told (either boot ID missing).
+	ThisBoot *bool `json:"this_boot,omitempty"`
+	// CurrentBootID is the running boot's ID, "" when there is none to
+	// read.
+	CurrentBootID string `json:"current_boot_id,omitempty"`
+	// LateSource says that a metadata source appeared after boot decided
+	// ("" when none did).
+	LateSource string `json:"late_source,omitempty"`
+	// Warnings are cloud-init settings that override seedkeeper's
+	// drop-in, or why they could not be checked.
+	Warnings []string `json:"warnings,omitempty"`
+	// Pin is the pinned identity when the record holds no identity
+	// decision (a boot that ended before deciding); nil otherwise. It is
+	// not part of the JSON form, which has the record's own decision.
+	Pin *identity.State `json:"-"`
+}
+
+// Current reports whether the record is the running boot's; a record or a
+// root without boot IDs counts as current, as before boot IDs were kept.
+func (r *Report) Current() bool { return r.ThisBoot == nil || *r.ThisBoot }
+
+// Read builds the report for e.Root. The error wraps fs.ErrNotExist when
+// seedkeeper boot has never saved a status there; any other error means
+// the record could not be read.
+func Read(e agent.Env) (*Report, error) {
+	st, err := agent.ReadStatus(e.Root)
+	if err != nil {
+		return nil, err
+	}
+	r := &Report{
+		Status:        *st,
+		Warnings:      CloudConfigWarnings(e.Root),
+		LateSource:    agent.LateSource(e),
+		CurrentBootID: agent.CurrentBootID(e.Root),
+	}
+	if same, known := st.ThisBoot(r.CurrentBootID); known {
+		r.ThisBoot = &same
+	}
+	if st.Identity == nil {
+		if s, err := identity.Load(e.Root); err == nil && s != nil && s.InstanceID != "" {
+			r.Pin = s
+		}
+	}
+	return r, nil
+}
+
+// CloudConfigWarnings is what "image check" finds in cloud-init's settings
+// under root (its drop-in item): the item's Found text when it is a
+// finding, or why the settings could not be checked.
+func CloudConfigWarnings(root sysroot.Root) []string {
+	rep, err := image.Check(string(root), "drop-in")
+	if err != nil {
+		return []string{err.Error()}
+	}
+	var warn []string
+	for _, it := range rep.Items {
+		switch it.Verdict {
+		case image.Finding:
+			warn = append(warn, it.Found)
+		case image.Error:
+			warn = append(warn, "cloud-init's settings could not be checked: "+it.Found)
+		}
+	}
+	return warn
+}
