@@ -45,9 +45,17 @@
 // reported in Result.Warnings, because the metadata is the source of truth
 // and a stale hand edit would silently diverge from it.
 //
+// Plan, then apply: Write is PlanWrite followed by Plan.Apply. PlanWrite
+// reads what is there (the marker, a person's seed to import, the files
+// and their content) and decides every write, removal and warning without
+// changing anything; Apply carries out exactly that plan and decides
+// nothing again. The plan of a seed already on disk is empty, and Apply
+// of it touches no file.
+//
 // Every file is written with fsutil.WriteFile: atomically, only when its
-// content or mode changed, never through a symbolic link. Temporary files
-// left by a killed run are removed by the next Write.
+// content or mode changed, never through a symbolic link, even one put in
+// the way after the plan was made. The marker is written last. Temporary
+// files left by a killed run are removed by the next Apply.
 //
 // # Stability
 //

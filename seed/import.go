@@ -14,14 +14,17 @@ import (
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
 
-// importSeed copies a person's seed out of Dir into ImportDir, once. It
-// returns ImportDir when it imported now, "" when there was nothing to
-// import or an import already exists.
-func importSeed(root sysroot.Root) (string, error) {
-	dir := root.Path(Dir)
-	entries, err := os.ReadDir(dir)
+// importable returns the files of a person's seed in Dir that importSeed
+// would copy to ImportDir, nil when there is nothing to import (Dir is
+// absent or holds no seed file) or an import already exists. It changes
+// nothing.
+func importable(root sysroot.Root) ([]string, error) {
+	entries, err := os.ReadDir(root.Path(Dir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
 	if err != nil {
-		return "", fmt.Errorf("reading %s: %w", Dir, err)
+		return nil, fmt.Errorf("reading %s: %w", Dir, err)
 	}
 	var names []string
 	found := false
@@ -33,11 +36,22 @@ func importSeed(root sysroot.Root) (string, error) {
 		found = found || slices.Contains(seedFiles, e.Name())
 	}
 	if !found {
-		return "", nil
+		return nil, nil
 	}
+	if _, err := os.Lstat(root.Path(ImportDir)); err == nil {
+		return nil, nil // imported by a run that was killed before claiming
+	}
+	return names, nil
+}
+
+// importSeed copies the named files of a person's seed out of Dir into
+// ImportDir, once. It returns ImportDir when it imported now, "" when an
+// import already exists.
+func importSeed(root sysroot.Root, names []string) (string, error) {
+	dir := root.Path(Dir)
 	dst := root.Path(ImportDir)
 	if _, err := os.Lstat(dst); err == nil {
-		return "", nil // imported by a run that was killed before claiming
+		return "", nil
 	}
 	parent := filepath.Dir(dst)
 	if err := fsutil.MkdirNoFollow(parent, 0o755); err != nil {

@@ -110,37 +110,84 @@ type file struct {
 }
 
 // Write brings the seed directory and the SmartOS extras under rootDir (a
-// directory standing for "/"; "" is the machine's own) to s.
-// See the package documentation for files, modes and ownership.
+// directory standing for "/"; "" is the machine's own) to s: it plans
+// (Plan) and applies exactly that plan. See the package documentation for
+// files, modes and ownership.
 func Write(rootDir string, s Seed) (Result, error) {
+	p, err := PlanWrite(rootDir, s)
+	if err != nil {
+		return Result{Dir: Dir}, err
+	}
+	return p.Apply()
+}
+
+// Plan is what Write does: PlanWrite decides it from what is on disk,
+// changing nothing, and Apply carries out exactly that.
+type Plan struct {
+	// Root is the directory standing for "/".
+	Root sysroot.Root
+	// Writes are the files Apply writes (their content or mode is not
+	// what the seed asks for), Removes the files it removes; system
+	// paths, in the order Apply acts on them.
+	Writes  []string
+	Removes []string
+	// Import is set when Apply first copies a person's seed in Dir to
+	// ImportDir (the one run that finds Dir without a marker).
+	Import bool
+	// Warnings are what Apply reports in Result.Warnings.
+	Warnings []string
+
+	write       []file
+	importNames []string // the files of a person's seed to import
+	claim       bool     // Dir has no marker: write an empty one first
+	fixDir      bool     // Dir is absent or its mode is not 0700
+	tempFiles   []string // host paths of temporaries a killed run left
+	tempDirs    []string
+	markers     bool    // the marker changes: pending first, final last
+	pending     *marker // what the marker says while the files change
+	final       *marker // what it says once they have
+}
+
+// Empty reports whether Apply has nothing to do: no file to write or
+// remove, no marker to change, no directory mode to set back and no
+// temporary of a killed run to clean up.
+func (p *Plan) Empty() bool {
+	return !p.markers && !p.claim && !p.Import && !p.fixDir && len(p.tempFiles) == 0 && len(p.tempDirs) == 0
+}
+
+// PlanWrite reads the seed directory and the SmartOS extras under rootDir
+// (the marker, a person's seed to import, the files there now) and
+// decides every write and removal that brings them to s. It changes
+// nothing; Apply carries the plan out.
+func PlanWrite(rootDir string, s Seed) (*Plan, error) {
 	root := sysroot.Root(rootDir)
-	res := Result{Dir: Dir}
+	p := &Plan{Root: root}
 	want, warnings, err := filesWarn(s)
 	if err != nil {
-		return res, err
+		return nil, err
 	}
-	res.Warnings = append(res.Warnings, warnings...)
+	p.Warnings = append(p.Warnings, warnings...)
 	dir := root.Path(Dir)
-	if err := ensureDir(dir, 0o700, true); err != nil {
-		return res, err
+	if err := fsutil.NotLinked(dir); err != nil {
+		return nil, err
 	}
-	cleanTemps(root)
+	if fi, err := os.Lstat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+		p.fixDir = true
+	}
+	p.tempFiles, p.tempDirs = temps(root)
 
 	mk, owned, err := readMarker(root)
 	if err != nil {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("%v; treating %s as seedkeeper's", err, Dir))
+		p.Warnings = append(p.Warnings, fmt.Sprintf("%v; treating %s as seedkeeper's", err, Dir))
 		mk, owned = &marker{}, true
 	}
-	justImported := false
 	if !owned {
-		imported, err := importSeed(root)
+		names, err := importable(root)
 		if err != nil {
-			return res, err
+			return nil, err
 		}
-		res.Imported, justImported = imported, imported != ""
-		if err := writeMarker(root, mk); err != nil {
-			return res, err
-		}
+		p.Import, p.importNames = names != nil, names
+		p.claim = true
 	}
 
 	// What to write and what to remove.
@@ -150,20 +197,20 @@ func Write(rootDir string, s Seed) (Result, error) {
 	}
 	var stale []string
 	for _, name := range seedFiles {
-		p := filepath.Join(Dir, name)
-		if _, ok := wantSum[p]; !ok && exists(root.Path(p)) {
-			stale = append(stale, p)
+		sp := filepath.Join(Dir, name)
+		if _, ok := wantSum[sp]; !ok && exists(root.Path(sp)) {
+			stale = append(stale, sp)
 		}
 	}
-	for _, p := range slices.Sorted(maps.Keys(mk.Files)) {
-		if !managed(p) {
+	for _, sp := range slices.Sorted(maps.Keys(mk.Files)) {
+		if !managed(sp) {
 			// The marker is a file on disk: a path it lists is deleted
 			// only when it is one seedkeeper writes.
-			res.Warnings = append(res.Warnings, fmt.Sprintf("the seed marker lists a path seedkeeper does not write (%d bytes); ignoring it", len(p)))
+			p.Warnings = append(p.Warnings, fmt.Sprintf("the seed marker lists a path seedkeeper does not write (%d bytes); ignoring it", len(sp)))
 			continue
 		}
-		if _, ok := wantSum[p]; !ok && !slices.Contains(stale, p) && exists(root.Path(p)) {
-			stale = append(stale, p)
+		if _, ok := wantSum[sp]; !ok && !slices.Contains(stale, sp) && exists(root.Path(sp)) {
+			stale = append(stale, sp)
 		}
 	}
 	slices.Sort(stale)
@@ -174,63 +221,102 @@ func Write(rootDir string, s Seed) (Result, error) {
 		}
 	}
 	if len(todo) == 0 && len(stale) == 0 && len(mk.Pending) == 0 && maps.Equal(mk.Files, wantSum) {
-		return res, nil
+		return p, nil
 	}
+	p.markers = true
 
 	// Hand edits: content that matches neither what the marker recorded
 	// nor what is about to be written. A file to overwrite is overwritten
 	// with a warning; a file to remove is removed only when its content
 	// is what seedkeeper wrote (or a person's seed imported just now), and
 	// otherwise left in place with a warning.
-	ours := func(p string) (bool, bool) {
-		cur, err := readOwn(root.Path(p))
+	ours := func(sp string) (bool, bool) {
+		cur, err := readOwn(root.Path(sp))
 		if err != nil {
 			return false, false
 		}
 		h := sum(cur)
-		if justImported && strings.HasPrefix(p, Dir+"/") {
-			return true, true // the person's seed, imported just now
+		if p.Import && strings.HasPrefix(sp, Dir+"/") {
+			return true, true // the person's seed, imported by this plan
 		}
-		return h == mk.Files[p] || h == mk.Pending[p], h == wantSum[p]
+		return h == mk.Files[sp] || h == mk.Pending[sp], h == wantSum[sp]
 	}
 	for _, f := range todo {
 		if written, same := ours(f.path); !written && !same && exists(root.Path(f.path)) {
-			res.Warnings = append(res.Warnings, fmt.Sprintf("%s was changed by hand since seedkeeper wrote it; overwriting it (change the metadata instead)", f.path))
+			p.Warnings = append(p.Warnings, fmt.Sprintf("%s was changed by hand since seedkeeper wrote it; overwriting it (change the metadata instead)", f.path))
 		}
+		p.write = append(p.write, f)
+		p.Writes = append(p.Writes, f.path)
 	}
-	var remove []string
-	for _, p := range stale {
-		if written, _ := ours(p); !written {
-			res.Warnings = append(res.Warnings, fmt.Sprintf("%s is not what seedkeeper wrote there; leaving it in place (remove it by hand if cloud-init must not read it)", p))
+	for _, sp := range stale {
+		if written, _ := ours(sp); !written {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("%s is not what seedkeeper wrote there; leaving it in place (remove it by hand if cloud-init must not read it)", sp))
 			continue
 		}
-		remove = append(remove, p)
+		p.Removes = append(p.Removes, sp)
 	}
-	stale = remove
 
-	// Marker first (so a kill at any point leaves files the marker
-	// knows), then the files, then the marker again. The marker written
-	// first records what each file holds now when that is ours (a kill
-	// during an earlier write may have left some files at its pending
-	// content): every file on disk is then either in Files or in Pending,
-	// however many writes are cut short in a row.
+	// The marker written before the files records what each file holds
+	// now when that is ours (a kill during an earlier write may have left
+	// some files at its pending content): every file on disk is then
+	// either in Files or in Pending, however many writes are cut short in
+	// a row.
 	known := maps.Clone(mk.Files)
 	if known == nil {
 		known = map[string]string{}
 	}
-	for p, h := range mk.Pending {
-		if !managed(p) {
+	for sp, h := range mk.Pending {
+		if !managed(sp) {
 			continue
 		}
-		if cur, err := readOwn(root.Path(p)); err == nil && sum(cur) == h {
-			known[p] = h
+		if cur, err := readOwn(root.Path(sp)); err == nil && sum(cur) == h {
+			known[sp] = h
 		}
 	}
-	pending := &marker{Files: known, Pending: wantSum}
-	if err := writeMarker(root, pending); err != nil {
+	p.pending = &marker{Files: known, Pending: wantSum}
+	p.final = &marker{Files: wantSum}
+	return p, nil
+}
+
+// Apply carries out the plan, and nothing else: the seed directory made
+// (0700), the temporaries of a killed run removed, a person's seed
+// imported and the directory claimed with the marker, then the marker
+// with the hashes about to be written, the files (each atomically, never
+// through a symbolic link, whatever was put in the way since the plan),
+// the removals, and the marker last. A kill at any point leaves files the
+// marker knows.
+func (p *Plan) Apply() (Result, error) {
+	root := p.Root
+	res := Result{Dir: Dir, Warnings: slices.Clone(p.Warnings)}
+	if p.Empty() {
+		return res, nil
+	}
+	if err := ensureDir(root.Path(Dir), 0o700, true); err != nil {
 		return res, err
 	}
-	for _, f := range todo {
+	removeTemps(p.tempFiles, p.tempDirs)
+	if p.Import {
+		imported, err := importSeed(root, p.importNames)
+		if err != nil {
+			return res, err
+		}
+		if imported == "" {
+			return res, fmt.Errorf("importing the seed in %s: %s appeared since the plan was made", Dir, ImportDir)
+		}
+		res.Imported = imported
+	}
+	if p.claim {
+		if err := writeMarker(root, &marker{}); err != nil {
+			return res, err
+		}
+	}
+	if !p.markers {
+		return res, nil
+	}
+	if err := writeMarker(root, p.pending); err != nil {
+		return res, err
+	}
+	for _, f := range p.write {
 		if err := ensureDir(filepath.Dir(root.Path(f.path)), 0o755, false); err != nil {
 			return res, err
 		}
@@ -242,16 +328,16 @@ func Write(rootDir string, s Seed) (Result, error) {
 			res.Written = append(res.Written, f.path)
 		}
 	}
-	for _, p := range stale {
-		if err := os.Remove(root.Path(p)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	for _, sp := range p.Removes {
+		if err := os.Remove(root.Path(sp)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return res, fmt.Errorf("writing the seed: %w", err)
 		}
-		if err := fsutil.SyncDir(filepath.Dir(root.Path(p))); err != nil {
+		if err := fsutil.SyncDir(filepath.Dir(root.Path(sp))); err != nil {
 			return res, fmt.Errorf("writing the seed: %w", err)
 		}
-		res.Removed = append(res.Removed, p)
+		res.Removed = append(res.Removed, sp)
 	}
-	if err := writeMarker(root, &marker{Files: wantSum}); err != nil {
+	if err := writeMarker(root, p.final); err != nil {
 		return res, err
 	}
 	return res, nil
@@ -475,6 +561,12 @@ func ensureDir(dir string, perm fs.FileMode, private bool) error {
 // cleanTemps removes temporary files a killed run left next to the files
 // seed manages.
 func cleanTemps(root sysroot.Root) {
+	removeTemps(temps(root))
+}
+
+// temps returns the host paths of the temporary files a killed run left
+// next to the files seed manages, and of its temporary import directories.
+func temps(root sysroot.Root) (files, dirs []string) {
 	names := append(slices.Clone(seedFiles), MarkerName)
 	var globs []string
 	for _, n := range names {
@@ -485,12 +577,17 @@ func cleanTemps(root sysroot.Root) {
 	}
 	for _, g := range globs {
 		matches, _ := filepath.Glob(g)
-		for _, m := range matches {
-			os.Remove(m)
-		}
+		files = append(files, matches...)
 	}
-	matches, _ := filepath.Glob(root.Path(filepath.Join(filepath.Dir(ImportDir), "."+filepath.Base(ImportDir)+".tmp-*")))
-	for _, m := range matches {
+	dirs, _ = filepath.Glob(root.Path(filepath.Join(filepath.Dir(ImportDir), "."+filepath.Base(ImportDir)+".tmp-*")))
+	return files, dirs
+}
+
+func removeTemps(files, dirs []string) {
+	for _, m := range files {
+		os.Remove(m)
+	}
+	for _, m := range dirs {
 		os.RemoveAll(m)
 	}
 }
