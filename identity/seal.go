@@ -25,7 +25,8 @@ type Seal struct {
 	SealedAt time.Time `json:"sealed_at"`
 }
 
-// MarkSealed writes the sealed marker under root.
+// MarkSealed writes the sealed marker under root, with no link and (in an
+// image) no mount on the way.
 func MarkSealed(root sysroot.Root, now time.Time) error {
 	if now.IsZero() {
 		now = time.Now()
@@ -34,10 +35,10 @@ func MarkSealed(root sysroot.Root, now time.Time) error {
 	if err != nil {
 		return fmt.Errorf("writing the sealed marker: %w", err)
 	}
-	if err := os.MkdirAll(root.Path("/var/lib/seedkeeper"), 0o755); err != nil {
-		return fmt.Errorf("writing the sealed marker: %w", err)
-	}
-	if _, err := fsutil.WriteFile(root.Path(SealedPath), append(data, '\n'), 0o644); err != nil {
+	// Confined and checked as it is written: a directory on the way
+	// swapped for a link (or a mount) since the seal was planned is
+	// refused, never followed out of the image.
+	if err := fsutil.WriteFileIn(string(root), SealedPath, append(data, '\n'), 0o644); err != nil {
 		return fmt.Errorf("writing the sealed marker: %w", err)
 	}
 	return nil

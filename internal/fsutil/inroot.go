@@ -192,6 +192,24 @@ func TruncateIn(root, p string) error {
 	return nil
 }
 
+// WriteFileIn makes the system path p under root hold exactly data with
+// mode perm, atomically (a temporary file in the same directory, synced,
+// renamed over p, the directory synced). Missing directories on the way
+// are made 0755. The directories are checked as they are opened, one
+// component at a time: a link on the way is refused (ErrSymlink), and
+// under an image root so is a mount (ErrCrossesMount), so a directory
+// swapped for a link after a plan was made cannot lead the write out of
+// the root. A link, a directory or a special file at p itself is refused.
+func WriteFileIn(root, p string, data []byte, perm fs.FileMode) error {
+	if !strings.HasPrefix(p, "/") || path.Clean(p) == "/" {
+		return fmt.Errorf("writing %s: not a path below the root", p)
+	}
+	if err := writeIn(root, path.Clean(p), data, perm); err != nil {
+		return inRootErr("writing", p, 0, err)
+	}
+	return nil
+}
+
 // ResolveIn returns the system path (inside root, not the host path) that
 // p names under root, resolved as Resolve does. Without followLast the
 // last component is not followed: the result names a link itself.
@@ -429,6 +447,39 @@ func portableTruncate(root, p string) error {
 		return err
 	}
 	return w.Close()
+}
+
+func portableWrite(root, p string, data []byte, perm fs.FileMode) error {
+	cur := "/"
+	for _, c := range strings.Split(strings.Trim(path.Dir(p), "/"), "/") {
+		if c == "" {
+			continue
+		}
+		cur = path.Join(cur, c)
+		host := hostPath(root, cur)
+		fi, err := os.Lstat(host)
+		if errors.Is(err, fs.ErrNotExist) {
+			if err := os.Mkdir(host, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+				return err
+			}
+			fi, err = os.Lstat(host)
+		}
+		switch {
+		case err != nil:
+			return err
+		case fi.Mode()&fs.ModeSymlink != 0:
+			return fmt.Errorf("%s: %w", cur, ErrSymlink)
+		case !fi.IsDir():
+			return &kindError{fi.Mode()}
+		}
+	}
+	if !isRealRoot(root) {
+		if err := portableSameDev(root, p); err != nil {
+			return err
+		}
+	}
+	_, err := WriteFile(hostPath(root, p), data, perm)
+	return err
 }
 
 func portableReadlink(root, p string) (string, error) {

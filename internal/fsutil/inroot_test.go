@@ -305,3 +305,32 @@ func FuzzOpenIn(f *testing.F) {
 		}
 	})
 }
+
+func TestWriteFileInConfined(t *testing.T) {
+	forEachWalk(t, func(t *testing.T) {
+		root, _ := hostile(t)
+		outside, err := os.Readlink(filepath.Join(root, "var/lib/cloud/data/hostdir"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Made, missing directories and all, inside the root.
+		if err := WriteFileIn(root, "/var/lib/seedkeeper/sealed.json", []byte("x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := os.ReadFile(filepath.Join(root, "var/lib/seedkeeper/sealed.json")); err != nil || string(b) != "x\n" {
+			t.Errorf("written: %q, %v", b, err)
+		}
+		// A link on the way, absolute or climbing out, is refused.
+		for _, p := range []string{"/var/lib/cloud/data/hostdir/f", "/deep/f", "/abs", "/fifo", "/etc"} {
+			if err := WriteFileIn(root, p, []byte("x"), 0o644); err == nil {
+				t.Errorf("WriteFileIn %s succeeded", p)
+			}
+		}
+		if _, err := os.Lstat(filepath.Join(outside, "f")); err == nil {
+			t.Errorf("written outside the root")
+		}
+		if b, _ := os.ReadFile(filepath.Join(root, "srv/deep/f")); b != nil {
+			t.Errorf("written through a link inside the root")
+		}
+	})
+}
