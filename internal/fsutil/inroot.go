@@ -286,6 +286,10 @@ func (e *kindError) Error() string { return Kind(e.mode) }
 // portableStat resolves p under root in user space and describes it,
 // refusing a mount crossing by comparing devices with the root's.
 func portableStat(root, p string, follow bool) (fs.FileInfo, string, error) {
+	root, err := portableRoot(root)
+	if err != nil {
+		return nil, "", err
+	}
 	sys, err := ResolveIn(root, p, follow)
 	if err != nil {
 		return nil, "", err
@@ -303,6 +307,21 @@ func portableStat(root, p string, follow bool) (fs.FileInfo, string, error) {
 	return fi, host, nil
 }
 
+// portableRoot spells an image root as the mount table names mounts:
+// absolute, with no link in it. A relative root, or one reached through a
+// link, would otherwise match no mount point, and a bind mount within one
+// file system (same device) would be crossed unseen.
+func portableRoot(root string) (string, error) {
+	if isRealRoot(root) {
+		return root, nil
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return "", err
+	}
+	return filepath.EvalSymlinks(abs)
+}
+
 // portableSameDev checks that every component from root down to sys is
 // on the root's device and is no mount point the system lists (a bind
 // mount within one file system keeps the device).
@@ -312,7 +331,10 @@ func portableSameDev(root, sys string) error {
 		return err
 	}
 	rdev, _ := devOf(rfi)
-	mounts := mountPoints()
+	mounts, err := mountPoints()
+	if err != nil {
+		return err
+	}
 	cur := "/"
 	for _, c := range strings.Split(strings.Trim(sys, "/"), "/") {
 		if c == "" {
@@ -364,6 +386,10 @@ func portableOpen(root, p string, want Kinds) (*os.File, error) {
 }
 
 func portableRemove(root, p string, tree bool) error {
+	root, err := portableRoot(root)
+	if err != nil {
+		return err
+	}
 	if sys, err := ResolveIn(root, p, false); err != nil {
 		return err
 	} else if sys != p {
@@ -385,7 +411,11 @@ func portableRemove(root, p string, tree bool) error {
 		return os.Remove(host)
 	}
 	dev, _ := devOf(fi)
-	return portableRemoveTree(host, dev, mountPoints())
+	mounts, err := mountPoints()
+	if err != nil {
+		return err
+	}
+	return portableRemoveTree(host, dev, mounts)
 }
 
 // portableRemoveTree removes the directory dir (on device dev) and what it
@@ -424,6 +454,10 @@ func portableRemoveTree(dir string, dev uint64, mounts map[string]bool) error {
 }
 
 func portableTruncate(root, p string) error {
+	root, err := portableRoot(root)
+	if err != nil {
+		return err
+	}
 	if sys, err := ResolveIn(root, p, false); err != nil {
 		return err
 	} else if sys != p {
@@ -450,6 +484,10 @@ func portableTruncate(root, p string) error {
 }
 
 func portableWrite(root, p string, data []byte, perm fs.FileMode) error {
+	root, err := portableRoot(root)
+	if err != nil {
+		return err
+	}
 	cur := "/"
 	for _, c := range strings.Split(strings.Trim(path.Dir(p), "/"), "/") {
 		if c == "" {
@@ -478,7 +516,7 @@ func portableWrite(root, p string, data []byte, perm fs.FileMode) error {
 			return err
 		}
 	}
-	_, err := WriteFile(hostPath(root, p), data, perm)
+	_, err = WriteFile(hostPath(root, p), data, perm)
 	return err
 }
 

@@ -465,11 +465,12 @@ func modeOf(m uint32) fs.FileMode {
 
 // mountPoints lists the mount points of this process's namespace (from
 // /proc/self/mountinfo), for the portable walk: a bind mount within one
-// file system keeps the device, so the device alone cannot tell.
-func mountPoints() map[string]bool {
+// file system keeps the device, so the device alone cannot tell. A table
+// that cannot be read is an error, never "no mounts".
+func mountPoints() (map[string]bool, error) {
 	b, err := ReadFile(context.Background(), "/proc/self/mountinfo", 16<<20)
 	if err != nil {
-		return nil
+		return nil, fmt.Errorf("cannot tell the mount points inside the root: %w", err)
 	}
 	out := map[string]bool{}
 	for _, l := range strings.Split(string(b), "\n") {
@@ -477,7 +478,7 @@ func mountPoints() map[string]bool {
 			out[filepath.Clean(unescapeMount(f[4]))] = true
 		}
 	}
-	return out
+	return out, nil
 }
 
 // unescapeMount undoes the octal escapes of mountinfo (\040 for a space).
