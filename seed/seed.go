@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -118,6 +119,9 @@ func Write(root sysroot.Root, s Seed) (Result, error) {
 		return res, err
 	}
 	res.Warnings = append(res.Warnings, warnings...)
+	if err := confined(root); err != nil {
+		return res, err
+	}
 	dir := root.Path(Dir)
 	if err := ensureDir(dir, 0o700, true); err != nil {
 		return res, err
@@ -482,6 +486,34 @@ func ensureDir(dir string, perm fs.FileMode, private bool) error {
 	}
 	if errors.Is(absent, fs.ErrNotExist) || private {
 		return os.Chmod(dir, perm) // past the umask, or back from a hand edit
+	}
+	return nil
+}
+
+// writtenDirs are the directories seed writes in, lists and removes from.
+var writtenDirs = []string{Dir, path.Dir(ImportDir), PerBootDir, path.Dir(LegacyUserData)}
+
+// confined refuses an image root where a link or a mount lies on the way
+// to a directory seed writes in: seed writes, lists and removes there by
+// the plain path, which would follow a link (or cross a mount) out of the
+// root, so that a link at /var/lib/cloud would make boot --root read and
+// write the host's seed. The machine's own root is not checked: its links
+// are the system's.
+func confined(root sysroot.Root) error {
+	if root.IsReal() {
+		return nil
+	}
+	for _, d := range writtenDirs {
+		for ; d != "/"; d = path.Dir(d) {
+			fi, err := fsutil.StatIn(string(root), d, false)
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+			case err != nil:
+				return fmt.Errorf("writing the seed: %w", err)
+			case fi.Mode()&fs.ModeSymlink != 0:
+				return fmt.Errorf("writing the seed: %s is a symbolic link; seedkeeper does not follow links to the directories it writes in under a root: %w", d, fsutil.ErrSymlink)
+			}
+		}
 	}
 	return nil
 }
