@@ -44,7 +44,7 @@ const BootIDPath = "/proc/sys/kernel/random/boot_id"
 // when there is none to read (a --root without /proc) or it is not a
 // boot ID.
 func CurrentBootID(root sysroot.Root) string {
-	b, err := fsutil.ReadFileNoFollow(context.Background(), root.Path(BootIDPath), fsutil.SmallFile)
+	b, err := fsutil.ReadFileInNoFollow(context.Background(), string(root), BootIDPath, fsutil.SmallFile)
 	if err != nil {
 		return ""
 	}
@@ -109,9 +109,10 @@ func SaveStatus(root sysroot.Root, st *Status) error {
 
 // ReadStatus reads the status the last boot saved under root. The error
 // wraps fs.ErrNotExist when boot has not run yet. The file is read
-// through the bounded reader, never through a link.
+// through the bounded reader, never through a link, and confined to the
+// root (a link on the way is resolved inside it).
 func ReadStatus(root sysroot.Root) (*Status, error) {
-	b, err := fsutil.ReadFileNoFollow(context.Background(), root.Path(StatusPath), fsutil.SmallFile)
+	b, err := fsutil.ReadFileInNoFollow(context.Background(), string(root), StatusPath, fsutil.SmallFile)
 	if err != nil {
 		return nil, err
 	}
