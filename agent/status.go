@@ -96,15 +96,15 @@ type SeedStatus struct {
 	Warnings []string `json:"warnings,omitempty"`
 }
 
-// SaveStatus writes st to StatusPath under root, mode 0600: the status
-// keeps error text, which may describe secrets.
+// SaveStatus writes st to StatusPath under root, mode 0600 (the status
+// keeps error text, which may describe secrets), never through a link or
+// across a mount on the way.
 func SaveStatus(root sysroot.Root, st *Status) error {
 	b, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return err
 	}
-	_, err = fsutil.WriteFile(root.Path(StatusPath), append(b, '\n'), 0o600)
-	return err
+	return fsutil.WriteFileIn(string(root), StatusPath, append(b, '\n'), 0o600)
 }
 
 // ReadStatus reads the status the last boot saved under root. The error

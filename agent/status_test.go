@@ -170,3 +170,20 @@ func TestReadStatusStaysInRoot(t *testing.T) {
 		t.Errorf("read the host's boot ID through a link: %q", id)
 	}
 }
+
+// SaveStatus under a root whose /var/lib is a link to a host directory
+// writes nothing there.
+func TestSaveStatusStaysInRoot(t *testing.T) {
+	host := t.TempDir()
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "var"), 0o755)
+	if err := os.Symlink(host, filepath.Join(root, "var/lib")); err != nil {
+		t.Fatal(err)
+	}
+	if err := agent.SaveStatus(sysroot.Root(root), &agent.Status{}); err == nil {
+		t.Errorf("SaveStatus through a link out of the root succeeded")
+	}
+	if ents, _ := os.ReadDir(host); len(ents) != 0 {
+		t.Errorf("the status was written on the host: %v", ents)
+	}
+}

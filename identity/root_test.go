@@ -100,3 +100,20 @@ func TestConsumeSealStaysInRoot(t *testing.T) {
 		t.Errorf("the directory at the marker was removed: %v", err)
 	}
 }
+
+// The state directory's parent in an image root is a link to a host
+// directory: the pin is not written there.
+func TestSaveStaysInRoot(t *testing.T) {
+	host := t.TempDir()
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "var"), 0o755)
+	if err := os.Symlink(host, filepath.Join(dir, "var/lib")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Save(sysroot.Root(dir), &State{}); err == nil {
+		t.Errorf("Save through a link out of the root succeeded")
+	}
+	if ents, _ := os.ReadDir(host); len(ents) != 0 {
+		t.Errorf("the state was written on the host: %v", ents)
+	}
+}

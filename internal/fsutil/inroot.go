@@ -200,9 +200,15 @@ func TruncateIn(root, p string) error {
 // under an image root so is a mount (ErrCrossesMount), so a directory
 // swapped for a link after a plan was made cannot lead the write out of
 // the root. A link, a directory or a special file at p itself is refused.
+// On the real root this is WriteFile: the system's own links on the way
+// are followed, and only the last directory and p must not be links.
 func WriteFileIn(root, p string, data []byte, perm fs.FileMode) error {
 	if !strings.HasPrefix(p, "/") || path.Clean(p) == "/" {
 		return fmt.Errorf("writing %s: not a path below the root", p)
+	}
+	if isRealRoot(root) {
+		_, err := WriteFile(path.Clean(p), data, perm)
+		return err
 	}
 	if err := writeIn(root, path.Clean(p), data, perm); err != nil {
 		return inRootErr("writing", p, 0, err)
