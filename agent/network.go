@@ -173,6 +173,16 @@ func (e *Env) renderNetworkd(cfg *netcfg.Config, ownedIDs []string, res *NetResu
 		return false, nil
 	}
 	res.stackDir = sf.Dir
+	// Files are written, listed and removed by plain paths below: under
+	// a root, no link or mount may lie on the way to them.
+	for _, d := range append([]string{sf.Dir}, slices.Collect(maps.Keys(sf.Extra))...) {
+		if d != sf.Dir {
+			d = filepath.ToSlash(filepath.Dir(d))
+		}
+		if err := fsutil.NoLinkOnTheWayIn(string(e.Root), d); err != nil {
+			return false, fmt.Errorf("network: %w", err)
+		}
+	}
 	dir := e.Root.Path(sf.Dir)
 	// Never list, read or remove through a link planted in its place.
 	if err := fsutil.NotLinked(dir); err != nil {

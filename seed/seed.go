@@ -504,15 +504,8 @@ func confined(root sysroot.Root) error {
 		return nil
 	}
 	for _, d := range writtenDirs {
-		for ; d != "/"; d = path.Dir(d) {
-			fi, err := fsutil.StatIn(string(root), d, false)
-			switch {
-			case errors.Is(err, fs.ErrNotExist):
-			case err != nil:
-				return fmt.Errorf("writing the seed: %w", err)
-			case fi.Mode()&fs.ModeSymlink != 0:
-				return fmt.Errorf("writing the seed: %s is a symbolic link; seedkeeper does not follow links to the directories it writes in under a root: %w", d, fsutil.ErrSymlink)
-			}
+		if err := fsutil.NoLinkOnTheWayIn(string(root), d); err != nil {
+			return fmt.Errorf("writing the seed: %w", err)
 		}
 	}
 	return nil

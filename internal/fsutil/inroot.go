@@ -216,6 +216,28 @@ func WriteFileIn(root, p string, data []byte, perm fs.FileMode) error {
 	return nil
 }
 
+// NoLinkOnTheWayIn checks, for code that writes under root by plain
+// paths, that the directory dir and every directory above it is, inside
+// root, no symbolic link (ErrSymlink) and no mount point (ErrCrossesMount);
+// missing ones are fine (they are made as directories). On the real root
+// it checks nothing: the system's own links are followed there.
+func NoLinkOnTheWayIn(root, dir string) error {
+	if isRealRoot(root) {
+		return nil
+	}
+	for d := path.Clean("/" + dir); d != "/"; d = path.Dir(d) {
+		fi, err := StatIn(root, d, false)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			return err
+		case fi.Mode()&fs.ModeSymlink != 0:
+			return fmt.Errorf("%s: %w (a link on the way under the root; it is not followed)", d, ErrSymlink)
+		}
+	}
+	return nil
+}
+
 // ResolveIn returns the system path (inside root, not the host path) that
 // p names under root, resolved as Resolve does. Without followLast the
 // last component is not followed: the result names a link itself.

@@ -334,3 +334,22 @@ func TestWriteFileInConfined(t *testing.T) {
 		}
 	})
 }
+
+func TestNoLinkOnTheWayIn(t *testing.T) {
+	forEachWalk(t, func(t *testing.T) {
+		root, _ := hostile(t)
+		for p, ok := range map[string]bool{
+			"/srv/deep": true, "/srv/deep/missing/more": true, "/etc": true,
+			"/deep": false, "/deep/x": false, "/var/lib/cloud/data/hostdir/x": false,
+		} {
+			if err := NoLinkOnTheWayIn(root, p); (err == nil) != ok {
+				t.Errorf("NoLinkOnTheWayIn %s: %v", p, err)
+			} else if !ok && !errors.Is(err, ErrSymlink) {
+				t.Errorf("NoLinkOnTheWayIn %s: %v; want ErrSymlink", p, err)
+			}
+		}
+		if err := NoLinkOnTheWayIn("", "/"); err != nil {
+			t.Errorf("the real root: %v", err)
+		}
+	})
+}
