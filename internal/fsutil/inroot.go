@@ -436,7 +436,7 @@ func portableRemove(root, p string, tree bool) error {
 	case !fi.IsDir() && tree:
 		return errors.New("not a directory")
 	case !tree:
-		return os.Remove(host)
+		return unlinkFile(host)
 	}
 	dev, _ := devOf(fi)
 	mounts, err := mountPoints()
@@ -471,7 +471,7 @@ func portableRemoveTree(dir string, dev uint64, mounts map[string]bool) error {
 			}
 			continue
 		}
-		if err := os.Remove(p); err != nil {
+		if err := unlinkFile(p); err != nil {
 			errs = append(errs, err)
 		}
 	}

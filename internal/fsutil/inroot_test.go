@@ -353,3 +353,23 @@ func TestNoLinkOnTheWayIn(t *testing.T) {
 		}
 	})
 }
+
+// The portable walk unlinks a file with unlinkFile: a file swapped for an
+// empty directory between the check and the removal must stay.
+func TestUnlinkFileNotADirectory(t *testing.T) {
+	d := filepath.Join(t.TempDir(), "log")
+	if err := os.Mkdir(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unlinkFile(d); !errors.Is(err, ErrIsDir) {
+		t.Errorf("unlinkFile of an empty directory: %v; want ErrIsDir", err)
+	}
+	if _, err := os.Stat(d); err != nil {
+		t.Errorf("the directory was removed: %v", err)
+	}
+	f := filepath.Join(t.TempDir(), "f")
+	os.WriteFile(f, nil, 0o644)
+	if err := unlinkFile(f); err != nil {
+		t.Errorf("unlinkFile of a file: %v", err)
+	}
+}
