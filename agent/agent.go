@@ -53,9 +53,12 @@ func LoadEnv(rootDir, cfgPath string, log *slog.Logger) Env {
 	root := sysroot.Root(rootDir)
 	e := Env{Root: root, Log: log}
 	if cfgPath == "" {
-		cfgPath = root.Path(config.DefaultPath)
+		// The image's own file: read confined to the root, so a link
+		// in it cannot make a file of the host its configuration.
+		e.Config, e.ConfigErr = config.LoadRoot(string(root))
+	} else {
+		e.Config, e.ConfigErr = config.Load(cfgPath)
 	}
-	e.Config, e.ConfigErr = config.Load(cfgPath)
 	e.init()
 	if e.ConfigErr != nil {
 		e.Log.Error("configuration not used; running on defaults, and hotplug will allow no driver", "err", e.ConfigErr)

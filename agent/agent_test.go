@@ -170,3 +170,25 @@ func TestNormalizeRedacts(t *testing.T) {
 		t.Errorf("--show-secrets: %v %v redacted=%v", *shown.UserData, shown.MetaData, shown.Redacted)
 	}
 }
+
+// The default configuration of a root is the root's own file: an
+// absolute link there is resolved inside the root, never on the host.
+func TestLoadEnvConfigStaysInRoot(t *testing.T) {
+	host := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(host, []byte("network:\n  owner: cloud-init\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	link := filepath.Join(dir, "etc/seedkeeper/config.yaml")
+	os.MkdirAll(filepath.Dir(link), 0o755)
+	if err := os.Symlink(host, link); err != nil {
+		t.Fatal(err)
+	}
+	e := agent.LoadEnv(dir, "", nil)
+	if e.ConfigErr != nil {
+		t.Fatal(e.ConfigErr)
+	}
+	if e.Config.Network.Owner == "cloud-init" {
+		t.Errorf("the root's configuration was read from the host file %s", host)
+	}
+}

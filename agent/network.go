@@ -176,6 +176,20 @@ func (e *Env) renderNetworkd(cfg *netcfg.Config, owned func(*netcfg.Interface) b
 	if err != nil {
 		return false, fmt.Errorf("network: %w", err)
 	}
+	// Files are written, listed and removed by plain paths below: under
+	// a root, no link or mount may lie on the way to them.
+	dirs := map[string]bool{}
+	for p := range want {
+		dirs[path.Dir(p)] = true
+	}
+	for _, pl := range places {
+		dirs[pl.Dir] = true
+	}
+	for _, d := range slices.Sorted(maps.Keys(dirs)) {
+		if err := fsutil.NoLinkOnTheWayIn(string(e.Root), d); err != nil {
+			return false, fmt.Errorf("network: %w", err)
+		}
+	}
 	// Never list, read or remove through a link planted in its place.
 	for _, pl := range places {
 		if err := fsutil.NotLinked(e.Root.Path(pl.Dir)); err != nil {

@@ -75,3 +75,24 @@ func write(t *testing.T, root, path, data string) {
 		t.Fatal(err)
 	}
 }
+
+// An image root whose /run is a link to a host directory: the rendered
+// network files are not written (or removed) there.
+func TestRenderNotThroughLinkedRun(t *testing.T) {
+	cfg := &netcfg.Config{
+		Interfaces: []netcfg.Interface{{ID: "eth0", Kind: netcfg.Physical, MAC: "52:54:00:00:00:01", DHCP4: true}},
+	}
+	host := t.TempDir()
+	root := t.TempDir()
+	if err := os.Symlink(host, filepath.Join(root, "run")); err != nil {
+		t.Fatal(err)
+	}
+	e := &Env{Root: sysroot.Root(root)}
+	e.init()
+	if _, err := e.renderNetworkd(cfg, func(i *netcfg.Interface) bool { return i.ID == "eth0" }, &NetResult{}); err == nil {
+		t.Errorf("rendered through a linked /run without an error")
+	}
+	if ents, _ := os.ReadDir(host); len(ents) != 0 {
+		t.Errorf("written on the host: %v", ents)
+	}
+}

@@ -44,7 +44,7 @@ const BootIDPath = "/proc/sys/kernel/random/boot_id"
 // when there is none to read (a --root without /proc) or it is not a
 // boot ID.
 func CurrentBootID(root sysroot.Root) string {
-	b, err := fsutil.ReadFileNoFollow(context.Background(), root.Path(BootIDPath), fsutil.SmallFile)
+	b, err := fsutil.ReadFileInNoFollow(context.Background(), string(root), BootIDPath, fsutil.SmallFile)
 	if err != nil {
 		return ""
 	}
@@ -96,22 +96,23 @@ type SeedStatus struct {
 	Warnings []string `json:"warnings,omitempty"`
 }
 
-// SaveStatus writes st to StatusPath under root, mode 0600: the status
-// keeps error text, which may describe secrets.
+// SaveStatus writes st to StatusPath under root, mode 0600 (the status
+// keeps error text, which may describe secrets), never through a link or
+// across a mount on the way.
 func SaveStatus(root sysroot.Root, st *Status) error {
 	b, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return err
 	}
-	_, err = fsutil.WriteFile(root.Path(StatusPath), append(b, '\n'), 0o600)
-	return err
+	return fsutil.WriteFileIn(string(root), StatusPath, append(b, '\n'), 0o600)
 }
 
 // ReadStatus reads the status the last boot saved under root. The error
 // wraps fs.ErrNotExist when boot has not run yet. The file is read
-// through the bounded reader, never through a link.
+// through the bounded reader, never through a link, and confined to the
+// root (a link on the way is resolved inside it).
 func ReadStatus(root sysroot.Root) (*Status, error) {
-	b, err := fsutil.ReadFileNoFollow(context.Background(), root.Path(StatusPath), fsutil.SmallFile)
+	b, err := fsutil.ReadFileInNoFollow(context.Background(), string(root), StatusPath, fsutil.SmallFile)
 	if err != nil {
 		return nil, err
 	}

@@ -148,3 +148,42 @@ func TestLastBootIsThisBootsOnly(t *testing.T) {
 		t.Errorf("LateSource after a reboot: %q", msg)
 	}
 }
+
+// Under a root whose state directory is a link to a host directory, the
+// status read is the root's own (resolved inside it), never the host's.
+func TestReadStatusStaysInRoot(t *testing.T) {
+	host := t.TempDir()
+	os.WriteFile(filepath.Join(host, "status.json"), []byte(`{"source":"host-secret"}`+"\n"), 0o600)
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "var/lib"), 0o755)
+	if err := os.Symlink(host, filepath.Join(root, "var/lib/seedkeeper")); err != nil {
+		t.Fatal(err)
+	}
+	st, err := agent.ReadStatus(sysroot.Root(root))
+	if err == nil {
+		t.Errorf("read the host's status through a link: %+v", st)
+	}
+	os.MkdirAll(filepath.Join(root, "proc/sys/kernel"), 0o755)
+	os.WriteFile(filepath.Join(host, "boot_id"), []byte("0f1e2d3c-4b5a-6978-8695-a4b3c2d1e0f9\n"), 0o644)
+	os.Symlink(host, filepath.Join(root, "proc/sys/kernel/random"))
+	if id := agent.CurrentBootID(sysroot.Root(root)); id != "" {
+		t.Errorf("read the host's boot ID through a link: %q", id)
+	}
+}
+
+// SaveStatus under a root whose /var/lib is a link to a host directory
+// writes nothing there.
+func TestSaveStatusStaysInRoot(t *testing.T) {
+	host := t.TempDir()
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "var"), 0o755)
+	if err := os.Symlink(host, filepath.Join(root, "var/lib")); err != nil {
+		t.Fatal(err)
+	}
+	if err := agent.SaveStatus(sysroot.Root(root), &agent.Status{}); err == nil {
+		t.Errorf("SaveStatus through a link out of the root succeeded")
+	}
+	if ents, _ := os.ReadDir(host); len(ents) != 0 {
+		t.Errorf("the status was written on the host: %v", ents)
+	}
+}

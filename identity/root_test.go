@@ -61,3 +61,59 @@ func TestReadersUnderAnImageRoot(t *testing.T) {
 		}
 	}
 }
+
+// The state directory of an image root is a link to an absolute path:
+// consuming the marker removes the one ReadSeal found inside the root,
+// never the host's file at the link's target.
+func TestConsumeSealStaysInRoot(t *testing.T) {
+	dir := t.TempDir()
+	root := sysroot.Root(dir)
+	host := t.TempDir()
+	hostMarker := filepath.Join(host, "sealed")
+	os.WriteFile(hostMarker, []byte("{}\n"), 0o644)
+	inside := filepath.Join(dir, host)
+	os.MkdirAll(inside, 0o755)
+	os.WriteFile(filepath.Join(inside, "sealed"), []byte("{}\n"), 0o644)
+	os.MkdirAll(filepath.Join(dir, "var/lib"), 0o755)
+	if err := os.Symlink(host, filepath.Join(dir, "var/lib/seedkeeper")); err != nil {
+		t.Fatal(err)
+	}
+	if ReadSeal(root) == nil {
+		t.Fatal("the marker inside the root is not found")
+	}
+	if err := consumeSeal(root); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(hostMarker); err != nil {
+		t.Errorf("the host's file at the link's target was removed: %v", err)
+	}
+	if ReadSeal(root) != nil {
+		t.Errorf("the marker inside the root is still there")
+	}
+	// A directory where the marker belongs is not removed.
+	os.Remove(filepath.Join(inside, "sealed"))
+	os.Mkdir(filepath.Join(inside, "sealed"), 0o755)
+	if err := consumeSeal(root); err == nil {
+		t.Errorf("a directory at the marker was consumed without an error")
+	}
+	if _, err := os.Stat(filepath.Join(inside, "sealed")); err != nil {
+		t.Errorf("the directory at the marker was removed: %v", err)
+	}
+}
+
+// The state directory's parent in an image root is a link to a host
+// directory: the pin is not written there.
+func TestSaveStaysInRoot(t *testing.T) {
+	host := t.TempDir()
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "var"), 0o755)
+	if err := os.Symlink(host, filepath.Join(dir, "var/lib")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Save(sysroot.Root(dir), &State{}); err == nil {
+		t.Errorf("Save through a link out of the root succeeded")
+	}
+	if ents, _ := os.ReadDir(host); len(ents) != 0 {
+		t.Errorf("the state was written on the host: %v", ents)
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"time"
 
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
@@ -25,7 +24,8 @@ type Seal struct {
 	SealedAt time.Time `json:"sealed_at"`
 }
 
-// MarkSealed writes the sealed marker under root.
+// MarkSealed writes the sealed marker under root, with no link and (in an
+// image) no mount on the way.
 func MarkSealed(root sysroot.Root, now time.Time) error {
 	if now.IsZero() {
 		now = time.Now()
@@ -34,10 +34,10 @@ func MarkSealed(root sysroot.Root, now time.Time) error {
 	if err != nil {
 		return fmt.Errorf("writing the sealed marker: %w", err)
 	}
-	if err := os.MkdirAll(root.Path("/var/lib/seedkeeper"), 0o755); err != nil {
-		return fmt.Errorf("writing the sealed marker: %w", err)
-	}
-	if _, err := fsutil.WriteFile(root.Path(SealedPath), append(data, '\n'), 0o644); err != nil {
+	// Confined and checked as it is written: a directory on the way
+	// swapped for a link (or a mount) since the seal was planned is
+	// refused, never followed out of the image.
+	if err := fsutil.WriteFileIn(string(root), SealedPath, append(data, '\n'), 0o644); err != nil {
 		return fmt.Errorf("writing the sealed marker: %w", err)
 	}
 	return nil
@@ -62,9 +62,15 @@ func (s *Seal) explain() string {
 	return fmt.Sprintf(" The image was sealed (seedkeeper image seal) at %s, so this is the first boot of a clone: no pin and no cloud-init state from before the seal counts, and the sealed marker is removed now.", stamp(s.SealedAt))
 }
 
-// consumeSeal removes the sealed marker (a link is removed, not followed).
+// consumeSeal removes the sealed marker ReadSeal found: the way to it is
+// resolved inside the root, as ReadSeal reads it, and the marker itself is
+// unlinked (a link is removed, not followed; a directory is not removed).
 func consumeSeal(root sysroot.Root) error {
-	if err := os.Remove(root.Path(SealedPath)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	real, err := fsutil.ResolveIn(string(root), SealedPath, false)
+	if err == nil {
+		err = fsutil.RemoveIn(string(root), real, false)
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("removing the sealed marker: %w", err)
 	}
 	return nil

@@ -132,8 +132,8 @@ func ParseState(data []byte) (*State, error) {
 	return &st, nil
 }
 
-// Save writes st to the state file under root, atomically and only when
-// its content changed.
+// Save writes st to the state file under root, atomically, only when its
+// content changed, and never through a link or across a mount on the way.
 func Save(root sysroot.Root, st *State) (changed bool, err error) {
 	st.Version = StateVersion
 	data, err := json.MarshalIndent(st, "", "  ")
@@ -141,11 +141,16 @@ func Save(root sysroot.Root, st *State) (changed bool, err error) {
 		return false, fmt.Errorf("encoding identity state: %w", err)
 	}
 	data = append(data, '\n')
-	path := root.Path(StatePath)
-	if err := fsutil.MkdirNoFollow(root.Path("/var/lib/seedkeeper"), 0o755); err != nil {
+	// Confined to the root: no link or mount on the way is followed.
+	if cur, err := fsutil.ReadFileInNoFollow(context.Background(), string(root), StatePath, int64(len(data))); err == nil && bytes.Equal(cur, data) {
+		if fi, err := fsutil.StatIn(string(root), StatePath, false); err == nil && fi.Mode().Perm() == 0o644 {
+			return false, nil
+		}
+	}
+	if err := fsutil.WriteFileIn(string(root), StatePath, data, 0o644); err != nil {
 		return false, fmt.Errorf("saving identity state: %w", err)
 	}
-	return fsutil.WriteFile(path, data, 0o644)
+	return true, nil
 }
 
 // CloudInitID returns cloud-init's current instance ID under root, or ""

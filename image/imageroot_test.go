@@ -193,3 +193,39 @@ func TestCheckFileOverTheBound(t *testing.T) {
 		t.Errorf("the error quotes the file: %s", it.Found)
 	}
 }
+
+// The state directory swapped for a link to the host between the plan and
+// Apply: the sealed marker must not be written through it.
+func TestSealApplyMarkerDirSwappedForLink(t *testing.T) {
+	m := bootedTemplate(t)
+	p, err := PlanSeal(m.dir, SealOptions{Now: sealTime})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outside := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(outside, "seedkeeper"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m.remove("/var/lib/seedkeeper")
+	m.link(filepath.Join(outside, "seedkeeper"), "/var/lib/seedkeeper")
+	if err := p.Apply(); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Errorf("Apply through a swapped state directory: %v; want a refusal naming the link", err)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(outside, "seedkeeper")); len(ents) != 0 {
+		t.Errorf("the marker was written outside the image: %v", ents)
+	}
+	// A parent swapped likewise.
+	m2 := bootedTemplate(t)
+	p2, err := PlanSeal(m2.dir, SealOptions{Now: sealTime})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(m2.dir, "var/lib"), filepath.Join(m2.dir, "var/lib.old")); err != nil {
+		t.Fatal(err)
+	}
+	m2.link(outside, "/var/lib")
+	p2.Apply()
+	if ents, _ := os.ReadDir(filepath.Join(outside, "seedkeeper")); len(ents) != 0 {
+		t.Errorf("the marker was written outside the image through /var/lib: %v", ents)
+	}
+}

@@ -74,3 +74,32 @@ func TestWriteDoesNotReadAFIFO(t *testing.T) {
 		t.Errorf("warnings = %q", res.Warnings)
 	}
 }
+
+// An image root whose /var/lib/cloud is a link to a host directory: boot
+// --root must neither import the host's seed nor write or remove there.
+func TestWriteRefusesLinkOutOfRoot(t *testing.T) {
+	host := t.TempDir()
+	hostSeed := filepath.Join(host, "seed/nocloud")
+	os.MkdirAll(hostSeed, 0o755)
+	os.WriteFile(filepath.Join(hostSeed, MetaDataFile), []byte("instance-id: host-secret\n"), 0o644)
+	os.WriteFile(filepath.Join(hostSeed, NetworkConfigFile), []byte("version: 1\nconfig: []\n"), 0o644)
+	root := sysroot.Root(t.TempDir())
+	os.MkdirAll(root.Path("/var/lib"), 0o755)
+	if err := os.Symlink(host, root.Path("/var/lib/cloud")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Write(string(root), testSeed())
+	if err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Errorf("Write through a link out of the root: %v; want a refusal", err)
+	}
+	ents, _ := os.ReadDir(hostSeed)
+	if len(ents) != 2 {
+		t.Errorf("the host's seed directory changed: %v", ents)
+	}
+	if b, _ := os.ReadFile(filepath.Join(hostSeed, MetaDataFile)); string(b) != "instance-id: host-secret\n" {
+		t.Errorf("the host's meta-data changed: %q", b)
+	}
+	if _, err := os.Lstat(root.Path(ImportDir)); err == nil {
+		t.Errorf("the host's seed was imported into the root")
+	}
+}

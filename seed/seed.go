@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -167,6 +168,9 @@ func PlanWrite(rootDir string, s Seed) (*Plan, error) {
 		return nil, err
 	}
 	p.Warnings = append(p.Warnings, warnings...)
+	if err := confined(root); err != nil {
+		return nil, err
+	}
 	dir := root.Path(Dir)
 	if err := fsutil.NotLinked(dir); err != nil {
 		return nil, err
@@ -290,6 +294,10 @@ func (p *Plan) Apply() (Result, error) {
 	res := Result{Dir: Dir, Warnings: slices.Clone(p.Warnings)}
 	if p.Empty() {
 		return res, nil
+	}
+	// The way may have changed since the plan: checked again.
+	if err := confined(root); err != nil {
+		return res, err
 	}
 	if err := ensureDir(root.Path(Dir), 0o700, true); err != nil {
 		return res, err
@@ -554,6 +562,27 @@ func ensureDir(dir string, perm fs.FileMode, private bool) error {
 	}
 	if errors.Is(absent, fs.ErrNotExist) || private {
 		return os.Chmod(dir, perm) // past the umask, or back from a hand edit
+	}
+	return nil
+}
+
+// writtenDirs are the directories seed writes in, lists and removes from.
+var writtenDirs = []string{Dir, path.Dir(ImportDir), PerBootDir, path.Dir(LegacyUserData)}
+
+// confined refuses an image root where a link or a mount lies on the way
+// to a directory seed writes in: seed writes, lists and removes there by
+// the plain path, which would follow a link (or cross a mount) out of the
+// root, so that a link at /var/lib/cloud would make boot --root read and
+// write the host's seed. The machine's own root is not checked: its links
+// are the system's.
+func confined(root sysroot.Root) error {
+	if root.IsReal() {
+		return nil
+	}
+	for _, d := range writtenDirs {
+		if err := fsutil.NoLinkOnTheWayIn(string(root), d); err != nil {
+			return fmt.Errorf("writing the seed: %w", err)
+		}
 	}
 	return nil
 }

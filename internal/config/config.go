@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"time"
@@ -131,6 +132,18 @@ func Load(path string) (*Config, error) {
 func LoadIn(root, p string) (*Config, error) {
 	b, err := fsutil.ReadFileIn(context.Background(), root, p, MaxSize)
 	return parse(p, b, err)
+}
+
+// LoadRoot is LoadIn for the default path under root, for the flows
+// (boot, watch, status): errors and Config.Path name the file as the
+// operator finds it on disk (root joined with DefaultPath).
+func LoadRoot(root string) (*Config, error) {
+	b, err := fsutil.ReadFileIn(context.Background(), root, DefaultPath, MaxSize)
+	name := DefaultPath
+	if root != "" && root != "/" {
+		name = filepath.Join(root, DefaultPath)
+	}
+	return parse(name, b, err)
 }
 
 func parse(path string, b []byte, err error) (*Config, error) {

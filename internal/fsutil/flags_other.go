@@ -14,3 +14,12 @@ const (
 
 // devOf reports no device where the system does not say.
 func devOf(os.FileInfo) (uint64, bool) { return 0, false }
+
+// unlinkFile removes the file p, refusing a directory (the check and the
+// removal are two steps here).
+func unlinkFile(p string) error {
+	if fi, err := os.Lstat(p); err == nil && fi.IsDir() {
+		return &os.PathError{Op: "remove", Path: p, Err: ErrIsDir}
+	}
+	return os.Remove(p)
+}

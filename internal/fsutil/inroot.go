@@ -192,6 +192,52 @@ func TruncateIn(root, p string) error {
 	return nil
 }
 
+// WriteFileIn makes the system path p under root hold exactly data with
+// mode perm, atomically (a temporary file in the same directory, synced,
+// renamed over p, the directory synced). Missing directories on the way
+// are made 0755. The directories are checked as they are opened, one
+// component at a time: a link on the way is refused (ErrSymlink), and
+// under an image root so is a mount (ErrCrossesMount), so a directory
+// swapped for a link after a plan was made cannot lead the write out of
+// the root. A link, a directory or a special file at p itself is refused.
+// On the real root this is WriteFile: the system's own links on the way
+// are followed, and only the last directory and p must not be links.
+func WriteFileIn(root, p string, data []byte, perm fs.FileMode) error {
+	if !strings.HasPrefix(p, "/") || path.Clean(p) == "/" {
+		return fmt.Errorf("writing %s: not a path below the root", p)
+	}
+	if isRealRoot(root) {
+		_, err := WriteFile(path.Clean(p), data, perm)
+		return err
+	}
+	if err := writeIn(root, path.Clean(p), data, perm); err != nil {
+		return inRootErr("writing", p, 0, err)
+	}
+	return nil
+}
+
+// NoLinkOnTheWayIn checks, for code that writes under root by plain
+// paths, that the directory dir and every directory above it is, inside
+// root, no symbolic link (ErrSymlink) and no mount point (ErrCrossesMount);
+// missing ones are fine (they are made as directories). On the real root
+// it checks nothing: the system's own links are followed there.
+func NoLinkOnTheWayIn(root, dir string) error {
+	if isRealRoot(root) {
+		return nil
+	}
+	for d := path.Clean("/" + dir); d != "/"; d = path.Dir(d) {
+		fi, err := StatIn(root, d, false)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			return err
+		case fi.Mode()&fs.ModeSymlink != 0:
+			return fmt.Errorf("%s: %w (a link on the way under the root; it is not followed)", d, ErrSymlink)
+		}
+	}
+	return nil
+}
+
 // ResolveIn returns the system path (inside root, not the host path) that
 // p names under root, resolved as Resolve does. Without followLast the
 // last component is not followed: the result names a link itself.
@@ -268,6 +314,10 @@ func (e *kindError) Error() string { return Kind(e.mode) }
 // portableStat resolves p under root in user space and describes it,
 // refusing a mount crossing by comparing devices with the root's.
 func portableStat(root, p string, follow bool) (fs.FileInfo, string, error) {
+	root, err := portableRoot(root)
+	if err != nil {
+		return nil, "", err
+	}
 	sys, err := ResolveIn(root, p, follow)
 	if err != nil {
 		return nil, "", err
@@ -285,6 +335,21 @@ func portableStat(root, p string, follow bool) (fs.FileInfo, string, error) {
 	return fi, host, nil
 }
 
+// portableRoot spells an image root as the mount table names mounts:
+// absolute, with no link in it. A relative root, or one reached through a
+// link, would otherwise match no mount point, and a bind mount within one
+// file system (same device) would be crossed unseen.
+func portableRoot(root string) (string, error) {
+	if isRealRoot(root) {
+		return root, nil
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return "", err
+	}
+	return filepath.EvalSymlinks(abs)
+}
+
 // portableSameDev checks that every component from root down to sys is
 // on the root's device and is no mount point the system lists (a bind
 // mount within one file system keeps the device).
@@ -294,7 +359,10 @@ func portableSameDev(root, sys string) error {
 		return err
 	}
 	rdev, _ := devOf(rfi)
-	mounts := mountPoints()
+	mounts, err := mountPoints()
+	if err != nil {
+		return err
+	}
 	cur := "/"
 	for _, c := range strings.Split(strings.Trim(sys, "/"), "/") {
 		if c == "" {
@@ -346,6 +414,10 @@ func portableOpen(root, p string, want Kinds) (*os.File, error) {
 }
 
 func portableRemove(root, p string, tree bool) error {
+	root, err := portableRoot(root)
+	if err != nil {
+		return err
+	}
 	if sys, err := ResolveIn(root, p, false); err != nil {
 		return err
 	} else if sys != p {
@@ -364,10 +436,14 @@ func portableRemove(root, p string, tree bool) error {
 	case !fi.IsDir() && tree:
 		return errors.New("not a directory")
 	case !tree:
-		return os.Remove(host)
+		return unlinkFile(host)
 	}
 	dev, _ := devOf(fi)
-	return portableRemoveTree(host, dev, mountPoints())
+	mounts, err := mountPoints()
+	if err != nil {
+		return err
+	}
+	return portableRemoveTree(host, dev, mounts)
 }
 
 // portableRemoveTree removes the directory dir (on device dev) and what it
@@ -395,7 +471,7 @@ func portableRemoveTree(dir string, dev uint64, mounts map[string]bool) error {
 			}
 			continue
 		}
-		if err := os.Remove(p); err != nil {
+		if err := unlinkFile(p); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -406,6 +482,10 @@ func portableRemoveTree(dir string, dev uint64, mounts map[string]bool) error {
 }
 
 func portableTruncate(root, p string) error {
+	root, err := portableRoot(root)
+	if err != nil {
+		return err
+	}
 	if sys, err := ResolveIn(root, p, false); err != nil {
 		return err
 	} else if sys != p {
@@ -429,6 +509,43 @@ func portableTruncate(root, p string) error {
 		return err
 	}
 	return w.Close()
+}
+
+func portableWrite(root, p string, data []byte, perm fs.FileMode) error {
+	root, err := portableRoot(root)
+	if err != nil {
+		return err
+	}
+	cur := "/"
+	for _, c := range strings.Split(strings.Trim(path.Dir(p), "/"), "/") {
+		if c == "" {
+			continue
+		}
+		cur = path.Join(cur, c)
+		host := hostPath(root, cur)
+		fi, err := os.Lstat(host)
+		if errors.Is(err, fs.ErrNotExist) {
+			if err := os.Mkdir(host, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+				return err
+			}
+			fi, err = os.Lstat(host)
+		}
+		switch {
+		case err != nil:
+			return err
+		case fi.Mode()&fs.ModeSymlink != 0:
+			return fmt.Errorf("%s: %w", cur, ErrSymlink)
+		case !fi.IsDir():
+			return &kindError{fi.Mode()}
+		}
+	}
+	if !isRealRoot(root) {
+		if err := portableSameDev(root, p); err != nil {
+			return err
+		}
+	}
+	_, err = WriteFile(hostPath(root, p), data, perm)
+	return err
 }
 
 func portableReadlink(root, p string) (string, error) {

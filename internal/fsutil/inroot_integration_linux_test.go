@@ -108,3 +108,36 @@ func TestIntegrationInRootDevice(t *testing.T) {
 		}
 	})
 }
+
+// TestIntegrationInRootBindMountRootSpelling: a root given as a relative
+// path, or through a link, finds the same bind mount inside it as its
+// absolute spelling (the mount table names mounts by absolute, resolved
+// paths), whichever walk is used.
+func TestIntegrationInRootBindMountRootSpelling(t *testing.T) {
+	forEachWalk(t, func(t *testing.T) {
+		host := t.TempDir()
+		os.WriteFile(filepath.Join(host, "cloud-init.log"), []byte("HOST SECRET"), 0o600)
+		root := t.TempDir()
+		os.MkdirAll(filepath.Join(root, "var/log"), 0o755)
+		bindMount(t, host, filepath.Join(root, "var/log"))
+		linked := filepath.Join(t.TempDir(), "img")
+		if err := os.Symlink(root, linked); err != nil {
+			t.Fatal(err)
+		}
+		t.Chdir(filepath.Dir(root))
+		for _, r := range []string{filepath.Base(root), "./" + filepath.Base(root) + "/", linked} {
+			if b, err := ReadFileIn(context.Background(), r, "/var/log/cloud-init.log", SmallFile); !errors.Is(err, ErrCrossesMount) {
+				t.Errorf("root %s: a read through a bind mount: %q, %v; want ErrCrossesMount", r, b, err)
+			}
+			if err := RemoveIn(r, "/var/log/cloud-init.log", false); err == nil {
+				t.Errorf("root %s: a removal through a bind mount succeeded", r)
+			}
+			if err := RemoveIn(r, "/var", true); !errors.Is(err, ErrCrossesMount) {
+				t.Errorf("root %s: a tree removal over a mount: %v; want ErrCrossesMount", r, err)
+			}
+		}
+		if b, err := os.ReadFile(filepath.Join(host, "cloud-init.log")); err != nil || string(b) != "HOST SECRET" {
+			t.Errorf("the host file was touched: %q, %v", b, err)
+		}
+	})
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path"
 	"path/filepath"
@@ -336,6 +337,111 @@ func truncateIn(root, p string) error {
 	return err
 }
 
+// stepFlags are the lookup rules for one component below a directory
+// already opened: no link, nothing above it, and under an image no mount.
+func stepFlags(root string) uint64 {
+	if isRealRoot(root) {
+		return unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS
+	}
+	return beneath
+}
+
+func writeIn(root, p string, data []byte, perm fs.FileMode) error {
+	ok, err := withRoot(root, func(rfd int) error {
+		dfd, err := mkdirsAt(rfd, root, path.Dir(p))
+		if err != nil {
+			return err
+		}
+		defer unix.Close(dfd)
+		return writeAt(dfd, path.Base(p), data, perm)
+	})
+	if !ok {
+		return portableWrite(root, p, data, perm)
+	}
+	return err
+}
+
+// mkdirsAt opens the directory dir under rfd for writing in, one component
+// at a time, making the missing ones 0755: each step refuses a link and,
+// under an image, a mount.
+func mkdirsAt(rfd int, root, dir string) (int, error) {
+	fd, err := openat2(rfd, ".", unix.O_RDONLY|unix.O_DIRECTORY, resolveFlags(root))
+	if err != nil {
+		return -1, err
+	}
+	for _, c := range strings.Split(strings.Trim(dir, "/"), "/") {
+		if c == "" {
+			continue
+		}
+		const flags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW
+		next, err := openat2(fd, c, flags, stepFlags(root))
+		if err == unix.ENOENT {
+			if err = unix.Mkdirat(fd, c, 0o755); err == nil || err == unix.EEXIST {
+				next, err = openat2(fd, c, flags, stepFlags(root))
+			}
+		}
+		unix.Close(fd)
+		switch {
+		case err == unix.ELOOP:
+			return -1, fmt.Errorf("%s: %w", c, ErrSymlink)
+		case err != nil:
+			return -1, fmt.Errorf("%s: %w", c, err)
+		}
+		fd = next
+	}
+	return fd, nil
+}
+
+// writeAt writes data to name in the directory dfd through a temporary
+// file renamed over it; a link or anything but a regular file at name is
+// refused, and rename replaces a link planted after that check without
+// following it.
+func writeAt(dfd int, name string, data []byte, perm fs.FileMode) error {
+	var st unix.Stat_t
+	switch err := unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); {
+	case err == nil && modeOf(st.Mode)&fs.ModeSymlink != 0:
+		return ErrSymlink
+	case err == nil && !modeOf(st.Mode).IsRegular():
+		return &kindError{modeOf(st.Mode)}
+	case err != nil && err != unix.ENOENT:
+		return err
+	}
+	var (
+		fd  int
+		tmp string
+		err error
+	)
+	for i := 0; i < 16; i++ {
+		tmp = "." + name + ".tmp-" + strconv.FormatUint(rand.Uint64(), 36)
+		fd, err = unix.Openat(dfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(perm.Perm()))
+		if err != unix.EEXIST {
+			break
+		}
+	}
+	if err != nil {
+		return err
+	}
+	f := os.NewFile(uintptr(fd), tmp)
+	err = f.Chmod(perm.Perm())
+	if err == nil {
+		_, err = f.Write(data)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = unix.Renameat(dfd, tmp, dfd, name)
+	}
+	if err != nil {
+		unix.Unlinkat(dfd, tmp, 0)
+		return err
+	}
+	return unix.Fsync(dfd)
+}
+
 // modeOf turns a stat mode into the type bits of an fs.FileMode.
 func modeOf(m uint32) fs.FileMode {
 	switch m & unix.S_IFMT {
@@ -359,11 +465,12 @@ func modeOf(m uint32) fs.FileMode {
 
 // mountPoints lists the mount points of this process's namespace (from
 // /proc/self/mountinfo), for the portable walk: a bind mount within one
-// file system keeps the device, so the device alone cannot tell.
-func mountPoints() map[string]bool {
+// file system keeps the device, so the device alone cannot tell. A table
+// that cannot be read is an error, never "no mounts".
+func mountPoints() (map[string]bool, error) {
 	b, err := ReadFile(context.Background(), "/proc/self/mountinfo", 16<<20)
 	if err != nil {
-		return nil
+		return nil, fmt.Errorf("cannot tell the mount points inside the root: %w", err)
 	}
 	out := map[string]bool{}
 	for _, l := range strings.Split(string(b), "\n") {
@@ -371,7 +478,7 @@ func mountPoints() map[string]bool {
 			out[filepath.Clean(unescapeMount(f[4]))] = true
 		}
 	}
-	return out
+	return out, nil
 }
 
 // unescapeMount undoes the octal escapes of mountinfo (\040 for a space).

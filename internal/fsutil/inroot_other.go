@@ -22,5 +22,9 @@ func removeIn(root, p string, tree bool) error { return portableRemove(root, p, 
 
 func truncateIn(root, p string) error { return portableTruncate(root, p) }
 
+func writeIn(root, p string, data []byte, perm fs.FileMode) error {
+	return portableWrite(root, p, data, perm)
+}
+
 // mountPoints is not known here: the device comparison alone applies.
-func mountPoints() map[string]bool { return nil }
+func mountPoints() (map[string]bool, error) { return nil, nil }

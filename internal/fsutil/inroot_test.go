@@ -305,3 +305,71 @@ func FuzzOpenIn(f *testing.F) {
 		}
 	})
 }
+
+func TestWriteFileInConfined(t *testing.T) {
+	forEachWalk(t, func(t *testing.T) {
+		root, _ := hostile(t)
+		outside, err := os.Readlink(filepath.Join(root, "var/lib/cloud/data/hostdir"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Made, missing directories and all, inside the root.
+		if err := WriteFileIn(root, "/var/lib/seedkeeper/sealed.json", []byte("x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := os.ReadFile(filepath.Join(root, "var/lib/seedkeeper/sealed.json")); err != nil || string(b) != "x\n" {
+			t.Errorf("written: %q, %v", b, err)
+		}
+		// A link on the way, absolute or climbing out, is refused.
+		for _, p := range []string{"/var/lib/cloud/data/hostdir/f", "/deep/f", "/abs", "/fifo", "/etc"} {
+			if err := WriteFileIn(root, p, []byte("x"), 0o644); err == nil {
+				t.Errorf("WriteFileIn %s succeeded", p)
+			}
+		}
+		if _, err := os.Lstat(filepath.Join(outside, "f")); err == nil {
+			t.Errorf("written outside the root")
+		}
+		if b, _ := os.ReadFile(filepath.Join(root, "srv/deep/f")); b != nil {
+			t.Errorf("written through a link inside the root")
+		}
+	})
+}
+
+func TestNoLinkOnTheWayIn(t *testing.T) {
+	forEachWalk(t, func(t *testing.T) {
+		root, _ := hostile(t)
+		for p, ok := range map[string]bool{
+			"/srv/deep": true, "/srv/deep/missing/more": true, "/etc": true,
+			"/deep": false, "/deep/x": false, "/var/lib/cloud/data/hostdir/x": false,
+		} {
+			if err := NoLinkOnTheWayIn(root, p); (err == nil) != ok {
+				t.Errorf("NoLinkOnTheWayIn %s: %v", p, err)
+			} else if !ok && !errors.Is(err, ErrSymlink) {
+				t.Errorf("NoLinkOnTheWayIn %s: %v; want ErrSymlink", p, err)
+			}
+		}
+		if err := NoLinkOnTheWayIn("", "/"); err != nil {
+			t.Errorf("the real root: %v", err)
+		}
+	})
+}
+
+// The portable walk unlinks a file with unlinkFile: a file swapped for an
+// empty directory between the check and the removal must stay.
+func TestUnlinkFileNotADirectory(t *testing.T) {
+	d := filepath.Join(t.TempDir(), "log")
+	if err := os.Mkdir(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unlinkFile(d); !errors.Is(err, ErrIsDir) {
+		t.Errorf("unlinkFile of an empty directory: %v; want ErrIsDir", err)
+	}
+	if _, err := os.Stat(d); err != nil {
+		t.Errorf("the directory was removed: %v", err)
+	}
+	f := filepath.Join(t.TempDir(), "f")
+	os.WriteFile(f, nil, 0o644)
+	if err := unlinkFile(f); err != nil {
+		t.Errorf("unlinkFile of a file: %v", err)
+	}
+}
