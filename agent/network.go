@@ -54,6 +54,12 @@ func (e *Env) networkStep(ctx context.Context, cfg *netcfg.Config, allow hotplug
 		e.Log.Info("network: " + res.Reason)
 		return res, nil
 	}
+	// The receipt is written by its plain path: under a root, no link or
+	// mount may lie on the way to it.
+	if err := fsutil.NoLinkOnTheWayIn(string(e.Root), path.Dir(ReceiptPath)); err != nil {
+		res.Action, res.Reason = "failed", "the network receipt: "+err.Error()
+		return res, fmt.Errorf("network: %w", err)
+	}
 	recorded := false
 	record := func(s *apply.Synced) {
 		if recorded || s == nil || s.Plan == nil {

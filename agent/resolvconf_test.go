@@ -1,12 +1,14 @@
 package agent
 
 import (
+	"context"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/seedkeeper/seedkeeper/hotplug"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 	"github.com/seedkeeper/seedkeeper/netcfg"
 )
@@ -91,6 +93,31 @@ func TestRenderNotThroughLinkedRun(t *testing.T) {
 	e.init()
 	if _, err := e.renderNetworkd(cfg, func(i *netcfg.Interface) bool { return i.ID == "eth0" }, &NetResult{}); err == nil {
 		t.Errorf("rendered through a linked /run without an error")
+	}
+	if ents, _ := os.ReadDir(host); len(ents) != 0 {
+		t.Errorf("written on the host: %v", ents)
+	}
+}
+
+// An image root whose /var/lib is a link to a host directory: the network
+// step refuses before it plans, so no receipt is written on the host.
+func TestNetworkReceiptNotThroughLinkedStateDir(t *testing.T) {
+	cfg := &netcfg.Config{
+		Interfaces: []netcfg.Interface{{ID: "eth0", Kind: netcfg.Physical, MAC: "52:54:00:00:00:01", DHCP4: true}},
+	}
+	host := t.TempDir()
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "var"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(host, filepath.Join(root, "var", "lib")); err != nil {
+		t.Fatal(err)
+	}
+	e := &Env{Root: sysroot.Root(root)}
+	e.init()
+	res, err := e.networkStep(context.Background(), cfg, hotplug.Allowlist{}, false)
+	if err == nil || res.Action != "failed" {
+		t.Errorf("network step through a linked /var/lib: %+v, %v", res, err)
 	}
 	if ents, _ := os.ReadDir(host); len(ents) != 0 {
 		t.Errorf("written on the host: %v", ents)

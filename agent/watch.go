@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 
 	"github.com/seedkeeper/seedkeeper/datasource"
 	"github.com/seedkeeper/seedkeeper/hotplug"
+	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 	"github.com/seedkeeper/seedkeeper/mdata"
 	"github.com/seedkeeper/seedkeeper/netcfg"
 	"github.com/seedkeeper/seedkeeper/netcfg/apply"
@@ -119,6 +121,9 @@ func Watch(ctx context.Context, e Env, o WatchOptions) error {
 			return nil, errors.New(msg)
 		}
 		return md.Network, nil
+	}
+	if err := fsutil.NoLinkOnTheWayIn(string(e.Root), path.Dir(ReceiptPath)); err != nil {
+		return fail("watch: the network receipt", err)
 	}
 	receipt := e.Root.Path(ReceiptPath)
 	applyFn := hotplug.NetlinkApplierThen(0, allow, receipt, e.Log,

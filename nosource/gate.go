@@ -154,7 +154,7 @@ func seedPresent(root sysroot.Root) string {
 // with DMI) does not.
 func policyRunsWithoutSource(root sysroot.Root) (string, bool) {
 	policy := ""
-	if b, err := fsutil.ReadFile(context.Background(), root.Path(dsIdentifyConfig), fsutil.SmallFile); err == nil {
+	if b, err := fsutil.ReadFileIn(context.Background(), string(root), dsIdentifyConfig, fsutil.SmallFile); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
 			line, _, _ = strings.Cut(line, "#")
 			k, v, ok := strings.Cut(line, ":")

@@ -153,6 +153,27 @@ func TestForeignMarker(t *testing.T) {
 	}
 }
 
+// An image's ds-identify.cfg that is an absolute link is the image's
+// file, never the host's: a host file saying "policy: enabled" does not
+// make cloud-init run without a datasource in the image.
+func TestDSIdentifyPolicyStaysInRoot(t *testing.T) {
+	host := filepath.Join(t.TempDir(), "ds-identify.cfg")
+	if err := os.WriteFile(host, []byte("policy: enabled\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root := sysroot.Root(t.TempDir())
+	put(t, root, "/proc/cmdline", "ro quiet")
+	if err := os.MkdirAll(root.Path("/etc/cloud"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(host, root.Path(dsIdentifyConfig)); err != nil {
+		t.Fatal(err)
+	}
+	if p, ok := policyRunsWithoutSource(root); ok {
+		t.Errorf("read the host's %s through a link: policy %q", host, p)
+	}
+}
+
 // FuzzDSIdentifyPolicy reads arbitrary ds-identify.cfg and command lines:
 // it never fails, and only the tokens that run cloud-init without a
 // datasource count.
