@@ -1,6 +1,7 @@
 package datasource
 
 import (
+	"context"
 	"errors"
 	"runtime"
 	"strings"
@@ -79,4 +80,56 @@ func TestNoCloudMetaDataIsCountedBeforeDecoding(t *testing.T) {
 			t.Errorf("%s: refusing it allocated %d bytes", name, n)
 		}
 	}
+}
+
+// Every file of a seed at its own limit added up to 64 MiB, and boot
+// peaked near 97 MiB holding them. The files of one seed are bounded
+// together: vendor-data, read last, is what no longer fits, and it is
+// dropped without being read, with a warning that names it and the bound.
+func TestSeedFilesBoundedTogether(t *testing.T) {
+	big := strings.Repeat("x", maxSeedFile)
+	files := map[string]string{
+		"meta-data":      "instance-id: iid-total\n",
+		"user-data":      "#cloud-config\n" + big[len("#cloud-config\n"):],
+		"vendor-data":    big,
+		"network-config": "version: 2\nethernets: {}\n",
+	}
+	check := func(t *testing.T, md *Metadata, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(md.UserData) != maxSeedFile || md.VendorData != nil || md.NetworkConfigRaw == nil {
+			t.Fatalf("user-data %d bytes, vendor-data %v, network-config %v: want user-data and network-config kept, vendor-data dropped",
+				len(md.UserData), md.VendorData != nil, md.NetworkConfigRaw != nil)
+		}
+		if len(md.Warnings) != 1 || !strings.Contains(md.Warnings[0], "vendor-data dropped") || !strings.Contains(md.Warnings[0], "25165824 byte limit") {
+			t.Errorf("warnings = %q, want one naming vendor-data and the bound", md.Warnings)
+		}
+	}
+	t.Run("dir", func(t *testing.T) {
+		r := newNCRoot(t)
+		r.seed("/var/lib/cloud/seed/nocloud", files)
+		var md *Metadata
+		var err error
+		n := allocated(func() { md, err = ReadNoCloud(context.Background(), r.opts()) })
+		check(t, md, err)
+		// user-data once, as it is read; not vendor-data, nor growing copies.
+		if n > maxSeedFile+maxSeedFile/2 {
+			t.Errorf("reading the seed allocated %d bytes", n)
+		}
+	})
+	t.Run("seedfrom", func(t *testing.T) {
+		served := map[string]string{}
+		for name, body := range files {
+			served["/seed/"+name] = body
+		}
+		srv, _ := seedServer(t, served, nil)
+		r := newNCRoot(t)
+		r.write(cmdlinePath, []byte("ds=nocloud;s="+srv.URL+"/seed/\n"))
+		o := r.opts()
+		o.HTTPClient = srv.Client()
+		md, err := ReadNoCloud(context.Background(), o)
+		check(t, md, err)
+	})
 }
