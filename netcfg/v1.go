@@ -221,12 +221,9 @@ func (p *v1Parser) link(m mapping, kind Kind) error {
 }
 
 func vlanID(f field) (int, error) {
-	n, err := f.integer()
+	n, err := f.intIn("a VLAN ID", 1, 4094)
 	if err != nil {
 		return 0, err
-	}
-	if n < 1 || n > 4094 {
-		return 0, f.errorf("%d is not a VLAN ID (1 to 4094)", n)
 	}
 	return n, nil
 }
@@ -334,11 +331,8 @@ func v1Subnet(ifc *Interface, sf field) error {
 	}
 	metric := 0
 	if f := m.get("metric"); f.present() {
-		if metric, err = f.integer(); err != nil {
+		if metric, err = f.metric(); err != nil {
 			return err
-		}
-		if metric < 0 {
-			return f.errorf("%d is not a metric", metric)
 		}
 	}
 	switch typ {
@@ -436,11 +430,8 @@ func v1Route(m mapping) (Route, error) {
 		}
 	}
 	if f := m.get("metric"); f.present() {
-		if r.Metric, err = f.integer(); err != nil {
+		if r.Metric, err = f.metric(); err != nil {
 			return r, err
-		}
-		if r.Metric < 0 {
-			return r, f.errorf("%d is not a metric", r.Metric)
 		}
 	}
 	return r, nil

@@ -204,11 +204,8 @@ func v2IP(ifc *Interface, m mapping) error {
 			return err
 		}
 		if mf := om.get("route-metric"); mf.present() {
-			if ifc.DHCPMetric, err = mf.integer(); err != nil {
+			if ifc.DHCPMetric, err = mf.metric(); err != nil {
 				return err
-			}
-			if ifc.DHCPMetric < 0 {
-				return mf.errorf("%d is not a metric", ifc.DHCPMetric)
 			}
 		}
 	}
@@ -310,19 +307,13 @@ func v2Route(rf field) (Route, error) {
 		}
 	}
 	if f := rm.get("metric"); f.present() {
-		if r.Metric, err = f.integer(); err != nil {
+		if r.Metric, err = f.metric(); err != nil {
 			return r, err
-		}
-		if r.Metric < 0 {
-			return r, f.errorf("%d is not a metric", r.Metric)
 		}
 	}
 	if f := rm.get("table"); f.present() {
-		if r.Table, err = f.integer(); err != nil {
+		if r.Table, err = f.intIn("a routing table", 0, maxMetric); err != nil {
 			return r, err
-		}
-		if r.Table < 0 {
-			return r, f.errorf("%d is not a routing table", r.Table)
 		}
 	}
 	return r, nil
