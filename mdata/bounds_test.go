@@ -142,3 +142,24 @@ func TestLineLimitIsTheValueLimit(t *testing.T) {
 		t.Error("a 33-letter code was taken")
 	}
 }
+
+// SEEDKEEPER_MDATA's vsock CID and port go through the one range check,
+// and no message about the variable quotes it (it may hold anything).
+func TestParseTransportRangeCheckedWithoutQuoting(t *testing.T) {
+	for in, want := range map[string]string{
+		"vsock:4294967296:1":      "transport vsock CID: out of range (want between 0 and 4294967295)",
+		"vsock:2:-1":              "transport vsock port: out of range (want between 0 and 4294967295)",
+		"vsock:2":                 "transport: want vsock:CID:PORT",
+		"SECRET:x":                "transport: unknown kind (want serial, unix or vsock)",
+		"SECRETWITHOUTAKIND":      "transport: want serial:PATH, unix:PATH or vsock:CID:PORT",
+		"vsock:SECRET:SECRETPORT": "transport vsock CID: out of range",
+	} {
+		_, err := ParseTransport(in)
+		if err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("ParseTransport: error = %v, want %q", err, want)
+		}
+		if err != nil && (strings.Contains(err.Error(), "SECRET") || strings.Contains(err.Error(), "4294967296")) {
+			t.Errorf("%q quotes the input", err)
+		}
+	}
+}
