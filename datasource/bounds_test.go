@@ -3,6 +3,7 @@ package datasource
 import (
 	"context"
 	"errors"
+	"os/exec"
 	"runtime"
 	"strings"
 	"testing"
@@ -132,4 +133,41 @@ func TestSeedFilesBoundedTogether(t *testing.T) {
 		md, err := ReadNoCloud(context.Background(), o)
 		check(t, md, err)
 	})
+}
+
+// A guestinfo tool's output was collected whole, however much it printed:
+// stdout is kept to the base64 of the largest value and the run fails
+// past it; stderr, foreign text shown in errors, is kept to 4 KiB.
+func TestGuestinfoToolOutputBounded(t *testing.T) {
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("needs sh")
+	}
+	var err error
+	n := allocated(func() {
+		_, err = ExecRunner{}.Run(context.Background(), []string{"sh", "-c", "head -c 64000000 /dev/zero"})
+	})
+	if !errors.Is(err, errToolOutput) {
+		t.Errorf("a tool printing 64 MB: err = %v, want errToolOutput", err)
+	}
+	if n > 3*maxToolOutput {
+		t.Errorf("a tool printing 64 MB cost %d bytes", n)
+	}
+	res, err := ExecRunner{}.Run(context.Background(), []string{"sh", "-c", "head -c 1000000 /dev/zero >&2; exit 3"})
+	if err != nil || res.ExitCode != 3 || len(res.Stderr) > maxToolStderr {
+		t.Errorf("a tool printing 1 MB on stderr: %d bytes kept, exit %d, err %v", len(res.Stderr), res.ExitCode, err)
+	}
+}
+
+// A base64 guestinfo value was copied without its white space before its
+// decoded size was checked: the size is counted on the text first.
+func TestGuestinfoBase64CountedBeforeCopy(t *testing.T) {
+	big := strings.Repeat("AAAA\n", 6<<20)
+	var err error
+	n := allocated(func() { _, err = guestinfoBase64(big, maxGuestinfoDecoded) })
+	if err == nil || !strings.Contains(err.Error(), "more than the 16777216 allowed") {
+		t.Fatalf("err = %v", err)
+	}
+	if n > 1<<20 {
+		t.Errorf("refusing it allocated %d bytes", n)
+	}
 }

@@ -111,18 +111,21 @@ func (r ExecRunner) Run(ctx context.Context, argv []string) (CommandResult, erro
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	var stdout, stderr bytes.Buffer
+	stdout := &cappedBuffer{max: maxToolOutput}
+	stderr := &cappedBuffer{max: maxToolStderr}
 	cmd := exec.CommandContext(ctx, prog, argv[1:]...)
 	cmd.Args[0] = argv[0]
 	cmd.Env = r.Env
-	cmd.Stdout = &stdout
-	cmd.Stderr = &stderr
+	cmd.Stdout = stdout
+	cmd.Stderr = stderr
 	// A child that keeps the pipes open must not hold us past the deadline.
 	cmd.WaitDelay = time.Second
 	err = cmd.Run()
-	res := CommandResult{Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}
+	res := CommandResult{Stdout: stdout.b, Stderr: stderr.b}
 	var exit *exec.ExitError
 	switch {
+	case stdout.over:
+		return CommandResult{}, fmt.Errorf("%s: %w: printed more than %d bytes", argv[0], errToolOutput, maxToolOutput)
 	case err == nil:
 		return res, nil
 	case parent.Err() != nil:
@@ -135,6 +138,40 @@ func (r ExecRunner) Run(ctx context.Context, argv []string) (CommandResult, erro
 	default:
 		return res, fmt.Errorf("%s: %w", argv[0], err)
 	}
+}
+
+// maxToolOutput bounds what one run of a guestinfo tool may print: the
+// base64 of the largest value (maxGuestinfoDecoded and a gzip header),
+// wrapped in lines. Output past it is not kept, and the run fails.
+const maxToolOutput = (maxGuestinfoDecoded+1024)/3*4*77/76 + 4096
+
+// maxToolStderr is how much of a tool's stderr is kept: it is foreign
+// text, shown in errors; the rest is dropped as it arrives.
+const maxToolStderr = 4096
+
+var errToolOutput = errors.New("output over the limit")
+
+// cappedBuffer keeps the first max bytes written to it and drops the rest
+// (still taking it, so that the child does not block on a full pipe),
+// noting that it did.
+type cappedBuffer struct {
+	b    []byte
+	max  int
+	over bool
+}
+
+func (c *cappedBuffer) Write(p []byte) (int, error) {
+	n := min(len(p), c.max-len(c.b))
+	if len(c.b)+n > cap(c.b) {
+		// Doubling, not append's slower growth: what is copied and
+		// dropped on the way to max stays under max.
+		c.b = append(make([]byte, 0, min(max(2*cap(c.b), len(c.b)+n, 4096), c.max)), c.b...)
+	}
+	c.b = append(c.b, p[:n]...)
+	if n < len(p) {
+		c.over = true
+	}
+	return len(p), nil
 }
 
 // lookPath finds name in r.Path, or in $PATH when r.Path is empty.
@@ -426,17 +463,30 @@ func decodeGuestinfo(enc, v string, limit int) ([]byte, error) {
 // guestinfoBase64 decodes standard base64, ignoring line breaks and other
 // ASCII whitespace (as `base64` wraps its output) and missing padding.
 func guestinfoBase64(s string, limit int) ([]byte, error) {
-	s = strings.Map(func(r rune) rune {
+	space := func(r rune) bool {
 		switch r {
 		case ' ', '\t', '\r', '\n', '\v', '\f':
+			return true
+		}
+		return false
+	}
+	// Counted before the copy without white space is made.
+	text := len(s)
+	for _, r := range s {
+		if space(r) {
+			text--
+		}
+	}
+	if n := base64.RawStdEncoding.DecodedLen(text - strings.Count(s, "=")); n > limit {
+		return nil, fmt.Errorf("decodes to %d bytes, more than the %d allowed", n, limit)
+	}
+	s = strings.Map(func(r rune) rune {
+		if space(r) {
 			return -1
 		}
 		return r
 	}, s)
 	s = strings.TrimRight(s, "=")
-	if n := base64.RawStdEncoding.DecodedLen(len(s)); n > limit {
-		return nil, fmt.Errorf("decodes to %d bytes, more than the %d allowed", n, limit)
-	}
 	b, err := base64.RawStdEncoding.DecodeString(s)
 	if err != nil {
 		return nil, fmt.Errorf("bad base64: %w", err)
