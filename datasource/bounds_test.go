@@ -4,21 +4,12 @@ import (
 	"context"
 	"errors"
 	"os/exec"
-	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/seedkeeper/seedkeeper/internal/alloctest"
 	"github.com/seedkeeper/seedkeeper/internal/yamlx"
 )
-
-func allocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
 
 // An 11 KB gzip guestinfo.metadata cost about 470 MiB: it expanded to
 // 32 MiB, then the YAML decoder spent 250 bytes on each of its values.
@@ -31,7 +22,7 @@ func TestGuestinfoMetadataBombIsCheapToRefuse(t *testing.T) {
 	}
 	g := &rawGuestinfo{values: map[string]string{"metadata": bomb, "metadata.encoding": "gzip+base64"}}
 	var err error
-	n := allocated(func() { _, err = g.decode("metadata", discardLog()) })
+	n := alloctest.Bytes(func() { _, err = g.decode("metadata", discardLog()) })
 	if err == nil || !strings.Contains(err.Error(), "expands to more than 2097152 bytes") {
 		t.Fatalf("decode = %v", err)
 	}
@@ -45,7 +36,7 @@ func TestGuestinfoMetadataBombIsCheapToRefuse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n = allocated(func() { _, err = parseVMwareDoc(doc) })
+	n = alloctest.Bytes(func() { _, err = parseVMwareDoc(doc) })
 	if !errors.Is(err, yamlx.ErrTooComplex) {
 		t.Fatalf("parseVMwareDoc = %v, want ErrTooComplex", err)
 	}
@@ -73,7 +64,7 @@ func TestNoCloudMetaDataIsCountedBeforeDecoding(t *testing.T) {
 	} {
 		data := []byte(doc)
 		var err error
-		n := allocated(func() { _, err = parseNoCloudMeta(data, "meta-data") })
+		n := alloctest.Bytes(func() { _, err = parseNoCloudMeta(data, "meta-data") })
 		if !errors.Is(err, yamlx.ErrTooComplex) || !strings.HasPrefix(err.Error(), "meta-data: meta-data: ") {
 			t.Errorf("%s: parseNoCloudMeta = %v", name, err)
 		}
@@ -113,7 +104,7 @@ func TestSeedFilesBoundedTogether(t *testing.T) {
 		r.seed("/var/lib/cloud/seed/nocloud", files)
 		var md *Metadata
 		var err error
-		n := allocated(func() { md, err = ReadNoCloud(context.Background(), r.opts()) })
+		n := alloctest.Bytes(func() { md, err = ReadNoCloud(context.Background(), r.opts()) })
 		check(t, md, err)
 		// user-data once, as it is read; not vendor-data, nor growing copies.
 		if n > maxSeedFile+maxSeedFile/2 {
@@ -143,7 +134,7 @@ func TestGuestinfoToolOutputBounded(t *testing.T) {
 		t.Skip("needs sh")
 	}
 	var err error
-	n := allocated(func() {
+	n := alloctest.Bytes(func() {
 		_, err = ExecRunner{}.Run(context.Background(), []string{"sh", "-c", "head -c 64000000 /dev/zero"})
 	})
 	if !errors.Is(err, errToolOutput) {
@@ -163,7 +154,7 @@ func TestGuestinfoToolOutputBounded(t *testing.T) {
 func TestGuestinfoBase64CountedBeforeCopy(t *testing.T) {
 	big := strings.Repeat("AAAA\n", 6<<20)
 	var err error
-	n := allocated(func() { _, err = guestinfoBase64(big, maxGuestinfoDecoded) })
+	n := alloctest.Bytes(func() { _, err = guestinfoBase64(big, maxGuestinfoDecoded) })
 	if err == nil || !strings.Contains(err.Error(), "more than the 16777216 allowed") {
 		t.Fatalf("err = %v", err)
 	}
