@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -20,9 +21,11 @@ func TestGuestinfoMetadataBombIsCheapToRefuse(t *testing.T) {
 	if len(bomb) > 64<<10 {
 		t.Fatalf("the bomb is %d bytes", len(bomb))
 	}
-	g := &rawGuestinfo{values: map[string]string{"metadata": bomb, "metadata.encoding": "gzip+base64"}}
+	text := []byte(bomb)
 	var err error
-	n := alloctest.Bytes(func() { _, err = g.decode("metadata", discardLog()) })
+	n := alloctest.Bytes(func() {
+		_, err = decodeGuestinfoValue("guestinfo.metadata", "gzip+base64", text, guestinfoLimit("metadata"), discardLog())
+	})
 	if err == nil || !strings.Contains(err.Error(), "expands to more than 2097152 bytes") {
 		t.Fatalf("decode = %v", err)
 	}
@@ -31,8 +34,7 @@ func TestGuestinfoMetadataBombIsCheapToRefuse(t *testing.T) {
 	}
 	// Within the bound, the document is still counted before decoding.
 	within := gzb64("[" + strings.Repeat("a,", 1<<19) + "a]")
-	g = &rawGuestinfo{values: map[string]string{"metadata": within, "metadata.encoding": "gz+b64"}}
-	doc, err := g.decode("metadata", discardLog())
+	doc, err := decodeGuestinfoValue("guestinfo.metadata", "gz+b64", []byte(within), guestinfoLimit("metadata"), discardLog())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,13 +46,13 @@ func TestGuestinfoMetadataBombIsCheapToRefuse(t *testing.T) {
 		t.Errorf("refusing %d values allocated %d bytes", 1<<19, n)
 	}
 	// user-data may be larger than a YAML document, up to a seed file.
-	if b, err := decodeGuestinfo("base64", strings.Repeat("QUFB", (maxGuestinfoDecoded+3)/3), maxGuestinfoDecoded); err == nil {
+	if b, err := decodeGuestinfo("base64", []byte(strings.Repeat("QUFB", (maxGuestinfoDecoded+3)/3)), maxGuestinfoDecoded); err == nil {
 		t.Errorf("a base64 value of %d bytes was decoded", len(b))
 	}
-	if b, err := decodeGuestinfo("gzip+base64", gzb64(strings.Repeat("x", maxGuestinfoDecoded)), maxGuestinfoDecoded); err != nil || len(b) != maxGuestinfoDecoded {
+	if b, err := decodeGuestinfo("gzip+base64", []byte(gzb64(strings.Repeat("x", maxGuestinfoDecoded))), maxGuestinfoDecoded); err != nil || len(b) != maxGuestinfoDecoded {
 		t.Errorf("a gzip value of exactly the limit: %d bytes, %v", len(b), err)
 	}
-	if _, err := decodeGuestinfo("gzip+base64", gzb64(strings.Repeat("x", maxGuestinfoDecoded+1)), maxGuestinfoDecoded); err == nil {
+	if _, err := decodeGuestinfo("gzip+base64", []byte(gzb64(strings.Repeat("x", maxGuestinfoDecoded+1))), maxGuestinfoDecoded); err == nil {
 		t.Error("a gzip value one byte over the limit was taken")
 	}
 }
@@ -152,7 +154,7 @@ func TestGuestinfoToolOutputBounded(t *testing.T) {
 // A base64 guestinfo value was copied without its white space before its
 // decoded size was checked: the size is counted on the text first.
 func TestGuestinfoBase64CountedBeforeCopy(t *testing.T) {
-	big := strings.Repeat("AAAA\n", 6<<20)
+	big := []byte(strings.Repeat("AAAA\n", 6<<20))
 	var err error
 	n := alloctest.Bytes(func() { _, err = guestinfoBase64(big, maxGuestinfoDecoded) })
 	if err == nil || !strings.Contains(err.Error(), "more than the 16777216 allowed") {
@@ -160,5 +162,49 @@ func TestGuestinfoBase64CountedBeforeCopy(t *testing.T) {
 	}
 	if n > 1<<20 {
 		t.Errorf("refusing it allocated %d bytes", n)
+	}
+}
+
+// Every guestinfo value at its own limit added up to 34 MiB decoded, and
+// in plain base64 boot peaked near 99 MiB holding each value's text, its
+// copy without white space and what it decoded to. The values of one read
+// are bounded together: vendordata, read last, is what no longer fits,
+// and it is dropped with a warning that names it and the bound.
+func TestGuestinfoValuesBoundedTogether(t *testing.T) {
+	big := b64(strings.Repeat("x", maxGuestinfoDecoded))
+	vals := map[string]string{
+		"metadata": b64("instance-id: iid-total\n"), "metadata.encoding": "base64",
+		"userdata": big, "userdata.encoding": "b64",
+		"vendordata": big, "vendordata.encoding": "base64",
+	}
+	s := newStubVMX(t, ToolRPCTool)
+	opt := s.options()
+	var asked []string
+	opt.Runner = RunnerFunc(func(_ context.Context, argv []string) (CommandResult, error) {
+		key := strings.TrimPrefix(argv[len(argv)-1], "info-get guestinfo.")
+		asked = append(asked, key)
+		v, ok := vals[key]
+		if !ok {
+			return CommandResult{Stderr: []byte("No value found\n"), ExitCode: 1}, nil
+		}
+		return CommandResult{Stdout: []byte(v + "\n")}, nil
+	})
+	md, err := ReadVMware(context.Background(), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if md.InstanceID != "iid-total" || len(md.UserData) != maxGuestinfoDecoded || md.VendorData != nil {
+		t.Fatalf("instance-id %q, userdata %d bytes, vendordata %v: want metadata and userdata kept, vendordata dropped",
+			md.InstanceID, len(md.UserData), md.VendorData != nil)
+	}
+	if len(md.Warnings) != 1 || !strings.Contains(md.Warnings[0], "guestinfo.vendordata dropped") ||
+		!strings.Contains(md.Warnings[0], "25165824 byte limit") || strings.Contains(md.Warnings[0], "eHh4") {
+		t.Errorf("warnings = %q, want one naming guestinfo.vendordata and the bound", md.Warnings)
+	}
+	if !slices.Contains(md.Origin.Items, "guestinfo.vendordata") {
+		t.Errorf("items = %q: the dropped value was present", md.Origin.Items)
+	}
+	if want := []string{"metadata", "metadata.encoding", "userdata", "userdata.encoding", "vendordata", "vendordata.encoding"}; !slices.Equal(asked, want) {
+		t.Errorf("asked %q, want %q", asked, want)
 	}
 }

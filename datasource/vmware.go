@@ -136,19 +136,21 @@ func vmwarePlatform(root sysroot.Root) (bool, string) {
 // InstanceIDDefaulted is set. MachineID is always the DMI product_uuid.
 func ReadVMware(ctx context.Context, opt VMwareOptions) (*Metadata, error) {
 	log := opt.logger()
-	raw := readGuestinfoEnv(opt.getenv())
+	raw, err := readGuestinfoEnv(opt.getenv(), log)
+	if err != nil {
+		return nil, fmt.Errorf("vmware: %w", err)
+	}
 	if raw == nil {
 		ok, why := vmwarePlatform(opt.Root)
 		if !ok {
 			return nil, fmt.Errorf("vmware: %w: %s", ErrNoSource, why)
 		}
 		log.Debug("vmware platform", "reason", why)
-		var err error
 		raw, err = queryGuestinfo(ctx, opt.runner(), log)
 		if err != nil {
 			return nil, fmt.Errorf("vmware: %w", err)
 		}
-		if len(raw.values) == 0 {
+		if len(raw.data) == 0 {
 			return nil, fmt.Errorf("vmware: %w: guestinfo.metadata, guestinfo.userdata and guestinfo.vendordata are all empty", ErrNoSource)
 		}
 	}
@@ -171,23 +173,18 @@ func ReadVMware(ctx context.Context, opt VMwareOptions) (*Metadata, error) {
 	return md, nil
 }
 
-// vmwareMetadata decodes the raw values and builds the Metadata.
+// vmwareMetadata builds the Metadata from the decoded values.
 func vmwareMetadata(raw *rawGuestinfo, root sysroot.Root, log *slog.Logger) (*Metadata, error) {
-	doc, err := raw.decode("metadata", log)
-	if err != nil {
-		return nil, err
-	}
 	md := &Metadata{
-		Source: SourceVMware,
-		Origin: Origin{Transport: raw.transport, Items: raw.items},
+		Source:     SourceVMware,
+		Origin:     Origin{Transport: raw.transport, Items: raw.items},
+		UserData:   raw.data["userdata"],
+		VendorData: raw.data["vendordata"],
 	}
-	if md.UserData, err = raw.decode("userdata", log); err != nil {
-		return nil, err
+	for _, w := range raw.warnings {
+		md.warn(log, w)
 	}
-	if md.VendorData, err = raw.decode("vendordata", log); err != nil {
-		return nil, err
-	}
-	if err := applyVMwareMetaData(md, doc, log); err != nil {
+	if err := applyVMwareMetaData(md, raw.data["metadata"], log); err != nil {
 		return nil, fmt.Errorf("%s: %w", raw.name("metadata"), err)
 	}
 
@@ -452,7 +449,7 @@ func vmwareNetworkRaw(m map[string]any) ([]byte, error) {
 			}
 			enc, _ = cleanGuestinfoValue(es)
 		}
-		return decodeGuestinfo(enc, t, yamlx.MaxDocument)
+		return decodeGuestinfo(enc, []byte(t), yamlx.MaxDocument)
 	default:
 		return nil, fmt.Errorf("want a mapping or an encoded string, got %s", yamlx.Kind(t))
 	}
@@ -578,7 +575,7 @@ func redactGuestinfo(ctx context.Context, t guestinfoTool, raw *rawGuestinfo, as
 func vmwarePresentKeys(raw *rawGuestinfo) []string {
 	var keys []string
 	for _, k := range guestinfoValueKeys {
-		if _, ok := raw.values[k]; ok {
+		if _, ok := raw.data[k]; ok {
 			keys = append(keys, k)
 		}
 	}

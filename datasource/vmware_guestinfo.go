@@ -41,6 +41,14 @@ const guestinfoEmpty = "---"
 // both bounds hold while decoding, not after it.
 const maxGuestinfoDecoded = 16 << 20
 
+// MaxGuestinfoTotal bounds the decoded values of one guestinfo read
+// (metadata, userdata, vendordata) taken together, as MaxSeedTotal does
+// the files of a NoCloud seed, which they become: room for userdata at
+// maxGuestinfoDecoded beside the metadata document, and a whole read, with
+// what decoding and writing it costs, inside boot's 64 MiB peak-RSS budget
+// (SECURITY.md).
+const MaxGuestinfoTotal = 24 << 20
+
 // guestinfoLimit is what key may decode to.
 func guestinfoLimit(key string) int {
 	if key == "metadata" {
@@ -230,33 +238,35 @@ func (t guestinfoTool) argv(rpc string) []string {
 	return []string{t.name, rpc}
 }
 
-// get reads guestinfo.key. It reports ok=false for a key that is missing,
-// empty or "---", and an error only when the tool failed.
-func (t guestinfoTool) get(ctx context.Context, key string) (string, bool, error) {
+// get reads guestinfo.key: what the tool printed, not copied. It reports
+// ok=false for a key that is missing, empty or "---", and an error only
+// when the tool failed.
+func (t guestinfoTool) get(ctx context.Context, key string) ([]byte, bool, error) {
 	rpc := "info-get guestinfo." + key
 	res, err := t.r.Run(ctx, t.argv(rpc))
 	if err != nil {
-		return "", false, &ToolError{Tool: t.name, Command: rpc, Err: err}
+		return nil, false, &ToolError{Tool: t.name, Command: rpc, Err: err}
 	}
 	stderr := strings.TrimRight(string(res.Stderr), "\r\n")
 	if stderr == guestinfoNoValue {
 		t.log.Debug("guestinfo key not set", "key", "guestinfo."+key, "tool", t.name)
-		return "", false, nil
+		return nil, false, nil
 	}
 	if res.ExitCode != 0 {
-		return "", false, &ToolError{Tool: t.name, Command: rpc, ExitCode: res.ExitCode, Stderr: stderr}
+		return nil, false, &ToolError{Tool: t.name, Command: rpc, ExitCode: res.ExitCode, Stderr: stderr}
 	}
-	out := strings.TrimSuffix(string(res.Stdout), "\n")
-	if out == "" {
+	out := bytes.TrimSuffix(res.Stdout, []byte("\n"))
+	if len(out) == 0 {
 		t.log.Warn("guestinfo tool succeeded but printed nothing; treating the key as absent",
 			"key", "guestinfo."+key, "tool", t.name)
-		return "", false, nil
+		return nil, false, nil
 	}
-	v, ok := cleanGuestinfoValue(out)
-	if !ok {
+	v := bytes.TrimRightFunc(out, unicode.IsSpace)
+	if len(v) == 0 || string(v) == guestinfoEmpty {
 		t.log.Debug("guestinfo key is empty", "key", "guestinfo."+key, "tool", t.name)
+		return nil, false, nil
 	}
-	return v, ok, nil
+	return v, true, nil
 }
 
 // set writes guestinfo.key; an empty value becomes one space, because the
@@ -281,39 +291,63 @@ func (t guestinfoTool) set(ctx context.Context, key, value string) error {
 // reads them. Each may have a "<key>.encoding" companion.
 var guestinfoValueKeys = [...]string{"metadata", "userdata", "vendordata"}
 
-// rawGuestinfo is what a transport returned before decoding: the present
-// keys (without the "guestinfo." prefix) and their cleaned values.
+// rawGuestinfo is what a transport returned, decoded: the present value
+// keys (without the "guestinfo." prefix) and what they decode to (nil for
+// one dropped), and what was dropped.
 type rawGuestinfo struct {
 	transport string
-	values    map[string]string
+	data      map[string][]byte
 	items     []string // present keys, in read order, as the transport names them
+	warnings  []string
 }
 
 // fetchGuestinfo reads every value key and, for the present ones only,
-// its encoding key.
-func fetchGuestinfo(get func(key string) (string, bool, error)) (map[string]string, []string, error) {
-	vals := map[string]string{}
-	var order []string
+// its encoding key, and decodes each value as soon as its encoding is
+// read, so that one value's text is held at a time and never beside its
+// copy. The values are read in guestinfoValueKeys order, each within its
+// own limit and what is left of MaxGuestinfoTotal: vendordata that no
+// longer fits is dropped with a warning naming it and the bound; metadata
+// or userdata that does not fit fails the read. name is how the
+// transport names a key. An error of get is returned as it is; any other
+// is about a value.
+func fetchGuestinfo(get func(key string) ([]byte, bool, error), name func(key string) string, log *slog.Logger) (*rawGuestinfo, error) {
+	g := &rawGuestinfo{data: map[string][]byte{}}
+	total := 0
 	for _, k := range guestinfoValueKeys {
 		v, ok, err := get(k)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if !ok {
 			continue
 		}
-		vals[k] = v
-		order = append(order, k)
-		enc, ok, err := get(k + ".encoding")
+		g.items = append(g.items, name(k))
+		encb, ok, err := get(k + ".encoding")
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
+		enc := ""
 		if ok {
-			vals[k+".encoding"] = enc
-			order = append(order, k+".encoding")
+			enc = string(encb)
+			g.items = append(g.items, name(k+".encoding"))
 		}
+		limit := min(guestinfoLimit(k), MaxGuestinfoTotal-total)
+		b, err := decodeGuestinfoValue(name(k), enc, v, limit, log)
+		if err != nil && limit < guestinfoLimit(k) && errors.Is(err, errOverLimit) {
+			if k != "vendordata" {
+				return nil, fmt.Errorf("%s: the values of one guestinfo read add up to more than the %d byte limit", name(k), MaxGuestinfoTotal)
+			}
+			g.warnings = append(g.warnings, fmt.Sprintf("%s dropped: the values of one guestinfo read add up to more than the %d byte limit (%d bytes were left for it)", name(k), MaxGuestinfoTotal, limit))
+			g.data[k] = nil
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		total += len(b)
+		g.data[k] = b
 	}
-	return vals, order, nil
+	return g, nil
 }
 
 // queryGuestinfo reads the keys with vmware-rpctool and, when that tool is
@@ -322,21 +356,21 @@ func fetchGuestinfo(get func(key string) (string, bool, error)) (map[string]stri
 func queryGuestinfo(ctx context.Context, r CommandRunner, log *slog.Logger) (*rawGuestinfo, error) {
 	query := func(tool string) (*rawGuestinfo, error) {
 		t := guestinfoTool{name: tool, r: r, log: log}
-		vals, order, err := fetchGuestinfo(func(key string) (string, bool, error) { return t.get(ctx, key) })
+		g, err := fetchGuestinfo(func(key string) ([]byte, bool, error) { return t.get(ctx, key) },
+			func(key string) string { return "guestinfo." + key }, log)
 		if err != nil {
 			return nil, err
 		}
-		items := make([]string, len(order))
-		for i, k := range order {
-			items[i] = "guestinfo." + k
-		}
-		return &rawGuestinfo{transport: tool, values: vals, items: items}, nil
+		g.transport = tool
+		return g, nil
 	}
 	raw, rpcErr := query(ToolRPCTool)
 	if rpcErr == nil {
 		return raw, nil
 	}
-	if ctx.Err() != nil {
+	// A value that does not decode is the same through either tool.
+	var te *ToolError
+	if ctx.Err() != nil || !errors.As(rpcErr, &te) {
 		return nil, rpcErr
 	}
 	rpcMissing := errors.Is(rpcErr, exec.ErrNotFound)
@@ -368,22 +402,19 @@ func envGuestinfoName(key string) string {
 
 // readGuestinfoEnv reads the envvar transport. It returns nil when
 // VMX_GUESTINFO is empty or no value variable has content.
-func readGuestinfoEnv(getenv func(string) string) *rawGuestinfo {
+func readGuestinfoEnv(getenv func(string) string, log *slog.Logger) (*rawGuestinfo, error) {
 	if getenv("VMX_GUESTINFO") == "" {
-		return nil
+		return nil, nil
 	}
-	vals, order, _ := fetchGuestinfo(func(key string) (string, bool, error) {
+	g, err := fetchGuestinfo(func(key string) ([]byte, bool, error) {
 		v, ok := cleanGuestinfoValue(getenv(envGuestinfoName(key)))
-		return v, ok, nil
-	})
-	if len(vals) == 0 {
-		return nil
+		return []byte(v), ok, nil
+	}, envGuestinfoName, log)
+	if err != nil || len(g.data) == 0 {
+		return nil, err
 	}
-	items := make([]string, len(order))
-	for i, k := range order {
-		items[i] = envGuestinfoName(k)
-	}
-	return &rawGuestinfo{transport: TransportEnvvar, values: vals, items: items}
+	g.transport = TransportEnvvar
+	return g, nil
 }
 
 // name is how the transport names key in messages.
@@ -394,20 +425,16 @@ func (g *rawGuestinfo) name(key string) string {
 	return "guestinfo." + key
 }
 
-// decode returns the decoded value of key, or nil when it is absent.
-func (g *rawGuestinfo) decode(key string, log *slog.Logger) ([]byte, error) {
-	v, ok := g.values[key]
-	if !ok {
-		return nil, nil
-	}
-	enc := g.values[key+".encoding"]
+// decodeGuestinfoValue decodes the value of the key named name, within
+// limit; v may be overwritten.
+func decodeGuestinfoValue(name, enc string, v []byte, limit int, log *slog.Logger) ([]byte, error) {
 	if enc != "" && !knownGuestinfoEncoding(enc) {
 		log.Warn("unknown guestinfo encoding; using the value as plain text",
-			"key", g.name(key), "encoding", enc)
+			"key", name, "encoding", enc)
 	}
-	b, err := decodeGuestinfo(enc, v, guestinfoLimit(key))
+	b, err := decodeGuestinfo(enc, v, limit)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", g.name(key), err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return b, nil
 }
@@ -430,11 +457,24 @@ func knownGuestinfoEncoding(enc string) bool {
 	return false
 }
 
+// errOverLimit matches every error of decodeGuestinfo about a value that
+// decodes to more than its limit.
+var errOverLimit = errors.New("over the limit")
+
+// overLimitError is such an error; its text is only its message.
+type overLimitError string
+
+func (e overLimitError) Error() string   { return string(e) }
+func (overLimitError) Is(err error) bool { return err == errOverLimit }
+
+func overLimit(format string, a ...any) error { return overLimitError(fmt.Sprintf(format, a...)) }
+
 // decodeGuestinfo decodes a value by its encoding: base64/b64,
 // gzip+base64/gz+b64, anything else plain text. What it decodes to may
 // be at most limit bytes, checked before each step allocates: the base64
-// by its length, the gzip stream as it expands.
-func decodeGuestinfo(enc, v string, limit int) ([]byte, error) {
+// by its length, the gzip stream as it expands. A base64 value is
+// decoded out of v, which is overwritten; plain text is v itself.
+func decodeGuestinfo(enc string, v []byte, limit int) ([]byte, error) {
 	switch enc {
 	case "base64", "b64":
 		b, err := guestinfoBase64(v, limit)
@@ -455,16 +495,17 @@ func decodeGuestinfo(enc, v string, limit int) ([]byte, error) {
 		return b, nil
 	}
 	if len(v) > limit {
-		return nil, fmt.Errorf("%d bytes, more than the %d allowed", len(v), limit)
+		return nil, overLimit("%d bytes, more than the %d allowed", len(v), limit)
 	}
-	return []byte(v), nil
+	return v, nil
 }
 
 // guestinfoBase64 decodes standard base64, ignoring line breaks and other
 // ASCII whitespace (as `base64` wraps its output) and missing padding.
-func guestinfoBase64(s string, limit int) ([]byte, error) {
-	space := func(r rune) bool {
-		switch r {
+// The white space is taken out of s in place, not in a copy.
+func guestinfoBase64(s []byte, limit int) ([]byte, error) {
+	space := func(c byte) bool {
+		switch c {
 		case ' ', '\t', '\r', '\n', '\v', '\f':
 			return true
 		}
@@ -472,26 +513,27 @@ func guestinfoBase64(s string, limit int) ([]byte, error) {
 	}
 	// Counted before the copy without white space is made.
 	text := len(s)
-	for _, r := range s {
-		if space(r) {
+	for _, c := range s {
+		if space(c) {
 			text--
 		}
 	}
-	if n := base64.RawStdEncoding.DecodedLen(text - strings.Count(s, "=")); n > limit {
-		return nil, fmt.Errorf("decodes to %d bytes, more than the %d allowed", n, limit)
+	if n := base64.RawStdEncoding.DecodedLen(text - bytes.Count(s, []byte("="))); n > limit {
+		return nil, overLimit("decodes to %d bytes, more than the %d allowed", n, limit)
 	}
-	s = strings.Map(func(r rune) rune {
-		if space(r) {
-			return -1
+	kept := s[:0]
+	for _, c := range s {
+		if !space(c) {
+			kept = append(kept, c)
 		}
-		return r
-	}, s)
-	s = strings.TrimRight(s, "=")
-	b, err := base64.RawStdEncoding.DecodeString(s)
+	}
+	kept = bytes.TrimRight(kept, "=")
+	b := make([]byte, base64.RawStdEncoding.DecodedLen(len(kept)))
+	n, err := base64.RawStdEncoding.Decode(b, kept)
 	if err != nil {
 		return nil, fmt.Errorf("bad base64: %w", err)
 	}
-	return b, nil
+	return b[:n], nil
 }
 
 // guestinfoGunzip decompresses one or more gzip members, up to limit
@@ -506,7 +548,7 @@ func guestinfoGunzip(b []byte, limit int) ([]byte, error) {
 	for {
 		if len(out) == cap(out) {
 			if len(out) > limit {
-				return nil, fmt.Errorf("bad gzip: expands to more than %d bytes", limit)
+				return nil, overLimit("bad gzip: expands to more than %d bytes", limit)
 			}
 			out = append(make([]byte, 0, min(2*cap(out), limit+1)), out...)
 		}
@@ -520,7 +562,7 @@ func guestinfoGunzip(b []byte, limit int) ([]byte, error) {
 		}
 	}
 	if len(out) > limit {
-		return nil, fmt.Errorf("bad gzip: expands to more than %d bytes", limit)
+		return nil, overLimit("bad gzip: expands to more than %d bytes", limit)
 	}
 	return out, nil
 }

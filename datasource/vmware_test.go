@@ -844,7 +844,7 @@ func TestGuestinfoToolClassification(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || v != tc.want || ok != tc.ok {
+			if err != nil || string(v) != tc.want || ok != tc.ok {
 				t.Errorf("get = %q, %v, %v; want %q, %v", v, ok, err, tc.want, tc.ok)
 			}
 		})
