@@ -142,7 +142,7 @@ func TestGuestinfoToolOutputBounded(t *testing.T) {
 	if !errors.Is(err, errToolOutput) {
 		t.Errorf("a tool printing 64 MB: err = %v, want errToolOutput", err)
 	}
-	if n > 3*maxToolOutput {
+	if n > 3*uint64(maxToolOutput) {
 		t.Errorf("a tool printing 64 MB cost %d bytes", n)
 	}
 	res, err := ExecRunner{}.Run(context.Background(), []string{"sh", "-c", "head -c 1000000 /dev/zero >&2; exit 3"})

@@ -104,6 +104,11 @@ type ExecRunner struct {
 // Run runs argv and collects its output. A command that is killed or
 // cannot be started is an error; a non-zero exit is not.
 func (r ExecRunner) Run(ctx context.Context, argv []string) (CommandResult, error) {
+	return r.run(ctx, argv, maxToolOutput)
+}
+
+// run is Run keeping at most maxOut bytes of stdout.
+func (r ExecRunner) run(ctx context.Context, argv []string, maxOut int) (CommandResult, error) {
 	if len(argv) == 0 {
 		return CommandResult{}, errors.New("empty command")
 	}
@@ -119,7 +124,7 @@ func (r ExecRunner) Run(ctx context.Context, argv []string) (CommandResult, erro
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	stdout := &cappedBuffer{max: maxToolOutput}
+	stdout := &cappedBuffer{max: maxOut}
 	stderr := &cappedBuffer{max: maxToolStderr}
 	cmd := exec.CommandContext(ctx, prog, argv[1:]...)
 	cmd.Args[0] = argv[0]
@@ -133,7 +138,7 @@ func (r ExecRunner) Run(ctx context.Context, argv []string) (CommandResult, erro
 	var exit *exec.ExitError
 	switch {
 	case stdout.over:
-		return CommandResult{}, fmt.Errorf("%s: %w: printed more than %d bytes", argv[0], errToolOutput, maxToolOutput)
+		return CommandResult{}, fmt.Errorf("%s: %w: printed more than %d bytes", argv[0], errToolOutput, maxOut)
 	case err == nil:
 		return res, nil
 	case parent.Err() != nil:
@@ -151,7 +156,11 @@ func (r ExecRunner) Run(ctx context.Context, argv []string) (CommandResult, erro
 // maxToolOutput bounds what one run of a guestinfo tool may print: the
 // base64 of the largest value (maxGuestinfoDecoded and a gzip header),
 // wrapped in lines. Output past it is not kept, and the run fails.
-const maxToolOutput = (maxGuestinfoDecoded+1024)/3*4*77/76 + 4096
+var maxToolOutput = toolOutputFor(maxGuestinfoDecoded)
+
+// toolOutputFor is what a tool may print for a value that decodes to at
+// most limit bytes.
+func toolOutputFor(limit int) int { return (limit+1024)/3*4*77/76 + 4096 }
 
 // maxToolStderr is how much of a tool's stderr is kept: it is foreign
 // text, shown in errors; the rest is dropped as it arrives.
@@ -238,12 +247,23 @@ func (t guestinfoTool) argv(rpc string) []string {
 	return []string{t.name, rpc}
 }
 
-// get reads guestinfo.key: what the tool printed, not copied. It reports
-// ok=false for a key that is missing, empty or "---", and an error only
-// when the tool failed.
-func (t guestinfoTool) get(ctx context.Context, key string) ([]byte, bool, error) {
+// get reads guestinfo.key, a value that may decode to at most limit
+// bytes: what the tool printed, not copied. It reports ok=false for a key
+// that is missing, empty or "---", an error matching errOverLimit when
+// limit is below maxGuestinfoDecoded and ExecRunner printed more than
+// such a value can take, and any other error only when the tool failed.
+func (t guestinfoTool) get(ctx context.Context, key string, limit int) ([]byte, bool, error) {
 	rpc := "info-get guestinfo." + key
-	res, err := t.r.Run(ctx, t.argv(rpc))
+	var res CommandResult
+	var err error
+	if er, ok := t.r.(ExecRunner); ok && limit < maxGuestinfoDecoded {
+		res, err = er.run(ctx, t.argv(rpc), toolOutputFor(limit))
+		if errors.Is(err, errToolOutput) {
+			return nil, false, overLimit("%s printed more than a value of %d bytes takes", t.name, limit)
+		}
+	} else {
+		res, err = t.r.Run(ctx, t.argv(rpc))
+	}
 	if err != nil {
 		return nil, false, &ToolError{Tool: t.name, Command: rpc, Err: err}
 	}
@@ -310,29 +330,15 @@ type rawGuestinfo struct {
 // or userdata that does not fit fails the read. name is how the
 // transport names a key. An error of get is returned as it is; any other
 // is about a value.
-func fetchGuestinfo(get func(key string) ([]byte, bool, error), name func(key string) string, log *slog.Logger) (*rawGuestinfo, error) {
+func fetchGuestinfo(get func(key string, limit int) ([]byte, bool, error), name func(key string) string, log *slog.Logger) (*rawGuestinfo, error) {
 	g := &rawGuestinfo{data: map[string][]byte{}}
 	total := 0
 	for _, k := range guestinfoValueKeys {
-		v, ok, err := get(k)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
+		limit := min(guestinfoLimit(k), MaxGuestinfoTotal-total)
+		b, ok, err := fetchGuestinfoValue(g, get, name, k, limit, log)
+		if err == nil && !ok {
 			continue
 		}
-		g.items = append(g.items, name(k))
-		encb, ok, err := get(k + ".encoding")
-		if err != nil {
-			return nil, err
-		}
-		enc := ""
-		if ok {
-			enc = string(encb)
-			g.items = append(g.items, name(k+".encoding"))
-		}
-		limit := min(guestinfoLimit(k), MaxGuestinfoTotal-total)
-		b, err := decodeGuestinfoValue(name(k), enc, v, limit, log)
 		if err != nil && limit < guestinfoLimit(k) && errors.Is(err, errOverLimit) {
 			if k != "vendordata" {
 				return nil, fmt.Errorf("%s: the values of one guestinfo read add up to more than the %d byte limit", name(k), MaxGuestinfoTotal)
@@ -350,13 +356,39 @@ func fetchGuestinfo(get func(key string) ([]byte, bool, error), name func(key st
 	return g, nil
 }
 
+// fetchGuestinfoValue reads key, and its encoding when it is present,
+// into g.items, and decodes it within limit; ok is false for an absent
+// key.
+func fetchGuestinfoValue(g *rawGuestinfo, get func(key string, limit int) ([]byte, bool, error), name func(key string) string, key string, limit int, log *slog.Logger) ([]byte, bool, error) {
+	v, ok, err := get(key, limit)
+	switch {
+	case errors.Is(err, errOverLimit):
+		g.items = append(g.items, name(key))
+		return nil, true, fmt.Errorf("%s: %w", name(key), err)
+	case err != nil:
+		return nil, false, err
+	case !ok:
+		return nil, false, nil
+	}
+	g.items = append(g.items, name(key))
+	enc, ok, err := get(key+".encoding", maxGuestinfoDecoded)
+	if err != nil {
+		return nil, false, err
+	}
+	if ok {
+		g.items = append(g.items, name(key+".encoding"))
+	}
+	b, err := decodeGuestinfoValue(name(key), string(enc), v, limit, log)
+	return b, true, err
+}
+
 // queryGuestinfo reads the keys with vmware-rpctool and, when that tool is
 // missing or fails on any key, restarts the whole query with vmtoolsd
 // (cloud-init #4444: only vmtoolsd can use secure RPC).
 func queryGuestinfo(ctx context.Context, r CommandRunner, log *slog.Logger) (*rawGuestinfo, error) {
 	query := func(tool string) (*rawGuestinfo, error) {
 		t := guestinfoTool{name: tool, r: r, log: log}
-		g, err := fetchGuestinfo(func(key string) ([]byte, bool, error) { return t.get(ctx, key) },
+		g, err := fetchGuestinfo(func(key string, limit int) ([]byte, bool, error) { return t.get(ctx, key, limit) },
 			func(key string) string { return "guestinfo." + key }, log)
 		if err != nil {
 			return nil, err
@@ -406,7 +438,7 @@ func readGuestinfoEnv(getenv func(string) string, log *slog.Logger) (*rawGuestin
 	if getenv("VMX_GUESTINFO") == "" {
 		return nil, nil
 	}
-	g, err := fetchGuestinfo(func(key string) ([]byte, bool, error) {
+	g, err := fetchGuestinfo(func(key string, _ int) ([]byte, bool, error) {
 		v, ok := cleanGuestinfoValue(getenv(envGuestinfoName(key)))
 		return []byte(v), ok, nil
 	}, envGuestinfoName, log)
@@ -502,7 +534,7 @@ func decodeGuestinfo(enc string, v []byte, limit int) ([]byte, error) {
 
 // guestinfoBase64 decodes standard base64, ignoring line breaks and other
 // ASCII whitespace (as `base64` wraps its output) and missing padding.
-// The white space is taken out of s in place, not in a copy.
+// It decodes in place: s is overwritten, and the result is part of it.
 func guestinfoBase64(s []byte, limit int) ([]byte, error) {
 	space := func(c byte) bool {
 		switch c {
@@ -528,12 +560,21 @@ func guestinfoBase64(s []byte, limit int) ([]byte, error) {
 		}
 	}
 	kept = bytes.TrimRight(kept, "=")
-	b := make([]byte, base64.RawStdEncoding.DecodedLen(len(kept)))
-	n, err := base64.RawStdEncoding.Decode(b, kept)
-	if err != nil {
-		return nil, fmt.Errorf("bad base64: %w", err)
+	// Decoded a chunk at a time into s itself: a chunk's bytes land
+	// before the end of the text already read.
+	var chunk [48 << 10]byte
+	n := 0
+	for i := 0; i < len(kept); i += 64 << 10 {
+		m, err := base64.RawStdEncoding.Decode(chunk[:], kept[i:min(i+64<<10, len(kept))])
+		if ce, ok := err.(base64.CorruptInputError); ok {
+			err = base64.CorruptInputError(int64(i) + int64(ce))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("bad base64: %w", err)
+		}
+		n += copy(s[n:], chunk[:m])
 	}
-	return b[:n], nil
+	return s[:n:n], nil
 }
 
 // guestinfoGunzip decompresses one or more gzip members, up to limit

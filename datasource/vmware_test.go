@@ -837,7 +837,7 @@ func TestGuestinfoToolClassification(t *testing.T) {
 				}
 				return tc.res, tc.runErr
 			})}
-			v, ok, err := tool.get(context.Background(), "k")
+			v, ok, err := tool.get(context.Background(), "k", maxGuestinfoDecoded)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Errorf("err = %v, want %q", err, tc.err)
