@@ -129,7 +129,10 @@ func vmwarePlatform(root sysroot.Root) (bool, string) {
 // fails is a *ToolError; a value that does not decode, or a metadata
 // document that does not parse, is an error naming the key. Unlike
 // cloud-init, a gzip+base64 value that is not gzip is an error rather than
-// silently used as it is.
+// silently used as it is. The values are decoded as they are read, in
+// the order metadata, userdata, vendordata, within MaxGuestinfoTotal
+// together: vendordata that no longer fits is dropped with a warning,
+// metadata or userdata that does not fit is an error.
 //
 // The instance ID is the metadata's instance-id (trimmed); when that is
 // absent or empty it is the DMI product_uuid, lower-cased, and
