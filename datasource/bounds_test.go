@@ -1,22 +1,16 @@
 package datasource
 
 import (
+	"context"
 	"errors"
-	"runtime"
+	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/seedkeeper/seedkeeper/internal/alloctest"
 	"github.com/seedkeeper/seedkeeper/internal/yamlx"
 )
-
-func allocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
 
 // An 11 KB gzip guestinfo.metadata cost about 470 MiB: it expanded to
 // 32 MiB, then the YAML decoder spent 250 bytes on each of its values.
@@ -27,9 +21,11 @@ func TestGuestinfoMetadataBombIsCheapToRefuse(t *testing.T) {
 	if len(bomb) > 64<<10 {
 		t.Fatalf("the bomb is %d bytes", len(bomb))
 	}
-	g := &rawGuestinfo{values: map[string]string{"metadata": bomb, "metadata.encoding": "gzip+base64"}}
+	text := []byte(bomb)
 	var err error
-	n := allocated(func() { _, err = g.decode("metadata", discardLog()) })
+	n := alloctest.Bytes(func() {
+		_, err = decodeGuestinfoValue("guestinfo.metadata", "gzip+base64", text, guestinfoLimit("metadata"), discardLog())
+	})
 	if err == nil || !strings.Contains(err.Error(), "expands to more than 2097152 bytes") {
 		t.Fatalf("decode = %v", err)
 	}
@@ -38,12 +34,11 @@ func TestGuestinfoMetadataBombIsCheapToRefuse(t *testing.T) {
 	}
 	// Within the bound, the document is still counted before decoding.
 	within := gzb64("[" + strings.Repeat("a,", 1<<19) + "a]")
-	g = &rawGuestinfo{values: map[string]string{"metadata": within, "metadata.encoding": "gz+b64"}}
-	doc, err := g.decode("metadata", discardLog())
+	doc, err := decodeGuestinfoValue("guestinfo.metadata", "gz+b64", []byte(within), guestinfoLimit("metadata"), discardLog())
 	if err != nil {
 		t.Fatal(err)
 	}
-	n = allocated(func() { _, err = parseVMwareDoc(doc) })
+	n = alloctest.Bytes(func() { _, err = parseVMwareDoc(doc) })
 	if !errors.Is(err, yamlx.ErrTooComplex) {
 		t.Fatalf("parseVMwareDoc = %v, want ErrTooComplex", err)
 	}
@@ -51,13 +46,13 @@ func TestGuestinfoMetadataBombIsCheapToRefuse(t *testing.T) {
 		t.Errorf("refusing %d values allocated %d bytes", 1<<19, n)
 	}
 	// user-data may be larger than a YAML document, up to a seed file.
-	if b, err := decodeGuestinfo("base64", strings.Repeat("QUFB", (maxGuestinfoDecoded+3)/3), maxGuestinfoDecoded); err == nil {
+	if b, err := decodeGuestinfo("base64", []byte(strings.Repeat("QUFB", (maxGuestinfoDecoded+3)/3)), maxGuestinfoDecoded); err == nil {
 		t.Errorf("a base64 value of %d bytes was decoded", len(b))
 	}
-	if b, err := decodeGuestinfo("gzip+base64", gzb64(strings.Repeat("x", maxGuestinfoDecoded)), maxGuestinfoDecoded); err != nil || len(b) != maxGuestinfoDecoded {
+	if b, err := decodeGuestinfo("gzip+base64", []byte(gzb64(strings.Repeat("x", maxGuestinfoDecoded))), maxGuestinfoDecoded); err != nil || len(b) != maxGuestinfoDecoded {
 		t.Errorf("a gzip value of exactly the limit: %d bytes, %v", len(b), err)
 	}
-	if _, err := decodeGuestinfo("gzip+base64", gzb64(strings.Repeat("x", maxGuestinfoDecoded+1)), maxGuestinfoDecoded); err == nil {
+	if _, err := decodeGuestinfo("gzip+base64", []byte(gzb64(strings.Repeat("x", maxGuestinfoDecoded+1))), maxGuestinfoDecoded); err == nil {
 		t.Error("a gzip value one byte over the limit was taken")
 	}
 }
@@ -71,12 +66,145 @@ func TestNoCloudMetaDataIsCountedBeforeDecoding(t *testing.T) {
 	} {
 		data := []byte(doc)
 		var err error
-		n := allocated(func() { _, err = parseNoCloudMeta(data, "meta-data") })
+		n := alloctest.Bytes(func() { _, err = parseNoCloudMeta(data, "meta-data") })
 		if !errors.Is(err, yamlx.ErrTooComplex) || !strings.HasPrefix(err.Error(), "meta-data: meta-data: ") {
 			t.Errorf("%s: parseNoCloudMeta = %v", name, err)
 		}
 		if n > 64<<10 {
 			t.Errorf("%s: refusing it allocated %d bytes", name, n)
 		}
+	}
+}
+
+// Every file of a seed at its own limit added up to 64 MiB, and boot
+// peaked near 97 MiB holding them. The files of one seed are bounded
+// together: vendor-data, read last, is what no longer fits, and it is
+// dropped without being read, with a warning that names it and the bound.
+func TestSeedFilesBoundedTogether(t *testing.T) {
+	big := strings.Repeat("x", maxSeedFile)
+	files := map[string]string{
+		"meta-data":      "instance-id: iid-total\n",
+		"user-data":      "#cloud-config\n" + big[len("#cloud-config\n"):],
+		"vendor-data":    big,
+		"network-config": "version: 2\nethernets: {}\n",
+	}
+	check := func(t *testing.T, md *Metadata, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(md.UserData) != maxSeedFile || md.VendorData != nil || md.NetworkConfigRaw == nil {
+			t.Fatalf("user-data %d bytes, vendor-data %v, network-config %v: want user-data and network-config kept, vendor-data dropped",
+				len(md.UserData), md.VendorData != nil, md.NetworkConfigRaw != nil)
+		}
+		if len(md.Warnings) != 1 || !strings.Contains(md.Warnings[0], "vendor-data dropped") || !strings.Contains(md.Warnings[0], "25165824 byte limit") {
+			t.Errorf("warnings = %q, want one naming vendor-data and the bound", md.Warnings)
+		}
+	}
+	t.Run("dir", func(t *testing.T) {
+		r := newNCRoot(t)
+		r.seed("/var/lib/cloud/seed/nocloud", files)
+		var md *Metadata
+		var err error
+		n := alloctest.Bytes(func() { md, err = ReadNoCloud(context.Background(), r.opts()) })
+		check(t, md, err)
+		// user-data once, as it is read; not vendor-data, nor growing copies.
+		if n > maxSeedFile+maxSeedFile/2 {
+			t.Errorf("reading the seed allocated %d bytes", n)
+		}
+	})
+	t.Run("seedfrom", func(t *testing.T) {
+		served := map[string]string{}
+		for name, body := range files {
+			served["/seed/"+name] = body
+		}
+		srv, _ := seedServer(t, served, nil)
+		r := newNCRoot(t)
+		r.write(cmdlinePath, []byte("ds=nocloud;s="+srv.URL+"/seed/\n"))
+		o := r.opts()
+		o.NoCloud.HTTPClient = srv.Client()
+		md, err := ReadNoCloud(context.Background(), o)
+		check(t, md, err)
+	})
+}
+
+// A guestinfo tool's output was collected whole, however much it printed:
+// stdout is kept to the base64 of the largest value and the run fails
+// past it; stderr, foreign text shown in errors, is kept to 4 KiB.
+func TestGuestinfoToolOutputBounded(t *testing.T) {
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("needs sh")
+	}
+	var err error
+	n := alloctest.Bytes(func() {
+		_, err = ExecRunner{}.Run(context.Background(), []string{"sh", "-c", "head -c 64000000 /dev/zero"})
+	})
+	if !errors.Is(err, errToolOutput) {
+		t.Errorf("a tool printing 64 MB: err = %v, want errToolOutput", err)
+	}
+	if n > 3*uint64(maxToolOutput) {
+		t.Errorf("a tool printing 64 MB cost %d bytes", n)
+	}
+	res, err := ExecRunner{}.Run(context.Background(), []string{"sh", "-c", "head -c 1000000 /dev/zero >&2; exit 3"})
+	if err != nil || res.ExitCode != 3 || len(res.Stderr) > maxToolStderr {
+		t.Errorf("a tool printing 1 MB on stderr: %d bytes kept, exit %d, err %v", len(res.Stderr), res.ExitCode, err)
+	}
+}
+
+// A base64 guestinfo value was copied without its white space before its
+// decoded size was checked: the size is counted on the text first.
+func TestGuestinfoBase64CountedBeforeCopy(t *testing.T) {
+	big := []byte(strings.Repeat("AAAA\n", 6<<20))
+	var err error
+	n := alloctest.Bytes(func() { _, err = guestinfoBase64(big, maxGuestinfoDecoded) })
+	if err == nil || !strings.Contains(err.Error(), "more than the 16777216 allowed") {
+		t.Fatalf("err = %v", err)
+	}
+	if n > 1<<20 {
+		t.Errorf("refusing it allocated %d bytes", n)
+	}
+}
+
+// Every guestinfo value at its own limit added up to 34 MiB decoded, and
+// in plain base64 boot peaked near 99 MiB holding each value's text, its
+// copy without white space and what it decoded to. The values of one read
+// are bounded together: vendordata, read last, is what no longer fits,
+// and it is dropped with a warning that names it and the bound.
+func TestGuestinfoValuesBoundedTogether(t *testing.T) {
+	big := b64(strings.Repeat("x", maxGuestinfoDecoded))
+	vals := map[string]string{
+		"metadata": b64("instance-id: iid-total\n"), "metadata.encoding": "base64",
+		"userdata": big, "userdata.encoding": "b64",
+		"vendordata": big, "vendordata.encoding": "base64",
+	}
+	s := newStubVMX(t, ToolRPCTool)
+	opt := s.options()
+	var asked []string
+	opt.VMware.Runner = RunnerFunc(func(_ context.Context, argv []string) (CommandResult, error) {
+		key := strings.TrimPrefix(argv[len(argv)-1], "info-get guestinfo.")
+		asked = append(asked, key)
+		v, ok := vals[key]
+		if !ok {
+			return CommandResult{Stderr: []byte("No value found\n"), ExitCode: 1}, nil
+		}
+		return CommandResult{Stdout: []byte(v + "\n")}, nil
+	})
+	md, err := ReadVMware(context.Background(), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if md.InstanceID != "iid-total" || len(md.UserData) != maxGuestinfoDecoded || md.VendorData != nil {
+		t.Fatalf("instance-id %q, userdata %d bytes, vendordata %v: want metadata and userdata kept, vendordata dropped",
+			md.InstanceID, len(md.UserData), md.VendorData != nil)
+	}
+	if len(md.Warnings) != 1 || !strings.Contains(md.Warnings[0], "guestinfo.vendordata dropped") ||
+		!strings.Contains(md.Warnings[0], "25165824 byte limit") || strings.Contains(md.Warnings[0], "eHh4") {
+		t.Errorf("warnings = %q, want one naming guestinfo.vendordata and the bound", md.Warnings)
+	}
+	if !slices.Contains(md.Origin.Items, "guestinfo.vendordata") {
+		t.Errorf("items = %q: the dropped value was present", md.Origin.Items)
+	}
+	if want := []string{"metadata", "metadata.encoding", "userdata", "userdata.encoding", "vendordata", "vendordata.encoding"}; !slices.Equal(asked, want) {
+		t.Errorf("asked %q, want %q", asked, want)
 	}
 }

@@ -358,6 +358,7 @@ func (m *noCloudMerge) add(s noCloudSeed) error {
 		m.items = append(m.items, s.names[ncMetaData])
 	}
 	m.addMeta(md, s.transport)
+	m.warnings = append(m.warnings, s.warnings...)
 	replace := func(file string, has bool, data []byte, dst *[]byte, dstHas *bool, name *string) {
 		if has {
 			*dst, *dstHas, *name = data, true, s.names[file]

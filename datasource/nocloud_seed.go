@@ -28,6 +28,53 @@ const (
 // maxSeedFile bounds every seed file read, local or fetched.
 const maxSeedFile = seedimage.MaxFileSize
 
+// MaxSeedTotal bounds the files of one seed (a directory, an image, a
+// seedfrom location) taken together. It leaves room for user-data at
+// maxSeedFile beside meta-data and network-config at the document limit
+// of yamlx, and keeps a whole seed, with what decoding and writing it
+// costs, inside boot's 64 MiB peak-RSS budget (SECURITY.md).
+const MaxSeedTotal = 24 << 20
+
+// seedReadOrder are the files of a seed in the order they are read: what the
+// seed cannot do without first, so that, when the files add up to more
+// than MaxSeedTotal, what matters least (vendor-data, then
+// network-config) is what no longer fits.
+var seedReadOrder = []string{ncMetaData, ncUserData, ncNetworkConfig, ncVendorData}
+
+// readSeedFiles fills s with seedReadOrder, each read by get(file, limit)
+// within maxSeedFile and what is left of MaxSeedTotal, so that no file
+// is read past the total. get gives an error matching fs.ErrNotExist for
+// an absent file (skipped) and an ErrTooLarge for one over limit. An
+// optional file that no longer fits is dropped with a warning naming it
+// and the bound; a required one fails the seed.
+func readSeedFiles(s *noCloudSeed, get func(file string, limit int64) (name string, data []byte, err error)) error {
+	total := int64(0)
+	for _, file := range seedReadOrder {
+		limit := min(maxSeedFile, MaxSeedTotal-total)
+		name, b, err := get(file, limit)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil && limit < maxSeedFile && tooLarge(err) {
+			if file == ncMetaData || file == ncUserData {
+				return fmt.Errorf("%s: the seed's files add up to more than the %d byte limit for one seed", name, MaxSeedTotal)
+			}
+			s.warnings = append(s.warnings, fmt.Sprintf("%s dropped: the seed's files add up to more than the %d byte limit for one seed (%d bytes were left for it)", name, MaxSeedTotal, limit))
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		total += int64(len(b))
+		s.set(file, name, b)
+	}
+	return nil
+}
+
+func tooLarge(err error) bool {
+	return errors.Is(err, fsutil.ErrTooLarge) || errors.Is(err, seedimage.ErrTooLarge)
+}
+
 // noCloudSeed is what one seed (a directory, an image, a seedfrom URL)
 // holds. A nil slice means the file is absent; an empty one that it is
 // empty.
@@ -39,6 +86,8 @@ type noCloudSeed struct {
 	meta, user, vendor, network []byte
 	hasMeta, hasUser            bool
 	hasVendor, hasNetwork       bool
+	// warnings say what was dropped while reading.
+	warnings []string
 }
 
 func (s *noCloudSeed) set(file, name string, data []byte) {
@@ -78,9 +127,9 @@ func (s *noCloudSeed) missing() string {
 
 // readLocal reads the seed file at system path p under root with the one
 // bounded reader: p is resolved as the kernel would (no lexical ".."), and
-// only a regular file of at most maxSeedFile bytes is read.
-func readLocal(ctx context.Context, root sysroot.Root, p string) ([]byte, error) {
-	return fsutil.ReadFileIn(ctx, string(root), p, maxSeedFile)
+// only a regular file of at most limit bytes is read.
+func readLocal(ctx context.Context, root sysroot.Root, p string, limit int64) ([]byte, error) {
+	return fsutil.ReadFileIn(ctx, string(root), p, limit)
 }
 
 // readSysFile reads a small kernel or firmware file (/proc/cmdline,
@@ -93,18 +142,15 @@ func readSysFile(root sysroot.Root, p string) ([]byte, error) {
 // read under root). A missing file is simply absent.
 func readSeedDir(ctx context.Context, root sysroot.Root, sysPath string) (noCloudSeed, error) {
 	s := noCloudSeed{transport: "dir:" + sysPath}
-	for _, file := range []string{ncMetaData, ncUserData, ncVendorData, ncNetworkConfig} {
+	err := readSeedFiles(&s, func(file string, limit int64) (string, []byte, error) {
 		name := path.Join(sysPath, file)
-		b, err := readLocal(ctx, root, name)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
+		b, err := readLocal(ctx, root, name, limit)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			err = fmt.Errorf("reading %s: %w", name, err)
 		}
-		if err != nil {
-			return s, fmt.Errorf("reading %s: %w", name, err)
-		}
-		s.set(file, name, b)
-	}
-	return s, nil
+		return name, b, err
+	})
+	return s, err
 }
 
 // readSeedImage reads the seed files from an ISO9660 or FAT image or
@@ -116,17 +162,11 @@ func readSeedImage(p, dev string) (noCloudSeed, error) {
 	}
 	defer im.Close()
 	s := noCloudSeed{transport: string(im.Type()) + ":" + dev}
-	for _, file := range []string{ncMetaData, ncUserData, ncVendorData, ncNetworkConfig} {
-		b, err := im.ReadFile(file)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return s, err
-		}
-		s.set(file, s.transport+":"+file, b)
-	}
-	return s, nil
+	err = readSeedFiles(&s, func(file string, limit int64) (string, []byte, error) {
+		b, err := im.ReadFileMax(file, limit)
+		return s.transport + ":" + file, b, err
+	})
+	return s, err
 }
 
 // errSeedNotFound marks a seedfrom file that does not exist (a 404).
@@ -157,12 +197,12 @@ func seedfromURLs(base string) map[string]string {
 // exist; vendor-data and network-config may not.
 func (o *NoCloudOptions) readSeedfrom(ctx context.Context, base string) (noCloudSeed, error) {
 	s := noCloudSeed{transport: "seedfrom:" + redact.URL(base)}
-	var get func(ctx context.Context, loc string) ([]byte, error)
+	var get func(ctx context.Context, loc string, limit int64) ([]byte, error)
 	switch {
 	case strings.HasPrefix(base, "file://") || strings.HasPrefix(base, "/"):
-		get = func(ctx context.Context, loc string) ([]byte, error) {
+		get = func(ctx context.Context, loc string, limit int64) ([]byte, error) {
 			p := strings.TrimPrefix(loc, "file://")
-			b, err := readLocal(ctx, o.root, p)
+			b, err := readLocal(ctx, o.root, p, limit)
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil, errSeedNotFound
 			}
@@ -182,20 +222,20 @@ func (o *NoCloudOptions) readSeedfrom(ctx context.Context, base string) (noCloud
 		return s, fmt.Errorf("seedfrom %s: unsupported scheme %q (file://, / and http(s):// are)", redact.URL(base), scheme)
 	}
 	urls := seedfromURLs(base)
-	for _, file := range []string{ncMetaData, ncUserData, ncVendorData, ncNetworkConfig} {
-		b, err := get(ctx, urls[file])
-		if errors.Is(err, errSeedNotFound) {
-			if file == ncMetaData || file == ncUserData {
-				return s, fmt.Errorf("seedfrom: %s: %w", redact.URL(urls[file]), err)
-			}
-			continue
+	err := readSeedFiles(&s, func(file string, limit int64) (string, []byte, error) {
+		name := redact.URL(urls[file])
+		b, err := get(ctx, urls[file], limit)
+		switch {
+		case errors.Is(err, errSeedNotFound) && (file == ncMetaData || file == ncUserData):
+			err = fmt.Errorf("seedfrom: %s: %w", name, err)
+		case errors.Is(err, errSeedNotFound):
+			err = fs.ErrNotExist
+		case err != nil:
+			err = fmt.Errorf("seedfrom: %w", err)
 		}
-		if err != nil {
-			return s, fmt.Errorf("seedfrom: %w", err)
-		}
-		s.set(file, redact.URL(urls[file]), b)
-	}
-	return s, nil
+		return name, b, err
+	})
+	return s, err
 }
 
 // Defaults for fetching an http(s) seedfrom.
@@ -210,7 +250,7 @@ const (
 // attempt bounded by SeedfromTimeout. Connection errors, 5xx and 429 are
 // retried; 404 and 410 are errSeedNotFound at once; other statuses fail
 // at once.
-func (o *NoCloudOptions) fetchURL(ctx context.Context, u string) ([]byte, error) {
+func (o *NoCloudOptions) fetchURL(ctx context.Context, u string, limit int64) ([]byte, error) {
 	tries, wait, timeout := o.SeedfromTries, o.SeedfromBackoff, o.SeedfromTimeout
 	if tries <= 0 {
 		tries = DefaultSeedfromTries
@@ -227,7 +267,7 @@ func (o *NoCloudOptions) fetchURL(ctx context.Context, u string) ([]byte, error)
 	}
 	var last error
 	for try := 1; ; try++ {
-		b, retry, err := fetchOnce(ctx, client, u, timeout)
+		b, retry, err := fetchOnce(ctx, client, u, timeout, limit)
 		if err == nil || !retry {
 			return b, err
 		}
@@ -247,7 +287,7 @@ func (o *NoCloudOptions) fetchURL(ctx context.Context, u string) ([]byte, error)
 	}
 }
 
-func fetchOnce(ctx context.Context, client *http.Client, u string, timeout time.Duration) (data []byte, retry bool, err error) {
+func fetchOnce(ctx context.Context, client *http.Client, u string, timeout time.Duration, limit int64) (data []byte, retry bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
@@ -269,12 +309,15 @@ func fetchOnce(ctx context.Context, client *http.Client, u string, timeout time.
 	default:
 		return nil, false, fmt.Errorf("GET %s: %s", redact.URL(u), resp.Status)
 	}
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxSeedFile+1))
+	if resp.ContentLength > limit {
+		return nil, false, fmt.Errorf("GET %s: %w: a body of %d bytes, the limit is %d", redact.URL(u), fsutil.ErrTooLarge, resp.ContentLength, limit)
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
 		return nil, true, fmt.Errorf("GET %s: reading the body: %w", redact.URL(u), err)
 	}
-	if len(b) > maxSeedFile {
-		return nil, false, fmt.Errorf("GET %s: body over the %d byte limit", redact.URL(u), maxSeedFile)
+	if int64(len(b)) > limit {
+		return nil, false, fmt.Errorf("GET %s: %w: the body is over the %d byte limit", redact.URL(u), fsutil.ErrTooLarge, limit)
 	}
 	return b, false, nil
 }

@@ -852,8 +852,8 @@ func TestDetectSmartOS(t *testing.T) {
 
 	t.Run("bad forced transport", func(t *testing.T) {
 		_, err := DetectSmartOS(context.Background(), Options{Root: smTempDir(t), MdataTransport: "tcp:192.0.2.1:80"})
-		if err == nil || errors.Is(err, ErrNoSource) || !strings.Contains(err.Error(), "tcp:192.0.2.1:80") {
-			t.Errorf("err = %v, want a configuration error naming the transport", err)
+		if err == nil || errors.Is(err, ErrNoSource) || !strings.Contains(err.Error(), "unknown kind") || strings.Contains(err.Error(), "192.0.2.1") {
+			t.Errorf("err = %v, want a configuration error that describes the transport without quoting it", err)
 		}
 	})
 }

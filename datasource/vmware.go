@@ -142,7 +142,10 @@ func vmwarePlatform(root sysroot.Root) (bool, string) {
 // fails is a *ToolError; a value that does not decode, or a metadata
 // document that does not parse, is an error naming the key. Unlike
 // cloud-init, a gzip+base64 value that is not gzip is an error rather than
-// silently used as it is.
+// silently used as it is. The values are decoded as they are read, in
+// the order metadata, userdata, vendordata, within MaxGuestinfoTotal
+// together: vendordata that no longer fits is dropped with a warning,
+// metadata or userdata that does not fit is an error.
 //
 // The instance ID is the metadata's instance-id (trimmed); when that is
 // absent or empty it is the DMI product_uuid, lower-cased, and
@@ -152,19 +155,21 @@ func ReadVMware(ctx context.Context, o Options) (*Metadata, error) {
 		return nil, err
 	}
 	log, opt, root := o.logger(), o.VMware, sysroot.Root(o.Root)
-	raw := readGuestinfoEnv(opt.getenv())
+	raw, err := readGuestinfoEnv(opt.getenv(), log)
+	if err != nil {
+		return nil, fmt.Errorf("vmware: %w", err)
+	}
 	if raw == nil {
 		ok, why := vmwarePlatform(root)
 		if !ok {
 			return nil, fmt.Errorf("vmware: %w: %s", ErrNoSource, why)
 		}
 		log.Debug("vmware platform", "reason", why)
-		var err error
 		raw, err = queryGuestinfo(ctx, opt.runner(), log)
 		if err != nil {
 			return nil, fmt.Errorf("vmware: %w", err)
 		}
-		if len(raw.values) == 0 {
+		if len(raw.data) == 0 {
 			return nil, fmt.Errorf("vmware: %w: guestinfo.metadata, guestinfo.userdata and guestinfo.vendordata are all empty", ErrNoSource)
 		}
 	}
@@ -187,23 +192,18 @@ func ReadVMware(ctx context.Context, o Options) (*Metadata, error) {
 	return md, nil
 }
 
-// vmwareMetadata decodes the raw values and builds the Metadata.
+// vmwareMetadata builds the Metadata from the decoded values.
 func vmwareMetadata(raw *rawGuestinfo, root sysroot.Root, log *slog.Logger) (*Metadata, error) {
-	doc, err := raw.decode("metadata", log)
-	if err != nil {
-		return nil, err
-	}
 	md := &Metadata{
-		Source: SourceVMware,
-		Origin: Origin{Transport: raw.transport, Items: raw.items},
+		Source:     SourceVMware,
+		Origin:     Origin{Transport: raw.transport, Items: raw.items},
+		UserData:   raw.data["userdata"],
+		VendorData: raw.data["vendordata"],
 	}
-	if md.UserData, err = raw.decode("userdata", log); err != nil {
-		return nil, err
+	for _, w := range raw.warnings {
+		md.warn(log, w)
 	}
-	if md.VendorData, err = raw.decode("vendordata", log); err != nil {
-		return nil, err
-	}
-	if err := applyVMwareMetaData(md, doc, log); err != nil {
+	if err := applyVMwareMetaData(md, raw.data["metadata"], log); err != nil {
 		return nil, fmt.Errorf("%s: %w", raw.name("metadata"), err)
 	}
 
@@ -469,7 +469,7 @@ func vmwareNetworkRaw(m map[string]any) ([]byte, error) {
 			}
 			enc, _ = cleanGuestinfoValue(es)
 		}
-		return decodeGuestinfo(enc, t, yamlx.MaxDocument)
+		return decodeGuestinfo(enc, []byte(t), yamlx.MaxDocument)
 	default:
 		return nil, fmt.Errorf("want a mapping or an encoded string, got %s", yamlx.Kind(t))
 	}
@@ -591,7 +591,7 @@ func redactGuestinfo(ctx context.Context, t guestinfoTool, raw *rawGuestinfo, as
 func vmwarePresentKeys(raw *rawGuestinfo) []string {
 	var keys []string
 	for _, k := range guestinfoValueKeys {
-		if _, ok := raw.values[k]; ok {
+		if _, ok := raw.data[k]; ok {
 			keys = append(keys, k)
 		}
 	}

@@ -20,7 +20,7 @@ func FuzzDecodeGuestinfo(f *testing.F) {
 		f.Add(enc, b64("\x1f\x8b\x08\x00"))
 	}
 	f.Fuzz(func(t *testing.T, enc, val string) {
-		b, err := decodeGuestinfo(enc, val, maxGuestinfoDecoded)
+		b, err := decodeGuestinfo(enc, []byte(val), maxGuestinfoDecoded)
 		switch enc {
 		case "base64", "b64":
 			if err != nil {
@@ -29,7 +29,7 @@ func FuzzDecodeGuestinfo(f *testing.F) {
 			if len(b) > len(val) {
 				t.Fatalf("%d bytes decoded from %d", len(b), len(val))
 			}
-			again, err := decodeGuestinfo(enc, base64.StdEncoding.EncodeToString(b), maxGuestinfoDecoded)
+			again, err := decodeGuestinfo(enc, []byte(base64.StdEncoding.EncodeToString(b)), maxGuestinfoDecoded)
 			if err != nil || !bytes.Equal(again, b) {
 				t.Fatalf("re-encoded value decodes to %q, %v; want %q", again, err, b)
 			}

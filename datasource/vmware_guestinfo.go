@@ -41,6 +41,14 @@ const guestinfoEmpty = "---"
 // both bounds hold while decoding, not after it.
 const maxGuestinfoDecoded = 16 << 20
 
+// MaxGuestinfoTotal bounds the decoded values of one guestinfo read
+// (metadata, userdata, vendordata) taken together, as MaxSeedTotal does
+// the files of a NoCloud seed, which they become: room for userdata at
+// maxGuestinfoDecoded beside the metadata document, and a whole read, with
+// what decoding and writing it costs, inside boot's 64 MiB peak-RSS budget
+// (SECURITY.md).
+const MaxGuestinfoTotal = 24 << 20
+
 // guestinfoLimit is what key may decode to.
 func guestinfoLimit(key string) int {
 	if key == "metadata" {
@@ -96,6 +104,11 @@ type ExecRunner struct {
 // Run runs argv and collects its output. A command that is killed or
 // cannot be started is an error; a non-zero exit is not.
 func (r ExecRunner) Run(ctx context.Context, argv []string) (CommandResult, error) {
+	return r.run(ctx, argv, maxToolOutput)
+}
+
+// run is Run keeping at most maxOut bytes of stdout.
+func (r ExecRunner) run(ctx context.Context, argv []string, maxOut int) (CommandResult, error) {
 	if len(argv) == 0 {
 		return CommandResult{}, errors.New("empty command")
 	}
@@ -111,18 +124,21 @@ func (r ExecRunner) Run(ctx context.Context, argv []string) (CommandResult, erro
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	var stdout, stderr bytes.Buffer
+	stdout := &cappedBuffer{max: maxOut}
+	stderr := &cappedBuffer{max: maxToolStderr}
 	cmd := exec.CommandContext(ctx, prog, argv[1:]...)
 	cmd.Args[0] = argv[0]
 	cmd.Env = r.Env
-	cmd.Stdout = &stdout
-	cmd.Stderr = &stderr
+	cmd.Stdout = stdout
+	cmd.Stderr = stderr
 	// A child that keeps the pipes open must not hold us past the deadline.
 	cmd.WaitDelay = time.Second
 	err = cmd.Run()
-	res := CommandResult{Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}
+	res := CommandResult{Stdout: stdout.b, Stderr: stderr.b}
 	var exit *exec.ExitError
 	switch {
+	case stdout.over:
+		return CommandResult{}, fmt.Errorf("%s: %w: printed more than %d bytes", argv[0], errToolOutput, maxOut)
 	case err == nil:
 		return res, nil
 	case parent.Err() != nil:
@@ -135,6 +151,44 @@ func (r ExecRunner) Run(ctx context.Context, argv []string) (CommandResult, erro
 	default:
 		return res, fmt.Errorf("%s: %w", argv[0], err)
 	}
+}
+
+// maxToolOutput bounds what one run of a guestinfo tool may print: the
+// base64 of the largest value (maxGuestinfoDecoded and a gzip header),
+// wrapped in lines. Output past it is not kept, and the run fails.
+var maxToolOutput = toolOutputFor(maxGuestinfoDecoded)
+
+// toolOutputFor is what a tool may print for a value that decodes to at
+// most limit bytes.
+func toolOutputFor(limit int) int { return (limit+1024)/3*4*77/76 + 4096 }
+
+// maxToolStderr is how much of a tool's stderr is kept: it is foreign
+// text, shown in errors; the rest is dropped as it arrives.
+const maxToolStderr = 4096
+
+var errToolOutput = errors.New("output over the limit")
+
+// cappedBuffer keeps the first max bytes written to it and drops the rest
+// (still taking it, so that the child does not block on a full pipe),
+// noting that it did.
+type cappedBuffer struct {
+	b    []byte
+	max  int
+	over bool
+}
+
+func (c *cappedBuffer) Write(p []byte) (int, error) {
+	n := min(len(p), c.max-len(c.b))
+	if len(c.b)+n > cap(c.b) {
+		// Doubling, not append's slower growth: what is copied and
+		// dropped on the way to max stays under max.
+		c.b = append(make([]byte, 0, min(max(2*cap(c.b), len(c.b)+n, 4096), c.max)), c.b...)
+	}
+	c.b = append(c.b, p[:n]...)
+	if n < len(p) {
+		c.over = true
+	}
+	return len(p), nil
 }
 
 // lookPath finds name in r.Path, or in $PATH when r.Path is empty.
@@ -193,33 +247,46 @@ func (t guestinfoTool) argv(rpc string) []string {
 	return []string{t.name, rpc}
 }
 
-// get reads guestinfo.key. It reports ok=false for a key that is missing,
-// empty or "---", and an error only when the tool failed.
-func (t guestinfoTool) get(ctx context.Context, key string) (string, bool, error) {
+// get reads guestinfo.key, a value that may decode to at most limit
+// bytes: what the tool printed, not copied. It reports ok=false for a key
+// that is missing, empty or "---", an error matching errOverLimit when
+// limit is below maxGuestinfoDecoded and ExecRunner printed more than
+// such a value can take, and any other error only when the tool failed.
+func (t guestinfoTool) get(ctx context.Context, key string, limit int) ([]byte, bool, error) {
 	rpc := "info-get guestinfo." + key
-	res, err := t.r.Run(ctx, t.argv(rpc))
+	var res CommandResult
+	var err error
+	if er, ok := t.r.(ExecRunner); ok && limit < maxGuestinfoDecoded {
+		res, err = er.run(ctx, t.argv(rpc), toolOutputFor(limit))
+		if errors.Is(err, errToolOutput) {
+			return nil, false, overLimit("%s printed more than a value of %d bytes takes", t.name, limit)
+		}
+	} else {
+		res, err = t.r.Run(ctx, t.argv(rpc))
+	}
 	if err != nil {
-		return "", false, &ToolError{Tool: t.name, Command: rpc, Err: err}
+		return nil, false, &ToolError{Tool: t.name, Command: rpc, Err: err}
 	}
 	stderr := strings.TrimRight(string(res.Stderr), "\r\n")
 	if stderr == guestinfoNoValue {
 		t.log.Debug("guestinfo key not set", "key", "guestinfo."+key, "tool", t.name)
-		return "", false, nil
+		return nil, false, nil
 	}
 	if res.ExitCode != 0 {
-		return "", false, &ToolError{Tool: t.name, Command: rpc, ExitCode: res.ExitCode, Stderr: stderr}
+		return nil, false, &ToolError{Tool: t.name, Command: rpc, ExitCode: res.ExitCode, Stderr: stderr}
 	}
-	out := strings.TrimSuffix(string(res.Stdout), "\n")
-	if out == "" {
+	out := bytes.TrimSuffix(res.Stdout, []byte("\n"))
+	if len(out) == 0 {
 		t.log.Warn("guestinfo tool succeeded but printed nothing; treating the key as absent",
 			"key", "guestinfo."+key, "tool", t.name)
-		return "", false, nil
+		return nil, false, nil
 	}
-	v, ok := cleanGuestinfoValue(out)
-	if !ok {
+	v := bytes.TrimRightFunc(out, unicode.IsSpace)
+	if len(v) == 0 || string(v) == guestinfoEmpty {
 		t.log.Debug("guestinfo key is empty", "key", "guestinfo."+key, "tool", t.name)
+		return nil, false, nil
 	}
-	return v, ok, nil
+	return v, true, nil
 }
 
 // set writes guestinfo.key; an empty value becomes one space, because the
@@ -244,39 +311,75 @@ func (t guestinfoTool) set(ctx context.Context, key, value string) error {
 // reads them. Each may have a "<key>.encoding" companion.
 var guestinfoValueKeys = [...]string{"metadata", "userdata", "vendordata"}
 
-// rawGuestinfo is what a transport returned before decoding: the present
-// keys (without the "guestinfo." prefix) and their cleaned values.
+// rawGuestinfo is what a transport returned, decoded: the present value
+// keys (without the "guestinfo." prefix) and what they decode to (nil for
+// one dropped), and what was dropped.
 type rawGuestinfo struct {
 	transport string
-	values    map[string]string
+	data      map[string][]byte
 	items     []string // present keys, in read order, as the transport names them
+	warnings  []string
 }
 
 // fetchGuestinfo reads every value key and, for the present ones only,
-// its encoding key.
-func fetchGuestinfo(get func(key string) (string, bool, error)) (map[string]string, []string, error) {
-	vals := map[string]string{}
-	var order []string
+// its encoding key, and decodes each value as soon as its encoding is
+// read, so that one value's text is held at a time and never beside its
+// copy. The values are read in guestinfoValueKeys order, each within its
+// own limit and what is left of MaxGuestinfoTotal: vendordata that no
+// longer fits is dropped with a warning naming it and the bound; metadata
+// or userdata that does not fit fails the read. name is how the
+// transport names a key. An error of get is returned as it is; any other
+// is about a value.
+func fetchGuestinfo(get func(key string, limit int) ([]byte, bool, error), name func(key string) string, log *slog.Logger) (*rawGuestinfo, error) {
+	g := &rawGuestinfo{data: map[string][]byte{}}
+	total := 0
 	for _, k := range guestinfoValueKeys {
-		v, ok, err := get(k)
-		if err != nil {
-			return nil, nil, err
-		}
-		if !ok {
+		limit := min(guestinfoLimit(k), MaxGuestinfoTotal-total)
+		b, ok, err := fetchGuestinfoValue(g, get, name, k, limit, log)
+		if err == nil && !ok {
 			continue
 		}
-		vals[k] = v
-		order = append(order, k)
-		enc, ok, err := get(k + ".encoding")
+		if err != nil && limit < guestinfoLimit(k) && errors.Is(err, errOverLimit) {
+			if k != "vendordata" {
+				return nil, fmt.Errorf("%s: the values of one guestinfo read add up to more than the %d byte limit", name(k), MaxGuestinfoTotal)
+			}
+			g.warnings = append(g.warnings, fmt.Sprintf("%s dropped: the values of one guestinfo read add up to more than the %d byte limit (%d bytes were left for it)", name(k), MaxGuestinfoTotal, limit))
+			g.data[k] = nil
+			continue
+		}
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		if ok {
-			vals[k+".encoding"] = enc
-			order = append(order, k+".encoding")
-		}
+		total += len(b)
+		g.data[k] = b
 	}
-	return vals, order, nil
+	return g, nil
+}
+
+// fetchGuestinfoValue reads key, and its encoding when it is present,
+// into g.items, and decodes it within limit; ok is false for an absent
+// key.
+func fetchGuestinfoValue(g *rawGuestinfo, get func(key string, limit int) ([]byte, bool, error), name func(key string) string, key string, limit int, log *slog.Logger) ([]byte, bool, error) {
+	v, ok, err := get(key, limit)
+	switch {
+	case errors.Is(err, errOverLimit):
+		g.items = append(g.items, name(key))
+		return nil, true, fmt.Errorf("%s: %w", name(key), err)
+	case err != nil:
+		return nil, false, err
+	case !ok:
+		return nil, false, nil
+	}
+	g.items = append(g.items, name(key))
+	enc, ok, err := get(key+".encoding", maxGuestinfoDecoded)
+	if err != nil {
+		return nil, false, err
+	}
+	if ok {
+		g.items = append(g.items, name(key+".encoding"))
+	}
+	b, err := decodeGuestinfoValue(name(key), string(enc), v, limit, log)
+	return b, true, err
 }
 
 // queryGuestinfo reads the keys with vmware-rpctool and, when that tool is
@@ -285,21 +388,21 @@ func fetchGuestinfo(get func(key string) (string, bool, error)) (map[string]stri
 func queryGuestinfo(ctx context.Context, r CommandRunner, log *slog.Logger) (*rawGuestinfo, error) {
 	query := func(tool string) (*rawGuestinfo, error) {
 		t := guestinfoTool{name: tool, r: r, log: log}
-		vals, order, err := fetchGuestinfo(func(key string) (string, bool, error) { return t.get(ctx, key) })
+		g, err := fetchGuestinfo(func(key string, limit int) ([]byte, bool, error) { return t.get(ctx, key, limit) },
+			func(key string) string { return "guestinfo." + key }, log)
 		if err != nil {
 			return nil, err
 		}
-		items := make([]string, len(order))
-		for i, k := range order {
-			items[i] = "guestinfo." + k
-		}
-		return &rawGuestinfo{transport: tool, values: vals, items: items}, nil
+		g.transport = tool
+		return g, nil
 	}
 	raw, rpcErr := query(ToolRPCTool)
 	if rpcErr == nil {
 		return raw, nil
 	}
-	if ctx.Err() != nil {
+	// A value that does not decode is the same through either tool.
+	var te *ToolError
+	if ctx.Err() != nil || !errors.As(rpcErr, &te) {
 		return nil, rpcErr
 	}
 	rpcMissing := errors.Is(rpcErr, exec.ErrNotFound)
@@ -331,22 +434,19 @@ func envGuestinfoName(key string) string {
 
 // readGuestinfoEnv reads the envvar transport. It returns nil when
 // VMX_GUESTINFO is empty or no value variable has content.
-func readGuestinfoEnv(getenv func(string) string) *rawGuestinfo {
+func readGuestinfoEnv(getenv func(string) string, log *slog.Logger) (*rawGuestinfo, error) {
 	if getenv("VMX_GUESTINFO") == "" {
-		return nil
+		return nil, nil
 	}
-	vals, order, _ := fetchGuestinfo(func(key string) (string, bool, error) {
+	g, err := fetchGuestinfo(func(key string, _ int) ([]byte, bool, error) {
 		v, ok := cleanGuestinfoValue(getenv(envGuestinfoName(key)))
-		return v, ok, nil
-	})
-	if len(vals) == 0 {
-		return nil
+		return []byte(v), ok, nil
+	}, envGuestinfoName, log)
+	if err != nil || len(g.data) == 0 {
+		return nil, err
 	}
-	items := make([]string, len(order))
-	for i, k := range order {
-		items[i] = envGuestinfoName(k)
-	}
-	return &rawGuestinfo{transport: TransportEnvvar, values: vals, items: items}
+	g.transport = TransportEnvvar
+	return g, nil
 }
 
 // name is how the transport names key in messages.
@@ -357,20 +457,16 @@ func (g *rawGuestinfo) name(key string) string {
 	return "guestinfo." + key
 }
 
-// decode returns the decoded value of key, or nil when it is absent.
-func (g *rawGuestinfo) decode(key string, log *slog.Logger) ([]byte, error) {
-	v, ok := g.values[key]
-	if !ok {
-		return nil, nil
-	}
-	enc := g.values[key+".encoding"]
+// decodeGuestinfoValue decodes the value of the key named name, within
+// limit; v may be overwritten.
+func decodeGuestinfoValue(name, enc string, v []byte, limit int, log *slog.Logger) ([]byte, error) {
 	if enc != "" && !knownGuestinfoEncoding(enc) {
 		log.Warn("unknown guestinfo encoding; using the value as plain text",
-			"key", g.name(key), "encoding", enc)
+			"key", name, "encoding", enc)
 	}
-	b, err := decodeGuestinfo(enc, v, guestinfoLimit(key))
+	b, err := decodeGuestinfo(enc, v, limit)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", g.name(key), err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return b, nil
 }
@@ -393,11 +489,24 @@ func knownGuestinfoEncoding(enc string) bool {
 	return false
 }
 
+// errOverLimit matches every error of decodeGuestinfo about a value that
+// decodes to more than its limit.
+var errOverLimit = errors.New("over the limit")
+
+// overLimitError is such an error; its text is only its message.
+type overLimitError string
+
+func (e overLimitError) Error() string   { return string(e) }
+func (overLimitError) Is(err error) bool { return err == errOverLimit }
+
+func overLimit(format string, a ...any) error { return overLimitError(fmt.Sprintf(format, a...)) }
+
 // decodeGuestinfo decodes a value by its encoding: base64/b64,
 // gzip+base64/gz+b64, anything else plain text. What it decodes to may
 // be at most limit bytes, checked before each step allocates: the base64
-// by its length, the gzip stream as it expands.
-func decodeGuestinfo(enc, v string, limit int) ([]byte, error) {
+// by its length, the gzip stream as it expands. A base64 value is
+// decoded out of v, which is overwritten; plain text is v itself.
+func decodeGuestinfo(enc string, v []byte, limit int) ([]byte, error) {
 	switch enc {
 	case "base64", "b64":
 		b, err := guestinfoBase64(v, limit)
@@ -418,30 +527,54 @@ func decodeGuestinfo(enc, v string, limit int) ([]byte, error) {
 		return b, nil
 	}
 	if len(v) > limit {
-		return nil, fmt.Errorf("%d bytes, more than the %d allowed", len(v), limit)
+		return nil, overLimit("%d bytes, more than the %d allowed", len(v), limit)
 	}
-	return []byte(v), nil
+	return v, nil
 }
 
 // guestinfoBase64 decodes standard base64, ignoring line breaks and other
 // ASCII whitespace (as `base64` wraps its output) and missing padding.
-func guestinfoBase64(s string, limit int) ([]byte, error) {
-	s = strings.Map(func(r rune) rune {
-		switch r {
+// It decodes in place: s is overwritten, and the result is part of it.
+func guestinfoBase64(s []byte, limit int) ([]byte, error) {
+	space := func(c byte) bool {
+		switch c {
 		case ' ', '\t', '\r', '\n', '\v', '\f':
-			return -1
+			return true
 		}
-		return r
-	}, s)
-	s = strings.TrimRight(s, "=")
-	if n := base64.RawStdEncoding.DecodedLen(len(s)); n > limit {
-		return nil, fmt.Errorf("decodes to %d bytes, more than the %d allowed", n, limit)
+		return false
 	}
-	b, err := base64.RawStdEncoding.DecodeString(s)
-	if err != nil {
-		return nil, fmt.Errorf("bad base64: %w", err)
+	// Counted before the copy without white space is made.
+	text := len(s)
+	for _, c := range s {
+		if space(c) {
+			text--
+		}
 	}
-	return b, nil
+	if n := base64.RawStdEncoding.DecodedLen(text - bytes.Count(s, []byte("="))); n > limit {
+		return nil, overLimit("decodes to %d bytes, more than the %d allowed", n, limit)
+	}
+	kept := s[:0]
+	for _, c := range s {
+		if !space(c) {
+			kept = append(kept, c)
+		}
+	}
+	kept = bytes.TrimRight(kept, "=")
+	// Decoded a chunk at a time into s itself: a chunk's bytes land
+	// before the end of the text already read.
+	var chunk [48 << 10]byte
+	n := 0
+	for i := 0; i < len(kept); i += 64 << 10 {
+		m, err := base64.RawStdEncoding.Decode(chunk[:], kept[i:min(i+64<<10, len(kept))])
+		if ce, ok := err.(base64.CorruptInputError); ok {
+			err = base64.CorruptInputError(int64(i) + int64(ce))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("bad base64: %w", err)
+		}
+		n += copy(s[n:], chunk[:m])
+	}
+	return s[:n:n], nil
 }
 
 // guestinfoGunzip decompresses one or more gzip members, up to limit
@@ -456,7 +589,7 @@ func guestinfoGunzip(b []byte, limit int) ([]byte, error) {
 	for {
 		if len(out) == cap(out) {
 			if len(out) > limit {
-				return nil, fmt.Errorf("bad gzip: expands to more than %d bytes", limit)
+				return nil, overLimit("bad gzip: expands to more than %d bytes", limit)
 			}
 			out = append(make([]byte, 0, min(2*cap(out), limit+1)), out...)
 		}
@@ -470,7 +603,7 @@ func guestinfoGunzip(b []byte, limit int) ([]byte, error) {
 		}
 	}
 	if len(out) > limit {
-		return nil, fmt.Errorf("bad gzip: expands to more than %d bytes", limit)
+		return nil, overLimit("bad gzip: expands to more than %d bytes", limit)
 	}
 	return out, nil
 }

@@ -852,14 +852,14 @@ func TestGuestinfoToolClassification(t *testing.T) {
 				}
 				return tc.res, tc.runErr
 			})}
-			v, ok, err := tool.get(context.Background(), "k")
+			v, ok, err := tool.get(context.Background(), "k", maxGuestinfoDecoded)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Errorf("err = %v, want %q", err, tc.err)
 				}
 				return
 			}
-			if err != nil || v != tc.want || ok != tc.ok {
+			if err != nil || string(v) != tc.want || ok != tc.ok {
 				t.Errorf("get = %q, %v, %v; want %q, %v", v, ok, err, tc.want, tc.ok)
 			}
 		})

@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/seedkeeper/seedkeeper/internal/alloctest"
 	"github.com/seedkeeper/seedkeeper/mdata/internal/wire"
 )
 
@@ -20,17 +20,6 @@ func rawFrame(body []byte) string {
 	b = append(b, ' ')
 	b = append(b, body...)
 	return string(append(b, '\n'))
-}
-
-// allocated returns the bytes allocated (by every goroutine, the script
-// host's included) while f runs. It counts allocations, not time.
-func allocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
 }
 
 const hostileLine = 8 << 20
@@ -48,7 +37,7 @@ func TestHostileFrameCostsLittleMoreThanItsLength(t *testing.T) {
 	c, _ := newScripted(t, script(step{expect: "*", reply: spaces + good}))
 	var v []byte
 	var err error
-	n := allocated(func() { v, err = c.Get(context.Background(), "k") })
+	n := alloctest.Bytes(func() { v, err = c.Get(context.Background(), "k") })
 	if err != nil || string(v) != "v" {
 		t.Fatalf("Get = %q, %v; want the frame after the hostile one", v, err)
 	}
@@ -68,7 +57,7 @@ func TestHostileKeysAreCountedFirst(t *testing.T) {
 	c, _ := newScripted(t, script(step{expect: "*", reply: empty}, step{expect: "*", reply: many}))
 	var keys []string
 	var err error
-	n := allocated(func() { keys, err = c.Keys(context.Background()) })
+	n := alloctest.Bytes(func() { keys, err = c.Keys(context.Background()) })
 	if err != nil || len(keys) != 0 {
 		t.Fatalf("Keys = %d keys, %v; want none", len(keys), err)
 	}
@@ -95,7 +84,7 @@ func TestHostFailureTextIsTruncatedWhereItEnters(t *testing.T) {
 		step{expect: "*", reply: string(frameBytes("0000bef0", "FAILURE", []byte("short")))},
 	))
 	var err error
-	n := allocated(func() { _, err = c.Get(context.Background(), "k") })
+	n := alloctest.Bytes(func() { _, err = c.Get(context.Background(), "k") })
 	var he *HostError
 	if !errors.As(err, &he) || he.Code != "FAILURE" {
 		t.Fatalf("Get = %v, want a HostError", err)
@@ -140,5 +129,26 @@ func TestLineLimitIsTheValueLimit(t *testing.T) {
 	}
 	if _, err := wire.ParseRaw([]byte(strings.TrimSuffix(rawFrame([]byte("0000beef "+strings.Repeat("A", 33))), "\n"))); err == nil {
 		t.Error("a 33-letter code was taken")
+	}
+}
+
+// SEEDKEEPER_MDATA's vsock CID and port go through the one range check,
+// and no message about the variable quotes it (it may hold anything).
+func TestParseTransportRangeCheckedWithoutQuoting(t *testing.T) {
+	for in, want := range map[string]string{
+		"vsock:4294967296:1":      "transport vsock CID: out of range (want between 0 and 4294967295)",
+		"vsock:2:-1":              "transport vsock port: out of range (want between 0 and 4294967295)",
+		"vsock:2":                 "transport: want vsock:CID:PORT",
+		"SECRET:x":                "transport: unknown kind (want serial, unix or vsock)",
+		"SECRETWITHOUTAKIND":      "transport: want serial:PATH, unix:PATH or vsock:CID:PORT",
+		"vsock:SECRET:SECRETPORT": "transport vsock CID: out of range",
+	} {
+		_, err := ParseTransport(in)
+		if err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("ParseTransport: error = %v, want %q", err, want)
+		}
+		if err != nil && (strings.Contains(err.Error(), "SECRET") || strings.Contains(err.Error(), "4294967296")) {
+			t.Errorf("%q quotes the input", err)
+		}
 	}
 }

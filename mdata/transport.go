@@ -3,13 +3,14 @@ package mdata
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io/fs"
+	"math"
 	"net"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/seedkeeper/seedkeeper/internal/bound"
 )
 
 // Conn is one open connection to the host: a byte stream with deadlines. A
@@ -41,9 +42,11 @@ type Transport interface {
 // ParseTransport parses a transport in the form SEEDKEEPER_MDATA takes:
 // "serial:PATH", "unix:PATH" or "vsock:CID:PORT".
 func ParseTransport(s string) (Transport, error) {
+	// The messages describe s and never quote it: an environment
+	// variable may hold anything.
 	kind, arg, ok := strings.Cut(s, ":")
 	if !ok || arg == "" {
-		return nil, fmt.Errorf("transport %q: want serial:PATH, unix:PATH or vsock:CID:PORT", s)
+		return nil, errors.New("transport: want serial:PATH, unix:PATH or vsock:CID:PORT")
 	}
 	switch kind {
 	case "serial":
@@ -52,14 +55,20 @@ func ParseTransport(s string) (Transport, error) {
 		return Unix(arg), nil
 	case "vsock":
 		cidS, portS, ok := strings.Cut(arg, ":")
-		cid, err1 := strconv.ParseUint(cidS, 10, 32)
-		port, err2 := strconv.ParseUint(portS, 10, 32)
-		if !ok || err1 != nil || err2 != nil {
-			return nil, fmt.Errorf("transport %q: want vsock:CID:PORT with decimal CID and port", s)
+		if !ok {
+			return nil, errors.New("transport: want vsock:CID:PORT")
+		}
+		cid, err := bound.ParseInt("transport vsock CID", cidS, 0, math.MaxUint32)
+		if err != nil {
+			return nil, err
+		}
+		port, err := bound.ParseInt("transport vsock port", portS, 0, math.MaxUint32)
+		if err != nil {
+			return nil, err
 		}
 		return Vsock(uint32(cid), uint32(port)), nil
 	}
-	return nil, fmt.Errorf("transport %q: unknown kind %q (want serial, unix or vsock)", s, kind)
+	return nil, errors.New("transport: unknown kind (want serial, unix or vsock)")
 }
 
 // Unix returns a transport over a unix stream socket, such as a zone's

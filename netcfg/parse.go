@@ -167,12 +167,9 @@ func parseAddress(f field, mask field, prefixKey field) (netip.Prefix, error) {
 		}
 		bits = n
 	case prefixKey.present():
-		n, err := prefixKey.integer()
+		n, err := prefixKey.intIn("a prefix length", 0, a.BitLen())
 		if err != nil {
 			return netip.Prefix{}, err
-		}
-		if n < 0 || n > a.BitLen() {
-			return netip.Prefix{}, prefixKey.errorf("not a prefix length for the address")
 		}
 		bits = n
 	case mask.present():

@@ -228,12 +228,9 @@ func (p *v1Parser) link(m mapping, kind Kind) error {
 }
 
 func vlanID(f field) (int, error) {
-	n, err := f.integer()
+	n, err := f.intIn("a VLAN ID", 1, 4094)
 	if err != nil {
 		return 0, err
-	}
-	if n < 1 || n > 4094 {
-		return 0, f.errorf("not a VLAN ID (1 to 4094)")
 	}
 	return n, nil
 }
@@ -366,7 +363,7 @@ func v1Subnet(ifc *Interface, sf field, n *notes) {
 	}
 	metric, metricOK := 0, true
 	if f := m.get("metric"); f.present() {
-		if metric, err = routeMetric(f); err != nil {
+		if metric, err = f.metric(); err != nil {
 			// The metric orders this subnet's default route against
 			// others: without it the route would win or lose by chance.
 			n.drop(err, "the subnet's gateway and DHCP route metric")
@@ -438,18 +435,6 @@ func v1Subnet(ifc *Interface, sf field, n *notes) {
 	}
 }
 
-// routeMetric reads a route metric: a whole number, not negative.
-func routeMetric(f field) (int, error) {
-	m, err := f.integer()
-	if err != nil {
-		return 0, err
-	}
-	if m < 0 {
-		return 0, f.errorf("a metric is not negative")
-	}
-	return m, nil
-}
-
 // v1Route reads a route: destination (or network) with an optional netmask
 // or prefix, gateway and metric.
 func v1Route(m mapping) (Route, error) {
@@ -476,7 +461,7 @@ func v1Route(m mapping) (Route, error) {
 		}
 	}
 	if f := m.get("metric"); f.present() {
-		if r.Metric, err = routeMetric(f); err != nil {
+		if r.Metric, err = f.metric(); err != nil {
 			return r, err
 		}
 	}

@@ -239,7 +239,7 @@ func v2IP(ifc *Interface, m mapping, n *notes) {
 		if err != nil {
 			n.drop(err, "the setting")
 		} else if mf := om.get("route-metric"); mf.present() {
-			if ifc.DHCPMetric, err = routeMetric(mf); err != nil {
+			if ifc.DHCPMetric, err = mf.metric(); err != nil {
 				n.drop(err, "the setting")
 			}
 		}
@@ -346,16 +346,13 @@ func v2Route(rf field) (Route, error) {
 		}
 	}
 	if f := rm.get("metric"); f.present() {
-		if r.Metric, err = routeMetric(f); err != nil {
+		if r.Metric, err = f.metric(); err != nil {
 			return r, err
 		}
 	}
 	if f := rm.get("table"); f.present() {
-		if r.Table, err = f.integer(); err != nil {
+		if r.Table, err = f.intIn("a routing table", 0, maxMetric); err != nil {
 			return r, err
-		}
-		if r.Table < 0 {
-			return r, f.errorf("not a routing table")
 		}
 	}
 	return r, nil

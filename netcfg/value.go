@@ -2,6 +2,7 @@ package netcfg
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/seedkeeper/seedkeeper/internal/bound"
 	"github.com/seedkeeper/seedkeeper/internal/yamlx"
 )
 
@@ -217,40 +219,51 @@ func (f field) strItems(n *notes, all, one string) (l []string, paths []string) 
 	return l, paths
 }
 
-// integer reads a whole number; a string of decimal digits is accepted too
-// (cloud-init converts with int()).
+// integer reads a whole number from math.MinInt32 to math.MaxInt32; a
+// string of decimal digits is accepted too (cloud-init converts with
+// int()). The range is checked by the one range check (internal/bound),
+// and no message quotes the value.
 func (f field) integer() (int, error) {
-	switch n := f.v.(type) {
+	return f.intIn("a whole number", math.MinInt32, math.MaxInt32)
+}
+
+// intIn reads a whole number and checks it against [lo, hi] (lo and hi
+// within the int32 range); what names the kind of number in errors ("an
+// MTU", "a metric").
+func (f field) intIn(what string, lo, hi int) (int, error) {
+	var n int64
+	switch v := f.v.(type) {
 	case int:
-		return n, nil
+		n = int64(v)
 	case int64:
-		if n >= math.MinInt32 && n <= math.MaxInt32 {
-			return int(n), nil
-		}
+		n = v
 	case uint64:
-		if n <= math.MaxInt32 {
-			return int(n), nil
-		}
+		n = int64(min(v, math.MaxInt64))
 	case float64:
-		if n == math.Trunc(n) && n >= math.MinInt32 && n <= math.MaxInt32 {
-			return int(n), nil
-		}
-		return 0, f.errorf("not a whole number")
-	case json.Number:
-		if i, err := strconv.Atoi(string(n)); err == nil {
-			return i, nil
-		}
-		return 0, f.errorf("not a whole number in range")
-	case string:
-		i, err := strconv.Atoi(strings.TrimSpace(n))
-		if err != nil {
+		if v != math.Trunc(v) {
 			return 0, f.errorf("not a whole number")
 		}
-		return i, nil
+		n = int64(max(min(v, math.MaxInt32+1), math.MinInt32-1))
+	case json.Number, string:
+		s := strings.TrimSpace(fmt.Sprint(v))
+		i, err := strconv.ParseInt(s, 10, 64)
+		switch {
+		case errors.Is(err, strconv.ErrRange):
+			n = math.MaxInt64
+		case err != nil:
+			return 0, f.errorf("%s that is not a whole number", yamlx.Kind(v))
+		default:
+			n = i
+		}
 	default:
 		return 0, f.errorf("must be a number, not %s", yamlx.Kind(f.v))
 	}
-	return 0, f.errorf("a number out of range")
+	if err := bound.Check(f.path, n, int64(lo), int64(hi)); err != nil {
+		var be *bound.Error
+		errors.As(err, &be)
+		return 0, f.errorf("not %s: %s", what, be.Reason())
+	}
+	return int(n), nil
 }
 
 // boolean reads true/false; the strings cloud-init's util.is_true and
@@ -331,14 +344,7 @@ func (f field) mac() (string, error) {
 }
 
 func (f field) mtu() (int, error) {
-	n, err := f.integer()
-	if err != nil {
-		return 0, err
-	}
-	if n < 68 || n > 65535 {
-		return 0, f.errorf("not an MTU (68 to 65535)")
-	}
-	return n, nil
+	return f.intIn("an MTU", 68, 65535)
 }
 
 // ifname reads a link name (see ValidLinkName).
@@ -461,3 +467,10 @@ func dedupe[T comparable](l []T) []T {
 	}
 	return out
 }
+
+// maxMetric bounds a route metric or a routing table, as the int32 the
+// decoders and netlink carry.
+const maxMetric = math.MaxInt32
+
+// metric reads a route metric.
+func (f field) metric() (int, error) { return f.intIn("a metric", 0, maxMetric) }

@@ -226,49 +226,83 @@ func TestBootVMwareNetworkAliasBomb(t *testing.T) {
 	}
 }
 
-// SIGTERM during boot (here while it reads a meta-data and a
-// network-config at the document limits) ends it with 128+15, the code
-// boot --help documents. Before the documents were bounded, the parse of
-// a 4 MiB meta-data took seconds and hundreds of MiB and the signal was
-// ignored until it was done. The bound below is generous: it fails only
-// on a boot that ignored the signal, not on a slow machine.
+// SIGTERM during boot ends it with 128+15, the code boot --help
+// documents. Before the documents were bounded, the parse of a 4 MiB
+// meta-data took seconds and the signal was ignored until it was done.
+// The boot here cannot finish before the signal: it waits, without limit,
+// for an mdata host that is down, and the signal goes after it logged
+// that wait. The bounds below are generous: they fail only on a boot that
+// never waited or ignored the signal, not on a slow machine.
 func TestBootEndsOnSIGTERM(t *testing.T) {
-	root := scratchRoot(t, kvmProduct, kvmVendor, kvmUUID)
-	values := strings.Repeat("  - aaaaaaaaaaaaaaaaaaaaaaaa\n", 30000)
-	hostileSeed(t, root, map[string]string{
-		"meta-data":      "instance-id: iid-sigterm\nlist:\n" + values,
-		"network-config": "version: 2\nethernets:\n  e0: {match: {macaddress: '52:54:00:12:34:56'}, dhcp4: true}\nx:\n" + values,
-		"user-data":      "#cloud-config\n",
-	})
+	h, transport := smartosHost(t, smartosStore())
+	h.Down()
+	root := scratchRoot(t, "SmartDC HVM", "Joyent", "")
 	cmd := exec.Command(seedkeeperBinary(t), "boot", "--root", root, "--network", "plan")
-	cmd.Env = testEnv(nil)
-	stderr, err := cmd.StderrPipe()
+	cmd.Env = testEnv([]string{"SEEDKEEPER_MDATA=" + transport})
+	// Our own pipe, read to its end whenever Wait returns.
+	stderr, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
+	defer stderr.Close()
+	cmd.Stderr = w
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
 		t.Fatal(err)
 	}
-	// The first line boot logs comes after its signal handler is in
-	// place; the signal goes at once after it.
-	br := bufio.NewReader(stderr)
-	first, _ := br.ReadString('\n')
+	var waitErr error
+	done := make(chan struct{})
+	go func() { waitErr = cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		select {
+		case <-done:
+		default:
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	waiting := make(chan string, 1)
+	rest := make(chan string, 1)
+	go func() {
+		br := bufio.NewReader(stderr)
+		var seen strings.Builder
+		for {
+			line, err := br.ReadString('\n')
+			seen.WriteString(line)
+			if strings.Contains(line, "metadata host not answering") {
+				waiting <- seen.String()
+				break
+			}
+			if err != nil {
+				waiting <- ""
+				rest <- seen.String()
+				return
+			}
+		}
+		b, _ := io.ReadAll(br)
+		rest <- string(b)
+	}()
+	var out string
+	select {
+	case out = <-waiting:
+	case <-time.After(60 * time.Second):
+		t.Fatal("boot did not start waiting for the mdata host within 60 s")
+	}
+	if out == "" {
+		t.Fatalf("boot ended without waiting for the mdata host:\n%s", <-rest)
+	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	rest := make(chan string, 1)
-	go func() { b, _ := io.ReadAll(br); rest <- string(b) }()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
 	select {
-	case err = <-done:
+	case <-done:
 	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
 		t.Fatalf("boot ignored SIGTERM: still running 30 s after it")
 	}
-	out := first + <-rest
+	out += <-rest
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 128+int(syscall.SIGTERM) || !strings.Contains(out, "seedkeeper boot: stopped by a signal") {
-		t.Fatalf("boot after SIGTERM: %v, want exit %d\n%s", err, 128+int(syscall.SIGTERM), out)
+	if !errors.As(waitErr, &ee) || ee.ExitCode() != 128+int(syscall.SIGTERM) || !strings.Contains(out, "seedkeeper boot: stopped by a signal") {
+		t.Fatalf("boot after SIGTERM: %v, want exit %d\n%s", waitErr, 128+int(syscall.SIGTERM), out)
 	}
 }

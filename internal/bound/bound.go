@@ -23,7 +23,11 @@ type Error struct {
 	Want string
 }
 
-func (e *Error) Error() string { return fmt.Sprintf("%s: out of range (want %s)", e.Name, e.Want) }
+func (e *Error) Error() string { return e.Name + ": " + e.Reason() }
+
+// Reason is the error without the name, for a caller that names the value
+// its own way (a field path, a parameter).
+func (e *Error) Reason() string { return "out of range (want " + e.Want + ")" }
 
 // Check returns nil when lo <= v <= hi, and otherwise an *Error naming
 // name and the range.

@@ -91,10 +91,15 @@ func openRegularFile(op, path string, flags int, perm os.FileMode) (*os.File, er
 }
 
 func readAll(ctx context.Context, f *os.File, path string, limit int64) ([]byte, error) {
+	var out []byte
 	if fi, err := f.Stat(); err == nil && fi.Size() > limit {
 		return nil, fmt.Errorf("reading %s: %w: %d bytes, the limit is %d", path, ErrTooLarge, fi.Size(), limit)
+	} else if err == nil && fi.Size() > 0 {
+		// One allocation of the size the file says it has (within the
+		// limit), not a chain of growing copies; the limit still holds
+		// if it grows while being read.
+		out = make([]byte, 0, fi.Size())
 	}
-	var out []byte
 	buf := make([]byte, 64<<10)
 	for {
 		if err := ctx.Err(); err != nil {

@@ -167,7 +167,13 @@ func (im *Image) Names() []string {
 // ReadFile returns the content of the root-directory file name, found as
 // the package documentation describes. A missing file gives an error that
 // matches fs.ErrNotExist; a file over MaxFileSize gives ErrTooLarge.
-func (im *Image) ReadFile(name string) (data []byte, err error) {
+func (im *Image) ReadFile(name string) ([]byte, error) { return im.ReadFileMax(name, MaxFileSize) }
+
+// ReadFileMax is ReadFile with a lower limit: a file over max (or over
+// MaxFileSize) gives ErrTooLarge, from the directory entry, before
+// anything is read.
+func (im *Image) ReadFileMax(name string, max int64) (data []byte, err error) {
+	max = min(max, MaxFileSize)
 	defer recoverError(&err, im.name, "reading "+name)
 	e, err := im.lookup(name)
 	if err != nil {
@@ -176,8 +182,8 @@ func (im *Image) ReadFile(name string) (data []byte, err error) {
 	if e.dir {
 		return nil, fmt.Errorf("%s: %s is a directory", im.name, name)
 	}
-	if e.size > MaxFileSize || e.size < 0 {
-		return nil, fmt.Errorf("%s: %s: %w: %d bytes, over the %d byte limit", im.name, name, ErrTooLarge, e.size, MaxFileSize)
+	if e.size > max || e.size < 0 {
+		return nil, fmt.Errorf("%s: %s: %w: %d bytes, over the %d byte limit", im.name, name, ErrTooLarge, e.size, max)
 	}
 	im.mu.Lock()
 	defer im.mu.Unlock()

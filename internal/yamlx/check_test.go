@@ -4,11 +4,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/seedkeeper/seedkeeper/internal/alloctest"
 )
 
 // tree counts the nodes the decoder built and their nesting (aliases
@@ -92,17 +93,16 @@ func TestCheckRefusesBeforeDecoding(t *testing.T) {
 		"too large":  "a: |\n" + strings.Repeat("  "+strings.Repeat("x", 98)+"\n", MaxDocument/100+1),
 	} {
 		data := []byte(doc)
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		var v any
-		err := Unmarshal(data, &v)
-		runtime.ReadMemStats(&after)
+		var err error
+		a := alloctest.Bytes(func() {
+			var v any
+			err = Unmarshal(data, &v)
+		})
 		if !errors.Is(err, ErrTooComplex) {
 			t.Errorf("%s: Unmarshal = %v, want ErrTooComplex", name, err)
 			continue
 		}
-		if a := after.TotalAlloc - before.TotalAlloc; a > 64<<10 {
+		if a > 64<<10 {
 			t.Errorf("%s: refusing it allocated %d bytes", name, a)
 		}
 		if strings.Contains(err.Error(), "a,a") || strings.Contains(err.Error(), "xxxx") {

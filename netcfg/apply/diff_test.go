@@ -395,8 +395,8 @@ ethernets:
 		},
 	}
 	want := map[string]string{
-		"v1":       "network config: config[1].subnets[0].routes[0].metric: a metric is not negative; the route left out",
-		"v2":       "network config: ethernets.eth1.routes[0].metric: a metric is not negative; the route left out",
+		"v1":       "network config: config[1].subnets[0].routes[0].metric: not a metric: out of range (want between 0 and 2147483647); the route left out",
+		"v2":       "network config: ethernets.eth1.routes[0].metric: not a metric: out of range (want between 0 and 2147483647); the route left out",
 		"sdc:nics": "network config: sdc:routes[1].dst: a bad prefix length; the route left out",
 	}
 	for _, name := range []string{"v1", "v2", "sdc:nics"} {

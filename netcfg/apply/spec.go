@@ -1,13 +1,16 @@
 package apply
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/seedkeeper/seedkeeper/internal/bound"
 	"github.com/seedkeeper/seedkeeper/netcfg"
 )
 
@@ -97,25 +100,37 @@ func enumValue(v string, names []string) (int, error) {
 	if i := slices.Index(names, strings.ToLower(v)); i >= 0 {
 		return i, nil
 	}
-	if n, err := strconv.Atoi(v); err == nil && n >= 0 && n < len(names) {
-		return n, nil
+	if n, err := bound.ParseInt("value", v, 0, int64(len(names)-1)); err == nil {
+		return int(n), nil
 	}
 	return 0, fmt.Errorf("not one of %s", strings.Join(names, ", "))
 }
 
-// intValue reads a whole number from lo to hi.
+// intValue reads a whole number from lo to hi, with the one range check
+// (internal/bound).
 func intValue(v string, lo, hi int) (int, error) {
-	n, err := strconv.Atoi(v)
-	if err != nil || n < lo || n > hi {
-		return 0, fmt.Errorf("not a whole number from %d to %d", lo, hi)
+	n, err := bound.ParseInt("value", v, int64(lo), int64(hi))
+	if err != nil {
+		return 0, reason(err)
 	}
-	return n, nil
+	return int(n), nil
+}
+
+// reason states a range error of internal/bound without its name: the
+// caller names the parameter.
+func reason(err error) error {
+	var be *bound.Error
+	if errors.As(err, &be) {
+		return errors.New(be.Reason())
+	}
+	return err
 }
 
 // durationValue reads a time given as a number of unit (what netplan and
 // cloud-init mean; a decimal fraction is allowed, as networkd takes one)
-// or with an "ms" or "s" suffix, and returns it in units of out
-// milliseconds, rounded down.
+// or with an "ms" or "s" suffix, checks it against 0 to hiMS milliseconds
+// with the one range check, and returns it in units of out milliseconds,
+// rounded down.
 func durationValue(v string, unitMS, outMS, hiMS int) (int, error) {
 	num, mult := v, unitMS
 	switch {
@@ -128,10 +143,14 @@ func durationValue(v string, unitMS, outMS, hiMS int) (int, error) {
 	// forms, infinities and NaN that ParseFloat also takes.
 	plain := num != "" && strings.Count(num, ".") <= 1 && strings.Trim(num, "0123456789.") == ""
 	n, err := strconv.ParseFloat(num, 64)
-	if !plain || err != nil || n*float64(mult) > float64(hiMS) {
-		return 0, fmt.Errorf("not a duration from 0 to %d ms", hiMS)
+	d, ok := bound.Seconds(n * float64(mult) / 1000)
+	if !plain || err != nil || !ok {
+		return 0, fmt.Errorf("not a duration (a number, or one with ms or s)")
 	}
-	return int(n * float64(mult) / float64(outMS)), nil
+	if err := bound.Check("value", d, 0, time.Duration(hiMS)*time.Millisecond); err != nil {
+		return 0, reason(err)
+	}
+	return int(d / (time.Duration(outMS) * time.Millisecond)), nil
 }
 
 func boolValue(v string) (int, error) {
@@ -262,14 +281,14 @@ func bridgeParams(params map[string]string) (*BridgeParams, []string, error) {
 // portValues reads "port=value" pairs, space-separated.
 func portValues(v string, lo, hi int) (map[string]int, error) {
 	out := map[string]int{}
-	for _, f := range strings.Fields(v) {
+	for i, f := range strings.Fields(v) {
 		port, val, ok := strings.Cut(f, "=")
 		if !ok || port == "" {
 			return nil, fmt.Errorf("not a list of port=value pairs")
 		}
 		n, err := intValue(val, lo, hi)
 		if err != nil {
-			return nil, fmt.Errorf("port %s: %w", port, err)
+			return nil, fmt.Errorf("pair %d: %w", i+1, err)
 		}
 		out[port] = n
 	}

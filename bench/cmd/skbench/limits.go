@@ -95,6 +95,14 @@ func limitCaseList() []limitCase {
 				"vendordata": gzb64(filler(seedMax)), "vendordata.encoding": "gzip+base64",
 			}
 		}},
+		{"limits/guestinfo: every value at its limit, base64 (not compressed)", "guestinfo", func() map[string]string {
+			b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+			return map[string]string{
+				"metadata": b64(meta()), "metadata.encoding": "base64",
+				"userdata": b64(filler(seedMax)), "userdata.encoding": "base64",
+				"vendordata": b64(filler(seedMax)), "vendordata.encoding": "base64",
+			}
+		}},
 		{"limits/guestinfo: an 11 KB gzip metadata", "guestinfo", func() map[string]string {
 			return map[string]string{
 				"metadata": gzb64("[" + strings.Repeat("a,", 8<<20) + "a]"), "metadata.encoding": "gzip+base64",
