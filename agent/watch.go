@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/vishvananda/netns"
+
 	"github.com/seedkeeper/seedkeeper/datasource"
 	"github.com/seedkeeper/seedkeeper/hotplug"
 	"github.com/seedkeeper/seedkeeper/mdata"
@@ -121,14 +123,14 @@ func Watch(ctx context.Context, e Env, o WatchOptions) error {
 		return md.Network, nil
 	}
 	receipt := e.Root.Path(ReceiptPath)
-	applyFn := hotplug.NetlinkApplierThen(0, allow, receipt, e.Log,
+	applyFn := hotplug.NetlinkApplierThen(e.Netns, allow, receipt, e.Log,
 		func(ctx context.Context, cfg *netcfg.Config, whole *apply.Plan) error {
 			return e.render(ctx, cfg, whole, &NetResult{}, true)
 		})
 	if !o.Network.live(&e) {
 		e.Log.Info("watch: the network is only planned (--root is set, or --network plan)")
 		applyFn = func(ctx context.Context, cfg *netcfg.Config, macs []string) error {
-			s, err := apply.Sync(ctx, hotplug.Only(cfg, macs), apply.SyncOptions{Receipt: receipt, Allow: allow.Allows, DryRun: true})
+			s, err := apply.Sync(ctx, hotplug.Only(cfg, macs), apply.SyncOptions{Receipt: receipt, Allow: allow.Allows, DryRun: true, Namespace: netns.NsHandle(e.Netns)})
 			if err != nil {
 				return err
 			}
@@ -142,6 +144,7 @@ func Watch(ctx context.Context, e Env, o WatchOptions) error {
 		}
 	}
 	err = hotplug.Watch(ctx, hotplug.Options{
+		Namespace: e.Netns,
 		Allowlist: allow,
 		Fetch:     fetch,
 		Apply:     applyFn,
