@@ -13,6 +13,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/seedkeeper/seedkeeper/agent"
+	"github.com/seedkeeper/seedkeeper/internal/nstest"
 )
 
 // The BOOT event: Boot with NetworkApply brings owned NICs to the
@@ -35,7 +36,7 @@ func netBootRoot(t *testing.T, iid, networkConfig string) string {
 // bootNet runs Boot on root with the network applied in n, as "seedkeeper
 // boot --root ROOT --network apply" does, and returns its log; it fails
 // the test unless Boot went well.
-func bootNet(t *testing.T, n *testNetns, root string) string {
+func bootNet(t *testing.T, n *nstest.NS, root string) string {
 	t.Helper()
 	log := &syncBuffer{}
 	if _, err := agent.Boot(context.Background(), netEnv(root, n, log), agent.BootOptions{Network: agent.NetworkApply}); err != nil {
@@ -59,16 +60,16 @@ ethernets:
     match: {macaddress: "`+macBridge+`"}
     addresses: [192.0.2.42/24]
 `)
-	addVeth(t, n, peers, "eth1", macOwned)
-	if err := n.h.LinkAdd(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "br1", HardwareAddr: mustMAC(macBridge)}}); err != nil {
+	n.AddVeth(t, peers, "eth1", macOwned)
+	if err := n.Netlink.LinkAdd(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "br1", HardwareAddr: mustMAC(macBridge)}}); err != nil {
 		t.Fatal(err)
 	}
 
 	bootNet(t, n, root)
-	if !n.hasAddr(t, "eth1", "192.0.2.41/24") {
-		t.Errorf("eth1 addresses %q", n.addrs(t, "eth1"))
+	if !n.HasAddr(t, "eth1", "192.0.2.41/24") {
+		t.Errorf("eth1 addresses %q", n.Addrs(t, "eth1"))
 	}
-	routes, err := n.h.RouteList(n.link(t, "eth1"), netlink.FAMILY_V4)
+	routes, err := n.Netlink.RouteList(n.Link(t, "eth1"), netlink.FAMILY_V4)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +87,7 @@ ethernets:
 	if want := []string{"198.51.100.0/24 via 192.0.2.254", "default via 192.0.2.1"}; !slices.Equal(got, want) {
 		t.Errorf("eth1 routes %q, want %q", got, want)
 	}
-	if a := n.addrs(t, "br1"); len(a) != 0 || n.link(t, "br1").Attrs().Flags&net.FlagUp != 0 {
+	if a := n.Addrs(t, "br1"); len(a) != 0 || n.Link(t, "br1").Attrs().Flags&net.FlagUp != 0 {
 		t.Errorf("the bridge (driver not allowlisted) was touched: %q", a)
 	}
 	files := networkdFiles(root, ".network")
@@ -120,12 +121,12 @@ func TestIntegrationBootNoNetworkConfig(t *testing.T) {
 	root := kvmRoot(t, map[string]string{"etc/seedkeeper/config.yaml": "hotplug:\n  drivers: [veth]\n"})
 	copySeed(t, filepath.Join(root, "var/lib/cloud/seed/nocloud"))
 	os.Remove(filepath.Join(root, "var/lib/cloud/seed/nocloud/network-config"))
-	addVeth(t, n, peers, "eth0", "52:54:00:12:34:56") // the fixture's MAC
-	before := n.link(t, "eth0").Attrs()
+	n.AddVeth(t, peers, "eth0", "52:54:00:12:34:56") // the fixture's MAC
+	before := n.Link(t, "eth0").Attrs()
 
 	bootNet(t, n, root)
-	after := n.link(t, "eth0").Attrs()
-	if a := n.addrs(t, "eth0"); len(a) != 0 || after.Flags != before.Flags || after.MTU != before.MTU || after.Name != before.Name {
+	after := n.Link(t, "eth0").Attrs()
+	if a := n.Addrs(t, "eth0"); len(a) != 0 || after.Flags != before.Flags || after.MTU != before.MTU || after.Name != before.Name {
 		t.Errorf("eth0 changed: %q %+v -> %+v", a, before, after)
 	}
 	st := readStatus(t, root)
@@ -155,8 +156,8 @@ config:
     subnets:
       - {type: static, address: 192.0.2.51/24, gateway: 192.0.2.1}
 `)
-	addVeth(t, n, peers, "eth1", mac1)
-	addVeth(t, n, peers, "eth2", mac2)
+	n.AddVeth(t, peers, "eth1", mac1)
+	n.AddVeth(t, peers, "eth2", mac2)
 
 	log := bootNet(t, n, root)
 	for _, want := range []string{`msg="network: br0 (bridge): create"`, `msg="network: eth1 (` + mac1 + `): enslave to br0"`,
@@ -165,12 +166,12 @@ config:
 			t.Errorf("boot log lacks %s:\n%s", want, log)
 		}
 	}
-	br := n.link(t, "br0")
-	if br.Type() != "bridge" || br.Attrs().Flags&net.FlagUp == 0 || !n.hasAddr(t, "br0", "192.0.2.51/24") {
-		t.Errorf("br0: %s up=%v addresses %q", br.Type(), br.Attrs().Flags&net.FlagUp != 0, n.addrs(t, "br0"))
+	br := n.Link(t, "br0")
+	if br.Type() != "bridge" || br.Attrs().Flags&net.FlagUp == 0 || !n.HasAddr(t, "br0", "192.0.2.51/24") {
+		t.Errorf("br0: %s up=%v addresses %q", br.Type(), br.Attrs().Flags&net.FlagUp != 0, n.Addrs(t, "br0"))
 	}
 	for _, p := range []string{"eth1", "eth2"} {
-		if n.link(t, p).Attrs().MasterIndex != br.Attrs().Index {
+		if n.Link(t, p).Attrs().MasterIndex != br.Attrs().Index {
 			t.Errorf("%s is not a port of br0", p)
 		}
 	}
@@ -214,11 +215,11 @@ config:
     subnets:
       - {type: static, address: 192.0.2.61/24}
 `)
-	addVeth(t, n, peers, "eth1", mac1)
+	n.AddVeth(t, peers, "eth1", mac1)
 	if log := bootNet(t, n, root); !strings.Contains(log, "br0: parameter hello-time: not a duration") {
 		t.Fatalf("boot log does not say why br0 was refused:\n%s", log)
 	}
-	if _, err := n.h.LinkByName("br0"); err == nil {
+	if _, err := n.Netlink.LinkByName("br0"); err == nil {
 		t.Error("br0 was made live with a parameter it could not read")
 	}
 	dir := filepath.Join(root, agent.NetworkDir)

@@ -15,28 +15,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
-
 	"github.com/seedkeeper/seedkeeper/agent"
 	"github.com/seedkeeper/seedkeeper/hotplug"
 	"github.com/seedkeeper/seedkeeper/internal/nstest"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
 
-// testNetns is a network namespace of the test's own: the flows run in it
-// through Env.Netns, and the test looks at its links through h.
-type testNetns struct {
-	name string
-	fd   netns.NsHandle
-	h    *netlink.Handle
-}
-
-func newTestNetns(t *testing.T) *testNetns {
-	t.Helper()
-	n := nstest.New(t, "skagent")
-	return &testNetns{name: n.Name, fd: n.NS, h: n.Netlink}
-}
+// newTestNetns is a network namespace of the test's own: the flows run in
+// it through Env.Netns, and the test looks at its links through netlink.
+func newTestNetns(t *testing.T) *nstest.NS { return nstest.New(t, "skagent") }
 
 func mustMAC(s string) net.HardwareAddr {
 	m, err := net.ParseMAC(s)
@@ -46,62 +33,22 @@ func mustMAC(s string) net.HardwareAddr {
 	return m
 }
 
-// addVeth creates a veth whose end name (with mac) is in n and whose peer
-// is in peers, so that only the one link appears in n.
-func addVeth(t *testing.T, n, peers *testNetns, name, mac string) {
-	t.Helper()
-	err := peers.h.LinkAdd(&netlink.Veth{
-		LinkAttrs: netlink.LinkAttrs{Name: name, HardwareAddr: mustMAC(mac), Namespace: netlink.NsFd(n.fd)},
-		PeerName:  "p-" + name,
-	})
-	if err != nil {
-		t.Fatalf("adding veth %s: %v", name, err)
-	}
-}
-
 // addTap creates a tap device (driver "tun") with mac in peers and moves
 // it into n, so that it appears there with its final MAC.
-func addTap(t *testing.T, n, peers *testNetns, name, mac string) {
+func addTap(t *testing.T, n, peers *nstest.NS, name, mac string) {
 	t.Helper()
 	if _, err := exec.LookPath("ip"); err != nil {
 		t.Skip("needs ip(8) to make a tap device: install iproute2")
 	}
 	for _, args := range [][]string{
-		{"-n", peers.name, "tuntap", "add", "dev", name, "mode", "tap"},
-		{"-n", peers.name, "link", "set", name, "address", mac},
-		{"-n", peers.name, "link", "set", name, "netns", n.name},
+		{"-n", peers.Name, "tuntap", "add", "dev", name, "mode", "tap"},
+		{"-n", peers.Name, "link", "set", name, "address", mac},
+		{"-n", peers.Name, "link", "set", name, "netns", n.Name},
 	} {
 		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
 			t.Fatalf("ip %q: %v\n%s", args, err, out)
 		}
 	}
-}
-
-func (n *testNetns) link(t *testing.T, name string) netlink.Link {
-	t.Helper()
-	l, err := n.h.LinkByName(name)
-	if err != nil {
-		t.Fatalf("link %s: %v", name, err)
-	}
-	return l
-}
-
-// addrs lists the IPv4 addresses of a link, as "a.b.c.d/len".
-func (n *testNetns) addrs(t *testing.T, name string) []string {
-	t.Helper()
-	as, err := n.h.AddrList(n.link(t, name), netlink.FAMILY_V4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, a := range as {
-		out = append(out, a.IPNet.String())
-	}
-	return out
-}
-
-func (n *testNetns) hasAddr(t *testing.T, name, addr string) bool {
-	return slices.Contains(n.addrs(t, name), addr)
 }
 
 // syncBuffer is a log the flow writes while the test reads it.
@@ -156,9 +103,9 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 // netEnv is the Env the CLI makes for --root root (the configuration
 // under it, the log as text), with the flows' netlink work in n.
-func netEnv(root string, n *testNetns, log *syncBuffer) agent.Env {
+func netEnv(root string, n *nstest.NS, log *syncBuffer) agent.Env {
 	e := agent.LoadEnv(root, "", agent.NewLogger(log))
-	e.Netns = int(n.fd)
+	e.Netns = int(n.NS)
 	return e
 }
 
@@ -175,7 +122,7 @@ type watchRun struct {
 // startWatch runs agent.Watch on root in n with the drivers given ("" for
 // the allowlist of the metadata or the configuration); it is stopped at
 // cleanup if the test did not stop it.
-func startWatch(t *testing.T, n *testNetns, root, drivers string) *watchRun {
+func startWatch(t *testing.T, n *nstest.NS, root, drivers string) *watchRun {
 	t.Helper()
 	w := &watchRun{log: &syncBuffer{}, notify: &notifyLog{}, done: make(chan struct{})}
 	e := netEnv(root, n, w.log)

@@ -79,29 +79,29 @@ func TestIntegrationWatchHotplugVeth(t *testing.T) {
 	metaData := filepath.Join(root, "var/lib/cloud/seed/nocloud/meta-data")
 	before := map[string]fileState{"identity.json": statFile(t, identityFile), "meta-data": statFile(t, metaData)}
 
-	addVeth(t, n, peers, "eth1", macStart)
+	n.AddVeth(t, peers, "eth1", macStart)
 	w := startWatch(t, n, root, "veth")
 
 	// READY comes after the first reconcile: the NIC that was there
 	// before watch started already has its address.
 	waitFor(t, "READY=1", func() bool { return w.notify.has("READY=1") })
-	if !n.hasAddr(t, "eth1", "192.0.2.11/24") {
-		t.Errorf("READY=1 sent before the NIC present at start was applied: eth1 has %q\n%s", n.addrs(t, "eth1"), w.log)
+	if !n.HasAddr(t, "eth1", "192.0.2.11/24") {
+		t.Errorf("READY=1 sent before the NIC present at start was applied: eth1 has %q\n%s", n.Addrs(t, "eth1"), w.log)
 	}
 
-	addVeth(t, n, peers, "eth2", macAdded)
-	waitFor(t, "eth2's address", func() bool { return n.hasAddr(t, "eth2", "192.0.2.12/24") })
-	if l := n.link(t, "eth2"); l.Attrs().Flags&net.FlagUp == 0 {
+	n.AddVeth(t, peers, "eth2", macAdded)
+	waitFor(t, "eth2's address", func() bool { return n.HasAddr(t, "eth2", "192.0.2.12/24") })
+	if l := n.Link(t, "eth2"); l.Attrs().Flags&net.FlagUp == 0 {
 		t.Error("eth2 is not up")
 	}
 
 	// The metadata lags the device (cloud-init GH #5373): applied once
 	// a re-fetch finds the MAC.
-	addVeth(t, n, peers, "eth3", macLate)
+	n.AddVeth(t, peers, "eth3", macLate)
 	w.waitLog(t, "the metadata does not list eth3 ("+macLate)
 	nics[macLate] = "192.0.2.13/24"
 	setNetworkConfig(t, root, hotplugNetworkConfig(nics))
-	waitFor(t, "eth3's address", func() bool { return n.hasAddr(t, "eth3", "192.0.2.13/24") })
+	waitFor(t, "eth3's address", func() bool { return n.HasAddr(t, "eth3", "192.0.2.13/24") })
 	// The networkd files are rendered after the live apply.
 	waitFor(t, "a networkd file for each applied NIC", func() bool { return len(networkdFiles(root, ".network")) == 3 })
 
@@ -136,19 +136,19 @@ func TestIntegrationWatchLeavesOtherLinksAlone(t *testing.T) {
 	w := startWatch(t, n, root, "tun")
 	waitFor(t, "READY=1", func() bool { return w.notify.has("READY=1") })
 
-	addVeth(t, n, peers, "eth1", macVeth)
-	if err := n.h.LinkAdd(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "br1", HardwareAddr: mustMAC(macBridge)}}); err != nil {
+	n.AddVeth(t, peers, "eth1", macVeth)
+	if err := n.Netlink.LinkAdd(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "br1", HardwareAddr: mustMAC(macBridge)}}); err != nil {
 		t.Fatal(err)
 	}
 	// The tap (driver tun, allowlisted) comes last: once it has its
 	// address, the events before it have been judged.
 	addTap(t, n, peers, "tap1", macTap)
-	waitFor(t, "tap1's address", func() bool { return n.hasAddr(t, "tap1", "192.0.2.23/24") })
+	waitFor(t, "tap1's address", func() bool { return n.HasAddr(t, "tap1", "192.0.2.23/24") })
 	w.stop(t)
 
 	for _, name := range []string{"eth1", "br1"} {
-		l := n.link(t, name)
-		if a := n.addrs(t, name); len(a) != 0 || l.Attrs().Flags&net.FlagUp != 0 {
+		l := n.Link(t, name)
+		if a := n.Addrs(t, name); len(a) != 0 || l.Attrs().Flags&net.FlagUp != 0 {
 			t.Errorf("%s was touched: addresses %q, flags %v", name, a, l.Attrs().Flags)
 		}
 	}
@@ -167,13 +167,13 @@ func TestIntegrationWatchBrokenAllowlist(t *testing.T) {
 	root := netSeedRoot(t, hotplugNetworkConfig(map[string]string{mac: "192.0.2.31/24"}))
 	cfg := filepath.Join(root, "etc/seedkeeper/config.yaml")
 	writeFile(t, cfg, "hotplug: {drivers: [veth}\n")
-	addVeth(t, n, peers, "eth1", mac)
+	n.AddVeth(t, peers, "eth1", mac)
 
 	w := startWatch(t, n, root, "")
 	waitFor(t, "READY=1", func() bool { return w.notify.has("READY=1") })
 	w.stop(t)
 
-	if a := n.addrs(t, "eth1"); len(a) != 0 {
+	if a := n.Addrs(t, "eth1"); len(a) != 0 {
 		t.Errorf("eth1 got %q from a broken allowlist", a)
 	}
 	log := w.log.String()

@@ -52,8 +52,8 @@ func TestIntegrationWatchSmartOSOneSession(t *testing.T) {
 	w := startWatch(t, n, root, "veth")
 	waitFor(t, "READY=1", func() bool { return w.notify.has("READY=1") })
 
-	addVeth(t, n, peers, "eth1", mac1)
-	waitFor(t, "eth1's address", func() bool { return n.hasAddr(t, "eth1", "192.0.2.21/24") })
+	n.AddVeth(t, peers, "eth1", mac1)
+	waitFor(t, "eth1's address", func() bool { return n.HasAddr(t, "eth1", "192.0.2.21/24") })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	c := mdata.New(mdata.Serial(p.Path()), nil)
@@ -62,8 +62,8 @@ func TestIntegrationWatchSmartOSOneSession(t *testing.T) {
 	if err != nil || string(v) != mdatatest.SampleUUID {
 		t.Fatalf("sdc:uuid from another client while Watch runs: %q, %v\n%s", v, err, w.log)
 	}
-	addVeth(t, n, peers, "eth2", mac2)
-	waitFor(t, "eth2's address", func() bool { return n.hasAddr(t, "eth2", "192.0.2.22/24") })
+	n.AddVeth(t, peers, "eth2", mac2)
+	waitFor(t, "eth2's address", func() bool { return n.HasAddr(t, "eth2", "192.0.2.22/24") })
 	w.stop(t)
 
 	// Watch: one handshake for the allowlist read and both events; the

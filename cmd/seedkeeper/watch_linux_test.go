@@ -8,7 +8,6 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,74 +17,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
-
 	"github.com/seedkeeper/seedkeeper/internal/nstest"
 )
 
-// testNetns is a named network namespace and a netlink handle into it.
-type testNetns struct {
-	name string
-	fd   netns.NsHandle
-	h    *netlink.Handle
-}
-
 // newTestNetns creates a named namespace, removed at cleanup with
 // everything in it.
-func newTestNetns(t *testing.T) *testNetns {
+func newTestNetns(t *testing.T) *nstest.NS {
 	t.Helper()
 	needTool(t, "ip") // the binary runs inside with "ip netns exec"
-	n := nstest.New(t, "skcmd")
-	return &testNetns{name: n.Name, fd: n.NS, h: n.Netlink}
-}
-
-func mustMAC(s string) net.HardwareAddr {
-	m, err := net.ParseMAC(s)
-	if err != nil {
-		panic(err)
-	}
-	return m
-}
-
-// addVeth creates a veth whose end name (with mac) is in n and whose peer
-// is in peers, so that only the one link appears in n.
-func addVeth(t *testing.T, n, peers *testNetns, name, mac string) {
-	t.Helper()
-	err := peers.h.LinkAdd(&netlink.Veth{
-		LinkAttrs: netlink.LinkAttrs{Name: name, HardwareAddr: mustMAC(mac), Namespace: netlink.NsFd(n.fd)},
-		PeerName:  "p-" + name,
-	})
-	if err != nil {
-		t.Fatalf("adding veth %s: %v", name, err)
-	}
-}
-
-func (n *testNetns) link(t *testing.T, name string) netlink.Link {
-	t.Helper()
-	l, err := n.h.LinkByName(name)
-	if err != nil {
-		t.Fatalf("link %s: %v", name, err)
-	}
-	return l
-}
-
-// addrs lists the IPv4 addresses of a link, as "a.b.c.d/len".
-func (n *testNetns) addrs(t *testing.T, name string) []string {
-	t.Helper()
-	as, err := n.h.AddrList(n.link(t, name), netlink.FAMILY_V4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, a := range as {
-		out = append(out, a.IPNet.String())
-	}
-	return out
-}
-
-func (n *testNetns) hasAddr(t *testing.T, name, addr string) bool {
-	return slices.Contains(n.addrs(t, name), addr)
+	return nstest.New(t, "skcmd")
 }
 
 // watchProc is a running "seedkeeper watch".
@@ -98,10 +38,10 @@ type watchProc struct {
 
 // startWatch runs "seedkeeper watch ARGS" inside n, with sd_notify going
 // to notify. The process is killed at cleanup if the test did not stop it.
-func startWatch(t *testing.T, n *testNetns, notify *notifySocket, args ...string) *watchProc {
+func startWatch(t *testing.T, n *nstest.NS, notify *notifySocket, args ...string) *watchProc {
 	t.Helper()
 	bin := seedkeeperBinary(t)
-	cmd := exec.Command("ip", append([]string{"netns", "exec", n.name, bin, "watch", "--network", "apply"}, args...)...)
+	cmd := exec.Command("ip", append([]string{"netns", "exec", n.Name, bin, "watch", "--network", "apply"}, args...)...)
 	cmd.Env = testEnv([]string{"NOTIFY_SOCKET=" + notify.path})
 	p := &watchProc{cmd: cmd, log: &syncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.log, p.log
@@ -195,8 +135,8 @@ func TestIntegrationWatchSmoke(t *testing.T) {
 	w := startWatch(t, n, notify, "--root", root, "--drivers", "veth")
 	waitFor(t, "READY=1", func() bool { return notify.has("READY=1") })
 
-	addVeth(t, n, peers, "eth1", mac)
-	waitFor(t, "eth1's address", func() bool { return n.hasAddr(t, "eth1", "192.0.2.11/24") })
+	n.AddVeth(t, peers, "eth1", mac)
+	waitFor(t, "eth1's address", func() bool { return n.HasAddr(t, "eth1", "192.0.2.11/24") })
 	w.stop(t)
 	if !notify.has("STOPPING=1") || !slices.ContainsFunc(notify.lines(), func(s string) bool { return strings.HasPrefix(s, "STATUS=watching links for veth") }) {
 		t.Errorf("sd_notify lines: %q", notify.lines())
