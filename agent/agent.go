@@ -42,6 +42,11 @@ type Env struct {
 	Notify func(state string)
 	// Version is recorded in the status file.
 	Version string
+	// Netns, when above 0, is the network namespace (a file descriptor,
+	// as a github.com/vishvananda/netns NsHandle) in which Boot and Watch
+	// read and change the links; 0 is the process's own. It lets a test
+	// run the flows in a namespace of its own, in process.
+	Netns int
 }
 
 // LoadEnv makes the Env for the system under rootDir (a directory standing

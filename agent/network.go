@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/vishvananda/netns"
+
 	"github.com/seedkeeper/seedkeeper/hotplug"
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 	"github.com/seedkeeper/seedkeeper/netcfg"
@@ -95,9 +97,10 @@ func (e *Env) networkStep(ctx context.Context, cfg *netcfg.Config, allow hotplug
 		}
 	}
 	s, err := apply.Sync(ctx, cfg, apply.SyncOptions{
-		Receipt: e.Root.Path(ReceiptPath),
-		Allow:   allow.Allows,
-		DryRun:  !live,
+		Receipt:   e.Root.Path(ReceiptPath),
+		Allow:     allow.Allows,
+		DryRun:    !live,
+		Namespace: netns.NsHandle(e.Netns),
 		Locked: func(ctx context.Context, s *apply.Synced) error {
 			record(s)
 			// A plan on the machine itself changes nothing, not even the

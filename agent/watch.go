@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"path"
 
+	"github.com/vishvananda/netns"
+
 	"github.com/seedkeeper/seedkeeper/datasource"
 	"github.com/seedkeeper/seedkeeper/hotplug"
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
@@ -126,14 +128,14 @@ func Watch(ctx context.Context, e Env, o WatchOptions) error {
 		return fail("watch: the network receipt", err)
 	}
 	receipt := e.Root.Path(ReceiptPath)
-	applyFn := hotplug.NetlinkApplierThen(0, allow, receipt, e.Log,
+	applyFn := hotplug.NetlinkApplierThen(e.Netns, allow, receipt, e.Log,
 		func(ctx context.Context, cfg *netcfg.Config, whole *apply.Plan) error {
 			return e.render(ctx, cfg, whole, &NetResult{}, true)
 		})
 	if !o.Network.live(&e) {
 		e.Log.Info("watch: the network is only planned (--root is set, or --network plan)")
 		applyFn = func(ctx context.Context, cfg *netcfg.Config, macs []string) error {
-			s, err := apply.Sync(ctx, hotplug.Only(cfg, macs), apply.SyncOptions{Receipt: receipt, Allow: allow.Allows, DryRun: true})
+			s, err := apply.Sync(ctx, hotplug.Only(cfg, macs), apply.SyncOptions{Receipt: receipt, Allow: allow.Allows, DryRun: true, Namespace: netns.NsHandle(e.Netns)})
 			if err != nil {
 				return err
 			}
@@ -147,6 +149,7 @@ func Watch(ctx context.Context, e Env, o WatchOptions) error {
 		}
 	}
 	err = hotplug.Watch(ctx, hotplug.Options{
+		Namespace: e.Netns,
 		Allowlist: allow,
 		Fetch:     fetch,
 		Apply:     applyFn,

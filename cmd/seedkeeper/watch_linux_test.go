@@ -1,14 +1,13 @@
 package main
 
-// Whole-process tests of "seedkeeper watch" (the HOTPLUG event) and of the
-// network step of "seedkeeper boot" (the BOOT event). Each test has named
-// network namespaces of its own ("ip netns add"), runs the built binary
-// inside with "ip netns exec", and looks at the links through netlink.
+// The whole-process test of "seedkeeper watch" (the HOTPLUG event); what
+// Watch and Boot do to the links is tested in process in package agent.
+// The test has named network namespaces of its own ("ip netns add"), runs
+// the built binary inside with "ip netns exec", and looks at the links
+// through netlink.
 
 import (
-	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,89 +17,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
-
 	"github.com/seedkeeper/seedkeeper/internal/nstest"
 )
 
-// testNetns is a named network namespace and a netlink handle into it.
-type testNetns struct {
-	name string
-	fd   netns.NsHandle
-	h    *netlink.Handle
-}
-
 // newTestNetns creates a named namespace, removed at cleanup with
 // everything in it.
-func newTestNetns(t *testing.T) *testNetns {
+func newTestNetns(t *testing.T) *nstest.NS {
 	t.Helper()
 	needTool(t, "ip") // the binary runs inside with "ip netns exec"
-	n := nstest.New(t, "skcmd")
-	return &testNetns{name: n.Name, fd: n.NS, h: n.Netlink}
-}
-
-func mustMAC(s string) net.HardwareAddr {
-	m, err := net.ParseMAC(s)
-	if err != nil {
-		panic(err)
-	}
-	return m
-}
-
-// addVeth creates a veth whose end name (with mac) is in n and whose peer
-// is in peers, so that only the one link appears in n.
-func addVeth(t *testing.T, n, peers *testNetns, name, mac string) {
-	t.Helper()
-	err := peers.h.LinkAdd(&netlink.Veth{
-		LinkAttrs: netlink.LinkAttrs{Name: name, HardwareAddr: mustMAC(mac), Namespace: netlink.NsFd(n.fd)},
-		PeerName:  "p-" + name,
-	})
-	if err != nil {
-		t.Fatalf("adding veth %s: %v", name, err)
-	}
-}
-
-// addTap creates a tap device (driver "tun") with mac in peers and moves
-// it into n, so that it appears there with its final MAC.
-func addTap(t *testing.T, n, peers *testNetns, name, mac string) {
-	t.Helper()
-	for _, args := range [][]string{
-		{"-n", peers.name, "tuntap", "add", "dev", name, "mode", "tap"},
-		{"-n", peers.name, "link", "set", name, "address", mac},
-		{"-n", peers.name, "link", "set", name, "netns", n.name},
-	} {
-		if r := runCommand(t, nil, "ip", args...); r.code != 0 {
-			t.Fatalf("ip %q: %v", args, r)
-		}
-	}
-}
-
-func (n *testNetns) link(t *testing.T, name string) netlink.Link {
-	t.Helper()
-	l, err := n.h.LinkByName(name)
-	if err != nil {
-		t.Fatalf("link %s: %v", name, err)
-	}
-	return l
-}
-
-// addrs lists the IPv4 addresses of a link, as "a.b.c.d/len".
-func (n *testNetns) addrs(t *testing.T, name string) []string {
-	t.Helper()
-	as, err := n.h.AddrList(n.link(t, name), netlink.FAMILY_V4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, a := range as {
-		out = append(out, a.IPNet.String())
-	}
-	return out
-}
-
-func (n *testNetns) hasAddr(t *testing.T, name, addr string) bool {
-	return slices.Contains(n.addrs(t, name), addr)
+	return nstest.New(t, "skcmd")
 }
 
 // watchProc is a running "seedkeeper watch".
@@ -113,10 +38,10 @@ type watchProc struct {
 
 // startWatch runs "seedkeeper watch ARGS" inside n, with sd_notify going
 // to notify. The process is killed at cleanup if the test did not stop it.
-func startWatch(t *testing.T, n *testNetns, notify *notifySocket, args ...string) *watchProc {
+func startWatch(t *testing.T, n *nstest.NS, notify *notifySocket, args ...string) *watchProc {
 	t.Helper()
 	bin := seedkeeperBinary(t)
-	cmd := exec.Command("ip", append([]string{"netns", "exec", n.name, bin, "watch", "--network", "apply"}, args...)...)
+	cmd := exec.Command("ip", append([]string{"netns", "exec", n.Name, bin, "watch", "--network", "apply"}, args...)...)
 	cmd.Env = testEnv([]string{"NOTIFY_SOCKET=" + notify.path})
 	p := &watchProc{cmd: cmd, log: &syncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.log, p.log
@@ -149,18 +74,6 @@ func (p *watchProc) stop(t *testing.T) {
 	if p.err != nil {
 		t.Errorf("watch after SIGTERM: %v, want exit 0\n%s", p.err, p.log)
 	}
-}
-
-func (p *watchProc) waitLog(t *testing.T, s string) {
-	t.Helper()
-	waitFor(t, fmt.Sprintf("%q in the log", s), func() bool {
-		select {
-		case <-p.done:
-			t.Fatalf("watch exited (%v) before logging %q\n%s", p.err, s, p.log)
-		default:
-		}
-		return strings.Contains(p.log.String(), s)
-	})
 }
 
 // hotplugNetworkConfig configures, by MAC, one static address per entry.
@@ -210,360 +123,22 @@ func setNetworkConfig(t *testing.T, root, data string) {
 	}
 }
 
-func TestIntegrationWatchHotplugVeth(t *testing.T) {
+// The binary path of the hotplug daemon, once: "seedkeeper watch" in a
+// namespace applies a hotplugged veth, tells sd_notify READY and STOPPING,
+// and exits 0 on SIGTERM. What it applies and leaves alone is tested in
+// process, in package agent.
+func TestIntegrationWatchSmoke(t *testing.T) {
 	n, peers := newTestNetns(t), newTestNetns(t)
-	const (
-		macStart = "02:5e:00:00:01:01" // there before watch starts
-		macAdded = "02:5e:00:00:01:02" // added later, in the metadata
-		macLate  = "02:5e:00:00:01:03" // added before the metadata lists it
-	)
-	nics := map[string]string{macStart: "192.0.2.11/24", macAdded: "192.0.2.12/24"}
-	root := netSeedRoot(t, hotplugNetworkConfig(nics))
-	identityFile := filepath.Join(root, "var/lib/seedkeeper/identity.json")
-	before := map[string]fileState{"identity.json": statFile(t, identityFile), "meta-data": statFile(t, seedPath(root, "meta-data"))}
-
-	addVeth(t, n, peers, "eth1", macStart)
+	const mac = "02:5e:00:00:01:01"
+	root := netSeedRoot(t, hotplugNetworkConfig(map[string]string{mac: "192.0.2.11/24"}))
 	notify := newNotifySocket(t)
 	w := startWatch(t, n, notify, "--root", root, "--drivers", "veth")
-
-	// READY comes after the first reconcile: the NIC that was there
-	// before watch started already has its address.
 	waitFor(t, "READY=1", func() bool { return notify.has("READY=1") })
-	if !n.hasAddr(t, "eth1", "192.0.2.11/24") {
-		t.Errorf("READY=1 sent before the NIC present at start was applied: eth1 has %q\n%s", n.addrs(t, "eth1"), w.log)
-	}
 
-	addVeth(t, n, peers, "eth2", macAdded)
-	waitFor(t, "eth2's address", func() bool { return n.hasAddr(t, "eth2", "192.0.2.12/24") })
-	if l := n.link(t, "eth2"); l.Attrs().Flags&net.FlagUp == 0 {
-		t.Error("eth2 is not up")
-	}
-
-	// The metadata lags the device (cloud-init GH #5373): applied once
-	// a re-fetch finds the MAC.
-	addVeth(t, n, peers, "eth3", macLate)
-	w.waitLog(t, "the metadata does not list eth3 ("+macLate)
-	nics[macLate] = "192.0.2.13/24"
-	setNetworkConfig(t, root, hotplugNetworkConfig(nics))
-	waitFor(t, "eth3's address", func() bool { return n.hasAddr(t, "eth3", "192.0.2.13/24") })
-	// The networkd files are rendered after the live apply.
-	waitFor(t, "a networkd file for each applied NIC", func() bool {
-		files, _ := filepath.Glob(filepath.Join(root, networkDir, "10-seedkeeper-*.network"))
-		return len(files) == 3
-	})
-
+	n.AddVeth(t, peers, "eth1", mac)
+	waitFor(t, "eth1's address", func() bool { return n.HasAddr(t, "eth1", "192.0.2.11/24") })
 	w.stop(t)
 	if !notify.has("STOPPING=1") || !slices.ContainsFunc(notify.lines(), func(s string) bool { return strings.HasPrefix(s, "STATUS=watching links for veth") }) {
 		t.Errorf("sd_notify lines: %q", notify.lines())
-	}
-	// The hotplug path never writes the identity state or the seed.
-	after := map[string]fileState{"identity.json": statFile(t, identityFile), "meta-data": statFile(t, seedPath(root, "meta-data"))}
-	for name, b := range before {
-		if after[name] != b {
-			t.Errorf("%s changed across hotplug events:\n%+v\n%+v", name, b, after[name])
-		}
-	}
-	for _, mac := range []string{macStart, macAdded, macLate} {
-		f := filepath.Join(root, networkDir, "10-seedkeeper-nic"+strings.ReplaceAll(mac[len(mac)-5:], ":", "")+".network")
-		if b, err := os.ReadFile(f); err != nil || !strings.Contains(string(b), mac) {
-			t.Errorf("networkd file for %s: %v\n%s", mac, err, b)
-		}
-	}
-}
-
-// A bridge, and a veth when veth is not allowlisted, are left alone even
-// though the metadata lists their MACs, and cost no metadata fetch (the
-// docker veth storm, cloud-init LP #1946003).
-func TestIntegrationWatchLeavesOtherLinksAlone(t *testing.T) {
-	n, peers := newTestNetns(t), newTestNetns(t)
-	const macVeth, macBridge, macTap = "02:5e:00:00:02:01", "02:5e:00:00:02:02", "02:5e:00:00:02:03"
-	root := netSeedRoot(t, hotplugNetworkConfig(map[string]string{
-		macVeth: "192.0.2.21/24", macBridge: "192.0.2.22/24", macTap: "192.0.2.23/24",
-	}))
-	notify := newNotifySocket(t)
-	w := startWatch(t, n, notify, "--root", root, "--drivers", "tun")
-	waitFor(t, "READY=1", func() bool { return notify.has("READY=1") })
-
-	addVeth(t, n, peers, "eth1", macVeth)
-	if err := n.h.LinkAdd(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "br1", HardwareAddr: mustMAC(macBridge)}}); err != nil {
-		t.Fatal(err)
-	}
-	// The tap (driver tun, allowlisted) comes last: once it has its
-	// address, the events before it have been judged.
-	addTap(t, n, peers, "tap1", macTap)
-	waitFor(t, "tap1's address", func() bool { return n.hasAddr(t, "tap1", "192.0.2.23/24") })
-	w.stop(t)
-
-	for _, name := range []string{"eth1", "br1"} {
-		l := n.link(t, name)
-		if a := n.addrs(t, name); len(a) != 0 || l.Attrs().Flags&net.FlagUp != 0 {
-			t.Errorf("%s was touched: addresses %q, flags %v", name, a, l.Attrs().Flags)
-		}
-	}
-	if got := strings.Count(w.log.String(), `msg="nocloud seed read"`); got != 1 {
-		t.Errorf("%d metadata fetches, want 1 (the tap's only)\n%s", got, w.log)
-	}
-	if strings.Contains(w.log.String(), "eth1") || strings.Contains(w.log.String(), "br1") {
-		t.Errorf("the log mentions links that are not allowlisted:\n%s", w.log)
-	}
-}
-
-// An allowlist that cannot be read allows nothing: a typo closes the gate.
-func TestIntegrationWatchBrokenAllowlist(t *testing.T) {
-	n, peers := newTestNetns(t), newTestNetns(t)
-	const mac = "02:5e:00:00:03:01"
-	root := netSeedRoot(t, hotplugNetworkConfig(map[string]string{mac: "192.0.2.31/24"}))
-	cfg := filepath.Join(root, "etc/seedkeeper/config.yaml")
-	writeFile(t, cfg, "hotplug: {drivers: [veth}\n", 0o644)
-	addVeth(t, n, peers, "eth1", mac)
-
-	notify := newNotifySocket(t)
-	w := startWatch(t, n, notify, "--root", root)
-	waitFor(t, "READY=1", func() bool { return notify.has("READY=1") })
-	w.stop(t)
-
-	if a := n.addrs(t, "eth1"); len(a) != 0 {
-		t.Errorf("eth1 got %q from a broken allowlist", a)
-	}
-	log := w.log.String()
-	if !strings.Contains(log, "allows nothing") || !strings.Contains(log, cfg) || !strings.Contains(log, "did not find expected") {
-		t.Errorf("the log does not say why nothing is allowed:\n%s", log)
-	}
-	if !notify.has("STATUS=watching links; allowlist allows nothing") {
-		t.Errorf("sd_notify lines: %q", notify.lines())
-	}
-	for _, p := range []string{receiptPath, networkDir} {
-		if _, err := os.Stat(filepath.Join(root, p)); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("%s exists after a watch that may apply nothing (%v)", p, err)
-		}
-	}
-}
-
-// The BOOT event: boot --network apply brings owned NICs to the metadata,
-// renders networkd files and keeps a receipt; a second boot does nothing.
-// netBootRoot is a scratch root for "boot --network apply" on a KVM guest:
-// a NoCloud seed with the instance ID and network-config, and veth NICs on
-// the driver allowlist.
-func netBootRoot(t *testing.T, iid, networkConfig string) string {
-	t.Helper()
-	root := scratchRoot(t, kvmProduct, kvmVendor, kvmUUID)
-	seed := filepath.Join(root, "var/lib/cloud/seed/nocloud")
-	writeFile(t, filepath.Join(seed, "meta-data"), "instance-id: "+iid+"\n", 0o644)
-	writeFile(t, filepath.Join(seed, "user-data"), "#cloud-config\n", 0o644)
-	writeFile(t, filepath.Join(seed, "network-config"), networkConfig, 0o644)
-	writeFile(t, filepath.Join(root, "etc/seedkeeper/config.yaml"), "hotplug:\n  drivers: [veth]\n", 0o644)
-	return root
-}
-
-func TestIntegrationBootNetworkApply(t *testing.T) {
-	n, peers := newTestNetns(t), newTestNetns(t)
-	const macOwned, macBridge = "02:5e:00:00:04:01", "02:5e:00:00:04:02"
-	root := netBootRoot(t, "iid-bootnet", `version: 2
-ethernets:
-  lan:
-    match: {macaddress: "`+macOwned+`"}
-    addresses: [192.0.2.41/24]
-    routes:
-      - {to: default, via: 192.0.2.1}
-      - {to: 198.51.100.0/24, via: 192.0.2.254}
-  br:
-    match: {macaddress: "`+macBridge+`"}
-    addresses: [192.0.2.42/24]
-`)
-	addVeth(t, n, peers, "eth1", macOwned)
-	if err := n.h.LinkAdd(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "br1", HardwareAddr: mustMAC(macBridge)}}); err != nil {
-		t.Fatal(err)
-	}
-
-	boot := func() procResult {
-		t.Helper()
-		r := runCommand(t, nil, "ip", "netns", "exec", n.name, seedkeeperBinary(t), "boot", "--root", root, "--network", "apply")
-		if r.code != exitOK {
-			t.Fatalf("boot --network apply: %v", r)
-		}
-		return r
-	}
-	boot()
-	if !n.hasAddr(t, "eth1", "192.0.2.41/24") {
-		t.Errorf("eth1 addresses %q", n.addrs(t, "eth1"))
-	}
-	routes, err := n.h.RouteList(n.link(t, "eth1"), netlink.FAMILY_V4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, r := range routes {
-		if r.Gw != nil {
-			dst := "default"
-			if r.Dst != nil && r.Dst.String() != "0.0.0.0/0" {
-				dst = r.Dst.String()
-			}
-			got = append(got, dst+" via "+r.Gw.String())
-		}
-	}
-	slices.Sort(got)
-	if want := []string{"198.51.100.0/24 via 192.0.2.254", "default via 192.0.2.1"}; !slices.Equal(got, want) {
-		t.Errorf("eth1 routes %q, want %q", got, want)
-	}
-	if a := n.addrs(t, "br1"); len(a) != 0 || n.link(t, "br1").Attrs().Flags&net.FlagUp != 0 {
-		t.Errorf("the bridge (driver not allowlisted) was touched: %q", a)
-	}
-	files, _ := filepath.Glob(filepath.Join(root, networkDir, "10-seedkeeper-*.network"))
-	if len(files) != 1 || !strings.Contains(readFile(t, files[0]), macOwned) || !strings.Contains(readFile(t, files[0]), "192.0.2.41/24") {
-		t.Fatalf("networkd files %q", files)
-	}
-	if rc := readFile(t, filepath.Join(root, receiptPath)); !strings.Contains(rc, "192.0.2.41/24") {
-		t.Errorf("receipt lacks the address it added:\n%s", rc)
-	}
-	st := readStatus(t, root)
-	if st.Network == nil || st.Network.Action != "applied" || len(st.Network.Ops) == 0 || !slices.Equal(st.Network.Owned, []string{"lan"}) {
-		t.Errorf("status network: %+v", st.Network)
-	}
-
-	networkd := statFile(t, files[0])
-	r := boot()
-	if st := readStatus(t, root); st.Network == nil || st.Network.Action != "applied" || len(st.Network.Ops) != 0 {
-		t.Errorf("second boot: %+v, want zero operations", st.Network)
-	}
-	if !strings.Contains(r.stderr, `msg="network: no changes"`) {
-		t.Errorf("second boot does not log that nothing changed:\n%s", r.stderr)
-	}
-	if statFile(t, files[0]) != networkd {
-		t.Error("the second boot rewrote the networkd file")
-	}
-}
-
-// No network key in the metadata: leave the network alone.
-func TestIntegrationBootNoNetworkConfig(t *testing.T) {
-	n, peers := newTestNetns(t), newTestNetns(t)
-	root := scratchRoot(t, kvmProduct, kvmVendor, kvmUUID)
-	copyDir(t, fixtureSeed, filepath.Join(root, "var/lib/cloud/seed/nocloud"))
-	os.Remove(filepath.Join(root, "var/lib/cloud/seed/nocloud/network-config"))
-	writeFile(t, filepath.Join(root, "etc/seedkeeper/config.yaml"), "hotplug:\n  drivers: [veth]\n", 0o644)
-	addVeth(t, n, peers, "eth0", "52:54:00:12:34:56") // the fixture's MAC
-	before := n.link(t, "eth0").Attrs()
-
-	r := runCommand(t, nil, "ip", "netns", "exec", n.name, seedkeeperBinary(t), "boot", "--root", root, "--network", "apply")
-	if r.code != exitOK {
-		t.Fatalf("boot: %v", r)
-	}
-	after := n.link(t, "eth0").Attrs()
-	if a := n.addrs(t, "eth0"); len(a) != 0 || after.Flags != before.Flags || after.MTU != before.MTU || after.Name != before.Name {
-		t.Errorf("eth0 changed: %q %+v -> %+v", a, before, after)
-	}
-	st := readStatus(t, root)
-	if st.Network == nil || st.Network.Action != "skipped" || !strings.Contains(st.Network.Reason, "no network configuration") {
-		t.Errorf("status network: %+v", st.Network)
-	}
-	for _, p := range []string{receiptPath, networkDir} {
-		if _, err := os.Stat(filepath.Join(root, p)); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("%s exists (%v)", p, err)
-		}
-	}
-}
-
-// A bridge of two owned NICs is created live at boot, with its address,
-// rendered for networkd, listed as owned; a second boot changes nothing.
-func TestIntegrationBootStackedBridge(t *testing.T) {
-	n, peers := newTestNetns(t), newTestNetns(t)
-	const mac1, mac2 = "02:5e:00:00:05:01", "02:5e:00:00:05:02"
-	root := netBootRoot(t, "iid-bootbridge", `version: 1
-config:
-  - {type: physical, name: eth1, mac_address: "`+mac1+`"}
-  - {type: physical, name: eth2, mac_address: "`+mac2+`"}
-  - type: bridge
-    name: br0
-    bridge_interfaces: [eth1, eth2]
-    params: {bridge_stp: "off", bridge_fd: 0}
-    subnets:
-      - {type: static, address: 192.0.2.51/24, gateway: 192.0.2.1}
-`)
-	addVeth(t, n, peers, "eth1", mac1)
-	addVeth(t, n, peers, "eth2", mac2)
-
-	boot := func() procResult {
-		t.Helper()
-		r := runCommand(t, nil, "ip", "netns", "exec", n.name, seedkeeperBinary(t), "boot", "--root", root, "--network", "apply")
-		if r.code != exitOK {
-			t.Fatalf("boot --network apply: %v", r)
-		}
-		return r
-	}
-	r := boot()
-	for _, want := range []string{`msg="network: br0 (bridge): create"`, `msg="network: eth1 (` + mac1 + `): enslave to br0"`,
-		`msg="network: br0 (bridge): add address 192.0.2.51/24"`} {
-		if !strings.Contains(r.stderr, want) {
-			t.Errorf("boot log lacks %s:\n%s", want, r.stderr)
-		}
-	}
-	br := n.link(t, "br0")
-	if br.Type() != "bridge" || br.Attrs().Flags&net.FlagUp == 0 || !n.hasAddr(t, "br0", "192.0.2.51/24") {
-		t.Errorf("br0: %s up=%v addresses %q", br.Type(), br.Attrs().Flags&net.FlagUp != 0, n.addrs(t, "br0"))
-	}
-	for _, p := range []string{"eth1", "eth2"} {
-		if n.link(t, p).Attrs().MasterIndex != br.Attrs().Index {
-			t.Errorf("%s is not a port of br0", p)
-		}
-	}
-	netdev := filepath.Join(root, networkDir, "10-seedkeeper-br0.netdev")
-	if !strings.Contains(readFile(t, netdev), "Kind=bridge") {
-		t.Errorf("br0.netdev:\n%s", readFile(t, netdev))
-	}
-	if rc := readFile(t, filepath.Join(root, receiptPath)); !strings.Contains(rc, `"stacked": {`) || !strings.Contains(rc, "192.0.2.51/24") {
-		t.Errorf("receipt lacks br0's address:\n%s", rc)
-	}
-	if st := readStatus(t, root); st.Network == nil || !slices.Equal(st.Network.Owned, []string{"eth1", "eth2", "br0"}) {
-		t.Errorf("status network: %+v", st.Network)
-	}
-
-	before := statFile(t, netdev)
-	receipt := statFile(t, filepath.Join(root, receiptPath))
-	boot()
-	if st := readStatus(t, root); st.Network == nil || len(st.Network.Ops) != 0 {
-		t.Errorf("second boot: %+v, want zero operations", st.Network)
-	}
-	if statFile(t, netdev) != before || statFile(t, filepath.Join(root, receiptPath)) != receipt {
-		t.Error("the second boot rewrote the netdev file or the receipt")
-	}
-}
-
-// Found in review: a bridge the live apply refuses (a parameter it cannot
-// read) was not rendered either, while its members' files named it. The
-// files follow the live plan: br0 is neither made live nor rendered, and
-// eth1's own file does not name it.
-func TestIntegrationBootStackedRefusedIsNotNamed(t *testing.T) {
-	n, peers := newTestNetns(t), newTestNetns(t)
-	const mac1 = "02:5e:00:00:06:01"
-	root := netBootRoot(t, "iid-bootrefused", `version: 1
-config:
-  - {type: physical, name: eth1, mac_address: "`+mac1+`"}
-  - type: bridge
-    name: br0
-    bridge_interfaces: [eth1]
-    params: {bridge_hello: "two"}
-    subnets:
-      - {type: static, address: 192.0.2.61/24}
-`)
-	addVeth(t, n, peers, "eth1", mac1)
-	r := runCommand(t, nil, "ip", "netns", "exec", n.name, seedkeeperBinary(t), "boot", "--root", root, "--network", "apply")
-	if r.code != exitOK || !strings.Contains(r.stderr, "br0: parameter hello-time: not a duration") {
-		t.Fatalf("boot: %v", r)
-	}
-	if _, err := n.h.LinkByName("br0"); err == nil {
-		t.Error("br0 was made live with a parameter it could not read")
-	}
-	ents, err := os.ReadDir(filepath.Join(root, networkDir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range ents {
-		names = append(names, e.Name())
-		if b := readFile(t, filepath.Join(root, networkDir, e.Name())); strings.Contains(b, "br0") {
-			t.Errorf("%s names br0, which nothing defines:\n%s", e.Name(), b)
-		}
-	}
-	if !slices.Equal(names, []string{"10-seedkeeper-eth1.network"}) {
-		t.Errorf("files %v, want eth1's own", names)
 	}
 }

@@ -8,8 +8,10 @@ package nstest
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"runtime"
+	"slices"
 	"sync/atomic"
 	"testing"
 
@@ -91,4 +93,53 @@ func (n *NS) Enter(tb testing.TB) {
 		orig.Close()
 		runtime.UnlockOSThread()
 	})
+}
+
+// AddVeth creates a veth whose end name, with mac, is in n and whose peer
+// ("p-" + name) is in peers, so that only the one link appears in n.
+func (n *NS) AddVeth(tb testing.TB, peers *NS, name, mac string) {
+	tb.Helper()
+	hw, err := net.ParseMAC(mac)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	err = peers.Netlink.LinkAdd(&netlink.Veth{
+		LinkAttrs: netlink.LinkAttrs{Name: name, HardwareAddr: hw, Namespace: netlink.NsFd(n.NS)},
+		PeerName:  "p-" + name,
+	})
+	if err != nil {
+		tb.Fatalf("adding veth %s: %v", name, err)
+	}
+}
+
+// Link is the link called name in n.
+func (n *NS) Link(tb testing.TB, name string) netlink.Link {
+	tb.Helper()
+	l, err := n.Netlink.LinkByName(name)
+	if err != nil {
+		tb.Fatalf("link %s: %v", name, err)
+	}
+	return l
+}
+
+// Addrs lists the IPv4 addresses of the link called name, as
+// "a.b.c.d/len".
+func (n *NS) Addrs(tb testing.TB, name string) []string {
+	tb.Helper()
+	as, err := n.Netlink.AddrList(n.Link(tb, name), netlink.FAMILY_V4)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var out []string
+	for _, a := range as {
+		out = append(out, a.IPNet.String())
+	}
+	return out
+}
+
+// HasAddr reports whether the link called name has the IPv4 address addr
+// ("a.b.c.d/len").
+func (n *NS) HasAddr(tb testing.TB, name, addr string) bool {
+	tb.Helper()
+	return slices.Contains(n.Addrs(tb, name), addr)
 }
