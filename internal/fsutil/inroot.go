@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -139,17 +140,43 @@ func StatIn(root, p string, follow bool) (fs.FileInfo, error) {
 	return fi, nil
 }
 
+// ErrTooManyEntries is returned when a directory holds more entries than
+// a listing takes.
+var ErrTooManyEntries = errors.New("over the directory entry limit")
+
+// maxDirEntries bounds a listing (ReadDirIn): a directory of an image may
+// hold millions of entries, and a listing is held whole. A variable so
+// that a test can lower it.
+var maxDirEntries = 65536
+
+// dirChunk is how many entries a directory is read at a time, by a listing
+// and by a tree removal, which holds one chunk of names per level.
+var dirChunk = 1024
+
 // ReadDirIn lists the directory at the system path p under root (links
-// followed inside the root), sorted by name.
+// followed inside the root), sorted by name. A directory of more than
+// maxDirEntries entries is an error (ErrTooManyEntries) that names p and
+// the bound; it is read a chunk at a time, so it costs no more than the
+// bound and a chunk before it fails.
 func ReadDirIn(root, p string) ([]fs.DirEntry, error) {
 	f, err := OpenIn(root, p, Directory)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	ents, err := f.ReadDir(-1)
-	if err != nil {
-		return nil, fmt.Errorf("listing %s: %w", p, err)
+	var ents []fs.DirEntry
+	for {
+		chunk, err := f.ReadDir(dirChunk)
+		ents = append(ents, chunk...)
+		if len(ents) > maxDirEntries {
+			return nil, fmt.Errorf("listing %s: %w: more than %d entries", p, ErrTooManyEntries, maxDirEntries)
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("listing %s: %w", p, err)
+		}
 	}
 	sortEntries(ents)
 	return ents, nil
@@ -448,11 +475,41 @@ func portableRemove(root, p string, tree bool) error {
 
 // portableRemoveTree removes the directory dir (on device dev) and what it
 // holds, never following a link and never entering another device.
+// It reads the directory a chunk at a time and removes each chunk before
+// the next, so that it holds one chunk of names per level.
 func portableRemoveTree(dir string, dev uint64, mounts map[string]bool) error {
-	ents, err := os.ReadDir(dir)
+	f, err := os.Open(dir)
 	if err != nil {
 		return err
 	}
+	defer f.Close()
+	var errs []error
+	for {
+		ents, err := f.ReadDir(dirChunk)
+		if len(ents) == 0 {
+			if err != nil && !errors.Is(err, io.EOF) {
+				errs = append(errs, err)
+			}
+			break
+		}
+		if rerr := portableRemoveEntries(dir, ents, dev, mounts); rerr != nil {
+			errs = append(errs, rerr)
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				errs = append(errs, err)
+			}
+			break
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	return os.Remove(dir)
+}
+
+// portableRemoveEntries removes the entries ents of the directory dir.
+func portableRemoveEntries(dir string, ents []fs.DirEntry, dev uint64, mounts map[string]bool) error {
 	var errs []error
 	for _, e := range ents {
 		p := filepath.Join(dir, e.Name())
@@ -475,10 +532,7 @@ func portableRemoveTree(dir string, dev uint64, mounts map[string]bool) error {
 			errs = append(errs, err)
 		}
 	}
-	if len(errs) > 0 {
-		return errors.Join(errs...)
-	}
-	return os.Remove(dir)
+	return errors.Join(errs...)
 }
 
 func portableTruncate(root, p string) error {

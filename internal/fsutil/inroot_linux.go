@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -254,7 +255,9 @@ func removeIn(root, p string, tree bool) error {
 
 // removeTreeAt removes the directory name in the directory dfd and all it
 // holds, never following a link and never entering a mount. What cannot be
-// removed is reported by name, and the rest still goes.
+// removed is reported by name, and the rest still goes. The directory is
+// read a chunk at a time and each chunk removed before the next, so that
+// the walk holds one chunk of names per level.
 func removeTreeAt(dfd int, name string) error {
 	fd, err := openat2(dfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW, beneath)
 	if err != nil {
@@ -262,10 +265,37 @@ func removeTreeAt(dfd int, name string) error {
 	}
 	f := os.NewFile(uintptr(fd), name)
 	defer f.Close()
-	ents, err := f.ReadDir(-1)
-	if err != nil {
+	var errs []error
+	for {
+		ents, err := f.ReadDir(dirChunk)
+		if len(ents) == 0 {
+			if err != nil && !errors.Is(err, io.EOF) {
+				errs = append(errs, fmt.Errorf("%s: %w", name, err))
+			}
+			break
+		}
+		if rerr := removeEntriesAt(fd, name, ents); rerr != nil {
+			errs = append(errs, rerr)
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				errs = append(errs, fmt.Errorf("%s: %w", name, err))
+			}
+			break
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	if err := unix.Unlinkat(dfd, name, unix.AT_REMOVEDIR); err != nil && err != unix.ENOENT {
 		return fmt.Errorf("%s: %w", name, err)
 	}
+	return nil
+}
+
+// removeEntriesAt removes the entries ents of the directory fd, which is
+// name in errors.
+func removeEntriesAt(fd int, name string, ents []fs.DirEntry) error {
 	var errs []error
 	for _, e := range ents {
 		var st unix.Stat_t
@@ -288,13 +318,7 @@ func removeTreeAt(dfd int, name string) error {
 			errs = append(errs, fmt.Errorf("%s/%s: %w", name, e.Name(), err))
 		}
 	}
-	if len(errs) > 0 {
-		return errors.Join(errs...)
-	}
-	if err := unix.Unlinkat(dfd, name, unix.AT_REMOVEDIR); err != nil && err != unix.ENOENT {
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
 func truncateIn(root, p string) error {
