@@ -128,6 +128,44 @@ func TestSeedFilesBoundedTogether(t *testing.T) {
 	})
 }
 
+// Each seed was bounded alone, and boot could hold one beside the next
+// while merging them: the bytes the merge already holds count against
+// what the next seed may read, so a seedfrom after a seed directory has
+// what the directory left, and its vendor-data, which no longer fits, is
+// dropped with a warning naming it and the bound.
+func TestSeedsBoundedTogetherInTheMerge(t *testing.T) {
+	vendor := "#cloud-config\n# VENDOR-MARKER\n" + strings.Repeat("x", 9<<20)
+	srv, _ := seedServer(t, map[string]string{
+		"/seed/meta-data":      "instance-id: iid-from\n",
+		"/seed/user-data":      "#cloud-config\n# from seedfrom\n",
+		"/seed/vendor-data":    vendor,
+		"/seed/network-config": "version: 2\nethernets: {}\n",
+	}, nil)
+	dirUser := "#cloud-config\n" + strings.Repeat("x", maxSeedFile-len("#cloud-config\n"))
+	if len(dirUser)+len(vendor) <= MaxSeedTotal || len(vendor) > maxSeedFile {
+		t.Fatal("the seeds must each fit and together pass the total")
+	}
+	r := newNCRoot(t)
+	r.seed(NoCloudSeedDir, map[string]string{
+		"meta-data": "instance-id: iid-dir\nseedfrom: " + srv.URL + "/seed/\n",
+		"user-data": dirUser,
+	})
+	o := r.opts()
+	o.NoCloud.HTTPClient = srv.Client()
+	md, err := ReadNoCloud(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(md.UserData) != "#cloud-config\n# from seedfrom\n" || md.VendorData != nil || md.NetworkConfigRaw == nil || md.InstanceID != "iid-dir" {
+		t.Fatalf("user-data %d bytes, vendor-data %v, network-config %v, instance-id %q: want seedfrom's user-data and network-config, no vendor-data",
+			len(md.UserData), md.VendorData != nil, md.NetworkConfigRaw != nil, md.InstanceID)
+	}
+	if len(md.Warnings) != 1 || !strings.Contains(md.Warnings[0], "/seed/vendor-data dropped") ||
+		!strings.Contains(md.Warnings[0], "25165824 byte limit") || strings.Contains(md.Warnings[0], "VENDOR-MARKER") {
+		t.Errorf("warnings = %q, want one naming vendor-data and the bound, not quoting it", md.Warnings)
+	}
+}
+
 // A guestinfo tool's output was collected whole, however much it printed:
 // stdout is kept to the base64 of the largest value and the run fails
 // past it; stderr, foreign text shown in errors, is kept to 4 KiB.

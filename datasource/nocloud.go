@@ -230,7 +230,7 @@ func (o *NoCloudOptions) gather(ctx context.Context, m *noCloudMerge, log *slog.
 		}
 	}
 	for _, dir := range o.seedDirs() {
-		s, err := readSeedDir(ctx, root, dir)
+		s, err := readSeedDir(ctx, root, dir, m.used)
 		if err != nil {
 			return err
 		}
@@ -253,7 +253,7 @@ func (o *NoCloudOptions) gather(ctx context.Context, m *noCloudMerge, log *slog.
 		log.Debug("block device skipped", "reason", why)
 	}
 	for _, d := range devs {
-		s, err := readSeedImage(d.Path, d.Dev)
+		s, err := readSeedImage(d.Path, d.Dev, m.used)
 		if err != nil {
 			log.Warn("labelled filesystem cannot be read", "device", d.Dev, "err", err)
 			continue
@@ -270,7 +270,8 @@ func (o *NoCloudOptions) gather(ctx context.Context, m *noCloudMerge, log *slog.
 	return nil
 }
 
-// readSeedPath reads an explicit seed: a directory or an image.
+// readSeedPath reads an explicit seed: a directory or an image. It is the
+// first seed of its merge, so it has the whole of MaxSeedTotal.
 func readSeedPath(ctx context.Context, p string) (noCloudSeed, error) {
 	p, err := filepath.Abs(p)
 	if err != nil {
@@ -283,9 +284,9 @@ func readSeedPath(ctx context.Context, p string) (noCloudSeed, error) {
 	var s noCloudSeed
 	switch m := fi.Mode(); {
 	case m.IsDir():
-		s, err = readSeedDir(ctx, "", p)
+		s, err = readSeedDir(ctx, "", p, 0)
 	case m.IsRegular() || (m&fs.ModeDevice != 0 && m&fs.ModeCharDevice == 0):
-		s, err = readSeedImage(p, p)
+		s, err = readSeedImage(p, p, 0)
 	default:
 		// Opening a FIFO or a terminal could block for ever.
 		return s, fmt.Errorf("nocloud seed %s: a %s is neither a seed directory nor an image", p, fsutil.Kind(m))
@@ -313,7 +314,7 @@ func (o *NoCloudOptions) seedfrom(ctx context.Context, m *noCloudMerge, log *slo
 	for _, k := range unknown {
 		log.Warn("seedfrom names an unknown DMI key; left as is", "key", k)
 	}
-	s, err := o.readSeedfrom(ctx, base)
+	s, err := o.readSeedfrom(ctx, base, m.used)
 	if err != nil {
 		return err
 	}
@@ -328,8 +329,12 @@ type noCloudMerge struct {
 	user, vendor, network             []byte
 	userName, vendorName, networkName string
 	hasUser, hasVendor, hasNetwork    bool
-	transports, items                 []string
-	warnings                          []string
+	// used is how many bytes of seed files the merge has taken in, all
+	// seeds together: the next seed reads within what it leaves of
+	// MaxSeedTotal.
+	used              int64
+	transports, items []string
+	warnings          []string
 }
 
 // addMeta merges meta-data keys, first-wins, and records the source.
@@ -348,7 +353,9 @@ func (m *noCloudMerge) addMeta(md noCloudMeta, transport string) {
 }
 
 // add merges a seed: its meta-data under what is there, its files over it.
+// Its files count against MaxSeedTotal for the seeds after it.
 func (m *noCloudMerge) add(s noCloudSeed) error {
+	m.used += int64(len(s.meta) + len(s.user) + len(s.vendor) + len(s.network))
 	var md noCloudMeta
 	if s.hasMeta {
 		var err error

@@ -28,11 +28,13 @@ const (
 // maxSeedFile bounds every seed file read, local or fetched.
 const maxSeedFile = seedimage.MaxFileSize
 
-// MaxSeedTotal bounds the files of one seed (a directory, an image, a
-// seedfrom location) taken together. It leaves room for user-data at
-// maxSeedFile beside meta-data and network-config at the document limit
-// of yamlx, and keeps a whole seed, with what decoding and writing it
-// costs, inside boot's 64 MiB peak-RSS budget (SECURITY.md).
+// MaxSeedTotal bounds the seed files a NoCloud read holds, all its seeds
+// (a directory, an image, a seedfrom location) taken together: what the
+// merge already holds counts against what the next seed may read. It
+// leaves room for user-data at maxSeedFile beside meta-data and
+// network-config at the document limit of yamlx, and keeps the merged
+// seed, with what decoding and writing it costs, inside boot's 64 MiB
+// peak-RSS budget (SECURITY.md).
 const MaxSeedTotal = 24 << 20
 
 // seedReadOrder are the files of a seed in the order they are read: what the
@@ -42,24 +44,25 @@ const MaxSeedTotal = 24 << 20
 var seedReadOrder = []string{ncMetaData, ncUserData, ncNetworkConfig, ncVendorData}
 
 // readSeedFiles fills s with seedReadOrder, each read by get(file, limit)
-// within maxSeedFile and what is left of MaxSeedTotal, so that no file
-// is read past the total. get gives an error matching fs.ErrNotExist for
+// within maxSeedFile and what is left of MaxSeedTotal once the used bytes
+// the merge already holds and the files read before it are counted, so
+// that no file is read past the total. get gives an error matching fs.ErrNotExist for
 // an absent file (skipped) and an ErrTooLarge for one over limit. An
 // optional file that no longer fits is dropped with a warning naming it
 // and the bound; a required one fails the seed.
-func readSeedFiles(s *noCloudSeed, get func(file string, limit int64) (name string, data []byte, err error)) error {
-	total := int64(0)
+func readSeedFiles(s *noCloudSeed, used int64, get func(file string, limit int64) (name string, data []byte, err error)) error {
+	total := used
 	for _, file := range seedReadOrder {
-		limit := min(maxSeedFile, MaxSeedTotal-total)
+		limit := max(0, min(maxSeedFile, MaxSeedTotal-total))
 		name, b, err := get(file, limit)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil && limit < maxSeedFile && tooLarge(err) {
 			if file == ncMetaData || file == ncUserData {
-				return fmt.Errorf("%s: the seed's files add up to more than the %d byte limit for one seed", name, MaxSeedTotal)
+				return fmt.Errorf("%s: the seed files, with those already merged, add up to more than the %d byte limit for the NoCloud seeds", name, MaxSeedTotal)
 			}
-			s.warnings = append(s.warnings, fmt.Sprintf("%s dropped: the seed's files add up to more than the %d byte limit for one seed (%d bytes were left for it)", name, MaxSeedTotal, limit))
+			s.warnings = append(s.warnings, fmt.Sprintf("%s dropped: the seed files, with those already merged, add up to more than the %d byte limit for the NoCloud seeds (%d bytes were left for it)", name, MaxSeedTotal, limit))
 			continue
 		}
 		if err != nil {
@@ -139,10 +142,11 @@ func readSysFile(root sysroot.Root, p string) ([]byte, error) {
 }
 
 // readSeedDir reads the seed files in the directory sysPath (a system path,
-// read under root). A missing file is simply absent.
-func readSeedDir(ctx context.Context, root sysroot.Root, sysPath string) (noCloudSeed, error) {
+// read under root), within what used leaves of MaxSeedTotal. A missing
+// file is simply absent.
+func readSeedDir(ctx context.Context, root sysroot.Root, sysPath string, used int64) (noCloudSeed, error) {
 	s := noCloudSeed{transport: "dir:" + sysPath}
-	err := readSeedFiles(&s, func(file string, limit int64) (string, []byte, error) {
+	err := readSeedFiles(&s, used, func(file string, limit int64) (string, []byte, error) {
 		name := path.Join(sysPath, file)
 		b, err := readLocal(ctx, root, name, limit)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -154,15 +158,16 @@ func readSeedDir(ctx context.Context, root sysroot.Root, sysPath string) (noClou
 }
 
 // readSeedImage reads the seed files from an ISO9660 or FAT image or
-// device; dev is how the device is named in Origin (its system path).
-func readSeedImage(p, dev string) (noCloudSeed, error) {
+// device, within what used leaves of MaxSeedTotal; dev is how the device
+// is named in Origin (its system path).
+func readSeedImage(p, dev string, used int64) (noCloudSeed, error) {
 	im, err := seedimage.Open(p)
 	if err != nil {
 		return noCloudSeed{}, err
 	}
 	defer im.Close()
 	s := noCloudSeed{transport: string(im.Type()) + ":" + dev}
-	err = readSeedFiles(&s, func(file string, limit int64) (string, []byte, error) {
+	err = readSeedFiles(&s, used, func(file string, limit int64) (string, []byte, error) {
 		b, err := im.ReadFileMax(file, limit)
 		return s.transport + ":" + file, b, err
 	})
@@ -193,9 +198,10 @@ func seedfromURLs(base string) map[string]string {
 }
 
 // readSeedfrom reads a seed from a seedfrom location: file://, an absolute
-// path (both under root) or http(s)://. meta-data and user-data must
-// exist; vendor-data and network-config may not.
-func (o *NoCloudOptions) readSeedfrom(ctx context.Context, base string) (noCloudSeed, error) {
+// path (both under root) or http(s)://, within what used leaves of
+// MaxSeedTotal. meta-data and user-data must exist; vendor-data and
+// network-config may not.
+func (o *NoCloudOptions) readSeedfrom(ctx context.Context, base string, used int64) (noCloudSeed, error) {
 	s := noCloudSeed{transport: "seedfrom:" + redact.URL(base)}
 	var get func(ctx context.Context, loc string, limit int64) ([]byte, error)
 	switch {
@@ -222,7 +228,7 @@ func (o *NoCloudOptions) readSeedfrom(ctx context.Context, base string) (noCloud
 		return s, fmt.Errorf("seedfrom %s: unsupported scheme %q (file://, / and http(s):// are)", redact.URL(base), scheme)
 	}
 	urls := seedfromURLs(base)
-	err := readSeedFiles(&s, func(file string, limit int64) (string, []byte, error) {
+	err := readSeedFiles(&s, used, func(file string, limit int64) (string, []byte, error) {
 		name := redact.URL(urls[file])
 		b, err := get(ctx, urls[file], limit)
 		switch {

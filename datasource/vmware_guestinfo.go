@@ -43,7 +43,7 @@ const maxGuestinfoDecoded = 16 << 20
 
 // MaxGuestinfoTotal bounds the decoded values of one guestinfo read
 // (metadata, userdata, vendordata) taken together, as MaxSeedTotal does
-// the files of a NoCloud seed, which they become: room for userdata at
+// the files of the NoCloud seeds merged, which they become: room for userdata at
 // maxGuestinfoDecoded beside the metadata document, and a whole read, with
 // what decoding and writing it costs, inside boot's 64 MiB peak-RSS budget
 // (SECURITY.md).
