@@ -122,7 +122,7 @@ func TestBootWithoutBootID(t *testing.T) {
 	}
 }
 
-// Issue 16: watch compared what it found with an earlier boot's decision
+// The watch command compared what it found with an earlier boot's decision
 // when seedkeeper-boot had not run in this boot. An earlier boot's record
 // is no decision for this one.
 func TestLastBootIsThisBootsOnly(t *testing.T) {

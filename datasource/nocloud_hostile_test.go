@@ -13,7 +13,7 @@ import (
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 )
 
-// Issue 11 class 3: s=/etc/ssh/KEY/%s/.. was cleaned lexically to the host
+// A seedfrom of s=/etc/ssh/KEY/%s/.. was cleaned lexically to the host
 // private key, whose text then landed in an error message.
 func TestSeedfromLocalResolvedAsTheKernelDoes(t *testing.T) {
 	r := newNCRoot(t)
@@ -28,7 +28,7 @@ func TestSeedfromLocalResolvedAsTheKernelDoes(t *testing.T) {
 	}
 }
 
-// Issue 11 class 3: a seedfrom naming a FIFO blocked boot for ever.
+// A seedfrom naming a FIFO once blocked boot for ever.
 func TestSeedfromFIFODoesNotBlock(t *testing.T) {
 	r := newNCRoot(t)
 	r.seed("/srv/seed", map[string]string{"user-data": "#\n"})
@@ -75,7 +75,8 @@ func TestSeedPathFIFORefused(t *testing.T) {
 	}
 }
 
-// Issue 11 class 4: "meta-data is not a mapping: <the whole file>".
+// The error once quoted the file, secrets and all:
+// "meta-data is not a mapping: <the whole file>".
 func TestMetaDataErrorsDescribeNotQuote(t *testing.T) {
 	for _, md := range []string{
 		"-----BEGIN OPENSSH PRIVATE KEY-----\nSECRETMARKER\n-----END OPENSSH PRIVATE KEY-----\n",
@@ -117,7 +118,7 @@ func TestMetaDataErrorsDescribeNotQuote(t *testing.T) {
 	}
 }
 
-// Issue 11 class 4: a failed http(s) seedfrom returned the library's
+// A failed http(s) seedfrom returned the library's
 // error, which names the whole URL with its presigned query.
 func TestSeedfromHTTPErrorHidesQuery(t *testing.T) {
 	r := newNCRoot(t)

@@ -510,7 +510,7 @@ func TestReadNoCloudMetaData(t *testing.T) {
 		{"a string", "just text\n", nil, "meta-data must be a mapping, not a string of 9 bytes"},
 		{"bad yaml", "a: [\n", nil, "/var/lib/cloud/seed/nocloud/meta-data: meta-data is not YAML or JSON"},
 		{"duplicate key", "a: 1\na: 2\n", nil, `mapping key "a" already defined`},
-		// Issue 11 class 7: one bad field is dropped with a warning naming
+		// One bad field is dropped with a warning naming
 		// it; the rest of the seed is used.
 		{"instance-id a list", "instance-id: [a]\nlocal-hostname: h\n", warned(func(t *testing.T, md *Metadata) {
 			if md.InstanceID != "nocloud" || !md.InstanceIDDefaulted || md.Hostname != "h" {
@@ -549,7 +549,7 @@ func TestReadNoCloudMetaData(t *testing.T) {
 			}
 		}, "/var/lib/cloud/seed/nocloud/meta-data: 1 meta-data keys that are not strings dropped"), ""},
 		{"nested key that is not a string", "instance-id: i-1\nx: {1: a, true: b}\n", func(t *testing.T, md *Metadata) {
-			// Issue 11 class 8: fetch --json printed nothing for this.
+			// fetch --json once printed nothing for this.
 			if _, err := json.Marshal(md.MetaData); err != nil {
 				t.Errorf("meta-data cannot be JSON: %v", err)
 			}
@@ -592,7 +592,7 @@ func TestReadNoCloudNetworkConfig(t *testing.T) {
 			r.seed(NoCloudSeedDir, map[string]string{"meta-data": "", "user-data": "", "network-config": tt.doc})
 			md, err := ReadNoCloud(context.Background(), r.opts())
 			if tt.err != "" {
-				// Issue 11 class 7: the seed is still read; the network
+				// The seed is still read; the network
 				// is left alone and the warning says why.
 				if err != nil || md.Network != nil || md.NetworkConfigRaw != nil || len(md.Warnings) != 1 || !strings.HasPrefix(md.Warnings[0], tt.err) {
 					t.Fatalf("err = %v, md %+v, want the warning %q", err, md, tt.err)

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// Issue 11 class 8: a hostile SmartOS host could make boot hold ~15 values
+// A hostile SmartOS host could make boot hold ~15 values
 // of the largest size at once; the total of one read is bounded, and the
 // error names the key where the budget ran out.
 func TestReadSmartOSTotalIsBounded(t *testing.T) {

@@ -29,7 +29,7 @@ func TestCheckID(t *testing.T) {
 	}
 }
 
-// Issue 11 class 5: an instance ID with escape sequences was pinned in
+// An instance ID with escape sequences was pinned in
 // identity.json even though the seed writer then refused it.
 func TestDecideDoesNotPinARefusedID(t *testing.T) {
 	root := sysroot.Root(t.TempDir())

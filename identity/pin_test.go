@@ -78,7 +78,7 @@ func TestPinWritesNothingWhenItCannotPin(t *testing.T) {
 		want    PinOutcome
 	}{
 		{"cloud-init never ran", func(m *machine) {}, uuidA, NothingToPin},
-		// Issue 16: a template that ran cloud-init as DataSourceNone has no identity to pin.
+		// A template that ran cloud-init as DataSourceNone has no identity to pin.
 		{"cloud-init ran as DataSourceNone", func(m *machine) { m.ranWithNone() }, uuidA, NothingToPin},
 		{"cloud-init's placeholder ID", func(m *machine) { m.cloudInitRan("iid-datasource-none") }, uuidA, NothingToPin},
 		{"empty instance-id file", func(m *machine) { m.cloudInitRan("") }, uuidA, NothingToPin},

@@ -227,7 +227,7 @@ func TestReadCloudInit(t *testing.T) {
 	})
 }
 
-// Issue 16, case 1: a template booted once without its seed (cloud-init
+// A template booted once without its seed (cloud-init
 // ran as DataSourceNone), then cloned; the clone's first boot with a
 // Proxmox seed must be a new instance with the reported ID, never the
 // placeholder.
@@ -249,7 +249,7 @@ func TestTemplateBootedWithoutSeedThenCloned(t *testing.T) {
 	}
 }
 
-// Issue 16, case 2: the same disk, first booted without the CD-ROM and
+// The same disk, first booted without the CD-ROM and
 // then with it. After that the pin is kept as for any machine.
 func TestSameDiskFirstWithoutThenWithSeed(t *testing.T) {
 	m := newMachine(t)

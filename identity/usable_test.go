@@ -11,7 +11,7 @@ import (
 	"github.com/seedkeeper/seedkeeper/datasource"
 )
 
-// Issue 11 class 8: a cloud-init instance-id or a pin that cloud-init could
+// A cloud-init instance-id or a pin that cloud-init could
 // not use came back as the decided ID, and seed.Write then failed the boot.
 func TestDecideTreatsUnusableCloudInitIDAsAbsent(t *testing.T) {
 	for _, bad := range []string{"..", "../../etc", "evil\x1b[2J/x", strings.Repeat("i", datasource.MaxInstanceID+1)} {

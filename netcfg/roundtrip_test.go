@@ -421,7 +421,7 @@ func TestCheckFileNamesRefusesCollision(t *testing.T) {
 }
 
 func TestParseRefusesAliasExpansion(t *testing.T) {
-	// Issue 11 class 1: aliases make a small document stand for a huge one.
+	// Aliases make a small document stand for a huge one.
 	var b strings.Builder
 	b.WriteString("version: 2\nx: &big " + strings.Repeat("y", 64<<10) + "\nethernets:\n")
 	for i := range 100 {

@@ -19,7 +19,7 @@ func TestLate(t *testing.T) {
 		want  string // "" means not late
 	}{
 		{"nothing found", ran("no-source", "", ""), Found{}, ""},
-		// Issue 16, case 3: the CD-ROM attached after boot looked.
+		// The CD-ROM attached after boot looked.
 		{"late CD-ROM, detected", ran("no-source", "", ""), Found{Source: "nocloud"},
 			"a seed appeared after boot: boot found no metadata source at 2026-03-01T08:00:00Z, and nocloud is here now; " + next},
 		{"late CD-ROM, read", ran("no-source", "", ""), Found{"nocloud", "iso9660:/dev/sr0"},

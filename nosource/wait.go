@@ -32,7 +32,7 @@ var udevdNames = []string{"systemd-udevd", "udevd"}
 // has drained, so the bound costs time only on a boot that has no source
 // while udev stays busy (an event that hangs, a boot already degraded),
 // whereas a bound too short leaves a machine unconfigured for a boot.
-// Issue 16's late CD-ROM driver (3 s) needed 11.3 to 22.3 s in seven runs
+// A CD-ROM driver loaded late (3 s) needed 11.3 to 22.3 s in seven runs
 // of an emulated guest on a loaded host, and 10 s was once 0.3 s short:
 // 60 s keeps more than twice the worst seen, below systemd's 90 s for a
 // device a unit needs and udevadm settle's 120 s.

@@ -160,7 +160,7 @@ func TestWaitForDevicesLimit(t *testing.T) {
 	}
 }
 
-// Issue 16 (b'): seedkeeper-boot started 2.3 s before systemd-udevd. The
+// The unit seedkeeper-boot once started 2.3 s before systemd-udevd. The
 // socket unit had made /run/udev/control, udevd had not started, so no
 // queue file existed while the coldplug's events waited in the kernel;
 // the wait took the missing queue for an idle udev after 1 s and the

@@ -12,7 +12,7 @@ import (
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
 
-// Issue 11 class 6: any path listed in the seed marker was deleted, even
+// Any path listed in the seed marker was deleted, even
 // outside the seed directory and even when its hash did not match.
 func TestMarkerCannotDeleteWhatSeedDidNotWrite(t *testing.T) {
 	root := sysroot.Root(t.TempDir())

@@ -413,7 +413,7 @@ func TestHandEditsAreReportedAndOverwritten(t *testing.T) {
 		!strings.Contains(res.Warnings[1], sd(NetworkConfigFile)) || !strings.Contains(res.Warnings[1], "leaving it in place") {
 		t.Errorf("warnings = %q", res.Warnings)
 	}
-	// Issue 11 class 6: only files whose content seedkeeper wrote are
+	// Only files whose content seedkeeper wrote are
 	// removed; a person's file is left, with the warning.
 	if read(t, root, sd(NetworkConfigFile)) != "version: 1\nconfig: []\n" {
 		t.Error("a file seedkeeper did not write was removed")

@@ -29,7 +29,7 @@ func hostileSeed(t *testing.T, root string, files map[string]string) {
 	}
 }
 
-// Issue 11 class 7: one SSH key with a TAB as separator made boot exit 2
+// One SSH key with a TAB as separator made boot exit 2
 // with no seed written and no network applied.
 func TestBootHostileFieldsDegrade(t *testing.T) {
 	root := scratchRoot(t, kvmProduct, kvmVendor, kvmUUID)
@@ -95,7 +95,7 @@ func TestBootHostileFieldsDegrade(t *testing.T) {
 	}
 }
 
-// Issue 11 class 8: instance IDs "." and ".." passed to cloud-init, which
+// Instance IDs "." and ".." passed to cloud-init, which
 // makes a directory of the ID.
 func TestBootDotDotInstanceID(t *testing.T) {
 	for _, id := range []string{".", "..", "../../etc"} {
@@ -111,7 +111,7 @@ func TestBootDotDotInstanceID(t *testing.T) {
 	}
 }
 
-// Issue 11 class 8: a cloud-init instance-id file or a pinned ID that
+// A cloud-init instance-id file or a pinned ID that
 // cloud-init could not use was handed back to it, and seed.Write failed
 // the boot with exit 2.
 func TestBootUnusableStoredInstanceID(t *testing.T) {
@@ -134,7 +134,7 @@ func TestBootUnusableStoredInstanceID(t *testing.T) {
 	}
 }
 
-// Issue 11 class 8: a meta-data mapping with a key that is not a string
+// A meta-data mapping with a key that is not a string
 // made fetch --json print nothing and exit 0.
 func TestFetchJSONNonStringKey(t *testing.T) {
 	dir := t.TempDir()
@@ -156,7 +156,7 @@ func TestFetchJSONNonStringKey(t *testing.T) {
 	}
 }
 
-// Issue 11 class 1: with network.owner cloud-init, a network-config whose
+// With network.owner cloud-init, a network-config whose
 // alias pointed at an anchor outside "network:" was written with a
 // dangling *alias; public-keys given as aliases of one large string were
 // written out once per alias.
@@ -191,7 +191,7 @@ func TestBootAliasesResolvedAndBounded(t *testing.T) {
 	}
 }
 
-// Issue 11 class 1, the example as reported: a few kilobytes of
+// The alias bomb as first seen: a few kilobytes of
 // gzip+base64 guestinfo metadata whose network mapping names one 1 MiB
 // string a thousand times made boot die re-encoding the mapping.
 func TestBootVMwareNetworkAliasBomb(t *testing.T) {

@@ -259,7 +259,7 @@ func TestHostileConfigCorpus(t *testing.T) {
 	}
 }
 
-// Issue 11 class 3: a seedfrom naming a FIFO blocked boot for ever, and
+// A seedfrom naming a FIFO once blocked boot for ever, and
 // s=/etc/ssh/KEY/%s/.. reached the host key.
 func TestHostileSeedfromLocalFiles(t *testing.T) {
 	for name, seedfrom := range map[string]string{
@@ -295,7 +295,7 @@ func TestHostileSeedfromLocalFiles(t *testing.T) {
 	}
 }
 
-// Issue 11 class 6: /var/lib/seedkeeper was followed when it was a link,
+// /var/lib/seedkeeper was followed when it was a link,
 // and a path in the seed marker was deleted wherever it was.
 func TestHostileStateAndMarker(t *testing.T) {
 	good := filepath.Join(hostileDir, "nocloud", "passwords-in-lists")
@@ -339,7 +339,7 @@ func TestHostileStateAndMarker(t *testing.T) {
 	})
 }
 
-// Issue 11 class 3: "net plan --config /dev/zero" read without end.
+// "net plan --config /dev/zero" once read without end.
 func TestHostileNetConfigDevice(t *testing.T) {
 	r := runBinary(t, nil, "net", "plan", "--config", "/dev/zero")
 	checkOutput(t, "net plan", r)
@@ -348,7 +348,7 @@ func TestHostileNetConfigDevice(t *testing.T) {
 	}
 }
 
-// Issue 11 class 8: a hostile SmartOS host could make boot hold ~15 of the
+// A hostile SmartOS host could make boot hold ~15 of the
 // largest values at once; one read stops at its total budget and says
 // which key it was reading.
 func TestHostileSmartOSTotal(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"github.com/seedkeeper/seedkeeper/mdata"
 )
 
-// Issue 11 class 5: the host's FAILURE message reached the terminal with
+// The host's FAILURE message reached the terminal with
 // its escape sequences ("\x1b]0;...\a" retitles it, "\x1b[2J" clears it).
 func TestMdataHostMessagesAreEscaped(t *testing.T) {
 	hostile := "Cannot\x1b]0;owned\a update\x1b[2J \u202etxt"

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Issue 11 class 8: "mdata-get -t 1e-10" and "-t 1e300" were accepted and
+// "mdata-get -t 1e-10" and "-t 1e300" were accepted and
 // meant "no timeout". A timeout outside 1ms..24h is a usage error, like
 // the reference tools' bad command lines: exit 3, before any I/O.
 func TestMdataTimeoutOutOfRangeIsAUsageError(t *testing.T) {

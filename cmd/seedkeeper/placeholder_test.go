@@ -75,7 +75,7 @@ func readFileIfAny(p string) string {
 	return string(b)
 }
 
-// Issue 16, case 1: a template booted once without its cloud-init drive,
+// A template booted once without its cloud-init drive,
 // then cloned; the clone boots with a Proxmox seed and must be a new
 // instance with the reported ID (user-data applied, its own SSH host
 // keys), never the placeholder iid-datasource-none.
@@ -104,7 +104,7 @@ func TestBootTemplateWithoutSeedThenCloned(t *testing.T) {
 	}
 }
 
-// Issue 16, case 2: the same disk first boots without the cidata CD-ROM,
+// The same disk first boots without the cidata CD-ROM,
 // then with it: the second boot applies the seed as a new instance.
 func TestBootSameDiskWithoutThenWithSeed(t *testing.T) {
 	for _, ranNone := range []bool{false, true} {
@@ -172,7 +172,7 @@ func copyTreeT(src, dst string) error {
 	})
 }
 
-// Issue 16, case 3: the cidata CD-ROM appears after boot first looked (its
+// The cidata CD-ROM appears after boot first looked (its
 // driver loads from the real root while udev works through coldplug).
 // Boot waits for the udev queue to drain, looks again and finds it: the
 // seed is applied on this boot, cloud-init is not held back.
@@ -252,7 +252,7 @@ func deviceWait(t *testing.T, root string) string {
 	return st.DeviceWait
 }
 
-// Issue 16, case 3 after the fact: the CD-ROM appears after boot found no
+// A late CD-ROM, after the fact: it appears after boot found no
 // source. watch applies nothing from it, status says it takes effect on
 // the next boot, and the next boot applies it as a new instance.
 func TestLateSeedTakesEffectOnNextBoot(t *testing.T) {

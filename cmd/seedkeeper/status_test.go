@@ -70,7 +70,7 @@ func TestStatusCloudConfigWarnings(t *testing.T) {
 	}
 }
 
-// Issue 11 class 6: the lines added for late devices, cloud-init's hold
+// The lines added for late devices, cloud-init's hold
 // and dropped fields printed host text as it came, escapes included.
 func TestPrintStatusEscapesEveryLine(t *testing.T) {
 	bad := "x\x1b]0;owned\x07\u202ey"
@@ -97,7 +97,7 @@ func TestPrintStatusEscapesEveryLine(t *testing.T) {
 	}
 }
 
-// Issue 16: after a reboot in which seedkeeper boot has not run (or failed
+// After a reboot in which seedkeeper boot has not run (or failed
 // before saving), status showed the earlier boot's decision as if it were
 // this boot's. The record names its boot; status says plainly when that
 // is not the running one, and exits 1 as before any boot.

@@ -109,7 +109,7 @@ func FuzzLoad(f *testing.F) {
 	})
 }
 
-// Issue 11 class 3: --config /dev/zero read without bound; a FIFO hung.
+// --config /dev/zero once read without bound; a FIFO hung.
 func TestLoadReadsOnlyRegularFiles(t *testing.T) {
 	fifo := filepath.Join(t.TempDir(), "fifo")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {

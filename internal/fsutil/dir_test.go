@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// Issue 11 class 6: /var/lib/seedkeeper and /run/systemd/network were
+// /var/lib/seedkeeper and /run/systemd/network were
 // followed when they were symbolic links.
 func TestWriteFileRefusesALinkedDirectory(t *testing.T) {
 	root := t.TempDir()
@@ -55,7 +55,7 @@ func TestWriteFileRefusesALinkedDirectory(t *testing.T) {
 	}
 }
 
-// Issue 11 class 6: the receipt lock was created through a symbolic link
+// The receipt lock was created through a symbolic link
 // (O_CREAT without O_NOFOLLOW), so root could create a file anywhere.
 func TestOpenLockRefusesLinks(t *testing.T) {
 	dir := t.TempDir()

@@ -17,7 +17,7 @@ func TestReadFileRefusesWhatIsNotRegular(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Skipf("cannot make a FIFO here: %v", err)
 	}
-	// Issue 11 class 3: a seedfrom naming a FIFO blocked boot for ever.
+	// A seedfrom naming a FIFO once blocked boot for ever.
 	for _, p := range []string{fifo, "/dev/zero", "/dev/null", dir} {
 		_, err := ReadFile(context.Background(), p, SmallFile)
 		if !errors.Is(err, ErrNotRegular) {
@@ -110,7 +110,7 @@ func TestResolve(t *testing.T) {
 	}{
 		{in: "/seed/real/meta-data", want: "/seed/real/meta-data"},
 		{in: "/seed/real/missing", want: "/seed/real/missing"},
-		// Issue 11 class 3: s=/etc/ssh/ssh_host_rsa_key/%s/.. was cleaned
+		// A seedfrom of s=/etc/ssh/ssh_host_rsa_key/%s/.. was cleaned
 		// to the private key; the kernel refuses it.
 		{in: "/etc/ssh/ssh_host_rsa_key/meta-data/..", err: syscall.ENOTDIR},
 		{in: "/etc/ssh/missing/../ssh_host_rsa_key", err: fs.ErrNotExist},

@@ -34,7 +34,7 @@ func TestURL(t *testing.T) {
 }
 
 func TestErrorHidesTheQueryOfAFailedRequest(t *testing.T) {
-	// Issue 11 class 4: a failed http(s) seedfrom carried the presigned
+	// A failed http(s) seedfrom carried the presigned
 	// query in the library's error text.
 	req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, "http://127.0.0.1:1/seed/meta-data?token=SECRETMARKER", nil)
 	_, err := http.DefaultClient.Do(req)
@@ -58,7 +58,7 @@ func TestErrorHidesTheQueryOfAFailedRequest(t *testing.T) {
 }
 
 func TestValueWalksListsAndURLs(t *testing.T) {
-	// Issue 11 class 4: passwords inside lists and the seedfrom
+	// Passwords inside lists and the seedfrom
 	// user:password under meta_data were shown by fetch.
 	in := map[string]any{
 		"users": []any{

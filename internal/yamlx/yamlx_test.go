@@ -23,7 +23,7 @@ func bomb(t testing.TB) []byte {
 }
 
 func TestSizeStopsAtTheLimit(t *testing.T) {
-	// Issue 11 class 1: a thousand aliases of one 1 MiB string.
+	// An alias bomb: a thousand aliases of one 1 MiB string.
 	var v any
 	if err := yaml.Unmarshal(bomb(t), &v); err != nil {
 		t.Fatal(err)
@@ -55,7 +55,7 @@ func TestResolveRefusesABomb(t *testing.T) {
 }
 
 func TestResolveSelfContained(t *testing.T) {
-	// Issue 11 class 1: re-encoding the inner mapping left "*dns" dangling.
+	// Re-encoding the inner mapping left "*dns" dangling.
 	src := "defaults: &dns {addresses: [10.0.0.2]}\nnetwork:\n  version: 2\n  ethernets:\n    eth0: {nameservers: *dns, dhcp4: true}\n"
 	var doc yaml.Node
 	if err := yaml.Unmarshal([]byte(src), &doc); err != nil {

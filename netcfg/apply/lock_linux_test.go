@@ -41,7 +41,7 @@ func TestLockReceiptSerialises(t *testing.T) {
 	}
 }
 
-// Issue 11 class 6: the lock was created through a symbolic link.
+// The lock was once created through a symbolic link.
 func TestLockReceiptRefusesALink(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "network-receipt.json")

@@ -29,10 +29,11 @@ func TestIntegrationSystemdTemplatesMore(t *testing.T) {
 	img := needSystemdImage(t, "networkd", true)
 	plain := needSystemdImage(t, "networkd", false)
 	t.Run("late-cdrom-driver", func(t *testing.T) {
-		// Issue 16 (b'): failed twice before seedkeeper-boot was ordered
-		// after systemd-udevd.service and device_wait grew from 10s;
-		// passed every run since on a loaded host, the wait draining
-		// after 11.3 to 22.3 s (the default is now 60s).
+		// A CD-ROM whose driver loads late: this failed twice before
+		// seedkeeper-boot was ordered after systemd-udevd.service and
+		// device_wait grew from 10s; it has passed every run since on a
+		// loaded host, the wait draining after 11.3 to 22.3 s (the
+		// default is now 60s).
 		t.Parallel()
 		lateCDROMDriver(t, img)
 	})

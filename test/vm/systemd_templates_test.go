@@ -159,7 +159,7 @@ func unseededTemplate(t *testing.T, img *sdImage) {
 	if k := r0.get(t, "kind"); k != "normal" {
 		t.Errorf("template: reported by the hang timer (%s)", k)
 	}
-	// Issue 16: without seedkeeper's hold, cloud-init ran here as
+	// Without seedkeeper's hold, cloud-init ran here as
 	// DataSourceNone and every later seeded boot adopted its placeholder.
 	if id := strings.TrimSpace(string(r0.files["instance-id"])); id != "" {
 		t.Errorf("template without a seed: cloud-init recorded instance-id %q; it must be held back", id)

@@ -307,7 +307,7 @@ func cmpOr(s, def string) string {
 	return s
 }
 
-const hostileLegend = `Issue 11's memory budget: the peak RSS of ` + "`seedkeeper boot`" + ` over the
+const hostileLegend = `The memory budget (SECURITY.md, "Limits"): the peak RSS of ` + "`seedkeeper boot`" + ` over the
 hostile-input corpus (testdata/hostile) stays under **64 MiB**. Each case runs
 once, on a scratch root made the way cmd/seedkeeper's TestHostile*Corpus tests
 make it: a NoCloud case runs ` + "`fetch --seed DIR`" + `, then ` + "`boot --root ROOT`" + `
