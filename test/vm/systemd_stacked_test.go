@@ -319,7 +319,7 @@ func checkStackedLinks(t *testing.T, r *sdReport, manager string) []string {
 		}
 	}
 	if !slices.Equal(again, []string{"no changes"}) || rc != "0" {
-		t.Errorf("%s: seedkeeper net plan after boot (exit %s):\n%s", r.name, rc, p)
+		t.Errorf("%s: seedkeeper net plan after boot (exit %s):\n%s\nstderr:\n%s", r.name, rc, p, r.get(t, "net-plan.err"))
 	}
 	if t.Failed() {
 		t.Logf("%s: seedkeeper journal:\n%s\nlinks:\n%s\nnetwork files:\n%s", r.name, j, r.get(t, "link-detail.json"), r.get(t, "netfiles"))

@@ -99,8 +99,9 @@ cp /var/lib/seedkeeper/status.json "$out/status.json" 2>/dev/null
 cp /var/lib/seedkeeper/network-receipt.json "$out/network-receipt.json" 2>/dev/null
 if [ "$(arg sk.plan)" = 1 ]; then
 	mkdir -p /run/sk-cd
-	mount -r /dev/sr0 /run/sk-cd 2>"$out/net-plan"
-	seedkeeper net plan --config /run/sk-cd/network-config >>"$out/net-plan" 2>&1
+	mount -r /dev/sr0 /run/sk-cd 2>"$out/net-plan.err"
+	# The plan on stdout; the log and the allowlist in force on stderr.
+	seedkeeper net plan --config /run/sk-cd/network-config >"$out/net-plan" 2>>"$out/net-plan.err"
 	echo $? >"$out/net-plan.rc"
 	umount /run/sk-cd
 fi
