@@ -1,7 +1,6 @@
 package agent_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io/fs"
@@ -18,6 +17,7 @@ import (
 	"github.com/seedkeeper/seedkeeper/agent"
 	"github.com/seedkeeper/seedkeeper/hotplug"
 	"github.com/seedkeeper/seedkeeper/internal/nstest"
+	"github.com/seedkeeper/seedkeeper/internal/syncbuf"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
 
@@ -51,23 +51,8 @@ func addTap(t *testing.T, n, peers *nstest.NS, name, mac string) {
 	}
 }
 
-// syncBuffer is a log the flow writes while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
+// syncBuffer is a log the code under test writes while the test reads it.
+type syncBuffer = syncbuf.Buffer
 
 // notifyLog collects, one line each, what a flow tells the service
 // manager, as sd_notify would carry it.

@@ -1,7 +1,6 @@
 package hotplug
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seedkeeper/seedkeeper/internal/syncbuf"
 	"github.com/seedkeeper/seedkeeper/netcfg"
 )
 
@@ -180,22 +180,8 @@ func (m *metadata) appliedMACs() [][]string {
 	return slices.Clone(m.applied)
 }
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
+// lockedBuffer is a log the code under test writes while the test reads it.
+type lockedBuffer = syncbuf.Buffer
 
 // harness runs a Watcher on a fake source.
 type harness struct {

@@ -23,6 +23,7 @@ import (
 
 	"github.com/seedkeeper/seedkeeper/agent"
 	"github.com/seedkeeper/seedkeeper/internal/buildtest"
+	"github.com/seedkeeper/seedkeeper/internal/syncbuf"
 	"github.com/seedkeeper/seedkeeper/internal/testseed"
 )
 
@@ -297,23 +298,8 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for a writer and readers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
+// syncBuffer is a log the code under test writes while the test reads it.
+type syncBuffer = syncbuf.Buffer
 
 // notifySocket listens where sd_notify sends, and collects every state
 // line it receives.
