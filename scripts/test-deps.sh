@@ -22,6 +22,7 @@ need="
 /usr/bin/xz:xz-utils
 /usr/bin/rpm:rpm
 /usr/bin/lintian:lintian
+/usr/libexec/netplan/generate:netplan.io
 "
 
 missing=""
