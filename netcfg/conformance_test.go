@@ -147,10 +147,19 @@ var netplanExamples = []string{"/usr/share/doc/netplan/examples", "/usr/share/do
 // files, without the Python start-up (40 ms a document, not 600).
 var netplanGenerator = []string{"/usr/libexec/netplan/generate", "/usr/lib/netplan/generate"}
 
+// netplanGeneratorEnv names another generator to compare with, as a
+// command line (scripts/netplan-trixie.sh prints one for Debian 13's
+// netplan 1.1.2). The tables hold for the host's netplan (Debian 12's
+// 0.106): with another, the differences are logged, not failures.
+const netplanGeneratorEnv = "SEEDKEEPER_NETPLAN_GENERATOR"
+
 // netplanBinary finds netplan's generator, or `netplan` to run
 // `netplan generate` with.
 func netplanBinary(t *testing.T) []string {
 	t.Helper()
+	if cmd := strings.Fields(os.Getenv(netplanGeneratorEnv)); len(cmd) > 0 {
+		return cmd
+	}
 	for _, p := range netplanGenerator {
 		if _, err := os.Stat(p); err == nil {
 			return []string{p}
@@ -262,8 +271,12 @@ func runConformance(t *testing.T, bin []string, docs []conformDoc, deliberate, k
 	}
 
 	r := sortDiffs(diffs, deliberate, known)
+	report := t.Error
+	if os.Getenv(netplanGeneratorEnv) != "" {
+		report = t.Log
+	}
 	for _, p := range r.problems {
-		t.Error(p)
+		report(p)
 	}
 	t.Logf("same meaning: %s", strings.Join(same, " "))
 	t.Logf("documents: %d, %d refused by the oracle, %d compared: %d same meaning, %d differ only deliberately, %d with known defects; differing fields: %d deliberate, %d known defects",
