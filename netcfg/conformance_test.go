@@ -3,6 +3,7 @@ package netcfg
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/netip"
@@ -19,7 +20,8 @@ import (
 )
 
 // The conformance test holds seedkeeper's networkd renderer against
-// `netplan generate`, the owner of the v2 format, on netplan's own
+// netplan's generator (what `netplan generate` runs), the owner of the
+// v2 format, on netplan's own
 // examples and on testdata/conformance. Both outputs are read back into
 // what they mean to systemd-networkd, link by link (the file name less
 // its 10-netplan-/10-seedkeeper- prefix is the v2 ID on both sides), and
@@ -37,13 +39,13 @@ var conformDeliberate = []conformRow{
 	{doc: "*", link: "*", field: "network/Match.Type",
 		why: "a link matched by MAC also matches Type=ether, so a bond or VLAN that inherits the MAC does not take its configuration"},
 	{doc: "*", link: "*", field: "network/Match.MACAddress",
-		why: "seedkeeper matches the MAC the link has, which is how it finds and owns links; netplan 0.106 matches the permanent MAC, which a veth and some virtual NICs do not have"},
+		why: "seedkeeper matches the MAC the link has, which is how it finds and owns links; netplan (0.106, 1.1) matches the permanent MAC, which a veth and some virtual NICs do not have"},
 	{doc: "*", link: "*", field: "network/Match.PermanentMACAddress", why: "as above"},
 	{doc: "examples/vlan.yaml", link: "mainif", field: "network/Match.Name",
 		why: "set-name: netplan matches the new name after its .link renamed the link; seedkeeper matches the MAC and renames the link itself"},
 	{doc: "conformance/set-name-mac.yaml", link: "lan", field: "network/Match.Name", why: "as above"},
 	// No .link files: names are set live, the MTU is in the .network.
-	{doc: "*", link: "*", field: "files", netplan: says("link | network"),
+	{doc: "*", link: "*", field: "files", ours: says("network"), netplan: says("link | network"),
 		why: "seedkeeper writes no .link files: udev reads them only when a link appears, and seedkeeper renames links and sets MTUs itself"},
 	{doc: "*", link: "*", field: "link/Match.*", why: "no .link files"},
 	{doc: "*", link: "*", field: "link/Link.Name", why: "the rename is done by seedkeeper at apply"},
@@ -80,7 +82,10 @@ var conformKnown = []conformRow{
 	{doc: "conformance/routing-policy.yaml", link: "eth0", field: "network/RoutingPolicyRule", why: "routing-policy is ignored"},
 	{doc: "conformance/bridge-port-params.yaml", link: "eth[01]", field: "network/Bridge.*", why: "bridge path-cost and port-priority are not rendered"},
 	{doc: "conformance/route-types.yaml", link: "eth0", field: "network/Route", why: "route type:, from: and mtu: are dropped (an unreachable route becomes a link route)"},
-	{doc: "conformance/misc-link.yaml", link: "eth0", field: "network/*", why: "dhcp-identifier, critical, ipv6-mtu, ipv6-privacy are dropped"},
+	{doc: "conformance/misc-link.yaml", link: "eth0", field: "network/DHCPv4.ClientIdentifier", why: "dhcp-identifier is dropped"},
+	{doc: "conformance/misc-link.yaml", link: "eth0", field: "network/DHCPv4.CriticalConnection", why: "critical is dropped"},
+	{doc: "conformance/misc-link.yaml", link: "eth0", field: "network/Network.IPv6MTUBytes", why: "ipv6-mtu is dropped"},
+	{doc: "conformance/misc-link.yaml", link: "eth0", field: "network/Network.IPv6PrivacyExtensions", why: "ipv6-privacy is dropped"},
 	{doc: "conformance/misc-link.yaml", link: "eth0", field: "link/Link.WakeOnLan", why: "wakeonlan: true is dropped"},
 	{doc: "examples/windows_dhcp_server.yaml", link: "enp3s0", field: "network/DHCPv4.ClientIdentifier", why: "dhcp-identifier: mac is dropped"},
 	{doc: "examples/offload.yaml", link: "ens1", field: "link/Link.*Offload", why: "offload keys are dropped"},
@@ -98,23 +103,24 @@ var conformKnown = []conformRow{
 
 // conformRow is one row of conformDeliberate or conformKnown: doc, link
 // and field are path.Match patterns ("*" alone matches any document);
-// netplan, when set, is what netplan's side must say (its values joined
-// by " | ", "" for unset), so that a row for a default netplan writes
-// does not also hide a different value.
+// ours and netplan, when set, are what each side must say (the values
+// joined by " | ", "" for unset), so that a row for a default netplan
+// writes does not also hide a different value.
 type conformRow struct {
 	doc, link, field string
-	netplan          *string
+	ours, netplan    *string
 	why              string
 }
 
 func (r conformRow) matches(d conformDiff) bool {
-	if r.netplan != nil && *r.netplan != strings.Join(d.netplan, " | ") {
+	if r.netplan != nil && *r.netplan != strings.Join(d.netplan, " | ") ||
+		r.ours != nil && *r.ours != strings.Join(d.ours, " | ") {
 		return false
 	}
 	return (r.doc == "*" || globMatch(r.doc, d.doc)) && globMatch(r.link, d.link) && globMatch(r.field, d.field)
 }
 
-// says is a conformRow's netplan value.
+// says is a conformRow's ours or netplan value.
 func says(v string) *string { return &v }
 
 func globMatch(pattern, s string) bool {
@@ -243,7 +249,7 @@ func runConformance(t *testing.T, bin []string, docs []conformDoc, deliberate, k
 		}
 		var ours map[string][]byte
 		c, err := Parse(d.data)
-		if err != nil && strings.HasPrefix(err.Error(), "version: missing") {
+		if fe := (*FieldError)(nil); errors.As(err, &fe) && fe.Path == "version" && fe.Msg == "missing" {
 			// netplan takes a document without version: as v2;
 			// seedkeeper does not (a deliberate difference), and the
 			// rest of the document is compared as v2.
@@ -280,7 +286,7 @@ func runConformance(t *testing.T, bin []string, docs []conformDoc, deliberate, k
 	}
 	t.Logf("same meaning: %s", strings.Join(same, " "))
 	t.Logf("documents: %d, %d refused by the oracle, %d compared: %d same meaning, %d differ only deliberately, %d with known defects; differing fields: %d deliberate, %d known defects",
-		len(docs), len(refused), len(docs)-len(refused), len(same), len(r.deliberateDocs)-len(r.knownDocs), len(r.knownDocs), r.deliberate, r.known)
+		len(docs), len(refused), len(docs)-len(refused), len(same), len(r.diffDocs)-len(r.knownDocs), len(r.knownDocs), r.deliberate, r.known)
 }
 
 // oracleError is the line of netplan's output that says why it refused
@@ -298,7 +304,7 @@ func oracleError(err error) string {
 // conformReport is what sortDiffs makes of the differences.
 type conformReport struct {
 	deliberate, known int             // differing fields of each kind
-	deliberateDocs    map[string]bool // documents with a difference, any
+	diffDocs          map[string]bool // documents with a difference, of either kind
 	knownDocs         map[string]bool // documents with a known defect
 	problems          []string        // what fails the test
 }
@@ -308,7 +314,7 @@ type conformReport struct {
 // problem, and so is a row that holds none: a defect that is fixed, or a
 // difference that has gone, must leave its table.
 func sortDiffs(diffs []conformDiff, deliberate, known []conformRow) conformReport {
-	r := conformReport{deliberateDocs: map[string]bool{}, knownDocs: map[string]bool{}}
+	r := conformReport{diffDocs: map[string]bool{}, knownDocs: map[string]bool{}}
 	usedD, usedK := make([]int, len(deliberate)), make([]int, len(known))
 	first := func(rows []conformRow, used []int, d conformDiff) bool {
 		for i := range rows {
@@ -323,10 +329,10 @@ func sortDiffs(diffs []conformDiff, deliberate, known []conformRow) conformRepor
 		switch {
 		case first(deliberate, usedD, d):
 			r.deliberate++
-			r.deliberateDocs[d.doc] = true
+			r.diffDocs[d.doc] = true
 		case first(known, usedK, d):
 			r.known++
-			r.deliberateDocs[d.doc] = true
+			r.diffDocs[d.doc] = true
 			r.knownDocs[d.doc] = true
 		default:
 			r.problems = append(r.problems, fmt.Sprintf("%v: neither deliberate nor a known defect", d))
@@ -747,20 +753,26 @@ func TestConformSortDiffs(t *testing.T) {
 		{doc: "a.yaml", link: "eth0", field: "network/DHCPv4.RouteMetric", netplan: []string{"100"}},
 		{doc: "b.yaml", link: "eth0", field: "network/DHCPv4.RouteMetric", netplan: []string{"50"}},
 		{doc: "b.yaml", link: "eth1", field: "network/Network.DNS", netplan: []string{"192.0.2.53"}},
+		{doc: "b.yaml", link: "eth2", field: "files", ours: []string{"network"}, netplan: []string{"link", "network"}},
+		{doc: "b.yaml", link: "eth3", field: "files", netplan: []string{"link", "network"}},
 	}
-	deliberate := []conformRow{{doc: "*", link: "*", field: "network/Match.Type"}}
+	deliberate := []conformRow{
+		{doc: "*", link: "*", field: "network/Match.Type"},
+		{doc: "*", link: "*", field: "files", ours: says("network"), netplan: says("link | network")},
+	}
 	known := []conformRow{
 		{doc: "*", link: "*", field: "network/DHCPv4.RouteMetric", netplan: says("100")},
 		{doc: "b.yaml", link: "eth1", field: "network/Network.*"},
 		{doc: "c.yaml", link: "*", field: "*"}, // stale
 	}
 	r := sortDiffs(diffs, deliberate, known)
-	if r.deliberate != 1 || r.known != 2 || len(r.knownDocs) != 2 {
-		t.Errorf("deliberate %d, known %d in %d documents; want 1, 2 in 2", r.deliberate, r.known, len(r.knownDocs))
+	if r.deliberate != 2 || r.known != 2 || len(r.knownDocs) != 2 {
+		t.Errorf("deliberate %d, known %d in %d documents; want 2, 2 in 2", r.deliberate, r.known, len(r.knownDocs))
 	}
 	want := []string{
-		// The row for netplan's default does not hide another value.
+		// The rows for what netplan writes do not hide another value.
 		"b.yaml: link eth0: network/DHCPv4.RouteMetric: seedkeeper (unset), netplan 50: neither deliberate nor a known defect",
+		"b.yaml: link eth3: files: seedkeeper (unset), netplan link | network: neither deliberate nor a known defect",
 		"known-defect row {c.yaml * *} matches no difference any more: delete it",
 	}
 	if !slices.Equal(r.problems, want) {
@@ -834,7 +846,7 @@ var v1Deliberate = []conformRow{
 	{doc: "*", link: "*", field: "network/Match.PermanentMACAddress", why: "as above"},
 	{doc: "*", link: "*", field: "network/Match.Name",
 		why: "cloud-init writes set-name for a v1 NIC with a MAC: netplan matches the name its .link gives, seedkeeper the MAC, renaming the link itself"},
-	{doc: "*", link: "*", field: "files", netplan: says("link | network"), why: "no .link files"},
+	{doc: "*", link: "*", field: "files", ours: says("network"), netplan: says("link | network"), why: "no .link files"},
 	{doc: "*", link: "*", field: "link/*", why: "no .link files: names and MTUs are set at apply; wake-on-LAN is left as it is"},
 	// Where cloud-init 22.4.2's netplan rendering loses what the v1
 	// document says, seedkeeper keeps it.
