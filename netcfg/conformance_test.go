@@ -93,11 +93,11 @@ var conformKnown = []conformRow{
 	{doc: "conformance/link-local.yaml", link: "eth0", field: "network/Network.IPv6AcceptRA", why: "link-local: [] turns off RAs in netplan's files"},
 	{doc: "conformance/bond-arp-params.yaml", link: "bond0", field: "netdev/Bond.ARPIPTargets", why: "netplan's spelling arp-ip-targets is not read"},
 	// Known defect, not yet being fixed: the defaults netplan writes.
-	{doc: "*", link: "*", field: "network/DHCPv4.RouteMetric", netplan: says("100"),
+	{doc: "*", link: "*", field: "network/DHCPv4.RouteMetric", ours: says(""), netplan: says("100"),
 		why: "netplan gives DHCP routes metric 100 (networkd's default is 1024)"},
-	{doc: "*", link: "*", field: "network/DHCPv4.UseMTU", netplan: says("yes"),
+	{doc: "*", link: "*", field: "network/DHCPv4.UseMTU", ours: says(""), netplan: says("yes"),
 		why: "netplan takes the MTU a DHCP server offers (networkd's default is not to)"},
-	{doc: "*", link: "*", field: "network/Network.ConfigureWithoutCarrier", netplan: says("yes"),
+	{doc: "*", link: "*", field: "network/Network.ConfigureWithoutCarrier", ours: says("no"), netplan: says("yes"),
 		why: "netplan keeps a bond's, bridge's or VLAN's addresses while it has no carrier"},
 }
 
@@ -868,7 +868,7 @@ var v1Known = []conformRow{
 	{doc: "v1/bond.yaml", link: "bond0", field: "network/Link.MACAddress",
 		why: "a bond's MAC is only in its .netdev, which networkd reads only when it creates the bond"},
 	// The defaults netplan writes, as in conformKnown.
-	{doc: "*", link: "*", field: "network/DHCPv4.RouteMetric", netplan: says("100"), why: "DHCP route metric 100"},
-	{doc: "*", link: "*", field: "network/DHCPv4.UseMTU", netplan: says("yes"), why: "the DHCP server's MTU"},
-	{doc: "*", link: "*", field: "network/Network.ConfigureWithoutCarrier", netplan: says("yes"), why: "a virtual link keeps its addresses without carrier"},
+	{doc: "*", link: "*", field: "network/DHCPv4.RouteMetric", ours: says(""), netplan: says("100"), why: "DHCP route metric 100"},
+	{doc: "*", link: "*", field: "network/DHCPv4.UseMTU", ours: says(""), netplan: says("yes"), why: "the DHCP server's MTU"},
+	{doc: "*", link: "*", field: "network/Network.ConfigureWithoutCarrier", ours: says("no"), netplan: says("yes"), why: "a virtual link keeps its addresses without carrier"},
 }
