@@ -34,6 +34,7 @@ type Status struct {
 	Identity    *identity.Decision     `json:"identity,omitempty"`
 	Seed        *SeedStatus            `json:"seed,omitempty"`
 	Network     *NetResult             `json:"network,omitempty"`
+	VMware      *VMwareStatus          `json:"vmware,omitempty"`
 }
 
 // BootIDPath is where the kernel gives the ID of the running boot, a
