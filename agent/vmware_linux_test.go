@@ -2,8 +2,6 @@ package agent_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -18,72 +16,6 @@ import (
 // The duties of cloud-init's VMware datasource that boot does: the wait
 // wait-on-network asks for, and guestinfo.local-ipv4/-ipv6, through the
 // stub vmware-rpctool and vmtoolsd, in a namespace of the test's own.
-
-// vmwareGuest is a VMware guest's root and its VMX, served by the stub
-// tools, which are the only ones in $PATH.
-type vmwareGuest struct {
-	root, vmx, log string
-}
-
-func newVMwareGuest(t *testing.T, config string) *vmwareGuest {
-	t.Helper()
-	g := &vmwareGuest{vmx: filepath.Join(t.TempDir(), "vmx")}
-	g.log = filepath.Join(g.vmx, "..", "calls.log")
-	bin := filepath.Join(t.TempDir(), "bin")
-	for _, d := range []string{g.vmx, bin} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, name := range []string{"vmware-rpctool", "vmtoolsd", "guestinfo-stub.sh"} {
-		b, err := os.ReadFile(filepath.Join("..", "testdata", "vmware", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(bin, name), b, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Setenv("PATH", bin+":/usr/bin:/bin")
-	t.Setenv("GUESTINFO_DIR", g.vmx)
-	t.Setenv("GUESTINFO_LOG", g.log)
-	t.Setenv("VMX_GUESTINFO", "")
-	g.root = kvmRoot(t, map[string]string{
-		"sys/class/dmi/id/product_name": "VMware7,1\n",
-		"sys/class/dmi/id/sys_vendor":   "VMware, Inc.\n",
-		"etc/seedkeeper/config.yaml":    "hotplug:\n  drivers: [veth]\n" + config,
-	})
-	return g
-}
-
-func (g *vmwareGuest) set(t *testing.T, key, val string) {
-	t.Helper()
-	if err := os.WriteFile(filepath.Join(g.vmx, "guestinfo."+key), []byte(val), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// get is what the VMX holds for key; "" when nothing.
-func (g *vmwareGuest) get(key string) string {
-	b, _ := os.ReadFile(filepath.Join(g.vmx, "guestinfo."+key))
-	return string(b)
-}
-
-// sets are the info-set calls the tools got, as "TOOL|ARG|...".
-func (g *vmwareGuest) sets(t *testing.T) []string {
-	t.Helper()
-	b, err := os.ReadFile(g.log)
-	if err != nil && !os.IsNotExist(err) {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		if strings.Contains(l, "|info-set ") {
-			out = append(out, l)
-		}
-	}
-	return out
-}
 
 func (g *vmwareGuest) boot(t *testing.T, n *nstest.NS) (*agent.Status, *notifyLog, string) {
 	t.Helper()
@@ -121,23 +53,6 @@ func tentative(t *testing.T, n *nstest.NS, name string) []string {
 		}
 	}
 	return out
-}
-
-const vmwareMAC = "02:5e:00:00:07:01"
-
-func vmwareMetadata(wait string) string {
-	return `instance-id: i-vmware-1
-local-hostname: vm1
-` + wait + `network:
-  version: 2
-  ethernets:
-    lan:
-      match: {macaddress: "` + vmwareMAC + `"}
-      addresses: [192.0.2.71/24, "2001:db8:7::71/64"]
-      routes:
-        - {to: default, via: 192.0.2.1}
-        - {to: "::/0", via: "2001:db8:7::1"}
-`
 }
 
 // wait-on-network's ipv6 holds boot until the static address is past
