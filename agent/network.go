@@ -37,9 +37,9 @@ type NetResult struct {
 	Stack string `json:"stack,omitempty"`
 	// files are the files rendered, for reloadStack.
 	files *netcfg.StackFiles
-	// ownedLinks are the kernel names of the owned links, stacked ones
+	// Links are the kernel names of the owned links, stacked ones
 	// included, for the steps that look at their addresses.
-	ownedLinks []string
+	Links []string `json:"links,omitempty"`
 	// ResolvConf says what happened to /etc/resolv.conf.
 	ResolvConf string `json:"resolv_conf,omitempty"`
 }
@@ -74,7 +74,7 @@ func (e *Env) networkStep(ctx context.Context, cfg *netcfg.Config, allow hotplug
 		p := s.Plan
 		res.Owned = p.Owned
 		for _, id := range slices.Sorted(maps.Keys(p.OwnedName)) {
-			res.ownedLinks = append(res.ownedLinks, p.OwnedName[id])
+			res.Links = append(res.Links, p.OwnedName[id])
 		}
 		res.Notes = p.Notes
 		for _, n := range p.Notes {

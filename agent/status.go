@@ -33,6 +33,7 @@ type Status struct {
 	Dropped     []string               `json:"dropped,omitempty"` // fields of the metadata not used, and why
 	Identity    *identity.Decision     `json:"identity,omitempty"`
 	Seed        *SeedStatus            `json:"seed,omitempty"`
+	Provision   string                 `json:"provision,omitempty"` // SmartOS: what was done to the zone's provisioning state
 	Network     *NetResult             `json:"network,omitempty"`
 	VMware      *VMwareStatus          `json:"vmware,omitempty"`
 }

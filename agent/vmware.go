@@ -52,15 +52,16 @@ const (
 
 // vmwareStep runs after the network step of a boot that read VMware
 // guestinfo: res is that step's result (nil when the network was not
-// handled). It never fails the boot: what went wrong is in the status.
-func (e *Env) vmwareStep(ctx context.Context, md *datasource.Metadata, res *NetResult) *VMwareStatus {
+// handled), live whether the boot changes this machine (nothing is
+// written to the VMX of a boot that only plans). It never fails the boot:
+// what went wrong is in the status.
+func (e *Env) vmwareStep(ctx context.Context, md *datasource.Metadata, res *NetResult, live bool) *VMwareStatus {
 	vs := &VMwareStatus{Customization: vmwareCustomization(e)}
 	for _, c := range vs.Customization {
 		e.Log.Warn("vmware: " + c)
 	}
 	want := md.WaitOnNetwork
-	applied := res != nil && res.Action == "applied"
-	if !applied {
+	if !live || res == nil || res.Action != "applied" {
 		why := "the network was not applied on this machine"
 		if res != nil && res.Reason != "" {
 			why += " (" + res.Reason + ")"
@@ -69,14 +70,15 @@ func (e *Env) vmwareStep(ctx context.Context, md *datasource.Metadata, res *NetR
 			vs.Wait = fmt.Sprintf("wait-on-network asks for %s: not waited for: %s", want, why)
 		}
 		vs.Notes = append(vs.Notes, "guestinfo.local-ipv4 and guestinfo.local-ipv6 not published: "+why)
-		e.vmwareLog(vs)
-		return vs
+	} else {
+		if want.Any() {
+			vs.Wait = e.waitOnNetwork(ctx, want, md.Network, res)
+		}
+		e.publishLocalIPs(ctx, md, res.Links, vs)
 	}
-	names := res.ownedLinks
-	if want.Any() {
-		vs.Wait = e.waitOnNetwork(ctx, want, md.Network, res)
+	if live {
+		e.advertiseUpdates(ctx, md, vs)
 	}
-	e.publishLocalIPs(ctx, md, names, vs)
 	e.vmwareLog(vs)
 	return vs
 }
@@ -136,7 +138,7 @@ func (e *Env) waitOnNetwork(ctx context.Context, want datasource.WaitOnNetwork, 
 	defer cancel()
 	lastProgress := start
 	for {
-		st, err := readOwnedAddrs(e.Netns, res.ownedLinks)
+		st, err := readOwnedAddrs(e.Netns, res.Links)
 		missing := st.missing(waitFor)
 		if err == nil && len(missing) == 0 {
 			took := time.Since(start).Round(time.Millisecond)
@@ -361,4 +363,43 @@ func vmwareCustomization(e *Env) []string {
 		out = append(out, fmt.Sprintf("VMware Tools ran a guest customization here (%s, last written %s): a traditional spec makes it write the distribution's own network files for its NICs, beside seedkeeper's for the NICs it owns; set [deployPkg] enable-customization = false in /etc/vmware-tools/tools.conf to refuse them", vmwareIMCLog, fi.ModTime().UTC().Format(time.RFC3339)))
 	}
 	return out
+}
+
+// Guestinfo keys cloud-init's VMware datasource advertises the network
+// events in, so that the platform (vSphere's VM Service) knows whether a
+// changed network or a hot-added NIC is picked up.
+const (
+	GuestinfoUpdatesSupported = "cloudinit.updates.supported"
+	GuestinfoUpdatesEnabled   = "cloudinit.updates.enabled"
+)
+
+// advertiseUpdates sets those keys as cloud-init's activate() does, in
+// its format (SCOPE=TYPE;TYPE, types sorted), for the events seedkeeper
+// handles: supported are the events it can apply, enabled those
+// events.network turns on (boot-new-instance always). With network.owner
+// cloud-init, seedkeeper applies no event, and cloud-init (NoCloud)
+// advertises nothing: neither does seedkeeper.
+func (e *Env) advertiseUpdates(ctx context.Context, md *datasource.Metadata, vs *VMwareStatus) {
+	tool := md.Origin.Transport
+	if (tool != datasource.ToolRPCTool && tool != datasource.ToolVMToolsd) || e.Config.Network.Owner == "cloud-init" {
+		return
+	}
+	enabled := []string{"boot-new-instance"}
+	for _, ev := range e.Config.Events.Network {
+		if !slices.Contains(enabled, ev) {
+			enabled = append(enabled, ev)
+		}
+	}
+	slices.Sort(enabled)
+	for _, p := range []struct{ key, value string }{
+		{GuestinfoUpdatesSupported, "network=boot;boot-new-instance;hotplug"},
+		{GuestinfoUpdatesEnabled, "network=" + strings.Join(enabled, ";")},
+	} {
+		if err := datasource.SetGuestinfo(ctx, e.vmwareRunner(), tool, p.key, p.value); err != nil {
+			vs.Notes = append(vs.Notes, fmt.Sprintf("publishing guestinfo.%s failed: %v", p.key, err))
+			e.Log.Warn("vmware: publishing guestinfo."+p.key+" failed", "err", err)
+			continue
+		}
+		vs.Published = append(vs.Published, "guestinfo."+p.key+" "+p.value)
+	}
 }

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/netip"
@@ -105,4 +106,49 @@ func isDefault(dst *net.IPNet) bool {
 // or unspecified.
 func usableAddr(ip netip.Addr) bool {
 	return !ip.IsLoopback() && !ip.IsLinkLocalUnicast() && !ip.IsUnspecified()
+}
+
+// subscribeAddrRoute sends on the channel it returns after every address
+// or route change in the namespace ns (0 or less: this process's own),
+// until ctx ends; the channel is closed when either subscription ends.
+func subscribeAddrRoute(ctx context.Context, ns int) (<-chan struct{}, error) {
+	h := netns.None()
+	if ns > 0 {
+		h = netns.NsHandle(ns)
+	}
+	done := make(chan struct{})
+	addrs := make(chan netlink.AddrUpdate, 64)
+	routes := make(chan netlink.RouteUpdate, 64)
+	if err := netlink.AddrSubscribeWithOptions(addrs, done, netlink.AddrSubscribeOptions{Namespace: &h}); err != nil {
+		close(done)
+		return nil, fmt.Errorf("subscribing to address events: %w", err)
+	}
+	if err := netlink.RouteSubscribeWithOptions(routes, done, netlink.RouteSubscribeOptions{Namespace: &h}); err != nil {
+		close(done)
+		return nil, fmt.Errorf("subscribing to route events: %w", err)
+	}
+	out := make(chan struct{}, 1)
+	go func() {
+		defer close(out)
+		defer close(done)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case _, ok := <-addrs:
+				if !ok {
+					return
+				}
+			case _, ok := <-routes:
+				if !ok {
+					return
+				}
+			}
+			select {
+			case out <- struct{}{}:
+			default: // one pending reconcile covers every change so far
+			}
+		}
+	}()
+	return out, nil
 }

@@ -75,6 +75,8 @@ func TestIntegrationBootVMwareWaitAndPublish(t *testing.T) {
 	want := []string{
 		"vmware-rpctool|info-set guestinfo.local-ipv4 192.0.2.71",
 		"vmware-rpctool|info-set guestinfo.local-ipv6 2001:db8:7::71",
+		"vmware-rpctool|info-set guestinfo.cloudinit.updates.supported network=boot;boot-new-instance;hotplug",
+		"vmware-rpctool|info-set guestinfo.cloudinit.updates.enabled network=boot;boot-new-instance;hotplug",
 	}
 	if got := g.sets(t); !slices.Equal(got, want) {
 		t.Errorf("info-set calls %q, want %q", got, want)
@@ -82,7 +84,7 @@ func TestIntegrationBootVMwareWaitAndPublish(t *testing.T) {
 	if g.get("local-ipv4") != "192.0.2.71" || g.get("local-ipv6") != "2001:db8:7::71" {
 		t.Errorf("VMX holds local-ipv4 %q, local-ipv6 %q", g.get("local-ipv4"), g.get("local-ipv6"))
 	}
-	if !slices.Equal(st.VMware.Published, []string{"guestinfo.local-ipv4 192.0.2.71", "guestinfo.local-ipv6 2001:db8:7::71"}) {
+	if !slices.Equal(st.VMware.Published[:2], []string{"guestinfo.local-ipv4 192.0.2.71", "guestinfo.local-ipv6 2001:db8:7::71"}) {
 		t.Errorf("published = %q", st.VMware.Published)
 	}
 	if saved := readStatus(t, g.root); saved.VMware == nil || saved.VMware.Wait != st.VMware.Wait {
@@ -120,7 +122,7 @@ func TestIntegrationBootVMwareWaitBounded(t *testing.T) {
 		t.Errorf("no progress line with EXTEND_TIMEOUT_USEC while waiting: %q", nl.lines())
 	}
 	// IPv4 is up (its default route's link has one address); IPv6 is not.
-	if got, want := g.sets(t), []string{"vmware-rpctool|info-set guestinfo.local-ipv4 192.0.2.71"}; !slices.Equal(got, want) {
+	if got, want := g.localSets(t), []string{"vmware-rpctool|info-set guestinfo.local-ipv4 192.0.2.71"}; !slices.Equal(got, want) {
 		t.Errorf("info-set calls %q, want %q", got, want)
 	}
 	if !slices.Contains(st.VMware.Notes, "eth0, which holds the IPv6 default route, has no usable IPv6 address") {
@@ -149,7 +151,7 @@ network:
 	if st.VMware == nil || st.VMware.Wait != want {
 		t.Errorf("wait = %+v, want %q", st.VMware, want)
 	}
-	if got := g.sets(t); len(got) != 0 {
+	if got := g.localSets(t); len(got) != 0 {
 		t.Errorf("published %q with no address up", got)
 	}
 	if !slices.Contains(st.VMware.Notes, "eth0, which holds the IPv4 default route, has no usable IPv4 address") &&
@@ -188,10 +190,52 @@ network:
 	// IPv4: two addresses on the default route's link, none published.
 	// IPv6: no IPv6 default route; the one IPv6 address of the link
 	// holding the IPv4 pick would be taken, but there is no IPv4 pick.
-	if got := g.sets(t); len(got) != 0 {
+	if got := g.localSets(t); len(got) != 0 {
 		t.Errorf("info-set calls %q, want none", got)
 	}
 	if !slices.Contains(st.VMware.Notes, "eth0, which holds the IPv4 default route, has 2 IPv4 addresses (cloud-init publishes only a single one)") {
 		t.Errorf("notes %q", st.VMware.Notes)
+	}
+}
+
+// Boot publishes once, before the stack's DHCP client has run; the
+// address a lease brings later (here added as a DHCP client adds it: the
+// address, then the default route) is published by seedkeeper watch, once.
+func TestIntegrationWatchVMwarePublishesLaterAddress(t *testing.T) {
+	n, peers := newTestNetns(t), newTestNetns(t)
+	g := newVMwareGuest(t, "")
+	g.set(t, "metadata", `instance-id: i-vmware-lease
+network:
+  version: 2
+  ethernets:
+    lan:
+      match: {macaddress: "`+vmwareMAC+`"}
+      dhcp4: true
+`)
+	addLiveVeth(t, n, peers, "eth0", vmwareMAC)
+	st, _, _ := g.boot(t, n)
+	if got := g.localSets(t); len(got) != 0 || st.Network == nil || !slices.Equal(st.Network.Links, []string{"eth0"}) {
+		t.Fatalf("boot published %q; owned links %+v", got, st.Network)
+	}
+	w := startWatch(t, n, g.root, "veth")
+	waitFor(t, "READY from watch", func() bool { return w.notify.has("READY=1") })
+
+	l := n.Link(t, "eth0")
+	addr, _ := netlink.ParseAddr("192.0.2.99/24")
+	if err := n.Netlink.AddrAdd(l, addr); err != nil {
+		t.Fatal(err)
+	}
+	gw, _ := netlink.ParseAddr("192.0.2.1/32")
+	if err := n.Netlink.RouteAdd(&netlink.Route{LinkIndex: l.Attrs().Index, Gw: gw.IP}); err != nil {
+		t.Fatal(err)
+	}
+	w.waitLog(t, "vmware: published guestinfo.local-ipv4 192.0.2.99 (the owned addresses changed)")
+	w.stop(t)
+	want := []string{"vmware-rpctool|info-set guestinfo.local-ipv4 192.0.2.99"}
+	if got := g.localSets(t); !slices.Equal(got, want) {
+		t.Errorf("info-set calls %q, want %q (once)", got, want)
+	}
+	if g.get("local-ipv4") != "192.0.2.99" {
+		t.Errorf("VMX holds %q", g.get("local-ipv4"))
 	}
 }

@@ -95,6 +95,18 @@ local-hostname: vm1
 `
 }
 
+// localSets are the info-set calls of guestinfo.local-ipv4 and -ipv6.
+func (g *vmwareGuest) localSets(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	for _, l := range g.sets(t) {
+		if strings.Contains(l, "info-set guestinfo.local-ipv") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
 // A boot that only plans the network (--root without --network apply)
 // neither waits nor publishes, and says why; the traces of VMware Tools'
 // guest customization are findings in the status.
@@ -165,5 +177,42 @@ func TestBootVMwareEnvvarAndOtherSources(t *testing.T) {
 	st, err = agent.Boot(context.Background(), agent.LoadEnv(root, "", nil), agent.BootOptions{})
 	if err != nil || st.VMware != nil {
 		t.Errorf("NoCloud boot: %v, vmware status %+v", err, st.VMware)
+	}
+}
+
+// The network events are advertised as cloud-init's activate() does,
+// from events.network, even when the metadata has no network; with
+// network.owner cloud-init seedkeeper applies no event and advertises
+// nothing.
+func TestBootVMwareAdvertisesUpdates(t *testing.T) {
+	for _, tc := range []struct {
+		config string
+		want   []string
+	}{
+		{"events: {network: [hotplug]}\n", []string{
+			"vmware-rpctool|info-set guestinfo.cloudinit.updates.supported network=boot;boot-new-instance;hotplug",
+			"vmware-rpctool|info-set guestinfo.cloudinit.updates.enabled network=boot-new-instance;hotplug",
+		}},
+		{"events: {network: []}\n", []string{
+			"vmware-rpctool|info-set guestinfo.cloudinit.updates.supported network=boot;boot-new-instance;hotplug",
+			"vmware-rpctool|info-set guestinfo.cloudinit.updates.enabled network=boot-new-instance",
+		}},
+		{"network: {owner: cloud-init}\n", nil},
+	} {
+		g := newVMwareGuest(t, tc.config)
+		g.set(t, "metadata", "instance-id: i-adv\n")
+		st, err := agent.Boot(context.Background(), agent.LoadEnv(g.root, "", nil), agent.BootOptions{Network: agent.NetworkApply})
+		if err != nil {
+			t.Fatalf("%q: Boot: %v", tc.config, err)
+		}
+		if got := g.sets(t); !slices.Equal(got, tc.want) {
+			t.Errorf("%q: info-set calls %q, want %q", tc.config, got, tc.want)
+		}
+		if got := g.get("cloudinit.updates.enabled"); len(tc.want) > 0 && "vmware-rpctool|info-set guestinfo.cloudinit.updates.enabled "+got != tc.want[1] {
+			t.Errorf("%q: the VMX holds %q", tc.config, got)
+		}
+		if st.ConfigError != "" {
+			t.Errorf("config error %s", st.ConfigError)
+		}
 	}
 }

@@ -128,6 +128,9 @@ func printStatus(w io.Writer, rep *report.Report) {
 			fmt.Fprintf(w, "             warning: %s\n", e(x))
 		}
 	}
+	if st.Provision != "" {
+		fmt.Fprintf(w, "Provision:   %s\n", e(st.Provision))
+	}
 	if n := st.Network; n != nil {
 		switch n.Action {
 		case "skipped":
