@@ -4,13 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/netip"
-	"os"
+	"path"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/seedkeeper/seedkeeper/datasource"
+	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 	"github.com/seedkeeper/seedkeeper/netcfg"
 )
 
@@ -336,30 +338,41 @@ const (
 )
 
 // vmwareCustomization says what is found of VMware Tools' guest
-// customization under the root (docs/cloud-init.md says what each means).
+// customization under the root (docs/cloud-init.md, "VMware guest
+// customization", says what each means): a spec in vmwareIMCDir or one
+// directory down (cloud-init searches the whole tree; Tools extracts a
+// package into a hidden directory there), and Tools' log.
+// Everything is looked at inside the root, no link followed out of it.
 func vmwareCustomization(e *Env) []string {
+	root := string(e.Root)
+	regular := func(p string) (fs.FileInfo, bool) {
+		fi, err := fsutil.StatIn(root, p, false)
+		return fi, err == nil && fi.Mode().IsRegular()
+	}
 	var out []string
-	if ents, err := os.ReadDir(e.Root.Path(vmwareIMCDir)); err == nil {
+	ents, err := fsutil.ReadDirIn(root, vmwareIMCDir)
+	switch {
+	case err == nil:
 		spec := false
-		for i, d := range ents {
-			if i >= 64 {
-				break
-			}
-			if d.Name() == "cust.cfg" {
-				spec = true
-			} else if d.IsDir() && !strings.HasPrefix(d.Name(), ".") {
-				if fi, err := os.Lstat(e.Root.Path(vmwareIMCDir + "/" + d.Name() + "/cust.cfg")); err == nil && fi.Mode().IsRegular() {
-					spec = true
+		for _, d := range ents[:min(len(ents), 64)] {
+			p := path.Join(vmwareIMCDir, d.Name())
+			if d.Name() != "cust.cfg" {
+				if !d.IsDir() {
+					continue
 				}
+				p = path.Join(p, "cust.cfg")
+			}
+			if _, spec = regular(p); spec {
+				break
 			}
 		}
 		if spec {
 			out = append(out, "a VMware customization spec (cust.cfg) is waiting under "+vmwareIMCDir+" for cloud-init, which reads only seedkeeper's NoCloud seed: it is not applied, and vCenter will report the customization as not done; customize through guestinfo instead")
 		}
-	} else if !errors.Is(err, os.ErrNotExist) {
+	case !errors.Is(err, fs.ErrNotExist):
 		out = append(out, "cannot look for a VMware customization spec: "+err.Error())
 	}
-	if fi, err := os.Lstat(e.Root.Path(vmwareIMCLog)); err == nil && fi.Mode().IsRegular() {
+	if fi, ok := regular(vmwareIMCLog); ok {
 		out = append(out, fmt.Sprintf("VMware Tools ran a guest customization here (%s, last written %s): a traditional spec makes it write the distribution's own network files for its NICs, beside seedkeeper's for the NICs it owns; set [deployPkg] enable-customization = false in /etc/vmware-tools/tools.conf to refuse them", vmwareIMCLog, fi.ModTime().UTC().Format(time.RFC3339)))
 	}
 	return out

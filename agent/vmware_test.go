@@ -114,9 +114,8 @@ func TestBootVMwarePlannedAndCustomization(t *testing.T) {
 	g := newVMwareGuest(t, "")
 	g.set(t, "metadata", vmwareMetadata("wait-on-network: {ipv4: true}\n"))
 	for name, data := range map[string]string{
-		"run/vmware-imc/cust.cfg":               "[NETWORK]\n",
-		"var/log/vmware-imc/toolsDeployPkg.log": "deploy\n",
-		"run/vmware-imc/.hidden/cust.cfg":       "x\n",
+		"run/vmware-imc/.vmware-imgcust-dAbc123/cust.cfg": "[NETWORK]\n",
+		"var/log/vmware-imc/toolsDeployPkg.log":           "deploy\n",
 	} {
 		p := filepath.Join(g.root, name)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
