@@ -20,21 +20,21 @@ import (
 // seedkeeper now does because cloud-init runs NoCloud (docs/cloud-init.md,
 // "What seedkeeper does for the VMware datasource"): wait for the
 // families the metadata's wait-on-network names, publish the guest's
-// addresses in guestinfo.local-ipv4 and guestinfo.local-ipv6, and say
-// when VMware Tools' guest customization is about to write network files
-// of its own.
+// addresses in guestinfo.local-ipv4 and guestinfo.local-ipv6, advertise
+// the network events handled, and say when VMware Tools' guest
+// customization is at work beside seedkeeper.
 
 // VMwareStatus is what boot did on VMware beyond the seed and the network.
 type VMwareStatus struct {
 	// Wait says what the metadata's wait-on-network asked for, what was
 	// waited for, how long, and how it ended; "" when it asked nothing.
 	Wait string `json:"wait,omitempty"`
-	// Published are the guestinfo keys set, as "guestinfo.KEY ADDRESS".
+	// Published are the guestinfo keys set, as "guestinfo.KEY VALUE".
 	Published []string `json:"published,omitempty"`
 	// Notes say why an address was not published, or what failed.
 	Notes []string `json:"notes,omitempty"`
 	// Customization is what was found of VMware Tools' guest
-	// customization; "" when nothing.
+	// customization; empty when nothing.
 	Customization []string `json:"customization,omitempty"`
 }
 
