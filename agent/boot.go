@@ -161,6 +161,18 @@ func (e *Env) boot(ctx context.Context, st *Status, netMode NetworkMode) error {
 	} else {
 		e.Log.Info("seed unchanged", "dir", seed.Dir)
 	}
+	if md.Source == datasource.SourceSmartOS {
+		// What cloud-init's SmartOS datasource did once it had read the
+		// metadata; with its NoCloud, boot does.
+		msg, err := e.markProvisioned()
+		if err != nil {
+			msg = "the zone's provisioning state not changed: " + err.Error()
+			e.Log.Warn("smartos: " + msg)
+		} else if msg != "" {
+			e.Log.Info("smartos: " + msg)
+		}
+		st.Provision = msg
+	}
 
 	// The network (the BOOT event).
 	allow := e.Allowlist(md)
@@ -182,14 +194,19 @@ func (e *Env) boot(ctx context.Context, st *Status, netMode NetworkMode) error {
 		if err != nil {
 			return fail(err)
 		}
-		if res.Partial() {
-			st.Outcome = "partial"
-			e.notifyStatus("instance %s; network applied in part (%d failed)", d.InstanceID, len(res.Failed))
-			return fmt.Errorf("instance %s: %w (%d operations failed)", d.InstanceID, apply.ErrPartial, len(res.Failed))
-		}
 	}
 	if st.Network != nil && st.Network.Action == "skipped" && st.Network.Reason != "" {
 		e.Log.Info("network: " + st.Network.Reason)
+	}
+	// cloud-init's VMware datasource waited for the network and published
+	// the guest's addresses; with its NoCloud, boot does.
+	if md.Source == datasource.SourceVMware {
+		st.VMware = e.vmwareStep(ctx, md, st.Network, netMode.live(e))
+	}
+	if res := st.Network; res != nil && res.Partial() {
+		st.Outcome = "partial"
+		e.notifyStatus("instance %s; network applied in part (%d failed)", d.InstanceID, len(res.Failed))
+		return fmt.Errorf("instance %s: %w (%d operations failed)", d.InstanceID, apply.ErrPartial, len(res.Failed))
 	}
 	st.Outcome = "ok"
 	e.notifyStatus("instance %s from %s", d.InstanceID, md.Source)

@@ -135,3 +135,47 @@ func TestBootSmartOSBadNICs(t *testing.T) {
 		t.Errorf("the seed's ID is %q, want sdc:uuid", metaDataID(t, root))
 	}
 }
+
+// cloud-init's SmartOS datasource tells the host that a zone came up by
+// renaming /var/svc/provisioning once the metadata was read; boot does
+// it, and a link there is not followed.
+func TestBootSmartOSProvisioned(t *testing.T) {
+	transport := smartosUnix(t, smartosStore())
+	root := kvmRoot(t, map[string]string{
+		"sys/class/dmi/id/product_name": "SmartDC HVM\n",
+		"sys/class/dmi/id/sys_vendor":   "Joyent\n",
+		"var/svc/provisioning":          "",
+	})
+	cfg := config.Default()
+	cfg.Mdata.Transport = transport
+	e := agent.Env{Root: sysroot.Root(root), Config: cfg}
+	st, err := agent.Boot(context.Background(), e, agent.BootOptions{Network: agent.NetworkPlan})
+	if err != nil {
+		t.Fatalf("Boot: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "var/svc/provision_success")); err != nil {
+		t.Errorf("provision_success: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(root, "var/svc/provisioning")); !os.IsNotExist(err) {
+		t.Errorf("provisioning still there: %v", err)
+	}
+	if want := "renamed /var/svc/provisioning to /var/svc/provision_success: the host keeps the zone"; st.Provision != want {
+		t.Errorf("status provision %q, want %q", st.Provision, want)
+	}
+	// The next boot has nothing to do.
+	if st, err := agent.Boot(context.Background(), e, agent.BootOptions{Network: agent.NetworkPlan}); err != nil || st.Provision != "" {
+		t.Errorf("second boot: %v, provision %q", err, st.Provision)
+	}
+	// A link is not renamed.
+	os.Remove(filepath.Join(root, "var/svc/provision_success"))
+	if err := os.Symlink("/etc/passwd", filepath.Join(root, "var/svc/provisioning")); err != nil {
+		t.Fatal(err)
+	}
+	st, err = agent.Boot(context.Background(), e, agent.BootOptions{Network: agent.NetworkPlan})
+	if err != nil || !strings.Contains(st.Provision, "symbolic link: not renamed") {
+		t.Errorf("boot with a link: %v, provision %q", err, st.Provision)
+	}
+	if fi, err := os.Lstat(filepath.Join(root, "var/svc/provisioning")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link was touched: %v", err)
+	}
+}

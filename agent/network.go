@@ -37,6 +37,9 @@ type NetResult struct {
 	Stack string `json:"stack,omitempty"`
 	// files are the files rendered, for reloadStack.
 	files *netcfg.StackFiles
+	// Links are the kernel names of the owned links, stacked ones
+	// included, for the steps that look at their addresses.
+	Links []string `json:"links,omitempty"`
 	// ResolvConf says what happened to /etc/resolv.conf.
 	ResolvConf string `json:"resolv_conf,omitempty"`
 }
@@ -70,6 +73,9 @@ func (e *Env) networkStep(ctx context.Context, cfg *netcfg.Config, allow hotplug
 		recorded = true
 		p := s.Plan
 		res.Owned = p.Owned
+		for _, id := range slices.Sorted(maps.Keys(p.OwnedName)) {
+			res.Links = append(res.Links, p.OwnedName[id])
+		}
 		res.Notes = p.Notes
 		for _, n := range p.Notes {
 			e.Log.Info("network: " + n)

@@ -33,7 +33,9 @@ type Status struct {
 	Dropped     []string               `json:"dropped,omitempty"` // fields of the metadata not used, and why
 	Identity    *identity.Decision     `json:"identity,omitempty"`
 	Seed        *SeedStatus            `json:"seed,omitempty"`
+	Provision   string                 `json:"provision,omitempty"` // SmartOS: what was done to the zone's provisioning state
 	Network     *NetResult             `json:"network,omitempty"`
+	VMware      *VMwareStatus          `json:"vmware,omitempty"`
 }
 
 // BootIDPath is where the kernel gives the ID of the running boot, a

@@ -128,9 +128,27 @@ func Watch(ctx context.Context, e Env, o WatchOptions) error {
 		return fail("watch: the network receipt", err)
 	}
 	receipt := e.Root.Path(ReceiptPath)
+	// What boot published in guestinfo is kept current (VMware only).
+	var ips *localIPWatch
+	if o.Network.live(&e) {
+		if st, err := ReadStatus(e.Root); err == nil && decided.Ran {
+			ips = e.newLocalIPWatch(st)
+		}
+	}
+	if ips != nil {
+		ictx, stop := context.WithCancel(ctx)
+		ran := make(chan struct{})
+		go func() { ips.run(ictx); close(ran) }()
+		defer func() { stop(); <-ran }()
+	}
 	applyFn := hotplug.NetlinkApplierThen(e.Netns, allow, receipt, e.Log,
 		func(ctx context.Context, cfg *netcfg.Config, whole *apply.Plan) error {
-			return e.render(ctx, cfg, whole, &NetResult{}, true)
+			err := e.render(ctx, cfg, whole, &NetResult{}, true)
+			if ips != nil {
+				ips.setLinks(whole)
+				ips.reconcile(ctx)
+			}
+			return err
 		})
 	if !o.Network.live(&e) {
 		e.Log.Info("watch: the network is only planned (--root is set, or --network plan)")

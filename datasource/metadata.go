@@ -48,6 +48,11 @@ type Metadata struct {
 	NetworkDrivers    []string
 	NetworkDriversSet bool
 
+	// WaitOnNetwork is what the VMware metadata's wait-on-network asks
+	// boot to wait for before cloud-init goes on; the zero value waits
+	// for nothing.
+	WaitOnNetwork WaitOnNetwork
+
 	// MetaData is the merged meta-data document (NoCloud, VMware), for
 	// keys the model has no field for.
 	MetaData map[string]any

@@ -192,6 +192,28 @@ func ReadVMware(ctx context.Context, o Options) (*Metadata, error) {
 	return md, nil
 }
 
+// SetGuestinfo writes guestinfo.key through tool (ToolRPCTool or
+// ToolVMToolsd) with r (nil: ExecRunner{}), as cloud-init does: one
+// "info-set guestinfo.KEY VALUE" RPC, an empty value sent as one space.
+// A key that is not a guestinfo key name, or a value with a control
+// character, is refused before any tool runs; a tool that fails is a
+// *ToolError.
+func SetGuestinfo(ctx context.Context, r CommandRunner, tool, key, value string) error {
+	if tool != ToolRPCTool && tool != ToolVMToolsd {
+		return fmt.Errorf("setting guestinfo.%s: %q is not a guestinfo tool", key, tool)
+	}
+	if !guestinfoKeyName.MatchString(key) {
+		return fmt.Errorf("setting a guestinfo key: a name of %d bytes that is not a guestinfo key name", len(key))
+	}
+	if i := strings.IndexFunc(value, func(c rune) bool { return c < 0x20 || c == 0x7f }); i >= 0 {
+		return fmt.Errorf("setting guestinfo.%s: control character at byte %d of the value", key, i+1)
+	}
+	if r == nil {
+		r = ExecRunner{}
+	}
+	return guestinfoTool{name: tool, r: r}.set(ctx, key, value)
+}
+
 // vmwareMetadata builds the Metadata from the decoded values.
 func vmwareMetadata(raw *rawGuestinfo, root sysroot.Root, log *slog.Logger) (*Metadata, error) {
 	md := &Metadata{
@@ -288,6 +310,12 @@ func applyVMwareMetaData(md *Metadata, doc []byte, log *slog.Logger) error {
 			// nil drivers with NetworkDriversSet: the allowlist allows nothing.
 			md.NetworkDrivers = nil
 			log.Warn("hotplug will allow no driver", "err", err)
+		}
+	}
+	if v, ok := m["wait-on-network"]; ok {
+		md.WaitOnNetwork, err = ParseWaitOnNetwork(v)
+		if err != nil {
+			md.warn(log, fmt.Sprintf("%v; waiting for %s", err, md.WaitOnNetwork))
 		}
 	}
 	return nil

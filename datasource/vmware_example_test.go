@@ -77,3 +77,29 @@ func ExampleParseNetworkDrivers() {
 	// [vmxnet3 e1000e] <nil>
 	// true true
 }
+
+// wait-on-network takes cloud-init's boolean words; a family that is not
+// one waits for nothing, and the error says which.
+func ExampleParseWaitOnNetwork() {
+	w, err := datasource.ParseWaitOnNetwork(map[string]any{"ipv4": "yes", "ipv6": "perhaps"})
+	fmt.Println("waiting for", w)
+	fmt.Println(err)
+	// Output:
+	// waiting for ipv4
+	// bad wait-on-network: ipv6: a string of 7 bytes that is not a boolean word (want true, false, yes, no, on, off, 1 or 0)
+}
+
+// SetGuestinfo sends the RPC as cloud-init does: one argument to
+// vmware-rpctool, after --cmd to vmtoolsd.
+func ExampleSetGuestinfo() {
+	show := datasource.RunnerFunc(func(_ context.Context, argv []string) (datasource.CommandResult, error) {
+		fmt.Printf("%q\n", argv)
+		return datasource.CommandResult{}, nil
+	})
+	ctx := context.Background()
+	_ = datasource.SetGuestinfo(ctx, show, datasource.ToolRPCTool, "local-ipv4", "192.0.2.10")
+	_ = datasource.SetGuestinfo(ctx, show, datasource.ToolVMToolsd, "local-ipv6", "2001:db8::10")
+	// Output:
+	// ["vmware-rpctool" "info-set guestinfo.local-ipv4 192.0.2.10"]
+	// ["vmtoolsd" "--cmd" "info-set guestinfo.local-ipv6 2001:db8::10"]
+}

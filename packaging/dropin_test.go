@@ -39,7 +39,8 @@ func TestDropIn(t *testing.T) {
 		Datasource     struct {
 			NoCloud map[string]any `yaml:"NoCloud"`
 		} `yaml:"datasource"`
-		Network map[string]any `yaml:"network"`
+		Network           map[string]any `yaml:"network"`
+		DisableVMwareCust bool           `yaml:"disable_vmware_customization"`
 	}
 	if err := yaml.Unmarshal(b, &cfg); err != nil {
 		t.Fatalf("%s: %v", dropIn, err)
@@ -54,6 +55,9 @@ func TestDropIn(t *testing.T) {
 	}
 	if got := cfg.Network["config"]; got != "disabled" {
 		t.Errorf("network.config = %v; want disabled", got)
+	}
+	if !cfg.DisableVMwareCust {
+		t.Errorf("disable_vmware_customization is not true")
 	}
 	// ds-identify reads datasource_list with a line match, not YAML.
 	if !regexp.MustCompile(`(?m)^datasource_list: \[NoCloud, None\]$`).Match(b) {
@@ -142,6 +146,9 @@ json.dump({
     "found": found,
     "network_config": netcfg,
     "network_source": getattr(src, "value", str(src)),
+    # How cloud-init's VMware and OVF datasources read the key (22.4's
+    # DataSourceOVF, 25.x's guestcust_util.is_vmware_cust_enabled).
+    "vmware_customization_disabled": util.get_cfg_option_bool(cfg, "disable_vmware_customization", True),
 }, sys.stdout)
 `
 
@@ -151,6 +158,7 @@ type cloudInitResult struct {
 	Found          bool     `json:"found"`
 	NetworkConfig  any      `json:"network_config"`
 	NetworkSource  string   `json:"network_source"`
+	VMwareCustOff  bool     `json:"vmware_customization_disabled"`
 }
 
 // scratchCloudEtc makes root/etc/cloud with Debian's cloud.cfg and the
@@ -233,6 +241,9 @@ func TestIntegrationDropInCloudInit(t *testing.T) {
 		if r.NetworkConfig != nil || r.NetworkSource != "system_cfg" {
 			t.Errorf("network config %v from %q; want none (disabled by system_cfg)", r.NetworkConfig, r.NetworkSource)
 		}
+		if !r.VMwareCustOff {
+			t.Errorf("disable_vmware_customization is false: cloud-init's VMware and OVF datasources would apply a customization spec")
+		}
 	}
 
 	t.Run("alone", func(t *testing.T) {
@@ -245,7 +256,16 @@ func TestIntegrationDropInCloudInit(t *testing.T) {
 		curtin := "network: {version: 1, config: [{type: physical, name: eth0, subnets: [{type: dhcp}]}]}\n"
 		wantOurs(t, check(t, map[string]string{dropIn: ours, "50-curtin-networking.cfg": curtin}))
 	})
+	vmwareCustOn := "disable_vmware_customization: false\n"
+	t.Run("after a file that turns VMware customization on", func(t *testing.T) {
+		wantOurs(t, check(t, map[string]string{dropIn: ours, "50-vmware-customization.cfg": vmwareCustOn}))
+	})
 	// The counterfactuals show the checks above can fail.
+	t.Run("without the drop-in that file turns VMware customization on", func(t *testing.T) {
+		if r := check(t, map[string]string{"50-vmware-customization.cfg": vmwareCustOn}); r.VMwareCustOff {
+			t.Errorf("disable_vmware_customization read as true; want the file's false to count")
+		}
+	})
 	t.Run("named 90-seedkeeper.cfg it loses to 90_dpkg.cfg", func(t *testing.T) {
 		r := check(t, map[string]string{"90-seedkeeper.cfg": ours, "90_dpkg.cfg": ubuntuDpkgCfg})
 		if slices.Equal(r.DatasourceList, []string{"NoCloud", "None"}) {

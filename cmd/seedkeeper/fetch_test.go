@@ -288,3 +288,30 @@ func TestFetchSmartOS(t *testing.T) {
 		t.Errorf("fetch from a host that is down: %v", r)
 	}
 }
+
+// The binary, end to end on a VMware root with the stub tools: a boot that
+// only plans (--root) publishes nothing to the VMX, and status says what
+// wait-on-network asked and why nothing was waited for or published.
+func TestBootStatusVMware(t *testing.T) {
+	env, gi := vmwareStub(t)
+	log := filepath.Join(gi, "..", "calls.log")
+	env = append(env, "GUESTINFO_LOG="+log)
+	root := scratchRoot(t, "VMware7,1", "VMware, Inc.", "4213ABCD-1234-5678-9ABC-DEF012345678")
+	writeFile(t, filepath.Join(gi, "guestinfo.metadata"), "instance-id: i-status\nwait-on-network: {ipv4: true, ipv6: sure}\n", 0o644)
+	if r := runBinary(t, env, "boot", "--root", root); r.code != exitOK {
+		t.Fatalf("boot: %v", r)
+	}
+	r := runBinary(t, env, "status", "--root", root)
+	for _, want := range []string{
+		"\nDropped:     bad wait-on-network: ipv6: a string of 4 bytes that is not a boolean word (want true, false, yes, no, on, off, 1 or 0); waiting for ipv4\n",
+		"\nWaited:      wait-on-network asks for ipv4: not waited for: the network was not applied on this machine (the metadata has no network configuration; leaving the network alone)\n",
+		"\nGuestinfo:   guestinfo.local-ipv4 and guestinfo.local-ipv6 not published: the network was not applied on this machine",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("status lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if b, _ := os.ReadFile(log); strings.Contains(string(b), "info-set") {
+		t.Errorf("a boot under --root wrote to the VMX:\n%s", b)
+	}
+}

@@ -128,6 +128,9 @@ func printStatus(w io.Writer, rep *report.Report) {
 			fmt.Fprintf(w, "             warning: %s\n", e(x))
 		}
 	}
+	if st.Provision != "" {
+		fmt.Fprintf(w, "Provision:   %s\n", e(st.Provision))
+	}
 	if n := st.Network; n != nil {
 		switch n.Action {
 		case "skipped":
@@ -149,6 +152,20 @@ func printStatus(w io.Writer, rep *report.Report) {
 			fmt.Fprintf(w, "Resolvers:   /etc/resolv.conf %s\n", e(n.ResolvConf))
 		}
 		fmt.Fprintf(w, "Hotplug:     allowlist %s\n", e(n.Allowlist))
+	}
+	if v := st.VMware; v != nil {
+		if v.Wait != "" {
+			fmt.Fprintf(w, "Waited:      %s\n", e(v.Wait))
+		}
+		for _, p := range v.Published {
+			fmt.Fprintf(w, "Guestinfo:   published %s\n", e(p))
+		}
+		for _, x := range v.Notes {
+			fmt.Fprintf(w, "Guestinfo:   %s\n", e(x))
+		}
+		for _, x := range v.Customization {
+			fmt.Fprintf(w, "VMware Tools: %s\n", e(x))
+		}
 	}
 	for _, x := range rep.Warnings {
 		fmt.Fprintf(w, "Warning:     %s\n", e(x))

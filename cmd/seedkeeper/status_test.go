@@ -83,11 +83,14 @@ func TestPrintStatusEscapesEveryLine(t *testing.T) {
 		Identity:  &identity.Decision{InstanceID: bad, ReportedID: bad, RuleName: bad, Explanation: bad},
 		Seed:      &agent.SeedStatus{Dir: bad, Written: []string{bad}, Warnings: []string{bad}},
 		Network:   &agent.NetResult{Action: "applied", Owned: []string{bad}, Failed: []string{bad}, ResolvConf: bad, Allowlist: bad},
+		Provision: bad,
+		VMware:    &agent.VMwareStatus{Wait: bad, Published: []string{bad}, Notes: []string{bad}, Customization: []string{bad}},
 	}
 	var b strings.Builder
 	printStatus(&b, &report.Report{Status: *st, Warnings: []string{bad}})
 	out := b.String()
-	for _, want := range []string{"Late devices: x\\x1b", "cloud-init:  x\\x1b", "Dropped:     x\\x1b", "Warning:     x\\x1b"} {
+	for _, want := range []string{"Late devices: x\\x1b", "cloud-init:  x\\x1b", "Dropped:     x\\x1b", "Warning:     x\\x1b",
+		"Waited:      x\\x1b", "Guestinfo:   published x\\x1b", "Guestinfo:   x\\x1b", "VMware Tools: x\\x1b", "Provision:   x\\x1b"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in:\n%s", want, out)
 		}

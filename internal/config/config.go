@@ -76,6 +76,12 @@ type Config struct {
 	VMware struct {
 		// Redact clears guestinfo user-data and metadata after reading.
 		Redact bool `yaml:"redact"`
+		// NetworkWait bounds the wait boot makes for the families the
+		// metadata's wait-on-network names; zero does not wait. Default
+		// 60s: static addresses are up as soon as they are applied (IPv6
+		// ones once duplicate address detection is done), so only a link
+		// that stays down, or a duplicate address, pays the bound.
+		NetworkWait Duration `yaml:"network_wait"`
 	} `yaml:"vmware"`
 
 	// Path is the file this was read from; empty for the defaults.
@@ -95,6 +101,7 @@ func Default() *Config {
 	c.Network.Owner = "seedkeeper"
 	c.Events.Network = []string{"boot", "hotplug"}
 	c.Boot.DeviceWait = Duration(60 * time.Second)
+	c.VMware.NetworkWait = Duration(60 * time.Second)
 	return c
 }
 
@@ -190,7 +197,10 @@ func (c *Config) validate() error {
 	if err := bound.CheckOff("boot.wait", time.Duration(c.Boot.Wait), bound.MinTimeout, bound.MaxTimeout); err != nil {
 		return err
 	}
-	return bound.Check("boot.device_wait", time.Duration(c.Boot.DeviceWait), 0, MaxDeviceWait)
+	if err := bound.Check("boot.device_wait", time.Duration(c.Boot.DeviceWait), 0, MaxDeviceWait); err != nil {
+		return err
+	}
+	return bound.Check("vmware.network_wait", time.Duration(c.VMware.NetworkWait), 0, MaxNetworkWait)
 }
 
 // yamlExcerpt is how the YAML library quotes a value in a type error
@@ -214,6 +224,11 @@ func describeYAML(err error) error {
 // MaxDeviceWait bounds boot.device_wait: the wait for late seed devices
 // is paid by every boot without a source.
 const MaxDeviceWait = 10 * time.Minute
+
+// MaxNetworkWait bounds vmware.network_wait: the wait holds back
+// cloud-init, and systemd's start timeout of seedkeeper-boot is extended
+// only while it lasts.
+const MaxNetworkWait = 10 * time.Minute
 
 // Duration is a time.Duration written as "90s", "5m" or a number of seconds.
 type Duration time.Duration

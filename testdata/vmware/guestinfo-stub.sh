@@ -27,6 +27,10 @@ case $cmd in
 	key=${rest%% *}
 	val=${rest#* }
 	case $key in */* | "") echo "Invalid key" >&2; exit 1 ;; esac
+	if [ -f "$GUESTINFO_DIR/$key.fail-$tool" ]; then
+		cat "$GUESTINFO_DIR/$key.fail-$tool" >&2
+		exit 1
+	fi
 	printf '%s' "$val" >"$GUESTINFO_DIR/$key"
 	echo
 	exit 0

@@ -1,0 +1,418 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/netip"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/seedkeeper/seedkeeper/datasource"
+	"github.com/seedkeeper/seedkeeper/internal/fsutil"
+	"github.com/seedkeeper/seedkeeper/netcfg"
+)
+
+// What cloud-init's VMware datasource did once the network was up, and
+// seedkeeper now does because cloud-init runs NoCloud (docs/cloud-init.md,
+// "What seedkeeper does for the VMware datasource"): wait for the
+// families the metadata's wait-on-network names, publish the guest's
+// addresses in guestinfo.local-ipv4 and guestinfo.local-ipv6, advertise
+// the network events handled, and say when VMware Tools' guest
+// customization is at work beside seedkeeper.
+
+// VMwareStatus is what boot did on VMware beyond the seed and the network.
+type VMwareStatus struct {
+	// Wait says what the metadata's wait-on-network asked for, what was
+	// waited for, how long, and how it ended; "" when it asked nothing.
+	Wait string `json:"wait,omitempty"`
+	// Published are the guestinfo keys set, as "guestinfo.KEY VALUE".
+	Published []string `json:"published,omitempty"`
+	// Notes say why an address was not published, or what failed.
+	Notes []string `json:"notes,omitempty"`
+	// Customization is what was found of VMware Tools' guest
+	// customization; empty when nothing.
+	Customization []string `json:"customization,omitempty"`
+}
+
+// Guestinfo keys the guest's addresses are published in, as cloud-init
+// names them.
+const (
+	GuestinfoLocalIPv4 = "local-ipv4"
+	GuestinfoLocalIPv6 = "local-ipv6"
+)
+
+// waitPoll is how often the owned links are looked at while waiting, and
+// waitProgress how often the wait says it is still waiting.
+const (
+	waitPoll     = 200 * time.Millisecond
+	waitProgress = 5 * time.Second
+)
+
+// vmwareStep runs after the network step of a boot that read VMware
+// guestinfo: res is that step's result (nil when the network was not
+// handled), live whether the boot changes this machine (nothing is
+// written to the VMX of a boot that only plans). It never fails the boot:
+// what went wrong is in the status.
+func (e *Env) vmwareStep(ctx context.Context, md *datasource.Metadata, res *NetResult, live bool) *VMwareStatus {
+	vs := &VMwareStatus{Customization: vmwareCustomization(e)}
+	for _, c := range vs.Customization {
+		e.Log.Warn("vmware: " + c)
+	}
+	want := md.WaitOnNetwork
+	if !live || res == nil || res.Action != "applied" {
+		why := "the network was not applied on this machine"
+		if res != nil && res.Reason != "" {
+			why += " (" + res.Reason + ")"
+		}
+		if want.Any() {
+			vs.Wait = fmt.Sprintf("wait-on-network asks for %s: not waited for: %s", want, why)
+		}
+		vs.Notes = append(vs.Notes, "guestinfo.local-ipv4 and guestinfo.local-ipv6 not published: "+why)
+	} else {
+		if want.Any() {
+			vs.Wait = e.waitOnNetwork(ctx, want, md.Network, res)
+		}
+		e.publishLocalIPs(ctx, md, res.Links, vs)
+	}
+	if live {
+		e.advertiseUpdates(ctx, md, vs)
+	}
+	e.vmwareLog(vs)
+	return vs
+}
+
+func (e *Env) vmwareLog(vs *VMwareStatus) {
+	if vs.Wait != "" {
+		e.Log.Info("vmware: " + vs.Wait)
+	}
+	for _, p := range vs.Published {
+		e.Log.Info("vmware: published " + p)
+	}
+	for _, n := range vs.Notes {
+		e.Log.Info("vmware: " + n)
+	}
+}
+
+// waitOnNetwork waits, at most vmware.network_wait, until every family
+// in want has a usable address on an owned link, as cloud-init's VMware
+// datasource does before it goes on (it looks for any address that is
+// not loopback, link-local or unspecified; it does not look at routes).
+// A family the owned links get only from DHCP or router advertisements
+// is not waited for: the stack that runs those clients starts after
+// seedkeeper-boot, so boot would only wait out the bound. It returns the
+// status line.
+func (e *Env) waitOnNetwork(ctx context.Context, want datasource.WaitOnNetwork, cfg *netcfg.Config, res *NetResult) string {
+	limit := time.Duration(e.Config.VMware.NetworkWait)
+	head := "wait-on-network asks for " + want.String()
+	var waitFor datasource.WaitOnNetwork
+	var later []string
+	for _, f := range []struct {
+		name string
+		on   bool
+		v4   bool
+		dst  *bool
+	}{{"ipv4", want.IPv4, true, &waitFor.IPv4}, {"ipv6", want.IPv6, false, &waitFor.IPv6}} {
+		if !f.on {
+			continue
+		}
+		if staticFamily(cfg, res.Owned, f.v4) {
+			*f.dst = true
+		} else {
+			later = append(later, f.name)
+		}
+	}
+	var parts []string
+	if len(later) > 0 {
+		parts = append(parts, fmt.Sprintf("%s not waited for in boot: the owned links have no static address of that family, and their DHCP or router advertisements are handled by the network stack, which starts after seedkeeper-boot", strings.Join(later, " and ")))
+	}
+	if !waitFor.Any() {
+		return head + ": " + strings.Join(parts, "; ")
+	}
+	if limit <= 0 {
+		return head + ": not waited for: vmware.network_wait is 0"
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	lastProgress := start
+	for {
+		st, err := readOwnedAddrs(e.Netns, res.Links)
+		missing := st.missing(waitFor)
+		if err == nil && len(missing) == 0 {
+			took := time.Since(start).Round(time.Millisecond)
+			parts = append([]string{fmt.Sprintf("%s ready on the owned links after %s", waitFor, took)}, parts...)
+			return head + ": " + strings.Join(parts, "; ")
+		}
+		if now := time.Now(); now.Sub(lastProgress) >= waitProgress {
+			lastProgress = now
+			msg := fmt.Sprintf("waiting for %s on the owned links (%s of at most %s)", strings.Join(missing, " and "), now.Sub(start).Round(time.Second), limit)
+			e.Log.Info("vmware: " + msg)
+			e.notifyWaiting(msg)
+		}
+		select {
+		case <-ctx.Done():
+			took := time.Since(start).Round(time.Millisecond)
+			why := fmt.Sprintf("no usable %s address on the owned links", strings.Join(missing, " or "))
+			if err != nil {
+				why = "the owned links could not be read: " + err.Error()
+			}
+			parts = append([]string{fmt.Sprintf("%s NOT ready after %s (the limit, vmware.network_wait, is %s): %s; going on", waitFor, took, limit, why)}, parts...)
+			return head + ": " + strings.Join(parts, "; ")
+		case <-time.After(waitPoll):
+		}
+	}
+}
+
+// staticFamily reports whether one of the owned interfaces (by ID) has a
+// static address of the family in cfg.
+func staticFamily(cfg *netcfg.Config, owned []string, v4 bool) bool {
+	if cfg == nil {
+		return false
+	}
+	for _, ifc := range cfg.Interfaces {
+		if !slices.Contains(owned, ifc.ID) {
+			continue
+		}
+		for _, a := range ifc.Addresses {
+			if a.Addr().Is4() == v4 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ownedLink is what an owned link has: its usable addresses of each
+// family (not loopback, link-local or unspecified, and past duplicate
+// address detection), in the order the kernel lists them.
+type ownedLink struct {
+	Name      string
+	V4, V6    []netip.Addr
+	Tentative bool // an IPv6 address is still in duplicate address detection
+}
+
+// ownedAddrs is the live state of the owned links: each link, and the
+// links holding the default route of each family ("" when no owned link
+// does).
+type ownedAddrs struct {
+	Links      []ownedLink
+	Def4, Def6 string
+}
+
+func (st ownedAddrs) link(name string) *ownedLink {
+	for i := range st.Links {
+		if st.Links[i].Name == name {
+			return &st.Links[i]
+		}
+	}
+	return nil
+}
+
+// missing names the families of w that no owned link has a usable
+// address of.
+func (st ownedAddrs) missing(w datasource.WaitOnNetwork) []string {
+	var has4, has6 bool
+	for _, l := range st.Links {
+		has4 = has4 || len(l.V4) > 0
+		has6 = has6 || len(l.V6) > 0
+	}
+	var m []string
+	if w.IPv4 && !has4 {
+		m = append(m, "ipv4")
+	}
+	if w.IPv6 && !has6 {
+		m = append(m, "ipv6")
+	}
+	return m
+}
+
+// localIPs picks the addresses to publish the way cloud-init's VMware
+// datasource does (get_default_ip_addrs): per family, the one address of
+// the link holding the default route, none when that link has several;
+// then, for a family still without one, the one address of that family
+// on the link holding the other family's pick. Unlike cloud-init it
+// counts only usable addresses (cloud-init counts the link-local IPv6
+// address every link has, so it publishes no IPv6 address on a link that
+// has a global one, and a link-local one with its prefix length on an
+// IPv4-only link) and publishes the bare address. Only owned links count.
+// The notes say why a family has none.
+func localIPs(st ownedAddrs) (v4, v6 netip.Addr, notes []string) {
+	one := func(fam, def string, addrs func(*ownedLink) []netip.Addr) netip.Addr {
+		if def == "" {
+			notes = append(notes, fmt.Sprintf("no owned link holds the %s default route", fam))
+			return netip.Addr{}
+		}
+		l := st.link(def)
+		if l == nil {
+			return netip.Addr{}
+		}
+		switch a := addrs(l); len(a) {
+		case 1:
+			return a[0]
+		case 0:
+			notes = append(notes, fmt.Sprintf("%s, which holds the %s default route, has no usable %s address", def, fam, fam))
+		default:
+			notes = append(notes, fmt.Sprintf("%s, which holds the %s default route, has %d %s addresses (cloud-init publishes only a single one)", def, fam, len(a), fam))
+		}
+		return netip.Addr{}
+	}
+	v4s := func(l *ownedLink) []netip.Addr { return l.V4 }
+	v6s := func(l *ownedLink) []netip.Addr { return l.V6 }
+	v4 = one("IPv4", st.Def4, v4s)
+	v6 = one("IPv6", st.Def6, v6s)
+	holding := func(a netip.Addr, of func(*ownedLink) []netip.Addr) *ownedLink {
+		for i := range st.Links {
+			if slices.Contains(of(&st.Links[i]), a) {
+				return &st.Links[i]
+			}
+		}
+		return nil
+	}
+	if v4.IsValid() && !v6.IsValid() {
+		if l := holding(v4, v4s); l != nil && len(l.V6) == 1 {
+			v6 = l.V6[0]
+			notes = nil
+		}
+	}
+	if v6.IsValid() && !v4.IsValid() {
+		if l := holding(v6, v6s); l != nil && len(l.V4) == 1 {
+			v4 = l.V4[0]
+			notes = nil
+		}
+	}
+	return v4, v6, notes
+}
+
+// publishLocalIPs sets guestinfo.local-ipv4 and guestinfo.local-ipv6
+// through the tool that read the guestinfo, as cloud-init does after its
+// wait; a family without an address is left as it is (cloud-init sets
+// only what it found).
+func (e *Env) publishLocalIPs(ctx context.Context, md *datasource.Metadata, names []string, vs *VMwareStatus) {
+	tool := md.Origin.Transport
+	if tool != datasource.ToolRPCTool && tool != datasource.ToolVMToolsd {
+		vs.Notes = append(vs.Notes, "guestinfo.local-ipv4 and guestinfo.local-ipv6 not published: the metadata came from the environment (VMX_GUESTINFO), not through a guestinfo tool, as cloud-init does not either")
+		return
+	}
+	if len(names) == 0 {
+		vs.Notes = append(vs.Notes, "guestinfo.local-ipv4 and guestinfo.local-ipv6 not published: no link is owned")
+		return
+	}
+	st, err := readOwnedAddrs(e.Netns, names)
+	if err != nil {
+		vs.Notes = append(vs.Notes, "guestinfo.local-ipv4 and guestinfo.local-ipv6 not published: reading the owned links: "+err.Error())
+		return
+	}
+	v4, v6, notes := localIPs(st)
+	vs.Notes = append(vs.Notes, notes...)
+	for _, p := range []struct {
+		key  string
+		addr netip.Addr
+	}{{GuestinfoLocalIPv4, v4}, {GuestinfoLocalIPv6, v6}} {
+		if !p.addr.IsValid() {
+			continue
+		}
+		if err := datasource.SetGuestinfo(ctx, e.vmwareRunner(), tool, p.key, p.addr.String()); err != nil {
+			vs.Notes = append(vs.Notes, fmt.Sprintf("publishing guestinfo.%s failed: %v", p.key, err))
+			e.Log.Warn("vmware: publishing guestinfo."+p.key+" failed", "err", err)
+			continue
+		}
+		vs.Published = append(vs.Published, "guestinfo."+p.key+" "+p.addr.String())
+	}
+}
+
+// vmwareRunner runs the guestinfo tools: the one the source options
+// name, else the tools in $PATH.
+func (e *Env) vmwareRunner() datasource.CommandRunner {
+	return e.SourceOptions().VMware.Runner
+}
+
+// Where VMware Tools' guest customization leaves its traces: the spec it
+// hands to cloud-init, and its own log of every customization it ran.
+const (
+	vmwareIMCDir = "/run/vmware-imc"
+	vmwareIMCLog = "/var/log/vmware-imc/toolsDeployPkg.log"
+)
+
+// vmwareCustomization says what is found of VMware Tools' guest
+// customization under the root (docs/cloud-init.md, "VMware guest
+// customization", says what each means): a spec in vmwareIMCDir or one
+// directory down (cloud-init searches the whole tree; Tools extracts a
+// package into a hidden directory there), and Tools' log.
+// Everything is looked at inside the root, no link followed out of it.
+func vmwareCustomization(e *Env) []string {
+	root := string(e.Root)
+	regular := func(p string) (fs.FileInfo, bool) {
+		fi, err := fsutil.StatIn(root, p, false)
+		return fi, err == nil && fi.Mode().IsRegular()
+	}
+	var out []string
+	ents, err := fsutil.ReadDirIn(root, vmwareIMCDir)
+	switch {
+	case err == nil:
+		spec := false
+		for _, d := range ents[:min(len(ents), 64)] {
+			p := path.Join(vmwareIMCDir, d.Name())
+			if d.Name() != "cust.cfg" {
+				if !d.IsDir() {
+					continue
+				}
+				p = path.Join(p, "cust.cfg")
+			}
+			if _, spec = regular(p); spec {
+				break
+			}
+		}
+		if spec {
+			out = append(out, "a VMware customization spec (cust.cfg) is waiting under "+vmwareIMCDir+" for cloud-init, which reads only seedkeeper's NoCloud seed: it is not applied, and vCenter will report the customization as not done; customize through guestinfo instead")
+		}
+	case !errors.Is(err, fs.ErrNotExist):
+		out = append(out, "cannot look for a VMware customization spec: "+err.Error())
+	}
+	if fi, ok := regular(vmwareIMCLog); ok {
+		out = append(out, fmt.Sprintf("VMware Tools ran a guest customization here (%s, last written %s): a traditional spec makes it write the distribution's own network files for its NICs, beside seedkeeper's for the NICs it owns; set [deployPkg] enable-customization = false in /etc/vmware-tools/tools.conf to refuse them", vmwareIMCLog, fi.ModTime().UTC().Format(time.RFC3339)))
+	}
+	return out
+}
+
+// Guestinfo keys cloud-init's VMware datasource advertises the network
+// events in, so that the platform (vSphere's VM Service) knows whether a
+// changed network or a hot-added NIC is picked up.
+const (
+	GuestinfoUpdatesSupported = "cloudinit.updates.supported"
+	GuestinfoUpdatesEnabled   = "cloudinit.updates.enabled"
+)
+
+// advertiseUpdates sets those keys as cloud-init's activate() does, in
+// its format (SCOPE=TYPE;TYPE, types sorted), for the events seedkeeper
+// handles: supported are the events it can apply, enabled those
+// events.network turns on (boot-new-instance always). With network.owner
+// cloud-init, seedkeeper applies no event, and cloud-init (NoCloud)
+// advertises nothing: neither does seedkeeper.
+func (e *Env) advertiseUpdates(ctx context.Context, md *datasource.Metadata, vs *VMwareStatus) {
+	tool := md.Origin.Transport
+	if (tool != datasource.ToolRPCTool && tool != datasource.ToolVMToolsd) || e.Config.Network.Owner == "cloud-init" {
+		return
+	}
+	enabled := []string{"boot-new-instance"}
+	for _, ev := range e.Config.Events.Network {
+		if !slices.Contains(enabled, ev) {
+			enabled = append(enabled, ev)
+		}
+	}
+	slices.Sort(enabled)
+	for _, p := range []struct{ key, value string }{
+		{GuestinfoUpdatesSupported, "network=boot;boot-new-instance;hotplug"},
+		{GuestinfoUpdatesEnabled, "network=" + strings.Join(enabled, ";")},
+	} {
+		if err := datasource.SetGuestinfo(ctx, e.vmwareRunner(), tool, p.key, p.value); err != nil {
+			vs.Notes = append(vs.Notes, fmt.Sprintf("publishing guestinfo.%s failed: %v", p.key, err))
+			e.Log.Warn("vmware: publishing guestinfo."+p.key+" failed", "err", err)
+			continue
+		}
+		vs.Published = append(vs.Published, "guestinfo."+p.key+" "+p.value)
+	}
+}

@@ -1,0 +1,245 @@
+package agent_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/seedkeeper/seedkeeper/agent"
+	"github.com/seedkeeper/seedkeeper/internal/nstest"
+)
+
+// The duties of cloud-init's VMware datasource that boot does: the wait
+// wait-on-network asks for, and guestinfo.local-ipv4/-ipv6, through the
+// stub vmware-rpctool and vmtoolsd, in a namespace of the test's own.
+
+func (g *vmwareGuest) boot(t *testing.T, n *nstest.NS) (*agent.Status, *notifyLog, string) {
+	t.Helper()
+	log, nl := &syncBuffer{}, &notifyLog{}
+	e := netEnv(g.root, n, log)
+	e.Notify = nl.notify
+	st, err := agent.Boot(context.Background(), e, agent.BootOptions{Network: agent.NetworkApply})
+	if err != nil {
+		t.Fatalf("Boot: %v\n%s", err, log)
+	}
+	return st, nl, log.String()
+}
+
+// A NIC whose peer is up, so that IPv6 duplicate address detection runs.
+func addLiveVeth(t *testing.T, n, peers *nstest.NS, name, mac string) {
+	t.Helper()
+	n.AddVeth(t, peers, name, mac)
+	if err := peers.Netlink.LinkSetUp(peers.Link(t, "p-"+name)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tentative lists the IPv6 addresses of name still in duplicate address
+// detection, link-local ones left out.
+func tentative(t *testing.T, n *nstest.NS, name string) []string {
+	t.Helper()
+	as, err := n.Netlink.AddrList(n.Link(t, name), netlink.FAMILY_V6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, a := range as {
+		if a.Flags&unix.IFA_F_TENTATIVE != 0 && a.Scope == unix.RT_SCOPE_UNIVERSE {
+			out = append(out, a.IPNet.String())
+		}
+	}
+	return out
+}
+
+// wait-on-network's ipv6 holds boot until the static address is past
+// duplicate address detection (before, boot went on with it tentative),
+// and then both addresses are published through the tool that read the
+// guestinfo, one info-set each, as cloud-init sends them.
+func TestIntegrationBootVMwareWaitAndPublish(t *testing.T) {
+	n, peers := newTestNetns(t), newTestNetns(t)
+	g := newVMwareGuest(t, "")
+	g.set(t, "metadata", vmwareMetadata("wait-on-network: {ipv4: true, ipv6: 'yes'}\n"))
+	addLiveVeth(t, n, peers, "eth0", vmwareMAC)
+
+	st, nl, log := g.boot(t, n)
+	if tt := tentative(t, n, "eth0"); len(tt) != 0 {
+		t.Errorf("boot returned with %q still tentative: wait-on-network did not wait", tt)
+	}
+	if st.VMware == nil || !strings.HasPrefix(st.VMware.Wait, "wait-on-network asks for ipv4 and ipv6: ipv4 and ipv6 ready on the owned links after ") {
+		t.Fatalf("status vmware = %+v\n%s", st.VMware, log)
+	}
+	want := []string{
+		"vmware-rpctool|info-set guestinfo.local-ipv4 192.0.2.71",
+		"vmware-rpctool|info-set guestinfo.local-ipv6 2001:db8:7::71",
+		"vmware-rpctool|info-set guestinfo.cloudinit.updates.supported network=boot;boot-new-instance;hotplug",
+		"vmware-rpctool|info-set guestinfo.cloudinit.updates.enabled network=boot;boot-new-instance;hotplug",
+	}
+	if got := g.sets(t); !slices.Equal(got, want) {
+		t.Errorf("info-set calls %q, want %q", got, want)
+	}
+	if g.get("local-ipv4") != "192.0.2.71" || g.get("local-ipv6") != "2001:db8:7::71" {
+		t.Errorf("VMX holds local-ipv4 %q, local-ipv6 %q", g.get("local-ipv4"), g.get("local-ipv6"))
+	}
+	if !slices.Equal(st.VMware.Published[:2], []string{"guestinfo.local-ipv4 192.0.2.71", "guestinfo.local-ipv6 2001:db8:7::71"}) {
+		t.Errorf("published = %q", st.VMware.Published)
+	}
+	if saved := readStatus(t, g.root); saved.VMware == nil || saved.VMware.Wait != st.VMware.Wait {
+		t.Errorf("status file vmware = %+v", saved.VMware)
+	}
+	if !strings.Contains(log, "vmware: published guestinfo.local-ipv6 2001:db8:7::71") {
+		t.Errorf("log lacks the publication:\n%s", log)
+	}
+	_ = nl
+}
+
+// A wait that cannot end (no carrier: the IPv6 address stays tentative)
+// ends at vmware.network_wait with a progress line extending systemd's
+// timeout; the boot still succeeds, says so, and publishes what it has.
+func TestIntegrationBootVMwareWaitBounded(t *testing.T) {
+	n, peers := newTestNetns(t), newTestNetns(t)
+	g := newVMwareGuest(t, "vmware:\n  network_wait: 6s\n")
+	g.set(t, "metadata", vmwareMetadata("wait-on-network:\n  ipv6: true\n"))
+	n.AddVeth(t, peers, "eth0", vmwareMAC) // peer down: no carrier
+
+	st, nl, _ := g.boot(t, n)
+	if st.Outcome != "ok" {
+		t.Errorf("outcome %q, want ok", st.Outcome)
+	}
+	const head = "wait-on-network asks for ipv6: ipv6 NOT ready after "
+	if st.VMware == nil || !strings.HasPrefix(st.VMware.Wait, head) ||
+		!strings.HasSuffix(st.VMware.Wait, " (the limit, vmware.network_wait, is 6s): no usable ipv6 address on the owned links; going on") {
+		t.Errorf("status vmware wait = %q", st.VMware.Wait)
+	}
+	ext := false
+	for _, l := range nl.lines() {
+		ext = ext || strings.HasPrefix(l, "EXTEND_TIMEOUT_USEC=")
+	}
+	progress := false
+	for _, l := range nl.lines() {
+		progress = progress || strings.HasPrefix(l, "STATUS=waiting for ipv6 on the owned links (") && strings.HasSuffix(l, " of at most 6s)")
+	}
+	if !progress || !ext {
+		t.Errorf("no progress line with EXTEND_TIMEOUT_USEC while waiting: %q", nl.lines())
+	}
+	// IPv4 is up (its default route's link has one address); IPv6 is not.
+	if got, want := g.localSets(t), []string{"vmware-rpctool|info-set guestinfo.local-ipv4 192.0.2.71"}; !slices.Equal(got, want) {
+		t.Errorf("info-set calls %q, want %q", got, want)
+	}
+	if !slices.Contains(st.VMware.Notes, "eth0, which holds the IPv6 default route, has no usable IPv6 address") {
+		t.Errorf("notes %q", st.VMware.Notes)
+	}
+}
+
+// A family the owned links get only from DHCP is not waited for in boot
+// (the stack's DHCP client starts after it), and the status says so; with
+// no wait asked, nothing is waited for.
+func TestIntegrationBootVMwareWaitDHCP(t *testing.T) {
+	n, peers := newTestNetns(t), newTestNetns(t)
+	g := newVMwareGuest(t, "")
+	g.set(t, "metadata", `instance-id: i-vmware-dhcp
+wait-on-network: {ipv4: true}
+network:
+  version: 2
+  ethernets:
+    lan:
+      match: {macaddress: "`+vmwareMAC+`"}
+      dhcp4: true
+`)
+	addLiveVeth(t, n, peers, "eth0", vmwareMAC)
+	st, _, _ := g.boot(t, n)
+	want := "wait-on-network asks for ipv4: ipv4 not waited for in boot: the owned links have no static address of that family, and their DHCP or router advertisements are handled by the network stack, which starts after seedkeeper-boot"
+	if st.VMware == nil || st.VMware.Wait != want {
+		t.Errorf("wait = %+v, want %q", st.VMware, want)
+	}
+	if got := g.localSets(t); len(got) != 0 {
+		t.Errorf("published %q with no address up", got)
+	}
+	if !slices.Contains(st.VMware.Notes, "eth0, which holds the IPv4 default route, has no usable IPv4 address") &&
+		!slices.Contains(st.VMware.Notes, "no owned link holds the IPv4 default route") {
+		t.Errorf("notes %q", st.VMware.Notes)
+	}
+}
+
+// cloud-init publishes an address only when the default route's link has
+// exactly one of that family; secure RPC (vmware-rpctool refused) makes
+// both the read and the publication go through vmtoolsd; a failed
+// info-set is a status note, not a failed boot.
+func TestIntegrationBootVMwarePublishRules(t *testing.T) {
+	n, peers := newTestNetns(t), newTestNetns(t)
+	g := newVMwareGuest(t, "")
+	t.Setenv("GUESTINFO_FAIL_RPCTOOL", "Permission denied")
+	g.set(t, "metadata", `instance-id: i-vmware-2
+network:
+  version: 2
+  ethernets:
+    lan:
+      match: {macaddress: "`+vmwareMAC+`"}
+      addresses: [192.0.2.72/24, 192.0.2.73/24, "2001:db8:7::72/64"]
+      routes:
+        - {to: default, via: 192.0.2.1}
+`)
+	g.set(t, "local-ipv6.fail-vmtoolsd", "Permission denied\n")
+	n.AddVeth(t, peers, "eth0", vmwareMAC)
+	if err := n.Netlink.LinkSetUp(n.Link(t, "eth0")); err != nil {
+		t.Fatal(err)
+	}
+	st, _, log := g.boot(t, n)
+	if st.Outcome != "ok" || st.Transport != "vmtoolsd" {
+		t.Fatalf("outcome %q via %q\n%s", st.Outcome, st.Transport, log)
+	}
+	// IPv4: two addresses on the default route's link, none published.
+	// IPv6: no IPv6 default route; the one IPv6 address of the link
+	// holding the IPv4 pick would be taken, but there is no IPv4 pick.
+	if got := g.localSets(t); len(got) != 0 {
+		t.Errorf("info-set calls %q, want none", got)
+	}
+	if !slices.Contains(st.VMware.Notes, "eth0, which holds the IPv4 default route, has 2 IPv4 addresses (cloud-init publishes only a single one)") {
+		t.Errorf("notes %q", st.VMware.Notes)
+	}
+}
+
+// Boot publishes once, before the stack's DHCP client has run; the
+// address a lease brings later (here added as a DHCP client adds it: the
+// address, then the default route) is published by seedkeeper watch, once.
+func TestIntegrationWatchVMwarePublishesLaterAddress(t *testing.T) {
+	n, peers := newTestNetns(t), newTestNetns(t)
+	g := newVMwareGuest(t, "")
+	g.set(t, "metadata", `instance-id: i-vmware-lease
+network:
+  version: 2
+  ethernets:
+    lan:
+      match: {macaddress: "`+vmwareMAC+`"}
+      dhcp4: true
+`)
+	addLiveVeth(t, n, peers, "eth0", vmwareMAC)
+	st, _, _ := g.boot(t, n)
+	if got := g.localSets(t); len(got) != 0 || st.Network == nil || !slices.Equal(st.Network.Links, []string{"eth0"}) {
+		t.Fatalf("boot published %q; owned links %+v", got, st.Network)
+	}
+	w := startWatch(t, n, g.root, "veth")
+	waitFor(t, "READY from watch", func() bool { return w.notify.has("READY=1") })
+
+	l := n.Link(t, "eth0")
+	addr, _ := netlink.ParseAddr("192.0.2.99/24")
+	if err := n.Netlink.AddrAdd(l, addr); err != nil {
+		t.Fatal(err)
+	}
+	gw, _ := netlink.ParseAddr("192.0.2.1/32")
+	if err := n.Netlink.RouteAdd(&netlink.Route{LinkIndex: l.Attrs().Index, Gw: gw.IP}); err != nil {
+		t.Fatal(err)
+	}
+	w.waitLog(t, "vmware: published guestinfo.local-ipv4 192.0.2.99 (the owned addresses changed)")
+	w.stop(t)
+	want := []string{"vmware-rpctool|info-set guestinfo.local-ipv4 192.0.2.99"}
+	if got := g.localSets(t); !slices.Equal(got, want) {
+		t.Errorf("info-set calls %q, want %q (once)", got, want)
+	}
+	if g.get("local-ipv4") != "192.0.2.99" {
+		t.Errorf("VMX holds %q", g.get("local-ipv4"))
+	}
+}
