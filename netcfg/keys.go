@@ -100,10 +100,11 @@ var Keys = []Key{
 	{2, "link", "gateway4", ok, ok, ok, ok, ""},
 	{2, "link", "gateway6", ok, ok, ok, ok, ""},
 	{2, "link", "routes", ok, ok, ok, ok, ""},
-	{2, "link", "routing-policy", ok, ok, ok, ok, ""},
+	{2, "link", "routing-policy", ok, ok, ok, no, ""},
 	{2, "link", "nameservers", ok, ok, ok, na, ""},
 	{2, "link", "mtu", ok, ok, ok, ok, ""},
-	{2, "link", "macaddress", ok, ok, ok, ok, ""},
+	// The MAC a bond, bridge or VLAN is made with; an ethernet's below.
+	{2, "link", "macaddress", ok, no, no, ok, ""},
 	{2, "link", "optional", ok, na, ok, na, ""},
 	{2, "link", "dhcp4-overrides", ok, ok, ok, na, ""},
 	{2, "link", "dhcp6-overrides", ok, ok, ok, na, ""},
@@ -123,6 +124,8 @@ var Keys = []Key{
 
 	// v2 ethernets.
 	{2, "ethernets", "match", ok, ok, ok, ok, ""},
+	// Live, a NIC keeps its MAC until its stack sets the new one.
+	{2, "ethernets", "macaddress", ok, ok, ok, no, ""},
 	{2, "ethernets", "set-name", ok, ok, ok, ok, ""},
 	{2, "ethernets", "wakeonlan", no, no, no, no, "wake-on-LAN is left as the NIC has it"},
 	{2, "ethernets", "emit-lldp", no, no, no, no, "LLDP is left at the stack's default"},
@@ -310,7 +313,8 @@ var fieldKeys = []struct {
 	set         func(*Interface) bool
 }{
 	{"link", "dhcp-identifier", func(i *Interface) bool { return i.DHCP4 && i.DHCPIdentifier != "" }},
-	{"link", "macaddress", func(i *Interface) bool { return i.SetMAC != "" || i.Kind != Physical && i.MAC != "" }},
+	{"link", "macaddress", func(i *Interface) bool { return i.Kind != Physical && i.MAC != "" }},
+	{"ethernets", "macaddress", func(i *Interface) bool { return i.SetMAC != "" }},
 	{"link", "routing-policy", func(i *Interface) bool { return len(i.RoutingPolicy) > 0 }},
 	{"link", "optional", func(i *Interface) bool { return i.Optional }},
 	{"dhcp4-overrides", "use-dns", func(i *Interface) bool { return i.DHCP4 && i.DHCP4Overrides.UseDNS != nil }},
@@ -332,19 +336,25 @@ var fieldKeys = []struct {
 	{"dhcp6-overrides", "route-metric", func(i *Interface) bool { return i.DHCP6 && i.DHCP6Overrides.RouteMetric != 0 }},
 }
 
-// notesFor names, for each link it renders, the settings of the link
-// that the stack's files (or the live apply, for "live") do not say: one
-// note per link, naming its ID and the keys, never a value.
-func notesFor(stack string, links []*Interface) []string {
+// UnappliedBy names, for each of links, the settings of the link that the
+// stack called stack (Stack.Name) does not say in its files, or the live
+// apply ("live") does not apply, by the table: one note per link, naming
+// its ID and the keys, never a value. The renderers' StackFiles.Notes and
+// the live plan's notes come from it.
+func UnappliedBy(stack string, links []*Interface) []string {
 	var out []string
 	for _, ifc := range links {
 		var keys []string
 		for _, fk := range fieldKeys {
 			if k := LookupKey(2, fk.where, fk.name); k != nil && k.In(stack) == Noted && fk.set(ifc) {
-				keys = append(keys, strings.TrimPrefix(fk.where+"."+fk.name, "link."))
+				keys = append(keys, strings.TrimPrefix(strings.TrimPrefix(fk.where+"."+fk.name, "link."), "ethernets."))
 			}
 		}
-		if len(keys) > 0 {
+		switch {
+		case len(keys) == 0:
+		case stack == "live":
+			out = append(out, fmt.Sprintf("%s: not applied live, left to the stack's files: %s", ifc.ID, strings.Join(keys, ", ")))
+		default:
 			out = append(out, fmt.Sprintf("%s: not applied by %s: %s", ifc.ID, stack, strings.Join(keys, ", ")))
 		}
 	}

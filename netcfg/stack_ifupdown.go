@@ -27,7 +27,7 @@ func renderIfupdownFiles(d Detection, c *Config, owned func(*Interface) bool) (*
 		return nil, err
 	}
 	links, _, _, _ := physicalPlan(c, owned)
-	sf.Dir, sf.Skipped, sf.Notes = d.IfupdownDir, skipped, notesFor("ifupdown", links)
+	sf.Dir, sf.Skipped, sf.Notes = d.IfupdownDir, skipped, UnappliedBy("ifupdown", links)
 	sf.Files = map[string][]byte{IfupdownFile: b}
 	return sf, nil
 }

@@ -134,7 +134,7 @@ func v2Link(ef field, id string, kind Kind, n *notes) (Interface, error) {
 	if err != nil {
 		return ifc, err
 	}
-	m.noteKeys(2, n, "link", v2SectionOf(kind))
+	m.noteKeys(2, n, v2SectionOf(kind), "link")
 	if kind == Physical {
 		if err := v2Match(&ifc, m, n); err != nil {
 			return ifc, err

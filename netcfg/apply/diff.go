@@ -185,6 +185,15 @@ func Diff(cfg *netcfg.Config, live []Link, allow Allowlist, rc *Receipt) *Plan {
 		p.OwnedName[o.ifc.ID] = o.name
 	}
 	p.assignRoutes(cfg, own)
+	links := make([]*netcfg.Interface, len(own))
+	for i, o := range own {
+		links[i] = o.ifc
+	}
+	// What the live apply leaves to the stack's files (routing rules, an
+	// ethernet's new MAC), by link and key.
+	for _, n := range netcfg.UnappliedBy("live", links) {
+		p.notef("%s", n)
+	}
 
 	// Removals of our stale objects first, so a changed address or route
 	// never collides with its old self; then additions.
