@@ -100,7 +100,7 @@ var Keys = []Key{
 	{2, "link", "gateway4", ok, ok, ok, ok, ""},
 	{2, "link", "gateway6", ok, ok, ok, ok, ""},
 	{2, "link", "routes", ok, ok, ok, ok, ""},
-	{2, "link", "routing-policy", ok, ok, ok, no, ""},
+	{2, "link", "routing-policy", ok, ok, ok, ok, ""},
 	{2, "link", "nameservers", ok, ok, ok, na, ""},
 	{2, "link", "mtu", ok, ok, ok, ok, ""},
 	// The MAC a bond, bridge or VLAN is made with; an ethernet's below.
