@@ -254,7 +254,10 @@ func TestSetMACAddress(t *testing.T) {
 		}
 	}
 	nd := string(r.networkd["10-seedkeeper-eth0.network"])
-	wantIn(t, "networkd", nd, "MACAddress=52:54:00:00:00:01", "[Link]", "MACAddress=02:00:00:00:00:aa")
+	// Matched by the MAC it was made with, which the new one does not
+	// change (MACAddress= would stop matching once it is set).
+	wantIn(t, "networkd", nd, "PermanentMACAddress=52:54:00:00:00:01", "[Link]", "MACAddress=02:00:00:00:00:aa")
+	wantNotIn(t, "networkd", nd, "MACAddress=52:54:00:00:00:01")
 	wantIn(t, "NetworkManager", string(r.nm["seedkeeper-eth0.nmconnection"]), "mac-address=52:54:00:00:00:01", "cloned-mac-address=02:00:00:00:00:AA")
 	wantIn(t, "ifupdown", r.ifupdown, "    hwaddress ether 02:00:00:00:00:aa")
 	if e := r.c.Lookup("eth0"); e.MAC != "52:54:00:00:00:01" || e.SetMAC != "02:00:00:00:00:aa" {

@@ -22,8 +22,14 @@ const Header = "# Written by seedkeeper; changes will be overwritten."
 // 10-seedkeeper-<id>.network; bonds, bridges and VLANs also get a .netdev.
 //
 //   - Physical links are matched by MAC address (with Type=ether, so that a
-//     bond or VLAN that inherits the MAC does not match too), by name or
-//     glob where the configuration has no MAC, and by driver if it asks.
+//     bond or VLAN that inherits the MAC does not match too; by the
+//     permanent one when the configuration gives the link a new MAC), by
+//     name or glob where the configuration has no MAC, and by driver if
+//     it asks.
+//   - [Link] carries the MTU, the MAC a link is given and, for an
+//     optional link, RequiredForOnline=no; [DHCPv4] and [DHCPv6] the
+//     DHCP overrides networkd has; [RoutingPolicyRule] the link's rules;
+//     a bridge member's [Bridge] its path cost and port priority.
 //   - Bond and bridge members get Bond=/Bridge= and no addresses of their
 //     own; a VLAN's parent gets VLAN=. Only a master or VLAN that is
 //     itself rendered is named: a member of a bond that is not owned gets
@@ -223,6 +229,11 @@ func renderNetwork(v *view, ifc *Interface, extraDNS DNS, extraRoutes []Route) (
 	switch {
 	case ifc.Kind != Physical:
 		w.kv("Name", ifc.LinkName())
+	case ifc.MAC != "" && ifc.SetMAC != "":
+		// The link's MAC is about to change: match the one it was
+		// made with.
+		w.kv("PermanentMACAddress", ifc.MAC)
+		w.kv("Type", "ether")
 	case ifc.MAC != "":
 		w.kv("MACAddress", ifc.MAC)
 		w.kv("Type", "ether")

@@ -136,6 +136,10 @@ func checkNetworkFile(t *testing.T, c *Config, ifc *Interface, f iniFile, base s
 		if one("Match", "Name") != ifc.LinkName() {
 			fail("Match.Name %q, want %q", one("Match", "Name"), ifc.LinkName())
 		}
+	case ifc.MAC != "" && ifc.SetMAC != "":
+		if one("Match", "PermanentMACAddress") != ifc.MAC {
+			fail("Match.PermanentMACAddress %q, want %q", one("Match", "PermanentMACAddress"), ifc.MAC)
+		}
 	case ifc.MAC != "":
 		if one("Match", "MACAddress") != ifc.MAC {
 			fail("Match.MACAddress %q, want %q", one("Match", "MACAddress"), ifc.MAC)
