@@ -138,7 +138,7 @@ func writeStanzas(b *strings.Builder, ifc *Interface, name string, extraDNS DNS,
 			cmd := "ip -" + f + " route replace " + r.To.String()
 			if r.Via.IsValid() {
 				cmd += " via " + r.Via.String()
-				if !containsAddr(addrs, r.Via) && !r.Via.IsLinkLocalUnicast() && !dynamicFor(ifc, r.Via) {
+				if r.OnLink || !containsAddr(addrs, r.Via) && !r.Via.IsLinkLocalUnicast() && !dynamicFor(ifc, r.Via) {
 					cmd += " onlink"
 				}
 			}

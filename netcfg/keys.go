@@ -184,7 +184,6 @@ var Keys = []Key{
 	{2, "routes", "via", ok, ok, ok, ok, ""},
 	{2, "routes", "metric", ok, ok, ok, ok, ""},
 	{2, "routes", "table", ok, ok, ok, ok, ""},
-	// A gateway outside the link's addresses is made on-link.
 	{2, "routes", "on-link", ok, ok, ok, ok, ""},
 	{2, "routes", "from", no, no, no, no, "the route's preferred source is left to the kernel"},
 	{2, "routes", "scope", no, no, no, no, "the scope follows from the gateway"},

@@ -390,3 +390,19 @@ func TestRenderNamesOnlyWhatItDefines(t *testing.T) {
 		}
 	}
 }
+
+// An explicit on-link: true was dropped, so a route whose gateway is
+// outside the link's addresses on a link that also runs DHCP was not
+// on-link in any stack's files.
+func TestRouteOnLink(t *testing.T) {
+	r := renderStacks(t, "version: 2\nethernets: {eth0: {dhcp4: true, addresses: [192.0.2.5/24], routes: [{to: 10.0.0.0/8, via: 198.51.100.1, on-link: true}, {to: 10.1.0.0/16, via: 198.51.100.2}]}}")
+	nd := string(r.networkd["10-seedkeeper-eth0.network"])
+	if strings.Count(nd, "GatewayOnLink=yes") != 1 || !strings.Contains(nd, "Gateway=198.51.100.1\nGatewayOnLink=yes") {
+		t.Errorf("networkd:\n%s", nd)
+	}
+	wantIn(t, "NetworkManager", string(r.nm["seedkeeper-eth0.nmconnection"]), "route1_options=onlink=true")
+	wantIn(t, "ifupdown", r.ifupdown, "    post-up ip -4 route replace 10.0.0.0/8 via 198.51.100.1 onlink dev eth0")
+	if rt := r.c.Interfaces[0].Routes; !rt[0].OnLink || rt[1].OnLink {
+		t.Errorf("routes %+v", rt)
+	}
+}

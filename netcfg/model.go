@@ -122,6 +122,10 @@ type Route struct {
 	Via    netip.Addr
 	Metric int
 	Table  int
+	// OnLink says the gateway is reachable on the link though no address
+	// of it holds the gateway (v2 on-link). The renderers also make a
+	// gateway outside every static address on-link without it.
+	OnLink bool
 }
 
 // DNS is a list of resolvers and search domains.

@@ -340,7 +340,7 @@ func renderNetwork(v *view, ifc *Interface, extraDNS DNS, extraRoutes []Route) (
 			}
 			if r.Via.IsValid() {
 				w.kv("Gateway", r.Via.String())
-				if !r.Via.IsLinkLocalUnicast() && !containsAddr(ifc.Addresses, r.Via) &&
+				if r.OnLink || !r.Via.IsLinkLocalUnicast() && !containsAddr(ifc.Addresses, r.Via) &&
 					(!dynamicFor(ifc, r.Via) || len(ifc.Addresses) == 0) {
 					// A gateway outside every address (a /32 with a
 					// gateway beside it, or a DHCP-only link) is

@@ -263,7 +263,7 @@ func renderKeyfile(ifc *Interface, extraDNS DNS, extraRoutes []Route) ([]byte, e
 			}
 			w.kv("route"+strconv.Itoa(n), v)
 			var opts []string
-			if r.Via.IsValid() && !r.Via.IsLinkLocalUnicast() && !containsAddr(addrs, r.Via) && !dynamicFor(ifc, r.Via) {
+			if r.OnLink || r.Via.IsValid() && !r.Via.IsLinkLocalUnicast() && !containsAddr(addrs, r.Via) && !dynamicFor(ifc, r.Via) {
 				opts = append(opts, "onlink=true")
 			}
 			if r.Table != 0 {

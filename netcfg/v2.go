@@ -435,12 +435,11 @@ func v2Route(rf field, n *notes) (Route, error) {
 		}
 	}
 	if f := rm.get("on-link"); f.present() {
-		// A gateway outside the link's addresses is made on-link by
-		// every renderer and the live apply; one inside is reachable
-		// on the link as it is.
-		if _, err := f.boolean(); err != nil {
+		b, err := f.boolean()
+		if err != nil {
 			n.drop(err, "the setting")
 		}
+		r.OnLink = b && r.Via.IsValid()
 	}
 	rm.noteKeys(2, n, "routes")
 	return r, nil

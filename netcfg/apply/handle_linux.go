@@ -338,7 +338,7 @@ func (h *Handle) read(ctx context.Context, cfg *netcfg.Config, allow Allowlist) 
 		if l == nil || r.Table == unix.RT_TABLE_LOCAL || r.Type != unix.RTN_UNICAST || len(r.MultiPath) > 0 {
 			continue
 		}
-		rt := netcfg.Route{Metric: r.Priority, Table: r.Table}
+		rt := netcfg.Route{Metric: r.Priority, Table: r.Table, OnLink: r.Flags&int(netlink.FLAG_ONLINK) != 0 && r.Gw != nil}
 		if r.Dst != nil {
 			p, ok := prefixOf(r.Dst)
 			if !ok {
@@ -590,6 +590,9 @@ func nlRoute(index int, r netcfg.Route) *netlink.Route {
 	}
 	if r.Via.IsValid() {
 		nr.Gw = r.Via.AsSlice()
+		if r.OnLink {
+			nr.Flags |= int(netlink.FLAG_ONLINK)
+		}
 	} else if r.To.Addr().Is4() {
 		nr.Scope = netlink.SCOPE_LINK
 	}

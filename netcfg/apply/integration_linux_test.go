@@ -593,3 +593,30 @@ func TestIntegrationRoutingRules(t *testing.T) {
 		t.Errorf("after the change, rules %q, want %q", got, want)
 	}
 }
+
+// An explicit on-link: true was dropped, so the live apply could not add a
+// default route through a gateway outside the link's /32 (the kernel
+// refuses it as unreachable): it is added on-link, and a second run
+// changes nothing.
+func TestIntegrationOnLinkRoute(t *testing.T) {
+	ns, nh := newNS(t)
+	addVeth(t, nh, "eth0", mac1, "peer0", "bc:24:11:00:00:01")
+	h := openAt(t, ns)
+	allow := Drivers("veth")
+	cfg, err := netcfg.Parse([]byte("version: 2\nethernets:\n" +
+		"  eth0: {match: {macaddress: '" + mac1 + "'}, addresses: [192.0.2.5/32], routes: [{to: default, via: 198.51.100.1, on-link: true}]}\n"))
+	must(t, err)
+	_, res, err := planApply(t, h, cfg, allow, nil)
+	must(t, err)
+	if got := routes(t, nh, "eth0"); !hasAll(got, "default via 198.51.100.1 metric 0") {
+		t.Errorf("routes = %q", got)
+	}
+	p, res, err := planApply(t, h, cfg, allow, res.Receipt)
+	must(t, err)
+	wantOps(t, p)
+	back, err := ParseReceipt(res.Receipt.Marshal())
+	must(t, err)
+	if rs := back.Links[mac1].Routes; len(rs) != 1 || !rs[0].OnLink {
+		t.Errorf("receipt routes %+v", rs)
+	}
+}

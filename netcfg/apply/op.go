@@ -155,6 +155,9 @@ func routeString(r netcfg.Route) string {
 	}
 	if r.Via.IsValid() {
 		b.WriteString(" via " + r.Via.String())
+		if r.OnLink {
+			b.WriteString(" onlink")
+		}
 	} else {
 		b.WriteString(" on-link")
 	}

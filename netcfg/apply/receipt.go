@@ -157,6 +157,7 @@ type routeJSON struct {
 	Via    netip.Addr   `json:"via,omitzero"`
 	Metric int          `json:"metric,omitempty"`
 	Table  int          `json:"table,omitempty"`
+	OnLink bool         `json:"on_link,omitempty"`
 }
 
 type ruleJSON struct {
@@ -202,7 +203,7 @@ func marshalAdded(out map[string]linkAdded, in map[string]Added) {
 		})
 		rs := slices.SortedFunc(slices.Values(a.Routes), compareRoutes)
 		for _, rt := range rs {
-			la.Routes = append(la.Routes, routeJSON{To: rt.To, Via: rt.Via, Metric: rt.Metric, Table: rt.Table})
+			la.Routes = append(la.Routes, routeJSON{To: rt.To, Via: rt.Via, Metric: rt.Metric, Table: rt.Table, OnLink: rt.OnLink})
 		}
 		for _, ru := range slices.SortedFunc(slices.Values(a.Rules), compareRules) {
 			la.Rules = append(la.Rules, ruleJSON{From: ru.From, To: ru.To, Table: ru.Table, Priority: ru.Priority, Mark: ru.Mark, TOS: ru.TOS})
@@ -219,7 +220,14 @@ func compareRules(x, y netcfg.Rule) int {
 func compareRoutes(x, y netcfg.Route) int {
 	return cmp.Or(
 		x.To.Addr().Compare(y.To.Addr()), x.To.Bits()-y.To.Bits(),
-		x.Via.Compare(y.Via), x.Metric-y.Metric, x.Table-y.Table)
+		x.Via.Compare(y.Via), x.Metric-y.Metric, x.Table-y.Table, boolOrder(x.OnLink)-boolOrder(y.OnLink))
+}
+
+func boolOrder(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // ParseReceipt reads a receipt document. Anything it does not understand is
@@ -294,12 +302,14 @@ func parseAdded(field, key string, la linkAdded) (Added, error) {
 		a.Addresses = append(a.Addresses, p)
 	}
 	for i, rj := range la.Routes {
-		rt := netcfg.Route{To: rj.To, Via: rj.Via, Metric: rj.Metric, Table: rj.Table}
+		rt := netcfg.Route{To: rj.To, Via: rj.Via, Metric: rj.Metric, Table: rj.Table, OnLink: rj.OnLink}
 		switch {
 		case !rt.To.IsValid():
 			return a, fmt.Errorf("%s[%q].routes[%d].to: missing destination", field, key, i)
 		case rt.Via.IsValid() && rt.Via.Is4() != rt.To.Addr().Is4():
 			return a, fmt.Errorf("%s[%q].routes[%d].via: %s is not of the family of %s", field, key, i, rt.Via, rt.To)
+		case rt.OnLink && !rt.Via.IsValid():
+			return a, fmt.Errorf("%s[%q].routes[%d].on_link: only a route with a gateway is", field, key, i)
 		case rt.Metric < 0 || rt.Table < 0:
 			return a, fmt.Errorf("%s[%q].routes[%d]: negative metric or table", field, key, i)
 		case normRoute(rt) != rt:
