@@ -406,3 +406,17 @@ func TestRouteOnLink(t *testing.T) {
 		t.Errorf("routes %+v", rt)
 	}
 }
+
+// A rule's from or to of all (default, /0) is no selector, as the kernel
+// keeps it: the other end decides the family, and a rule of neither is
+// left out.
+func TestRuleAllIsNoSelector(t *testing.T) {
+	c, err := Parse([]byte("version: 2\nethernets: {eth0: {routing-policy: [{from: '2001:db8::/64', to: default, table: 5}, {from: 0.0.0.0/0, table: 6}]}}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := c.Interfaces[0].RoutingPolicy
+	if len(rp) != 1 || rp[0].To.IsValid() || rp[0].From.String() != "2001:db8::/64" || len(c.Notes) != 1 {
+		t.Errorf("rules %+v notes %q", rp, c.Notes)
+	}
+}

@@ -98,8 +98,9 @@ type DHCPOverrides struct {
 	UseDNS, UseNTP, UseHostname, UseDomains, UseRoutes, UseMTU, SendHostname *bool
 	// Hostname is the name sent instead of the machine's, "" for that.
 	Hostname string
-	// RouteMetric is the metric of the routes DHCPv6 learns (DHCPv4's is
-	// Interface.DHCPMetric); 0 means the default.
+	// RouteMetric is the metric of the routes DHCPv6 learns; 0 means the
+	// default. DHCPv4's is Interface.DHCPMetric (which v1 sets too), and
+	// this is 0 in DHCP4Overrides.
 	RouteMetric int
 }
 

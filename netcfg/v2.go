@@ -291,12 +291,13 @@ func v2IP(ifc *Interface, m mapping, n *notes) {
 			n.drop(f.errorf("neither mac nor duid"), "the setting")
 		}
 	}
-	var metric4 int
-	ifc.DHCP4Overrides, metric4 = v2Overrides(m.get("dhcp4-overrides"), "dhcp4-overrides", n)
-	if metric4 != 0 {
-		ifc.DHCPMetric = metric4
+	// DHCPv4's route metric is DHCPMetric, which v1 sets too.
+	o4 := v2Overrides(m.get("dhcp4-overrides"), "dhcp4-overrides", n)
+	if o4.RouteMetric != 0 {
+		ifc.DHCPMetric, o4.RouteMetric = o4.RouteMetric, 0
 	}
-	ifc.DHCP6Overrides, ifc.DHCP6Overrides.RouteMetric = v2Overrides(m.get("dhcp6-overrides"), "dhcp6-overrides", n)
+	ifc.DHCP4Overrides = o4
+	ifc.DHCP6Overrides = v2Overrides(m.get("dhcp6-overrides"), "dhcp6-overrides", n)
 	if rl, err := m.get("routing-policy").list(); err != nil {
 		n.drop(err, "every routing rule")
 	} else {
@@ -462,17 +463,17 @@ func v2Destination(f field, via netip.Addr) (netip.Prefix, error) {
 	return parseDestination(f, field{}, field{}, via)
 }
 
-// v2Overrides reads dhcp4-overrides or dhcp6-overrides; the route metric
-// is returned apart. A bad setting is left unset alone.
-func v2Overrides(f field, where string, n *notes) (DHCPOverrides, int) {
+// v2Overrides reads dhcp4-overrides or dhcp6-overrides (where). A bad
+// setting is left unset alone.
+func v2Overrides(f field, where string, n *notes) DHCPOverrides {
 	var o DHCPOverrides
 	if !f.present() {
-		return o, 0
+		return o
 	}
 	om, err := f.mapping()
 	if err != nil {
 		n.drop(err, "the setting")
-		return o, 0
+		return o
 	}
 	om.noteKeys(2, n, where)
 	for _, b := range []struct {
@@ -507,14 +508,13 @@ func v2Overrides(f field, where string, n *notes) (DHCPOverrides, int) {
 			o.Hostname = h
 		}
 	}
-	metric := 0
 	if mf := om.get("route-metric"); mf.present() {
-		if metric, err = mf.metric(); err != nil {
+		if o.RouteMetric, err = mf.metric(); err != nil {
 			n.drop(err, "the setting")
-			metric = 0
+			o.RouteMetric = 0
 		}
 	}
-	return o, metric
+	return o
 }
 
 // checkHostname accepts a host name sent to a DHCP server: 1 to 253 of
@@ -544,10 +544,14 @@ func v2Rule(rf field, n *notes) (Rule, error) {
 			if *p.to, err = v2Destination(f, netip.Addr{}); err != nil {
 				return r, err
 			}
+			if p.to.Bits() == 0 {
+				// "all", which the kernel keeps as no selector.
+				*p.to = netip.Prefix{}
+			}
 		}
 	}
 	if !r.From.IsValid() && !r.To.IsValid() {
-		return r, rf.errorf("neither from nor to")
+		return r, rf.errorf("neither from nor to (other than all), which a rule of seedkeeper's needs")
 	}
 	if r.From.IsValid() && r.To.IsValid() && r.From.Addr().Is4() != r.To.Addr().Is4() {
 		return r, rm.get("to").errorf("not of the family of from")
