@@ -163,7 +163,7 @@ var Keys = []Key{
 
 	{2, "dhcp4-overrides", "use-dns", ok, ok, no, na, ""},
 	{2, "dhcp4-overrides", "use-ntp", ok, no, no, na, ""},
-	{2, "dhcp4-overrides", "use-hostname", ok, no, no, na, ""},
+	{2, "dhcp4-overrides", "use-hostname", ok, ok, no, na, ""},
 	{2, "dhcp4-overrides", "use-domains", ok, no, no, na, ""},
 	{2, "dhcp4-overrides", "use-routes", ok, ok, no, na, ""},
 	{2, "dhcp4-overrides", "use-mtu", ok, no, no, na, ""},
@@ -172,7 +172,7 @@ var Keys = []Key{
 	{2, "dhcp4-overrides", "route-metric", ok, ok, ok, na, ""},
 	{2, "dhcp6-overrides", "use-dns", ok, ok, no, na, ""},
 	{2, "dhcp6-overrides", "use-ntp", ok, no, no, na, ""},
-	{2, "dhcp6-overrides", "use-hostname", ok, no, no, na, ""},
+	{2, "dhcp6-overrides", "use-hostname", ok, ok, no, na, ""},
 	{2, "dhcp6-overrides", "use-domains", ok, no, no, na, ""},
 	{2, "dhcp6-overrides", "use-routes", no, ok, no, na, ""},
 	{2, "dhcp6-overrides", "use-mtu", no, no, no, na, ""},

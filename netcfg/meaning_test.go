@@ -224,12 +224,13 @@ func TestDHCPOverrides(t *testing.T) {
 	wantIn(t, "networkd [DHCPv6]", v6, "UseDNS=no", "UseNTP=no", "UseHostname=no", "UseDomains=no")
 	nm := string(r.nm["seedkeeper-eth0.nmconnection"])
 	wantIn(t, "NetworkManager", nm, "ignore-auto-dns=true", "ignore-auto-routes=true", "never-default=true",
-		"dhcp-send-hostname=false", "dhcp-hostname=node1", "route-metric=200", "route-metric=300", "dhcp-client-id=mac")
+		"dhcp-send-hostname=false", "dhcp-hostname=node1", "route-metric=200", "route-metric=300", "dhcp-client-id=mac",
+		"[hostname]", "from-dhcp=false")
 	wantIn(t, "ifupdown", r.ifupdown, "    hostname node1", "    metric 200")
 	// What a stack's files cannot say is named, with the link.
 	for stack, want := range map[string]string{
 		"networkd":       "eth0: not applied by networkd: dhcp6-overrides.use-routes",
-		"networkmanager": "eth0: not applied by networkmanager: dhcp4-overrides.use-ntp, dhcp4-overrides.use-hostname, dhcp4-overrides.use-domains, dhcp4-overrides.use-mtu, dhcp6-overrides.use-ntp, dhcp6-overrides.use-hostname, dhcp6-overrides.use-domains",
+		"networkmanager": "eth0: not applied by networkmanager: dhcp4-overrides.use-ntp, dhcp4-overrides.use-domains, dhcp4-overrides.use-mtu, dhcp6-overrides.use-ntp, dhcp6-overrides.use-domains",
 		"ifupdown":       "eth0: not applied by ifupdown: dhcp-identifier, dhcp4-overrides.use-dns, dhcp4-overrides.use-ntp, dhcp4-overrides.use-hostname, dhcp4-overrides.use-domains, dhcp4-overrides.use-routes, dhcp4-overrides.use-mtu, dhcp4-overrides.send-hostname, dhcp6-overrides.use-dns, dhcp6-overrides.use-ntp, dhcp6-overrides.use-hostname, dhcp6-overrides.use-domains, dhcp6-overrides.use-routes, dhcp6-overrides.route-metric",
 	} {
 		if !slices.Contains(r.notes[stack], want) {

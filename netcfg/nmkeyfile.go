@@ -306,6 +306,13 @@ func renderKeyfile(ifc *Interface, extraDNS DNS, extraRoutes []Route) ([]byte, e
 			w.kv("addr-gen-mode", "eui64")
 		}
 	}
+	// The host name from a lease is one setting of the profile
+	// (NetworkManager 1.30 and later), for both families.
+	off := func(b *bool) bool { return b != nil && !*b }
+	if ifc.DHCP4 && off(ifc.DHCP4Overrides.UseHostname) || ifc.DHCP6 && off(ifc.DHCP6Overrides.UseHostname) {
+		w.section("hostname")
+		w.kv("from-dhcp", "false")
+	}
 	if w.err != nil {
 		return nil, w.err
 	}
