@@ -39,9 +39,10 @@ type Key struct {
 	// level), "link" (every device type), "ethernets", "bonds",
 	// "bridges", "vlans", "match", "parameters" (of a bond or bridge),
 	// "nameservers", "dhcp4-overrides", "dhcp6-overrides", "routes" or
-	// "routing-policy"; for v1 "config"
-	// (every entry), the entry's type ("physical", "bond", ...),
-	// "subnets" or "routes".
+	// "routing-policy"; for v1 "config" (every link entry), the entry's
+	// type ("physical", "bond", "bridge", "vlan", "nameserver",
+	// "route"), or "subnets". A key of a device-type place ("ethernets")
+	// wins over the same key of "link".
 	Where string
 	// Name is the key as the document spells it.
 	Name string
@@ -144,7 +145,7 @@ var Keys = []Key{
 	{2, "ethernets", "auth", no, no, no, no, "802.1X is not handled"},
 	{2, "match", "macaddress", ok, ok, ok, ok, ""},
 	{2, "match", "name", ok, ok, ok, ok, ""},
-	{2, "match", "driver", ok, no, no, no, ""},
+	{2, "match", "driver", ok, no, no, ok, ""},
 
 	// v2 bonds, bridges, VLANs (their links are not rendered for
 	// NetworkManager or ifupdown: the status names them).
@@ -318,6 +319,7 @@ var fieldKeys = []struct {
 	{"ethernets", "macaddress", func(i *Interface) bool { return i.SetMAC != "" }},
 	{"link", "routing-policy", func(i *Interface) bool { return len(i.RoutingPolicy) > 0 }},
 	{"link", "optional", func(i *Interface) bool { return i.Optional }},
+	{"match", "driver", func(i *Interface) bool { return i.Kind == Physical && i.MatchDriver != "" }},
 	{"dhcp4-overrides", "use-dns", func(i *Interface) bool { return i.DHCP4 && i.DHCP4Overrides.UseDNS != nil }},
 	{"dhcp4-overrides", "use-ntp", func(i *Interface) bool { return i.DHCP4 && i.DHCP4Overrides.UseNTP != nil }},
 	{"dhcp4-overrides", "use-hostname", func(i *Interface) bool { return i.DHCP4 && i.DHCP4Overrides.UseHostname != nil }},
@@ -348,7 +350,11 @@ func UnappliedBy(stack string, links []*Interface) []string {
 		var keys []string
 		for _, fk := range fieldKeys {
 			if k := LookupKey(2, fk.where, fk.name); k != nil && k.In(stack) == Noted && fk.set(ifc) {
-				keys = append(keys, strings.TrimPrefix(strings.TrimPrefix(fk.where+"."+fk.name, "link."), "ethernets."))
+				name := fk.where + "." + fk.name
+				if fk.where == "link" || fk.where == "ethernets" {
+					name = fk.name
+				}
+				keys = append(keys, name)
 			}
 		}
 		switch {

@@ -421,3 +421,45 @@ func TestRuleAllIsNoSelector(t *testing.T) {
 		t.Errorf("rules %+v notes %q", rp, c.Notes)
 	}
 }
+
+// Every model field the renderers note by is a key of the table, and
+// every key some stack applies and another does not is one of them, so
+// that no stack drops a setting without a word. (Keys of bonds, bridges
+// and VLANs are exempt: NetworkManager and ifupdown render none of those
+// links, and the status names them whole.)
+func TestFieldKeysCoverTheTable(t *testing.T) {
+	have := map[string]bool{}
+	for _, fk := range fieldKeys {
+		if LookupKey(2, fk.where, fk.name) == nil {
+			t.Errorf("%s %s is not in the table", fk.where, fk.name)
+		}
+		have[fk.where+" "+fk.name] = true
+	}
+	for _, k := range Keys {
+		if k.Format != 2 || k.Ignored() || slices.Contains([]string{"network", "bonds", "bridges", "vlans", "parameters"}, k.Where) ||
+			k.Where == "link" && k.Name == "macaddress" {
+			continue
+		}
+		mixed := false
+		for _, s := range []string{"networkd", "networkmanager", "ifupdown", "live"} {
+			mixed = mixed || k.In(s) == Noted
+		}
+		if mixed && !have[k.Where+" "+k.Name] {
+			t.Errorf("%s %s is applied by some stacks and noted by others, but no renderer can tell it is set", k.Where, k.Name)
+		}
+	}
+}
+
+// A match.driver beside a name was dropped in silence by the stacks that
+// cannot match by driver; it is named.
+func TestMatchDriverNoted(t *testing.T) {
+	r := renderStacks(t, "version: 2\nethernets: {lan: {match: {name: ens3, driver: virtio_net}, dhcp4: true}}")
+	for _, stack := range []string{"networkmanager", "ifupdown"} {
+		if want := "lan: not applied by " + stack + ": match.driver"; !slices.Contains(r.notes[stack], want) {
+			t.Errorf("%s notes %q, want %q", stack, r.notes[stack], want)
+		}
+	}
+	if len(r.notes["networkd"]) != 0 {
+		t.Errorf("networkd notes %q", r.notes["networkd"])
+	}
+}
