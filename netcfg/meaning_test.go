@@ -463,3 +463,20 @@ func TestMatchDriverNoted(t *testing.T) {
 		t.Errorf("networkd notes %q", r.notes["networkd"])
 	}
 }
+
+// netplan's own spellings of bond parameters (arp-ip-targets in its
+// reference, all-members-active and packets-per-member) were kept as
+// unknown parameters: a comment in the .netdev and nothing live. They are
+// the parameters seedkeeper knows under its names.
+func TestBondParamSpellings(t *testing.T) {
+	r := renderStacks(t, "version: 2\nethernets: {e0: {}}\nbonds: {bond0: {interfaces: [e0], parameters: "+
+		"{mode: balance-rr, arp-interval: 100, arp-ip-targets: [192.0.2.1, 192.0.2.2], all-members-active: true, packets-per-member: 2}}}")
+	nd := string(r.networkd["10-seedkeeper-bond0.netdev"])
+	wantIn(t, "bond0.netdev", nd, "ARPIPTargets=192.0.2.1 192.0.2.2", "AllSlavesActive=yes", "PacketsPerSlave=2")
+	if strings.Contains(nd, "not rendered") {
+		t.Errorf("bond0.netdev:\n%s", nd)
+	}
+	if p := r.c.Lookup("bond0").Params; p["arp-ip-target"] != "192.0.2.1 192.0.2.2" || p["all-slaves-active"] != "true" || p["packets-per-slave"] != "2" {
+		t.Errorf("params %v", p)
+	}
+}

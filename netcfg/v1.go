@@ -255,6 +255,17 @@ func v1Params(f field, kind Kind, n *notes) map[string]string {
 	})
 }
 
+// paramAliases are the other spellings of bond parameters netplan reads,
+// by the model's name: its reference's arp-ip-targets, the newer
+// all-members-active and packets-per-member, and the old misspelling of
+// gratuitous-arp (LP #1756701).
+var paramAliases = map[string]string{
+	"arp-ip-targets":     "arp-ip-target",
+	"all-members-active": "all-slaves-active",
+	"packets-per-member": "packets-per-slave",
+	"gratuitious-arp":    "gratuitous-arp",
+}
+
 // params reads a bond or bridge parameter mapping; value turns one entry,
 // under its v2 name, into the model's string form. A bad parameter is
 // noted and left out alone.
@@ -275,11 +286,11 @@ func params(f field, kind Kind, n *notes, value func(name string, vf field) (str
 			continue
 		}
 		name := v1Param(kind, k)
+		if model, ok := paramAliases[name]; ok {
+			name = model
+		}
 		s, err := value(name, vf)
 		if err == nil {
-			if name == "gratuitious-arp" {
-				name = "gratuitous-arp"
-			}
 			err = addParam(out, vf, name, s)
 		}
 		if err != nil {
