@@ -176,6 +176,10 @@ func (e *Env) renderNetworkd(cfg *netcfg.Config, owned func(*netcfg.Interface) b
 	if len(sf.Skipped) > 0 {
 		res.Notes = append(res.Notes, fmt.Sprintf("not rendered for %s: %s", det.Stack, strings.Join(sf.Skipped, ", ")))
 	}
+	for _, n := range sf.Notes {
+		e.Log.Info("network: " + n)
+		res.Notes = append(res.Notes, n)
+	}
 	if sf.Dir == "" {
 		res.Notes = append(res.Notes, sf.Note)
 		e.Log.Info("network: " + det.Stack.Name + ": " + sf.Note)

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -161,4 +162,40 @@ func keys(m map[string]string) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// What a stack's files cannot say of a link seedkeeper renders (here
+// NetworkManager's keyfiles and use-ntp, ifupdown's stanzas and use-dns)
+// was dropped with no word; it is named, with the link and the key, in
+// the status and the log.
+func TestRenderStackNotesReachStatusAndLog(t *testing.T) {
+	cfg, err := netcfg.Parse([]byte(`version: 2
+ethernets:
+  e0: {match: {macaddress: "52:54:00:00:00:01"}, set-name: e0, dhcp4: true, dhcp4-overrides: {use-dns: false, use-ntp: false}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := []apply.Link{{Index: 2, Name: "e0", MAC: "52:54:00:00:00:01", Up: true, MTU: 1500, Driver: "virtio_net"}}
+	p := apply.Diff(cfg, live, apply.Drivers("virtio_net"), nil)
+	for stack, want := range map[string]string{
+		"networkmanager": "e0: not applied by networkmanager: dhcp4-overrides.use-ntp",
+		"ifupdown":       "e0: not applied by ifupdown: dhcp4-overrides.use-dns, dhcp4-overrides.use-ntp",
+	} {
+		root := t.TempDir()
+		stackRoots[stack](t, root)
+		var log strings.Builder
+		e := &Env{Root: sysroot.Root(root), Log: slog.New(slog.NewTextHandler(&log, nil))}
+		e.init()
+		res := &NetResult{}
+		if err := e.render(context.Background(), cfg, p, res, false); err != nil {
+			t.Fatalf("%s: %v", stack, err)
+		}
+		if !slices.Contains(res.Notes, want) {
+			t.Errorf("%s: notes %q, want %q", stack, res.Notes, want)
+		}
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("%s: log lacks %q:\n%s", stack, want, log.String())
+		}
+	}
 }

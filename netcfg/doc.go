@@ -26,6 +26,15 @@
 // name a master or VLAN it does not accept; the agent passes the live
 // plan's verdict (apply.Plan.Owns, on apply.Plan.Pinned).
 //
+// A document means what its format's owner says: v2 as netplan reads it
+// (a route to an address without a prefix length is that one host), v1
+// as cloud-init does (the same route is a /24 or /64). Keys is the one
+// table of the keys seedkeeper reads, with what each stack's files and
+// the live apply do with each; a key applied nowhere, or unknown, is a
+// note naming the link and the key, what one stack cannot say is in its
+// StackFiles.Notes (UnappliedBy), and an entry of a device type
+// seedkeeper does not handle is left out alone.
+//
 // Stacks is the table of the network managers an image can run
 // (systemd-networkd, NetworkManager, ifupdown). Each Stack says how to
 // tell that a root runs it (DetectStack for a running system,

@@ -68,7 +68,12 @@ func writeStanzas(b *strings.Builder, ifc *Interface, name string, extraDNS DNS,
 			return fmt.Errorf("%s: %w", who, err)
 		}
 	}
-	b.WriteString("\nallow-hotplug " + name + "\nauto " + name + "\n")
+	// An optional link is brought up when it appears, and the boot does
+	// not wait for it (auto would make networking.service wait).
+	b.WriteString("\nallow-hotplug " + name + "\n")
+	if !ifc.Optional {
+		b.WriteString("auto " + name + "\n")
+	}
 	routes := slices.Concat(ifc.Routes, extraRoutes)
 	dnsDone := false
 	for _, fam := range []int{4, 6} {
@@ -101,8 +106,23 @@ func writeStanzas(b *strings.Builder, ifc *Interface, name string, extraDNS DNS,
 		if fam == 6 && method == "auto" && ifc.DHCP6 {
 			b.WriteString("    dhcp 1\n")
 		}
-		if ifc.MTU != 0 && fam == 4 {
-			b.WriteString("    mtu " + strconv.Itoa(ifc.MTU) + "\n")
+		if fam == 4 {
+			if ifc.MTU != 0 {
+				b.WriteString("    mtu " + strconv.Itoa(ifc.MTU) + "\n")
+			}
+			if ifc.SetMAC != "" {
+				b.WriteString("    hwaddress ether " + ifc.SetMAC + "\n")
+			}
+			if method == "dhcp" && ifc.DHCP4Overrides.Hostname != "" {
+				b.WriteString("    hostname " + ifc.DHCP4Overrides.Hostname + "\n")
+			}
+		}
+		if fam == 6 && method != "manual" {
+			// Only an explicit accept-ra: without one, ifupdown's
+			// methods take router advertisements as they need them.
+			if ifc.AcceptRA != nil {
+				b.WriteString("    accept_ra " + map[bool]string{true: "2", false: "0"}[*ifc.AcceptRA] + "\n")
+			}
 		}
 		f := strconv.Itoa(fam)
 		if method == "manual" {
@@ -118,7 +138,7 @@ func writeStanzas(b *strings.Builder, ifc *Interface, name string, extraDNS DNS,
 			cmd := "ip -" + f + " route replace " + r.To.String()
 			if r.Via.IsValid() {
 				cmd += " via " + r.Via.String()
-				if !containsAddr(addrs, r.Via) && !r.Via.IsLinkLocalUnicast() && !dynamicFor(ifc, r.Via) {
+				if r.OnLink || !containsAddr(addrs, r.Via) && !r.Via.IsLinkLocalUnicast() && !dynamicFor(ifc, r.Via) {
 					cmd += " onlink"
 				}
 			}
@@ -136,8 +156,21 @@ func writeStanzas(b *strings.Builder, ifc *Interface, name string, extraDNS DNS,
 				b.WriteString("    up " + cmd + "\n")
 			}
 		}
+		for _, r := range ifc.RoutingPolicy {
+			if (r.From.IsValid() && !is(r.From.Addr())) || (r.To.IsValid() && !is(r.To.Addr())) {
+				continue
+			}
+			// add fails on a rule seedkeeper has applied already.
+			b.WriteString("    up ip -" + f + " rule add " + ipRule(r) + " || true\n")
+		}
 		for _, a := range addrs {
 			b.WriteString("    down ip -" + f + " addr del " + a.String() + " dev " + name + " || true\n")
+		}
+		for _, r := range ifc.RoutingPolicy {
+			if (r.From.IsValid() && !is(r.From.Addr())) || (r.To.IsValid() && !is(r.To.Addr())) {
+				continue
+			}
+			b.WriteString("    down ip -" + f + " rule del " + ipRule(r) + " || true\n")
 		}
 		if fam == 4 && ifc.DHCP4 && ifc.DHCPMetric != 0 {
 			b.WriteString("    metric " + strconv.Itoa(ifc.DHCPMetric) + "\n")
@@ -156,3 +189,7 @@ func writeStanzas(b *strings.Builder, ifc *Interface, name string, extraDNS DNS,
 	}
 	return nil
 }
+
+// ipRule is a routing rule in ip-rule(8)'s words (those of
+// NetworkManager's routing-rule, which has the same grammar).
+func ipRule(r Rule) string { return nmRule(r) }

@@ -18,7 +18,9 @@ import (
 //   - v1 names links: an entry is written with its Name, else its ID, and
 //     references (bond and bridge members, VLAN links) are rewritten to
 //     those names; a v2 match on a name glob or a driver is lost;
-//   - route tables are lost;
+//   - route tables are lost, and so are the v2 settings v1 has no key
+//     for: optional, the DHCP overrides but DHCPv4's route metric,
+//     dhcp-identifier, routing-policy and an ethernet's macaddress;
 //   - SLAAC together with DHCPv6 is written as ipv6_dhcpv6-stateless.
 //
 // String values are single-quoted so that YAML 1.1 readers (cloud-init's

@@ -57,6 +57,23 @@ type Interface struct {
 	// DHCPMetric is the metric of routes learned by DHCPv4 (v1 "metric" on a
 	// dhcp subnet, v2 dhcp4-overrides.route-metric); 0 means the default.
 	DHCPMetric int
+	// DHCP4Overrides and DHCP6Overrides are the v2 dhcp4-overrides and
+	// dhcp6-overrides other than DHCPv4's route metric (DHCPMetric).
+	DHCP4Overrides DHCPOverrides
+	DHCP6Overrides DHCPOverrides
+	// DHCPIdentifier is v2 dhcp-identifier: "mac" (the client ID is the
+	// link's MAC) or "" (the stack's default, a DUID).
+	DHCPIdentifier string
+	// Optional is v2 optional: the boot does not wait for the link to be
+	// online.
+	Optional bool
+	// SetMAC is the MAC a physical link is given (v2 macaddress on an
+	// ethernet, beside match); "" leaves its own. A bond, bridge or VLAN
+	// keeps the MAC it is given in MAC.
+	SetMAC string
+	// RoutingPolicy are the link's policy routing rules (v2
+	// routing-policy).
+	RoutingPolicy []Rule
 
 	// Routes include default routes (To is 0.0.0.0/0 or ::/0) made from
 	// gateways.
@@ -74,12 +91,42 @@ type Interface struct {
 	Params map[string]string
 }
 
+// DHCPOverrides are the settings of one DHCP client (v2
+// dhcp4-overrides, dhcp6-overrides). A nil flag is the stack's default
+// (true for every one of them).
+type DHCPOverrides struct {
+	UseDNS, UseNTP, UseHostname, UseDomains, UseRoutes, UseMTU, SendHostname *bool
+	// Hostname is the name sent instead of the machine's, "" for that.
+	Hostname string
+	// RouteMetric is the metric of the routes DHCPv6 learns; 0 means the
+	// default. DHCPv4's is Interface.DHCPMetric (which v1 sets too), and
+	// this is 0 in DHCP4Overrides.
+	RouteMetric int
+}
+
+// IsZero reports whether every setting is the default.
+func (o DHCPOverrides) IsZero() bool { return o == DHCPOverrides{} }
+
+// Rule is one policy routing rule (v2 routing-policy). A zero prefix,
+// number or mark is not matched on.
+type Rule struct {
+	From, To netip.Prefix
+	Table    int
+	Priority int
+	Mark     int
+	TOS      int
+}
+
 // Route is one route. A zero Via means an on-link route.
 type Route struct {
 	To     netip.Prefix
 	Via    netip.Addr
 	Metric int
 	Table  int
+	// OnLink says the gateway is reachable on the link though no address
+	// of it holds the gateway (v2 on-link). The renderers also make a
+	// gateway outside every static address on-link without it.
+	OnLink bool
 }
 
 // DNS is a list of resolvers and search domains.

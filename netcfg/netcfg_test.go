@@ -743,8 +743,8 @@ func TestParseBadListElementDegradesAlone(t *testing.T) {
 }
 
 // Device types seedkeeper does not handle (tunnels, wifis, VRFs and the
-// rest of netplan's) were dropped with no word; each such section is a
-// note now, and the links seedkeeper handles stay.
+// rest of netplan's) were dropped with no word; each such entry is a
+// note naming its ID now, and the links seedkeeper handles stay.
 func TestParseV2UnhandledSectionsNoted(t *testing.T) {
 	c, err := Parse([]byte("version: 2\nethernets: {eth0: {dhcp4: true}}\n" +
 		"tunnels: {he0: {mode: sit, remote: 192.0.2.1}, he1: {mode: gre}}\nwifis: {wlan0: {dhcp4: true}}\nvrfs: {}\n"))
@@ -755,8 +755,9 @@ func TestParseV2UnhandledSectionsNoted(t *testing.T) {
 		t.Errorf("interfaces %+v", c.Interfaces)
 	}
 	want := []string{
-		"tunnels: a device type seedkeeper does not handle (2 entries); the section left out",
-		"wifis: a device type seedkeeper does not handle (1 entries); the section left out",
+		"tunnels.he0: a device type seedkeeper does not handle; the link left out",
+		"tunnels.he1: a device type seedkeeper does not handle; the link left out",
+		"wifis.wlan0: a device type seedkeeper does not handle; the link left out",
 	}
 	if !slices.Equal(c.Notes, want) {
 		t.Errorf("notes %q, want %q", c.Notes, want)

@@ -22,8 +22,14 @@ const Header = "# Written by seedkeeper; changes will be overwritten."
 // 10-seedkeeper-<id>.network; bonds, bridges and VLANs also get a .netdev.
 //
 //   - Physical links are matched by MAC address (with Type=ether, so that a
-//     bond or VLAN that inherits the MAC does not match too), by name or
-//     glob where the configuration has no MAC, and by driver if it asks.
+//     bond or VLAN that inherits the MAC does not match too; by the
+//     permanent one when the configuration gives the link a new MAC), by
+//     name or glob where the configuration has no MAC, and by driver if
+//     it asks.
+//   - [Link] carries the MTU, the MAC a link is given and, for an
+//     optional link, RequiredForOnline=no; [DHCPv4] and [DHCPv6] the
+//     DHCP overrides networkd has; [RoutingPolicyRule] the link's rules;
+//     a bridge member's [Bridge] its path cost and port priority.
 //   - Bond and bridge members get Bond=/Bridge= and no addresses of their
 //     own; a VLAN's parent gets VLAN=. Only a master or VLAN that is
 //     itself rendered is named: a member of a bond that is not owned gets
@@ -223,6 +229,11 @@ func renderNetwork(v *view, ifc *Interface, extraDNS DNS, extraRoutes []Route) (
 	switch {
 	case ifc.Kind != Physical:
 		w.kv("Name", ifc.LinkName())
+	case ifc.MAC != "" && ifc.SetMAC != "":
+		// The link's MAC is about to change: match the one it was
+		// made with.
+		w.kv("PermanentMACAddress", ifc.MAC)
+		w.kv("Type", "ether")
 	case ifc.MAC != "":
 		w.kv("MACAddress", ifc.MAC)
 		w.kv("Type", "ether")
@@ -234,9 +245,22 @@ func renderNetwork(v *view, ifc *Interface, extraDNS DNS, extraRoutes []Route) (
 	if ifc.Kind == Physical && ifc.MatchDriver != "" {
 		w.kv("Driver", ifc.MatchDriver)
 	}
-	if ifc.MTU != 0 {
+	setMAC := ifc.SetMAC
+	if ifc.Kind != Physical {
+		setMAC = ifc.MAC
+	}
+	if ifc.MTU != 0 || setMAC != "" || ifc.Optional {
 		w.section("Link")
-		w.kv("MTUBytes", strconv.Itoa(ifc.MTU))
+		if ifc.MTU != 0 {
+			w.kv("MTUBytes", strconv.Itoa(ifc.MTU))
+		}
+		if setMAC != "" {
+			w.kv("MACAddress", setMAC)
+		}
+		if ifc.Optional {
+			// network-online.target does not wait for it.
+			w.kv("RequiredForOnline", "no")
+		}
 	}
 
 	w.section("Network")
@@ -265,13 +289,8 @@ func renderNetwork(v *view, ifc *Interface, extraDNS DNS, extraRoutes []Route) (
 			dhcp = "ipv6"
 		}
 		w.kv("DHCP", dhcp)
-		switch {
-		case ifc.SLAAC || ifc.DHCP6 || (ifc.AcceptRA != nil && *ifc.AcceptRA):
-			// DHCPv6 starts from a router advertisement, and the IPv6
-			// default route comes from one.
-			w.kv("IPv6AcceptRA", "yes")
-		case ifc.AcceptRA != nil:
-			w.kv("IPv6AcceptRA", "no")
+		if ra, set := acceptRA(ifc); set {
+			w.kv("IPv6AcceptRA", yesNo(ra))
 		}
 		for _, a := range ifc.Addresses {
 			w.kv("Address", a.String())
@@ -295,10 +314,24 @@ func renderNetwork(v *view, ifc *Interface, extraDNS DNS, extraRoutes []Route) (
 	for _, vl := range v.vlans(ifc) {
 		w.kv("VLAN", vl.LinkName())
 	}
+	if master != nil && master.Kind == Bridge {
+		cost, prio := portParams(master, ifc)
+		if cost != "" || prio != "" {
+			w.section("Bridge")
+			if cost != "" {
+				w.kv("Cost", cost)
+			}
+			if prio != "" {
+				w.kv("Priority", prio)
+			}
+		}
+	}
 	if master == nil {
-		if ifc.DHCP4 && ifc.DHCPMetric != 0 {
-			w.section("DHCPv4")
-			w.kv("RouteMetric", strconv.Itoa(ifc.DHCPMetric))
+		if ifc.DHCP4 {
+			writeDHCP(w, "DHCPv4", ifc.DHCP4Overrides, ifc.DHCPMetric, ifc.DHCPIdentifier, true)
+		}
+		if ifc.DHCP6 {
+			writeDHCP(w, "DHCPv6", ifc.DHCP6Overrides, ifc.DHCP6Overrides.RouteMetric, "", false)
 		}
 		for _, r := range slices.Concat(ifc.Routes, extraRoutes) {
 			w.section("Route")
@@ -307,7 +340,7 @@ func renderNetwork(v *view, ifc *Interface, extraDNS DNS, extraRoutes []Route) (
 			}
 			if r.Via.IsValid() {
 				w.kv("Gateway", r.Via.String())
-				if !r.Via.IsLinkLocalUnicast() && !containsAddr(ifc.Addresses, r.Via) &&
+				if r.OnLink || !r.Via.IsLinkLocalUnicast() && !containsAddr(ifc.Addresses, r.Via) &&
 					(!dynamicFor(ifc, r.Via) || len(ifc.Addresses) == 0) {
 					// A gateway outside every address (a /32 with a
 					// gateway beside it, or a DHCP-only link) is
@@ -326,8 +359,105 @@ func renderNetwork(v *view, ifc *Interface, extraDNS DNS, extraRoutes []Route) (
 				w.kv("Table", strconv.Itoa(r.Table))
 			}
 		}
+		for _, r := range ifc.RoutingPolicy {
+			w.section("RoutingPolicyRule")
+			if r.From.IsValid() {
+				w.kv("From", r.From.String())
+			}
+			if r.To.IsValid() {
+				w.kv("To", r.To.String())
+			}
+			if r.Table != 0 {
+				w.kv("Table", strconv.Itoa(r.Table))
+			}
+			if r.Priority != 0 {
+				w.kv("Priority", strconv.Itoa(r.Priority))
+			}
+			if r.Mark != 0 {
+				w.kv("FirewallMark", strconv.Itoa(r.Mark))
+			}
+			if r.TOS != 0 {
+				w.kv("TypeOfService", strconv.Itoa(r.TOS))
+			}
+		}
 	}
 	return w.result()
+}
+
+// portParams are the path cost and port priority a bridge gives its
+// member (v2 parameters path-cost and port-priority, by the member's ID
+// or link name), "" where it gives none.
+func portParams(bridge, member *Interface) (cost, prio string) {
+	get := func(key string) string {
+		for _, pair := range strings.Fields(bridge.Params[key]) {
+			port, val, _ := strings.Cut(pair, "=")
+			if _, err := strconv.Atoi(val); err == nil && (port == member.ID || port == member.LinkName()) {
+				return val
+			}
+		}
+		return ""
+	}
+	return get("path-cost"), get("port-priority")
+}
+
+// acceptRA is whether the link takes router advertisements and whether
+// the configuration says so (set false: the stack's default). An explicit
+// accept-ra wins over what the rest would make of it; without one, SLAAC
+// and DHCPv6 need them (DHCPv6 starts from a router advertisement, and the
+// IPv6 default route comes from one).
+func acceptRA(ifc *Interface) (ra, set bool) {
+	switch {
+	case ifc.AcceptRA != nil:
+		return *ifc.AcceptRA, true
+	case ifc.SLAAC || ifc.DHCP6:
+		return true, true
+	}
+	return false, false
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// writeDHCP writes the [DHCPv4] or [DHCPv6] section of the DHCP client's
+// settings, when one is not the default: what networkd's section has
+// (DHCPv6 has no UseRoutes, UseMTU, SendHostname or Hostname; the stack's
+// notes say so).
+func writeDHCP(w *ini, sec string, o DHCPOverrides, metric int, clientID string, v4 bool) {
+	opened := false
+	kv := func(k, v string) {
+		if !opened {
+			w.section(sec)
+			opened = true
+		}
+		w.kv(k, v)
+	}
+	if clientID == "mac" {
+		kv("ClientIdentifier", "mac")
+	}
+	if metric != 0 {
+		kv("RouteMetric", strconv.Itoa(metric))
+	}
+	flags := []struct {
+		key string
+		b   *bool
+		v6  bool
+	}{
+		{"UseDNS", o.UseDNS, true}, {"UseNTP", o.UseNTP, true}, {"UseHostname", o.UseHostname, true},
+		{"UseDomains", o.UseDomains, true}, {"UseRoutes", o.UseRoutes, false}, {"UseMTU", o.UseMTU, false},
+		{"SendHostname", o.SendHostname, false},
+	}
+	for _, f := range flags {
+		if f.b != nil && (v4 || f.v6) {
+			kv(f.key, yesNo(*f.b))
+		}
+	}
+	if o.Hostname != "" && v4 {
+		kv("Hostname", o.Hostname)
+	}
 }
 
 // dynamicFor reports whether the link gets addresses of the gateway's

@@ -128,6 +128,54 @@ func (w *keyfile) list(k string, vs []string) {
 	}
 }
 
+// nmDHCP writes the DHCP client settings NetworkManager has in the ipv4
+// or ipv6 section (the stack's notes name the others).
+func nmDHCP(w *keyfile, o DHCPOverrides, metric int) {
+	if metric != 0 {
+		w.kv("route-metric", strconv.Itoa(metric))
+	}
+	if o.UseDNS != nil && !*o.UseDNS {
+		w.kv("ignore-auto-dns", "true")
+	}
+	if o.UseRoutes != nil && !*o.UseRoutes {
+		// As netplan renders it: no routes and no default route from
+		// the lease.
+		w.kv("ignore-auto-routes", "true")
+		w.kv("never-default", "true")
+	}
+	if o.SendHostname != nil {
+		w.kv("dhcp-send-hostname", strconv.FormatBool(*o.SendHostname))
+	}
+	if o.Hostname != "" {
+		w.kv("dhcp-hostname", o.Hostname)
+	}
+}
+
+// nmRule is a routing rule in NetworkManager's routing-rule syntax.
+func nmRule(r Rule) string {
+	var f []string
+	if r.Priority != 0 {
+		f = append(f, "priority", strconv.Itoa(r.Priority))
+	}
+	if r.From.IsValid() {
+		f = append(f, "from", r.From.String())
+	}
+	if r.To.IsValid() {
+		f = append(f, "to", r.To.String())
+	}
+	if r.Mark != 0 {
+		f = append(f, "fwmark", strconv.Itoa(r.Mark))
+	}
+	if r.TOS != 0 {
+		f = append(f, "tos", strconv.Itoa(r.TOS))
+	}
+	table := r.Table
+	if table == 0 {
+		table = 254 // main
+	}
+	return strings.Join(append(f, "table", strconv.Itoa(table)), " ")
+}
+
 // nmUUID is a fixed (name-based, version 5 layout) UUID for a profile.
 func nmUUID(id string) string {
 	h := sha1.Sum([]byte("seedkeeper/nm/" + id))
@@ -160,6 +208,9 @@ func renderKeyfile(ifc *Interface, extraDNS DNS, extraRoutes []Route) ([]byte, e
 	}
 	if ifc.MTU != 0 {
 		w.kv("mtu", strconv.Itoa(ifc.MTU))
+	}
+	if ifc.SetMAC != "" {
+		w.kv("cloned-mac-address", strings.ToUpper(ifc.SetMAC))
 	}
 
 	dns := DNS{
@@ -212,7 +263,7 @@ func renderKeyfile(ifc *Interface, extraDNS DNS, extraRoutes []Route) ([]byte, e
 			}
 			w.kv("route"+strconv.Itoa(n), v)
 			var opts []string
-			if r.Via.IsValid() && !r.Via.IsLinkLocalUnicast() && !containsAddr(addrs, r.Via) && !dynamicFor(ifc, r.Via) {
+			if r.OnLink || r.Via.IsValid() && !r.Via.IsLinkLocalUnicast() && !containsAddr(addrs, r.Via) && !dynamicFor(ifc, r.Via) {
 				opts = append(opts, "onlink=true")
 			}
 			if r.Table != 0 {
@@ -234,12 +285,33 @@ func renderKeyfile(ifc *Interface, extraDNS DNS, extraRoutes []Route) ([]byte, e
 				w.list("dns-search", dns.Search)
 			}
 		}
-		if fam == 4 && ifc.DHCP4 && ifc.DHCPMetric != 0 {
-			w.kv("route-metric", strconv.Itoa(ifc.DHCPMetric))
+		if fam == 4 && ifc.DHCP4 {
+			nmDHCP(w, ifc.DHCP4Overrides, ifc.DHCPMetric)
+			if ifc.DHCPIdentifier == "mac" {
+				w.kv("dhcp-client-id", "mac")
+			}
+		}
+		if fam == 6 && ifc.DHCP6 {
+			nmDHCP(w, ifc.DHCP6Overrides, ifc.DHCP6Overrides.RouteMetric)
+		}
+		n = 0
+		for _, r := range ifc.RoutingPolicy {
+			if a := r.From; (a.IsValid() && !is(a.Addr())) || (r.To.IsValid() && !is(r.To.Addr())) {
+				continue
+			}
+			n++
+			w.kv("routing-rule"+strconv.Itoa(n), nmRule(r))
 		}
 		if fam == 6 && method != "ignore" {
 			w.kv("addr-gen-mode", "eui64")
 		}
+	}
+	// The host name from a lease is one setting of the profile
+	// (NetworkManager 1.30 and later), for both families.
+	off := func(b *bool) bool { return b != nil && !*b }
+	if ifc.DHCP4 && off(ifc.DHCP4Overrides.UseHostname) || ifc.DHCP6 && off(ifc.DHCP6Overrides.UseHostname) {
+		w.section("hostname")
+		w.kv("from-dhcp", "false")
 	}
 	if w.err != nil {
 		return nil, w.err

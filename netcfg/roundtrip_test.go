@@ -126,7 +126,7 @@ func checkNetworkFile(t *testing.T, c *Config, ifc *Interface, f iniFile, base s
 		return v[0]
 	}
 	for _, s := range f.sections() {
-		if !slices.Contains([]string{"Match", "Link", "Network", "DHCPv4", "Route"}, s) {
+		if !slices.Contains([]string{"Match", "Link", "Network", "DHCPv4", "DHCPv6", "Route", "RoutingPolicyRule", "Bridge"}, s) {
 			fail("unexpected section [%s]", s)
 		}
 	}
@@ -135,6 +135,10 @@ func checkNetworkFile(t *testing.T, c *Config, ifc *Interface, f iniFile, base s
 	case ifc.Kind != Physical:
 		if one("Match", "Name") != ifc.LinkName() {
 			fail("Match.Name %q, want %q", one("Match", "Name"), ifc.LinkName())
+		}
+	case ifc.MAC != "" && ifc.SetMAC != "":
+		if one("Match", "PermanentMACAddress") != ifc.MAC {
+			fail("Match.PermanentMACAddress %q, want %q", one("Match", "PermanentMACAddress"), ifc.MAC)
 		}
 	case ifc.MAC != "":
 		if one("Match", "MACAddress") != ifc.MAC {
@@ -150,6 +154,22 @@ func checkNetworkFile(t *testing.T, c *Config, ifc *Interface, f iniFile, base s
 	}
 	if mtu := one("Link", "MTUBytes"); mtu != "" && mtu != strconv.Itoa(ifc.MTU) || mtu == "" && ifc.MTU != 0 {
 		fail("Link.MTUBytes %q, want %d", mtu, ifc.MTU)
+	}
+	setMAC := ifc.SetMAC
+	if ifc.Kind != Physical {
+		setMAC = ifc.MAC
+	}
+	if got := one("Link", "MACAddress"); got != setMAC {
+		fail("Link.MACAddress %q, want %q", got, setMAC)
+	}
+	if got, want := one("Link", "RequiredForOnline"), map[bool]string{true: "no"}[ifc.Optional]; got != want {
+		fail("Link.RequiredForOnline %q, want %q", got, want)
+	}
+	if ra, set := acceptRA(ifc); c.Master(ifc) == nil && set && one("Network", "IPv6AcceptRA") != yesNo(ra) {
+		fail("IPv6AcceptRA %q, want %s", one("Network", "IPv6AcceptRA"), yesNo(ra))
+	}
+	if n := len(f.get("RoutingPolicyRule", "Table")) + len(f.get("RoutingPolicyRule", "From")) + len(f.get("RoutingPolicyRule", "To")); c.Master(ifc) == nil && n < len(ifc.RoutingPolicy) {
+		fail("%d routing rules written, want %d", n, len(ifc.RoutingPolicy))
 	}
 	var vlans []string
 	for _, v := range c.VLANs(ifc) {

@@ -26,7 +26,8 @@ func renderIfupdownFiles(d Detection, c *Config, owned func(*Interface) bool) (*
 	if err != nil {
 		return nil, err
 	}
-	sf.Dir, sf.Skipped = d.IfupdownDir, skipped
+	links, _, _, _ := physicalPlan(c, owned)
+	sf.Dir, sf.Skipped, sf.Notes = d.IfupdownDir, skipped, UnappliedBy("ifupdown", links)
 	sf.Files = map[string][]byte{IfupdownFile: b}
 	return sf, nil
 }
@@ -64,7 +65,10 @@ func reloadIfupdown(root string, sf *StackFiles) Reload {
 	var r Reload
 	if sf != nil {
 		for _, l := range strings.Split(string(sf.Files[IfupdownFile]), "\n") {
-			if f := strings.Fields(l); len(f) == 2 && f[0] == "auto" && !up[f[1]] {
+			// allow-hotplug names every link of the stanzas, auto
+			// only those that are not optional.
+			if f := strings.Fields(l); len(f) == 2 && (f[0] == "allow-hotplug" || f[0] == "auto") && !up[f[1]] {
+				up[f[1]] = true
 				r.Steps = append(r.Steps, ReloadStep{Command: []string{"systemctl", "start", "--no-block", "ifup@" + f[1] + ".service"}})
 			}
 		}

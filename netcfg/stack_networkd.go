@@ -22,7 +22,7 @@ func renderNetworkdFiles(d Detection, c *Config, owned func(*Interface) bool) (*
 	if err != nil {
 		return nil, err
 	}
-	return &StackFiles{Dir: NetworkdDir, Files: files, Mode: 0o644}, nil
+	return &StackFiles{Dir: NetworkdDir, Files: files, Mode: 0o644, Notes: UnappliedBy("networkd", newView(c, owned).links)}, nil
 }
 
 func networkdPlaces(string) ([]Place, error) {

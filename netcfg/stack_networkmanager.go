@@ -19,7 +19,8 @@ func renderNetworkManagerFiles(d Detection, c *Config, owned func(*Interface) bo
 	if err != nil {
 		return nil, err
 	}
-	sf := &StackFiles{Dir: NMConnectionDir, Files: files, Mode: 0o600, Skipped: skipped}
+	links, _, _, _ := physicalPlan(c, owned)
+	sf := &StackFiles{Dir: NMConnectionDir, Files: files, Mode: 0o600, Skipped: skipped, Notes: UnappliedBy("networkmanager", links)}
 	if conf := RenderNMConf(c, owned); conf != nil {
 		sf.Extra = map[string][]byte{NMConfFile: conf}
 	}

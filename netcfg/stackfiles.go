@@ -20,6 +20,10 @@ type StackFiles struct {
 	Skipped []string
 	// Note says why nothing is written, when Dir is "".
 	Note string
+	// Notes name, per link the files describe, the settings of the
+	// configuration they do not say (see Keys), for the status and the
+	// log.
+	Notes []string
 	// Extra are files outside Dir, by absolute path (mode 0644): the
 	// NetworkManager drop-in that makes it activate the profiles.
 	Extra map[string][]byte

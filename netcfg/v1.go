@@ -126,7 +126,7 @@ func (p *v1Parser) entry(e field) error {
 		p.nameserver(m)
 		return nil
 	case "route":
-		r, err := v1Route(m)
+		r, err := v1Route(m, p.n)
 		if err != nil {
 			return err
 		}
@@ -201,6 +201,7 @@ func (p *v1Parser) link(m mapping, kind Kind) error {
 	}
 	// The link stands from here on; the rest degrades by field.
 	p.idPath[name] = m.path
+	m.noteKeys(1, p.n, string(kind), "config")
 	if f := m.get("mtu"); f.present() {
 		if ifc.MTU, err = f.mtu(); err != nil {
 			p.n.drop(err, "the setting")
@@ -254,6 +255,17 @@ func v1Params(f field, kind Kind, n *notes) map[string]string {
 	})
 }
 
+// paramAliases are the other spellings of bond parameters netplan reads,
+// by the model's name: its reference's arp-ip-targets, the newer
+// all-members-active and packets-per-member, and the old misspelling of
+// gratuitous-arp (LP #1756701).
+var paramAliases = map[string]string{
+	"arp-ip-targets":     "arp-ip-target",
+	"all-members-active": "all-slaves-active",
+	"packets-per-member": "packets-per-slave",
+	"gratuitious-arp":    "gratuitous-arp",
+}
+
 // params reads a bond or bridge parameter mapping; value turns one entry,
 // under its v2 name, into the model's string form. A bad parameter is
 // noted and left out alone.
@@ -274,11 +286,11 @@ func params(f field, kind Kind, n *notes, value func(name string, vf field) (str
 			continue
 		}
 		name := v1Param(kind, k)
+		if model, ok := paramAliases[name]; ok {
+			name = model
+		}
 		s, err := value(name, vf)
 		if err == nil {
-			if name == "gratuitious-arp" {
-				name = "gratuitous-arp"
-			}
 			err = addParam(out, vf, name, s)
 		}
 		if err != nil {
@@ -361,6 +373,7 @@ func v1Subnet(ifc *Interface, sf field, n *notes) {
 		n.drop(err, "the subnet")
 		return
 	}
+	m.noteKeys(1, n, "subnets")
 	metric, metricOK := 0, true
 	if f := m.get("metric"); f.present() {
 		if metric, err = f.metric(); err != nil {
@@ -425,7 +438,7 @@ func v1Subnet(ifc *Interface, sf field, n *notes) {
 		rm, err := rf.mapping()
 		var r Route
 		if err == nil {
-			r, err = v1Route(rm)
+			r, err = v1Route(rm, n)
 		}
 		if err != nil {
 			n.drop(err, "the route")
@@ -437,9 +450,10 @@ func v1Subnet(ifc *Interface, sf field, n *notes) {
 
 // v1Route reads a route: destination (or network) with an optional netmask
 // or prefix, gateway and metric.
-func v1Route(m mapping) (Route, error) {
+func v1Route(m mapping, n *notes) (Route, error) {
 	var r Route
 	var err error
+	m.noteKeys(1, n, "route")
 	if gf := m.get("gateway"); gf.present() {
 		if r.Via, err = gf.addr(); err != nil {
 			return r, err
@@ -472,6 +486,7 @@ func v1Route(m mapping) (Route, error) {
 // left out alone.
 func (p *v1Parser) nameserver(m mapping) {
 	var d DNS
+	m.noteKeys(1, p.n, "nameserver")
 	if f := m.get("address"); f.present() {
 		d.Nameservers = f.addrList(p.n)
 	}

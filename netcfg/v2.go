@@ -2,7 +2,9 @@ package netcfg
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -19,19 +21,36 @@ var v2Sections = []struct {
 	{"vlans", VLAN},
 }
 
-// v2Unhandled are the netplan device types seedkeeper does not read: a
-// section of one is left out whole, and said.
+// v2Unhandled are the netplan device types seedkeeper does not read:
+// each entry of one is left out alone, and said.
 var v2Unhandled = []string{"dummy-devices", "modems", "nm-devices", "tunnels", "virtual-ethernets", "vrfs", "wifis"}
 
 func parseV2(top mapping) (*Config, error) {
 	c := &Config{}
 	n := &notes{}
-	for _, key := range v2Unhandled {
+	for _, key := range top.keys() {
+		if !slices.Contains(v2Unhandled, key) {
+			continue
+		}
 		f := top.get(key)
-		if m, err := f.mapping(); f.present() && (err != nil || len(m.m) > 0) {
-			n.drop(f.errorf("a device type seedkeeper does not handle (%d entries)", len(m.m)), "the section")
+		m, err := f.mapping()
+		if err != nil {
+			n.drop(f.errorf("a device type seedkeeper does not handle"), "the section")
+			continue
+		}
+		for _, id := range m.keys() {
+			ef := m.get(id)
+			if CheckLine(id) != nil {
+				ef = field{path: m.path}
+			}
+			n.drop(ef.errorf("a device type seedkeeper does not handle"), "the link")
 		}
 	}
+	rest := mapping{top.path, maps.Clone(top.m)}
+	for _, key := range v2Unhandled {
+		delete(rest.m, key)
+	}
+	rest.noteKeys(2, n, "network")
 	idPath := map[string]string{}
 	for _, sec := range v2Sections {
 		f := top.get(sec.key)
@@ -115,8 +134,9 @@ func v2Link(ef field, id string, kind Kind, n *notes) (Interface, error) {
 	if err != nil {
 		return ifc, err
 	}
+	m.noteKeys(2, n, v2SectionOf(kind), "link")
 	if kind == Physical {
-		if err := v2Match(&ifc, m); err != nil {
+		if err := v2Match(&ifc, m, n); err != nil {
 			return ifc, err
 		}
 		if ifc.Name == "" && !ValidLinkName(id) {
@@ -163,6 +183,19 @@ func v2Link(ef field, id string, kind Kind, n *notes) (Interface, error) {
 			n.drop(err, "the setting")
 		}
 	}
+	if f := m.get("macaddress"); f.present() {
+		// The MAC the link is given, not one that selects it (that is
+		// match.macaddress).
+		mac, err := f.mac()
+		switch {
+		case err != nil:
+			n.drop(err, "the setting")
+		case kind == Physical:
+			ifc.SetMAC = mac
+		default:
+			ifc.MAC = mac
+		}
+	}
 	if kind == Bond || kind == Bridge {
 		ifc.Params = v2Params(m.get("parameters"), kind, n)
 	}
@@ -170,9 +203,19 @@ func v2Link(ef field, id string, kind Kind, n *notes) (Interface, error) {
 	return ifc, nil
 }
 
+// v2SectionOf is the v2 section a kind of link is listed in.
+func v2SectionOf(k Kind) string {
+	for _, s := range v2Sections {
+		if s.kind == k {
+			return s.key
+		}
+	}
+	return ""
+}
+
 // v2Match reads match and set-name of an ethernet. Without match, the ID is
 // the name of the link.
-func v2Match(ifc *Interface, m mapping) error {
+func v2Match(ifc *Interface, m mapping, n *notes) error {
 	var err error
 	if f := m.get("set-name"); f.present() {
 		if ifc.Name, err = f.ifname(); err != nil {
@@ -188,6 +231,7 @@ func v2Match(ifc *Interface, m mapping) error {
 	if err != nil {
 		return err
 	}
+	mm.noteKeys(2, n, "match")
 	if f := mm.get("macaddress"); f.present() {
 		if ifc.MAC, err = f.mac(); err != nil {
 			return err
@@ -234,14 +278,36 @@ func v2IP(ifc *Interface, m mapping, n *notes) {
 	if b, ok := flag("accept-ra"); ok {
 		ifc.AcceptRA = &b
 	}
-	if f := m.get("dhcp4-overrides"); f.present() {
-		om, err := f.mapping()
-		if err != nil {
+	ifc.Optional, _ = flag("optional")
+	if f := m.get("dhcp-identifier"); f.present() {
+		s, err := f.str()
+		switch {
+		case err != nil:
 			n.drop(err, "the setting")
-		} else if mf := om.get("route-metric"); mf.present() {
-			if ifc.DHCPMetric, err = mf.metric(); err != nil {
-				n.drop(err, "the setting")
+		case s == "mac":
+			ifc.DHCPIdentifier = s
+		case s != "duid":
+			// duid is the stacks' default.
+			n.drop(f.errorf("neither mac nor duid"), "the setting")
+		}
+	}
+	// DHCPv4's route metric is DHCPMetric, which v1 sets too.
+	o4 := v2Overrides(m.get("dhcp4-overrides"), "dhcp4-overrides", n)
+	if o4.RouteMetric != 0 {
+		ifc.DHCPMetric, o4.RouteMetric = o4.RouteMetric, 0
+	}
+	ifc.DHCP4Overrides = o4
+	ifc.DHCP6Overrides = v2Overrides(m.get("dhcp6-overrides"), "dhcp6-overrides", n)
+	if rl, err := m.get("routing-policy").list(); err != nil {
+		n.drop(err, "every routing rule")
+	} else {
+		for _, rf := range rl {
+			r, err := v2Rule(rf, n)
+			if err != nil {
+				n.drop(err, "the routing rule")
+				continue
 			}
+			ifc.RoutingPolicy = append(ifc.RoutingPolicy, r)
 		}
 	}
 	addrs, err := m.get("addresses").list()
@@ -279,7 +345,7 @@ func v2IP(ifc *Interface, m mapping, n *notes) {
 		n.drop(err, "every route")
 	}
 	for _, rf := range routes {
-		r, err := v2Route(rf)
+		r, err := v2Route(rf, n)
 		if err != nil {
 			n.drop(err, "the route")
 			continue
@@ -292,6 +358,7 @@ func v2IP(ifc *Interface, m mapping, n *notes) {
 			n.drop(err, "the nameservers")
 			return
 		}
+		nm.noteKeys(2, n, "nameservers")
 		if af := nm.get("addresses"); af.present() {
 			ifc.DNS.Nameservers = af.addrList(n)
 		}
@@ -322,11 +389,24 @@ func v2Address(af field) (netip.Prefix, error) {
 	return parseAddress(af, field{}, field{})
 }
 
-func v2Route(rf field) (Route, error) {
+// v2Route reads one item of routes. A destination without a prefix
+// length is one host (/32, /128), as netplan reads it; a route of a type
+// other than unicast is left out (made as unicast it would carry what the
+// document keeps from it).
+func v2Route(rf field, n *notes) (Route, error) {
 	var r Route
 	rm, err := rf.mapping()
 	if err != nil {
 		return r, err
+	}
+	if f := rm.get("type"); f.present() {
+		t, err := f.str()
+		if err != nil {
+			return r, err
+		}
+		if t != "unicast" {
+			return r, f.errorf("a route type other than unicast, which seedkeeper does not make")
+		}
 	}
 	if f := rm.get("via"); f.present() {
 		if r.Via, err = f.addr(); err != nil {
@@ -337,7 +417,7 @@ func v2Route(rf field) (Route, error) {
 	if err != nil {
 		return r, err
 	}
-	if r.To, err = parseDestination(tf, field{}, field{}, r.Via); err != nil {
+	if r.To, err = v2Destination(tf, r.Via); err != nil {
 		return r, err
 	}
 	if r.Via.IsValid() {
@@ -353,6 +433,139 @@ func v2Route(rf field) (Route, error) {
 	if f := rm.get("table"); f.present() {
 		if r.Table, err = f.intIn("a routing table", 0, maxMetric); err != nil {
 			return r, err
+		}
+	}
+	if f := rm.get("on-link"); f.present() {
+		b, err := f.boolean()
+		if err != nil {
+			n.drop(err, "the setting")
+		}
+		r.OnLink = b && r.Via.IsValid()
+	}
+	rm.noteKeys(2, n, "routes")
+	return r, nil
+}
+
+// v2Destination reads a route's to or a rule's from and to: "default",
+// a prefix, or an address alone, which is that one host.
+func v2Destination(f field, via netip.Addr) (netip.Prefix, error) {
+	s, err := f.str()
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	if s != "default" && !strings.Contains(s, "/") {
+		a, err := netip.ParseAddr(strings.TrimSpace(s))
+		if err != nil || a.Zone() != "" {
+			return netip.Prefix{}, f.errorf("not an IP address or prefix")
+		}
+		return netip.PrefixFrom(a, a.BitLen()), nil
+	}
+	return parseDestination(f, field{}, field{}, via)
+}
+
+// v2Overrides reads dhcp4-overrides or dhcp6-overrides (where). A bad
+// setting is left unset alone.
+func v2Overrides(f field, where string, n *notes) DHCPOverrides {
+	var o DHCPOverrides
+	if !f.present() {
+		return o
+	}
+	om, err := f.mapping()
+	if err != nil {
+		n.drop(err, "the setting")
+		return o
+	}
+	om.noteKeys(2, n, where)
+	for _, b := range []struct {
+		key string
+		to  **bool
+	}{
+		{"use-dns", &o.UseDNS}, {"use-ntp", &o.UseNTP}, {"use-hostname", &o.UseHostname}, {"use-domains", &o.UseDomains},
+		{"use-routes", &o.UseRoutes}, {"use-mtu", &o.UseMTU}, {"send-hostname", &o.SendHostname},
+	} {
+		// netplan's use-domains may also be "route" (a routing-only
+		// domain), which seedkeeper does not make: not a boolean, so
+		// noted and left at the default.
+		kf := om.get(b.key)
+		if !kf.present() {
+			continue
+		}
+		v, err := kf.boolean()
+		if err != nil {
+			n.drop(err, "the setting")
+			continue
+		}
+		*b.to = &v
+	}
+	if hf := om.get("hostname"); hf.present() {
+		h, err := hf.str()
+		if err == nil {
+			err = checkHostname(hf, h)
+		}
+		if err != nil {
+			n.drop(err, "the setting")
+		} else {
+			o.Hostname = h
+		}
+	}
+	if mf := om.get("route-metric"); mf.present() {
+		if o.RouteMetric, err = mf.metric(); err != nil {
+			n.drop(err, "the setting")
+			o.RouteMetric = 0
+		}
+	}
+	return o
+}
+
+// checkHostname accepts a host name sent to a DHCP server: 1 to 253 of
+// the bytes of a search domain (checkDomain), which keeps it one word of
+// every file it goes in.
+func checkHostname(f field, h string) error {
+	if checkDomain(h) != nil {
+		return f.errorf("not a host name (1 to 253 of A-Z a-z 0-9 . - _)")
+	}
+	return nil
+}
+
+// v2Rule reads one item of routing-policy: from or to (or both), and the
+// table, priority, firewall mark and type of service it may name.
+func v2Rule(rf field, n *notes) (Rule, error) {
+	var r Rule
+	rm, err := rf.mapping()
+	if err != nil {
+		return r, err
+	}
+	rm.noteKeys(2, n, "routing-policy")
+	for _, p := range []struct {
+		key string
+		to  *netip.Prefix
+	}{{"from", &r.From}, {"to", &r.To}} {
+		if f := rm.get(p.key); f.present() {
+			if *p.to, err = v2Destination(f, netip.Addr{}); err != nil {
+				return r, err
+			}
+			if p.to.Bits() == 0 {
+				// "all", which the kernel keeps as no selector.
+				*p.to = netip.Prefix{}
+			}
+		}
+	}
+	if !r.From.IsValid() && !r.To.IsValid() {
+		return r, rf.errorf("neither from nor to (other than all), which a rule of seedkeeper's needs")
+	}
+	if r.From.IsValid() && r.To.IsValid() && r.From.Addr().Is4() != r.To.Addr().Is4() {
+		return r, rm.get("to").errorf("not of the family of from")
+	}
+	for _, p := range []struct {
+		key, what string
+		hi        int
+		to        *int
+	}{{"table", "a routing table", maxMetric, &r.Table}, {"priority", "a rule priority", maxMetric, &r.Priority},
+		{"mark", "a firewall mark", maxMetric, &r.Mark}, {"type-of-service", "a type of service", 255, &r.TOS}} {
+		if f := rm.get(p.key); f.present() {
+			if *p.to, err = f.intIn(p.what, 0, p.hi); err != nil {
+				return r, err
+			}
 		}
 	}
 	return r, nil

@@ -67,6 +67,10 @@ type Link struct {
 	// Table 0 for the main table.
 	Addresses []netip.Prefix
 	Routes    []netcfg.Route
+	// Rules are the kernel's policy routing rules, read only for owned
+	// links. A rule belongs to no link: every owned link carries the
+	// same list, and the plan compares a link's configured rules with it.
+	Rules []netcfg.Rule
 }
 
 // normMAC returns s in lower-case colon form, or "" when it is not a MAC.
@@ -185,6 +189,15 @@ func Diff(cfg *netcfg.Config, live []Link, allow Allowlist, rc *Receipt) *Plan {
 		p.OwnedName[o.ifc.ID] = o.name
 	}
 	p.assignRoutes(cfg, own)
+	links := make([]*netcfg.Interface, len(own))
+	for i, o := range own {
+		links[i] = o.ifc
+	}
+	// What the live apply leaves to the stack's files (routing rules, an
+	// ethernet's new MAC), by link and key.
+	for _, n := range netcfg.UnappliedBy("live", links) {
+		p.notef("%s", n)
+	}
 
 	// Removals of our stale objects first, so a changed address or route
 	// never collides with its old self; then additions.
@@ -374,11 +387,45 @@ func (p *Plan) planObjects(o *owned) (adds, addRoutes []Op) {
 			p.add(o, Op{Kind: RemoveRoute, Route: r})
 		}
 	}
+	addRoutes = append(addRoutes, p.planRules(o, prior, &next)...)
 	for _, a := range removed {
 		p.add(o, Op{Kind: RemoveAddress, Address: a})
 	}
 	p.receipt.setFor(o, next)
 	return adds, addRoutes
+}
+
+// planRules plans the link's policy routing rules: those the kernel lacks
+// are added, and those seedkeeper added for the link that are no longer
+// configured are removed; next keeps what stays seedkeeper's.
+func (p *Plan) planRules(o *owned, prior Added, next *Added) (adds []Op) {
+	var live []netcfg.Rule
+	if o.link != nil {
+		live = o.link.Rules
+	}
+	has := func(r netcfg.Rule) bool {
+		return slices.ContainsFunc(live, func(l netcfg.Rule) bool { return sameRule(r, l) })
+	}
+	var want []netcfg.Rule
+	for _, r := range o.ifc.RoutingPolicy {
+		r = normRule(r)
+		if slices.Contains(want, r) {
+			continue
+		}
+		want = append(want, r)
+		switch {
+		case !has(r):
+			adds = append(adds, p.op(o, Op{Kind: AddRule, Rule: r}))
+		case slices.Contains(prior.Rules, r):
+			next.Rules = append(next.Rules, r)
+		}
+	}
+	for _, r := range prior.Rules {
+		if !slices.Contains(want, r) && has(r) {
+			p.add(o, Op{Kind: RemoveRule, Rule: r})
+		}
+	}
+	return adds
 }
 
 // forgetGoneStacked drops the receipt entries of stacked links that no

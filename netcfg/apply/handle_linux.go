@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/netip"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 
 	"github.com/vishvananda/netlink"
@@ -37,6 +39,9 @@ type nlHandle interface {
 	AddrDel(link netlink.Link, addr *netlink.Addr) error
 	RouteAdd(route *netlink.Route) error
 	RouteDel(route *netlink.Route) error
+	RuleList(family int) ([]netlink.Rule, error)
+	RuleAdd(rule *netlink.Rule) error
+	RuleDel(rule *netlink.Rule) error
 	Delete()
 }
 
@@ -333,7 +338,7 @@ func (h *Handle) read(ctx context.Context, cfg *netcfg.Config, allow Allowlist) 
 		if l == nil || r.Table == unix.RT_TABLE_LOCAL || r.Type != unix.RTN_UNICAST || len(r.MultiPath) > 0 {
 			continue
 		}
-		rt := netcfg.Route{Metric: r.Priority, Table: r.Table}
+		rt := netcfg.Route{Metric: r.Priority, Table: r.Table, OnLink: r.Flags&int(netlink.FLAG_ONLINK) != 0 && r.Gw != nil}
 		if r.Dst != nil {
 			p, ok := prefixOf(r.Dst)
 			if !ok {
@@ -354,7 +359,76 @@ func (h *Handle) read(ctx context.Context, cfg *netcfg.Config, allow Allowlist) 
 		}
 		l.Routes = append(l.Routes, normRoute(rt))
 	}
+
+	if !configHasRules(cfg) {
+		return live, nil
+	}
+	nrs, err := retryDump(ctx, "rules", func() ([]netlink.Rule, error) {
+		return h.nl.RuleList(netlink.FAMILY_ALL)
+	})
+	if err != nil {
+		return nil, err
+	}
+	var rules []netcfg.Rule
+	for _, nr := range nrs {
+		if r, ok := ruleOf(nr); ok {
+			rules = append(rules, r)
+		}
+	}
+	for _, l := range byIndex {
+		l.Rules = rules
+	}
 	return live, nil
+}
+
+func configHasRules(cfg *netcfg.Config) bool {
+	return slices.ContainsFunc(cfg.Interfaces, func(i netcfg.Interface) bool { return len(i.RoutingPolicy) > 0 })
+}
+
+// ruleOf reads a kernel rule in the model's terms; ok is false for one
+// the configuration cannot have made (a goto, an interface match, a port
+// range, an inverted one, a masked mark, ...).
+func ruleOf(nr netlink.Rule) (netcfg.Rule, bool) {
+	if nr.Invert || nr.Goto > 0 || nr.IifName != "" || nr.OifName != "" || nr.Dport != nil || nr.Sport != nil ||
+		nr.UIDRange != nil || nr.IPProto > 0 || nr.TunID != 0 || nr.Flow > 0 ||
+		(nr.Mask != nil && *nr.Mask != 0xffffffff) || nr.Table <= 0 || nr.Mark > math.MaxInt32 {
+		return netcfg.Rule{}, false
+	}
+	r := netcfg.Rule{Table: nr.Table, Priority: nr.Priority, Mark: int(nr.Mark), TOS: int(nr.Tos)}
+	var ok bool
+	if nr.Src != nil {
+		if r.From, ok = prefixOf(nr.Src); !ok {
+			return r, false
+		}
+	}
+	if nr.Dst != nil {
+		if r.To, ok = prefixOf(nr.Dst); !ok {
+			return r, false
+		}
+	}
+	return r, r.From.IsValid() || r.To.IsValid()
+}
+
+// nlRule is the kernel's form of a configured rule.
+func nlRule(r netcfg.Rule) *netlink.Rule {
+	nr := netlink.NewRule()
+	nr.Family = unix.AF_INET6
+	if ruleIs4(r) {
+		nr.Family = unix.AF_INET
+	}
+	nr.Table = r.Table
+	if r.Priority != 0 {
+		nr.Priority = r.Priority
+	}
+	nr.Mark = uint32(r.Mark)
+	nr.Tos = uint(r.TOS)
+	if r.From.IsValid() {
+		nr.Src = ipNet(r.From)
+	}
+	if r.To.IsValid() {
+		nr.Dst = ipNet(r.To)
+	}
+	return nr
 }
 
 func prefixOf(n *net.IPNet) (netip.Prefix, bool) {
@@ -420,11 +494,25 @@ func (h *Handle) Apply(ctx context.Context, p *Plan) (*Result, error) {
 }
 
 func (h *Handle) do(op Op, links map[int]netlink.Link) error {
-	if op.Kind == CreateLink {
+	switch op.Kind {
+	case CreateLink:
 		if op.Spec == nil {
 			return errors.New("nothing to create")
 		}
 		return h.create(op.Spec)
+	case AddRule:
+		// A rule belongs to no link: nothing to find first.
+		err := h.nl.RuleAdd(nlRule(op.Rule))
+		if errors.Is(err, unix.EEXIST) {
+			return nil // made since the plan was read
+		}
+		return err
+	case RemoveRule:
+		err := h.nl.RuleDel(nlRule(op.Rule))
+		if errors.Is(err, unix.ENOENT) {
+			return nil // already gone
+		}
+		return err
 	}
 	var l netlink.Link
 	var ok bool
@@ -502,6 +590,9 @@ func nlRoute(index int, r netcfg.Route) *netlink.Route {
 	}
 	if r.Via.IsValid() {
 		nr.Gw = r.Via.AsSlice()
+		if r.OnLink {
+			nr.Flags |= int(netlink.FLAG_ONLINK)
+		}
 	} else if r.To.Addr().Is4() {
 		nr.Scope = netlink.SCOPE_LINK
 	}

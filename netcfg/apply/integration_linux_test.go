@@ -539,3 +539,84 @@ func TestIntegrationStackedLinkWithNICMACDoesNotStealIt(t *testing.T) {
 		t.Errorf("the bridge changed:\n%s\n%s", before, after)
 	}
 }
+
+// routing-policy was ignored while the routes with table: were kept, so
+// source routing silently did nothing: the rules are made in the kernel,
+// a second run changes nothing, and a rule no longer configured is
+// removed while one someone else made stays.
+func TestIntegrationRoutingRules(t *testing.T) {
+	ns, nh := newNS(t)
+	addVeth(t, nh, "eth0", mac1, "peer0", "bc:24:11:00:00:01")
+	h := openAt(t, ns)
+	allow := Drivers("veth")
+	cfg, err := netcfg.Parse([]byte("version: 2\nethernets:\n" +
+		"  eth0: {match: {macaddress: '" + mac1 + "'}, addresses: [192.0.2.5/24, '2001:db8::5/64'], routes: [{to: default, via: 192.0.2.1, table: 100}]," +
+		" routing-policy: [{from: 192.0.2.0/24, table: 100, priority: 10}, {to: 198.51.100.0/24, table: 101, mark: 5}, {from: '2001:db8::/64', table: 100}]}\n"))
+	must(t, err)
+	other := netlink.NewRule()
+	other.Family, other.Src, other.Table, other.Priority = unix.AF_INET, ipNet(pfx("10.9.0.0/16")), 9, 100
+	must(t, nh.RuleAdd(other))
+
+	rules := func() []string {
+		t.Helper()
+		var out []string
+		for _, fam := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
+			rs, err := nh.RuleList(fam)
+			must(t, err)
+			for _, r := range rs {
+				if rr, ok := ruleOf(r); ok && rr.Table != mainTable && rr.Table != 253 && rr.Table != 255 {
+					if rr.Priority != 10 && rr.Priority != 100 {
+						rr.Priority = 0 // the kernel's choice
+					}
+					out = append(out, ruleString(rr))
+				}
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	_, res, err := planApply(t, h, cfg, allow, nil)
+	must(t, err)
+	want := []string{"from 2001:db8::/64 table 100", "priority 10 from 192.0.2.0/24 table 100", "priority 100 from 10.9.0.0/16 table 9", "to 198.51.100.0/24 fwmark 5 table 101"}
+	if got := rules(); !slices.Equal(got, want) {
+		t.Errorf("rules %q, want %q", got, want)
+	}
+	p, res, err := planApply(t, h, cfg, allow, res.Receipt)
+	must(t, err)
+	wantOps(t, p)
+
+	cfg.Interfaces[0].RoutingPolicy = cfg.Interfaces[0].RoutingPolicy[:1]
+	_, _, err = planApply(t, h, cfg, allow, res.Receipt)
+	must(t, err)
+	want = []string{"priority 10 from 192.0.2.0/24 table 100", "priority 100 from 10.9.0.0/16 table 9"}
+	if got := rules(); !slices.Equal(got, want) {
+		t.Errorf("after the change, rules %q, want %q", got, want)
+	}
+}
+
+// An explicit on-link: true was dropped, so the live apply could not add a
+// default route through a gateway outside the link's /32 (the kernel
+// refuses it as unreachable): it is added on-link, and a second run
+// changes nothing.
+func TestIntegrationOnLinkRoute(t *testing.T) {
+	ns, nh := newNS(t)
+	addVeth(t, nh, "eth0", mac1, "peer0", "bc:24:11:00:00:01")
+	h := openAt(t, ns)
+	allow := Drivers("veth")
+	cfg, err := netcfg.Parse([]byte("version: 2\nethernets:\n" +
+		"  eth0: {match: {macaddress: '" + mac1 + "'}, addresses: [192.0.2.5/32], routes: [{to: default, via: 198.51.100.1, on-link: true}]}\n"))
+	must(t, err)
+	_, res, err := planApply(t, h, cfg, allow, nil)
+	must(t, err)
+	if got := routes(t, nh, "eth0"); !hasAll(got, "default via 198.51.100.1 metric 0") {
+		t.Errorf("routes = %q", got)
+	}
+	p, res, err := planApply(t, h, cfg, allow, res.Receipt)
+	must(t, err)
+	wantOps(t, p)
+	back, err := ParseReceipt(res.Receipt.Marshal())
+	must(t, err)
+	if rs := back.Links[mac1].Routes; len(rs) != 1 || !rs[0].OnLink {
+		t.Errorf("receipt routes %+v", rs)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/seedkeeper/seedkeeper/netcfg"
@@ -27,6 +28,10 @@ const (
 	CreateLink
 	// SetMaster makes a link a port of a bond or bridge (Op.Master).
 	SetMaster
+	// AddRule and RemoveRule add and remove a policy routing rule
+	// (Op.Rule), planned with the link whose configuration has it.
+	AddRule
+	RemoveRule
 )
 
 // rank is the place of an operation in a plan: by its kind, except that a
@@ -55,6 +60,8 @@ func rank(op Op) int {
 		return 7
 	case AddAddress:
 		return 8
+	case RemoveRule:
+		return 6 // with the other removals
 	}
 	return 9
 }
@@ -78,6 +85,7 @@ type Op struct {
 	MTU     int          // SetMTU
 	Address netip.Prefix // AddAddress, RemoveAddress
 	Route   netcfg.Route // AddRoute, RemoveRoute
+	Rule    netcfg.Rule  // AddRule, RemoveRule
 	Spec    *LinkSpec    // CreateLink
 	// Master and MasterKind name the bond or bridge of a SetMaster; Port
 	// is what a bridge port is set to, and Primary makes the link its
@@ -125,6 +133,10 @@ func (o Op) String() string {
 		}
 	case SetMaster:
 		what = "enslave to " + o.Master
+	case AddRule:
+		what = "add rule " + ruleString(o.Rule)
+	case RemoveRule:
+		what = "remove rule " + ruleString(o.Rule) + " (added by seedkeeper, no longer configured)"
 	default:
 		what = fmt.Sprintf("unknown operation %d", o.Kind)
 	}
@@ -143,6 +155,9 @@ func routeString(r netcfg.Route) string {
 	}
 	if r.Via.IsValid() {
 		b.WriteString(" via " + r.Via.String())
+		if r.OnLink {
+			b.WriteString(" onlink")
+		}
 	} else {
 		b.WriteString(" on-link")
 	}
@@ -279,4 +294,60 @@ func (r *Result) Err() error {
 		return nil
 	}
 	return fmt.Errorf("%w: %d of %d operations failed: %w", ErrPartial, len(errs), len(r.Ops), errors.Join(errs...))
+}
+
+// ruleString describes a rule in ip-rule(8)'s words.
+func ruleString(r netcfg.Rule) string {
+	var f []string
+	if r.Priority != 0 {
+		f = append(f, "priority", strconv.Itoa(r.Priority))
+	}
+	if r.From.IsValid() {
+		f = append(f, "from", r.From.String())
+	}
+	if r.To.IsValid() {
+		f = append(f, "to", r.To.String())
+	}
+	if r.Mark != 0 {
+		f = append(f, "fwmark", strconv.Itoa(r.Mark))
+	}
+	if r.TOS != 0 {
+		f = append(f, "tos", strconv.Itoa(r.TOS))
+	}
+	return strings.Join(append(f, "table", strconv.Itoa(r.Table)), " ")
+}
+
+// mainTable is the kernel's main routing table, which a rule without a
+// table looks up.
+const mainTable = 254
+
+// normRule is a configured rule in the form the plan compares and the
+// receipt keeps: the main table for none.
+func normRule(r netcfg.Rule) netcfg.Rule {
+	if r.Table == 0 {
+		r.Table = mainTable
+	}
+	r.From, r.To = r.From.Masked(), r.To.Masked()
+	return r
+}
+
+// ruleIs4 reports whether the rule is of IPv4 (a rule of neither end is
+// not made by the parsers).
+func ruleIs4(r netcfg.Rule) bool {
+	if r.From.IsValid() {
+		return r.From.Addr().Is4()
+	}
+	return r.To.Addr().Is4()
+}
+
+// sameRule reports whether the live rule l is the configured rule r: the
+// same selector and table, and the same priority when r names one (the
+// kernel gives a rule made without one a priority of its own).
+func sameRule(r, l netcfg.Rule) bool {
+	pr := l.Priority
+	if r.Priority == 0 {
+		pr = 0
+	}
+	l.Priority = pr
+	return r == l
 }

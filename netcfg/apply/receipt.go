@@ -41,6 +41,9 @@ type Receipt struct {
 type Added struct {
 	Addresses []netip.Prefix
 	Routes    []netcfg.Route
+	// Rules are the policy routing rules added for the link's
+	// configuration (in normRule's form).
+	Rules []netcfg.Rule
 	// Made is set for a bond, VLAN or bridge seedkeeper created: only such
 	// a link is adopted when it exists already. Index is its ifindex (0
 	// when not known): a link of that name with another index is one
@@ -49,7 +52,9 @@ type Added struct {
 	Index int
 }
 
-func (a Added) empty() bool { return !a.Made && len(a.Addresses) == 0 && len(a.Routes) == 0 }
+func (a Added) empty() bool {
+	return !a.Made && len(a.Addresses) == 0 && len(a.Routes) == 0 && len(a.Rules) == 0
+}
 
 func (r *Receipt) clone() *Receipt {
 	c := &Receipt{Links: map[string]Added{}, Stacked: map[string]Added{}}
@@ -57,10 +62,10 @@ func (r *Receipt) clone() *Receipt {
 		return c
 	}
 	for mac, a := range r.Links {
-		c.Links[mac] = Added{Addresses: slices.Clone(a.Addresses), Routes: slices.Clone(a.Routes)}
+		c.Links[mac] = Added{Addresses: slices.Clone(a.Addresses), Routes: slices.Clone(a.Routes), Rules: slices.Clone(a.Rules)}
 	}
 	for name, a := range r.Stacked {
-		c.Stacked[name] = Added{Addresses: slices.Clone(a.Addresses), Routes: slices.Clone(a.Routes), Made: a.Made, Index: a.Index}
+		c.Stacked[name] = Added{Addresses: slices.Clone(a.Addresses), Routes: slices.Clone(a.Routes), Rules: slices.Clone(a.Rules), Made: a.Made, Index: a.Index}
 	}
 	return c
 }
@@ -104,8 +109,8 @@ func (r *Receipt) record(op Op, err error) {
 		r.Stacked[op.Spec.Name] = a
 		return
 	}
-	add := op.Kind == AddAddress || op.Kind == AddRoute
-	keep := op.Kind == RemoveAddress || op.Kind == RemoveRoute
+	add := op.Kind == AddAddress || op.Kind == AddRoute || op.Kind == AddRule
+	keep := op.Kind == RemoveAddress || op.Kind == RemoveRoute || op.Kind == RemoveRule
 	if !(add && err == nil || keep && err != nil) {
 		return
 	}
@@ -117,6 +122,10 @@ func (r *Receipt) record(op Op, err error) {
 	if op.Kind == AddAddress || op.Kind == RemoveAddress {
 		if !slices.Contains(a.Addresses, op.Address) {
 			a.Addresses = append(a.Addresses, op.Address)
+		}
+	} else if op.Kind == AddRule || op.Kind == RemoveRule {
+		if !slices.Contains(a.Rules, op.Rule) {
+			a.Rules = append(a.Rules, op.Rule)
 		}
 	} else if !slices.Contains(a.Routes, op.Route) {
 		a.Routes = append(a.Routes, op.Route)
@@ -136,6 +145,7 @@ type receiptFile struct {
 type linkAdded struct {
 	Addresses []netip.Prefix `json:"addresses,omitempty"`
 	Routes    []routeJSON    `json:"routes,omitempty"`
+	Rules     []ruleJSON     `json:"rules,omitempty"`
 	// Made: seedkeeper created the link (stacked links only), Index:
 	// its ifindex.
 	Made  bool `json:"made,omitempty"`
@@ -147,6 +157,16 @@ type routeJSON struct {
 	Via    netip.Addr   `json:"via,omitzero"`
 	Metric int          `json:"metric,omitempty"`
 	Table  int          `json:"table,omitempty"`
+	OnLink bool         `json:"on_link,omitempty"`
+}
+
+type ruleJSON struct {
+	From     netip.Prefix `json:"from,omitzero"`
+	To       netip.Prefix `json:"to,omitzero"`
+	Table    int          `json:"table"`
+	Priority int          `json:"priority,omitempty"`
+	Mark     int          `json:"mark,omitempty"`
+	TOS      int          `json:"tos,omitempty"`
 }
 
 // Marshal returns the receipt's JSON document, sorted so that the same
@@ -183,16 +203,31 @@ func marshalAdded(out map[string]linkAdded, in map[string]Added) {
 		})
 		rs := slices.SortedFunc(slices.Values(a.Routes), compareRoutes)
 		for _, rt := range rs {
-			la.Routes = append(la.Routes, routeJSON{To: rt.To, Via: rt.Via, Metric: rt.Metric, Table: rt.Table})
+			la.Routes = append(la.Routes, routeJSON{To: rt.To, Via: rt.Via, Metric: rt.Metric, Table: rt.Table, OnLink: rt.OnLink})
+		}
+		for _, ru := range slices.SortedFunc(slices.Values(a.Rules), compareRules) {
+			la.Rules = append(la.Rules, ruleJSON{From: ru.From, To: ru.To, Table: ru.Table, Priority: ru.Priority, Mark: ru.Mark, TOS: ru.TOS})
 		}
 		out[key] = la
 	}
 }
 
+func compareRules(x, y netcfg.Rule) int {
+	return cmp.Or(x.Priority-y.Priority, x.From.Addr().Compare(y.From.Addr()), x.From.Bits()-y.From.Bits(),
+		x.To.Addr().Compare(y.To.Addr()), x.To.Bits()-y.To.Bits(), x.Table-y.Table, x.Mark-y.Mark, x.TOS-y.TOS)
+}
+
 func compareRoutes(x, y netcfg.Route) int {
 	return cmp.Or(
 		x.To.Addr().Compare(y.To.Addr()), x.To.Bits()-y.To.Bits(),
-		x.Via.Compare(y.Via), x.Metric-y.Metric, x.Table-y.Table)
+		x.Via.Compare(y.Via), x.Metric-y.Metric, x.Table-y.Table, boolOrder(x.OnLink)-boolOrder(y.OnLink))
+}
+
+func boolOrder(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // ParseReceipt reads a receipt document. Anything it does not understand is
@@ -267,18 +302,34 @@ func parseAdded(field, key string, la linkAdded) (Added, error) {
 		a.Addresses = append(a.Addresses, p)
 	}
 	for i, rj := range la.Routes {
-		rt := netcfg.Route{To: rj.To, Via: rj.Via, Metric: rj.Metric, Table: rj.Table}
+		rt := netcfg.Route{To: rj.To, Via: rj.Via, Metric: rj.Metric, Table: rj.Table, OnLink: rj.OnLink}
 		switch {
 		case !rt.To.IsValid():
 			return a, fmt.Errorf("%s[%q].routes[%d].to: missing destination", field, key, i)
 		case rt.Via.IsValid() && rt.Via.Is4() != rt.To.Addr().Is4():
 			return a, fmt.Errorf("%s[%q].routes[%d].via: %s is not of the family of %s", field, key, i, rt.Via, rt.To)
+		case rt.OnLink && !rt.Via.IsValid():
+			return a, fmt.Errorf("%s[%q].routes[%d].on_link: only a route with a gateway is", field, key, i)
 		case rt.Metric < 0 || rt.Table < 0:
 			return a, fmt.Errorf("%s[%q].routes[%d]: negative metric or table", field, key, i)
 		case normRoute(rt) != rt:
 			return a, fmt.Errorf("%s[%q].routes[%d]: route %s is not in kernel form", field, key, i, routeString(rt))
 		}
 		a.Routes = append(a.Routes, rt)
+	}
+	for i, rj := range la.Rules {
+		ru := netcfg.Rule{From: rj.From, To: rj.To, Table: rj.Table, Priority: rj.Priority, Mark: rj.Mark, TOS: rj.TOS}
+		switch {
+		case !ru.From.IsValid() && !ru.To.IsValid():
+			return a, fmt.Errorf("%s[%q].rules[%d]: neither from nor to", field, key, i)
+		case ru.From.IsValid() && ru.To.IsValid() && ru.From.Addr().Is4() != ru.To.Addr().Is4():
+			return a, fmt.Errorf("%s[%q].rules[%d]: from and to of two families", field, key, i)
+		case ru.Table <= 0 || ru.Priority < 0 || ru.Mark < 0 || ru.TOS < 0 || ru.TOS > 255:
+			return a, fmt.Errorf("%s[%q].rules[%d]: a table, priority, mark or tos out of range", field, key, i)
+		case normRule(ru) != ru:
+			return a, fmt.Errorf("%s[%q].rules[%d]: rule %s is not in kernel form", field, key, i, ruleString(ru))
+		}
+		a.Rules = append(a.Rules, ru)
 	}
 	return a, nil
 }

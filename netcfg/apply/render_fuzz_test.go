@@ -157,6 +157,12 @@ func FuzzRenderedNamesAreOwned(f *testing.F) {
 		"version: 2\nethernets: {lan: {match: {name: 'ens*'}, addresses: ['192.0.2.4/24'], routes: [{to: 10.0.0.0/8, via: 192.0.2.1, metric: 5, table: 7}], nameservers: {search: [a.example], addresses: [192.0.2.53]}}}",
 		"version: 1\nconfig: [{type: physical, name: eth0, subnets: [{type: static, address: 192.0.2.5/24, gateway: 192.0.2.1, routes: [{network: 10.0.0.0, netmask: 255.0.0.0, gateway: 192.0.2.2, metric: -1}]}]}, {type: route, destination: 0.0.0.0/0, gateway: 192.0.2.1}]",
 		"version: 2\nethernets: {e0: {match: {macaddress: '02:00:00:00:00:01'}, set-name: eth1}, e1: {match: {macaddress: '02:00:00:00:00:02'}, set-name: eth0}}",
+		// The keys the network-config meaning work renders: overrides, a
+		// set MAC, optional, rules, bridge port settings.
+		"version: 2\nethernets: {e0: {match: {macaddress: '02:00:00:00:00:01'}, macaddress: '02:00:00:00:00:aa', optional: true, dhcp4: true, dhcp6: true, accept-ra: false, dhcp-identifier: mac," +
+			" dhcp4-overrides: {use-dns: false, hostname: h-1.example, send-hostname: true, route-metric: 7}, dhcp6-overrides: {use-routes: false, route-metric: 9}," +
+			" routing-policy: [{from: 192.0.2.0/24, table: 100, priority: 5, mark: 1, type-of-service: 2}, {to: '2001:db8::1'}]}}",
+		"version: 2\nethernets: {e0: {match: {macaddress: '02:00:00:00:00:01'}}, e1: {match: {macaddress: '02:00:00:00:00:02'}}}\nbridges: {br0: {interfaces: [e0, e1], macaddress: '02:00:00:00:00:b0', parameters: {path-cost: {e0: 5}, port-priority: {e1: 3}}, dhcp4: true}}",
 	} {
 		f.Add([]byte(s))
 	}
