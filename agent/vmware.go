@@ -138,7 +138,9 @@ func (e *Env) waitOnNetwork(ctx context.Context, want datasource.WaitOnNetwork, 
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	lastProgress := start
+	// The first miss says so at once: boot may reach the wait with little
+	// of systemd's start timeout left, and only this line extends it.
+	lastProgress := start.Add(-waitProgress)
 	for {
 		st, err := readOwnedAddrs(e.Netns, res.Links)
 		missing := st.missing(waitFor)
