@@ -133,7 +133,8 @@ func (e *Env) waitOnNetwork(ctx context.Context, want datasource.WaitOnNetwork, 
 		return head + ": " + strings.Join(parts, "; ")
 	}
 	if limit <= 0 {
-		return head + ": not waited for: vmware.network_wait is 0"
+		parts = append([]string{waitFor.String() + " not waited for: vmware.network_wait is 0"}, parts...)
+		return head + ": " + strings.Join(parts, "; ")
 	}
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, limit)

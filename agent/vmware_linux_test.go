@@ -137,6 +137,35 @@ func TestIntegrationBootVMwareWaitBounded(t *testing.T) {
 	}
 }
 
+// vmware.network_wait 0 turns the wait off, and the status still says
+// why each family asked for was not waited for.
+func TestIntegrationBootVMwareWaitOff(t *testing.T) {
+	n, peers := newTestNetns(t), newTestNetns(t)
+	g := newVMwareGuest(t, "vmware:\n  network_wait: 0s\n")
+	g.set(t, "metadata", `instance-id: i-vmware-off
+wait-on-network: {ipv4: true, ipv6: true}
+network:
+  version: 2
+  ethernets:
+    lan:
+      match: {macaddress: "`+vmwareMAC+`"}
+      addresses: [192.0.2.74/24]
+      dhcp6: true
+`)
+	addLiveVeth(t, n, peers, "eth0", vmwareMAC)
+	st, nl, _ := g.boot(t, n)
+	want := "wait-on-network asks for ipv4 and ipv6: ipv4 not waited for: vmware.network_wait is 0; " +
+		"ipv6 not waited for in boot: the owned links have no static address of that family, and their DHCP or router advertisements are handled by the network stack, which starts after seedkeeper-boot"
+	if st.VMware == nil || st.VMware.Wait != want {
+		t.Errorf("wait = %+v, want %q", st.VMware, want)
+	}
+	for _, l := range nl.lines() {
+		if strings.Contains(l, "EXTEND_TIMEOUT_USEC=") {
+			t.Errorf("a wait that is off extended the start timeout: %q", l)
+		}
+	}
+}
+
 // A family the owned links get only from DHCP is not waited for in boot
 // (the stack's DHCP client starts after it), and the status says so; with
 // no wait asked, nothing is waited for.
