@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/seedkeeper/seedkeeper/agent"
 	"github.com/seedkeeper/seedkeeper/internal/syncbuf"
@@ -213,5 +214,33 @@ func TestBootVMwareAdvertisesUpdates(t *testing.T) {
 		if st.ConfigError != "" {
 			t.Errorf("config error %s", st.ConfigError)
 		}
+	}
+}
+
+// The info-set calls of a boot share one bound: a tool that hangs on the
+// first holds boot back once, and the calls left are not made (before,
+// each waited out a tool timeout of its own), with a note for each.
+func TestBootVMwareSetsShareOneBound(t *testing.T) {
+	agent.SetGuestinfoSetBudget(t, 500*time.Millisecond)
+	g := newVMwareGuest(t, "")
+	g.set(t, "metadata", "instance-id: i-hang\n")
+	for _, k := range []string{agent.GuestinfoUpdatesSupported, agent.GuestinfoUpdatesEnabled} {
+		g.set(t, k+".hang-vmware-rpctool", "")
+	}
+	st, err := agent.Boot(context.Background(), agent.LoadEnv(g.root, "", nil), agent.BootOptions{Network: agent.NetworkApply})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"vmware-rpctool|info-set guestinfo.cloudinit.updates.supported network=boot;boot-new-instance;hotplug"}
+	if got := g.sets(t); !slices.Equal(got, want) {
+		t.Errorf("info-set calls %q, want only %q", got, want)
+	}
+	if st.VMware == nil || len(st.VMware.Published) != 0 || len(st.VMware.Notes) != 3 ||
+		!strings.HasPrefix(st.VMware.Notes[1], "publishing guestinfo.cloudinit.updates.supported failed: ") ||
+		st.VMware.Notes[2] != "guestinfo.cloudinit.updates.enabled not published: not tried, the info-set calls of this boot ran out of their 500ms" {
+		t.Errorf("vmware status %+v", st.VMware)
+	}
+	if st.Outcome != "ok" {
+		t.Errorf("outcome %q, want ok", st.Outcome)
 	}
 }
