@@ -275,3 +275,49 @@ network:
 		t.Errorf("VMX holds %q", g.get("local-ipv4"))
 	}
 }
+
+// A VMX that refuses info-set (isolation.tools.setinfo.disable) is not
+// asked again on every address or route event: each change of the
+// IPv6 pick below wakes the watch, and the refused IPv4 key, tried once
+// at boot and once as the watch starts, is then left to back off
+// (before, every event ran the tool again).
+func TestIntegrationWatchVMwareBacksOffAfterFailedSet(t *testing.T) {
+	n, peers := newTestNetns(t), newTestNetns(t)
+	g := newVMwareGuest(t, "")
+	g.set(t, "metadata", vmwareMetadata(""))
+	g.set(t, "local-ipv4.fail-vmware-rpctool", "Permission denied\n")
+	addLiveVeth(t, n, peers, "eth0", vmwareMAC)
+	g.boot(t, n)
+	w := startWatch(t, n, g.root, "veth")
+	waitFor(t, "READY from watch", func() bool { return w.notify.has("READY=1") })
+	w.waitLog(t, "vmware: publishing guestinfo.local-ipv4 failed; trying again in 30s at the earliest")
+
+	l := n.Link(t, "eth0")
+	prev := "2001:db8:7::71/64"
+	for _, a := range []string{"2001:db8:7::81/64", "2001:db8:7::82/64", "2001:db8:7::83/64"} {
+		na, _ := netlink.ParseAddr(a)
+		na.Flags = unix.IFA_F_NODAD
+		if err := n.Netlink.AddrAdd(l, na); err != nil {
+			t.Fatal(err)
+		}
+		old, _ := netlink.ParseAddr(prev)
+		if err := n.Netlink.AddrDel(l, old); err != nil {
+			t.Fatal(err)
+		}
+		prev = a
+		w.waitLog(t, "vmware: published guestinfo.local-ipv6 "+strings.TrimSuffix(a, "/64")+" (the owned addresses changed)")
+	}
+	w.stop(t)
+	var v4 []string
+	for _, c := range g.localSets(t) {
+		if strings.Contains(c, "guestinfo.local-ipv4 ") {
+			v4 = append(v4, c)
+		}
+	}
+	if len(v4) != 2 {
+		t.Errorf("info-set of the refused guestinfo.local-ipv4 ran %d times, want 2 (boot, and the watch's first try): %q", len(v4), v4)
+	}
+	if g.get("local-ipv6") != "2001:db8:7::83" {
+		t.Errorf("VMX holds local-ipv6 %q", g.get("local-ipv6"))
+	}
+}
