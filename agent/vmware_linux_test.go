@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -319,5 +320,42 @@ func TestIntegrationWatchVMwareBacksOffAfterFailedSet(t *testing.T) {
 	}
 	if g.get("local-ipv6") != "2001:db8:7::83" {
 		t.Errorf("VMX holds local-ipv6 %q", g.get("local-ipv6"))
+	}
+}
+
+// A boot and a watch that are not on VMware do nothing of the VMware
+// step, with the tools installed: no tool runs (nothing read, nothing
+// published, not even when a NIC is hot-added), no wait, no status.
+func TestIntegrationNotVMwareRunsNoTool(t *testing.T) {
+	n, peers := newTestNetns(t), newTestNetns(t)
+	g := newVMwareGuest(t, "") // only for the stub tools in $PATH and their log
+	const mac, added = "02:5e:00:00:07:11", "02:5e:00:00:07:12"
+	root := netSeedRoot(t, hotplugNetworkConfig(map[string]string{mac: "192.0.2.81/24", added: "192.0.2.82/24"}))
+	addLiveVeth(t, n, peers, "eth0", mac)
+	log, nl := &syncBuffer{}, &notifyLog{}
+	e := netEnv(root, n, log)
+	e.Notify = nl.notify
+	st, err := agent.Boot(context.Background(), e, agent.BootOptions{Network: agent.NetworkApply})
+	if err != nil || st.Source != "nocloud" || st.Network == nil || st.Network.Action != "applied" {
+		t.Fatalf("Boot: %v, %+v\n%s", err, st, log)
+	}
+	if st.VMware != nil {
+		t.Errorf("a NoCloud boot has a VMware status: %+v", st.VMware)
+	}
+	w := startWatch(t, n, root, "veth")
+	waitFor(t, "READY from watch", func() bool { return w.notify.has("READY=1") })
+	addLiveVeth(t, n, peers, "eth1", added)
+	waitFor(t, "eth1's address", func() bool { return n.HasAddr(t, "eth1", "192.0.2.82/24") })
+	w.stop(t)
+	if b, err := os.ReadFile(g.log); !os.IsNotExist(err) {
+		t.Errorf("a guestinfo tool ran (%v):\n%s", err, b)
+	}
+	for _, l := range append(nl.lines(), w.notify.lines()...) {
+		if strings.Contains(l, "EXTEND_TIMEOUT_USEC=") {
+			t.Errorf("a NoCloud boot waited: %q", l)
+		}
+	}
+	if strings.Contains(log.String(), "vmware:") || strings.Contains(w.log.String(), "vmware:") {
+		t.Errorf("VMware lines in a NoCloud boot's log:\n%s\n%s", log, w.log)
 	}
 }
