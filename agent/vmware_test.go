@@ -160,7 +160,9 @@ func TestBootVMwareEnvvarAndOtherSources(t *testing.T) {
 	g := newVMwareGuest(t, "")
 	t.Setenv("VMX_GUESTINFO", "1")
 	t.Setenv("VMX_GUESTINFO_METADATA", "instance-id: i-env\n")
-	st, err := agent.Boot(context.Background(), agent.LoadEnv(g.root, "", nil), agent.BootOptions{Network: agent.NetworkOff})
+	// A boot that changes the machine (with --network off nothing would
+	// be published anyway, and the test could not fail).
+	st, err := agent.Boot(context.Background(), agent.LoadEnv(g.root, "", nil), agent.BootOptions{Network: agent.NetworkApply})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,6 +171,10 @@ func TestBootVMwareEnvvarAndOtherSources(t *testing.T) {
 	}
 	if got := g.sets(t); len(got) != 0 {
 		t.Errorf("info-set calls %q, want none", got)
+	}
+	wantNotes := []string{"guestinfo.local-ipv4 and guestinfo.local-ipv6 not published: the network was not applied on this machine (the metadata has no network configuration; leaving the network alone)"}
+	if len(st.VMware.Published) != 0 || !slices.Equal(st.VMware.Notes, wantNotes) {
+		t.Errorf("published %q, notes %q; want nothing tried", st.VMware.Published, st.VMware.Notes)
 	}
 
 	t.Setenv("VMX_GUESTINFO", "")
