@@ -54,15 +54,11 @@ const (
 )
 
 // vmwareStep runs after the network step of a boot that read VMware
-// guestinfo: res is that step's result (nil when the network was not
+// guestinfo, filling vs (begun by vmwareFindings): res is that step's result (nil when the network was not
 // handled), live whether the boot changes this machine (nothing is
 // written to the VMX of a boot that only plans). It never fails the boot:
 // what went wrong is in the status.
-func (e *Env) vmwareStep(ctx context.Context, md *datasource.Metadata, res *NetResult, live bool) *VMwareStatus {
-	vs := &VMwareStatus{Customization: vmwareCustomization(e)}
-	for _, c := range vs.Customization {
-		e.Log.Warn("vmware: " + c)
-	}
+func (e *Env) vmwareStep(ctx context.Context, vs *VMwareStatus, md *datasource.Metadata, res *NetResult, live bool) {
 	want := md.WaitOnNetwork
 	applied := live && res != nil && res.Action == "applied"
 	if !applied {
@@ -86,6 +82,15 @@ func (e *Env) vmwareStep(ctx context.Context, md *datasource.Metadata, res *NetR
 		w.close()
 	}
 	e.vmwareLog(vs)
+}
+
+// vmwareFindings starts the VMware status of a boot with what is found of
+// VMware Tools' guest customization, logged.
+func (e *Env) vmwareFindings() *VMwareStatus {
+	vs := &VMwareStatus{Customization: vmwareCustomization(e)}
+	for _, c := range vs.Customization {
+		e.Log.Warn("vmware: " + c)
+	}
 	return vs
 }
 

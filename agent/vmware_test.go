@@ -250,3 +250,34 @@ func TestBootVMwareSetsShareOneBound(t *testing.T) {
 		t.Errorf("outcome %q, want ok", st.Outcome)
 	}
 }
+
+// A boot that fails after reading the metadata (here the seed cannot be
+// written) does not lose what was found of VMware Tools' customization:
+// that is when it matters most.
+func TestBootVMwareFailedKeepsCustomization(t *testing.T) {
+	g := newVMwareGuest(t, "")
+	g.set(t, "metadata", vmwareMetadata(""))
+	for _, p := range []string{"var/log/vmware-imc", "var/lib/elsewhere"} {
+		if err := os.MkdirAll(filepath.Join(g.root, p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(g.root, "var/log/vmware-imc/toolsDeployPkg.log"), []byte("deploy\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The state directory is a link: boot refuses to write through it.
+	if err := os.RemoveAll(filepath.Join(g.root, "var/lib/seedkeeper")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("elsewhere", filepath.Join(g.root, "var/lib/seedkeeper")); err != nil {
+		t.Fatal(err)
+	}
+	st, err := agent.Boot(context.Background(), agent.LoadEnv(g.root, "", nil), agent.BootOptions{})
+	if err == nil || st.Outcome != "error" {
+		t.Fatalf("Boot: %v, outcome %q; want it to fail", err, st.Outcome)
+	}
+	if st.VMware == nil || len(st.VMware.Customization) != 1 ||
+		!strings.HasPrefix(st.VMware.Customization[0], "VMware Tools ran a guest customization here (/var/log/vmware-imc/toolsDeployPkg.log") {
+		t.Errorf("vmware status %+v", st.VMware)
+	}
+}
