@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/seedkeeper/seedkeeper/datasource"
@@ -35,6 +36,10 @@ type localIPWatch struct {
 	last  map[string]netip.Addr // key -> what the VMX was last given
 	retry map[string]*backoff   // key -> when a failed set is tried again
 	now   func() time.Time
+	// lastRun is when reconcile last ran; reconciles counts its runs
+	// (read by the tests).
+	lastRun    time.Time
+	reconciles atomic.Int64
 }
 
 // backoff is a key whose last set failed.
@@ -143,16 +148,26 @@ func (w *localIPWatch) nextRetry() time.Time {
 	return t
 }
 
+// reconcileEvery is the shortest time between two reconciles: a burst
+// of address or route events (a routing daemon, pods coming and going)
+// makes one read of the links and routes a second, not one per event.
+const reconcileEvery = time.Second
+
 // run reconciles once, then on every address or route change in the
 // namespace, every new plan, and when a failed set is due again, until
-// ctx ends. A subscription that cannot be made is logged: the keys then
-// stay as boot left them.
+// ctx ends, at most once every reconcileEvery. A subscription that cannot
+// be made is logged: the keys then stay as boot left them.
 func (w *localIPWatch) run(ctx context.Context) {
 	events, err := subscribeAddrRoute(ctx, w.e.Netns)
 	if err != nil {
 		w.e.Log.Warn("vmware: not keeping guestinfo.local-ipv4/-ipv6 current", "err", err)
 		return
 	}
+	w.loop(ctx, events)
+}
+
+// loop is run's loop over the events.
+func (w *localIPWatch) loop(ctx context.Context, events <-chan struct{}) {
 	timer := time.NewTimer(retryMax)
 	timer.Stop()
 	defer timer.Stop()
@@ -162,7 +177,12 @@ func (w *localIPWatch) run(ctx context.Context) {
 			timer.Reset(max(time.Until(at), 0))
 		}
 	}
-	arm(w.reconcile(ctx))
+	run := func() {
+		w.reconciles.Add(1)
+		w.lastRun = time.Now()
+		arm(w.reconcile(ctx))
+	}
+	run()
 	for {
 		select {
 		case <-ctx.Done():
@@ -175,8 +195,12 @@ func (w *localIPWatch) run(ctx context.Context) {
 				return
 			}
 		case <-w.kick:
-		case <-timer.C:
+		case <-timer.C: // a failed set due again, or a reconcile held back
 		}
-		arm(w.reconcile(ctx))
+		if next := w.lastRun.Add(reconcileEvery); time.Now().Before(next) {
+			arm(next)
+			continue
+		}
+		run()
 	}
 }
