@@ -116,6 +116,11 @@ func (e *Env) boot(ctx context.Context, st *Status, netMode NetworkMode) error {
 		return fail(err)
 	}
 	st.Source, st.Transport, st.Dropped = md.Source, md.Origin.Transport, md.Warnings
+	if md.Source == datasource.SourceVMware {
+		// Found first, so that a boot failing later keeps it: what
+		// Tools' customization does to the network matters most then.
+		st.VMware = e.vmwareFindings()
+	}
 	e.Log.Info("metadata read", "source", md.Source, "transport", md.Origin.Transport,
 		"instance_id", md.InstanceID, "keys", len(md.Origin.Items))
 
@@ -201,7 +206,7 @@ func (e *Env) boot(ctx context.Context, st *Status, netMode NetworkMode) error {
 	// cloud-init's VMware datasource waited for the network and published
 	// the guest's addresses; with its NoCloud, boot does.
 	if md.Source == datasource.SourceVMware {
-		st.VMware = e.vmwareStep(ctx, md, st.Network, netMode.live(e))
+		e.vmwareStep(ctx, st.VMware, md, st.Network, netMode.live(e))
 	}
 	if res := st.Network; res != nil && res.Partial() {
 		st.Outcome = "partial"

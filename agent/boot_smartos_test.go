@@ -179,3 +179,37 @@ func TestBootSmartOSProvisioned(t *testing.T) {
 		t.Errorf("the link was touched: %v", err)
 	}
 }
+
+// Under --root, a /var/svc that is a link (here to a directory of the
+// root holding a provisioning file) is not followed: nothing is renamed,
+// and the status says why.
+func TestBootSmartOSProvisionedLinkOnTheWay(t *testing.T) {
+	transport := smartosUnix(t, smartosStore())
+	root := kvmRoot(t, map[string]string{
+		"sys/class/dmi/id/product_name": "SmartDC HVM\n",
+		"sys/class/dmi/id/sys_vendor":   "Joyent\n",
+		"elsewhere/provisioning":        "",
+	})
+	if err := os.MkdirAll(filepath.Join(root, "var"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../elsewhere", filepath.Join(root, "var/svc")); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.Mdata.Transport = transport
+	e := agent.Env{Root: sysroot.Root(root), Config: cfg}
+	st, err := agent.Boot(context.Background(), e, agent.BootOptions{Network: agent.NetworkPlan})
+	if err != nil {
+		t.Fatalf("Boot: %v", err)
+	}
+	if !strings.HasPrefix(st.Provision, "the zone's provisioning state not changed: /var/svc: ") || !strings.Contains(st.Provision, "not followed") {
+		t.Errorf("status provision %q", st.Provision)
+	}
+	if _, err := os.Stat(filepath.Join(root, "elsewhere/provisioning")); err != nil {
+		t.Errorf("the file behind the link was renamed: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(root, "elsewhere/provision_success")); !os.IsNotExist(err) {
+		t.Errorf("provision_success behind the link: %v", err)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/seedkeeper/seedkeeper/datasource"
@@ -53,17 +54,14 @@ const (
 )
 
 // vmwareStep runs after the network step of a boot that read VMware
-// guestinfo: res is that step's result (nil when the network was not
+// guestinfo, filling vs (begun by vmwareFindings): res is that step's result (nil when the network was not
 // handled), live whether the boot changes this machine (nothing is
 // written to the VMX of a boot that only plans). It never fails the boot:
 // what went wrong is in the status.
-func (e *Env) vmwareStep(ctx context.Context, md *datasource.Metadata, res *NetResult, live bool) *VMwareStatus {
-	vs := &VMwareStatus{Customization: vmwareCustomization(e)}
-	for _, c := range vs.Customization {
-		e.Log.Warn("vmware: " + c)
-	}
+func (e *Env) vmwareStep(ctx context.Context, vs *VMwareStatus, md *datasource.Metadata, res *NetResult, live bool) {
 	want := md.WaitOnNetwork
-	if !live || res == nil || res.Action != "applied" {
+	applied := live && res != nil && res.Action == "applied"
+	if !applied {
 		why := "the network was not applied on this machine"
 		if res != nil && res.Reason != "" {
 			why += " (" + res.Reason + ")"
@@ -72,17 +70,81 @@ func (e *Env) vmwareStep(ctx context.Context, md *datasource.Metadata, res *NetR
 			vs.Wait = fmt.Sprintf("wait-on-network asks for %s: not waited for: %s", want, why)
 		}
 		vs.Notes = append(vs.Notes, "guestinfo.local-ipv4 and guestinfo.local-ipv6 not published: "+why)
-	} else {
-		if want.Any() {
-			vs.Wait = e.waitOnNetwork(ctx, want, md.Network, res)
-		}
-		e.publishLocalIPs(ctx, md, res.Links, vs)
+	} else if want.Any() {
+		vs.Wait = e.waitOnNetwork(ctx, want, md.Network, res)
 	}
 	if live {
-		e.advertiseUpdates(ctx, md, vs)
+		w := e.newGuestinfoWriter(ctx, md.Origin.Transport, vs)
+		if applied {
+			e.publishLocalIPs(w, md, res.Links, vs)
+		}
+		e.advertiseUpdates(w, md)
+		w.close()
 	}
 	e.vmwareLog(vs)
+}
+
+// vmwareFindings starts the VMware status of a boot with what is found of
+// VMware Tools' guest customization, logged.
+func (e *Env) vmwareFindings() *VMwareStatus {
+	vs := &VMwareStatus{Customization: vmwareCustomization(e)}
+	for _, c := range vs.Customization {
+		e.Log.Warn("vmware: " + c)
+	}
 	return vs
+}
+
+// guestinfoSetBudget bounds every info-set call of one boot together
+// (a tool run is bounded by datasource.DefaultToolTimeout, the same):
+// four of them, each waiting out the bound on a tool that hangs, would
+// hold back cloud-init by four times as long. An atomic so that a test
+// can shorten it.
+var guestinfoSetBudget atomic.Int64
+
+func init() { guestinfoSetBudget.Store(int64(datasource.DefaultToolTimeout)) }
+
+// guestinfoWriter makes the info-set calls of one boot, through the tool
+// that read the guestinfo, within guestinfoSetBudget. Once a tool run
+// hangs past the budget or cannot be started (the tool is gone), the
+// calls left are not made: each would end the same way.
+type guestinfoWriter struct {
+	e      *Env
+	tool   string
+	vs     *VMwareStatus
+	ctx    context.Context
+	cancel context.CancelFunc
+	broken string // why the calls left are not made; "" while they are
+}
+
+func (e *Env) newGuestinfoWriter(ctx context.Context, tool string, vs *VMwareStatus) *guestinfoWriter {
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(guestinfoSetBudget.Load()))
+	return &guestinfoWriter{e: e, tool: tool, vs: vs, ctx: ctx, cancel: cancel}
+}
+
+func (w *guestinfoWriter) close() { w.cancel() }
+
+// set writes guestinfo.key and records it in the status: published, or
+// a note saying why not.
+func (w *guestinfoWriter) set(key, value string) bool {
+	if w.broken != "" {
+		w.vs.Notes = append(w.vs.Notes, fmt.Sprintf("guestinfo.%s not published: not tried, %s", key, w.broken))
+		return false
+	}
+	err := datasource.SetGuestinfo(w.ctx, w.e.vmwareRunner(), w.tool, key, value)
+	if err != nil {
+		w.vs.Notes = append(w.vs.Notes, fmt.Sprintf("publishing guestinfo.%s failed: %v", key, err))
+		w.e.Log.Warn("vmware: publishing guestinfo."+key+" failed", "err", err)
+		var te *datasource.ToolError
+		switch {
+		case w.ctx.Err() != nil:
+			w.broken = fmt.Sprintf("the info-set calls of this boot ran out of their %s", time.Duration(guestinfoSetBudget.Load()))
+		case errors.As(err, &te) && te.Err != nil:
+			w.broken = "since " + w.tool + " could not be run"
+		}
+		return false
+	}
+	w.vs.Published = append(w.vs.Published, "guestinfo."+key+" "+value)
+	return true
 }
 
 func (e *Env) vmwareLog(vs *VMwareStatus) {
@@ -133,12 +195,15 @@ func (e *Env) waitOnNetwork(ctx context.Context, want datasource.WaitOnNetwork, 
 		return head + ": " + strings.Join(parts, "; ")
 	}
 	if limit <= 0 {
-		return head + ": not waited for: vmware.network_wait is 0"
+		parts = append([]string{waitFor.String() + " not waited for: vmware.network_wait is 0"}, parts...)
+		return head + ": " + strings.Join(parts, "; ")
 	}
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	lastProgress := start
+	// The first miss says so at once: boot may reach the wait with little
+	// of systemd's start timeout left, and only this line extends it.
+	lastProgress := start.Add(-waitProgress)
 	for {
 		st, err := readOwnedAddrs(e.Netns, res.Links)
 		missing := st.missing(waitFor)
@@ -291,7 +356,7 @@ func localIPs(st ownedAddrs) (v4, v6 netip.Addr, notes []string) {
 // through the tool that read the guestinfo, as cloud-init does after its
 // wait; a family without an address is left as it is (cloud-init sets
 // only what it found).
-func (e *Env) publishLocalIPs(ctx context.Context, md *datasource.Metadata, names []string, vs *VMwareStatus) {
+func (e *Env) publishLocalIPs(w *guestinfoWriter, md *datasource.Metadata, names []string, vs *VMwareStatus) {
 	tool := md.Origin.Transport
 	if tool != datasource.ToolRPCTool && tool != datasource.ToolVMToolsd {
 		vs.Notes = append(vs.Notes, "guestinfo.local-ipv4 and guestinfo.local-ipv6 not published: the metadata came from the environment (VMX_GUESTINFO), not through a guestinfo tool, as cloud-init does not either")
@@ -312,15 +377,9 @@ func (e *Env) publishLocalIPs(ctx context.Context, md *datasource.Metadata, name
 		key  string
 		addr netip.Addr
 	}{{GuestinfoLocalIPv4, v4}, {GuestinfoLocalIPv6, v6}} {
-		if !p.addr.IsValid() {
-			continue
+		if p.addr.IsValid() {
+			w.set(p.key, p.addr.String())
 		}
-		if err := datasource.SetGuestinfo(ctx, e.vmwareRunner(), tool, p.key, p.addr.String()); err != nil {
-			vs.Notes = append(vs.Notes, fmt.Sprintf("publishing guestinfo.%s failed: %v", p.key, err))
-			e.Log.Warn("vmware: publishing guestinfo."+p.key+" failed", "err", err)
-			continue
-		}
-		vs.Published = append(vs.Published, "guestinfo."+p.key+" "+p.addr.String())
 	}
 }
 
@@ -392,7 +451,7 @@ const (
 // events.network turns on (boot-new-instance always). With network.owner
 // cloud-init, seedkeeper applies no event, and cloud-init (NoCloud)
 // advertises nothing: neither does seedkeeper.
-func (e *Env) advertiseUpdates(ctx context.Context, md *datasource.Metadata, vs *VMwareStatus) {
+func (e *Env) advertiseUpdates(w *guestinfoWriter, md *datasource.Metadata) {
 	tool := md.Origin.Transport
 	if (tool != datasource.ToolRPCTool && tool != datasource.ToolVMToolsd) || e.Config.Network.Owner == "cloud-init" {
 		return
@@ -408,11 +467,6 @@ func (e *Env) advertiseUpdates(ctx context.Context, md *datasource.Metadata, vs 
 		{GuestinfoUpdatesSupported, "network=boot;boot-new-instance;hotplug"},
 		{GuestinfoUpdatesEnabled, "network=" + strings.Join(enabled, ";")},
 	} {
-		if err := datasource.SetGuestinfo(ctx, e.vmwareRunner(), tool, p.key, p.value); err != nil {
-			vs.Notes = append(vs.Notes, fmt.Sprintf("publishing guestinfo.%s failed: %v", p.key, err))
-			e.Log.Warn("vmware: publishing guestinfo."+p.key+" failed", "err", err)
-			continue
-		}
-		vs.Published = append(vs.Published, "guestinfo."+p.key+" "+p.value)
+		w.set(p.key, p.value)
 	}
 }

@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -98,10 +99,13 @@ func TestIntegrationBootVMwareWaitAndPublish(t *testing.T) {
 
 // A wait that cannot end (no carrier: the IPv6 address stays tentative)
 // ends at vmware.network_wait with a progress line extending systemd's
-// timeout; the boot still succeeds, says so, and publishes what it has.
+// timeout, sent as the wait begins (a wait shorter than the progress
+// interval still extends it: boot may come to it with little of the
+// timeout left); the boot still succeeds, says so, and publishes what it
+// has.
 func TestIntegrationBootVMwareWaitBounded(t *testing.T) {
 	n, peers := newTestNetns(t), newTestNetns(t)
-	g := newVMwareGuest(t, "vmware:\n  network_wait: 6s\n")
+	g := newVMwareGuest(t, "vmware:\n  network_wait: 1s\n")
 	g.set(t, "metadata", vmwareMetadata("wait-on-network:\n  ipv6: true\n"))
 	n.AddVeth(t, peers, "eth0", vmwareMAC) // peer down: no carrier
 
@@ -111,7 +115,7 @@ func TestIntegrationBootVMwareWaitBounded(t *testing.T) {
 	}
 	const head = "wait-on-network asks for ipv6: ipv6 NOT ready after "
 	if st.VMware == nil || !strings.HasPrefix(st.VMware.Wait, head) ||
-		!strings.HasSuffix(st.VMware.Wait, " (the limit, vmware.network_wait, is 6s): no usable ipv6 address on the owned links; going on") {
+		!strings.HasSuffix(st.VMware.Wait, " (the limit, vmware.network_wait, is 1s): no usable ipv6 address on the owned links; going on") {
 		t.Errorf("status vmware wait = %q", st.VMware.Wait)
 	}
 	ext := false
@@ -120,7 +124,7 @@ func TestIntegrationBootVMwareWaitBounded(t *testing.T) {
 	}
 	progress := false
 	for _, l := range nl.lines() {
-		progress = progress || strings.HasPrefix(l, "STATUS=waiting for ipv6 on the owned links (") && strings.HasSuffix(l, " of at most 6s)")
+		progress = progress || strings.HasPrefix(l, "STATUS=waiting for ipv6 on the owned links (") && strings.HasSuffix(l, " of at most 1s)")
 	}
 	if !progress || !ext {
 		t.Errorf("no progress line with EXTEND_TIMEOUT_USEC while waiting: %q", nl.lines())
@@ -131,6 +135,35 @@ func TestIntegrationBootVMwareWaitBounded(t *testing.T) {
 	}
 	if !slices.Contains(st.VMware.Notes, "eth0, which holds the IPv6 default route, has no usable IPv6 address") {
 		t.Errorf("notes %q", st.VMware.Notes)
+	}
+}
+
+// vmware.network_wait 0 turns the wait off, and the status still says
+// why each family asked for was not waited for.
+func TestIntegrationBootVMwareWaitOff(t *testing.T) {
+	n, peers := newTestNetns(t), newTestNetns(t)
+	g := newVMwareGuest(t, "vmware:\n  network_wait: 0s\n")
+	g.set(t, "metadata", `instance-id: i-vmware-off
+wait-on-network: {ipv4: true, ipv6: true}
+network:
+  version: 2
+  ethernets:
+    lan:
+      match: {macaddress: "`+vmwareMAC+`"}
+      addresses: [192.0.2.74/24]
+      dhcp6: true
+`)
+	addLiveVeth(t, n, peers, "eth0", vmwareMAC)
+	st, nl, _ := g.boot(t, n)
+	want := "wait-on-network asks for ipv4 and ipv6: ipv4 not waited for: vmware.network_wait is 0; " +
+		"ipv6 not waited for in boot: the owned links have no static address of that family, and their DHCP or router advertisements are handled by the network stack, which starts after seedkeeper-boot"
+	if st.VMware == nil || st.VMware.Wait != want {
+		t.Errorf("wait = %+v, want %q", st.VMware, want)
+	}
+	for _, l := range nl.lines() {
+		if strings.Contains(l, "EXTEND_TIMEOUT_USEC=") {
+			t.Errorf("a wait that is off extended the start timeout: %q", l)
+		}
 	}
 }
 
@@ -241,5 +274,88 @@ network:
 	}
 	if g.get("local-ipv4") != "192.0.2.99" {
 		t.Errorf("VMX holds %q", g.get("local-ipv4"))
+	}
+}
+
+// A VMX that refuses info-set (isolation.tools.setinfo.disable) is not
+// asked again on every address or route event: each change of the
+// IPv6 pick below wakes the watch, and the refused IPv4 key, tried once
+// at boot and once as the watch starts, is then left to back off
+// (before, every event ran the tool again).
+func TestIntegrationWatchVMwareBacksOffAfterFailedSet(t *testing.T) {
+	n, peers := newTestNetns(t), newTestNetns(t)
+	g := newVMwareGuest(t, "")
+	g.set(t, "metadata", vmwareMetadata(""))
+	g.set(t, "local-ipv4.fail-vmware-rpctool", "Permission denied\n")
+	addLiveVeth(t, n, peers, "eth0", vmwareMAC)
+	g.boot(t, n)
+	w := startWatch(t, n, g.root, "veth")
+	waitFor(t, "READY from watch", func() bool { return w.notify.has("READY=1") })
+	w.waitLog(t, "vmware: publishing guestinfo.local-ipv4 failed; trying again in 30s at the earliest")
+
+	l := n.Link(t, "eth0")
+	prev := "2001:db8:7::71/64"
+	for _, a := range []string{"2001:db8:7::81/64", "2001:db8:7::82/64", "2001:db8:7::83/64"} {
+		na, _ := netlink.ParseAddr(a)
+		na.Flags = unix.IFA_F_NODAD
+		if err := n.Netlink.AddrAdd(l, na); err != nil {
+			t.Fatal(err)
+		}
+		old, _ := netlink.ParseAddr(prev)
+		if err := n.Netlink.AddrDel(l, old); err != nil {
+			t.Fatal(err)
+		}
+		prev = a
+		w.waitLog(t, "vmware: published guestinfo.local-ipv6 "+strings.TrimSuffix(a, "/64")+" (the owned addresses changed)")
+	}
+	w.stop(t)
+	var v4 []string
+	for _, c := range g.localSets(t) {
+		if strings.Contains(c, "guestinfo.local-ipv4 ") {
+			v4 = append(v4, c)
+		}
+	}
+	if len(v4) != 2 {
+		t.Errorf("info-set of the refused guestinfo.local-ipv4 ran %d times, want 2 (boot, and the watch's first try): %q", len(v4), v4)
+	}
+	if g.get("local-ipv6") != "2001:db8:7::83" {
+		t.Errorf("VMX holds local-ipv6 %q", g.get("local-ipv6"))
+	}
+}
+
+// A boot and a watch that are not on VMware do nothing of the VMware
+// step, with the tools installed: no tool runs (nothing read, nothing
+// published, not even when a NIC is hot-added), no wait, no status.
+func TestIntegrationNotVMwareRunsNoTool(t *testing.T) {
+	n, peers := newTestNetns(t), newTestNetns(t)
+	g := newVMwareGuest(t, "") // only for the stub tools in $PATH and their log
+	const mac, added = "02:5e:00:00:07:11", "02:5e:00:00:07:12"
+	root := netSeedRoot(t, hotplugNetworkConfig(map[string]string{mac: "192.0.2.81/24", added: "192.0.2.82/24"}))
+	addLiveVeth(t, n, peers, "eth0", mac)
+	log, nl := &syncBuffer{}, &notifyLog{}
+	e := netEnv(root, n, log)
+	e.Notify = nl.notify
+	st, err := agent.Boot(context.Background(), e, agent.BootOptions{Network: agent.NetworkApply})
+	if err != nil || st.Source != "nocloud" || st.Network == nil || st.Network.Action != "applied" {
+		t.Fatalf("Boot: %v, %+v\n%s", err, st, log)
+	}
+	if st.VMware != nil {
+		t.Errorf("a NoCloud boot has a VMware status: %+v", st.VMware)
+	}
+	w := startWatch(t, n, root, "veth")
+	waitFor(t, "READY from watch", func() bool { return w.notify.has("READY=1") })
+	addLiveVeth(t, n, peers, "eth1", added)
+	waitFor(t, "eth1's address", func() bool { return n.HasAddr(t, "eth1", "192.0.2.82/24") })
+	w.stop(t)
+	if b, err := os.ReadFile(g.log); !os.IsNotExist(err) {
+		t.Errorf("a guestinfo tool ran (%v):\n%s", err, b)
+	}
+	for _, l := range append(nl.lines(), w.notify.lines()...) {
+		if strings.Contains(l, "EXTEND_TIMEOUT_USEC=") {
+			t.Errorf("a NoCloud boot waited: %q", l)
+		}
+	}
+	if strings.Contains(log.String(), "vmware:") || strings.Contains(w.log.String(), "vmware:") {
+		t.Errorf("VMware lines in a NoCloud boot's log:\n%s\n%s", log, w.log)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/seedkeeper/seedkeeper/agent"
 	"github.com/seedkeeper/seedkeeper/internal/syncbuf"
@@ -159,7 +160,9 @@ func TestBootVMwareEnvvarAndOtherSources(t *testing.T) {
 	g := newVMwareGuest(t, "")
 	t.Setenv("VMX_GUESTINFO", "1")
 	t.Setenv("VMX_GUESTINFO_METADATA", "instance-id: i-env\n")
-	st, err := agent.Boot(context.Background(), agent.LoadEnv(g.root, "", nil), agent.BootOptions{Network: agent.NetworkOff})
+	// A boot that changes the machine (with --network off nothing would
+	// be published anyway, and the test could not fail).
+	st, err := agent.Boot(context.Background(), agent.LoadEnv(g.root, "", nil), agent.BootOptions{Network: agent.NetworkApply})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,6 +171,10 @@ func TestBootVMwareEnvvarAndOtherSources(t *testing.T) {
 	}
 	if got := g.sets(t); len(got) != 0 {
 		t.Errorf("info-set calls %q, want none", got)
+	}
+	wantNotes := []string{"guestinfo.local-ipv4 and guestinfo.local-ipv6 not published: the network was not applied on this machine (the metadata has no network configuration; leaving the network alone)"}
+	if len(st.VMware.Published) != 0 || !slices.Equal(st.VMware.Notes, wantNotes) {
+		t.Errorf("published %q, notes %q; want nothing tried", st.VMware.Published, st.VMware.Notes)
 	}
 
 	t.Setenv("VMX_GUESTINFO", "")
@@ -213,5 +220,64 @@ func TestBootVMwareAdvertisesUpdates(t *testing.T) {
 		if st.ConfigError != "" {
 			t.Errorf("config error %s", st.ConfigError)
 		}
+	}
+}
+
+// The info-set calls of a boot share one bound: a tool that hangs on the
+// first holds boot back once, and the calls left are not made (before,
+// each waited out a tool timeout of its own), with a note for each.
+func TestBootVMwareSetsShareOneBound(t *testing.T) {
+	agent.SetGuestinfoSetBudget(t, 500*time.Millisecond)
+	g := newVMwareGuest(t, "")
+	g.set(t, "metadata", "instance-id: i-hang\n")
+	for _, k := range []string{agent.GuestinfoUpdatesSupported, agent.GuestinfoUpdatesEnabled} {
+		g.set(t, k+".hang-vmware-rpctool", "")
+	}
+	st, err := agent.Boot(context.Background(), agent.LoadEnv(g.root, "", nil), agent.BootOptions{Network: agent.NetworkApply})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"vmware-rpctool|info-set guestinfo.cloudinit.updates.supported network=boot;boot-new-instance;hotplug"}
+	if got := g.sets(t); !slices.Equal(got, want) {
+		t.Errorf("info-set calls %q, want only %q", got, want)
+	}
+	if st.VMware == nil || len(st.VMware.Published) != 0 || len(st.VMware.Notes) != 3 ||
+		!strings.HasPrefix(st.VMware.Notes[1], "publishing guestinfo.cloudinit.updates.supported failed: ") ||
+		st.VMware.Notes[2] != "guestinfo.cloudinit.updates.enabled not published: not tried, the info-set calls of this boot ran out of their 500ms" {
+		t.Errorf("vmware status %+v", st.VMware)
+	}
+	if st.Outcome != "ok" {
+		t.Errorf("outcome %q, want ok", st.Outcome)
+	}
+}
+
+// A boot that fails after reading the metadata (here the seed cannot be
+// written) does not lose what was found of VMware Tools' customization:
+// that is when it matters most.
+func TestBootVMwareFailedKeepsCustomization(t *testing.T) {
+	g := newVMwareGuest(t, "")
+	g.set(t, "metadata", vmwareMetadata(""))
+	for _, p := range []string{"var/log/vmware-imc", "var/lib/elsewhere"} {
+		if err := os.MkdirAll(filepath.Join(g.root, p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(g.root, "var/log/vmware-imc/toolsDeployPkg.log"), []byte("deploy\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The state directory is a link: boot refuses to write through it.
+	if err := os.RemoveAll(filepath.Join(g.root, "var/lib/seedkeeper")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("elsewhere", filepath.Join(g.root, "var/lib/seedkeeper")); err != nil {
+		t.Fatal(err)
+	}
+	st, err := agent.Boot(context.Background(), agent.LoadEnv(g.root, "", nil), agent.BootOptions{})
+	if err == nil || st.Outcome != "error" {
+		t.Fatalf("Boot: %v, outcome %q; want it to fail", err, st.Outcome)
+	}
+	if st.VMware == nil || len(st.VMware.Customization) != 1 ||
+		!strings.HasPrefix(st.VMware.Customization[0], "VMware Tools ran a guest customization here (/var/log/vmware-imc/toolsDeployPkg.log") {
+		t.Errorf("vmware status %+v", st.VMware)
 	}
 }

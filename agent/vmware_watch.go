@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/seedkeeper/seedkeeper/datasource"
 	"github.com/seedkeeper/seedkeeper/netcfg/apply"
@@ -17,14 +19,40 @@ import (
 // stack's DHCP client has run, and a hot-added NIC or a new lease changes
 // the addresses later. It publishes what cloud-init's pick (localIPs)
 // finds whenever that changes, and, as cloud-init, never clears a key.
+// Every address or route change in the namespace wakes it, so it sets a
+// key only when the pick differs from what the VMX was last given, and
+// after a failed set it waits (retryFirst, doubling to retryMax) before
+// it tries that key again: a VMX that refuses info-set, or a tool that
+// hangs, costs one run per key per back-off, not one per event.
 type localIPWatch struct {
 	e    *Env
 	tool string
 
 	mu    sync.Mutex
 	names []string
+	kick  chan struct{} // a new plan's links: reconcile
+
+	// Touched only by run's goroutine.
 	last  map[string]netip.Addr // key -> what the VMX was last given
+	retry map[string]*backoff   // key -> when a failed set is tried again
+	now   func() time.Time
+	// lastRun is when reconcile last ran; reconciles counts its runs
+	// (read by the tests).
+	lastRun    time.Time
+	reconciles atomic.Int64
 }
+
+// backoff is a key whose last set failed.
+type backoff struct {
+	at    time.Time
+	delay time.Duration
+}
+
+// How long a key whose set failed is left alone: first, and at most.
+const (
+	retryFirst = 30 * time.Second
+	retryMax   = 30 * time.Minute
+)
 
 // newLocalIPWatch returns the watch for the boot recorded in st, nil when
 // that boot did not publish through a guestinfo tool on this machine.
@@ -34,7 +62,8 @@ func (e *Env) newLocalIPWatch(st *Status) *localIPWatch {
 		st.Network == nil || st.Network.Action != "applied" {
 		return nil
 	}
-	w := &localIPWatch{e: e, tool: st.Transport, names: slices.Clone(st.Network.Links), last: map[string]netip.Addr{}}
+	w := &localIPWatch{e: e, tool: st.Transport, names: slices.Clone(st.Network.Links),
+		kick: make(chan struct{}, 1), last: map[string]netip.Addr{}, retry: map[string]*backoff{}, now: time.Now}
 	for _, p := range st.VMware.Published {
 		k, v, _ := strings.Cut(strings.TrimPrefix(p, "guestinfo."), " ")
 		if a, err := netip.ParseAddr(v); err == nil {
@@ -44,30 +73,39 @@ func (e *Env) newLocalIPWatch(st *Status) *localIPWatch {
 	return w
 }
 
-// setLinks takes the owned links of a new plan (after a hotplug apply).
+// setLinks takes the owned links of a new plan (after a hotplug apply)
+// and has run reconcile: never on the caller's goroutine, so that a tool
+// that hangs does not hold back the hotplug apply.
 func (w *localIPWatch) setLinks(p *apply.Plan) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	w.names = w.names[:0]
 	for _, id := range slices.Sorted(maps.Keys(p.OwnedName)) {
 		w.names = append(w.names, p.OwnedName[id])
 	}
+	w.mu.Unlock()
+	select {
+	case w.kick <- struct{}{}:
+	default: // one pending reconcile covers it
+	}
 }
 
 // reconcile publishes the addresses picked now that differ from the last
-// ones published.
-func (w *localIPWatch) reconcile(ctx context.Context) {
+// ones published, but not a key still backing off after a failed set. It
+// returns the time of the earliest retry due (zero: none).
+func (w *localIPWatch) reconcile(ctx context.Context) time.Time {
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	if len(w.names) == 0 {
-		return
+	names := slices.Clone(w.names)
+	w.mu.Unlock()
+	if len(names) == 0 {
+		return w.nextRetry()
 	}
-	st, err := readOwnedAddrs(w.e.Netns, w.names)
+	st, err := readOwnedAddrs(w.e.Netns, names)
 	if err != nil {
 		w.e.Log.Debug("vmware: reading the owned links", "err", err)
-		return
+		return w.nextRetry()
 	}
 	v4, v6, _ := localIPs(st)
+	now := w.now()
 	for _, p := range []struct {
 		key  string
 		addr netip.Addr
@@ -75,25 +113,76 @@ func (w *localIPWatch) reconcile(ctx context.Context) {
 		if !p.addr.IsValid() || w.last[p.key] == p.addr {
 			continue
 		}
-		if err := datasource.SetGuestinfo(ctx, w.e.vmwareRunner(), w.tool, p.key, p.addr.String()); err != nil {
-			w.e.Log.Warn("vmware: publishing guestinfo."+p.key+" failed", "err", err)
+		b := w.retry[p.key]
+		if b != nil && now.Before(b.at) {
 			continue
 		}
+		if err := datasource.SetGuestinfo(ctx, w.e.vmwareRunner(), w.tool, p.key, p.addr.String()); err != nil {
+			if ctx.Err() != nil {
+				return time.Time{}
+			}
+			if b == nil {
+				b = &backoff{delay: retryFirst}
+				w.retry[p.key] = b
+			} else {
+				b.delay = min(2*b.delay, retryMax)
+			}
+			b.at = now.Add(b.delay)
+			w.e.Log.Warn("vmware: publishing guestinfo."+p.key+" failed; trying again in "+b.delay.String()+" at the earliest", "err", err)
+			continue
+		}
+		delete(w.retry, p.key)
 		w.last[p.key] = p.addr
 		w.e.Log.Info("vmware: published guestinfo." + p.key + " " + p.addr.String() + " (the owned addresses changed)")
 	}
+	return w.nextRetry()
 }
 
+func (w *localIPWatch) nextRetry() time.Time {
+	var t time.Time
+	for _, b := range w.retry {
+		if t.IsZero() || b.at.Before(t) {
+			t = b.at
+		}
+	}
+	return t
+}
+
+// reconcileEvery is the shortest time between two reconciles: a burst
+// of address or route events (a routing daemon, pods coming and going)
+// makes one read of the links and routes a second, not one per event.
+const reconcileEvery = time.Second
+
 // run reconciles once, then on every address or route change in the
-// namespace, until ctx ends. A subscription that cannot be made is
-// logged: the keys then stay as boot left them.
+// namespace, every new plan, and when a failed set is due again, until
+// ctx ends, at most once every reconcileEvery. A subscription that cannot
+// be made is logged: the keys then stay as boot left them.
 func (w *localIPWatch) run(ctx context.Context) {
 	events, err := subscribeAddrRoute(ctx, w.e.Netns)
 	if err != nil {
 		w.e.Log.Warn("vmware: not keeping guestinfo.local-ipv4/-ipv6 current", "err", err)
 		return
 	}
-	w.reconcile(ctx)
+	w.loop(ctx, events)
+}
+
+// loop is run's loop over the events.
+func (w *localIPWatch) loop(ctx context.Context, events <-chan struct{}) {
+	timer := time.NewTimer(retryMax)
+	timer.Stop()
+	defer timer.Stop()
+	arm := func(at time.Time) {
+		timer.Stop()
+		if !at.IsZero() {
+			timer.Reset(max(time.Until(at), 0))
+		}
+	}
+	run := func() {
+		w.reconciles.Add(1)
+		w.lastRun = time.Now()
+		arm(w.reconcile(ctx))
+	}
+	run()
 	for {
 		select {
 		case <-ctx.Done():
@@ -105,7 +194,13 @@ func (w *localIPWatch) run(ctx context.Context) {
 				}
 				return
 			}
-			w.reconcile(ctx)
+		case <-w.kick:
+		case <-timer.C: // a failed set due again, or a reconcile held back
 		}
+		if next := w.lastRun.Add(reconcileEvery); time.Now().Before(next) {
+			arm(next)
+			continue
+		}
+		run()
 	}
 }

@@ -146,7 +146,6 @@ func Watch(ctx context.Context, e Env, o WatchOptions) error {
 			err := e.render(ctx, cfg, whole, &NetResult{}, true)
 			if ips != nil {
 				ips.setLinks(whole)
-				ips.reconcile(ctx)
 			}
 			return err
 		})

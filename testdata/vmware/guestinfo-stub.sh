@@ -31,6 +31,9 @@ case $cmd in
 		cat "$GUESTINFO_DIR/$key.fail-$tool" >&2
 		exit 1
 	fi
+	if [ -e "$GUESTINFO_DIR/$key.hang-$tool" ]; then
+		exec sleep 60
+	fi
 	printf '%s' "$val" >"$GUESTINFO_DIR/$key"
 	echo
 	exit 0
