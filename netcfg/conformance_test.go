@@ -70,28 +70,16 @@ var conformDeliberate = []conformRow{
 // gone; until then the test fails, so a fixed defect cannot stay listed.
 var conformKnown = []conformRow{
 	// Known defect, being fixed: netplan's meaning of v2 keys.
-	{doc: "conformance/accept-ra-false-dhcp6.yaml", link: "eth0", field: "network/Network.IPv6AcceptRA", why: "accept-ra: false is overridden by DHCPv6"},
 	{doc: "conformance/dhcp[46]-overrides.yaml", link: "eth0", field: "network/DHCPv4.*", why: "dhcp overrides other than route-metric are dropped"},
-	{doc: "conformance/b*-macaddress.yaml", link: "b*0", field: "*/*.MACAddress", why: "macaddress: on a bond or bridge is ignored"},
-	{doc: "conformance/vlan-macaddress.yaml", link: "vlan10", field: "*/*.MACAddress", why: "macaddress: on a VLAN is ignored"},
 	{doc: "conformance/route-no-prefix.yaml", link: "eth0", field: "network/Route", why: "a route to an address is a host route, not a /24 or /64"},
-	{doc: "examples/bonding_router.yaml", link: "enp[3-6]s0", field: "network/Link.RequiredForOnline", why: "optional: true is ignored"},
-	{doc: "conformance/optional.yaml", link: "eth1", field: "network/Link.RequiredForOnline", why: "optional: true is ignored"},
-	{doc: "conformance/bond-member-optional.yaml", link: "eth1", field: "network/Link.RequiredForOnline", why: "optional: true is ignored"},
-	{doc: "examples/source_routing.yaml", link: "ens[35]", field: "network/RoutingPolicyRule", why: "routing-policy is ignored"},
-	{doc: "conformance/routing-policy.yaml", link: "eth0", field: "network/RoutingPolicyRule", why: "routing-policy is ignored"},
-	{doc: "conformance/bridge-port-params.yaml", link: "eth[01]", field: "network/Bridge.*", why: "bridge path-cost and port-priority are not rendered"},
 	{doc: "conformance/route-types.yaml", link: "eth0", field: "network/Route", why: "route type:, from: and mtu: are dropped (an unreachable route becomes a link route)"},
-	{doc: "conformance/misc-link.yaml", link: "eth0", field: "network/DHCPv4.ClientIdentifier", why: "dhcp-identifier is dropped"},
 	{doc: "conformance/misc-link.yaml", link: "eth0", field: "network/DHCPv4.CriticalConnection", why: "critical is dropped"},
 	{doc: "conformance/misc-link.yaml", link: "eth0", field: "network/Network.IPv6MTUBytes", why: "ipv6-mtu is dropped"},
 	{doc: "conformance/misc-link.yaml", link: "eth0", field: "network/Network.IPv6PrivacyExtensions", why: "ipv6-privacy is dropped"},
 	{doc: "conformance/misc-link.yaml", link: "eth0", field: "link/Link.WakeOnLan", why: "wakeonlan: true is dropped"},
-	{doc: "examples/windows_dhcp_server.yaml", link: "enp3s0", field: "network/DHCPv4.ClientIdentifier", why: "dhcp-identifier: mac is dropped"},
 	{doc: "examples/offload.yaml", link: "ens1", field: "link/Link.*Offload", why: "offload keys are dropped"},
 	{doc: "conformance/link-local.yaml", link: "eth[01]", field: "network/Network.LinkLocalAddressing", why: "link-local: is ignored"},
 	{doc: "conformance/link-local.yaml", link: "eth0", field: "network/Network.IPv6AcceptRA", why: "link-local: [] turns off RAs in netplan's files"},
-	{doc: "conformance/bond-arp-params.yaml", link: "bond0", field: "netdev/Bond.ARPIPTargets", why: "netplan's spelling arp-ip-targets is not read"},
 	// Known defect, not yet being fixed: the defaults netplan writes.
 	{doc: "*", link: "*", field: "network/DHCPv4.RouteMetric", ours: says(""), netplan: says("100"),
 		why: "netplan gives DHCP routes metric 100 (networkd's default is 1024)"},
@@ -865,8 +853,6 @@ var v1Deliberate = []conformRow{
 // v1Known are defects in seedkeeper's reading of v1 as cloud-init and
 // netplan render it.
 var v1Known = []conformRow{
-	{doc: "v1/bond.yaml", link: "bond0", field: "network/Link.MACAddress",
-		why: "a bond's MAC is only in its .netdev, which networkd reads only when it creates the bond"},
 	// The defaults netplan writes, as in conformKnown.
 	{doc: "*", link: "*", field: "network/DHCPv4.RouteMetric", ours: says(""), netplan: says("100"), why: "DHCP route metric 100"},
 	{doc: "*", link: "*", field: "network/DHCPv4.UseMTU", ours: says(""), netplan: says("yes"), why: "the DHCP server's MTU"},
