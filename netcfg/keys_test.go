@@ -41,7 +41,21 @@ func supportCell(s Support) string {
 // one place that the stacks treat alike, in the table's order.
 func renderKeyTable(format int) string {
 	var b strings.Builder
-	b.WriteString("| where | keys | live | networkd | NM | ifupdown | when noted: why |\n|---|---|---|---|---|---|---|\n")
+	// The columns: the live apply, then each stack of Stacks.
+	places := []string{"live"}
+	b.WriteString("| where | keys | live |")
+	for _, s := range Stacks {
+		places = append(places, s.Name)
+		b.WriteString(" " + s.Title + " |")
+	}
+	b.WriteString(" when noted: why |\n|---|---|" + strings.Repeat("---|", len(places)) + "---|\n")
+	cells := func(k *Key) string {
+		var c []string
+		for _, p := range places {
+			c = append(c, supportCell(k.In(p)))
+		}
+		return strings.Join(c, " | ")
+	}
 	var names []string
 	var last *Key
 	flush := func() {
@@ -52,8 +66,7 @@ func renderKeyTable(format int) string {
 		if where == "" {
 			where = "`" + last.Where + "`"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", where, strings.Join(names, ", "),
-			supportCell(last.Live), supportCell(last.Networkd), supportCell(last.NetworkManager), supportCell(last.Ifupdown), last.Why)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", where, strings.Join(names, ", "), cells(last), last.Why)
 		names = names[:0]
 	}
 	for i := range Keys {
@@ -61,8 +74,7 @@ func renderKeyTable(format int) string {
 		if k.Format != format {
 			continue
 		}
-		if last == nil || k.Where != last.Where || k.Networkd != last.Networkd || k.NetworkManager != last.NetworkManager ||
-			k.Ifupdown != last.Ifupdown || k.Live != last.Live || k.Why != last.Why {
+		if last == nil || k.Where != last.Where || cells(k) != cells(last) || k.Why != last.Why {
 			flush()
 		}
 		names = append(names, "`"+k.Name+"`")
@@ -144,9 +156,9 @@ func TestKeyTableRendering(t *testing.T) {
 	saved := Keys
 	t.Cleanup(func() { Keys = saved })
 	Keys = []Key{
-		{2, "ethernets", "a", ok, ok, no, na, ""},
-		{2, "ethernets", "b", ok, ok, no, na, ""},
-		{2, "ethernets", "c", ok, ok, ok, na, ""},
+		{2, "ethernets", "a", ok, no, no, na, ""},
+		{2, "ethernets", "b", ok, no, no, na, ""},
+		{2, "ethernets", "c", ok, ok, no, na, ""},
 		{2, "routes", "d", no, no, no, no, "not done"},
 		{1, "config", "e", ok, ok, ok, ok, ""},
 	}
@@ -156,8 +168,9 @@ func TestKeyTableRendering(t *testing.T) {
 	}
 	got = renderKeyTable(2)
 	for _, row := range []string{
-		"| `ethernets` | `a`, `b` | n/a | ✓ | ✓ | noted |  |\n",
-		"| `ethernets` | `c` | n/a | ✓ | ✓ | ✓ |  |\n",
+		"| where | keys | live | NetworkManager | systemd-networkd | ifupdown | when noted: why |\n",
+		"| `ethernets` | `a`, `b` | n/a | noted | ✓ | noted |  |\n",
+		"| `ethernets` | `c` | n/a | ✓ | ✓ | noted |  |\n",
 		"| `routes` | `d` | noted | noted | noted | noted | not done |\n",
 	} {
 		if !strings.Contains(got, row) {
