@@ -433,9 +433,7 @@ func acceptRA(ifc *Interface) (ra, set bool) {
 }
 
 // dhcpMetricDefault is the metric netplan gives the routes of a DHCP
-// link that sets none (networkd's own default is 1024), so that a link
-// configured by DHCP is preferred to one with a static default route at
-// networkd's default.
+// link that sets none (networkd's own default is 1024).
 const dhcpMetricDefault = 100
 
 // dhcpMetrics are the route metrics of a DHCP link, as netplan means
