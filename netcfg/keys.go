@@ -38,8 +38,8 @@ type Key struct {
 	// Where is the mapping the key is in: for v2 "network" (the top
 	// level), "link" (every device type), "ethernets", "bonds",
 	// "bridges", "vlans", "match", "parameters" (of a bond or bridge),
-	// "nameservers", "dhcp4-overrides", "dhcp6-overrides", "routes" or
-	// "routing-policy"; for v1 "config" (every link entry), the entry's
+	// "nameservers", "dhcp4-overrides", "dhcp6-overrides", "routes",
+	// "routing-policy" or "addresses" (the options of one address); for v1 "config" (every link entry), the entry's
 	// type ("physical", "bond", "bridge", "vlan", "nameserver",
 	// "route"), or "subnets". A key of a device-type place ("ethernets")
 	// wins over the same key of "link".
@@ -180,6 +180,9 @@ var Keys = []Key{
 	{2, "dhcp6-overrides", "send-hostname", no, ok, no, na, ""},
 	{2, "dhcp6-overrides", "hostname", no, ok, no, na, ""},
 	{2, "dhcp6-overrides", "route-metric", ok, ok, no, na, ""},
+
+	{2, "addresses", "lifetime", no, no, no, no, "an address keeps the stack's default lifetime"},
+	{2, "addresses", "label", no, no, no, no, "address labels are not set"},
 
 	{2, "routes", "to", ok, ok, ok, ok, ""},
 	{2, "routes", "via", ok, ok, ok, ok, ""},

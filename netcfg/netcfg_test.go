@@ -17,7 +17,7 @@ import (
 	"testing"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/netcfg/golden")
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/netcfg/golden and the README's key tables")
 
 const fixtures = "../testdata/netcfg"
 

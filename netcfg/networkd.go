@@ -264,6 +264,11 @@ func renderNetwork(v *view, ifc *Interface, extraDNS DNS, extraRoutes []Route) (
 	}
 
 	w.section("Network")
+	if ifc.Kind != Physical {
+		// As netplan: a bond, bridge or VLAN is configured before it
+		// has carrier (a bridge without ports never has one).
+		w.kv("ConfigureWithoutCarrier", "yes")
+	}
 	master := v.master(ifc)
 	if master != nil {
 		// A member carries no addresses of its own.
@@ -327,11 +332,23 @@ func renderNetwork(v *view, ifc *Interface, extraDNS DNS, extraRoutes []Route) (
 		}
 	}
 	if master == nil {
+		m4, m6 := dhcpMetrics(ifc)
 		if ifc.DHCP4 {
-			writeDHCP(w, "DHCPv4", ifc.DHCP4Overrides, ifc.DHCPMetric, ifc.DHCPIdentifier, true)
+			o := ifc.DHCP4Overrides
+			if o.UseMTU == nil && ifc.MTU == 0 {
+				// netplan's default: the MTU the DHCP server offers
+				// is the link's (networkd's own is not to take it);
+				// a link's own MTU wins.
+				o.UseMTU = &[]bool{true}[0]
+			}
+			writeDHCP(w, "DHCPv4", o, m4, ifc.DHCPIdentifier, true)
 		}
-		if ifc.DHCP6 {
-			writeDHCP(w, "DHCPv6", ifc.DHCP6Overrides, ifc.DHCP6Overrides.RouteMetric, "", false)
+		if ifc.DHCP4 || ifc.DHCP6 {
+			o := ifc.DHCP6Overrides
+			if !ifc.DHCP6 {
+				o = DHCPOverrides{}
+			}
+			writeDHCP(w, "DHCPv6", o, m6, "", false)
 		}
 		for _, r := range slices.Concat(ifc.Routes, extraRoutes) {
 			w.section("Route")
@@ -413,6 +430,32 @@ func acceptRA(ifc *Interface) (ra, set bool) {
 		return true, true
 	}
 	return false, false
+}
+
+// dhcpMetricDefault is the metric netplan gives the routes of a DHCP
+// link that sets none (networkd's own default is 1024).
+const dhcpMetricDefault = 100
+
+// dhcpMetrics are the route metrics of a DHCP link, as netplan means
+// them: the routes of the DHCPv4 lease take the dhcp4 route-metric; the
+// IPv6 routes (networkd's [DHCPv6] RouteMetric is the metric of the
+// routes router advertisements bring, the IPv6 routes a DHCP link gets)
+// the dhcp6 one, else the dhcp4 one; either, when unset, netplan's 100.
+func dhcpMetrics(ifc *Interface) (m4, m6 int) {
+	m4, m6 = ifc.DHCPMetric, ifc.DHCP6Overrides.RouteMetric
+	if !ifc.DHCP6 || m6 == 0 {
+		m6 = m4
+	}
+	if !ifc.DHCP4 {
+		m4 = 0
+	}
+	if m4 == 0 {
+		m4 = dhcpMetricDefault
+	}
+	if m6 == 0 {
+		m6 = dhcpMetricDefault
+	}
+	return m4, m6
 }
 
 func yesNo(b bool) string {

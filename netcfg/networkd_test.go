@@ -225,6 +225,7 @@ Name=bond0
 MTUBytes=9000
 
 [Network]
+ConfigureWithoutCarrier=yes
 DHCP=no
 VLAN=bond0.42
 `,
@@ -236,6 +237,7 @@ VLAN=bond0.42
 Name=bond0.42
 
 [Network]
+ConfigureWithoutCarrier=yes
 DHCP=no
 Address=10.42.0.5/24
 DNS=10.42.0.2
@@ -421,5 +423,59 @@ func TestParamsSafeAlphabet(t *testing.T) {
 		if i := strings.IndexAny(string(f), "$`\u202e\u00a0"); i >= 0 {
 			t.Errorf("%s holds %q:\n%s", name, f[i:i+1], f)
 		}
+	}
+}
+
+// TestRenderNetworkdNetplanDefaults: a DHCP link gets what netplan gives
+// it when the document says nothing (route metric 100 for the lease's
+// routes and the router advertisements' ones, the server's MTU unless
+// the link has its own), a set metric wins, and a bond, bridge or VLAN
+// is configured without carrier.
+func TestRenderNetworkdNetplanDefaults(t *testing.T) {
+	no := false
+	cases := []struct {
+		name string
+		ifc  Interface
+		want map[[2]string][]string // section, key: values (nil: absent)
+	}{
+		{"dhcp4", Interface{ID: "e", Kind: Physical, MAC: "02:00:00:00:00:01", DHCP4: true},
+			map[[2]string][]string{
+				{"DHCPv4", "RouteMetric"}: {"100"}, {"DHCPv4", "UseMTU"}: {"yes"},
+				{"DHCPv6", "RouteMetric"}: {"100"}, {"Network", "ConfigureWithoutCarrier"}: nil,
+			}},
+		{"dhcp4 metric and mtu", Interface{ID: "e", Kind: Physical, MAC: "02:00:00:00:00:01", DHCP4: true, DHCPMetric: 200, MTU: 1400},
+			map[[2]string][]string{
+				{"DHCPv4", "RouteMetric"}: {"200"}, {"DHCPv4", "UseMTU"}: nil, {"DHCPv6", "RouteMetric"}: {"200"},
+			}},
+		{"use-mtu false", Interface{ID: "e", Kind: Physical, MAC: "02:00:00:00:00:01", DHCP4: true, DHCP4Overrides: DHCPOverrides{UseMTU: &no}},
+			map[[2]string][]string{{"DHCPv4", "UseMTU"}: {"no"}}},
+		{"dhcp6", Interface{ID: "e", Kind: Physical, MAC: "02:00:00:00:00:01", DHCP6: true, DHCP6Overrides: DHCPOverrides{RouteMetric: 300, UseDNS: &no}},
+			map[[2]string][]string{
+				{"DHCPv4", "RouteMetric"}: nil, {"DHCPv4", "UseMTU"}: nil,
+				{"DHCPv6", "RouteMetric"}: {"300"}, {"DHCPv6", "UseDNS"}: {"no"},
+			}},
+		{"dhcp4, dhcp6 metric unset", Interface{ID: "e", Kind: Physical, MAC: "02:00:00:00:00:01", DHCP4: true, DHCP6: true, DHCPMetric: 50},
+			map[[2]string][]string{{"DHCPv4", "RouteMetric"}: {"50"}, {"DHCPv6", "RouteMetric"}: {"50"}}},
+		{"static", Interface{ID: "e", Kind: Physical, MAC: "02:00:00:00:00:01", Addresses: []netip.Prefix{pfx("192.0.2.5/24")}},
+			map[[2]string][]string{{"DHCPv4", "RouteMetric"}: nil, {"DHCPv6", "RouteMetric"}: nil}},
+		{"bridge", Interface{ID: "br0", Kind: Bridge, Name: "br0", Addresses: []netip.Prefix{pfx("192.0.2.5/24")}},
+			map[[2]string][]string{{"Network", "ConfigureWithoutCarrier"}: {"yes"}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			files, err := RenderNetworkd(&Config{Interfaces: []Interface{tc.ifc}}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := parseINI(files["10-seedkeeper-"+tc.ifc.ID+".network"])
+			if err != nil {
+				t.Fatal(err)
+			}
+			for sk, want := range tc.want {
+				if got := f.get(sk[0], sk[1]); !reflect.DeepEqual(got, want) {
+					t.Errorf("[%s] %s = %q, want %q", sk[0], sk[1], got, want)
+				}
+			}
+		})
 	}
 }

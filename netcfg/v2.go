@@ -315,7 +315,7 @@ func v2IP(ifc *Interface, m mapping, n *notes) {
 		n.drop(err, "every address")
 	}
 	for _, af := range addrs {
-		a, err := v2Address(af)
+		a, err := v2Address(af, n)
 		if err != nil {
 			n.drop(err, "the address")
 			continue
@@ -369,11 +369,15 @@ func v2IP(ifc *Interface, m mapping, n *notes) {
 }
 
 // v2Address reads one item of addresses: "address/prefix", or netplan's
-// "- 10.0.0.1/24: {lifetime: 0}".
-func v2Address(af field) (netip.Prefix, error) {
+// "- 10.0.0.1/24: {lifetime: 0}", whose options are noted as the key
+// table says.
+func v2Address(af field, n *notes) (netip.Prefix, error) {
 	if am, ok := af.v.(map[string]any); ok && len(am) == 1 {
-		for k := range am {
+		for k, opts := range am {
 			af.v = k
+			if om, err := (field{af.path, opts}).mapping(); err == nil {
+				om.noteKeys(2, n, "addresses")
+			}
 		}
 	}
 	s, err := af.str()
