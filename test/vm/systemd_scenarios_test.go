@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -355,46 +354,6 @@ func TestIntegrationSystemdSmartOSHostLate(t *testing.T) {
 	}
 	if s := h.Stats(); s.Served == 0 {
 		t.Errorf("the host served nothing after coming up: %+v", s)
-	}
-}
-
-// TestIntegrationSystemdBootCost measures seedkeeper-boot.service against
-// cloud-init-local.service in the same boot, from `systemctl show`, with
-// the unit as shipped and with more CPU weight (is its wall time spent
-// waiting for the CPU that udev's coldplug holds?). Both boots run side by
-// side so they see the same host load. It only logs figures (the numbers
-// in BENCHMARKS.md come from here), so it runs only when
-// SEEDKEEPER_VM_BENCH is set.
-func TestIntegrationSystemdBootCost(t *testing.T) {
-	if os.Getenv("SEEDKEEPER_VM_BENCH") == "" {
-		t.Skip("a measurement, not a test: set SEEDKEEPER_VM_BENCH=1 to run it")
-	}
-	t.Parallel()
-	img := needSystemdImage(t, relBookworm, "networkd", true)
-	for _, v := range []struct{ name, dropin string }{
-		{"shipped", ""},
-		{"cpuweight", "sk.dropin=seedkeeper-boot.service:CPUWeight=10000"},
-	} {
-		t.Run(v.name, func(t *testing.T) {
-			t.Parallel()
-			var app []string
-			if v.dropin != "" {
-				app = append(app, v.dropin)
-			}
-			d := newSDDisk(t, img)
-			r := d.boot(t, sdBoot{Name: v.name, UUID: uuidVM, Seed: proxmoxSeed(resolverA), NICs: []sdNIC{nicStatic, nicDHCP}, Append: app})
-			span := func(u string) (time.Duration, time.Duration, float64) {
-				start := r.mono(t, u, "InactiveExitTimestampMonotonic")
-				end := r.mono(t, u, "ActiveEnterTimestampMonotonic")
-				cpu, _ := strconv.ParseFloat(r.unit(t, u)["CPUUsageNSec"], 64)
-				return start, end - start, cpu / 1e9
-			}
-			s0, sw, sc := span("seedkeeper-boot")
-			c0, cw, cc := span("cloud-init-local")
-			t.Logf("BOOTCOST %s: seedkeeper-boot start %.1fs wall %.1fs cpu %.1fs | cloud-init-local start %.1fs wall %.1fs cpu %.1fs | ratio wall %.2f | idle: %s",
-				v.name, s0.Seconds(), sw.Seconds(), sc, c0.Seconds(), cw.Seconds(), cc, sw.Seconds()/cw.Seconds(),
-				strings.ReplaceAll(string(r.files["idle-cost"]), "\n", " "))
-		})
 	}
 }
 

@@ -48,3 +48,29 @@ Suites: bookworm
 		}
 	}
 }
+
+// TestBootCostTable: the boot cost summary takes medians (odd and even
+// counts), shows the range, and the difference from plain per boot.
+func TestBootCostTable(t *testing.T) {
+	if m := median([]float64{3, 1, 2}); m != 2 {
+		t.Errorf("median of 3 values = %v", m)
+	}
+	if m := median([]float64{4, 1, 2, 3}); m != 2.5 {
+		t.Errorf("median of 4 values = %v", m)
+	}
+	got := bootCostTable([]string{"trixie"}, map[string][]bootCostSample{
+		"trixie/first/plain":   {{final: 100, ssh: 50, local: 20}, {final: 110, ssh: 60, local: 22}},
+		"trixie/first/shipped": {{final: 105, ssh: 52, local: 25, skWall: 2, skCPU: 1}, {final: 115, ssh: 58, local: 27, skWall: 4, skCPU: 1}},
+	})
+	for _, want := range []string{
+		"| trixie | first | plain | 2 | 105.0 [100.0–110.0] | – | 55.0 [50.0–60.0] | – |",
+		"| trixie | first | shipped | 2 | 110.0 [105.0–115.0] | +5.0 s (+5 %) | 55.0 [52.0–58.0] | +0.0 s (+0 %) | 26.0 [25.0–27.0] | 3.0 [2.0–4.0] | 1.0 [1.0–1.0] |",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("table lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "second") {
+		t.Errorf("table has a row for boots without samples:\n%s", got)
+	}
+}

@@ -65,7 +65,12 @@ package vm
 // SEEDKEEPER_VM_DEB a prebuilt .deb, SEEDKEEPER_VM_KEEP a directory to
 // keep every report and console in, SEEDKEEPER_VM_CACHE and
 // SEEDKEEPER_VM_APT the rootfs cache and the apt sources mmdebstrap uses,
-// SEEDKEEPER_VM_CONSOLE=1 logs every console.
+// SEEDKEEPER_VM_CONSOLE=1 logs every console. SEEDKEEPER_VM_BENCH=1 runs
+// the boot cost measurement (TestIntegrationSystemdBootCost), with
+// SEEDKEEPER_VM_BENCH_PAIRS rounds (default 3) on the releases in
+// SEEDKEEPER_VM_BENCH_RELEASES (default bookworm,trixie), the variants in
+// SEEDKEEPER_VM_BENCH_VARIANTS (default all) and SEEDKEEPER_VM_BENCH_BOOTS
+// boots of each disk (default 2).
 
 import (
 	"archive/tar"
