@@ -166,7 +166,7 @@ for u in cloud-init-main cloud-init-local; do
 	[ "$(systemctl show "$u.service" -p LoadState --value)" = loaded ] || continue
 	echo "== $u.service $(systemctl show "$u.service" -p InactiveExitTimestampMonotonic --value)"
 	for a in $(systemctl show "$u.service" -p After --value); do
-		echo "$a $(systemctl show "$a" -p ActiveEnterTimestampMonotonic --value)"
+		echo "$a $(systemctl show -p ActiveEnterTimestampMonotonic --value -- "$a")"
 	done
 done >"$out/critical-chain" 2>&1
 # When sshd listened: the first journal line of sshd's "Server listening".
