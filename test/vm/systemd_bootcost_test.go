@@ -53,6 +53,18 @@ var bootCostVariants = []bootCostVariant{
 				t.Errorf("%s: seedkeeper-boot.service is still after systemd-udev-trigger.service (fragment %s)", r.name, u["FragmentPath"])
 			}
 		}},
+	// Without both udev orderings: what is left between local-fs.target
+	// and seedkeeper-boot is the binary's own bounded wait for late
+	// devices.
+	{name: "no-udev-ordering", seedkeeper: true,
+		append: []string{"sk.unitdel=seedkeeper-boot.service:After=systemd-udev-trigger.service",
+			"sk.unitdel=seedkeeper-boot.service:After=systemd-udevd.service"},
+		check: func(t *testing.T, r *sdReport) {
+			u := r.unit(t, "seedkeeper-boot")
+			if after := strings.Fields(u["After"]); slices.Contains(after, "systemd-udev-trigger.service") || slices.Contains(after, "systemd-udevd.service") {
+				t.Errorf("%s: seedkeeper-boot.service is still ordered after udev (After=%s)", r.name, u["After"])
+			}
+		}},
 	{name: "cpuweight-default", seedkeeper: true,
 		append: []string{"sk.dropin=seedkeeper-boot.service:CPUWeight=100"},
 		check: func(t *testing.T, r *sdReport) {
@@ -70,8 +82,8 @@ type bootCostSample struct {
 
 // TestIntegrationSystemdBootCost boots the networkd image of each release
 // N times in each variant (plain: without the package; shipped; the unit
-// without its ordering after systemd-udev-trigger.service; the unit with
-// the default CPU weight), each on a fresh disk and then again on that
+// without its ordering after systemd-udev-trigger.service; without both
+// udev orderings; the unit with the default CPU weight), each on a fresh disk and then again on that
 // disk (first and second boot), the variants of a round side by side
 // and their order rotated from round to round. It logs, per release,
 // boot and variant, the median and range of the time to cloud-final
