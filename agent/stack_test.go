@@ -70,7 +70,7 @@ func TestRenderLeavesSomeoneElsesFileAtOurPath(t *testing.T) {
 	write(t, root, "/lib/systemd/system/systemd-networkd.service", "[Install]\nWantedBy=multi-user.target\n")
 	os.MkdirAll(filepath.Join(root, "etc/systemd/system/multi-user.target.wants"), 0o755)
 	os.Symlink("/lib/systemd/system/systemd-networkd.service", filepath.Join(root, "etc/systemd/system/multi-user.target.wants/systemd-networkd.service"))
-	const theirs = "/run/systemd/network/10-seedkeeper-eth0.network"
+	const theirs = "/run/systemd/network/05-seedkeeper-eth0.network"
 	const mine = "[Match]\nName=eth0\n[Network]\nAddress=192.0.2.9/24\n"
 	write(t, root, theirs, mine)
 	cfg := &netcfg.Config{Interfaces: []netcfg.Interface{{ID: "eth0", Name: "eth0", Kind: netcfg.Physical, MAC: "52:54:00:00:00:01", DHCP4: true}}}
@@ -85,5 +85,45 @@ func TestRenderLeavesSomeoneElsesFileAtOurPath(t *testing.T) {
 	}
 	if !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, theirs) }) {
 		t.Errorf("the notes %q do not say %s was left alone", res.Notes, theirs)
+	}
+}
+
+// An upgraded install finds the files seedkeeper wrote under its old
+// "10-" name: boot replaces them with the "05-" ones, which sort before
+// netplan's, and leaves no second file for the NIC; a "10-" file without
+// seedkeeper's header stays.
+func TestRenderReplacesTheOldNetworkdNames(t *testing.T) {
+	root := t.TempDir()
+	const (
+		old    = "/run/systemd/network/10-seedkeeper-eth0.network"
+		oldDev = "/run/systemd/network/10-seedkeeper-bond0.netdev"
+		theirs = "/run/systemd/network/10-seedkeeper-mine.network"
+		netpl  = "/run/systemd/network/10-netplan-all-en.network"
+	)
+	write(t, root, old, netcfg.Header+"\n[Match]\nMACAddress=52:54:00:00:00:01\n")
+	write(t, root, oldDev, netcfg.Header+"\n[NetDev]\nName=bond0\n")
+	write(t, root, theirs, "[Match]\nName=eth9\n")
+	write(t, root, netpl, "[Match]\nName=en*\n[Network]\nDHCP=yes\n")
+	cfg := &netcfg.Config{Interfaces: []netcfg.Interface{{ID: "eth0", Kind: netcfg.Physical, MAC: "52:54:00:00:00:01", DHCP4: true}}}
+	e := &Env{Root: sysroot.Root(root)}
+	e.init()
+	res := &NetResult{}
+	if _, err := e.renderNetworkd(cfg, nil, res); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir(filepath.Join(root, netcfg.NetworkdDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	want := []string{"05-seedkeeper-eth0.network", "10-netplan-all-en.network", "10-seedkeeper-mine.network"}
+	if !slices.Equal(names, want) {
+		t.Errorf("%s holds %q, want %q", netcfg.NetworkdDir, names, want)
+	}
+	if !slices.Equal(res.Removed, []string{"10-seedkeeper-bond0.netdev", "10-seedkeeper-eth0.network"}) {
+		t.Errorf("removed %q", res.Removed)
 	}
 }
