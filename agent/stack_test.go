@@ -127,3 +127,33 @@ func TestRenderReplacesTheOldNetworkdNames(t *testing.T) {
 		t.Errorf("removed %q", res.Removed)
 	}
 }
+
+// On a netplan image, boot says which of netplan's entries also match an
+// owned NIC and what takes the NIC instead; a NIC seedkeeper does not own
+// is not named, and no netplan file is changed.
+func TestRenderNamesNetplansEntriesOnOwnedNICs(t *testing.T) {
+	root := t.TempDir()
+	write(t, root, "/lib/systemd/system/systemd-networkd.service", "[Install]\nWantedBy=multi-user.target\n")
+	os.MkdirAll(filepath.Join(root, "etc/systemd/system/multi-user.target.wants"), 0o755)
+	os.Symlink("/lib/systemd/system/systemd-networkd.service", filepath.Join(root, "etc/systemd/system/multi-user.target.wants/systemd-networkd.service"))
+	write(t, root, "/usr/lib/systemd/system-generators/netplan", "")
+	const yaml = "network:\n  version: 2\n  ethernets:\n    all-en: {match: {name: 'en*'}, dhcp4: true}\n    all-eth: {match: {name: 'eth*'}, dhcp4: true}\n"
+	write(t, root, "/etc/netplan/90-default.yaml", yaml)
+	cfg := &netcfg.Config{Interfaces: []netcfg.Interface{
+		{ID: "eth0", Name: "eth0", Kind: netcfg.Physical, MAC: "52:54:00:00:00:01", DHCP4: true},
+		{ID: "eth1", Name: "eth1", Kind: netcfg.Physical, MAC: "52:54:00:00:00:02", DHCP4: true},
+	}}
+	e := &Env{Root: sysroot.Root(root)}
+	e.init()
+	res := &NetResult{}
+	if _, err := e.renderNetworkd(cfg, func(i *netcfg.Interface) bool { return i.ID == "eth0" }, res); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"/etc/netplan/90-default.yaml entry all-eth (match name eth*) also matches eth0, which seedkeeper owns: systemd-networkd gives it seedkeeper's file, which sorts before netplan's"}
+	if !slices.Equal(res.Netplan, want) {
+		t.Errorf("netplan notes %q, want %q", res.Netplan, want)
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "etc/netplan/90-default.yaml")); err != nil || string(b) != yaml {
+		t.Errorf("netplan's file changed: %q, %v", b, err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -294,5 +295,30 @@ func TestCheckSelectedItems(t *testing.T) {
 	r, err := Check(m.dir, "drop-in")
 	if err != nil || len(r.Items) != 1 || r.Items[0].ID != "drop-in" || r.Items[0].Verdict != Finding {
 		t.Errorf("Check(drop-in) = %+v, %v", r, err)
+	}
+}
+
+// A netplan image: image check names netplan's files and its catch-all
+// (DHCP on every en* and eth* NIC, which would take the NICs seedkeeper
+// owns but for the precedence of seedkeeper's files), as a note; a
+// netplan whose generator is masked renders nothing and is not named.
+func TestCheckNetworkStackNetplan(t *testing.T) {
+	m := freshImage(t)
+	m.write("/usr/lib/systemd/system-generators/netplan", "")
+	m.write("/etc/netplan/90-default.yaml", "network:\n  version: 2\n  ethernets:\n    all-en: {match: {name: 'en*'}, dhcp4: true}\n    eth9: {dhcp4: true}\n")
+	m.write("/etc/netplan/95-bad.yaml", "network: {\n")
+	expectItem(t, check(t, m), "network-stack", Note, "systemd-networkd enabled",
+		"netplan renders 2 file(s) at boot", "/etc/netplan/95-bad.yaml is not YAML netplan can read",
+		"netplan catch-all: /etc/netplan/90-default.yaml entry all-en (match name en*, for networkd)",
+		"gives those seedkeeper's configuration")
+	if it := item(t, check(t, m), "network-stack"); strings.Contains(it.Found, "eth9") || !slices.Contains(it.Paths, "/etc/netplan/90-default.yaml") {
+		t.Errorf("item %+v: names the entry of one NIC, or not the file", it)
+	}
+	m.write("/etc/netplan/90-default.yaml", "network:\n  version: 2\n  ethernets:\n    eth9: {dhcp4: true}\n")
+	m.remove("/etc/netplan/95-bad.yaml")
+	expectItem(t, check(t, m), "network-stack", OK, "netplan renders 1 file(s) at boot", "renders them for systemd-networkd")
+	m.link("/dev/null", "/etc/systemd/system-generators/netplan")
+	if it := item(t, check(t, m), "network-stack"); strings.Contains(it.Found, "netplan") {
+		t.Errorf("a masked netplan is named: %+v", it)
 	}
 }

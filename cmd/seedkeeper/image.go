@@ -31,7 +31,8 @@ its first boot, and for each finding the command that fixes it:
   sealed            the sealed marker image seal leaves
   machine-id        /etc/machine-id filled or empty; D-Bus's copy
   ssh-host-keys     SSH host keys, and what replaces them on a clone
-  network-stack     systemd-networkd, NetworkManager or ifupdown, and whether
+  network-stack     systemd-networkd, NetworkManager or ifupdown (netplan over
+                    networkd or NetworkManager, and its catch-alls), and whether
                     seedkeeper can own NICs on it
   allowlist         the hotplug driver allowlist in effect
   seed-dir          a seed a person left in cloud-init's seed directory

@@ -82,12 +82,12 @@ func TestPrintStatusEscapesEveryLine(t *testing.T) {
 		Dropped:   []string{bad},
 		Identity:  &identity.Decision{InstanceID: bad, ReportedID: bad, RuleName: bad, Explanation: bad},
 		Seed:      &agent.SeedStatus{Dir: bad, Written: []string{bad}, Warnings: []string{bad}},
-		Network:   &agent.NetResult{Action: "applied", Owned: []string{bad}, Failed: []string{bad}, ResolvConf: bad, Allowlist: bad},
+		Network:   &agent.NetResult{Action: "applied", Owned: []string{bad}, Failed: []string{bad}, ResolvConf: bad, Allowlist: bad, Netplan: []string{bad}},
 	}
 	var b strings.Builder
 	printStatus(&b, &report.Report{Status: *st, Warnings: []string{bad}})
 	out := b.String()
-	for _, want := range []string{"Late devices: x\\x1b", "cloud-init:  x\\x1b", "Dropped:     x\\x1b", "Warning:     x\\x1b"} {
+	for _, want := range []string{"Late devices: x\\x1b", "cloud-init:  x\\x1b", "Dropped:     x\\x1b", "Warning:     x\\x1b", "netplan:     x\\x1b"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in:\n%s", want, out)
 		}
