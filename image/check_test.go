@@ -112,6 +112,10 @@ func TestCheckDropInOverridden(t *testing.T) {
 		{"network null", "99-net.cfg", "network: null\n", Finding, []string{"99-net.cfg"}},
 		{"fs_label back on", "99-label.cfg", "datasource:\n  NoCloud:\n    fs_label: cidata\n", Finding,
 			[]string{"fs_label is set last by /etc/cloud/cloud.cfg.d/99-label.cfg", "disk labelled cidata"}},
+		// Another seedfrom replaces the drop-in's: cloud-init reads that
+		// seed (an http one over the network), not seedkeeper's.
+		{"seedfrom replaced", "99-seed.cfg", "datasource:\n  NoCloud:\n    seedfrom: http://10.0.2.2:8000/\n", Finding,
+			[]string{"datasource.NoCloud.seedfrom is set last by /etc/cloud/cloud.cfg.d/99-seed.cfg", "not from the seed seedkeeper wrote"}},
 		{"bad yaml is skipped", "99-broken.cfg", "datasource_list: [Azure\nsecret-value: x: y\n", Note,
 			[]string{"cloud-init skips /etc/cloud/cloud.cfg.d/99-broken.cfg: not valid YAML (line"}},
 		{"not a mapping", "99-list.cfg", "- Azure\n", Note, []string{"99-list.cfg: line 1: the top level is not a mapping"}},
@@ -320,5 +324,44 @@ func TestCheckNetworkStackNetplan(t *testing.T) {
 	m.link("/dev/null", "/etc/systemd/system-generators/netplan")
 	if it := item(t, check(t, m), "network-stack"); strings.Contains(it.Found, "netplan") {
 		t.Errorf("a masked netplan is named: %+v", it)
+	}
+}
+
+// A ds=nocloud line left by an image build (Packer, autoinstall) forces
+// cloud-init's datasource, and its meta-data comes before seedkeeper's
+// seed: a bare one is harmless, an http(s) seedfrom is replaced by the
+// drop-in's seedfrom (a finding when that is lost), an i= is a finding
+// (cloud-init's instance ID is that one). No value of the line is quoted.
+func TestCheckNoCloudLine(t *testing.T) {
+	m := freshImage(t)
+	expectItem(t, check(t, m), "nocloud-line", OK, "no ds=nocloud", "seedkeeper's seed alone")
+
+	m.write("/proc/cmdline", "root=/dev/vda1 ds=nocloud\n")
+	expectItem(t, check(t, m), "nocloud-line", Note, "ds=nocloud in the kernel command line (/proc/cmdline)", "forced to NoCloud", "harmless")
+
+	m.write("/proc/cmdline", "root=/dev/vda1 ds=nocloud;s=http://u:TOKEN1@10.0.2.2:8000/seed/?sig=TOKEN2\n")
+	it := expectItem(t, check(t, m), "nocloud-line", Note, "ds=nocloud with seedfrom", "its seedfrom (http://10.0.2.2:8000) is replaced by datasource.NoCloud.seedfrom from "+DropIn, "fetches nothing")
+	if s := it.Found + it.Clone + it.Fix; strings.Contains(s, "TOKEN") {
+		t.Errorf("the seedfrom's secrets are quoted: %+v", it)
+	}
+	// Without the drop-in's seedfrom cloud-init fetches the seed again.
+	m.write(DropIn, strings.Replace(packagingFile(t, "95-seedkeeper.cfg"), "seedfrom:", "x-seedfrom:", 1))
+	expectItem(t, check(t, m), "nocloud-line", Finding, "fetches its seed from the seedfrom (http://10.0.2.2:8000)", "reinstall the package's "+DropIn)
+	m.write(DropIn, packagingFile(t, "95-seedkeeper.cfg"))
+
+	m.write("/sys/class/dmi/id/product_serial", "ds=nocloud;i=iid-packer;h=builder\n")
+	it = expectItem(t, check(t, m), "nocloud-line", Finding, "ds=nocloud with instance-id, local-hostname in the SMBIOS serial",
+		"takes its instance ID from the i= of the SMBIOS serial", "takes local-hostname from the SMBIOS serial", "remove i= from the VM's SMBIOS serial")
+	if strings.Contains(it.Found+it.Clone, "iid-packer") || strings.Contains(it.Found+it.Clone, "builder") {
+		t.Errorf("the line's values are quoted: %+v", it)
+	}
+	m.remove("/sys/class/dmi/id/product_serial")
+	m.remove("/proc/cmdline")
+
+	// The boot loader's command line of an image at rest.
+	m.write("/etc/default/grub", "GRUB_DEFAULT=0\nGRUB_CMDLINE_LINUX_DEFAULT=\"quiet\"\nGRUB_CMDLINE_LINUX=\"$GRUB_CMDLINE_LINUX ds=nocloud-net;i=iid-packer\"\n")
+	it = expectItem(t, check(t, m), "nocloud-line", Finding, "in the boot loader's kernel command line (/etc/default/grub)", "remove i= from GRUB_CMDLINE_LINUX in /etc/default/grub, then run update-grub")
+	if !slices.Contains(it.Paths, "/etc/default/grub") {
+		t.Errorf("paths %q", it.Paths)
 	}
 }

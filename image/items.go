@@ -141,6 +141,13 @@ func checkDropIn(in *inspection) Item {
 		clone = append(clone, "cloud-init also mounts and reads a disk labelled cidata itself, besides the seed seedkeeper wrote")
 	}
 
+	if sf := in.cc.lookup("datasource", "NoCloud", "seedfrom"); sf.Set() && sf.Value != seedSeedfrom {
+		finding = true
+		found = append(found, fmt.Sprintf("datasource.NoCloud.seedfrom is set last by %s, not to seedkeeper's seed", sf.File))
+		clone = append(clone, "cloud-init reads its seed from that seedfrom, not from the seed seedkeeper wrote (an http(s) one over the network, in its network stage)")
+		override(sf)
+	}
+
 	nc := in.cc.lookup("network", "config")
 	disabled := nc.Value == "disabled"
 	owner := in.cfg.Network.Owner

@@ -25,6 +25,9 @@ its first boot, and for each finding the command that fixes it:
   drop-in           /etc/cloud/cloud.cfg.d/95-seedkeeper.cfg present and not
                     overridden by a later file (datasource_list, NoCloud's
                     fs_label, network config); names the file that wins
+  nocloud-line      a ds=nocloud line (kernel command line, SMBIOS serial,
+                    /etc/default/grub) forcing cloud-init's datasource: its
+                    i= and seedfrom beside seedkeeper's seed
   cloud-init-state  cloud-init's instance state from an earlier boot, and
                     what it means for derived IDs (Proxmox)
   seedkeeper-state  seedkeeper's identity pin, status and network receipt
