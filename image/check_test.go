@@ -365,3 +365,24 @@ func TestCheckNoCloudLine(t *testing.T) {
 		t.Errorf("paths %q", it.Paths)
 	}
 }
+
+// cloud-init's own hotplug, turned on by its udev rule, hotplug.enabled,
+// the system config or the user-data, is named with what it does beside
+// seedkeeper (it finds no network-config in seedkeeper's seed and applies
+// nothing); with network.owner: cloud-init it is cloud-init's to do.
+func TestCheckCloudInitHotplug(t *testing.T) {
+	m := freshImage(t)
+	expectItem(t, check(t, m), "cloud-init-hotplug", OK, "hotplug is off")
+	m.write("/var/lib/cloud/seed/nocloud/user-data", "#cloud-config\npassword: SECRET1\nupdates:\n  network:\n    when: [boot, hotplug]\n")
+	it := expectItem(t, check(t, m), "cloud-init-hotplug", Note, "in the user-data of /var/lib/cloud/seed/nocloud", "holds no network-config", "writes no network file")
+	if strings.Contains(it.Found+it.Clone, "SECRET1") {
+		t.Errorf("the user-data is quoted: %+v", it)
+	}
+	m.remove("/var/lib/cloud/seed/nocloud/user-data")
+	m.write("/etc/udev/rules.d/90-cloud-init-hook-hotplug.rules", "# cloud-init\n")
+	m.write("/var/lib/cloud/hotplug.enabled", `{"scopes": ["network"]}`)
+	m.write(CloudCfgD+"/99-hotplug.cfg", "updates:\n  network:\n    when: [hotplug]\n")
+	expectItem(t, check(t, m), "cloud-init-hotplug", Note, "/etc/udev/rules.d/90-cloud-init-hook-hotplug.rules", "/var/lib/cloud/hotplug.enabled", "updates.network.when: [hotplug] in /etc/cloud/cloud.cfg.d/99-hotplug.cfg")
+	m.write("/etc/seedkeeper/config.yaml", "network:\n  owner: cloud-init\n")
+	expectItem(t, check(t, m), "cloud-init-hotplug", OK, "cloud-init owns the network")
+}

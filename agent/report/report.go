@@ -71,19 +71,20 @@ func Read(e agent.Env) (*Report, error) {
 
 // CloudConfigWarnings is what "image check" finds in cloud-init's settings
 // under root: the drop-in item's Found text when it is a finding, what a
-// ds=nocloud line does beside seedkeeper's seed (the nocloud-line item,
-// handled or not), or why the settings could not be checked.
+// ds=nocloud line or cloud-init's own hotplug does beside seedkeeper (the
+// nocloud-line and cloud-init-hotplug items, handled or not), or why the
+// settings could not be checked.
 func CloudConfigWarnings(root sysroot.Root) []string {
-	rep, err := image.Check(string(root), "drop-in", "nocloud-line")
+	rep, err := image.Check(string(root), "drop-in", "nocloud-line", "cloud-init-hotplug")
 	if err != nil {
 		return []string{err.Error()}
 	}
 	var warn []string
 	for _, it := range rep.Items {
 		switch {
-		case it.ID == "nocloud-line" && it.Verdict != image.OK:
-			// A ds=nocloud line: what it is and what cloud-init does
-			// with it beside seedkeeper's seed, handled or not.
+		case (it.ID == "nocloud-line" || it.ID == "cloud-init-hotplug") && it.Verdict != image.OK:
+			// A ds=nocloud line, cloud-init's own hotplug: what it is
+			// and what comes of it beside seedkeeper, handled or not.
 			w := it.Found + ": " + it.Clone
 			if it.Fix != "" {
 				w += " (fix: " + it.Fix + ")"

@@ -139,6 +139,13 @@ func TestReadNoCloudLineWarnings(t *testing.T) {
 	if len(w) != 1 || !strings.Contains(w[0], "takes its instance ID from the i= of the kernel command line") || !strings.Contains(w[0], "fix: remove i= from the kernel command line") {
 		t.Errorf("an i=: %q", w)
 	}
+	// cloud-init's own hotplug is said too, with what comes of it.
+	write(t, filepath.Join(root, "proc/cmdline"), "root=/dev/vda1\n")
+	write(t, filepath.Join(root, "etc/udev/rules.d/90-cloud-init-hook-hotplug.rules"), "# cloud-init\n")
+	w = read(t, root).Warnings
+	if len(w) != 1 || !strings.Contains(w[0], "cloud-init's hotplug is on") || !strings.Contains(w[0], "seedkeeper-watch configures the NICs seedkeeper owns") {
+		t.Errorf("cloud-init's hotplug: %q", w)
+	}
 }
 
 // A record without an identity decision (a boot that ended before it)

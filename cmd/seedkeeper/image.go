@@ -28,6 +28,9 @@ its first boot, and for each finding the command that fixes it:
   nocloud-line      a ds=nocloud line (kernel command line, SMBIOS serial,
                     /etc/default/grub) forcing cloud-init's datasource: its
                     i= and seedfrom beside seedkeeper's seed
+  cloud-init-hotplug
+                    cloud-init's own hotplug (its udev rule, hotplug.enabled,
+                    updates.network.when) beside seedkeeper-watch
   cloud-init-state  cloud-init's instance state from an earlier boot, and
                     what it means for derived IDs (Proxmox)
   seedkeeper-state  seedkeeper's identity pin, status and network receipt
