@@ -388,10 +388,14 @@ func netplanNotes(det netcfg.Detection, cfg *netcfg.Config, owned func(*netcfg.I
 				continue
 			}
 			var wins string
-			switch det.Stack {
-			case netcfg.Networkd:
+			switch {
+			case det.Stack == netcfg.NetworkManager && ent.Renderer == "networkd":
+				// netplan's udev rule for a networkd entry sets
+				// NM_UNMANAGED=1 on the NICs it matches.
+				wins = "netplan renders it for systemd-networkd and marks it unmanaged for NetworkManager, so NetworkManager does not activate seedkeeper's profile there; set renderer: NetworkManager for that entry, or narrow its match"
+			case det.Stack == netcfg.Networkd:
 				wins = "systemd-networkd gives it seedkeeper's file, which sorts before netplan's"
-			case netcfg.NetworkManager:
+			case det.Stack == netcfg.NetworkManager:
 				wins = "NetworkManager activates seedkeeper's profile, of higher autoconnect-priority"
 			default:
 				wins = "netplan renders for " + ent.Renderer + ", and seedkeeper renders for " + det.Stack.String()

@@ -157,3 +157,27 @@ func TestRenderNamesNetplansEntriesOnOwnedNICs(t *testing.T) {
 		t.Errorf("netplan's file changed: %q, %v", b, err)
 	}
 }
+
+// On an image that runs NetworkManager while netplan's entry renders for
+// networkd, netplan's udev rule marks the NIC unmanaged: boot says that
+// seedkeeper's profile is not used there, and how to fix it.
+func TestRenderSaysNetplanKeepsNetworkManagerOff(t *testing.T) {
+	root := t.TempDir()
+	write(t, root, "/lib/systemd/system/NetworkManager.service", "[Install]\nWantedBy=multi-user.target\n")
+	write(t, root, "/usr/sbin/NetworkManager", "")
+	os.MkdirAll(filepath.Join(root, "etc/systemd/system/multi-user.target.wants"), 0o755)
+	os.Symlink("/lib/systemd/system/NetworkManager.service", filepath.Join(root, "etc/systemd/system/multi-user.target.wants/NetworkManager.service"))
+	write(t, root, "/usr/lib/systemd/system-generators/netplan", "")
+	write(t, root, "/etc/netplan/90-default.yaml", "network:\n  version: 2\n  ethernets:\n    all-eth: {match: {name: 'eth*'}, dhcp4: true}\n    nm-eth: {match: {macaddress: '52:54:00:00:00:01'}, renderer: NetworkManager}\n")
+	cfg := &netcfg.Config{Interfaces: []netcfg.Interface{{ID: "eth0", Name: "eth0", Kind: netcfg.Physical, MAC: "52:54:00:00:00:01", DHCP4: true}}}
+	e := &Env{Root: sysroot.Root(root)}
+	e.init()
+	res := &NetResult{}
+	if _, err := e.renderNetworkd(cfg, nil, res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Netplan) != 2 || !strings.Contains(res.Netplan[0], "entry all-eth (match name eth*) also matches eth0") || !strings.Contains(res.Netplan[0], "marks it unmanaged for NetworkManager") ||
+		!strings.Contains(res.Netplan[1], "entry nm-eth") || !strings.Contains(res.Netplan[1], "of higher autoconnect-priority") {
+		t.Errorf("netplan notes %q", res.Netplan)
+	}
+}
