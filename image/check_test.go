@@ -386,3 +386,18 @@ func TestCheckCloudInitHotplug(t *testing.T) {
 	m.write("/etc/seedkeeper/config.yaml", "network:\n  owner: cloud-init\n")
 	expectItem(t, check(t, m), "cloud-init-hotplug", OK, "cloud-init owns the network")
 }
+
+// On an image that runs NetworkManager, a netplan catch-all rendered for
+// networkd marks the NICs it matches NM_UNMANAGED: a finding.
+func TestCheckNetworkStackNetplanKeepsNetworkManagerOff(t *testing.T) {
+	m := freshImage(t)
+	m.remove("/etc/systemd/system/multi-user.target.wants/systemd-networkd.service")
+	m.write("/lib/systemd/system/NetworkManager.service", "[Install]\nWantedBy=multi-user.target\n")
+	m.link("/lib/systemd/system/NetworkManager.service", "/etc/systemd/system/multi-user.target.wants/NetworkManager.service")
+	m.write("/usr/sbin/NetworkManager", "")
+	m.write("/usr/lib/systemd/system-generators/netplan", "")
+	m.write("/etc/netplan/90-default.yaml", "network:\n  version: 2\n  ethernets:\n    all-en: {match: {name: 'en*'}, dhcp4: true}\n")
+	expectItem(t, check(t, m), "network-stack", Finding, "NetworkManager enabled", "marks the NICs it matches unmanaged for NetworkManager", "set renderer: NetworkManager")
+	m.write("/etc/netplan/90-default.yaml", "network:\n  version: 2\n  renderer: NetworkManager\n  ethernets:\n    all-en: {match: {name: 'en*'}, dhcp4: true}\n")
+	expectItem(t, check(t, m), "network-stack", Note, "netplan catch-all", "for NetworkManager)", "gives those seedkeeper's configuration")
+}

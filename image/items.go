@@ -577,6 +577,15 @@ func checkNetworkStack(in *inspection) Item {
 		return it
 	}
 	it.Clone = "seedkeeper owns the NICs the metadata names (allowlisted drivers) and renders them for " + d.Stack.Title
+	if d.Stack == netcfg.NetworkManager && d.Netplan != nil && slices.ContainsFunc(d.Netplan.Entries, func(e netcfg.NetplanEntry) bool { return e.CatchAll() && e.Renderer == "networkd" }) {
+		// netplan's udev rule marks the NICs of a networkd entry
+		// NM_UNMANAGED=1: NetworkManager never activates seedkeeper's
+		// profiles on them.
+		it.Verdict = Finding
+		it.Clone += "; but netplan renders its catch-all for systemd-networkd and marks the NICs it matches unmanaged for NetworkManager, so NetworkManager never activates seedkeeper's profiles on them"
+		it.Fix = "set renderer: NetworkManager in the netplan file of the catch-all (or narrow its match)"
+		return it
+	}
 	if catchAll {
 		// Not a finding: seedkeeper's files come first on the NICs it
 		// owns (netcfg.NetplanInfo), and the catch-all takes the others
