@@ -175,7 +175,7 @@ config:
 			t.Errorf("%s is not a port of br0", p)
 		}
 	}
-	netdev := filepath.Join(root, agent.NetworkDir, "10-seedkeeper-br0.netdev")
+	netdev := filepath.Join(root, agent.NetworkDir, "05-seedkeeper-br0.netdev")
 	if !strings.Contains(readFile(t, netdev), "Kind=bridge") {
 		t.Errorf("br0.netdev:\n%s", readFile(t, netdev))
 	}
@@ -234,7 +234,7 @@ config:
 			t.Errorf("%s names br0, which nothing defines:\n%s", e.Name(), b)
 		}
 	}
-	if !slices.Equal(names, []string{"10-seedkeeper-eth1.network"}) {
+	if !slices.Equal(names, []string{"05-seedkeeper-eth1.network"}) {
 		t.Errorf("files %v, want eth1's own", names)
 	}
 }

@@ -188,6 +188,6 @@ func readStatus(t testing.TB, root string) *agent.Status {
 // networkdFiles lists the networkd files of one kind (".network",
 // ".netdev") under root.
 func networkdFiles(root, ext string) []string {
-	files, _ := filepath.Glob(filepath.Join(root, agent.NetworkDir, "10-seedkeeper-*"+ext))
+	files, _ := filepath.Glob(filepath.Join(root, agent.NetworkDir, "05-seedkeeper-*"+ext))
 	return files
 }

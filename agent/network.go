@@ -40,6 +40,10 @@ type NetResult struct {
 	// Links are the kernel names of the owned links, stacked ones
 	// included, for the steps that look at their addresses.
 	Links []string `json:"links,omitempty"`
+	// Netplan says, when netplan renders at boot, which of its entries
+	// also match a NIC seedkeeper owns, and which file of seedkeeper's
+	// the stack gives that NIC instead.
+	Netplan []string `json:"netplan,omitempty"`
 	// ResolvConf says what happened to /etc/resolv.conf.
 	ResolvConf string `json:"resolv_conf,omitempty"`
 }
@@ -173,6 +177,10 @@ func (e *Env) renderNetworkd(cfg *netcfg.Config, owned func(*netcfg.Interface) b
 		return false, fmt.Errorf("network: rendering %s files: %w", det.Stack, err)
 	}
 	res.files = sf
+	res.Netplan = netplanNotes(det, cfg, owned)
+	for _, n := range res.Netplan {
+		e.Log.Info("network: " + n)
+	}
 	if len(sf.Skipped) > 0 {
 		res.Notes = append(res.Notes, fmt.Sprintf("not rendered for %s: %s", det.Stack, strings.Join(sf.Skipped, ", ")))
 	}
@@ -367,4 +375,43 @@ func (e *Env) someoneElses(places []netcfg.Place, sys string) bool {
 		return err != nil || !pl.Ours(path.Base(sys), b)
 	}
 	return false
+}
+
+// netplanNotes says, for an image where netplan renders at boot, which of
+// its entries match an owned NIC (cfg is the plan's: every owned NIC by
+// the MAC and the name of its link) and what the stack does about it:
+// seedkeeper's file or profile comes first, so the entry takes only the
+// NICs seedkeeper does not own (netcfg.NetplanInfo).
+func netplanNotes(det netcfg.Detection, cfg *netcfg.Config, owned func(*netcfg.Interface) bool) []string {
+	np := det.Netplan
+	if np == nil {
+		return nil
+	}
+	notes := slices.Clone(np.Notes)
+	for i := range cfg.Interfaces {
+		ifc := &cfg.Interfaces[i]
+		if ifc.Kind != netcfg.Physical && ifc.Kind != "" || owned != nil && !owned(ifc) {
+			continue
+		}
+		for _, ent := range np.Entries {
+			if !ent.Matches(ifc.MAC, ifc.LinkName()) {
+				continue
+			}
+			var wins string
+			switch {
+			case det.Stack == netcfg.NetworkManager && ent.Renderer == "networkd":
+				// netplan's udev rule for a networkd entry sets
+				// NM_UNMANAGED=1 on the NICs it matches.
+				wins = "netplan renders it for systemd-networkd and marks it unmanaged for NetworkManager, so NetworkManager does not activate seedkeeper's profile there; set renderer: NetworkManager for that entry, or narrow its match"
+			case det.Stack == netcfg.Networkd:
+				wins = "systemd-networkd gives it seedkeeper's file, which sorts before netplan's"
+			case det.Stack == netcfg.NetworkManager:
+				wins = "NetworkManager activates seedkeeper's profile, of higher autoconnect-priority"
+			default:
+				wins = "netplan renders for " + ent.Renderer + ", and seedkeeper renders for " + det.Stack.String()
+			}
+			notes = append(notes, fmt.Sprintf("%s entry %s (%s) also matches %s, which seedkeeper owns: %s", ent.File, ent.ID, ent.Describe(), ifc.LinkName(), wins))
+		}
+	}
+	return notes
 }

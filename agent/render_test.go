@@ -142,7 +142,7 @@ bonds:
 		}
 	}
 	want := map[string]string{
-		"networkd":       "/run/systemd/network/10-seedkeeper-e0.network",
+		"networkd":       "/run/systemd/network/05-seedkeeper-e0.network",
 		"networkmanager": "/run/NetworkManager/system-connections/seedkeeper-e0.nmconnection",
 		"ifupdown":       "/etc/network/interfaces.d/" + netcfg.IfupdownFile,
 	}

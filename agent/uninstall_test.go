@@ -77,8 +77,12 @@ func TestUninstall(t *testing.T) {
 	writeT(t, root, nosource.MarkerPath, "")
 	writeT(t, root, "/etc/network/interfaces", "source /etc/network/interfaces.d/*\n")
 	writeT(t, root, "/etc/network/interfaces.d/50-cloud-init", "auto eth0\n")
-	writeT(t, root, "/run/systemd/network/10-seedkeeper-mine.network", "[Match]\nName=eth9\n")
+	writeT(t, root, "/run/systemd/network/05-seedkeeper-mine.network", "[Match]\nName=eth9\n")
 	writeT(t, root, "/etc/resolv.conf", netcfg.Header+"\nnameserver 192.0.2.53\n")
+	// Written under the name seedkeeper used before "05-".
+	const legacy = "/run/systemd/network/10-seedkeeper-eth7.network"
+	writeT(t, root, legacy, netcfg.Header+"\n[Match]\nName=eth7\n")
+	rendered = append(rendered, legacy)
 
 	u, err := Uninstall(root)
 	if err != nil {
@@ -97,7 +101,7 @@ func TestUninstall(t *testing.T) {
 			t.Errorf("%s not listed as removed: %v", p, u.Removed)
 		}
 	}
-	for _, p := range []string{"/etc/network/interfaces.d/50-cloud-init", "/run/systemd/network/10-seedkeeper-mine.network", "/etc/resolv.conf"} {
+	for _, p := range []string{"/etc/network/interfaces.d/50-cloud-init", "/run/systemd/network/05-seedkeeper-mine.network", "/etc/resolv.conf"} {
 		if _, err := os.Lstat(root.Path(p)); err != nil {
 			t.Errorf("%s was removed: %v", p, err)
 		}
@@ -105,7 +109,7 @@ func TestUninstall(t *testing.T) {
 	named := func(p string) bool {
 		return slices.ContainsFunc(u.Left, func(l string) bool { return strings.HasPrefix(l, p+": ") })
 	}
-	if !named("/run/systemd/network/10-seedkeeper-mine.network") || !named("/etc/resolv.conf") || named("/etc/network/interfaces.d/50-cloud-init") {
+	if !named("/run/systemd/network/05-seedkeeper-mine.network") || !named("/etc/resolv.conf") || named("/etc/network/interfaces.d/50-cloud-init") {
 		t.Errorf("Left = %q", u.Left)
 	}
 	again, err := Uninstall(root)

@@ -117,7 +117,7 @@ func TestIntegrationWatchHotplugVeth(t *testing.T) {
 		}
 	}
 	for _, mac := range []string{macStart, macAdded, macLate} {
-		f := filepath.Join(root, agent.NetworkDir, "10-seedkeeper-"+nicID(mac)+".network")
+		f := filepath.Join(root, agent.NetworkDir, "05-seedkeeper-"+nicID(mac)+".network")
 		if b, err := os.ReadFile(f); err != nil || !strings.Contains(string(b), mac) {
 			t.Errorf("networkd file for %s: %v\n%s", mac, err, b)
 		}

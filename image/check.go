@@ -82,6 +82,8 @@ var Checks = []struct {
 }{
 	{"units", "seedkeeper's units installed and enabled", checkUnits},
 	{"drop-in", "cloud-init's settings: the drop-in and what overrides it", checkDropIn},
+	{"nocloud-line", "a ds=nocloud line that forces cloud-init's datasource", checkNoCloudLine},
+	{"cloud-init-hotplug", "cloud-init's own hotplug beside seedkeeper-watch", checkCloudInitHotplug},
 	{"cloud-init-state", "cloud-init state left by an earlier boot", checkCloudInitState},
 	{"seedkeeper-state", "seedkeeper's identity pin, status and receipt", checkSeedkeeperState},
 	{"sealed", "the sealed marker", checkSealed},

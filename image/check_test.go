@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -111,6 +112,10 @@ func TestCheckDropInOverridden(t *testing.T) {
 		{"network null", "99-net.cfg", "network: null\n", Finding, []string{"99-net.cfg"}},
 		{"fs_label back on", "99-label.cfg", "datasource:\n  NoCloud:\n    fs_label: cidata\n", Finding,
 			[]string{"fs_label is set last by /etc/cloud/cloud.cfg.d/99-label.cfg", "disk labelled cidata"}},
+		// Another seedfrom replaces the drop-in's: cloud-init reads that
+		// seed (an http one over the network), not seedkeeper's.
+		{"seedfrom replaced", "99-seed.cfg", "datasource:\n  NoCloud:\n    seedfrom: http://10.0.2.2:8000/\n", Finding,
+			[]string{"datasource.NoCloud.seedfrom is set last by /etc/cloud/cloud.cfg.d/99-seed.cfg", "not from the seed seedkeeper wrote"}},
 		{"bad yaml is skipped", "99-broken.cfg", "datasource_list: [Azure\nsecret-value: x: y\n", Note,
 			[]string{"cloud-init skips /etc/cloud/cloud.cfg.d/99-broken.cfg: not valid YAML (line"}},
 		{"not a mapping", "99-list.cfg", "- Azure\n", Note, []string{"99-list.cfg: line 1: the top level is not a mapping"}},
@@ -295,4 +300,104 @@ func TestCheckSelectedItems(t *testing.T) {
 	if err != nil || len(r.Items) != 1 || r.Items[0].ID != "drop-in" || r.Items[0].Verdict != Finding {
 		t.Errorf("Check(drop-in) = %+v, %v", r, err)
 	}
+}
+
+// A netplan image: image check names netplan's files and its catch-all
+// (DHCP on every en* and eth* NIC, which would take the NICs seedkeeper
+// owns but for the precedence of seedkeeper's files), as a note; a
+// netplan whose generator is masked renders nothing and is not named.
+func TestCheckNetworkStackNetplan(t *testing.T) {
+	m := freshImage(t)
+	m.write("/usr/lib/systemd/system-generators/netplan", "")
+	m.write("/etc/netplan/90-default.yaml", "network:\n  version: 2\n  ethernets:\n    all-en: {match: {name: 'en*'}, dhcp4: true}\n    eth9: {dhcp4: true}\n")
+	m.write("/etc/netplan/95-bad.yaml", "network: {\n")
+	expectItem(t, check(t, m), "network-stack", Note, "systemd-networkd enabled",
+		"netplan renders 2 file(s) at boot", "/etc/netplan/95-bad.yaml is not YAML netplan can read",
+		"netplan catch-all: /etc/netplan/90-default.yaml entry all-en (match name en*, for networkd)",
+		"gives those seedkeeper's configuration")
+	if it := item(t, check(t, m), "network-stack"); strings.Contains(it.Found, "eth9") || !slices.Contains(it.Paths, "/etc/netplan/90-default.yaml") {
+		t.Errorf("item %+v: names the entry of one NIC, or not the file", it)
+	}
+	m.write("/etc/netplan/90-default.yaml", "network:\n  version: 2\n  ethernets:\n    eth9: {dhcp4: true}\n")
+	m.remove("/etc/netplan/95-bad.yaml")
+	expectItem(t, check(t, m), "network-stack", OK, "netplan renders 1 file(s) at boot", "renders them for systemd-networkd")
+	m.link("/dev/null", "/etc/systemd/system-generators/netplan")
+	if it := item(t, check(t, m), "network-stack"); strings.Contains(it.Found, "netplan") {
+		t.Errorf("a masked netplan is named: %+v", it)
+	}
+}
+
+// A ds=nocloud line left by an image build (Packer, autoinstall) forces
+// cloud-init's datasource, and its meta-data comes before seedkeeper's
+// seed: a bare one is harmless, an http(s) seedfrom is replaced by the
+// drop-in's seedfrom (a finding when that is lost), an i= is a finding
+// (cloud-init's instance ID is that one). No value of the line is quoted.
+func TestCheckNoCloudLine(t *testing.T) {
+	m := freshImage(t)
+	expectItem(t, check(t, m), "nocloud-line", OK, "no ds=nocloud", "seedkeeper's seed alone")
+
+	m.write("/proc/cmdline", "root=/dev/vda1 ds=nocloud\n")
+	expectItem(t, check(t, m), "nocloud-line", Note, "ds=nocloud in the kernel command line (/proc/cmdline)", "forced to NoCloud", "harmless")
+
+	m.write("/proc/cmdline", "root=/dev/vda1 ds=nocloud;s=http://u:TOKEN1@10.0.2.2:8000/seed/?sig=TOKEN2\n")
+	it := expectItem(t, check(t, m), "nocloud-line", Note, "ds=nocloud with seedfrom", "its seedfrom (http://10.0.2.2:8000) is replaced by datasource.NoCloud.seedfrom from "+DropIn, "fetches nothing")
+	if s := it.Found + it.Clone + it.Fix; strings.Contains(s, "TOKEN") {
+		t.Errorf("the seedfrom's secrets are quoted: %+v", it)
+	}
+	// Without the drop-in's seedfrom cloud-init fetches the seed again.
+	m.write(DropIn, strings.Replace(packagingFile(t, "95-seedkeeper.cfg"), "seedfrom:", "x-seedfrom:", 1))
+	expectItem(t, check(t, m), "nocloud-line", Finding, "fetches its seed from the seedfrom (http://10.0.2.2:8000)", "reinstall the package's "+DropIn)
+	m.write(DropIn, packagingFile(t, "95-seedkeeper.cfg"))
+
+	m.write("/sys/class/dmi/id/product_serial", "ds=nocloud;i=iid-packer;h=builder\n")
+	it = expectItem(t, check(t, m), "nocloud-line", Finding, "ds=nocloud with instance-id, local-hostname in the SMBIOS serial",
+		"takes its instance ID from the i= of the SMBIOS serial", "takes local-hostname from the SMBIOS serial", "remove i= from the VM's SMBIOS serial")
+	if strings.Contains(it.Found+it.Clone, "iid-packer") || strings.Contains(it.Found+it.Clone, "builder") {
+		t.Errorf("the line's values are quoted: %+v", it)
+	}
+	m.remove("/sys/class/dmi/id/product_serial")
+	m.remove("/proc/cmdline")
+
+	// The boot loader's command line of an image at rest.
+	m.write("/etc/default/grub", "GRUB_DEFAULT=0\nGRUB_CMDLINE_LINUX_DEFAULT=\"quiet\"\nGRUB_CMDLINE_LINUX=\"$GRUB_CMDLINE_LINUX ds=nocloud-net;i=iid-packer\"\n")
+	it = expectItem(t, check(t, m), "nocloud-line", Finding, "in the boot loader's kernel command line (/etc/default/grub)", "remove i= from GRUB_CMDLINE_LINUX in /etc/default/grub, then run update-grub")
+	if !slices.Contains(it.Paths, "/etc/default/grub") {
+		t.Errorf("paths %q", it.Paths)
+	}
+}
+
+// cloud-init's own hotplug, turned on by its udev rule, hotplug.enabled,
+// the system config or the user-data, is named with what it does beside
+// seedkeeper (it finds no network-config in seedkeeper's seed and applies
+// nothing); with network.owner: cloud-init it is cloud-init's to do.
+func TestCheckCloudInitHotplug(t *testing.T) {
+	m := freshImage(t)
+	expectItem(t, check(t, m), "cloud-init-hotplug", OK, "hotplug is off")
+	m.write("/var/lib/cloud/seed/nocloud/user-data", "#cloud-config\npassword: SECRET1\nupdates:\n  network:\n    when: [boot, hotplug]\n")
+	it := expectItem(t, check(t, m), "cloud-init-hotplug", Note, "in the user-data of /var/lib/cloud/seed/nocloud", "holds no network-config", "writes no network file")
+	if strings.Contains(it.Found+it.Clone, "SECRET1") {
+		t.Errorf("the user-data is quoted: %+v", it)
+	}
+	m.remove("/var/lib/cloud/seed/nocloud/user-data")
+	m.write("/etc/udev/rules.d/90-cloud-init-hook-hotplug.rules", "# cloud-init\n")
+	m.write("/var/lib/cloud/hotplug.enabled", `{"scopes": ["network"]}`)
+	m.write(CloudCfgD+"/99-hotplug.cfg", "updates:\n  network:\n    when: [hotplug]\n")
+	expectItem(t, check(t, m), "cloud-init-hotplug", Note, "/etc/udev/rules.d/90-cloud-init-hook-hotplug.rules", "/var/lib/cloud/hotplug.enabled", "updates.network.when: [hotplug] in /etc/cloud/cloud.cfg.d/99-hotplug.cfg")
+	m.write("/etc/seedkeeper/config.yaml", "network:\n  owner: cloud-init\n")
+	expectItem(t, check(t, m), "cloud-init-hotplug", OK, "cloud-init owns the network")
+}
+
+// On an image that runs NetworkManager, a netplan catch-all rendered for
+// networkd marks the NICs it matches NM_UNMANAGED: a finding.
+func TestCheckNetworkStackNetplanKeepsNetworkManagerOff(t *testing.T) {
+	m := freshImage(t)
+	m.remove("/etc/systemd/system/multi-user.target.wants/systemd-networkd.service")
+	m.write("/lib/systemd/system/NetworkManager.service", "[Install]\nWantedBy=multi-user.target\n")
+	m.link("/lib/systemd/system/NetworkManager.service", "/etc/systemd/system/multi-user.target.wants/NetworkManager.service")
+	m.write("/usr/sbin/NetworkManager", "")
+	m.write("/usr/lib/systemd/system-generators/netplan", "")
+	m.write("/etc/netplan/90-default.yaml", "network:\n  version: 2\n  ethernets:\n    all-en: {match: {name: 'en*'}, dhcp4: true}\n")
+	expectItem(t, check(t, m), "network-stack", Finding, "NetworkManager enabled", "marks the NICs it matches unmanaged for NetworkManager", "set renderer: NetworkManager")
+	m.write("/etc/netplan/90-default.yaml", "network:\n  version: 2\n  renderer: NetworkManager\n  ethernets:\n    all-en: {match: {name: 'en*'}, dhcp4: true}\n")
+	expectItem(t, check(t, m), "network-stack", Note, "netplan catch-all", "for NetworkManager)", "gives those seedkeeper's configuration")
 }

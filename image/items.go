@@ -141,6 +141,13 @@ func checkDropIn(in *inspection) Item {
 		clone = append(clone, "cloud-init also mounts and reads a disk labelled cidata itself, besides the seed seedkeeper wrote")
 	}
 
+	if sf := in.cc.lookup("datasource", "NoCloud", "seedfrom"); sf.Set() && sf.Value != seedSeedfrom {
+		finding = true
+		found = append(found, fmt.Sprintf("datasource.NoCloud.seedfrom is set last by %s, not to seedkeeper's seed", sf.File))
+		clone = append(clone, "cloud-init reads its seed from that seedfrom, not from the seed seedkeeper wrote (an http(s) one over the network, in its network stage)")
+		override(sf)
+	}
+
 	nc := in.cc.lookup("network", "config")
 	disabled := nc.Value == "disabled"
 	owner := in.cfg.Network.Owner
@@ -542,9 +549,7 @@ func checkNetworkStack(in *inspection) Item {
 	for _, n := range d.Notes {
 		it.Found += "; " + n
 	}
-	if in.exists("/etc/netplan") {
-		it.Found += "; netplan is installed (it renders for networkd or NetworkManager at boot)"
-	}
+	catchAll := netplanFound(&it, d.Netplan)
 	owner := in.cfg.Network.Owner
 	if owner == "cloud-init" {
 		it.Found += "; network.owner: cloud-init"
@@ -572,7 +577,48 @@ func checkNetworkStack(in *inspection) Item {
 		return it
 	}
 	it.Clone = "seedkeeper owns the NICs the metadata names (allowlisted drivers) and renders them for " + d.Stack.Title
+	if d.Stack == netcfg.NetworkManager && d.Netplan != nil && slices.ContainsFunc(d.Netplan.Entries, func(e netcfg.NetplanEntry) bool { return e.CatchAll() && e.Renderer == "networkd" }) {
+		// netplan's udev rule marks the NICs of a networkd entry
+		// NM_UNMANAGED=1: NetworkManager never activates seedkeeper's
+		// profiles on them.
+		it.Verdict = Finding
+		it.Clone += "; but netplan renders its catch-all for systemd-networkd and marks the NICs it matches unmanaged for NetworkManager, so NetworkManager never activates seedkeeper's profiles on them"
+		it.Fix = "set renderer: NetworkManager in the netplan file of the catch-all (or narrow its match)"
+		return it
+	}
+	if catchAll {
+		// Not a finding: seedkeeper's files come first on the NICs it
+		// owns (netcfg.NetplanInfo), and the catch-all takes the others
+		// as the image's builder meant.
+		it.Verdict = Note
+		it.Clone += "; netplan's catch-all also matches the NICs seedkeeper will own, but " + d.Stack.Title + " gives those seedkeeper's configuration (its files come first), so the catch-all configures only the NICs seedkeeper does not own; boot's status names each owned NIC it matches"
+	}
 	return it
+}
+
+// netplanFound adds to it what netplan renders at boot on the image: its
+// files (to Paths), what could not be read, and its catch-all entries,
+// which would take any NIC seedkeeper owns; it reports whether there is
+// one.
+func netplanFound(it *Item, np *netcfg.NetplanInfo) bool {
+	if np == nil {
+		return false
+	}
+	it.Paths = append(it.Paths, np.Files...)
+	it.Found += fmt.Sprintf("; netplan renders %d file(s) at boot (its generator %s)", len(np.Files), np.Generator)
+	for _, n := range np.Notes {
+		it.Found += "; " + n
+	}
+	var all []string
+	for _, e := range np.Entries {
+		if e.CatchAll() {
+			all = append(all, fmt.Sprintf("%s entry %s (%s, for %s)", e.File, e.ID, e.Describe(), e.Renderer))
+		}
+	}
+	if len(all) > 0 {
+		it.Found += "; netplan catch-all: " + strings.Join(all, ", ")
+	}
+	return len(all) > 0
 }
 
 // The allowlist.

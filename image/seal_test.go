@@ -330,15 +330,17 @@ func TestSealNotADirectory(t *testing.T) {
 func TestSealRunFiles(t *testing.T) {
 	m := freshImage(t)
 	h := netcfg.Header + "\n"
-	m.write("/run/systemd/network/10-seedkeeper-eth0.network", h+"[Match]\n")
-	m.write("/run/systemd/network/10-seedkeeper-eth2.network", "[Match]\n") // not ours: no header
+	m.write("/run/systemd/network/05-seedkeeper-eth0.network", h+"[Match]\n")
+	m.write("/run/systemd/network/05-seedkeeper-eth2.network", "[Match]\n")   // not ours: no header
+	m.write("/run/systemd/network/10-seedkeeper-eth3.network", h+"[Match]\n") // ours, from before "05-"
+	m.write("/run/systemd/network/10-seedkeeper-eth4.network", "[Match]\n")   // not ours: no header
 	m.write("/run/systemd/network/10-netplan-eth1.network", h+"[Match]\n")
 	m.write("/run/NetworkManager/system-connections/seedkeeper-eth0.nmconnection", h+"[connection]\n")
 	m.write("/run/NetworkManager/conf.d/50-seedkeeper.conf", h+"[main]\n")
 	m.write("/run/NetworkManager/conf.d/00-server.conf", h+"[main]\n")
 	b := planner{p: &Plan{}, root: m.root(), live: true}
 	b.stackFiles()
-	want := []string{"/run/NetworkManager/conf.d/50-seedkeeper.conf", "/run/NetworkManager/system-connections/seedkeeper-eth0.nmconnection", "/run/systemd/network/10-seedkeeper-eth0.network"}
+	want := []string{"/run/NetworkManager/conf.d/50-seedkeeper.conf", "/run/NetworkManager/system-connections/seedkeeper-eth0.nmconnection", "/run/systemd/network/05-seedkeeper-eth0.network", "/run/systemd/network/10-seedkeeper-eth3.network"}
 	if got := actionPaths(b.p.Actions, Remove); !slices.Equal(got, want) || b.err != nil {
 		t.Errorf("planned %q (%v), want %q", got, b.err, want)
 	}

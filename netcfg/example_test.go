@@ -72,7 +72,7 @@ ethernets:
 		fmt.Printf("--- %s\n%s", name, files[name])
 	}
 	// Output:
-	// --- 10-seedkeeper-net0.network
+	// --- 05-seedkeeper-net0.network
 	// # Written by seedkeeper; changes will be overwritten.
 	//
 	// [Match]

@@ -19,7 +19,7 @@ const Header = "# Written by seedkeeper; changes will be overwritten."
 // RenderNetworkd renders the interfaces for which owned returns true (all
 // of them when owned is nil) as systemd-networkd files for
 // /run/systemd/network/: file name → content. Each link gets
-// 10-seedkeeper-<id>.network; bonds, bridges and VLANs also get a .netdev.
+// 05-seedkeeper-<id>.network; bonds, bridges and VLANs also get a .netdev.
 //
 //   - Physical links are matched by MAC address (with Type=ether, so that a
 //     bond or VLAN that inherits the MAC does not match too; by the
@@ -94,8 +94,24 @@ func RenderNetworkd(c *Config, owned func(*Interface) bool) (map[string][]byte, 
 const maxIDInName = 64
 
 // networkdBase is the file name, without extension, of the networkd files
-// of the entry with this ID: 10-seedkeeper-<id> (see fileBase).
-func networkdBase(id string) string { return "10-" + fileBase(id) }
+// of the entry with this ID: 05-seedkeeper-<id> (see fileBase).
+//
+// networkd reads the files of /etc, /run and /usr/lib together, sorted by
+// name, and a link gets the first whose [Match] matches it (its name
+// globs match alternative names too). "05-" sorts before every file
+// netplan generates ("10-netplan-*", among them an image's catch-all
+// DHCP on en* or eth*) and before the "10-" seedkeeper itself used
+// before, so an owned NIC gets seedkeeper's file. A person's own file of
+// the same name in /etc still replaces it.
+func networkdBase(id string) string { return networkdPrefix + fileBase(id) }
+
+// networkdPrefix begins the name of every networkd file seedkeeper
+// writes; legacyNetworkdPrefix began them before, and such a file is
+// still seedkeeper's to replace and remove.
+const (
+	networkdPrefix       = "05-"
+	legacyNetworkdPrefix = "10-"
+)
 
 // fileBase names the files and profiles of the entry with this ID:
 // seedkeeper-<id> when the ID is a short run of letters, digits, '.', '-'

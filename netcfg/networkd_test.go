@@ -127,7 +127,7 @@ func TestRenderNetworkdContent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eth0, err := parseINI(files["10-seedkeeper-eth0.network"])
+	eth0, err := parseINI(files["05-seedkeeper-eth0.network"])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestRenderNetworkdContent(t *testing.T) {
 			t.Errorf("eth0 [%s] %s = %q, want %q", tc.sec, tc.key, got, tc.want)
 		}
 	}
-	eth1, err := parseINI(files["10-seedkeeper-eth1.network"])
+	eth1, err := parseINI(files["05-seedkeeper-eth1.network"])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestRenderNetworkdContent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) != 1 || files["10-seedkeeper-eth1.network"] == nil {
+	if len(files) != 1 || files["05-seedkeeper-eth1.network"] == nil {
 		t.Errorf("owned filter: got files %v", keys(files))
 	}
 }
@@ -191,7 +191,7 @@ func TestRenderNetworkdMembership(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]string{
-		"10-seedkeeper-e1.network": `# Written by seedkeeper; changes will be overwritten.
+		"05-seedkeeper-e1.network": `# Written by seedkeeper; changes will be overwritten.
 
 [Match]
 MACAddress=02:00:00:00:00:02
@@ -204,7 +204,7 @@ DHCP=no
 LinkLocalAddressing=no
 IPv6AcceptRA=no
 `,
-		"10-seedkeeper-bond0.netdev": `# Written by seedkeeper; changes will be overwritten.
+		"05-seedkeeper-bond0.netdev": `# Written by seedkeeper; changes will be overwritten.
 
 [NetDev]
 Name=bond0
@@ -216,7 +216,7 @@ MIIMonitorSec=100ms
 Mode=active-backup
 # not rendered: weird=x
 `,
-		"10-seedkeeper-bond0.network": `# Written by seedkeeper; changes will be overwritten.
+		"05-seedkeeper-bond0.network": `# Written by seedkeeper; changes will be overwritten.
 
 [Match]
 Name=bond0
@@ -231,7 +231,7 @@ VLAN=bond0.42
 `,
 		// No link has a router, so global DNS goes on the one with
 		// addresses; the global route goes where its gateway is.
-		"10-seedkeeper-bond0.42.network": `# Written by seedkeeper; changes will be overwritten.
+		"05-seedkeeper-bond0.42.network": `# Written by seedkeeper; changes will be overwritten.
 
 [Match]
 Name=bond0.42
@@ -307,7 +307,7 @@ func TestIntegrationNetworkdAccepts(t *testing.T) {
 		})
 	}
 	// The check itself: networkd does report a mistake.
-	bad := map[string][]byte{"10-seedkeeper-bad.network": []byte("[Match]\nName=x\n\n[Network]\nAddres=10.0.0.1/24\nVLAN=nope\n")}
+	bad := map[string][]byte{"05-seedkeeper-bad.network": []byte("[Match]\nName=x\n\n[Network]\nAddres=10.0.0.1/24\nVLAN=nope\n")}
 	if problems := networkdProblems(t, networkd, bad); len(problems) != 2 {
 		t.Errorf("networkd should report the unknown key and the missing VLAN, got %q", problems)
 	}
@@ -388,7 +388,7 @@ func TestRenderNetworkdNamesOnlyWhatItDefines(t *testing.T) {
 	if len(files) != 1 {
 		t.Fatalf("files %v", files)
 	}
-	b := string(files["10-seedkeeper-e0.network"])
+	b := string(files["05-seedkeeper-e0.network"])
 	if strings.Contains(b, "Bond=") || strings.Contains(b, "VLAN=") || !strings.Contains(b, "Address=192.0.2.5/24\n") {
 		t.Errorf("e0:\n%s", b)
 	}

@@ -426,7 +426,7 @@ func TestNetworkdFileNames(t *testing.T) {
 			t.Errorf("file name %q", name)
 		}
 	}
-	if files["10-seedkeeper-a_b.network"] == nil {
+	if files["05-seedkeeper-a_b.network"] == nil {
 		t.Errorf("a safe ID lost its plain file name")
 	}
 	checkNetworkdRoundTrip(t, c)

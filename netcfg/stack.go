@@ -53,8 +53,8 @@ type Stack struct {
 // told to leave alone, so it wins over systemd-networkd, and both win
 // over ifupdown, which manages only what its interfaces file names.
 // Adding a stack is the file that defines its value and one entry here
-// (docs/adding.md, "A network stack"); a netplan stack, which renders for networkd or
-// NetworkManager, would go first.
+// (docs/adding.md, "A network stack"). netplan is not one: it renders
+// for networkd or NetworkManager, which run it (see NetplanInfo).
 var Stacks = []*Stack{NetworkManager, Networkd, Ifupdown}
 
 // StackByName returns the stack called name, nil when there is none.
@@ -90,6 +90,9 @@ type Detection struct {
 	Notes []string
 	// Paths are the unit files of the enabled stacks (system paths).
 	Paths []string
+	// Netplan is what netplan renders at boot on the root, when it is the
+	// configuration layer there (see NetplanInfo); nil when it is not.
+	Netplan *NetplanInfo
 	// IfupdownDir is the directory the image's /etc/network/interfaces
 	// sources stanzas from (for Ifupdown), "" when it sources none.
 	IfupdownDir string
@@ -110,6 +113,7 @@ func DetectImageStack(root string) (Detection, error) { return detect(unit.Root{
 
 func detect(r unit.Root) (Detection, error) {
 	var d Detection
+	d.Netplan = detectNetplan(r)
 	for _, s := range Stacks {
 		on, why, file := s.enabled(r)
 		switch {

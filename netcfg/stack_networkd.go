@@ -26,7 +26,9 @@ func renderNetworkdFiles(d Detection, c *Config, owned func(*Interface) bool) (*
 }
 
 func networkdPlaces(string) ([]Place, error) {
-	return []Place{{Dir: NetworkdDir, match: func(n string) bool { return strings.HasPrefix(n, "10-seedkeeper-") }}}, nil
+	return []Place{{Dir: NetworkdDir, match: func(n string) bool {
+		return strings.HasPrefix(n, networkdPrefix+"seedkeeper-") || strings.HasPrefix(n, legacyNetworkdPrefix+"seedkeeper-")
+	}}}, nil
 }
 
 // reloadNetworkd asks a running networkd to reload its files over D-Bus.

@@ -239,6 +239,11 @@ func TestStacksTable(t *testing.T) {
 			}
 		}
 	}
+	// The networkd files seedkeeper wrote under its old "10-" name are
+	// still its own, to replace and remove after an upgrade.
+	if pl, _ := Networkd.Places(""); !pl[0].Ours("10-seedkeeper-eth0.network", []byte(Header+"\n")) {
+		t.Error("networkd: a file of the old name is not seedkeeper's")
+	}
 	if StackByName("wicked") != nil {
 		t.Error("an unknown stack by name")
 	}
@@ -253,7 +258,7 @@ func TestRenderForStack(t *testing.T) {
 		mode  os.FileMode
 		note  bool
 	}{
-		{d: Detection{Stack: Networkd}, dir: "/run/systemd/network", files: []string{"10-seedkeeper-eth0.network", "10-seedkeeper-eth1.network"}, mode: 0o644},
+		{d: Detection{Stack: Networkd}, dir: "/run/systemd/network", files: []string{"05-seedkeeper-eth0.network", "05-seedkeeper-eth1.network"}, mode: 0o644},
 		{d: Detection{Stack: NetworkManager}, dir: NMConnectionDir, files: []string{"seedkeeper-eth0.nmconnection", "seedkeeper-eth1.nmconnection"}, mode: 0o600},
 		{d: Detection{Stack: Ifupdown, IfupdownDir: "/etc/network/interfaces.d"}, dir: "/etc/network/interfaces.d", files: []string{IfupdownFile}, mode: 0o644},
 		{d: Detection{Stack: Ifupdown}, note: true},
@@ -334,7 +339,7 @@ func FuzzParseIfupdownSource(f *testing.F) {
 // A Place another module makes has no naming rule: it claims nothing
 // (and does not panic), whatever the file's header.
 func TestPlaceZeroValueClaimsNothing(t *testing.T) {
-	if (Place{Dir: NetworkdDir}).Ours("10-seedkeeper-eth0.network", []byte(Header+"\n")) {
+	if (Place{Dir: NetworkdDir}).Ours("05-seedkeeper-eth0.network", []byte(Header+"\n")) {
 		t.Error("a Place without its rule claims a file")
 	}
 }

@@ -70,19 +70,29 @@ func Read(e agent.Env) (*Report, error) {
 }
 
 // CloudConfigWarnings is what "image check" finds in cloud-init's settings
-// under root (its drop-in item): the item's Found text when it is a
-// finding, or why the settings could not be checked.
+// under root: the drop-in item's Found text when it is a finding, what a
+// ds=nocloud line or cloud-init's own hotplug does beside seedkeeper (the
+// nocloud-line and cloud-init-hotplug items, handled or not), or why the
+// settings could not be checked.
 func CloudConfigWarnings(root sysroot.Root) []string {
-	rep, err := image.Check(string(root), "drop-in")
+	rep, err := image.Check(string(root), "drop-in", "nocloud-line", "cloud-init-hotplug")
 	if err != nil {
 		return []string{err.Error()}
 	}
 	var warn []string
 	for _, it := range rep.Items {
-		switch it.Verdict {
-		case image.Finding:
+		switch {
+		case (it.ID == "nocloud-line" || it.ID == "cloud-init-hotplug") && it.Verdict != image.OK:
+			// A ds=nocloud line, cloud-init's own hotplug: what it is
+			// and what comes of it beside seedkeeper, handled or not.
+			w := it.Found + ": " + it.Clone
+			if it.Fix != "" {
+				w += " (fix: " + it.Fix + ")"
+			}
+			warn = append(warn, w)
+		case it.Verdict == image.Finding:
 			warn = append(warn, it.Found)
-		case image.Error:
+		case it.Verdict == image.Error:
 			warn = append(warn, "cloud-init's settings could not be checked: "+it.Found)
 		}
 	}

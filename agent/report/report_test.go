@@ -120,6 +120,34 @@ func TestReadCloudConfigWarnings(t *testing.T) {
 	}
 }
 
+// status says when a ds=nocloud line forces cloud-init's datasource, and
+// what comes of it beside seedkeeper's seed: an http seedfrom that the
+// drop-in makes harmless, an i= that nothing can.
+func TestReadNoCloudLineWarnings(t *testing.T) {
+	root := t.TempDir()
+	if err := agent.SaveStatus(sysroot.Root(root), &agent.Status{Version: 1, Outcome: "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	shippedDropIn(t, root)
+	write(t, filepath.Join(root, "proc/cmdline"), "root=/dev/vda1 ds=nocloud;s=https://seed.example/x/\n")
+	w := read(t, root).Warnings
+	if len(w) != 1 || !strings.Contains(w[0], "ds=nocloud with seedfrom in the kernel command line") || !strings.Contains(w[0], "cloud-init's local stage reads seedkeeper's seed and fetches nothing") {
+		t.Errorf("an http seedfrom: %q", w)
+	}
+	write(t, filepath.Join(root, "proc/cmdline"), "root=/dev/vda1 ds=nocloud;i=iid-packer\n")
+	w = read(t, root).Warnings
+	if len(w) != 1 || !strings.Contains(w[0], "takes its instance ID from the i= of the kernel command line") || !strings.Contains(w[0], "fix: remove i= from the kernel command line") {
+		t.Errorf("an i=: %q", w)
+	}
+	// cloud-init's own hotplug is said too, with what comes of it.
+	write(t, filepath.Join(root, "proc/cmdline"), "root=/dev/vda1\n")
+	write(t, filepath.Join(root, "etc/udev/rules.d/90-cloud-init-hook-hotplug.rules"), "# cloud-init\n")
+	w = read(t, root).Warnings
+	if len(w) != 1 || !strings.Contains(w[0], "cloud-init's hotplug is on") || !strings.Contains(w[0], "seedkeeper-watch configures the NICs seedkeeper owns") {
+		t.Errorf("cloud-init's hotplug: %q", w)
+	}
+}
+
 // A record without an identity decision (a boot that ended before it)
 // comes with the pin; one with a decision does not, and the JSON form is
 // the record's own.

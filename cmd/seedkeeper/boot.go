@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/seedkeeper/seedkeeper/agent"
+	"github.com/seedkeeper/seedkeeper/agent/report"
 )
 
 const bootHelp = `Usage: seedkeeper boot [--root DIR] [--config FILE] [--network MODE]
@@ -56,6 +57,12 @@ func runBoot(args []string, stdout, stderr io.Writer) int {
 	if code, ok := caught(); ok {
 		fmt.Fprintln(stderr, "seedkeeper boot: stopped by a signal")
 		return code
+	}
+	// What in cloud-init's settings and around it (a drop-in overridden, a
+	// ds=nocloud line, cloud-init's own hotplug) bears on the seed just
+	// written: in the log too, not only in status.
+	for _, w := range report.CloudConfigWarnings(e.Root) {
+		e.Log.Warn("cloud-init: " + w)
 	}
 	return exitCode(err)
 }

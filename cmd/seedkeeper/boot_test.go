@@ -252,3 +252,20 @@ func TestBootWaitsForSilentMdataHost(t *testing.T) {
 		t.Errorf("meta-data ID %q, notify %q", metaDataID(t, root), notify.lines())
 	}
 }
+
+// A ds=nocloud line with an i= left by an image build: boot logs what it
+// does beside the seed (cloud-init takes that instance ID), as status
+// says it.
+func TestBootLogsANoCloudLine(t *testing.T) {
+	root := scratchRoot(t, kvmProduct, kvmVendor, kvmUUID)
+	copyDir(t, fixtureSeed, filepath.Join(root, "var/lib/cloud/seed/nocloud"))
+	writeFile(t, filepath.Join(root, "proc/cmdline"), "root=/dev/vda1 ds=nocloud;i=iid-packer\n", 0o444)
+	r := runInProcess("boot", "--root", root)
+	if r.code != exitOK {
+		t.Fatalf("boot: %v", r)
+	}
+	if !strings.Contains(r.stderr, "level=WARN") || !strings.Contains(r.stderr, "cloud-init: ds=nocloud with instance-id in the kernel command line (/proc/cmdline)") ||
+		!strings.Contains(r.stderr, "takes its instance ID from the i= of the kernel command line") {
+		t.Errorf("boot does not log the line:\n%s", r.stderr)
+	}
+}

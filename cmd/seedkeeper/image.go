@@ -25,13 +25,20 @@ its first boot, and for each finding the command that fixes it:
   drop-in           /etc/cloud/cloud.cfg.d/95-seedkeeper.cfg present and not
                     overridden by a later file (datasource_list, NoCloud's
                     fs_label, network config); names the file that wins
+  nocloud-line      a ds=nocloud line (kernel command line, SMBIOS serial,
+                    /etc/default/grub) forcing cloud-init's datasource: its
+                    i= and seedfrom beside seedkeeper's seed
+  cloud-init-hotplug
+                    cloud-init's own hotplug (its udev rule, hotplug.enabled,
+                    updates.network.when) beside seedkeeper-watch
   cloud-init-state  cloud-init's instance state from an earlier boot, and
                     what it means for derived IDs (Proxmox)
   seedkeeper-state  seedkeeper's identity pin, status and network receipt
   sealed            the sealed marker image seal leaves
   machine-id        /etc/machine-id filled or empty; D-Bus's copy
   ssh-host-keys     SSH host keys, and what replaces them on a clone
-  network-stack     systemd-networkd, NetworkManager or ifupdown, and whether
+  network-stack     systemd-networkd, NetworkManager or ifupdown (netplan over
+                    networkd or NetworkManager, and its catch-alls), and whether
                     seedkeeper can own NICs on it
   allowlist         the hotplug driver allowlist in effect
   seed-dir          a seed a person left in cloud-init's seed directory

@@ -148,6 +148,9 @@ func printStatus(w io.Writer, rep *report.Report) {
 		if n.Stack != "" {
 			fmt.Fprintf(w, "Stack:       %s\n", e(n.Stack))
 		}
+		for _, x := range n.Netplan {
+			fmt.Fprintf(w, "netplan:     %s\n", e(x))
+		}
 		if n.ResolvConf != "" {
 			fmt.Fprintf(w, "Resolvers:   /etc/resolv.conf %s\n", e(n.ResolvConf))
 		}

@@ -82,7 +82,7 @@ func TestPrintStatusEscapesEveryLine(t *testing.T) {
 		Dropped:   []string{bad},
 		Identity:  &identity.Decision{InstanceID: bad, ReportedID: bad, RuleName: bad, Explanation: bad},
 		Seed:      &agent.SeedStatus{Dir: bad, Written: []string{bad}, Warnings: []string{bad}},
-		Network:   &agent.NetResult{Action: "applied", Owned: []string{bad}, Failed: []string{bad}, ResolvConf: bad, Allowlist: bad},
+		Network:   &agent.NetResult{Action: "applied", Owned: []string{bad}, Failed: []string{bad}, ResolvConf: bad, Allowlist: bad, Netplan: []string{bad}},
 		Provision: bad,
 		VMware:    &agent.VMwareStatus{Wait: bad, Published: []string{bad}, Notes: []string{bad}, Customization: []string{bad}},
 	}
@@ -90,7 +90,7 @@ func TestPrintStatusEscapesEveryLine(t *testing.T) {
 	printStatus(&b, &report.Report{Status: *st, Warnings: []string{bad}})
 	out := b.String()
 	for _, want := range []string{"Late devices: x\\x1b", "cloud-init:  x\\x1b", "Dropped:     x\\x1b", "Warning:     x\\x1b",
-		"Waited:      x\\x1b", "Guestinfo:   published x\\x1b", "Guestinfo:   x\\x1b", "VMware Tools: x\\x1b", "Provision:   x\\x1b"} {
+		"Waited:      x\\x1b", "Guestinfo:   published x\\x1b", "Guestinfo:   x\\x1b", "VMware Tools: x\\x1b", "Provision:   x\\x1b", "netplan:     x\\x1b"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in:\n%s", want, out)
 		}

@@ -508,16 +508,21 @@ func (p *Plan) planRenames(own []*owned, live []Link) {
 		from, to string
 	}
 	var pending []*rename
+	taken := map[string]bool{} // names a rename of the plan gives
 	for _, o := range own {
 		if o.ifc.Name != "" && o.ifc.Name != o.link.Name {
 			pending = append(pending, &rename{o: o, from: o.link.Name, to: o.ifc.Name})
+			taken[o.ifc.Name] = true
 			o.name = o.ifc.Name
 			o.flushed = o.link.Up
 		}
 	}
 	emit := func(r *rename, to string) {
+		// Only the name the link had when the plan was made is kept, not
+		// a temporary one, and not one another link is about to take.
+		keep := r.from == r.o.link.Name && !taken[r.from]
 		p.Ops = append(p.Ops, Op{Kind: Rename, MAC: r.o.link.MAC, Index: r.o.link.Index,
-			Name: r.from, NewName: to, wasUp: r.o.link.Up})
+			Name: r.from, NewName: to, wasUp: r.o.link.Up, keepName: keep})
 		delete(holder, r.from)
 		holder[to] = r.o.link.Index
 		r.from = to

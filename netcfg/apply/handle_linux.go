@@ -32,6 +32,8 @@ type nlHandle interface {
 	AddrList(link netlink.Link, family int) ([]netlink.Addr, error)
 	RouteListFiltered(family int, filter *netlink.Route, mask uint64) ([]netlink.Route, error)
 	LinkSetName(link netlink.Link, name string) error
+	LinkAddAltName(link netlink.Link, name string) error
+	LinkDelAltName(link netlink.Link, name string) error
 	LinkSetDown(link netlink.Link) error
 	LinkSetUp(link netlink.Link) error
 	LinkSetMTU(link netlink.Link, mtu int) error
@@ -462,6 +464,21 @@ func (h *Handle) Plan(ctx context.Context, cfg *netcfg.Config, allow Allowlist, 
 	return Diff(cfg, live, allow, rc), nil
 }
 
+// keepOldName gives a renamed link its old name as an alternative name
+// (see Op.keepName). A kernel without alternative names (before 5.5), or
+// an old name another link already holds as one, leaves the link with its
+// new name only: the rename is done, and that is not a failure.
+func keepOldName(nl nlHandle, l netlink.Link, old string) error {
+	err := nl.LinkAddAltName(l, old)
+	if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EEXIST) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("keeping %s as an alternative name: %w", old, err)
+	}
+	return nil
+}
+
 // errLinkChanged is returned for an operation whose link no longer has the
 // MAC it had when planned.
 var errLinkChanged = errors.New("link changed since the plan was made")
@@ -540,9 +557,20 @@ func (h *Handle) do(op Op, links map[int]netlink.Link) error {
 				return err
 			}
 		}
+		// A name the link already holds as an alternative name (kept
+		// by an earlier rename) must be given up before it becomes the
+		// link's name: the kernel counts it as taken.
+		if slices.Contains(l.Attrs().AltNames, op.NewName) {
+			if err := h.nl.LinkDelAltName(l, op.NewName); err != nil {
+				return fmt.Errorf("giving up alternative name %s: %w", op.NewName, err)
+			}
+		}
 		err := h.nl.LinkSetName(l, op.NewName)
 		if errors.Is(err, unix.EEXIST) {
 			err = fmt.Errorf("name %s is taken by another link: %w", op.NewName, err)
+		}
+		if err == nil && op.keepName {
+			err = keepOldName(h.nl, l, op.Name)
 		}
 		if op.wasUp {
 			err = errors.Join(err, h.nl.LinkSetUp(l))

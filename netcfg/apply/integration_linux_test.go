@@ -375,6 +375,58 @@ func TestIntegrationRenameOfUpLinkAndNameSwap(t *testing.T) {
 	wantOps(t, p)
 }
 
+// A NIC boot renames keeps the name it had as an alternative name, so that
+// what named it before (netplan's systemd-networkd-wait-online drop-in,
+// written by its generator before boot ran: a wait-online that timed out
+// after 120 s on every boot of a netplan image) still finds it; two NICs
+// that trade names keep none, and a rename back to the old name takes it
+// from the alternative names first.
+func TestIntegrationRenameKeepsTheOldNameAsAnAltName(t *testing.T) {
+	ns, nh := newNS(t)
+	addVeth(t, nh, "ens4", mac1, "peer0", "bc:24:11:00:00:01")
+	must(t, nh.LinkSetUp(link(t, nh, "peer0")))
+	h := openAt(t, ns)
+	allow := Drivers("veth")
+	cfg := &netcfg.Config{Interfaces: []netcfg.Interface{
+		{Kind: netcfg.Physical, MAC: mac1, Name: "eth0", Addresses: []netip.Prefix{pfx("192.0.2.10/24")}},
+	}}
+	_, res, err := planApply(t, h, cfg, allow, nil)
+	must(t, err)
+	if got := link(t, nh, "eth0").Attrs().AltNames; !slices.Equal(got, []string{"ens4"}) {
+		t.Errorf("eth0 alternative names = %q, want [ens4]", got)
+	}
+	if got := addrs(t, nh, "eth0"); !slices.Equal(got, []string{"192.0.2.10/24"}) {
+		t.Errorf("eth0 addresses = %v", got)
+	}
+	p, err := h.Plan(context.Background(), cfg, allow, res.Receipt)
+	must(t, err)
+	wantOps(t, p)
+
+	// Back to the old name: the alternative name is given up, not a clash.
+	cfg.Interfaces[0].Name = "ens4"
+	_, res, err = planApply(t, h, cfg, allow, res.Receipt)
+	must(t, err)
+	if got := link(t, nh, "ens4").Attrs(); got.HardwareAddr.String() != mac1 || slices.Contains(got.AltNames, "ens4") {
+		t.Errorf("ens4 = %s, alternative names %q", got.HardwareAddr, got.AltNames)
+	}
+
+	// Two NICs trading names keep no old name: each is the other's.
+	addVeth(t, nh, "eth1", mac2, "peer1", "bc:24:11:00:00:02")
+	cfg.Interfaces[0].Name = "eth1"
+	cfg.Interfaces = append(cfg.Interfaces, netcfg.Interface{Kind: netcfg.Physical, MAC: mac2, Name: "ens4"})
+	_, _, err = planApply(t, h, cfg, allow, res.Receipt)
+	must(t, err)
+	for name, mac := range map[string]string{"eth1": mac1, "ens4": mac2} {
+		got := link(t, nh, name).Attrs()
+		if got.HardwareAddr.String() != mac {
+			t.Errorf("%s = %s, want %s", name, got.HardwareAddr, mac)
+		}
+		if slices.ContainsFunc(got.AltNames, func(n string) bool { return n == "eth1" || n == "ens4" || strings.HasPrefix(n, "sktmp") }) {
+			t.Errorf("%s alternative names = %q: a traded or temporary name was kept", name, got.AltNames)
+		}
+	}
+}
+
 // fakeDumps interrupts the first dumps of a real handle.
 type fakeDumps struct {
 	nlHandle

@@ -95,6 +95,14 @@ type Op struct {
 	Port       *PortParams
 	Primary    bool
 
+	// keepName is set on a Rename from a link's name as the plan found
+	// it, when no link of the plan takes that name: Apply keeps the old
+	// name as an alternative name of the link, so that what was written
+	// under it before the rename still finds the NIC (netplan's generator
+	// names the links systemd-networkd-wait-online waits for as they
+	// were called when it ran, before boot renamed them; wait-online,
+	// networkd and udev match alternative names too).
+	keepName bool
 	// wasUp is set on a Rename of a link that is up: the kernel renames
 	// only links that are down, so Apply takes it down and up again.
 	wasUp bool

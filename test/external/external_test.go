@@ -119,7 +119,7 @@ func TestOutsideModule(t *testing.T) {
 		"no source: true\n" +
 		"valid source: true false\n" +
 		"netcfg: lan0 [192.0.2.10/24]\n" +
-		"networkd: 10-seedkeeper-nic0.network\n" +
+		"networkd: 05-seedkeeper-nic0.network\n" +
 		"bad field: true\n" +
 		"field error: true\n"
 	if got != want {

@@ -20,11 +20,10 @@ import (
 
 // netplanNetworkPending holds back the network checks on the netplan image
 // (addresses, routes, resolver, the hot-added NIC, and wait-online, masked
-// on its boots meanwhile): netplan's catch-all takes the NICs seedkeeper
-// owns, and its wait-online drop-in names a NIC by its name before the
-// rename. The identity checks run there all the same. Set it to false
-// once seedkeeper keeps its NICs on netplan images.
-const netplanNetworkPending = true
+// on its boots meanwhile). They run: seedkeeper's networkd files sort
+// before netplan's catch-all, and a renamed NIC keeps the name netplan's
+// wait-online drop-in knows it by (checkNetplanOwned).
+const netplanNetworkPending = false
 
 // cloudInitUnits are the cloud-init services a boot runs on each release:
 // the no-source drop-in must skip every one of them, and seedkeeper-boot
@@ -73,10 +72,15 @@ func releaseScenarios(t *testing.T, release, stack string) {
 		if network {
 			checkSeedkeeperNetwork(t, r, resolver)
 		}
+		if network && stack == "netplan" {
+			checkNetplanOwned(t, r, nicStatic.MAC, nicDHCP.MAC)
+		}
 	}
 
 	d := newSDDisk(t, img)
-	if network {
+	// The no-source boot shows nothing netplan changes: networkd's image
+	// has it, and the netplan chain keeps its four boots.
+	if network && stack != "netplan" {
 		// No source: a template's first boot, with no seed. Nothing for
 		// wait-online to wait for but its timeout.
 		r0 := d.boot(t, sdBoot{Name: "no-source", UUID: uuidVM, NICs: nics,
@@ -91,6 +95,9 @@ func releaseScenarios(t *testing.T, release, stack string) {
 	r1 := d.boot(t, b1)
 	check(r1, resolverA)
 	if b1.Hotplug != nil {
+		if stack == "netplan" {
+			checkOurNetworkFile(t, r1, nicHot.MAC)
+		}
 		if u := r1.unit(t, "seedkeeper-watch"); u["ActiveState"] != "active" || u["NRestarts"] != "0" {
 			t.Errorf("(d) seedkeeper-watch.service: %v", u)
 		}

@@ -106,6 +106,10 @@ if [ "$(arg sk.plan)" = 1 ]; then
 	umount /run/sk-cd
 fi
 nmcli -t device 2>/dev/null >"$out/nm-devices"
+# Which .network file networkd gave each link, and the wait-online unit
+# with its drop-ins (netplan writes one at generator time).
+networkctl status --all --no-pager >"$out/networkctl" 2>&1
+systemctl cat systemd-networkd-wait-online.service >"$out/wait-online-unit" 2>&1
 cat /run/network/ifstate 2>/dev/null >"$out/ifstate"
 cp /etc/resolv.conf "$out/resolv.conf" 2>/dev/null
 readlink /etc/resolv.conf >"$out/resolv.conf.link" 2>/dev/null

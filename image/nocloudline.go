@@ -1,0 +1,211 @@
+package image
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"maps"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/seedkeeper/seedkeeper/datasource"
+	"github.com/seedkeeper/seedkeeper/internal/fsutil"
+	"github.com/seedkeeper/seedkeeper/internal/paths"
+)
+
+// Where a ds=nocloud line comes from: the running kernel's command line
+// and SMBIOS serial (present under a live root), and the command line the
+// image's boot loader will give the kernel.
+const (
+	procCmdline   = "/proc/cmdline"
+	dmiSerial     = "/sys/class/dmi/id/product_serial"
+	grubDefault   = "/etc/default/grub"
+	grubDefaultsD = "/etc/default/grub.d"
+)
+
+// seedSeedfrom is the seedfrom the drop-in sets: seedkeeper's seed
+// directory, as cloud-init's local NoCloud reads it.
+const seedSeedfrom = "file://" + paths.SeedDir + "/"
+
+// A noCloudLine is a ds=nocloud line found, and where.
+type noCloudLine struct {
+	where string // "the kernel command line (/proc/cmdline)", ...
+	file  string // the system path it was read from
+	meta  map[string]any
+}
+
+// noCloudLines finds every ds=nocloud line (datasource.ParseNoCloudLine,
+// cloud-init's own rules) the root holds: the kernel command line and the
+// SMBIOS serial when they are there (a running system), and the
+// GRUB_CMDLINE_LINUX values of /etc/default/grub and grub.d, which image
+// builds (Packer, autoinstall) leave behind.
+func (in *inspection) noCloudLines() []noCloudLine {
+	var out []noCloudLine
+	add := func(where, file, line string) {
+		if md, ok := datasource.ParseNoCloudLine(line); ok {
+			out = append(out, noCloudLine{where: where, file: file, meta: md})
+		}
+	}
+	if b, err := in.readSmall(dmiSerial); err == nil {
+		add("the SMBIOS serial", dmiSerial, strings.TrimSpace(string(b)))
+	}
+	if b, err := in.readSmall(procCmdline); err == nil {
+		add("the kernel command line", procCmdline, strings.TrimSpace(string(b)))
+	}
+	files := []string{grubDefault}
+	if ents, err := fsutil.ReadDirIn(string(in.root), grubDefaultsD); err == nil {
+		for _, e := range ents {
+			if strings.HasSuffix(e.Name(), ".cfg") {
+				files = append(files, path.Join(grubDefaultsD, e.Name()))
+			}
+		}
+	}
+	for _, f := range files {
+		b, err := in.readSmall(f)
+		if err != nil {
+			continue
+		}
+		for _, v := range grubCmdlines(b) {
+			add("the boot loader's kernel command line", f, v)
+		}
+	}
+	return out
+}
+
+// grubCmdlines returns the values of the GRUB_CMDLINE_LINUX and
+// GRUB_CMDLINE_LINUX_DEFAULT assignments of a /etc/default/grub file,
+// quotes removed (a shell file: only plain assignments are read).
+func grubCmdlines(b []byte) []string {
+	var out []string
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 4096), 1<<20)
+	for sc.Scan() {
+		l := strings.TrimSpace(sc.Text())
+		k, v, ok := strings.Cut(l, "=")
+		if !ok || (k != "GRUB_CMDLINE_LINUX" && k != "GRUB_CMDLINE_LINUX_DEFAULT") {
+			continue
+		}
+		if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
+			v = v[1 : len(v)-1]
+		}
+		// "$GRUB_CMDLINE_LINUX ds=nocloud": the references add nothing.
+		out = append(out, strings.ReplaceAll(strings.ReplaceAll(v, "$GRUB_CMDLINE_LINUX_DEFAULT", ""), "$GRUB_CMDLINE_LINUX", ""))
+	}
+	return out
+}
+
+// checkNoCloudLine: a ds=nocloud line forces cloud-init's datasource to
+// NoCloud and its meta-data comes before every seed directory (cloud-init
+// merges NoCloud's meta-data first-wins: the SMBIOS serial, then the
+// command line, then the seed directory). What that does beside
+// seedkeeper's seed, key by key, read from cloud-init's NoCloud (22.4.2
+// and 25.1.4):
+//
+//   - ds=nocloud alone: nothing; seedkeeper's drop-in names NoCloud anyway.
+//   - i= (instance-id): cloud-init's instance ID is that one, whatever
+//     seedkeeper decided: a finding; only removing it helps.
+//   - h= and other keys: they win over seedkeeper's meta-data.
+//   - s= (seedfrom) of http(s) or ftp(s): cloud-init's local NoCloud
+//     refuses the seed and NoCloudNet fetches it again over the network.
+//     The drop-in's datasource.NoCloud.seedfrom replaces any seedfrom
+//     gathered, so the local stage reads seedkeeper's seed instead and
+//     nothing is fetched; a finding only when that setting is lost.
+func checkNoCloudLine(in *inspection) Item {
+	it := Item{Verdict: OK}
+	lines := in.noCloudLines()
+	if len(lines) == 0 {
+		it.Found = "no ds=nocloud on the kernel command line, in the SMBIOS serial or in the boot loader's configuration"
+		it.Clone = "cloud-init reads seedkeeper's seed alone"
+		return it
+	}
+	sf := in.cc.lookup("datasource", "NoCloud", "seedfrom")
+	var found, clone, fixes []string
+	finding, note := false, true // a line at all forces the datasource: worth saying
+	for _, l := range lines {
+		it.Paths = appendNew(it.Paths, l.file)
+		var keys []string
+		for _, k := range slices.Sorted(maps.Keys(l.meta)) {
+			if k != "dsmode" {
+				keys = append(keys, k)
+			}
+		}
+		desc := "ds=nocloud"
+		if len(keys) > 0 {
+			desc += " with " + strings.Join(keys, ", ")
+		}
+		found = append(found, fmt.Sprintf("%s in %s (%s)", desc, l.where, l.file))
+		if _, ok := l.meta["instance-id"]; ok {
+			finding = true
+			clone = append(clone, fmt.Sprintf("cloud-init takes its instance ID from the i= of %s, before seedkeeper's seed (its command-line meta-data comes first): every boot and every clone has that ID, whatever seedkeeper decides", l.where))
+			fixes = append(fixes, fixFor(l, "i="))
+		}
+		for _, k := range keys {
+			if k == "instance-id" || k == "seedfrom" {
+				continue
+			}
+			note = true
+			clone = append(clone, fmt.Sprintf("cloud-init takes %s from %s, before seedkeeper's meta-data", k, l.where))
+		}
+		s, _ := l.meta["seedfrom"].(string)
+		switch {
+		case s == "":
+		case sf.Value == seedSeedfrom:
+			note = true
+			clone = append(clone, fmt.Sprintf("its seedfrom (%s) is replaced by datasource.NoCloud.seedfrom from %s: cloud-init's local stage reads seedkeeper's seed and fetches nothing", describeSeedfrom(s), sf.File))
+		default:
+			finding = true
+			clone = append(clone, fmt.Sprintf("cloud-init fetches its seed from the seedfrom (%s) and not from seedkeeper's seed: over the network in its network stage, user-data and from 24.3 network-config too", describeSeedfrom(s)))
+			if sf.Set() {
+				fixes = append(fixes, fmt.Sprintf("remove datasource.NoCloud.seedfrom from %s, which replaces the drop-in's", sf.File))
+			} else {
+				fixes = append(fixes, "reinstall the package's "+DropIn+" (it sets datasource.NoCloud.seedfrom to seedkeeper's seed), or "+fixFor(l, "s="))
+			}
+		}
+	}
+	if len(clone) == 0 {
+		clone = append(clone, "cloud-init's datasource is forced to NoCloud, which seedkeeper's drop-in names anyway: harmless")
+	}
+	it.Found = strings.Join(found, "; ")
+	it.Clone = strings.Join(clone, "; ")
+	switch {
+	case finding:
+		it.Verdict = Finding
+		it.Fix = strings.Join(fixes, "; ")
+	case note:
+		it.Verdict = Note
+	}
+	return it
+}
+
+func appendNew(l []string, s string) []string {
+	if slices.Contains(l, s) {
+		return l
+	}
+	return append(l, s)
+}
+
+// fixFor says how to take key out of the line where it was found.
+func fixFor(l noCloudLine, key string) string {
+	switch l.file {
+	case dmiSerial:
+		return "remove " + key + " from the VM's SMBIOS serial (the platform's VM settings)"
+	case procCmdline:
+		return "remove " + key + " from the kernel command line (" + grubDefault + ", then update-grub)"
+	}
+	return "remove " + key + " from GRUB_CMDLINE_LINUX in " + l.file + ", then run update-grub"
+}
+
+// describeSeedfrom names a seedfrom by its scheme and host only: its path
+// and query may hold a token.
+func describeSeedfrom(s string) string {
+	scheme, rest, ok := strings.Cut(s, "://")
+	if !ok {
+		return "a local path"
+	}
+	host, _, _ := strings.Cut(rest, "/")
+	if i := strings.LastIndex(host, "@"); i >= 0 {
+		host = host[i+1:]
+	}
+	return scheme + "://" + host
+}
