@@ -24,7 +24,7 @@ import (
 // v2 format, on netplan's own
 // examples and on testdata/conformance. Both outputs are read back into
 // what they mean to systemd-networkd, link by link (the file name less
-// its 10-netplan-/10-seedkeeper- prefix is the v2 ID on both sides), and
+// its 10-netplan-/05-seedkeeper- prefix is the v2 ID on both sides), and
 // compared: every difference is either deliberate (conformDeliberate,
 // each explained in the README section "Where seedkeeper reads network
 // config differently from netplan") or a known defect (conformKnown);
@@ -104,11 +104,6 @@ func (r conformRow) matches(d conformDiff) bool {
 
 // says is a conformRow's ours or netplan value.
 func says(v string) *string { return &v }
-
-func globMatch(pattern, s string) bool {
-	ok, err := path.Match(pattern, s)
-	return err == nil && ok
-}
 
 // conformDiff is one field of one link that means something else in
 // seedkeeper's files than in netplan's.
@@ -245,7 +240,7 @@ func runConformance(t *testing.T, bin []string, docs []conformDoc, deliberate, k
 			diffs = append(diffs, conformDiff{doc: d.name, link: "*", field: "document", ours: []string{"refused"}, netplan: []string{"read"}})
 			continue
 		}
-		dd := compareMeaning(d.name, networkdMeaning(t, "10-seedkeeper-", ours), networkdMeaning(t, "10-netplan-", theirs))
+		dd := compareMeaning(d.name, networkdMeaning(t, "05-seedkeeper-", ours), networkdMeaning(t, "10-netplan-", theirs))
 		for i := range dd {
 			if dd[i].field == "files" && dd[i].ours == nil && len(c.Notes) == 0 {
 				// What seedkeeper leaves out it must say.
@@ -706,7 +701,7 @@ func compareMeaning(doc string, ours, theirs map[string]linkMeaning) []conformDi
 // The comparison itself, without netplan: what means the same compares
 // equal, what does not is a difference, and the tables fail both ways.
 func TestConformMeaning(t *testing.T) {
-	ours := map[string][]byte{"10-seedkeeper-eth0.network": []byte(Header + `
+	ours := map[string][]byte{"05-seedkeeper-eth0.network": []byte(Header + `
 [Match]
 MACAddress=52:54:00:AA:BB:CC
 Type=ether
@@ -744,7 +739,7 @@ Destination=10.0.0.0/8
 [DHCP]
 UseMTU=true
 `)}
-	o, n := networkdMeaning(t, "10-seedkeeper-", ours), networkdMeaning(t, "10-netplan-", theirs)
+	o, n := networkdMeaning(t, "05-seedkeeper-", ours), networkdMeaning(t, "10-netplan-", theirs)
 	var got []string
 	for _, d := range compareMeaning("doc", o, n) {
 		got = append(got, d.String())

@@ -77,7 +77,7 @@ func TestAcceptRAExplicitWins(t *testing.T) {
 		"version: 1\nconfig: [{type: physical, name: eth0, accept-ra: false, subnets: [{type: ipv6_slaac}]}]",
 	} {
 		r := renderStacks(t, doc)
-		nd := string(r.networkd["10-seedkeeper-eth0.network"])
+		nd := string(r.networkd["05-seedkeeper-eth0.network"])
 		wantIn(t, doc, nd, "IPv6AcceptRA=no")
 		wantNotIn(t, doc, nd, "IPv6AcceptRA=yes")
 		wantIn(t, doc, r.ifupdown, "    accept_ra 0")
@@ -86,7 +86,7 @@ func TestAcceptRAExplicitWins(t *testing.T) {
 	wantIn(t, "NetworkManager", string(r.nm["seedkeeper-eth0.nmconnection"]), "method=dhcp")
 	// Without the key, DHCPv6 still takes router advertisements.
 	r = renderStacks(t, "version: 2\nethernets: {eth0: {dhcp6: true}}")
-	wantIn(t, "networkd", string(r.networkd["10-seedkeeper-eth0.network"]), "IPv6AcceptRA=yes")
+	wantIn(t, "networkd", string(r.networkd["05-seedkeeper-eth0.network"]), "IPv6AcceptRA=yes")
 }
 
 // A v2 route to an address without a prefix length became a /24 or /64
@@ -119,8 +119,8 @@ func TestRouteToWithoutPrefix(t *testing.T) {
 // link at every boot.
 func TestOptionalLink(t *testing.T) {
 	r := renderStacks(t, "version: 2\nethernets: {eth0: {dhcp4: true, optional: true}, eth1: {dhcp4: true}}")
-	wantIn(t, "networkd", string(r.networkd["10-seedkeeper-eth0.network"]), "[Link]", "RequiredForOnline=no")
-	wantNotIn(t, "networkd", string(r.networkd["10-seedkeeper-eth1.network"]), "RequiredForOnline=no")
+	wantIn(t, "networkd", string(r.networkd["05-seedkeeper-eth0.network"]), "[Link]", "RequiredForOnline=no")
+	wantNotIn(t, "networkd", string(r.networkd["05-seedkeeper-eth1.network"]), "RequiredForOnline=no")
 	wantIn(t, "ifupdown", r.ifupdown, "allow-hotplug eth0", "allow-hotplug eth1", "auto eth1")
 	wantNotIn(t, "ifupdown", r.ifupdown, "auto eth0")
 	// The optional link is still started on a running ifupdown.
@@ -219,7 +219,7 @@ func TestDHCPOverrides(t *testing.T) {
 		"    dhcp4-overrides: {use-dns: false, use-ntp: false, use-hostname: false, use-domains: false, use-routes: false,"+
 		" send-hostname: false, hostname: node1, route-metric: 200, use-mtu: false}\n"+
 		"    dhcp6-overrides: {use-dns: false, use-ntp: false, use-hostname: false, use-domains: false, route-metric: 300, use-routes: false}\n")
-	nd := string(r.networkd["10-seedkeeper-eth0.network"])
+	nd := string(r.networkd["05-seedkeeper-eth0.network"])
 	wantIn(t, "networkd", nd, "[DHCPv4]", "ClientIdentifier=mac", "RouteMetric=200", "UseDNS=no", "UseNTP=no", "UseHostname=no",
 		"UseDomains=no", "UseRoutes=no", "UseMTU=no", "SendHostname=no", "Hostname=node1", "[DHCPv6]", "RouteMetric=300")
 	v6 := nd[strings.Index(nd, "[DHCPv6]"):]
@@ -251,12 +251,12 @@ func TestSetMACAddress(t *testing.T) {
 		"bridges: {br0: {interfaces: [eth2], macaddress: '02:00:00:00:00:b1', dhcp4: true}}\n"+
 		"vlans: {v10: {id: 10, link: eth3, macaddress: '02:00:00:00:00:b2', dhcp4: true}}\n")
 	for id, mac := range map[string]string{"bond0": "02:00:00:00:00:b0", "br0": "02:00:00:00:00:b1", "v10": "02:00:00:00:00:b2"} {
-		wantIn(t, id+".netdev", string(r.networkd["10-seedkeeper-"+id+".netdev"]), "MACAddress="+mac)
+		wantIn(t, id+".netdev", string(r.networkd["05-seedkeeper-"+id+".netdev"]), "MACAddress="+mac)
 		if got := r.c.Lookup(id).MAC; got != mac {
 			t.Errorf("%s: MAC %q, want %s", id, got, mac)
 		}
 	}
-	nd := string(r.networkd["10-seedkeeper-eth0.network"])
+	nd := string(r.networkd["05-seedkeeper-eth0.network"])
 	// Matched by the MAC it was made with, which the new one does not
 	// change (MACAddress= would stop matching once it is set).
 	wantIn(t, "networkd", nd, "PermanentMACAddress=52:54:00:00:00:01", "[Link]", "MACAddress=02:00:00:00:00:aa")
@@ -276,8 +276,8 @@ func TestBridgePortParams(t *testing.T) {
 		"version: 1\nconfig: [{type: physical, name: eth0}, {type: physical, name: eth1}, {type: bridge, name: br0, bridge_interfaces: [eth0, eth1], params: {bridge_pathcost: ['eth0 50'], bridge_portprio: ['eth0 7', 'eth1 9']}, subnets: [{type: dhcp}]}]",
 	} {
 		r := renderStacks(t, doc)
-		wantIn(t, doc, string(r.networkd["10-seedkeeper-eth0.network"]), "Bridge=br0", "[Bridge]", "Cost=50", "Priority=7")
-		e1 := string(r.networkd["10-seedkeeper-eth1.network"])
+		wantIn(t, doc, string(r.networkd["05-seedkeeper-eth0.network"]), "Bridge=br0", "[Bridge]", "Cost=50", "Priority=7")
+		e1 := string(r.networkd["05-seedkeeper-eth1.network"])
 		wantIn(t, doc, e1, "[Bridge]", "Priority=9")
 		wantNotIn(t, doc, e1, "Cost=50")
 	}
@@ -290,7 +290,7 @@ func TestRoutingPolicy(t *testing.T) {
 		"    routes: [{to: default, via: 192.0.2.1, table: 100}]\n"+
 		"    routing-policy:\n    - {from: 192.0.2.0/24, table: 100, priority: 10}\n    - {to: 198.51.100.7, table: 101, mark: 5, type-of-service: 8}\n"+
 		"    - {from: 2001:db8::/64, table: 100}\n")
-	nd := string(r.networkd["10-seedkeeper-eth0.network"])
+	nd := string(r.networkd["05-seedkeeper-eth0.network"])
 	wantIn(t, "networkd", nd, "[RoutingPolicyRule]", "From=192.0.2.0/24", "Table=100", "Priority=10",
 		"To=198.51.100.7/32", "Table=101", "FirewallMark=5", "TypeOfService=8", "From=2001:db8::/64")
 	if n := strings.Count(nd, "[RoutingPolicyRule]"); n != 3 {
@@ -399,7 +399,7 @@ func TestRenderNamesOnlyWhatItDefines(t *testing.T) {
 // on-link in any stack's files.
 func TestRouteOnLink(t *testing.T) {
 	r := renderStacks(t, "version: 2\nethernets: {eth0: {dhcp4: true, addresses: [192.0.2.5/24], routes: [{to: 10.0.0.0/8, via: 198.51.100.1, on-link: true}, {to: 10.1.0.0/16, via: 198.51.100.2}]}}")
-	nd := string(r.networkd["10-seedkeeper-eth0.network"])
+	nd := string(r.networkd["05-seedkeeper-eth0.network"])
 	if strings.Count(nd, "GatewayOnLink=yes") != 1 || !strings.Contains(nd, "Gateway=198.51.100.1\nGatewayOnLink=yes") {
 		t.Errorf("networkd:\n%s", nd)
 	}
@@ -473,7 +473,7 @@ func TestMatchDriverNoted(t *testing.T) {
 func TestBondParamSpellings(t *testing.T) {
 	r := renderStacks(t, "version: 2\nethernets: {e0: {}}\nbonds: {bond0: {interfaces: [e0], parameters: "+
 		"{mode: balance-rr, arp-interval: 100, arp-ip-targets: [192.0.2.1, 192.0.2.2], all-members-active: true, packets-per-member: 2}}}")
-	nd := string(r.networkd["10-seedkeeper-bond0.netdev"])
+	nd := string(r.networkd["05-seedkeeper-bond0.netdev"])
 	wantIn(t, "bond0.netdev", nd, "ARPIPTargets=192.0.2.1 192.0.2.2", "AllSlavesActive=yes", "PacketsPerSlave=2")
 	if strings.Contains(nd, "not rendered") {
 		t.Errorf("bond0.netdev:\n%s", nd)

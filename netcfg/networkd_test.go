@@ -467,7 +467,7 @@ func TestRenderNetworkdNetplanDefaults(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			f, err := parseINI(files["10-seedkeeper-"+tc.ifc.ID+".network"])
+			f, err := parseINI(files["05-seedkeeper-"+tc.ifc.ID+".network"])
 			if err != nil {
 				t.Fatal(err)
 			}
