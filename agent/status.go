@@ -9,6 +9,7 @@ import (
 
 	"github.com/seedkeeper/seedkeeper/datasource"
 	"github.com/seedkeeper/seedkeeper/identity"
+	"github.com/seedkeeper/seedkeeper/intent"
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 	"github.com/seedkeeper/seedkeeper/nosource"
@@ -34,6 +35,9 @@ type Status struct {
 	Identity    *identity.Decision     `json:"identity,omitempty"`
 	Seed        *SeedStatus            `json:"seed,omitempty"`
 	Network     *NetResult             `json:"network,omitempty"`
+	// Changes is what changed in the metadata since the last boot, what
+	// of it was applied and what waits for a new instance.
+	Changes *intent.Result `json:"changes,omitempty"`
 }
 
 // BootIDPath is where the kernel gives the ID of the running boot, a

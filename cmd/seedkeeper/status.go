@@ -128,6 +128,26 @@ func printStatus(w io.Writer, rep *report.Report) {
 			fmt.Fprintf(w, "             warning: %s\n", e(x))
 		}
 	}
+	if c := st.Changes; c != nil {
+		changed, applied, waiting := c.Lines()
+		switch {
+		case c.Baseline != "":
+			fmt.Fprintf(w, "Changes:     %s\n", e(c.Baseline))
+		case changed == "":
+			fmt.Fprintf(w, "Changes:     none since the last boot\n")
+		default:
+			fmt.Fprintf(w, "Changed:     %s\n", e(changed))
+			if applied != "" {
+				fmt.Fprintf(w, "Applied:     %s\n", e(applied))
+			}
+			if waiting != "" {
+				fmt.Fprintf(w, "Waiting:     %s (until a new instance)\n", e(waiting))
+			}
+		}
+		for _, x := range c.Warnings {
+			fmt.Fprintf(w, "             warning: %s\n", e(x))
+		}
+	}
 	if n := st.Network; n != nil {
 		switch n.Action {
 		case "skipped":
