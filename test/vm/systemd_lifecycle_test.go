@@ -25,7 +25,7 @@ func TestIntegrationSystemdRemoval(t *testing.T) {
 	t.Parallel()
 	start := time.Now()
 	t.Cleanup(func() { t.Logf("the removal scenario took %v", time.Since(start).Round(time.Second)) })
-	img := needSystemdImage(t, "networkd", true)
+	img := needSystemdImage(t, relBookworm, "networkd", true)
 	nics := []sdNIC{nicStatic, nicDHCP}
 	seedA, seedC := proxmoxSeed(resolverA), changedDrive()
 	if seedA.instanceID() == seedC.instanceID() {

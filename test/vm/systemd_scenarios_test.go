@@ -102,6 +102,15 @@ const (
 // the static and DHCP NICs are configured, and the resolver is the seed's.
 func checkSeedkeeperBoot(t *testing.T, r *sdReport, resolver string) {
 	t.Helper()
+	checkSeedkeeperUnit(t, r)
+	checkSeedkeeperNetwork(t, r, resolver)
+}
+
+// checkSeedkeeperUnit is the part of checkSeedkeeperBoot that is not the
+// network: the boot reported normally, seedkeeper-boot succeeded and was
+// done before cloud-init-local started.
+func checkSeedkeeperUnit(t *testing.T, r *sdReport) {
+	t.Helper()
 	if k := r.get(t, "kind"); k != "normal" {
 		t.Errorf("%s: reported by the hang timer (%s), not after cloud-final", r.name, k)
 	}
@@ -112,6 +121,15 @@ func checkSeedkeeperBoot(t *testing.T, r *sdReport, resolver string) {
 	if done, local := r.mono(t, "seedkeeper-boot", "ActiveEnterTimestampMonotonic"), r.mono(t, "cloud-init-local", "InactiveExitTimestampMonotonic"); done == 0 || local == 0 || done > local {
 		t.Errorf("%s: seedkeeper-boot done at %v, cloud-init-local started at %v: not before it", r.name, done, local)
 	}
+	if f := r.get(t, "failed"); f != "" {
+		t.Logf("%s: failed units: %s", r.name, f)
+	}
+}
+
+// checkSeedkeeperNetwork is the network part of checkSeedkeeperBoot: the
+// static and DHCP NICs are configured and the resolver is the seed's.
+func checkSeedkeeperNetwork(t *testing.T, r *sdReport, resolver string) {
+	t.Helper()
 	if got := r.addrs(t, "addr.json", nicStatic.MAC); !slices.Contains(got, addrStatic) {
 		t.Errorf("%s: static NIC has %v, want %s\nnetwork files:\n%s", r.name, got, addrStatic, r.get(t, "netfiles"))
 	}
@@ -120,9 +138,6 @@ func checkSeedkeeperBoot(t *testing.T, r *sdReport, resolver string) {
 	}
 	if rc := r.get(t, "resolv.conf"); !strings.Contains(rc, "nameserver "+resolver+"\n") && !strings.HasSuffix(rc, "nameserver "+resolver) {
 		t.Errorf("%s: /etc/resolv.conf does not name %s:\n%s", r.name, resolver, rc)
-	}
-	if f := r.get(t, "failed"); f != "" {
-		t.Logf("%s: failed units: %s", r.name, f)
 	}
 }
 
@@ -146,7 +161,7 @@ func persistentFiles(t *testing.T, r *sdReport) map[string]string {
 // changed.
 func TestIntegrationSystemdNetworkd(t *testing.T) {
 	t.Parallel()
-	identityScenarios(t, "networkd")
+	identityScenarios(t, relBookworm, "networkd")
 }
 
 // TestIntegrationSystemdMatrix runs the networkd scenarios on the
@@ -161,19 +176,19 @@ func TestIntegrationSystemdMatrix(t *testing.T) {
 	for _, stack := range []string{"ifupdown", "networkmanager"} {
 		t.Run(stack, func(t *testing.T) {
 			t.Parallel()
-			identityScenarios(t, stack)
+			identityScenarios(t, relBookworm, stack)
 		})
 	}
 }
 
-// identityScenarios runs (a)-(e) on the image of stack.
-func identityScenarios(t *testing.T, stack string) {
+// identityScenarios runs (a)-(e) on the image of stack on release.
+func identityScenarios(t *testing.T, release, stack string) {
 	start := time.Now()
-	t.Cleanup(func() { t.Logf("%s scenarios took %v", stack, time.Since(start).Round(time.Second)) })
+	t.Cleanup(func() { t.Logf("%s %s scenarios took %v", release, stack, time.Since(start).Round(time.Second)) })
 	// Build both images before the subtests fan out, so their failures
 	// (and the cached rootfs) are reported once.
-	img := needSystemdImage(t, stack, true)
-	plain := needSystemdImage(t, stack, false)
+	img := needSystemdImage(t, release, stack, true)
+	plain := needSystemdImage(t, release, stack, false)
 	nics := []sdNIC{nicStatic, nicDHCP}
 
 	t.Run("identity", func(t *testing.T) {
@@ -182,7 +197,6 @@ func identityScenarios(t *testing.T, stack string) {
 		seedA, seedB := proxmoxSeed(resolverA), proxmoxSeed(resolverB)
 		r1 := d.boot(t, sdBoot{Name: "first", UUID: uuidVM, Seed: seedA, NICs: nics})
 		checkSeedkeeperBoot(t, r1, resolverA)
-		id1, keys1 := r1.instanceID(t), r1.hostKeys(t)
 
 		// (a) the host's resolver changes: Proxmox's instance-id changes,
 		// and (b) a clone boots on another SMBIOS UUID; side by side.
@@ -202,83 +216,14 @@ func identityScenarios(t *testing.T, stack string) {
 			t.FailNow() // a boot failed and said why
 		}
 		checkSeedkeeperBoot(t, r2, resolverB)
-		if id := r2.instanceID(t); id != id1 {
-			t.Errorf("(a) resolver change: cloud-init's instance-id went %s → %s", id1, id)
-		}
-		if k := r2.hostKeys(t); !slices.Equal(k, keys1) {
-			t.Errorf("(a) resolver change: SSH host keys regenerated: %v → %v", keys1, k)
-		}
-		if strings.Contains(r2.get(t, "resolv.conf"), resolverA) {
-			t.Errorf("(a) the old resolver %s is still in /etc/resolv.conf:\n%s", resolverA, r2.get(t, "resolv.conf"))
-		}
 		checkSeedkeeperBoot(t, rc, resolverA)
-		if id := rc.instanceID(t); id == id1 {
-			t.Errorf("(b) clone on another SMBIOS UUID kept the instance-id %s", id)
-		}
-		if k := rc.hostKeys(t); slices.Equal(k, keys1) || len(k) == 0 {
-			t.Errorf("(b) clone kept the SSH host keys %v", k)
-		}
+		checkResolverChangeClone(t, r1, r2, rc)
 
 		// (e) a boot with nothing changed: same identity, same network,
 		// no file on the disk rewritten.
 		r3 := d.boot(t, sdBoot{Name: "unchanged", UUID: uuidVM, Seed: seedB, NICs: nics})
 		checkSeedkeeperBoot(t, r3, resolverB)
-		if id := r3.instanceID(t); id != id1 {
-			t.Errorf("(e) unchanged boot: instance-id %s → %s", id1, id)
-		}
-		if k := r3.hostKeys(t); !slices.Equal(k, keys1) {
-			t.Errorf("(e) unchanged boot: SSH host keys regenerated")
-		}
-		before, after := persistentFiles(t, r2), persistentFiles(t, r3)
-		// Rewritten on every boot by design, so left out: status.json is
-		// the boot's own record (its time). Every other file (identity,
-		// seed, receipt, resolv.conf) must stay as it was.
-		skip := []string{"/var/lib/seedkeeper/status.json"}
-		if stack == "networkmanager" {
-			// NetworkManager manages /etc/resolv.conf and rewrites it in
-			// place on every boot (same inode, new mtime).
-			skip = append(skip, "/etc/resolv.conf")
-		}
-		for _, p := range skip {
-			delete(before, p)
-			delete(after, p)
-		}
-		if len(before) == 0 {
-			t.Errorf("(e) the report lists no file seedkeeper wrote:\n%s", r2.get(t, "files"))
-		}
-		for p, st := range before {
-			if after[p] != st {
-				t.Errorf("(e) unchanged boot rewrote %s: %q → %q", p, st, after[p])
-			}
-		}
-		for p := range after {
-			if _, ok := before[p]; !ok {
-				t.Errorf("(e) unchanged boot wrote a new file %s", p)
-			}
-		}
-		for _, mac := range []string{nicStatic.MAC, nicDHCP.MAC} {
-			if a, b := r2.addrs(t, "addr.json", mac), r3.addrs(t, "addr.json", mac); !slices.Equal(a, b) {
-				t.Errorf("(e) unchanged boot: %s has %v, was %v", mac, b, a)
-			}
-		}
-		if a, b := r2.get(t, "route4.json"), r3.get(t, "route4.json"); a != b {
-			t.Errorf("(e) unchanged boot: routes differ:\n%s\n%s", a, b)
-		}
-		j := r3.get(t, "journal-seedkeeper")
-		for _, w := range []string{`msg="seed written"`, "/etc/resolv.conf written", "add address", "del address", "add route", "del route"} {
-			// Addresses and routes are live state: a fresh boot has none,
-			// so the unchanged boot adds them as the first did; it must
-			// not add or remove anything beyond that, so compare counts.
-			if strings.HasPrefix(w, "add ") || strings.HasPrefix(w, "del ") {
-				if a, b := strings.Count(r2.get(t, "journal-seedkeeper"), w), strings.Count(j, w); a != b {
-					t.Errorf("(e) unchanged boot: %d %q operations, the boot before %d", b, w, a)
-				}
-				continue
-			}
-			if strings.Contains(j, w) {
-				t.Errorf("(e) unchanged boot: seedkeeper logged %q", w)
-			}
-		}
+		checkUnchanged(t, stack, true, r1, r2, r3)
 	})
 
 	// (c) the same boots without seedkeeper: the resolver change makes
@@ -336,7 +281,7 @@ func TestIntegrationSystemdStacks(t *testing.T) {
 	} {
 		t.Run(tc.stack, func(t *testing.T) {
 			t.Parallel()
-			img := needSystemdImage(t, tc.stack, true)
+			img := needSystemdImage(t, relBookworm, tc.stack, true)
 			d := newSDDisk(t, img)
 			hot := nicHot
 			r := d.boot(t, sdBoot{Name: tc.stack, UUID: uuidVM, Seed: hotplugSeed(resolverA), NICs: []sdNIC{nicStatic, nicDHCP}, Hotplug: &hot})
@@ -373,7 +318,7 @@ func TestIntegrationSystemdStacks(t *testing.T) {
 // as cloud-init's instance-id.
 func TestIntegrationSystemdSmartOSHostLate(t *testing.T) {
 	t.Parallel()
-	img := needSystemdImage(t, "networkd", true)
+	img := needSystemdImage(t, relBookworm, "networkd", true)
 	st, uuid, _ := smartosStore(t)
 	h := mdatatest.NewHost(st)
 	t.Cleanup(func() { h.Close() })
@@ -425,7 +370,7 @@ func TestIntegrationSystemdBootCost(t *testing.T) {
 		t.Skip("a measurement, not a test: set SEEDKEEPER_VM_BENCH=1 to run it")
 	}
 	t.Parallel()
-	img := needSystemdImage(t, "networkd", true)
+	img := needSystemdImage(t, relBookworm, "networkd", true)
 	for _, v := range []struct{ name, dropin string }{
 		{"shipped", ""},
 		{"cpuweight", "sk.dropin=seedkeeper-boot.service:CPUWeight=10000"},
@@ -450,5 +395,99 @@ func TestIntegrationSystemdBootCost(t *testing.T) {
 				v.name, s0.Seconds(), sw.Seconds(), sc, c0.Seconds(), cw.Seconds(), cc, sw.Seconds()/cw.Seconds(),
 				strings.ReplaceAll(string(r.files["idle-cost"]), "\n", " "))
 		})
+	}
+}
+
+// checkResolverChangeClone asserts (a) and (b): r2 is the boot of r1's disk
+// after the host's resolver changed, rc a clone of r1's disk on another
+// SMBIOS UUID.
+func checkResolverChangeClone(t *testing.T, r1, r2, rc *sdReport) {
+	t.Helper()
+	id1, keys1 := r1.instanceID(t), r1.hostKeys(t)
+	if id := r2.instanceID(t); id != id1 {
+		t.Errorf("(a) resolver change: cloud-init's instance-id went %s → %s", id1, id)
+	}
+	if k := r2.hostKeys(t); !slices.Equal(k, keys1) {
+		t.Errorf("(a) resolver change: SSH host keys regenerated: %v → %v", keys1, k)
+	}
+	if strings.Contains(r2.get(t, "resolv.conf"), resolverA) {
+		t.Errorf("(a) the old resolver %s is still in /etc/resolv.conf:\n%s", resolverA, r2.get(t, "resolv.conf"))
+	}
+	if id := rc.instanceID(t); id == id1 {
+		t.Errorf("(b) clone on another SMBIOS UUID kept the instance-id %s", id)
+	}
+	if k := rc.hostKeys(t); slices.Equal(k, keys1) || len(k) == 0 {
+		t.Errorf("(b) clone kept the SSH host keys %v", k)
+	}
+}
+
+// checkUnchanged asserts (e): r3 booted r2's disk again with nothing
+// changed, so it kept r1's identity, rewrote no file on the disk and, when
+// network is set, left the same addresses and routes and changed none
+// beyond what a fresh boot applies.
+func checkUnchanged(t *testing.T, stack string, network bool, r1, r2, r3 *sdReport) {
+	t.Helper()
+	id1, keys1 := r1.instanceID(t), r1.hostKeys(t)
+	if id := r3.instanceID(t); id != id1 {
+		t.Errorf("(e) unchanged boot: instance-id %s → %s", id1, id)
+	}
+	if k := r3.hostKeys(t); !slices.Equal(k, keys1) {
+		t.Errorf("(e) unchanged boot: SSH host keys regenerated")
+	}
+	before, after := persistentFiles(t, r2), persistentFiles(t, r3)
+	// Rewritten on every boot by design, so left out: status.json is
+	// the boot's own record (its time). Every other file (identity,
+	// seed, receipt, resolv.conf) must stay as it was.
+	skip := []string{"/var/lib/seedkeeper/status.json"}
+	if stack == "networkmanager" {
+		// NetworkManager manages /etc/resolv.conf and rewrites it in
+		// place on every boot (same inode, new mtime).
+		skip = append(skip, "/etc/resolv.conf")
+	}
+	for _, p := range skip {
+		delete(before, p)
+		delete(after, p)
+	}
+	if len(before) == 0 {
+		t.Errorf("(e) the report lists no file seedkeeper wrote:\n%s", r2.get(t, "files"))
+	}
+	for p, st := range before {
+		if after[p] != st {
+			t.Errorf("(e) unchanged boot rewrote %s: %q → %q", p, st, after[p])
+		}
+	}
+	for p := range after {
+		if _, ok := before[p]; !ok {
+			t.Errorf("(e) unchanged boot wrote a new file %s", p)
+		}
+	}
+	if !network {
+		if j := r3.get(t, "journal-seedkeeper"); strings.Contains(j, `msg="seed written"`) {
+			t.Errorf("(e) unchanged boot: seedkeeper logged %q", `msg="seed written"`)
+		}
+		return
+	}
+	for _, mac := range []string{nicStatic.MAC, nicDHCP.MAC} {
+		if a, b := r2.addrs(t, "addr.json", mac), r3.addrs(t, "addr.json", mac); !slices.Equal(a, b) {
+			t.Errorf("(e) unchanged boot: %s has %v, was %v", mac, b, a)
+		}
+	}
+	if a, b := r2.get(t, "route4.json"), r3.get(t, "route4.json"); a != b {
+		t.Errorf("(e) unchanged boot: routes differ:\n%s\n%s", a, b)
+	}
+	j := r3.get(t, "journal-seedkeeper")
+	for _, w := range []string{`msg="seed written"`, "/etc/resolv.conf written", "add address", "del address", "add route", "del route"} {
+		// Addresses and routes are live state: a fresh boot has none,
+		// so the unchanged boot adds them as the first did; it must
+		// not add or remove anything beyond that, so compare counts.
+		if strings.HasPrefix(w, "add ") || strings.HasPrefix(w, "del ") {
+			if a, b := strings.Count(r2.get(t, "journal-seedkeeper"), w), strings.Count(j, w); a != b {
+				t.Errorf("(e) unchanged boot: %d %q operations, the boot before %d", b, w, a)
+			}
+			continue
+		}
+		if strings.Contains(j, w) {
+			t.Errorf("(e) unchanged boot: seedkeeper logged %q", w)
+		}
 	}
 }

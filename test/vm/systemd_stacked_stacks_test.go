@@ -104,7 +104,7 @@ func TestIntegrationSystemdStackedStacks(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			img := needSystemdImage(t, tc.stack, true)
+			img := needSystemdImage(t, relBookworm, tc.stack, true)
 			d := newSDDisk(t, img)
 			r := d.boot(t, sdBoot{Name: tc.name, UUID: uuidVM, Seed: stackedSeed(2),
 				NICs: []sdNIC{nicBond0, nicBond1}, Append: []string{"sk.plan=1", "sk.settle=" + tc.unit}})
@@ -146,7 +146,7 @@ func TestIntegrationSystemdStackedStacks(t *testing.T) {
 	// and makes "Wired connection 1" and "2" for the NICs.
 	t.Run("nm-noconf", func(t *testing.T) {
 		t.Parallel()
-		img := needSystemdImage(t, "networkmanager", true)
+		img := needSystemdImage(t, relBookworm, "networkmanager", true)
 		d := newSDDisk(t, img)
 		r := d.boot(t, sdBoot{Name: "nm-noconf", UUID: uuidVM, Seed: stackedSeed(2),
 			NICs: []sdNIC{nicBond0, nicBond1}, Append: []string{"sk.settle=NetworkManager",

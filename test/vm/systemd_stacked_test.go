@@ -335,7 +335,7 @@ func checkStackedLinks(t *testing.T, r *sdReport, manager string) []string {
 // out, no bond is made.
 func TestIntegrationSystemdStackedLinks(t *testing.T) {
 	t.Parallel()
-	img := needSystemdImage(t, "networkd", true)
+	img := needSystemdImage(t, relBookworm, "networkd", true)
 	nics := []sdNIC{nicBond0, nicBond1}
 	plan := []string{"sk.plan=1"}
 	for _, v := range []int{1, 2} {

@@ -26,8 +26,8 @@ func TestIntegrationSystemdTemplatesMore(t *testing.T) {
 	t.Parallel()
 	start := time.Now()
 	t.Cleanup(func() { t.Logf("extra template scenarios took %v", time.Since(start).Round(time.Second)) })
-	img := needSystemdImage(t, "networkd", true)
-	plain := needSystemdImage(t, "networkd", false)
+	img := needSystemdImage(t, relBookworm, "networkd", true)
+	plain := needSystemdImage(t, relBookworm, "networkd", false)
 	t.Run("late-cdrom-driver", func(t *testing.T) {
 		// A CD-ROM whose driver loads late: this failed twice before
 		// seedkeeper-boot was ordered after systemd-udevd.service and

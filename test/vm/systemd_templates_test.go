@@ -132,7 +132,7 @@ func TestIntegrationSystemdTemplates(t *testing.T) {
 	t.Parallel()
 	start := time.Now()
 	t.Cleanup(func() { t.Logf("template scenarios took %v", time.Since(start).Round(time.Second)) })
-	img := needSystemdImage(t, "networkd", true)
+	img := needSystemdImage(t, relBookworm, "networkd", true)
 	t.Run("unseeded", func(t *testing.T) {
 		t.Parallel()
 		unseededTemplate(t, img)

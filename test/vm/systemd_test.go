@@ -1,15 +1,22 @@
 package vm
 
-// The systemd-booted guest: a Debian 12 userland with systemd as PID 1,
+// The systemd-booted guest: a Debian userland with systemd as PID 1,
 // Debian's cloud-init and seedkeeper's .deb, booted from a persistent ext4
-// disk under QEMU/TCG, as a golden image is booted by a hypervisor.
+// disk under QEMU/TCG, as a golden image is booted by a hypervisor. Two
+// releases: Debian 12 (relBookworm: cloud-init 22.4.2, systemd 252) and
+// Debian 13 (relTrixie: cloud-init 25.1.4, systemd 257); stacks networkd,
+// ifupdown, networkmanager and netplan (netplan.io over networkd with a
+// catch-all in /etc/netplan).
 //
 // # How it is built
 //
-// The root filesystem is made by mmdebstrap from this machine's apt sources
-// (sdPackages plus the stack's own packages) with the pinned kernel's
+// The root filesystem is made by mmdebstrap (sdPackages plus the release's
+// and the stack's own packages): Debian 12 from this machine's apt sources
+// as they are, Debian 13 from the same mirror with the suite changed
+// (sdSources; the host's sources are not touched), with the pinned kernel's
 // modules and the image's own initramfs (systemd/customize.sh). The tar is
-// cached under DefaultKernelDir/rootfs/ by the hash of its inputs, so it is
+// cached under DefaultKernelDir/rootfs/ as RELEASE-STACK-HASH.tar, by the
+// hash of its inputs (the release among them), so it is
 // built once per change of inputs, never per change of our code. Every test
 // run then unpacks it, installs the .deb it has just built (`make deb`; or
 // $SEEDKEEPER_VM_DEB) and the report units (systemd/sk-report*), and makes
@@ -34,7 +41,7 @@ package vm
 // A scenario is a disk and a sequence of boots, then assertions on the
 // reports:
 //
-//	img := needSystemdImage(t, "networkd", true) // stack, with seedkeeper?
+//	img := needSystemdImage(t, relTrixie, "networkd", true) // release, stack, with seedkeeper?
 //	d := newSDDisk(t, img)                       // a fresh disk of that image
 //	r1 := d.boot(t, sdBoot{Name: "first", UUID: uuid1, Seed: seed, NICs: nics})
 //	c := d.clone(t)                              // a copy of the disk as it is now
@@ -97,10 +104,28 @@ var sdStackPackages = map[string][]string{
 	"networkd":       nil, // part of systemd; systemd/stack-networkd.sh enables it
 	"ifupdown":       {"ifupdown", "isc-dhcp-client"},
 	"networkmanager": {"network-manager"},
+	// netplan.io as the configuration layer over networkd, with the
+	// catch-all an image builder leaves (systemd/stack-netplan.sh).
+	"netplan": {"netplan.io"},
 }
 
-// sdRelease is the Debian release of the guest's userland.
-const sdRelease = "bookworm"
+// The Debian releases of the guest's userland.
+const (
+	// relBookworm is Debian 12: cloud-init 22.4.2 (cloud-init-local,
+	// cloud-init, cloud-config, cloud-final), systemd 252.
+	relBookworm = "bookworm"
+	// relTrixie is Debian 13: cloud-init 25.1.4 with the 24.3+
+	// single-process layout (cloud-init-main.service, whose stage shims
+	// talk to it with `nc -Uu`; cloud-init-network replaces
+	// cloud-init.service), systemd 257.
+	relTrixie = "trixie"
+)
+
+// sdReleasePackages adds what a release's guest needs beyond sdPackages.
+var sdReleasePackages = map[string][]string{
+	relBookworm: nil,
+	relTrixie:   {"netcat-openbsd"},
+}
 
 // Environment knobs of the systemd guest.
 const (
@@ -130,8 +155,10 @@ func sdBootTimeout() time.Duration {
 	return 15 * time.Minute
 }
 
-// sdImage is one bootable disk image: a stack, with or without seedkeeper.
+// sdImage is one bootable disk image: a release and a stack, with or
+// without seedkeeper.
 type sdImage struct {
+	release    string
 	stack      string
 	seedkeeper bool
 	disk       string // raw ext4
@@ -147,13 +174,14 @@ type onceImage struct {
 }
 
 var (
-	sdMu     sync.Mutex
-	sdImages = map[string]*onceImage{}
-	sdTars   = map[string]*onceImage{} // img.disk holds the tar's path
-	debOnce  sync.Once
-	debPath  string
-	debErr   error
-	sdKernel struct {
+	sdMu      sync.Mutex
+	sdImages  = map[string]*onceImage{}
+	sdTars    = map[string]*onceImage{} // img.disk holds the tar's path
+	sdBuildMu sync.Mutex                // one mmdebstrap at a time
+	debOnce   sync.Once
+	debPath   string
+	debErr    error
+	sdKernel  struct {
 		once    sync.Once
 		k       kernel
 		vmlinux string
@@ -174,9 +202,10 @@ func onceFor(m map[string]*onceImage, key string) *onceImage {
 }
 
 // needSystemdImage skips the test when the systemd guest cannot run here
-// and returns the image of stack, building it (and its cached rootfs) on
+// and returns the image of stack on release (relBookworm, relTrixie), with
+// or without seedkeeper's .deb, building it (and its cached rootfs) on
 // first use.
-func needSystemdImage(t *testing.T, stack string, withSeedkeeper bool) *sdImage {
+func needSystemdImage(t *testing.T, release, stack string, withSeedkeeper bool) *sdImage {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("systemd guest test skipped in -short mode (each boot takes minutes of TCG)")
@@ -196,13 +225,16 @@ func needSystemdImage(t *testing.T, stack string, withSeedkeeper bool) *sdImage 
 	if _, ok := sdStackPackages[stack]; !ok {
 		t.Fatalf("no such network stack %q", stack)
 	}
-	o := onceFor(sdImages, fmt.Sprintf("%s/%v", stack, withSeedkeeper))
-	o.once.Do(func() { o.img, o.skip, o.err = buildSDImage(stack, withSeedkeeper) })
+	if _, ok := sdReleasePackages[release]; !ok {
+		t.Fatalf("no such Debian release %q", release)
+	}
+	o := onceFor(sdImages, fmt.Sprintf("%s/%s/%v", release, stack, withSeedkeeper))
+	o.once.Do(func() { o.img, o.skip, o.err = buildSDImage(release, stack, withSeedkeeper) })
 	if o.skip != "" {
 		t.Skip(o.skip)
 	}
 	if o.err != nil {
-		t.Fatalf("building the %s image: %v", stack, o.err)
+		t.Fatalf("building the %s %s image: %v", release, stack, o.err)
 	}
 	return o.img
 }
@@ -231,7 +263,7 @@ func sdCacheDir() string {
 	return filepath.Join(dir, "rootfs")
 }
 
-func buildSDImage(stack string, withSeedkeeper bool) (*sdImage, string, error) {
+func buildSDImage(release, stack string, withSeedkeeper bool) (*sdImage, string, error) {
 	sdKernel.once.Do(func() {
 		dir := os.Getenv(EnvKernelDir)
 		if dir == "" {
@@ -257,10 +289,13 @@ func buildSDImage(stack string, withSeedkeeper bool) (*sdImage, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	o := onceFor(sdTars, stack)
+	// One rootfs build at a time: each is minutes of CPU and network.
+	o := onceFor(sdTars, release+"/"+stack)
 	o.once.Do(func() {
+		sdBuildMu.Lock()
+		defer sdBuildMu.Unlock()
 		o.img = &sdImage{}
-		o.img.disk, o.err = rootfsTar(sdKernel.k, stack)
+		o.img.disk, o.err = rootfsTar(sdKernel.k, release, stack)
 	})
 	if o.err != nil {
 		return nil, "", o.err
@@ -275,9 +310,9 @@ func buildSDImage(stack string, withSeedkeeper bool) (*sdImage, string, error) {
 		deb = debPath
 	}
 
-	name := stack + "-plain"
+	name := release + "-" + stack + "-plain"
 	if withSeedkeeper {
-		name = stack + "-seedkeeper"
+		name = release + "-" + stack + "-seedkeeper"
 	}
 	root := filepath.Join(wd, name+".root")
 	defer os.RemoveAll(root)
@@ -299,7 +334,7 @@ func buildSDImage(stack string, withSeedkeeper bool) (*sdImage, string, error) {
 	if err := installReport(root); err != nil {
 		return nil, "", err
 	}
-	img := &sdImage{stack: stack, seedkeeper: withSeedkeeper, vmlinux: sdKernel.vmlinux,
+	img := &sdImage{release: release, stack: stack, seedkeeper: withSeedkeeper, vmlinux: sdKernel.vmlinux,
 		disk: filepath.Join(wd, name+".img"), initrd: filepath.Join(wd, name+".initrd")}
 	if err := copyFile(filepath.Join(root, "boot", "initrd.img-"+sdKernel.k.Release), img.initrd, 0o644); err != nil {
 		return nil, "", fmt.Errorf("the image has no initramfs: %w", err)
@@ -339,9 +374,11 @@ func installReport(root string) error {
 	return run("chroot", root, "systemctl", "enable", "--quiet", "sk-report.service", "sk-report-late.timer")
 }
 
-// rootfsTar returns the cached root filesystem tar of stack, building it
-// with mmdebstrap when no tar for the current inputs exists.
-func rootfsTar(k kernel, stack string) (string, error) {
+// rootfsTar returns the cached root filesystem tar of stack on release,
+// building it with mmdebstrap when no tar for the current inputs exists.
+// Bookworm is built from this machine's apt sources as they are; another
+// release from the same mirror with the suite changed (sdSources).
+func rootfsTar(k kernel, release, stack string) (string, error) {
 	apt := os.Getenv(envAptList)
 	if apt == "" {
 		for _, p := range []string{"/etc/apt/sources.list.d/debian.sources", "/etc/apt/sources.list"} {
@@ -366,16 +403,27 @@ func rootfsTar(k kernel, stack string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	mirror := apt // what mmdebstrap is given: a sources file, or one line
+	if release != relBookworm {
+		line, err := sdSources(string(sources), release)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", apt, err)
+		}
+		sources, mirror = []byte(line), line
+	}
 	ver, _ := exec.Command("mmdebstrap", "--version").Output()
 	pkgs := append(slices.Clone(sdPackages), sdStackPackages[stack]...)
+	pkgs = append(pkgs, sdReleasePackages[release]...)
+	// The key of bookworm's tars is what it was before other releases
+	// existed, so tars built then stay valid.
 	h := sha256.New()
-	for _, part := range [][]byte{hook, stackHook, sources, ver, []byte(k.Release), []byte(stack), []byte(sdRelease), []byte(strings.Join(pkgs, ","))} {
+	for _, part := range [][]byte{hook, stackHook, sources, ver, []byte(k.Release), []byte(stack), []byte(release), []byte(strings.Join(pkgs, ","))} {
 		fmt.Fprintf(h, "%d:", len(part))
 		h.Write(part)
 	}
 	sum := hex.EncodeToString(h.Sum(nil))[:16]
 	cache := sdCacheDir()
-	out := filepath.Join(cache, fmt.Sprintf("%s-%s-%s.tar", sdRelease, stack, sum))
+	out := filepath.Join(cache, fmt.Sprintf("%s-%s-%s.tar", release, stack, sum))
 	if st, err := os.Stat(out); err == nil && st.Size() > 0 {
 		return out, nil
 	}
@@ -390,23 +438,87 @@ func rootfsTar(k kernel, stack string) (string, error) {
 	cmd := exec.Command("mmdebstrap", "--mode=root", "--variant=minbase", "--format=tar", "--quiet",
 		"--include="+strings.Join(pkgs, ","),
 		"--customize-hook="+fmt.Sprintf("sh %s \"$1\" %s %s %s", hookPath, k.Tree, k.Release, stack),
-		sdRelease, tmp, apt)
+		release, tmp, mirror)
 	var buf bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf
 	start := time.Now()
 	if err := cmd.Run(); err != nil {
 		os.Remove(tmp)
-		return "", fmt.Errorf("mmdebstrap (%s): %w\n%s", stack, err, tail(buf.String(), 40))
+		return "", fmt.Errorf("mmdebstrap (%s %s): %w\n%s", release, stack, err, tail(buf.String(), 40))
 	}
-	fmt.Fprintf(os.Stderr, "vm: built the %s rootfs %s in %v\n", stack, filepath.Base(out), time.Since(start).Round(time.Second))
-	// Older tars of this stack are stale inputs.
-	old, _ := filepath.Glob(filepath.Join(cache, fmt.Sprintf("%s-%s-*.tar", sdRelease, stack)))
+	fmt.Fprintf(os.Stderr, "vm: built the %s %s rootfs %s in %v\n", release, stack, filepath.Base(out), time.Since(start).Round(time.Second))
+	// Older tars of this release and stack are stale inputs.
+	old, _ := filepath.Glob(filepath.Join(cache, fmt.Sprintf("%s-%s-*.tar", release, stack)))
 	for _, p := range old {
 		if p != out {
 			os.Remove(p)
 		}
 	}
 	return out, os.Rename(tmp, out)
+}
+
+// sdSources returns the one-line apt source of release's main suite on the
+// mirror this machine's sources (a sources.list or a deb822 .sources
+// file, as read from src) use for Debian itself: the first deb entry whose
+// suite is a plain release name (not -security, -updates, -backports),
+// with its Signed-By kept. The host's own files are never changed.
+func sdSources(src, release string) (string, error) {
+	plain := func(suite string) bool {
+		return suite != "" && !strings.ContainsAny(suite, "-/")
+	}
+	line := func(uri, signedBy string) string {
+		opt := ""
+		if signedBy != "" {
+			opt = "[signed-by=" + signedBy + "] "
+		}
+		return fmt.Sprintf("deb %s%s %s main", opt, uri, release)
+	}
+	// deb822: blank-line separated stanzas of Key: value.
+	if strings.Contains(src, "URIs:") {
+		for _, stanza := range strings.Split(src, "\n\n") {
+			f := map[string]string{}
+			for _, l := range strings.Split(stanza, "\n") {
+				if k, v, ok := strings.Cut(l, ":"); ok && !strings.HasPrefix(strings.TrimSpace(l), "#") {
+					f[strings.ToLower(strings.TrimSpace(k))] = strings.TrimSpace(v)
+				}
+			}
+			if !slices.Contains(strings.Fields(f["types"]), "deb") || f["uris"] == "" {
+				continue
+			}
+			if slices.ContainsFunc(strings.Fields(f["suites"]), plain) {
+				return line(strings.Fields(f["uris"])[0], f["signed-by"]), nil
+			}
+		}
+		return "", fmt.Errorf("no deb822 entry of a Debian release suite to take the mirror from for %s", release)
+	}
+	for _, l := range strings.Split(src, "\n") {
+		fs := strings.Fields(l)
+		if len(fs) < 3 || fs[0] != "deb" {
+			continue
+		}
+		signedBy := ""
+		if strings.HasPrefix(fs[1], "[") {
+			// Options: [a=b c=d]
+			var opts []string
+			for len(fs) > 1 {
+				opts = append(opts, strings.Trim(fs[1], "[]"))
+				end := strings.HasSuffix(fs[1], "]")
+				fs = append(fs[:1], fs[2:]...)
+				if end {
+					break
+				}
+			}
+			for _, o := range opts {
+				if v, ok := strings.CutPrefix(o, "signed-by="); ok {
+					signedBy = v
+				}
+			}
+		}
+		if len(fs) >= 3 && plain(fs[2]) {
+			return line(fs[1], signedBy), nil
+		}
+	}
+	return "", fmt.Errorf("no deb line of a Debian release suite to take the mirror from for %s", release)
 }
 
 // buildDeb builds seedkeeper's .deb from this tree (make deb), or takes

@@ -117,12 +117,29 @@ cat /root/.ssh/authorized_keys /home/*/.ssh/authorized_keys >"$out/authorized-ke
 cat /var/lib/cloud/instance/datasource >"$out/datasource" 2>/dev/null
 ls -A /var/lib/seedkeeper >"$out/seedkeeper-state" 2>/dev/null
 cat /sys/class/dmi/id/product_uuid >"$out/product_uuid" 2>/dev/null
-for u in seedkeeper-boot seedkeeper-watch cloud-init-local cloud-init cloud-config cloud-final \
-	systemd-networkd systemd-networkd-wait-online NetworkManager networking systemd-udev-trigger \
-	local-fs.target sysinit.target network-pre.target ssh; do
+# cloud-init-main and cloud-init-network are cloud-init 24.3+'s (Debian 13);
+# cloud-init is 22.4's (Debian 12).
+for u in seedkeeper-boot seedkeeper-watch cloud-init-main cloud-init-local cloud-init cloud-init-network \
+	cloud-config cloud-final systemd-networkd systemd-networkd-wait-online NetworkManager networking \
+	systemd-udev-trigger local-fs.target sysinit.target network-pre.target ssh; do
 	echo "[$u]"
-	systemctl show "$u" -p LoadState,ActiveState,SubState,Result,ExecMainStatus,UnitFileState,InactiveExitTimestampMonotonic,ExecMainStartTimestampMonotonic,ExecMainExitTimestampMonotonic,ActiveEnterTimestampMonotonic,CPUUsageNSec,NRestarts
+	systemctl show "$u" -p LoadState,ActiveState,SubState,Result,ExecMainStatus,UnitFileState,InactiveExitTimestampMonotonic,ExecMainStartTimestampMonotonic,ExecMainExitTimestampMonotonic,ActiveEnterTimestampMonotonic,CPUUsageNSec,NRestarts,DropInPaths
+	echo "After=$(systemctl show "$u" -p After --value)"
 done >"$out/units" 2>&1
+# Every cloud-init service the image has, with its drop-ins: the no-source
+# drop-in must be on each one a boot runs.
+systemctl list-unit-files --type=service --no-legend --plain 'cloud-*' 2>/dev/null | awk '{print $1}' |
+	while read -r u; do
+		echo "$u $(systemctl show "$u" -p DropInPaths --value)"
+	done >"$out/cloud-units" 2>&1
+# The unit graph as systemd sees it: errors in seedkeeper's units and the
+# ones it is ordered against (only those loaded on this image).
+vu=
+for u in seedkeeper-boot seedkeeper-watch cloud-init-main cloud-init-local cloud-init-network cloud-init cloud-config cloud-final; do
+	[ "$(systemctl show "$u.service" -p LoadState --value)" = loaded ] && vu="$vu $u.service"
+done
+systemd-analyze verify $vu >"$out/verify" 2>&1
+echo $? >"$out/verify.rc"
 systemctl list-units --failed --plain --no-legend >"$out/failed" 2>&1
 journalctl -b -o short-monotonic --no-pager >"$out/journal" 2>&1
 journalctl -b -o cat --no-pager -u seedkeeper-boot -u seedkeeper-watch >"$out/journal-seedkeeper" 2>&1
@@ -140,7 +157,14 @@ find /run/systemd/network /run/NetworkManager/system-connections /run/NetworkMan
 	cat "$f"
 done >"$out/netfiles" 2>&1
 systemd-analyze blame >"$out/blame" 2>&1
-systemd-analyze critical-chain seedkeeper-boot.service cloud-init-local.service >"$out/critical-chain" 2>&1
+for u in seedkeeper-boot cloud-init-main cloud-init-local; do
+	[ "$(systemctl show "$u.service" -p LoadState --value)" = loaded ] || continue
+	echo "== $u.service"
+	systemd-analyze critical-chain "$u.service"
+done >"$out/critical-chain" 2>&1
+# When sshd listened: the first journal line of sshd's "Server listening".
+journalctl -b -o short-monotonic --no-pager -u ssh.service 2>/dev/null | grep -m 1 'Server listening' |
+	sed -n 's/^\[ *\([0-9.]*\)\].*/\1/p' >"$out/sshd-listening"
 # What seedkeeper costs on an idle machine (BENCHMARKS.md, boot cost):
 # the bare exec, and detect + read of the metadata, in milliseconds.
 ms() { t0=$(date +%s%N); "$@" >/dev/null 2>&1; t1=$(date +%s%N); echo $(((t1 - t0) / 1000000)); }
