@@ -23,6 +23,11 @@ type Options struct {
 	// instance (its current ID is not InstanceID): it applies everything
 	// itself then, and Apply only records.
 	NewInstance bool
+	// Redacted is true when the source wipes what it was read from after
+	// the first read (VMware with vmware.redact): a later boot reads
+	// nothing there, which is no admin's change, so nothing is compared
+	// or removed on a kept instance.
+	Redacted bool
 	// NetworkByCloudInit is true when network.owner is cloud-init.
 	NetworkByCloudInit bool
 	// Run runs chpasswd and passwd; nil runs them from PATH.
@@ -74,6 +79,9 @@ func Apply(ctx context.Context, o Options) (*Result, error) {
 		Settings: maps.Clone(d.Settings), CloudInit: d.CloudInit, Keys: map[string][]string{}}
 
 	switch {
+	case o.Redacted && !o.NewInstance && prev != nil:
+		res.Baseline = "the metadata is redacted after each read (vmware.redact): a kept instance cannot tell a change from the redaction, so nothing is compared"
+		return res, nil
 	case o.NewInstance:
 		res.Baseline = "a new instance: cloud-init applies the metadata itself at this boot; recorded for the next boots"
 		// cloud-init's ssh and users_groups modules put these keys in
