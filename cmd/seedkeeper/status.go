@@ -19,8 +19,9 @@ and transport, the instance ID reported and the one handed to cloud-init
 with the rule that decided it, the seed files, the network and the hotplug
 allowlist in force, and what changed in the metadata since the boot
 before (one line each: what changed, what was applied and by whom, what
-waits for a new instance; docs/changes.md). It also warns, as "seedkeeper image check" does, when
-cloud-init's settings do not leave the seed to seedkeeper: the drop-in
+waits for a new instance; docs/changes.md). It also warns, as
+"seedkeeper image check" does, when cloud-init's settings do not leave
+the seed to seedkeeper: the drop-in
 missing, or overridden by a later file (datasource_list, NoCloud's fs_label,
 network config); and it says when a metadata source appeared after boot
 decided (it takes effect on the next boot).
