@@ -15,13 +15,17 @@ import (
 
 const handKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHandAddedKey person@hand"
 
-// userRoot is a scratch root with /etc/passwd naming admin (the test's
-// own uid and gid, so that the files can be given to it without being
-// root) and admin's home.
+// userRoot is a scratch root with /etc/passwd naming admin and admin's
+// home. As root admin is uid 4242, gid 4243, so that the ownership of
+// what is written is tested; otherwise the test's own, which files can be
+// given to without privileges.
 func userRoot(t *testing.T) (sysroot.Root, Account) {
 	t.Helper()
 	root := t.TempDir()
 	uid, gid := os.Getuid(), os.Getgid()
+	if uid == 0 {
+		uid, gid = 4242, 4243
+	}
 	passwd := "root:x:0:0:root:/root:/bin/sh\nadmin:x:" + strconv.Itoa(uid) + ":" + strconv.Itoa(gid) + "::/home/admin:/bin/sh\n"
 	write(t, root, "etc/passwd", passwd, 0o644)
 	if err := os.MkdirAll(filepath.Join(root, "home/admin"), 0o755); err != nil {
@@ -57,7 +61,7 @@ func read(t *testing.T, p string) string {
 
 func TestLookupUser(t *testing.T) {
 	root, a := userRoot(t)
-	if a.Home != "/home/admin" || a.UID != os.Getuid() {
+	if a.Home != "/home/admin" || a.UID == 0 || a.GID == 0 {
 		t.Errorf("admin: %+v", a)
 	}
 	if _, err := LookupUser(root, "nobody"); err != ErrNoUser {
@@ -88,8 +92,9 @@ func TestApplyKeys(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if fi.Mode() != c.mode || int(fi.Sys().(*syscall.Stat_t).Uid) != a.UID {
-			t.Errorf("%s: mode %v uid %d, want %v uid %d", c.path, fi.Mode(), fi.Sys().(*syscall.Stat_t).Uid, c.mode, a.UID)
+		st := fi.Sys().(*syscall.Stat_t)
+		if fi.Mode() != c.mode || int(st.Uid) != a.UID || int(st.Gid) != a.GID {
+			t.Errorf("%s: mode %v owner %d:%d, want %v %d:%d", c.path, fi.Mode(), st.Uid, st.Gid, c.mode, a.UID, a.GID)
 		}
 	}
 	receipt := out.Receipt
