@@ -410,6 +410,13 @@ func writeInAs(root, p string, data []byte, perm, dirPerm fs.FileMode, uid, gid 
 					}
 				}
 			}
+			if err == unix.ENOTDIR {
+				// O_DIRECTORY may answer first for a link: say which.
+				var st unix.Stat_t
+				if unix.Fstatat(pfd, last, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && modeOf(st.Mode)&fs.ModeSymlink != 0 {
+					err = unix.ELOOP
+				}
+			}
 			switch {
 			case err == unix.ELOOP:
 				return fmt.Errorf("%s: %w", last, ErrSymlink)
