@@ -143,6 +143,11 @@ func apply(ctx context.Context, o Options, log *slog.Logger, res *Result, prev, 
 	for _, c := range res.Changed {
 		r := Lookup(c.Setting)
 		switch {
+		case strings.HasPrefix(c.Setting, "keys:") && c.Kind == "removed":
+			// The metadata names the user no more (ciuser renamed): its
+			// keys stay, or the rename would lock the admin out before
+			// the new user exists.
+			res.Applied = append(res.Applied, c.Setting+": the metadata names this user no more; its keys are left as they are")
 		case strings.HasPrefix(c.Setting, "keys:"):
 			user := strings.TrimPrefix(c.Setting, "keys:")
 			a, err := LookupUser(o.Root, user)

@@ -67,3 +67,32 @@ func TestApplyOtherInstanceIsBaseline(t *testing.T) {
 		t.Errorf("corrupt record: %+v, %v", res, err)
 	}
 }
+
+// ciuser renamed on a kept instance: the new user does not exist yet, so
+// its keys wait, and the old user keeps the keys it had: a rename must
+// not lock the admin out.
+func TestApplyUserRenamedKeepsKeys(t *testing.T) {
+	root, a := userRoot(t)
+	md := func(user string) *datasource.Metadata {
+		return &datasource.Metadata{Source: datasource.SourceNoCloud, InstanceID: "iid-1",
+			UserData: []byte("#cloud-config\nuser: " + user + "\nssh_authorized_keys: [" + keyA + "]\n")}
+	}
+	if _, err := Apply(context.Background(), Options{Root: root, Metadata: md("admin"), InstanceID: "iid-1", NewInstance: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ApplyKeys(root, a, "/.ssh/authorized_keys", []string{keyA}, nil); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Apply(context.Background(), Options{Root: root, Metadata: md("ops"), InstanceID: "iid-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, root.Path("/home/admin/.ssh/authorized_keys")); got != keyA+"\n" {
+		t.Errorf("admin's keys after the rename: %q", got)
+	}
+	changed, applied, waiting := res.Lines()
+	if !strings.Contains(waiting, "keys:ops: the user does not exist") || !strings.Contains(waiting, "user-data:user") ||
+		!strings.Contains(applied, "keys:admin: the metadata names this user no more") {
+		t.Errorf("changed %q\napplied %q\nwaiting %q", changed, applied, waiting)
+	}
+}
