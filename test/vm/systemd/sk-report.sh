@@ -123,8 +123,8 @@ cat /var/lib/cloud/instance/datasource >"$out/datasource" 2>/dev/null
 cat /etc/hostname >"$out/etc-hostname" 2>/dev/null
 awk -F: '$2 ~ /^\$/ {print $1 ":" $2}' /etc/shadow >"$out/shadow-hashes" 2>/dev/null
 cp /var/lib/seedkeeper/changes.json "$out/changes.json" 2>/dev/null
-grep -E 'restored from|no cache found|cache invalid|targeting instance id|hostname' /var/log/cloud-init.log 2>/dev/null |
-	tail -n 40 >"$out/cloud-init-cache"
+grep -E 'restored from|no cache found|cache invalid|targeting instance id|Updating hostname|setting the system hostname|user maintained' \
+	/var/log/cloud-init.log 2>/dev/null | tail -n 40 >"$out/cloud-init-cache"
 ls -A /var/lib/seedkeeper >"$out/seedkeeper-state" 2>/dev/null
 cat /sys/class/dmi/id/product_uuid >"$out/product_uuid" 2>/dev/null
 # cloud-init-main and cloud-init-network are cloud-init 24.3+'s (Debian 13);
