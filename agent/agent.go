@@ -9,6 +9,7 @@ import (
 
 	"github.com/seedkeeper/seedkeeper/datasource"
 	"github.com/seedkeeper/seedkeeper/hotplug"
+	"github.com/seedkeeper/seedkeeper/intent"
 	"github.com/seedkeeper/seedkeeper/internal/config"
 	"github.com/seedkeeper/seedkeeper/internal/paths"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
@@ -40,6 +41,9 @@ type Env struct {
 	// Notify sends a state line to the service manager (sd_notify); nil
 	// sends nothing.
 	Notify func(state string)
+	// RunCommand runs the commands a boot needs besides its own work
+	// (chpasswd for a changed password); nil runs them from PATH.
+	RunCommand intent.Runner
 	// Version is recorded in the status file.
 	Version string
 	// Netns, when above 0, is the network namespace (a file descriptor,

@@ -9,6 +9,7 @@ import (
 	"github.com/seedkeeper/seedkeeper/datasource"
 	"github.com/seedkeeper/seedkeeper/hotplug"
 	"github.com/seedkeeper/seedkeeper/identity"
+	"github.com/seedkeeper/seedkeeper/intent"
 	"github.com/seedkeeper/seedkeeper/netcfg/apply"
 	"github.com/seedkeeper/seedkeeper/nosource"
 	"github.com/seedkeeper/seedkeeper/seed"
@@ -177,6 +178,22 @@ func (e *Env) boot(ctx context.Context, st *Status, netMode NetworkMode) error {
 			e.Log.Info("smartos: " + msg)
 		}
 		st.Provision = msg
+	}
+
+	// What the admin changed on purpose since the last boot of a kept
+	// instance (docs/changes.md). Not fatal: what failed is in the status
+	// and is tried again at the next boot.
+	ch, err := intent.Apply(ctx, intent.Options{Root: e.Root, Metadata: md, InstanceID: d.InstanceID, NewInstance: newInstance,
+		Redacted:           md.Source == datasource.SourceVMware && e.Config.VMware.Redact,
+		NetworkByCloudInit: e.Config.Network.Owner == "cloud-init", Run: e.RunCommand, Log: e.Log})
+	st.Changes = ch
+	if err != nil {
+		e.Log.Error("changes since the last boot", "err", err)
+	}
+	if ch.Baseline != "" {
+		e.Log.Info("changes since the last boot: " + ch.Baseline)
+	} else {
+		e.Log.Info("changes since the last boot", "changed", len(ch.Changed), "applied", len(ch.Applied), "waiting", len(ch.Waiting), "failed", len(ch.Failed))
 	}
 
 	// The network (the BOOT event).

@@ -9,6 +9,7 @@ import (
 
 	"github.com/seedkeeper/seedkeeper/datasource"
 	"github.com/seedkeeper/seedkeeper/identity"
+	"github.com/seedkeeper/seedkeeper/intent"
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 	"github.com/seedkeeper/seedkeeper/nosource"
@@ -36,6 +37,9 @@ type Status struct {
 	Provision   string                 `json:"provision,omitempty"` // SmartOS: what was done to the zone's provisioning state
 	Network     *NetResult             `json:"network,omitempty"`
 	VMware      *VMwareStatus          `json:"vmware,omitempty"`
+	// Changes is what changed in the metadata since the last boot, what
+	// of it was applied and what waits for a new instance.
+	Changes *intent.Result `json:"changes,omitempty"`
 }
 
 // BootIDPath is where the kernel gives the ID of the running boot, a

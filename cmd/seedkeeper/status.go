@@ -17,8 +17,11 @@ const statusHelp = `Usage: seedkeeper status [--root DIR] [--json]
 Says what the last "seedkeeper boot" decided and why: the metadata source
 and transport, the instance ID reported and the one handed to cloud-init
 with the rule that decided it, the seed files, the network and the hotplug
-allowlist in force. It also warns, as "seedkeeper image check" does, when
-cloud-init's settings do not leave the seed to seedkeeper: the drop-in
+allowlist in force, and what changed in the metadata since the boot
+before (one line each: what changed, what was applied and by whom, what
+waits for a new instance; docs/changes.md). It also warns, as
+"seedkeeper image check" does, when cloud-init's settings do not leave
+the seed to seedkeeper: the drop-in
 missing, or overridden by a later file (datasource_list, NoCloud's fs_label,
 network config); and it says when a metadata source appeared after boot
 decided (it takes effect on the next boot).
@@ -130,6 +133,26 @@ func printStatus(w io.Writer, rep *report.Report) {
 	}
 	if st.Provision != "" {
 		fmt.Fprintf(w, "Provision:   %s\n", e(st.Provision))
+	}
+	if c := st.Changes; c != nil {
+		changed, applied, waiting := c.Lines()
+		switch {
+		case c.Baseline != "":
+			fmt.Fprintf(w, "Changes:     %s\n", e(c.Baseline))
+		case changed == "":
+			fmt.Fprintf(w, "Changes:     none since the last boot\n")
+		default:
+			fmt.Fprintf(w, "Changed:     %s\n", e(changed))
+			if applied != "" {
+				fmt.Fprintf(w, "Applied:     %s\n", e(applied))
+			}
+			if waiting != "" {
+				fmt.Fprintf(w, "Waiting:     %s (until a new instance)\n", e(waiting))
+			}
+		}
+		for _, x := range c.Warnings {
+			fmt.Fprintf(w, "             warning: %s\n", e(x))
+		}
 	}
 	if n := st.Network; n != nil {
 		switch n.Action {

@@ -11,6 +11,8 @@ import (
 	"github.com/seedkeeper/seedkeeper/agent/report"
 	"github.com/seedkeeper/seedkeeper/datasource"
 	"github.com/seedkeeper/seedkeeper/identity"
+	"github.com/seedkeeper/seedkeeper/intent"
+	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 	"github.com/seedkeeper/seedkeeper/nosource"
 )
 
@@ -85,11 +87,12 @@ func TestPrintStatusEscapesEveryLine(t *testing.T) {
 		Network:   &agent.NetResult{Action: "applied", Owned: []string{bad}, Failed: []string{bad}, ResolvConf: bad, Allowlist: bad, Netplan: []string{bad}},
 		Provision: bad,
 		VMware:    &agent.VMwareStatus{Wait: bad, Published: []string{bad}, Notes: []string{bad}, Customization: []string{bad}},
+		Changes:   &intent.Result{Changed: []intent.Change{{Setting: bad, Kind: "changed"}}, Applied: []string{bad}, Waiting: []string{bad}, Failed: []string{bad}, Warnings: []string{bad}},
 	}
 	var b strings.Builder
 	printStatus(&b, &report.Report{Status: *st, Warnings: []string{bad}})
 	out := b.String()
-	for _, want := range []string{"Late devices: x\\x1b", "cloud-init:  x\\x1b", "Dropped:     x\\x1b", "Warning:     x\\x1b",
+	for _, want := range []string{"Late devices: x\\x1b", "cloud-init:  x\\x1b", "Dropped:     x\\x1b", "Warning:     x\\x1b", "Changed:     x\\x1b", "Applied:     x\\x1b", "FAILED x\\x1b", "Waiting:     x\\x1b",
 		"Waited:      x\\x1b", "Guestinfo:   published x\\x1b", "Guestinfo:   x\\x1b", "VMware Tools: x\\x1b", "Provision:   x\\x1b", "netplan:     x\\x1b"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in:\n%s", want, out)
@@ -167,5 +170,39 @@ func TestStatusNotThisBoot(t *testing.T) {
 	}
 	if text, js, b = status(); text.code != exitOK || js.code != exitOK || strings.Contains(text.stdout, "NOT THIS BOOT") || b.ThisBoot != nil || b.CurrentBootID != "" {
 		t.Errorf("status without a boot ID: %v %+v", text, b)
+	}
+}
+
+// Each of what changed, what was applied and what waits is one line, and
+// the --json form has them under "changes".
+func TestStatusChanges(t *testing.T) {
+	root := scratchRoot(t, kvmProduct, kvmVendor, kvmUUID)
+	st := &agent.Status{Version: 1, Outcome: "ok", Changes: &intent.Result{
+		Changed: []intent.Change{{Setting: "keys:admin", Kind: "changed"}, {Setting: "user-data:package_upgrade", Kind: "added"}},
+		Applied: []string{"keys:admin: 1 added, 0 removed in /home/admin/.ssh/authorized_keys (seedkeeper)"},
+		Waiting: []string{"user-data:package_upgrade: a package upgrade on a reboot is what a kept instance ID exists to avoid"},
+	}}
+	if err := agent.SaveStatus(sysroot.Root(root), st); err != nil {
+		t.Fatal(err)
+	}
+	r := runInProcess("status", "--root", root)
+	for _, want := range []string{
+		"Changed:     keys:admin changed; user-data:package_upgrade added\n",
+		"Applied:     keys:admin: 1 added, 0 removed in /home/admin/.ssh/authorized_keys (seedkeeper)\n",
+		"Waiting:     user-data:package_upgrade: a package upgrade on a reboot is what a kept instance ID exists to avoid (until a new instance)\n",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("no %q in:\n%s", want, r.stdout)
+		}
+	}
+	j := runInProcess("status", "--root", root, "--json")
+	var doc struct {
+		Changes struct {
+			Changed []intent.Change `json:"changed"`
+			Waiting []string        `json:"waiting"`
+		} `json:"changes"`
+	}
+	if err := json.Unmarshal([]byte(j.stdout), &doc); err != nil || len(doc.Changes.Changed) != 2 || len(doc.Changes.Waiting) != 1 {
+		t.Errorf("--json changes: %+v, %v\n%s", doc.Changes, err, j.stdout)
 	}
 }

@@ -243,6 +243,64 @@ func WriteFileIn(root, p string, data []byte, perm fs.FileMode) error {
 	return nil
 }
 
+// WriteFileInAs is WriteFileIn for a file that belongs to a user (an
+// authorized_keys file in a home): the temporary file is made owned by
+// uid:gid before anything is written to it, so no path ever names the
+// new content owned by anyone else, and a missing last directory is made
+// with dirPerm and owned by uid:gid (those above it are made 0755, as
+// WriteFileIn makes them). Unlike WriteFileIn it confines the walk even
+// on the real root: root is then the directory the user may change (the
+// home), and a link on the way inside it is refused, never followed.
+func WriteFileInAs(root, p string, data []byte, perm, dirPerm fs.FileMode, uid, gid int) error {
+	if !strings.HasPrefix(p, "/") || path.Clean(p) == "/" {
+		return fmt.Errorf("writing %s: not a path below the root", p)
+	}
+	if isRealRoot(root) {
+		return fmt.Errorf("writing %s: a file of a user's is written under the user's directory as the root, not under /", p)
+	}
+	if err := writeInAs(root, path.Clean(p), data, perm, dirPerm, uid, gid); err != nil {
+		return inRootErr("writing", p, 0, err)
+	}
+	return nil
+}
+
+// portableWriteAs is writeInAs done in user space: the last directory is
+// made and owned first, the file written as portableWrite writes it and
+// then given to the user without following a link (the window between
+// the rename and the chown is the user-space walk's, as above).
+func portableWriteAs(root, p string, data []byte, perm, dirPerm fs.FileMode, uid, gid int) error {
+	proot, err := portableRoot(root)
+	if err != nil {
+		return err
+	}
+	if dir := path.Dir(p); dir != "/" {
+		if err := NoLinkOnTheWayIn(root, path.Dir(dir)); err != nil {
+			return err
+		}
+		host := hostPath(proot, dir)
+		fi, err := os.Lstat(host)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			if err = os.Mkdir(host, dirPerm.Perm()); err == nil {
+				if err = os.Lchown(host, uid, gid); err == nil {
+					err = os.Chmod(host, dirPerm.Perm())
+				}
+			}
+			if err != nil {
+				return err
+			}
+		case err != nil:
+			return err
+		case fi.Mode()&fs.ModeSymlink != 0:
+			return fmt.Errorf("%s: %w", dir, ErrSymlink)
+		}
+	}
+	if err := portableWrite(root, p, data, perm); err != nil {
+		return err
+	}
+	return os.Lchown(hostPath(proot, p), uid, gid)
+}
+
 // NoLinkOnTheWayIn checks, for code that writes under root by plain
 // paths, that the directory dir and every directory above it is, inside
 // root, no symbolic link (ErrSymlink) and no mount point (ErrCrossesMount);

@@ -385,6 +385,54 @@ func writeIn(root, p string, data []byte, perm fs.FileMode) error {
 	return err
 }
 
+func writeInAs(root, p string, data []byte, perm, dirPerm fs.FileMode, uid, gid int) error {
+	ok, err := withRoot(root, func(rfd int) error {
+		dir := path.Dir(p)
+		pfd, err := mkdirsAt(rfd, root, path.Dir(dir))
+		if err != nil {
+			return err
+		}
+		defer unix.Close(pfd)
+		dfd := pfd
+		if last := path.Base(dir); dir != "/" {
+			const flags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW
+			dfd, err = openat2(pfd, last, flags, stepFlags(root))
+			if err == unix.ENOENT {
+				if err = unix.Mkdirat(pfd, last, uint32(dirPerm.Perm())); err == nil {
+					if dfd, err = openat2(pfd, last, flags, stepFlags(root)); err == nil {
+						// Made here: the user's, with exactly dirPerm.
+						if err = unix.Fchown(dfd, uid, gid); err == nil {
+							err = unix.Fchmod(dfd, uint32(dirPerm.Perm()))
+						}
+						if err != nil {
+							unix.Close(dfd)
+						}
+					}
+				}
+			}
+			if err == unix.ENOTDIR {
+				// O_DIRECTORY may answer first for a link: say which.
+				var st unix.Stat_t
+				if unix.Fstatat(pfd, last, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && modeOf(st.Mode)&fs.ModeSymlink != 0 {
+					err = unix.ELOOP
+				}
+			}
+			switch {
+			case err == unix.ELOOP:
+				return fmt.Errorf("%s: %w", last, ErrSymlink)
+			case err != nil:
+				return fmt.Errorf("%s: %w", last, err)
+			}
+			defer unix.Close(dfd)
+		}
+		return writeAtAs(dfd, path.Base(p), data, perm, uid, gid)
+	})
+	if !ok {
+		return portableWriteAs(root, p, data, perm, dirPerm, uid, gid)
+	}
+	return err
+}
+
 // mkdirsAt opens the directory dir under rfd for writing in, one component
 // at a time, making the missing ones 0755: each step refuses a link and,
 // under an image, a mount.
@@ -421,6 +469,12 @@ func mkdirsAt(rfd int, root, dir string) (int, error) {
 // refused, and rename replaces a link planted after that check without
 // following it.
 func writeAt(dfd int, name string, data []byte, perm fs.FileMode) error {
+	return writeAtAs(dfd, name, data, perm, -1, -1)
+}
+
+// writeAtAs is writeAt with the temporary file made owned by uid:gid
+// before anything is written to it (-1 keeps the writer's).
+func writeAtAs(dfd int, name string, data []byte, perm fs.FileMode, uid, gid int) error {
 	var st unix.Stat_t
 	switch err := unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); {
 	case err == nil && modeOf(st.Mode)&fs.ModeSymlink != 0:
@@ -446,7 +500,12 @@ func writeAt(dfd int, name string, data []byte, perm fs.FileMode) error {
 		return err
 	}
 	f := os.NewFile(uintptr(fd), tmp)
-	err = f.Chmod(perm.Perm())
+	if uid >= 0 || gid >= 0 {
+		err = f.Chown(uid, gid)
+	}
+	if err == nil {
+		err = f.Chmod(perm.Perm())
+	}
 	if err == nil {
 		_, err = f.Write(data)
 	}

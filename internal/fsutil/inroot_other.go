@@ -26,5 +26,9 @@ func writeIn(root, p string, data []byte, perm fs.FileMode) error {
 	return portableWrite(root, p, data, perm)
 }
 
+func writeInAs(root, p string, data []byte, perm, dirPerm fs.FileMode, uid, gid int) error {
+	return portableWriteAs(root, p, data, perm, dirPerm, uid, gid)
+}
+
 // mountPoints is not known here: the device comparison alone applies.
 func mountPoints() (map[string]bool, error) { return nil, nil }

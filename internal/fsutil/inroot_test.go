@@ -373,3 +373,64 @@ func TestUnlinkFileNotADirectory(t *testing.T) {
 		t.Errorf("unlinkFile of a file: %v", err)
 	}
 }
+
+// WriteFileInAs writes a user's file owned by the user, with a missing
+// last directory made the user's with its mode, and refuses a link as the
+// file or as a directory on the way; both the kernel's walk and the one
+// in user space.
+func TestWriteFileInAs(t *testing.T) {
+	uid, gid := os.Getuid(), os.Getgid()
+	if uid == 0 {
+		uid, gid = 4242, 4243
+	}
+	for _, portable := range []bool{false, true} {
+		name := "openat2"
+		if portable {
+			name = "portable"
+		}
+		t.Run(name, func(t *testing.T) {
+			write := WriteFileInAs
+			if portable {
+				write = func(root, p string, data []byte, perm, dirPerm fs.FileMode, uid, gid int) error {
+					return portableWriteAs(root, p, data, perm, dirPerm, uid, gid)
+				}
+			}
+			home := t.TempDir()
+			if err := write(home, "/.ssh/authorized_keys", []byte("k\n"), 0o600, 0o700, uid, gid); err != nil {
+				t.Fatal(err)
+			}
+			for p, mode := range map[string]fs.FileMode{".ssh": fs.ModeDir | 0o700, ".ssh/authorized_keys": 0o600} {
+				fi, err := os.Lstat(filepath.Join(home, p))
+				if err != nil {
+					t.Fatal(err)
+				}
+				st := fi.Sys().(*syscall.Stat_t)
+				if fi.Mode() != mode || int(st.Uid) != uid || int(st.Gid) != gid {
+					t.Errorf("%s: %v %d:%d, want %v %d:%d", p, fi.Mode(), st.Uid, st.Gid, mode, uid, gid)
+				}
+			}
+			secret := filepath.Join(t.TempDir(), "shadow")
+			os.WriteFile(secret, []byte("s"), 0o600)
+			os.Remove(filepath.Join(home, ".ssh/authorized_keys"))
+			os.Symlink(secret, filepath.Join(home, ".ssh/authorized_keys"))
+			if err := write(home, "/.ssh/authorized_keys", []byte("k\n"), 0o600, 0o700, uid, gid); !errors.Is(err, ErrSymlink) {
+				t.Errorf("a link as the file: %v, want ErrSymlink", err)
+			}
+			other := t.TempDir()
+			os.RemoveAll(filepath.Join(home, ".ssh"))
+			os.Symlink(other, filepath.Join(home, ".ssh"))
+			if err := write(home, "/.ssh/authorized_keys", []byte("k\n"), 0o600, 0o700, uid, gid); !errors.Is(err, ErrSymlink) {
+				t.Errorf("a link as the directory: %v, want ErrSymlink", err)
+			}
+			if b, _ := os.ReadFile(secret); string(b) != "s" {
+				t.Error("the link's target was written")
+			}
+			if ents, _ := os.ReadDir(other); len(ents) != 0 {
+				t.Error("a file was written through the directory link")
+			}
+		})
+	}
+	if err := WriteFileInAs("/", "/tmp/x", nil, 0o600, 0o700, uid, gid); err == nil {
+		t.Error("WriteFileInAs on the real root: no error")
+	}
+}

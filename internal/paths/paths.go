@@ -15,6 +15,9 @@ const (
 	Status = StateDir + "/status.json"
 	// Receipt records the NICs seedkeeper configured.
 	Receipt = StateDir + "/network-receipt.json"
+	// Changes is the record of the last boot's metadata, setting by
+	// setting, and the receipt of the SSH keys it put in place.
+	Changes = StateDir + "/changes.json"
 	// Sealed is the marker "seedkeeper image seal" leaves.
 	Sealed = StateDir + "/sealed"
 	// ImportedSeed holds a seed a person put into SeedDir before

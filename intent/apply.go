@@ -1,0 +1,256 @@
+package intent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/seedkeeper/seedkeeper/datasource"
+	"github.com/seedkeeper/seedkeeper/internal/sysroot"
+)
+
+// Options are the inputs of one boot's Apply.
+type Options struct {
+	Root     sysroot.Root
+	Metadata *datasource.Metadata
+	// InstanceID is the decided instance ID.
+	InstanceID string
+	// NewInstance is true when cloud-init will run this boot as a new
+	// instance (its current ID is not InstanceID): it applies everything
+	// itself then, and Apply only records.
+	NewInstance bool
+	// Redacted is true when the source wipes what it was read from after
+	// the first read (VMware with vmware.redact): a later boot reads
+	// nothing there, which is no admin's change, so nothing is compared
+	// or removed on a kept instance.
+	Redacted bool
+	// NetworkByCloudInit is true when network.owner is cloud-init.
+	NetworkByCloudInit bool
+	// Run runs chpasswd and passwd; nil runs them from PATH.
+	Run Runner
+	// Log gets one line per action; nil discards.
+	Log *slog.Logger
+}
+
+// Result is what Apply found and did, in the status.
+type Result struct {
+	// Baseline says why nothing was compared (a new instance, no record
+	// of an earlier boot); "" when this boot was compared with the last.
+	Baseline string `json:"baseline,omitempty"`
+	// Changed lists the settings that changed since the last boot.
+	Changed []Change `json:"changed,omitempty"`
+	// Applied, Waiting and Failed say for each changed setting what was
+	// done, what waits for a new instance and why, and what could not be
+	// applied (retried at the next boot).
+	Applied []string `json:"applied,omitempty"`
+	Waiting []string `json:"waiting,omitempty"`
+	Failed  []string `json:"failed,omitempty"`
+	// Warnings name the fields of the metadata that were left out.
+	Warnings []string `json:"warnings,omitempty"`
+	// Wrote lists the files written or removed.
+	Wrote []string `json:"wrote,omitempty"`
+}
+
+// Apply is the boot step for settings changed on purpose (see the package
+// documentation). The error is for the record that could not be saved;
+// what could not be applied is in Result.Failed.
+func Apply(ctx context.Context, o Options) (*Result, error) {
+	log := o.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	res := &Result{}
+	prev, err := LoadRecord(o.Root)
+	if err != nil {
+		res.Warnings = append(res.Warnings, err.Error()+"; a new record is started")
+		prev = nil
+	}
+	salt := NewSalt()
+	if prev != nil {
+		salt = prev.Salt
+	}
+	d := Settings(Input{Metadata: o.Metadata, ImageDefaultUser: ImageDefaultUser(o.Root), Salt: salt})
+	res.Warnings = append(res.Warnings, d.Warnings...)
+	rec := &Record{Version: 1, Salt: salt, InstanceID: o.InstanceID, Source: o.Metadata.Source,
+		Settings: maps.Clone(d.Settings), CloudInit: d.CloudInit, Keys: map[string][]string{}}
+
+	switch {
+	case o.Redacted && !o.NewInstance && prev != nil:
+		res.Baseline = "the metadata is redacted after each read (vmware.redact): a kept instance cannot tell a change from the redaction, so nothing is compared"
+		return res, nil
+	case o.NewInstance:
+		res.Baseline = "a new instance: cloud-init applies the metadata itself at this boot; recorded for the next boots"
+		// cloud-init's ssh and users_groups modules put these keys in
+		// place at this boot: they are the metadata's.
+		for user, keys := range d.Keys {
+			if fps := Fingerprints(keys); len(fps) > 0 {
+				rec.Keys[user] = fps
+			}
+		}
+	case prev == nil || prev.InstanceID != o.InstanceID:
+		res.Baseline = "no record of an earlier boot of this instance: nothing to compare; recorded for the next boots"
+		// The metadata's keys already in place came from it.
+		for user, keys := range d.Keys {
+			a, err := LookupUser(o.Root, user)
+			if err != nil {
+				continue
+			}
+			file, err := AuthorizedKeysFile(o.Root, a)
+			if err != nil {
+				continue
+			}
+			if fps := KeysPresent(o.Root, a, file, keys); len(fps) > 0 {
+				rec.Keys[user] = fps
+			}
+		}
+	default:
+		res.Changed = Compare(prev.Settings, d.Settings)
+		for u, fps := range prev.Keys {
+			rec.Keys[u] = fps
+		}
+		apply(ctx, o, log, res, prev, rec, d)
+	}
+
+	wrote, err := rec.Save(o.Root)
+	if err != nil {
+		return res, fmt.Errorf("saving the record of this boot's metadata: %w", err)
+	}
+	if wrote {
+		res.Wrote = append(res.Wrote, o.Root.Path(RecordPath))
+	}
+	return res, nil
+}
+
+// apply carries each change of a kept instance to the machine.
+func apply(ctx context.Context, o Options, log *slog.Logger, res *Result, prev, rec *Record, d Desired) {
+	keep := func(setting string) { // not applied: try again at the next boot
+		if v, ok := prev.Settings[setting]; ok {
+			rec.Settings[setting] = v
+		} else {
+			delete(rec.Settings, setting)
+		}
+	}
+	fail := func(setting string, err error) {
+		keep(setting)
+		res.Failed = append(res.Failed, setting+": "+err.Error())
+		log.Error("changed setting not applied", "setting", setting, "err", err)
+	}
+	byCloudInit := false
+	for _, c := range res.Changed {
+		r := Lookup(c.Setting)
+		switch {
+		case strings.HasPrefix(c.Setting, "keys:") && c.Kind == "removed":
+			// The metadata names the user no more (ciuser renamed): its
+			// keys stay, or the rename would lock the admin out before
+			// the new user exists.
+			res.Applied = append(res.Applied, c.Setting+": the metadata names this user no more; its keys are left as they are")
+		case strings.HasPrefix(c.Setting, "keys:"):
+			user := strings.TrimPrefix(c.Setting, "keys:")
+			a, err := LookupUser(o.Root, user)
+			if errors.Is(err, ErrNoUser) {
+				res.Waiting = append(res.Waiting, c.Setting+": the user does not exist; cloud-init creates users at the first boot of an instance")
+				continue
+			} else if err != nil {
+				fail(c.Setting, err)
+				continue
+			}
+			file, err := AuthorizedKeysFile(o.Root, a)
+			if err != nil {
+				fail(c.Setting, err)
+				continue
+			}
+			out, err := ApplyKeys(o.Root, a, file, d.Keys[user], prev.Keys[user])
+			if err != nil {
+				fail(c.Setting, err)
+				continue
+			}
+			if len(out.Receipt) > 0 {
+				rec.Keys[user] = out.Receipt
+			} else {
+				delete(rec.Keys, user)
+			}
+			if out.Wrote {
+				res.Wrote = append(res.Wrote, out.File)
+			}
+			res.Applied = append(res.Applied, fmt.Sprintf("%s: %d added, %d removed in %s (seedkeeper)", c.Setting, out.Added, out.Removed, out.File))
+			log.Info("authorized keys applied", "user", user, "added", out.Added, "removed", out.Removed, "file", out.File)
+		case strings.HasPrefix(c.Setting, "password:"):
+			user := strings.TrimPrefix(c.Setting, "password:")
+			p, ok := d.Passwords[user]
+			switch {
+			case !ok:
+				res.Applied = append(res.Applied, c.Setting+": no longer in the metadata; the password stays as it is, as cloud-init leaves it")
+				continue
+			case p.Random:
+				res.Waiting = append(res.Waiting, c.Setting+": a random password is made once, at the first boot of an instance")
+				continue
+			}
+			if _, err := LookupUser(o.Root, user); errors.Is(err, ErrNoUser) {
+				res.Waiting = append(res.Waiting, c.Setting+": the user does not exist; cloud-init creates users at the first boot of an instance")
+				continue
+			}
+			if err := SetPassword(ctx, o.Run, o.Root, p, d.Expire); err != nil {
+				fail(c.Setting, err)
+				continue
+			}
+			how := "set"
+			if d.Expire {
+				how = "set, and expired (chpasswd.expire)"
+			}
+			res.Applied = append(res.Applied, c.Setting+": "+how+" (seedkeeper)")
+			log.Info("password applied", "user", user, "hashed", p.Hashed, "expire", d.Expire)
+		case c.Setting == "network" && o.NetworkByCloudInit:
+			res.Waiting = append(res.Waiting, "network: network.owner is cloud-init, which applies a network config at a new instance only (its default update events)")
+		case r.Applier == ByCloudInit:
+			byCloudInit = true
+			res.Applied = append(res.Applied, c.Setting+": by cloud-init at this boot ("+r.How+")")
+		case r.Applier == BySeedkeeper:
+			res.Applied = append(res.Applied, c.Setting+": by seedkeeper ("+r.How+")")
+		default:
+			res.Waiting = append(res.Waiting, c.Setting+": "+r.How)
+		}
+	}
+	if prev.CloudInit == d.CloudInit {
+		return
+	}
+	// The seed cloud-init reads changed: have it read it again.
+	dropped, err := DropCache(o.Root, o.InstanceID)
+	if err != nil {
+		rec.CloudInit = prev.CloudInit
+		res.Failed = append(res.Failed, "cloud-init's cache: "+err.Error())
+		log.Error("cloud-init will not read the new seed", "err", err)
+		return
+	}
+	if dropped {
+		res.Wrote = append(res.Wrote, o.Root.Path(CachePath(o.InstanceID)))
+		msg := "the seed cloud-init reads changed: its cached datasource was removed, so it reads the seed again for the same instance"
+		if !byCloudInit {
+			msg += " (no setting it applies on a kept instance changed)"
+		}
+		res.Applied = append(res.Applied, msg)
+		log.Info("cloud-init's cached datasource removed: it reads the new seed at this boot", "instance_id", o.InstanceID)
+	}
+}
+
+// Lines are the status lines of the result: what changed, what was
+// applied, what waits for a new instance, each one line; "" for none.
+func (r *Result) Lines() (changed, applied, waiting string) {
+	var ch []string
+	for _, c := range r.Changed {
+		ch = append(ch, c.Setting+" "+c.Kind)
+	}
+	j := func(s []string) string { return strings.Join(slices.Clip(s), "; ") }
+	return j(ch), j(append(slices.Clip(r.Applied), prefix("FAILED ", r.Failed)...)), j(r.Waiting)
+}
+
+func prefix(p string, s []string) []string {
+	out := make([]string, len(s))
+	for i, v := range s {
+		out[i] = p + v
+	}
+	return out
+}

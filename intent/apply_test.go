@@ -1,0 +1,98 @@
+package intent
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/seedkeeper/seedkeeper/datasource"
+)
+
+func vmwareMD(keys ...string) *datasource.Metadata {
+	return &datasource.Metadata{Source: datasource.SourceVMware, InstanceID: "vm-1", Hostname: "web1", PublicKeys: keys}
+}
+
+// VMware with vmware.redact: the second boot reads the guestinfo wiped,
+// no keys at all. That is no admin removing them: nothing is compared,
+// nothing removed, the record kept.
+func TestApplyRedactedRemovesNothing(t *testing.T) {
+	root, a := userRoot(t)
+	write(t, string(root), "etc/cloud/cloud.cfg", "system_info:\n  default_user:\n    name: admin\n", 0o644)
+	if _, err := Apply(context.Background(), Options{Root: root, Metadata: vmwareMD(keyA), InstanceID: "vm-1", NewInstance: true, Redacted: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ApplyKeys(root, a, "/.ssh/authorized_keys", []string{keyA}, nil); err != nil { // what cloud-init did
+		t.Fatal(err)
+	}
+	rec1 := read(t, root.Path(RecordPath))
+	res, err := Apply(context.Background(), Options{Root: root, Metadata: vmwareMD(), InstanceID: "vm-1", Redacted: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(res.Baseline, "redacted") || len(res.Changed) != 0 {
+		t.Errorf("redacted boot: %+v", res)
+	}
+	if got := read(t, root.Path("/home/admin/.ssh/authorized_keys")); got != keyA+"\n" {
+		t.Errorf("redacted boot changed authorized_keys: %q", got)
+	}
+	if read(t, root.Path(RecordPath)) != rec1 {
+		t.Error("redacted boot rewrote the record")
+	}
+	// Without redaction the same empty read is a removal.
+	res, err = Apply(context.Background(), Options{Root: root, Metadata: vmwareMD(), InstanceID: "vm-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, root.Path("/home/admin/.ssh/authorized_keys")); got != "" || len(res.Applied) != 1 {
+		t.Errorf("key removed from the metadata: file %q, applied %q", got, res.Applied)
+	}
+}
+
+// A record of another instance (a new explicit ID) is not compared with:
+// the boot is a baseline.
+func TestApplyOtherInstanceIsBaseline(t *testing.T) {
+	root, _ := userRoot(t)
+	if _, err := Apply(context.Background(), Options{Root: root, Metadata: vmwareMD(keyA), InstanceID: "vm-1", NewInstance: true}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Apply(context.Background(), Options{Root: root, Metadata: vmwareMD(keyB), InstanceID: "vm-2"})
+	if err != nil || !strings.Contains(res.Baseline, "no record") || len(res.Changed) != 0 {
+		t.Errorf("another instance: %+v, %v", res, err)
+	}
+	// A record that is not one is replaced, and says so.
+	os.WriteFile(root.Path(RecordPath), []byte("{not json"), 0o600)
+	res, err = Apply(context.Background(), Options{Root: root, Metadata: vmwareMD(keyB), InstanceID: "vm-2"})
+	if err != nil || len(res.Warnings) == 0 || !strings.Contains(res.Warnings[0], "not a record") || strings.Contains(res.Warnings[0], "not json") {
+		t.Errorf("corrupt record: %+v, %v", res, err)
+	}
+}
+
+// ciuser renamed on a kept instance: the new user does not exist yet, so
+// its keys wait, and the old user keeps the keys it had: a rename must
+// not lock the admin out.
+func TestApplyUserRenamedKeepsKeys(t *testing.T) {
+	root, a := userRoot(t)
+	md := func(user string) *datasource.Metadata {
+		return &datasource.Metadata{Source: datasource.SourceNoCloud, InstanceID: "iid-1",
+			UserData: []byte("#cloud-config\nuser: " + user + "\nssh_authorized_keys: [" + keyA + "]\n")}
+	}
+	if _, err := Apply(context.Background(), Options{Root: root, Metadata: md("admin"), InstanceID: "iid-1", NewInstance: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ApplyKeys(root, a, "/.ssh/authorized_keys", []string{keyA}, nil); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Apply(context.Background(), Options{Root: root, Metadata: md("ops"), InstanceID: "iid-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, root.Path("/home/admin/.ssh/authorized_keys")); got != keyA+"\n" {
+		t.Errorf("admin's keys after the rename: %q", got)
+	}
+	changed, applied, waiting := res.Lines()
+	if !strings.Contains(waiting, "keys:ops: the user does not exist") || !strings.Contains(waiting, "user-data:user") ||
+		!strings.Contains(applied, "keys:admin: the metadata names this user no more") {
+		t.Errorf("changed %q\napplied %q\nwaiting %q", changed, applied, waiting)
+	}
+}

@@ -1,0 +1,315 @@
+package intent
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/seedkeeper/seedkeeper/internal/sysroot"
+)
+
+const handKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHandAddedKey person@hand"
+
+// userRoot is a scratch root with /etc/passwd naming admin and admin's
+// home. As root admin is uid 4242, gid 4243, so that the ownership of
+// what is written is tested; otherwise the test's own, which files can be
+// given to without privileges.
+func userRoot(t *testing.T) (sysroot.Root, Account) {
+	t.Helper()
+	root := t.TempDir()
+	uid, gid := os.Getuid(), os.Getgid()
+	if uid == 0 {
+		uid, gid = 4242, 4243
+	}
+	passwd := "root:x:0:0:root:/root:/bin/sh\nadmin:x:" + strconv.Itoa(uid) + ":" + strconv.Itoa(gid) + "::/home/admin:/bin/sh\n"
+	write(t, root, "etc/passwd", passwd, 0o644)
+	if err := os.MkdirAll(filepath.Join(root, "home/admin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, root, "etc/shadow", "root:*:19000:0:99999:7:::\n", 0o640)
+	a, err := LookupUser(sysroot.Root(root), "admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sysroot.Root(root), a
+}
+
+func write(t *testing.T, root, name, data string, mode os.FileMode) {
+	t.Helper()
+	p := filepath.Join(root, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(data), mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func read(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestLookupUser(t *testing.T) {
+	root, a := userRoot(t)
+	if a.Home != "/home/admin" || a.UID == 0 || a.GID == 0 {
+		t.Errorf("admin: %+v", a)
+	}
+	if _, err := LookupUser(root, "nobody"); err != ErrNoUser {
+		t.Errorf("nobody: %v, want ErrNoUser", err)
+	}
+}
+
+// Keys added to the metadata are appended; a key the metadata put there
+// and no longer has is removed; a line a person added stays, in place.
+func TestApplyKeys(t *testing.T) {
+	root, a := userRoot(t)
+	file := "/.ssh/authorized_keys"
+	p := root.Path("/home/admin/.ssh/authorized_keys")
+
+	// Boot 1: no ~/.ssh yet.
+	out, err := ApplyKeys(root, a, file, []string{keyA}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, p); got != keyA+"\n" || out.Added != 1 || !out.Wrote {
+		t.Fatalf("first apply: %q, %+v", got, out)
+	}
+	for _, c := range []struct {
+		path string
+		mode os.FileMode
+	}{{filepath.Dir(p), 0o700 | os.ModeDir}, {p, 0o600}} {
+		fi, err := os.Lstat(c.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		if fi.Mode() != c.mode || int(st.Uid) != a.UID || int(st.Gid) != a.GID {
+			t.Errorf("%s: mode %v owner %d:%d, want %v %d:%d", c.path, fi.Mode(), st.Uid, st.Gid, c.mode, a.UID, a.GID)
+		}
+	}
+	receipt := out.Receipt
+
+	// A person adds a line by hand; the metadata adds keyB.
+	write(t, string(root), "home/admin/.ssh/authorized_keys", keyA+"\n# mine\n"+handKey+"\n", 0o600)
+	out, err = ApplyKeys(root, a, file, []string{keyA, keyB}, receipt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := read(t, p), keyA+"\n# mine\n"+handKey+"\n"+keyB+"\n"; got != want {
+		t.Errorf("key added: %q, want %q", got, want)
+	}
+	receipt = out.Receipt
+	if len(receipt) != 2 {
+		t.Errorf("receipt %v, want keyA and keyB", receipt)
+	}
+
+	// The metadata drops keyA and keyB; it also names the hand key now,
+	// which stays the person's.
+	out, err = ApplyKeys(root, a, file, []string{handKey}, receipt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := read(t, p), "# mine\n"+handKey+"\n"; got != want || out.Removed != 2 || out.Added != 0 {
+		t.Errorf("keys removed: %q (%+v), want %q", got, out, want)
+	}
+	if len(out.Receipt) != 0 {
+		t.Errorf("receipt %v: the hand key became the metadata's", out.Receipt)
+	}
+	// The hand key leaves the metadata: it is still not removed.
+	if _, err := ApplyKeys(root, a, file, nil, out.Receipt); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, p); !strings.Contains(got, handKey) {
+		t.Errorf("the hand key was removed: %q", got)
+	}
+
+	// Nothing to add or remove: the file is not rewritten.
+	fi1, _ := os.Stat(p)
+	if out, err := ApplyKeys(root, a, file, []string{handKey}, nil); err != nil || out.Wrote {
+		t.Errorf("no change: wrote %v, %v", out.Wrote, err)
+	}
+	fi2, _ := os.Stat(p)
+	if !os.SameFile(fi1, fi2) || !fi1.ModTime().Equal(fi2.ModTime()) {
+		t.Error("no change: the file was replaced")
+	}
+}
+
+// A user can make authorized_keys, or ~/.ssh, a link to a file only root
+// may write: the write is refused with a line that says so, and the
+// target is untouched.
+func TestApplyKeysRefusesLinks(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		plant func(t *testing.T, root sysroot.Root)
+	}{
+		{"authorized_keys", func(t *testing.T, root sysroot.Root) {
+			os.MkdirAll(root.Path("/home/admin/.ssh"), 0o700)
+			if err := os.Symlink(root.Path("/etc/shadow"), root.Path("/home/admin/.ssh/authorized_keys")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"relative to /etc/shadow", func(t *testing.T, root sysroot.Root) {
+			os.MkdirAll(root.Path("/home/admin/.ssh"), 0o700)
+			if err := os.Symlink("../../../etc/shadow", root.Path("/home/admin/.ssh/authorized_keys")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{".ssh", func(t *testing.T, root sysroot.Root) {
+			if err := os.Symlink(root.Path("/etc"), root.Path("/home/admin/.ssh")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root, a := userRoot(t)
+			tc.plant(t, root)
+			_, err := ApplyKeys(root, a, "/.ssh/authorized_keys", []string{keyA}, nil)
+			if err == nil || !strings.Contains(err.Error(), "symbolic link") || !strings.Contains(err.Error(), "admin") {
+				t.Errorf("err %v, want a refusal naming the link and the user", err)
+			}
+			if strings.Contains(err.Error(), "AdminKeyA") {
+				t.Errorf("the error quotes the key: %v", err)
+			}
+			if got := read(t, root.Path("/etc/shadow")); got != "root:*:19000:0:99999:7:::\n" {
+				t.Errorf("/etc/shadow changed: %q", got)
+			}
+			if _, err := os.Stat(root.Path("/etc/authorized_keys")); err == nil {
+				t.Error("a file was written through the ~/.ssh link")
+			}
+		})
+	}
+}
+
+func TestAuthorizedKeysFile(t *testing.T) {
+	for _, tc := range []struct {
+		name, conf, dropin string
+		want, err          string
+	}{
+		{name: "default", want: "/.ssh/authorized_keys"},
+		{name: "Debian's commented line", conf: "#AuthorizedKeysFile	.ssh/authorized_keys .ssh/authorized_keys2\n", want: "/.ssh/authorized_keys"},
+		{name: "relative", conf: "AuthorizedKeysFile .ssh/keys .ssh/authorized_keys2\n", want: "/.ssh/keys"},
+		{name: "%h", conf: "AuthorizedKeysFile %h/.config/ssh/%u.keys\n", want: "/.config/ssh/admin.keys"},
+		{name: "drop-in first", conf: "AuthorizedKeysFile .ssh/one\n", dropin: "AuthorizedKeysFile .ssh/two\n", want: "/.ssh/two"},
+		{name: "only in Match", conf: "Match User admin\n  AuthorizedKeysFile .ssh/other\n", want: "/.ssh/authorized_keys"},
+		{name: "outside the home", conf: "AuthorizedKeysFile /etc/ssh/keys/%u\n", err: "outside the user's home"},
+		{name: "escapes the home", conf: "AuthorizedKeysFile ../other/.ssh/authorized_keys\n", err: "outside the user's home"},
+		{name: "unknown token", conf: "AuthorizedKeysFile .ssh/%i\n", err: "token %i"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root, a := userRoot(t)
+			if tc.conf != "" {
+				write(t, string(root), "etc/ssh/sshd_config", "Include /etc/ssh/sshd_config.d/*.conf\n"+tc.conf, 0o644)
+			}
+			if tc.dropin != "" {
+				write(t, string(root), "etc/ssh/sshd_config.d/50-keys.conf", tc.dropin, 0o644)
+			}
+			got, err := AuthorizedKeysFile(root, a)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Errorf("got %q, %v; want an error with %q", got, err, tc.err)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Errorf("got %q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseKey(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		want Key
+		ok   bool
+	}{
+		{keyA, Key{Type: "ssh-ed25519", Blob: "AAAAC3NzaC1lZDI1NTE5AAAAIAdminKeyA"}, true},
+		{"  ssh-rsa\tAAAAB3 c o m", Key{Type: "ssh-rsa", Blob: "AAAAB3"}, true},
+		{`from="10.0.0.0/8",no-pty ssh-ed25519 AAAAx me`, Key{Options: `from="10.0.0.0/8",no-pty`, Type: "ssh-ed25519", Blob: "AAAAx"}, true},
+		{"ecdsa-sha2-nistp256 AAAAE2", Key{Type: "ecdsa-sha2-nistp256", Blob: "AAAAE2"}, true},
+		{"# ssh-ed25519 AAAA commented out", Key{}, false},
+		{"", Key{}, false},
+		{"ssh-ed25519", Key{}, false},
+	} {
+		got, ok := ParseKey(tc.line)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("ParseKey(%q) = %+v, %v; want %+v, %v", tc.line, got, ok, tc.want, tc.ok)
+		}
+	}
+	a, _ := ParseKey(keyA)
+	b, _ := ParseKey("ssh-ed25519  AAAAC3NzaC1lZDI1NTE5AAAAIAdminKeyA another comment")
+	if a.Fingerprint() != b.Fingerprint() {
+		t.Error("the comment changed the fingerprint")
+	}
+}
+
+// chpasswd gets the line on its standard input, never on its command
+// line, with -e for a hash, and passwd --expire follows when asked.
+func TestSetPassword(t *testing.T) {
+	type call struct {
+		argv  []string
+		stdin string
+	}
+	for _, tc := range []struct {
+		name   string
+		root   sysroot.Root
+		p      Password
+		expire bool
+		want   []call
+	}{
+		{"hash", "", Password{User: "admin", Value: hash1, Hashed: true}, false,
+			[]call{{[]string{"chpasswd", "-e"}, "admin:" + hash1 + "\n"}}},
+		{"text, expired", "", Password{User: "admin", Value: "hunter2"}, true,
+			[]call{{[]string{"chpasswd"}, "admin:hunter2\n"}, {[]string{"passwd", "--expire", "admin"}, ""}}},
+		{"under a root", "/mnt/img", Password{User: "admin", Value: hash1, Hashed: true}, true,
+			[]call{{[]string{"chpasswd", "-e", "-R", "/mnt/img"}, "admin:" + hash1 + "\n"}, {[]string{"passwd", "--expire", "-R", "/mnt/img", "admin"}, ""}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []call
+			run := func(_ context.Context, argv []string, stdin []byte) error {
+				got = append(got, call{argv, string(stdin)})
+				return nil
+			}
+			if err := SetPassword(context.Background(), run, tc.root, tc.p, tc.expire); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.EqualFunc(got, tc.want, func(a, b call) bool { return slices.Equal(a.argv, b.argv) && a.stdin == b.stdin }) {
+				t.Errorf("ran %q, want %q", got, tc.want)
+			}
+			for _, c := range got {
+				if strings.Contains(strings.Join(c.argv, " "), tc.p.Value) {
+					t.Errorf("the password is on the command line: %q", c.argv)
+				}
+			}
+		})
+	}
+	// A line break would add a line to chpasswd's input.
+	run := func(context.Context, []string, []byte) error {
+		t.Error("ran chpasswd with a line break in the password")
+		return nil
+	}
+	if err := SetPassword(context.Background(), run, "", Password{User: "admin", Value: "a\nroot:x"}, false); err == nil {
+		t.Error("a password with a line break was set")
+	}
+}
+
+func TestIsHashed(t *testing.T) {
+	for p, want := range map[string]bool{
+		hash1: true, "$1$ab$cd": true, "$2a$10$abc": true, "$5$s$h": true, "$y$j9T$a$b": false,
+		"$6$only": false, "hunter2": false, "$6$a$b:c": false, "x$6$a$b": false,
+	} {
+		if got := isHashed(p); got != want {
+			t.Errorf("isHashed(%q) = %v, want %v", p, got, want)
+		}
+	}
+}
