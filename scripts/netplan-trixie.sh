@@ -22,7 +22,20 @@ fi
 
 apt="$dir/apt"
 mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$apt/etc/sources.list.d" "$apt/etc/preferences.d" "$dir/debs" "$root"
-echo "deb http://deb.debian.org/debian trixie main" >"$apt/etc/sources.list"
+# The mirror is the host's own (its first non-security source), with the
+# suite changed to trixie.
+uri=$( {
+	cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
+		awk '$1 == "deb" { for (i = 2; i <= NF; i++) if ($i ~ /^[a-z+]+:\/\//) { if ($(i + 1) !~ /security/) print $i; break } }'
+	cat /etc/apt/sources.list.d/*.sources 2>/dev/null |
+		awk 'BEGIN { RS = "" } /(^|\n)Types:[^\n]*deb([ \n]|$)/ && !/(^|\n)Suites:[^\n]*security/ {
+			if (match($0, /(^|\n)URIs:[ \t]*[^ \t\n]+/)) { u = substr($0, RSTART, RLENGTH); sub(/^\n?URIs:[ \t]*/, "", u); print u } }'
+} | head -n 1)
+if [ -z "$uri" ]; then
+	echo "netplan-trixie.sh: no Debian mirror in the host's apt sources" >&2
+	exit 1
+fi
+echo "deb $uri trixie main" >"$apt/etc/sources.list"
 set -- -o Dir::Etc="$apt/etc" -o Dir::Etc::SourceList="$apt/etc/sources.list" \
 	-o Dir::Etc::SourceParts="$apt/etc/sources.list.d" \
 	-o Dir::Etc::TrustedParts=/etc/apt/trusted.gpg.d -o Dir::State::Lists="$apt/lists" \

@@ -12,28 +12,28 @@ import (
 func TestSDSources(t *testing.T) {
 	for _, tc := range []struct{ name, src, want string }{
 		{"deb822", `Types: deb
-# http://snapshot.debian.org/archive/debian/20250520T000000Z
-URIs: http://deb.debian.org/debian
+# http://snapshot.example/archive/debian/20250520T000000Z
+URIs: http://mirror.example/debian
 Suites: bookworm bookworm-updates
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 
 Types: deb
-URIs: http://deb.debian.org/debian-security
+URIs: http://mirror.example/debian-security
 Suites: bookworm-security
 Components: main
-`, "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian trixie main"},
+`, "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://mirror.example/debian trixie main"},
 		{"deb822-security-first", `Types: deb
-URIs: http://security.debian.org/debian-security
+URIs: http://security.example/debian-security
 Suites: bookworm-security
 
 Types: deb-src deb
 URIs: http://mirror.example/debian
 Suites: bookworm
 `, "deb http://mirror.example/debian trixie main"},
-		{"one-line", "# comment\ndeb http://security.debian.org/ bookworm-security main\ndeb [arch=amd64 signed-by=/k.gpg] http://mirror.example/debian/ bookworm main contrib\n",
+		{"one-line", "# comment\ndeb http://security.example/ bookworm-security main\ndeb [arch=amd64 signed-by=/k.gpg] http://mirror.example/debian/ bookworm main contrib\n",
 			"deb [signed-by=/k.gpg] http://mirror.example/debian/ trixie main"},
-		{"one-line-plain", "deb http://deb.debian.org/debian bookworm main\n", "deb http://deb.debian.org/debian trixie main"},
+		{"one-line-plain", "deb http://mirror.example/debian bookworm main\n", "deb http://mirror.example/debian trixie main"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := sdSources(tc.src, "trixie")
@@ -42,7 +42,7 @@ Suites: bookworm
 			}
 		})
 	}
-	for _, src := range []string{"", "deb http://security.debian.org/ bookworm-security main\n", "Types: deb\nURIs: http://x/debian-security\nSuites: bookworm-security\n"} {
+	for _, src := range []string{"", "deb http://security.example/ bookworm-security main\n", "Types: deb\nURIs: http://x/debian-security\nSuites: bookworm-security\n"} {
 		if got, err := sdSources(src, "trixie"); err == nil || !strings.Contains(err.Error(), "trixie") {
 			t.Errorf("sdSources(%q) = %q, %v; want an error naming the release", src, got, err)
 		}
