@@ -1,6 +1,10 @@
 package netcfg
 
-import "net/netip"
+import (
+	"net/netip"
+	"strconv"
+	"strings"
+)
 
 // Kind is the type of a configured link.
 type Kind string
@@ -115,6 +119,28 @@ type Rule struct {
 	Priority int
 	Mark     int
 	TOS      int
+}
+
+// String describes the rule in ip-rule(8)'s words, selectors first and
+// the table last, as written (0 stays 0).
+func (r Rule) String() string {
+	var f []string
+	if r.Priority != 0 {
+		f = append(f, "priority", strconv.Itoa(r.Priority))
+	}
+	if r.From.IsValid() {
+		f = append(f, "from", r.From.String())
+	}
+	if r.To.IsValid() {
+		f = append(f, "to", r.To.String())
+	}
+	if r.Mark != 0 {
+		f = append(f, "fwmark", strconv.Itoa(r.Mark))
+	}
+	if r.TOS != 0 {
+		f = append(f, "tos", strconv.Itoa(r.TOS))
+	}
+	return strings.Join(append(f, "table", strconv.Itoa(r.Table)), " ")
 }
 
 // Route is one route. A zero Via means an on-link route.

@@ -151,29 +151,13 @@ func nmDHCP(w *keyfile, o DHCPOverrides, metric int) {
 	}
 }
 
-// nmRule is a routing rule in NetworkManager's routing-rule syntax.
+// nmRule is a routing rule in NetworkManager's routing-rule syntax (and
+// ip-rule(8)'s), a rule without a table naming main.
 func nmRule(r Rule) string {
-	var f []string
-	if r.Priority != 0 {
-		f = append(f, "priority", strconv.Itoa(r.Priority))
+	if r.Table == 0 {
+		r.Table = 254 // main
 	}
-	if r.From.IsValid() {
-		f = append(f, "from", r.From.String())
-	}
-	if r.To.IsValid() {
-		f = append(f, "to", r.To.String())
-	}
-	if r.Mark != 0 {
-		f = append(f, "fwmark", strconv.Itoa(r.Mark))
-	}
-	if r.TOS != 0 {
-		f = append(f, "tos", strconv.Itoa(r.TOS))
-	}
-	table := r.Table
-	if table == 0 {
-		table = 254 // main
-	}
-	return strings.Join(append(f, "table", strconv.Itoa(table)), " ")
+	return r.String()
 }
 
 // nmUUID is a fixed (name-based, version 5 layout) UUID for a profile.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/seedkeeper/seedkeeper/netcfg"
@@ -305,25 +304,7 @@ func (r *Result) Err() error {
 }
 
 // ruleString describes a rule in ip-rule(8)'s words.
-func ruleString(r netcfg.Rule) string {
-	var f []string
-	if r.Priority != 0 {
-		f = append(f, "priority", strconv.Itoa(r.Priority))
-	}
-	if r.From.IsValid() {
-		f = append(f, "from", r.From.String())
-	}
-	if r.To.IsValid() {
-		f = append(f, "to", r.To.String())
-	}
-	if r.Mark != 0 {
-		f = append(f, "fwmark", strconv.Itoa(r.Mark))
-	}
-	if r.TOS != 0 {
-		f = append(f, "tos", strconv.Itoa(r.TOS))
-	}
-	return strings.Join(append(f, "table", strconv.Itoa(r.Table)), " ")
-}
+func ruleString(r netcfg.Rule) string { return r.String() }
 
 // mainTable is the kernel's main routing table, which a rule without a
 // table looks up.
