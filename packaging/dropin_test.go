@@ -130,7 +130,16 @@ def find_devs_with(criteria=None, **kw):
     return []
 DataSourceNoCloud.util.find_devs_with = find_devs_with
 util.find_devs_with = find_devs_with
-found = ds.get_data()
+# cloud-init's find_source takes an exception from a datasource for "not
+# found" and goes on to the next one (None); so does this check, and says
+# which exception it was. The drop-in's seedfrom names the machine's seed
+# directory, absent here, which read_seeded reports as a UrlError.
+get_data_error = ""
+try:
+    found = ds.get_data()
+except Exception as e:
+    found = False
+    get_data_error = type(e).__name__
 
 init = stages.Init(ds_deps=[])
 init._cfg = cfg
@@ -144,6 +153,7 @@ json.dump({
     "datasource_list": cfg.get("datasource_list"),
     "label_searched": searched,
     "found": found,
+    "get_data_error": get_data_error,
     "network_config": netcfg,
     "network_source": getattr(src, "value", str(src)),
     # How cloud-init's VMware and OVF datasources read the key (22.4's
@@ -156,6 +166,7 @@ type cloudInitResult struct {
 	DatasourceList []string `json:"datasource_list"`
 	LabelSearched  []string `json:"label_searched"`
 	Found          bool     `json:"found"`
+	GetDataError   string   `json:"get_data_error"`
 	NetworkConfig  any      `json:"network_config"`
 	NetworkSource  string   `json:"network_source"`
 	VMwareCustOff  bool     `json:"vmware_customization_disabled"`
@@ -237,6 +248,9 @@ func TestIntegrationDropInCloudInit(t *testing.T) {
 		}
 		if r.Found {
 			t.Errorf("NoCloud found a seed in an empty root")
+		}
+		if r.GetDataError != "" && r.GetDataError != "UrlError" {
+			t.Errorf("NoCloud's get_data raised %s in an empty root; only the missing seed (UrlError) is expected", r.GetDataError)
 		}
 		if r.NetworkConfig != nil || r.NetworkSource != "system_cfg" {
 			t.Errorf("network config %v from %q; want none (disabled by system_cfg)", r.NetworkConfig, r.NetworkSource)
