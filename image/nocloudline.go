@@ -124,15 +124,26 @@ func checkNoCloudLine(in *inspection) Item {
 	finding, note := false, true // a line at all forces the datasource: worth saying
 	for _, l := range lines {
 		it.Paths = appendNew(it.Paths, l.file)
+		// The keys are the line's own text: only those cloud-init knows
+		// are named, the others counted.
 		var keys []string
+		other := 0
 		for _, k := range slices.Sorted(maps.Keys(l.meta)) {
-			if k != "dsmode" {
+			switch {
+			case k == "dsmode":
+			case slices.Contains(noCloudLineKeys, k):
 				keys = append(keys, k)
+			default:
+				other++
 			}
 		}
+		named := slices.Clone(keys)
+		if other > 0 {
+			named = append(named, fmt.Sprintf("%d other key(s)", other))
+		}
 		desc := "ds=nocloud"
-		if len(keys) > 0 {
-			desc += " with " + strings.Join(keys, ", ")
+		if len(named) > 0 {
+			desc += " with " + strings.Join(named, ", ")
 		}
 		found = append(found, fmt.Sprintf("%s in %s (%s)", desc, l.where, l.file))
 		if _, ok := l.meta["instance-id"]; ok {
@@ -146,6 +157,9 @@ func checkNoCloudLine(in *inspection) Item {
 			}
 			note = true
 			clone = append(clone, fmt.Sprintf("cloud-init takes %s from %s, before seedkeeper's meta-data", k, l.where))
+		}
+		if other > 0 {
+			clone = append(clone, fmt.Sprintf("cloud-init takes the other key(s) from %s into its meta-data, before seedkeeper's", l.where))
 		}
 		s, _ := l.meta["seedfrom"].(string)
 		switch {
@@ -196,16 +210,25 @@ func fixFor(l noCloudLine, key string) string {
 	return "remove " + key + " from GRUB_CMDLINE_LINUX in " + l.file + ", then run update-grub"
 }
 
-// describeSeedfrom names a seedfrom by its scheme and host only: its path
-// and query may hold a token.
+// noCloudLineKeys are the meta-data keys a ds=nocloud line sets that
+// are named in the item (their long names); any other key of the line is
+// only counted.
+var noCloudLineKeys = []string{"instance-id", "local-hostname", "seedfrom", "network-config"}
+
+// describeSeedfrom names the kind of a seedfrom, never its text: the
+// whole of it, host included, comes from the kernel command line or the
+// SMBIOS serial, and its path and query may hold a token.
 func describeSeedfrom(s string) string {
-	scheme, rest, ok := strings.Cut(s, "://")
-	if !ok {
+	scheme, _, ok := strings.Cut(s, "://")
+	switch {
+	case !ok:
 		return "a local path"
+	case strings.EqualFold(scheme, "http"), strings.EqualFold(scheme, "https"):
+		return "an http(s) URL"
+	case strings.EqualFold(scheme, "ftp"), strings.EqualFold(scheme, "ftps"):
+		return "an ftp(s) URL"
+	case strings.EqualFold(scheme, "file"):
+		return "a file URL"
 	}
-	host, _, _ := strings.Cut(rest, "/")
-	if i := strings.LastIndex(host, "@"); i >= 0 {
-		host = host[i+1:]
-	}
-	return scheme + "://" + host
+	return "a URL of another scheme"
 }
