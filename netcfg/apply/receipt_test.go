@@ -204,3 +204,34 @@ func FuzzParseReceipt(f *testing.F) {
 		}
 	})
 }
+
+// The alternative names seedkeeper gave a NIC are in the receipt, so that
+// only those are ever given up; one that is not a link name, or one on a
+// stacked link, makes the receipt unreadable as any other bad field does.
+func TestReceiptAltNames(t *testing.T) {
+	r := &Receipt{Links: map[string]Added{}}
+	r.recordAltName(mac1, "ens4", true)
+	r.recordAltName(mac1, "enp0s3", true)
+	r.recordAltName(mac1, "ens4", true)
+	back, err := ParseReceipt(r.Marshal())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := back.Links[mac1].AltNames; !slices.Equal(got, []string{"enp0s3", "ens4"}) {
+		t.Errorf("alt names = %q", got)
+	}
+	back.recordAltName(mac1, "ens4", false)
+	back.recordAltName(mac1, "enp0s3", false)
+	if _, ok := back.Links[mac1]; ok || strings.Contains(string(back.Marshal()), "alt_names") {
+		t.Errorf("a NIC with nothing of seedkeeper's stays in the receipt:\n%s", back.Marshal())
+	}
+	for _, doc := range []string{
+		`{"version":1,"links":{"` + mac1 + `":{"alt_names":["bad name"]}}}`,
+		`{"version":1,"links":{"` + mac1 + `":{"alt_names":["ens4","ens4"]}}}`,
+		`{"version":2,"links":{},"stacked":{"bond0":{"made":true,"alt_names":["ens4"]}}}`,
+	} {
+		if _, err := ParseReceipt([]byte(doc)); err == nil || strings.Contains(err.Error(), "bad name") {
+			t.Errorf("ParseReceipt(%s) = %v", doc, err)
+		}
+	}
+}
