@@ -191,6 +191,7 @@ func Diff(cfg *netcfg.Config, live []Link, allow Allowlist, rc *Receipt) *Plan {
 		}
 		p.OwnedName[o.ifc.ID] = o.name
 	}
+	p.planAltNames(own)
 	p.assignRoutes(cfg, own)
 	links := make([]*netcfg.Interface, len(own))
 	for i, o := range own {
@@ -504,6 +505,33 @@ func (o *owned) liveRoutes() []netcfg.Route {
 }
 
 func (p *Plan) add(o *owned, op Op) { p.Ops = append(p.Ops, p.op(o, op)) }
+
+// planAltNames fills OwnedAltNames from the live links and the plan's
+// renames.
+func (p *Plan) planAltNames(own []*owned) {
+	for _, o := range own {
+		if o.kind != "" || o.link == nil {
+			continue
+		}
+		alt := slices.Clone(o.link.AltNames)
+		for _, op := range p.Ops {
+			if op.Index != o.link.Index || op.Kind != Rename && op.Kind != DelAltName {
+				continue
+			}
+			alt = slices.DeleteFunc(alt, func(n string) bool { return n == op.NewName })
+			if op.Kind == Rename && op.keepName && !slices.Contains(alt, op.Name) {
+				alt = append(alt, op.Name)
+			}
+		}
+		if len(alt) == 0 {
+			continue
+		}
+		if p.OwnedAltNames == nil {
+			p.OwnedAltNames = map[string][]string{}
+		}
+		p.OwnedAltNames[o.ifc.ID] = alt
+	}
+}
 
 // planRenames orders the renames so that a link gives up a name before
 // another takes it, going through a temporary name to break a cycle (two

@@ -477,6 +477,15 @@ func TestDiffRenameToAnAlternativeName(t *testing.T) {
 	if n := p.OwnedName["b"]; n != "ens4" {
 		t.Errorf("b is named %q after the plan", n)
 	}
+	// What else each NIC is matched by once the plan is applied.
+	if a, b := p.OwnedAltNames["a"], p.OwnedAltNames["b"]; len(a) != 0 || !slices.Equal(b, []string{"ens5"}) {
+		t.Errorf("alternative names after the plan: a %q, b %q", a, b)
+	}
+	// The part of the plan for the NIC renamed (a hotplug) frees the name
+	// too.
+	if part := p.only([]string{mac2}, nil, rc); !slices.Equal(opStrings(part), opStrings(p)) {
+		t.Errorf("part ops %q, want %q", opStrings(part), opStrings(p))
+	}
 
 	// Not seedkeeper's: the link keeps its name, and its files name it so.
 	p = Diff(cfg, live, virtio, nil)

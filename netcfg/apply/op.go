@@ -205,6 +205,11 @@ type Plan struct {
 	// has once the plan is applied: the set-name when the rename is
 	// planned, else the live name; a stacked link's configured name.
 	OwnedName map[string]string
+	// OwnedAltNames maps the ID of each owned physical interface to the
+	// alternative names its link has once the plan is applied (the live
+	// ones, less those the plan gives up, plus an old name a rename
+	// keeps): what else networkd, udev and netplan match it by.
+	OwnedAltNames map[string][]string
 
 	// receipt is what the next receipt holds if every operation fails:
 	// the entries still valid. Apply adds what it adds.
