@@ -86,6 +86,31 @@ func TestDetectNetplan(t *testing.T) {
 	}
 }
 
+// A key YAML types as other than a string (an entry ID 1, a key true)
+// made its whole mapping decode as another type, and ParseNetplan saw no
+// ethernets at all: the catch-all beside it went unsaid. netplan reads
+// every key as a scalar.
+func TestParseNetplanKeysOfAnyType(t *testing.T) {
+	for _, doc := range []string{
+		"network:\n  ethernets:\n    1: {dhcp4: true}\n    all-en: {match: {name: 'en*'}}\n",
+		"network:\n  true: x\n  ethernets:\n    all-en: {match: {name: 'en*', 2: x}}\n",
+		"1: x\nnetwork:\n  ethernets:\n    all-en: {match: {name: 'en*'}}\n",
+	} {
+		ents, err := ParseNetplan("/etc/netplan/k.yaml", []byte(doc))
+		if err != nil {
+			t.Fatalf("%q: %v", doc, err)
+		}
+		i := slices.IndexFunc(ents, func(e NetplanEntry) bool { return e.ID == "all-en" })
+		if i < 0 || !ents[i].CatchAll() || !ents[i].Matches("52:54:00:00:00:01", "enp0s3") {
+			t.Errorf("%q: entries %+v, want the catch-all all-en", doc, ents)
+		}
+	}
+	ents, _ := ParseNetplan("/etc/netplan/k.yaml", []byte("network:\n  ethernets:\n    1: {dhcp4: true}\n"))
+	if len(ents) != 1 || ents[0].ID != "1" || !ents[0].Matches("", "1") {
+		t.Errorf("entries %+v, want the link named 1", ents)
+	}
+}
+
 func TestNetplanEntryMatches(t *testing.T) {
 	ents, err := ParseNetplan("/etc/netplan/x.yaml", []byte(`network:
   version: 2
