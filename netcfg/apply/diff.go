@@ -582,10 +582,18 @@ func (p *Plan) planRenames(own []*owned, live []Link) {
 			o.flushed = o.link.Up
 		}
 	}
+	// ours reports whether the link holds an alternative name seedkeeper
+	// gave it: it was renamed by seedkeeper before, and its name now is
+	// seedkeeper's, not the one the system gave it.
+	ours := func(l *Link) bool {
+		return slices.ContainsFunc(p.receipt.Links[l.MAC].AltNames, func(n string) bool { return slices.Contains(l.AltNames, n) })
+	}
 	emit := func(r *rename, to string) {
 		// Only the name the link had when the plan was made is kept, not
-		// a temporary one, and not one another link is about to take.
-		keep := r.from == r.o.link.Name && !taken[r.from]
+		// a temporary one, not one another link is about to take, and
+		// not one seedkeeper gave at an earlier rename (the first name
+		// is the one kept: what was written under it before boot).
+		keep := r.from == r.o.link.Name && !taken[r.from] && !ours(r.o.link)
 		p.Ops = append(p.Ops, Op{Kind: Rename, MAC: r.o.link.MAC, Index: r.o.link.Index,
 			Name: r.from, NewName: to, wasUp: r.o.link.Up, keepName: keep})
 		delete(holder, r.from)

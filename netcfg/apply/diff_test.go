@@ -503,3 +503,23 @@ func TestDiffRenameToAnAlternativeName(t *testing.T) {
 		t.Errorf("receipt keeps alternative names the link no longer holds: %q", got)
 	}
 }
+
+// A NIC renamed twice (ens4 -> eth0 -> lan0 while seedkeeper runs) keeps
+// the name the system gave it, not the one seedkeeper gave in between: a
+// second alternative name would only hold a name another NIC may want.
+func TestDiffRenamedTwiceKeepsTheFirstName(t *testing.T) {
+	cfg := &netcfg.Config{Interfaces: []netcfg.Interface{{ID: "a", Kind: netcfg.Physical, MAC: mac1, Name: "lan0"}}}
+	live := []Link{{Index: 2, Name: "eth0", AltNames: []string{"ens4"}, MAC: mac1, Driver: "virtio_net"}}
+	rc := &Receipt{Links: map[string]Added{mac1: {AltNames: []string{"ens4"}}}}
+	p := Diff(cfg, live, virtio, rc)
+	wantOps(t, p, "eth0 ("+mac1+"): rename eth0 -> lan0", "lan0 ("+mac1+"): link up")
+	if got := p.OwnedAltNames["a"]; !slices.Equal(got, []string{"ens4"}) {
+		t.Errorf("alternative names after the plan %q, want [ens4]", got)
+	}
+	// One a person gave is not seedkeeper's: the name the link has is
+	// the system's, and is kept.
+	p = Diff(cfg, live, virtio, nil)
+	if got := p.OwnedAltNames["a"]; !slices.Equal(got, []string{"ens4", "eth0"}) {
+		t.Errorf("alternative names after the plan %q, want [ens4 eth0]", got)
+	}
+}
