@@ -372,6 +372,17 @@ func TestCheckNoCloudLine(t *testing.T) {
 	if !slices.Contains(it.Paths, "/etc/default/grub") {
 		t.Errorf("paths %q", it.Paths)
 	}
+	// A hostname in the image's own boot loader line is every clone's:
+	// a finding, where the VM's own serial's is the platform's (a note).
+	m.write("/etc/default/grub", "GRUB_CMDLINE_LINUX=\"ds=nocloud;h=packer-build\"\n")
+	it = expectItem(t, check(t, m), "nocloud-line", Finding, "ds=nocloud with local-hostname in the boot loader's kernel command line",
+		"every clone boots with that line, so its local-hostname win(s)", "remove all but ds=nocloud from GRUB_CMDLINE_LINUX in /etc/default/grub")
+	if strings.Contains(it.Found+it.Clone+it.Fix, "packer-build") {
+		t.Errorf("the line's values are quoted: %+v", it)
+	}
+	m.remove("/etc/default/grub")
+	m.write("/sys/class/dmi/id/product_serial", "ds=nocloud;h=vm7\n")
+	expectItem(t, check(t, m), "nocloud-line", Note, "ds=nocloud with local-hostname in the SMBIOS serial", "takes local-hostname from the SMBIOS serial")
 }
 
 // cloud-init's own hotplug, turned on by its udev rule, hotplug.enabled,

@@ -105,7 +105,9 @@ func grubCmdlines(b []byte) []string {
 //   - ds=nocloud alone: nothing; seedkeeper's drop-in names NoCloud anyway.
 //   - i= (instance-id): cloud-init's instance ID is that one, whatever
 //     seedkeeper decided: a finding; only removing it helps.
-//   - h= and other keys: they win over seedkeeper's meta-data.
+//   - h= and other keys: they win over seedkeeper's meta-data; a finding
+//     when the image's boot loader line sets them (every clone has them),
+//     a note when it is this VM's command line or SMBIOS serial.
 //   - s= (seedfrom) of http(s) or ftp(s): cloud-init's local NoCloud
 //     refuses the seed and NoCloudNet fetches it again over the network.
 //     The drop-in's datasource.NoCloud.seedfrom replaces any seedfrom
@@ -151,15 +153,28 @@ func checkNoCloudLine(in *inspection) Item {
 			clone = append(clone, fmt.Sprintf("cloud-init takes its instance ID from the i= of %s, before seedkeeper's seed (its command-line meta-data comes first): every boot and every clone has that ID, whatever seedkeeper decides", l.where))
 			fixes = append(fixes, fixFor(l, "i="))
 		}
+		// The boot loader's line is the image's: every clone boots with
+		// it, so what it sets wins over every clone's own metadata. The
+		// running system's line and serial are this VM's, the platform's
+		// to set.
+		baked := l.file != dmiSerial && l.file != procCmdline
+		var set []string
 		for _, k := range keys {
 			if k == "instance-id" || k == "seedfrom" {
 				continue
 			}
 			note = true
+			set = append(set, k)
 			clone = append(clone, fmt.Sprintf("cloud-init takes %s from %s, before seedkeeper's meta-data", k, l.where))
 		}
 		if other > 0 {
+			set = append(set, "other keys")
 			clone = append(clone, fmt.Sprintf("cloud-init takes the other key(s) from %s into its meta-data, before seedkeeper's", l.where))
+		}
+		if baked && len(set) > 0 {
+			finding = true
+			clone = append(clone, "every clone boots with that line, so its "+strings.Join(set, ", ")+" win(s) over each clone's own metadata")
+			fixes = append(fixes, fixFor(l, "all but ds=nocloud"))
 		}
 		s, _ := l.meta["seedfrom"].(string)
 		switch {
