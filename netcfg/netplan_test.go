@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -332,5 +333,41 @@ func TestNetworkManagerProfilesOutrankNetplans(t *testing.T) {
 				t.Errorf("netplan's %s has autoconnect-priority %d, not below %s's %d", e.Name(), prio(theirs), n, prio(b))
 			}
 		}
+	}
+}
+
+// An image root is input: a link in its /etc/netplan is followed inside
+// the root only (an absolute target names the image's file, not the
+// host's), and what is not a regular file (a FIFO) is a note, never a
+// blocking open; the other files are still read.
+func TestDetectNetplanOnAnImageStaysInTheRoot(t *testing.T) {
+	root := stackRoot(t, units(map[string]string{netplanGen: "", "/etc/netplan/90-default.yaml": catchAll}, ndUnit), enabled(nil, ndUnit))
+	outside := filepath.Join(t.TempDir(), "host.yaml")
+	if err := os.WriteFile(outside, []byte("network: {ethernets: {host-entry: {match: {name: 'x*'}}}}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	np := filepath.Join(root, "etc/netplan")
+	if err := os.Symlink(outside, filepath.Join(np, "10-abs.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../../../../../.."+outside, filepath.Join(np, "11-rel.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(np, "12-fifo.yaml"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, err := DetectImageStack(root)
+	if err != nil || d.Netplan == nil {
+		t.Fatalf("DetectImageStack = %+v, %v", d.Netplan, err)
+	}
+	var ids []string
+	for _, e := range d.Netplan.Entries {
+		ids = append(ids, e.ID)
+	}
+	if !slices.Equal(ids, []string{"all-en", "all-eth"}) {
+		t.Errorf("entries %q: the host's file was read through a link, or the image's lost", ids)
+	}
+	if len(d.Netplan.Notes) != 3 {
+		t.Errorf("notes %q, want one for each link and the FIFO", d.Netplan.Notes)
 	}
 }
