@@ -537,7 +537,9 @@ func (p *Plan) planAltNames(own []*owned) {
 // another takes it, going through a temporary name to break a cycle (two
 // NICs swapping names). A name held by a link that is not being renamed
 // (a foreign NIC, a bridge) is not taken: the owned link keeps its name,
-// with a note, and so do the files rendered for it.
+// with a note, and so do the files rendered for it. The kernel counts
+// alternative names as taken too: one seedkeeper gave another link (the
+// receipt's) is given up first, any other is a name another link holds.
 func (p *Plan) planRenames(own []*owned, live []Link) {
 	type rename struct {
 		o        *owned
