@@ -189,6 +189,7 @@ func FuzzParseReceipt(f *testing.F) {
 	f.Add([]byte(`null`))
 	f.Add([]byte(stackedReceipt))
 	f.Add([]byte(`{"version":2,"links":{},"stacked":{"bond0.100":{"routes":[{"to":"::/0","via":"2001:db8::1","metric":1024}]}}}`))
+	f.Add([]byte(`{"version":1,"links":{"bc:24:11:aa:bb:01":{"alt_names":["ens4","enp0s3"]}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r, err := ParseReceipt(data)
 		if err != nil {
