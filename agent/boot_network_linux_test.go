@@ -238,3 +238,42 @@ config:
 		t.Errorf("files %v, want eth1's own", names)
 	}
 }
+
+// On a netplan image, an entry such as "en*" takes eth0 through the
+// alternative name enp0s3 (the name the NIC had before boot renamed it,
+// which it keeps): networkd and netplan match alternative names. The
+// status named only entries that match the link's name, so it said nothing
+// of the catch-all that would take the owned NIC.
+func TestIntegrationBootNetplanEntryMatchesByAltName(t *testing.T) {
+	n, peers := newTestNetns(t), newTestNetns(t)
+	const mac = "02:5e:00:00:04:11"
+	root := netBootRoot(t, "iid-netplan-alt", `version: 2
+ethernets:
+  lan:
+    match: {macaddress: "`+mac+`"}
+    set-name: eth0
+    addresses: [192.0.2.51/24]
+`)
+	for p, s := range map[string]string{
+		"usr/lib/systemd/system-generators/netplan": "",
+		"etc/netplan/90-default.yaml":               "network:\n  version: 2\n  ethernets:\n    all-en: {match: {name: 'en*'}, dhcp4: true}\n    all-wl: {match: {name: 'wl*'}, dhcp4: true}\n",
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, p), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n.AddVeth(t, peers, "enp0s3", mac)
+
+	bootNet(t, n, root)
+	if alt := n.Link(t, "eth0").Attrs().AltNames; !slices.Contains(alt, "enp0s3") {
+		t.Fatalf("eth0 alternative names %q: the old name is not kept", alt)
+	}
+	st := readStatus(t, root)
+	if st.Network == nil || len(st.Network.Netplan) != 1 ||
+		!strings.Contains(st.Network.Netplan[0], "/etc/netplan/90-default.yaml entry all-en (match name en*) also matches eth0 (by its alternative name enp0s3), which seedkeeper owns") {
+		t.Errorf("status netplan lines: %+v", st.Network)
+	}
+}

@@ -37,6 +37,9 @@ type NetResult struct {
 	Stack string `json:"stack,omitempty"`
 	// files are the files rendered, for reloadStack.
 	files *netcfg.StackFiles
+	// altNames are the plan's alternative names of each owned NIC
+	// (apply.Plan.OwnedAltNames), by interface ID.
+	altNames map[string][]string
 	// Links are the kernel names of the owned links, stacked ones
 	// included, for the steps that look at their addresses.
 	Links []string `json:"links,omitempty"`
@@ -138,6 +141,7 @@ func (e *Env) networkStep(ctx context.Context, cfg *netcfg.Config, allow hotplug
 // running stack to reload when they changed and the change is live.
 func (e *Env) render(ctx context.Context, cfg *netcfg.Config, p *apply.Plan, res *NetResult, live bool) error {
 	pinned := p.Pinned(cfg)
+	res.altNames = p.OwnedAltNames
 	changed, err := e.renderNetworkd(pinned, p.Owns, res)
 	if err != nil {
 		return err
@@ -177,7 +181,7 @@ func (e *Env) renderNetworkd(cfg *netcfg.Config, owned func(*netcfg.Interface) b
 		return false, fmt.Errorf("network: rendering %s files: %w", det.Stack, err)
 	}
 	res.files = sf
-	res.Netplan = netplanNotes(det, cfg, owned)
+	res.Netplan = netplanNotes(det, cfg, owned, res.altNames)
 	for _, n := range res.Netplan {
 		e.Log.Info("network: " + n)
 	}
@@ -379,10 +383,12 @@ func (e *Env) someoneElses(places []netcfg.Place, sys string) bool {
 
 // netplanNotes says, for an image where netplan renders at boot, which of
 // its entries match an owned NIC (cfg is the plan's: every owned NIC by
-// the MAC and the name of its link) and what the stack does about it:
-// seedkeeper's file or profile comes first, so the entry takes only the
-// NICs seedkeeper does not own (netcfg.NetplanInfo).
-func netplanNotes(det netcfg.Detection, cfg *netcfg.Config, owned func(*netcfg.Interface) bool) []string {
+// the MAC and the name of its link; alt its link's alternative names by
+// ID, which netplan's name globs match too: "en*" takes eth0 through
+// enp0s3) and what the stack does about it: seedkeeper's file or profile
+// comes first, so the entry takes only the NICs seedkeeper does not own
+// (netcfg.NetplanInfo).
+func netplanNotes(det netcfg.Detection, cfg *netcfg.Config, owned func(*netcfg.Interface) bool, alt map[string][]string) []string {
 	np := det.Netplan
 	if np == nil {
 		return nil
@@ -394,8 +400,18 @@ func netplanNotes(det netcfg.Detection, cfg *netcfg.Config, owned func(*netcfg.I
 			continue
 		}
 		for _, ent := range np.Entries {
-			if !ent.Matches(ifc.MAC, ifc.LinkName()) {
+			if !ent.Matches(ifc.MAC, append([]string{ifc.LinkName()}, alt[ifc.ID]...)...) {
 				continue
+			}
+			nic := ifc.LinkName()
+			if !ent.Matches(ifc.MAC, nic) {
+				// Only an alternative name matches: say which.
+				for _, a := range alt[ifc.ID] {
+					if ent.Matches(ifc.MAC, a) {
+						nic += " (by its alternative name " + a + ")"
+						break
+					}
+				}
 			}
 			var wins string
 			switch {
@@ -410,7 +426,7 @@ func netplanNotes(det netcfg.Detection, cfg *netcfg.Config, owned func(*netcfg.I
 			default:
 				wins = "netplan renders for " + ent.Renderer + ", and seedkeeper renders for " + det.Stack.String()
 			}
-			notes = append(notes, fmt.Sprintf("%s entry %s (%s) also matches %s, which seedkeeper owns: %s", ent.File, ent.ID, ent.Describe(), ifc.LinkName(), wins))
+			notes = append(notes, fmt.Sprintf("%s entry %s (%s) also matches %s, which seedkeeper owns: %s", ent.File, ent.ID, ent.Describe(), nic, wins))
 		}
 	}
 	return notes

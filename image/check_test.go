@@ -340,13 +340,21 @@ func TestCheckNoCloudLine(t *testing.T) {
 	expectItem(t, check(t, m), "nocloud-line", Note, "ds=nocloud in the kernel command line (/proc/cmdline)", "forced to NoCloud", "harmless")
 
 	m.write("/proc/cmdline", "root=/dev/vda1 ds=nocloud;s=http://u:TOKEN1@10.0.2.2:8000/seed/?sig=TOKEN2\n")
-	it := expectItem(t, check(t, m), "nocloud-line", Note, "ds=nocloud with seedfrom", "its seedfrom (http://10.0.2.2:8000) is replaced by datasource.NoCloud.seedfrom from "+DropIn, "fetches nothing")
-	if s := it.Found + it.Clone + it.Fix; strings.Contains(s, "TOKEN") {
-		t.Errorf("the seedfrom's secrets are quoted: %+v", it)
+	it := expectItem(t, check(t, m), "nocloud-line", Note, "ds=nocloud with seedfrom", "its seedfrom (an http(s) URL) is replaced by datasource.NoCloud.seedfrom from "+DropIn, "fetches nothing")
+	if s := it.Found + it.Clone + it.Fix; strings.Contains(s, "TOKEN") || strings.Contains(s, "10.0.2.2") {
+		t.Errorf("the seedfrom is quoted: %+v", it)
 	}
+	// A key cloud-init does not shorten is the line's own text: counted,
+	// not named.
+	m.write("/proc/cmdline", "root=/dev/vda1 ds=nocloud;\x1b[2JHOSTILE=1;s=ftp://seed.example/\n")
+	it = expectItem(t, check(t, m), "nocloud-line", Note, "ds=nocloud with seedfrom, 1 other key(s)", "its seedfrom (an ftp(s) URL)", "takes the other key(s) from the kernel command line")
+	if s := it.Found + it.Clone + it.Fix; strings.Contains(s, "HOSTILE") || strings.Contains(s, "\x1b") || strings.Contains(s, "seed.example") {
+		t.Errorf("the kernel command line is quoted: %+v", it)
+	}
+	m.write("/proc/cmdline", "root=/dev/vda1 ds=nocloud;s=http://u:TOKEN1@10.0.2.2:8000/seed/?sig=TOKEN2\n")
 	// Without the drop-in's seedfrom cloud-init fetches the seed again.
 	m.write(DropIn, strings.Replace(packagingFile(t, "95-seedkeeper.cfg"), "seedfrom:", "x-seedfrom:", 1))
-	expectItem(t, check(t, m), "nocloud-line", Finding, "fetches its seed from the seedfrom (http://10.0.2.2:8000)", "reinstall the package's "+DropIn)
+	expectItem(t, check(t, m), "nocloud-line", Finding, "fetches its seed from the seedfrom (an http(s) URL)", "reinstall the package's "+DropIn)
 	m.write(DropIn, packagingFile(t, "95-seedkeeper.cfg"))
 
 	m.write("/sys/class/dmi/id/product_serial", "ds=nocloud;i=iid-packer;h=builder\n")
@@ -364,6 +372,17 @@ func TestCheckNoCloudLine(t *testing.T) {
 	if !slices.Contains(it.Paths, "/etc/default/grub") {
 		t.Errorf("paths %q", it.Paths)
 	}
+	// A hostname in the image's own boot loader line is every clone's:
+	// a finding, where the VM's own serial's is the platform's (a note).
+	m.write("/etc/default/grub", "GRUB_CMDLINE_LINUX=\"ds=nocloud;h=packer-build\"\n")
+	it = expectItem(t, check(t, m), "nocloud-line", Finding, "ds=nocloud with local-hostname in the boot loader's kernel command line",
+		"every clone boots with that line, so its local-hostname win(s)", "remove all but ds=nocloud from GRUB_CMDLINE_LINUX in /etc/default/grub")
+	if strings.Contains(it.Found+it.Clone+it.Fix, "packer-build") {
+		t.Errorf("the line's values are quoted: %+v", it)
+	}
+	m.remove("/etc/default/grub")
+	m.write("/sys/class/dmi/id/product_serial", "ds=nocloud;h=vm7\n")
+	expectItem(t, check(t, m), "nocloud-line", Note, "ds=nocloud with local-hostname in the SMBIOS serial", "takes local-hostname from the SMBIOS serial")
 }
 
 // cloud-init's own hotplug, turned on by its udev rule, hotplug.enabled,

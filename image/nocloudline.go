@@ -105,7 +105,9 @@ func grubCmdlines(b []byte) []string {
 //   - ds=nocloud alone: nothing; seedkeeper's drop-in names NoCloud anyway.
 //   - i= (instance-id): cloud-init's instance ID is that one, whatever
 //     seedkeeper decided: a finding; only removing it helps.
-//   - h= and other keys: they win over seedkeeper's meta-data.
+//   - h= and other keys: they win over seedkeeper's meta-data; a finding
+//     when the image's boot loader line sets them (every clone has them),
+//     a note when it is this VM's command line or SMBIOS serial.
 //   - s= (seedfrom) of http(s) or ftp(s): cloud-init's local NoCloud
 //     refuses the seed and NoCloudNet fetches it again over the network.
 //     The drop-in's datasource.NoCloud.seedfrom replaces any seedfrom
@@ -124,15 +126,26 @@ func checkNoCloudLine(in *inspection) Item {
 	finding, note := false, true // a line at all forces the datasource: worth saying
 	for _, l := range lines {
 		it.Paths = appendNew(it.Paths, l.file)
+		// The keys are the line's own text: only those cloud-init knows
+		// are named, the others counted.
 		var keys []string
+		other := 0
 		for _, k := range slices.Sorted(maps.Keys(l.meta)) {
-			if k != "dsmode" {
+			switch {
+			case k == "dsmode":
+			case slices.Contains(noCloudLineKeys, k):
 				keys = append(keys, k)
+			default:
+				other++
 			}
 		}
+		named := slices.Clone(keys)
+		if other > 0 {
+			named = append(named, fmt.Sprintf("%d other key(s)", other))
+		}
 		desc := "ds=nocloud"
-		if len(keys) > 0 {
-			desc += " with " + strings.Join(keys, ", ")
+		if len(named) > 0 {
+			desc += " with " + strings.Join(named, ", ")
 		}
 		found = append(found, fmt.Sprintf("%s in %s (%s)", desc, l.where, l.file))
 		if _, ok := l.meta["instance-id"]; ok {
@@ -140,12 +153,28 @@ func checkNoCloudLine(in *inspection) Item {
 			clone = append(clone, fmt.Sprintf("cloud-init takes its instance ID from the i= of %s, before seedkeeper's seed (its command-line meta-data comes first): every boot and every clone has that ID, whatever seedkeeper decides", l.where))
 			fixes = append(fixes, fixFor(l, "i="))
 		}
+		// The boot loader's line is the image's: every clone boots with
+		// it, so what it sets wins over every clone's own metadata. The
+		// running system's line and serial are this VM's, the platform's
+		// to set.
+		baked := l.file != dmiSerial && l.file != procCmdline
+		var set []string
 		for _, k := range keys {
 			if k == "instance-id" || k == "seedfrom" {
 				continue
 			}
 			note = true
+			set = append(set, k)
 			clone = append(clone, fmt.Sprintf("cloud-init takes %s from %s, before seedkeeper's meta-data", k, l.where))
+		}
+		if other > 0 {
+			set = append(set, "other keys")
+			clone = append(clone, fmt.Sprintf("cloud-init takes the other key(s) from %s into its meta-data, before seedkeeper's", l.where))
+		}
+		if baked && len(set) > 0 {
+			finding = true
+			clone = append(clone, "every clone boots with that line, so its "+strings.Join(set, ", ")+" win(s) over each clone's own metadata")
+			fixes = append(fixes, fixFor(l, "all but ds=nocloud"))
 		}
 		s, _ := l.meta["seedfrom"].(string)
 		switch {
@@ -196,16 +225,25 @@ func fixFor(l noCloudLine, key string) string {
 	return "remove " + key + " from GRUB_CMDLINE_LINUX in " + l.file + ", then run update-grub"
 }
 
-// describeSeedfrom names a seedfrom by its scheme and host only: its path
-// and query may hold a token.
+// noCloudLineKeys are the meta-data keys a ds=nocloud line sets that
+// are named in the item (their long names); any other key of the line is
+// only counted.
+var noCloudLineKeys = []string{"instance-id", "local-hostname", "seedfrom", "network-config"}
+
+// describeSeedfrom names the kind of a seedfrom, never its text: the
+// whole of it, host included, comes from the kernel command line or the
+// SMBIOS serial, and its path and query may hold a token.
 func describeSeedfrom(s string) string {
-	scheme, rest, ok := strings.Cut(s, "://")
-	if !ok {
+	scheme, _, ok := strings.Cut(s, "://")
+	switch {
+	case !ok:
 		return "a local path"
+	case strings.EqualFold(scheme, "http"), strings.EqualFold(scheme, "https"):
+		return "an http(s) URL"
+	case strings.EqualFold(scheme, "ftp"), strings.EqualFold(scheme, "ftps"):
+		return "an ftp(s) URL"
+	case strings.EqualFold(scheme, "file"):
+		return "a file URL"
 	}
-	host, _, _ := strings.Cut(rest, "/")
-	if i := strings.LastIndex(host, "@"); i >= 0 {
-		host = host[i+1:]
-	}
-	return scheme + "://" + host
+	return "a URL of another scheme"
 }

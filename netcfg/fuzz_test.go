@@ -96,6 +96,7 @@ func FuzzParseNetplan(f *testing.F) {
 		"network: {ethernets: {a: &x {match: {name: '*'}}, b: *x}}",
 		"- a\n- b\n",
 		"network:\n  ethernets:\n    all: {match: {name: '[en'}}\n",
+		"network:\n  ethernets:\n    1: {match: {true: x, name: 'en*'}}\n",
 	} {
 		f.Add([]byte(s))
 	}

@@ -170,9 +170,8 @@ func ParseNetplan(file string, data []byte) ([]NetplanEntry, error) {
 	if err := yamlx.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("netplan: %s is not YAML netplan can read: %w", file, yamlLine(err))
 	}
-	top, _ := doc.(map[string]any)
-	nw, _ := top["network"].(map[string]any)
-	eths, _ := nw["ethernets"].(map[string]any)
+	nw := netplanMap(netplanMap(doc)["network"])
+	eths := netplanMap(nw["ethernets"])
 	if len(eths) == 0 {
 		return nil, nil
 	}
@@ -180,12 +179,12 @@ func ParseNetplan(file string, data []byte) ([]NetplanEntry, error) {
 	renderer = netplanRenderer(eths["renderer"], renderer)
 	var out []NetplanEntry
 	for _, id := range slices.Sorted(maps.Keys(eths)) {
-		e, ok := eths[id].(map[string]any)
-		if !ok {
+		e := netplanMap(eths[id])
+		if e == nil {
 			continue // "renderer", or an entry that is not a mapping
 		}
 		ent := NetplanEntry{File: file, ID: id, Renderer: netplanRenderer(e["renderer"], renderer)}
-		if m, ok := e["match"].(map[string]any); ok {
+		if m := netplanMap(e["match"]); m != nil {
 			ent.Match = true
 			ent.Name = scalar(m["name"])
 			ent.MAC = strings.ToLower(scalar(m["macaddress"]))
@@ -219,6 +218,24 @@ func yamlLine(err error) error {
 		return err
 	}
 	return errors.New("not a YAML document")
+}
+
+// netplanMap is the YAML mapping v with its keys as netplan reads them,
+// scalars: a mapping with one key that YAML types otherwise (an entry ID
+// 1, a key true) decodes as map[any]any, and must not hide the others.
+// It is nil when v is not a mapping.
+func netplanMap(v any) map[string]any {
+	switch m := v.(type) {
+	case map[string]any:
+		return m
+	case map[any]any:
+		out := make(map[string]any, len(m))
+		for k, x := range m {
+			out[scalar(k)] = x
+		}
+		return out
+	}
+	return nil
 }
 
 func scalar(v any) string {

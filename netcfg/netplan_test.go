@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -83,6 +84,31 @@ func TestDetectNetplan(t *testing.T) {
 	d, err = DetectStack(bad)
 	if err != nil || d.Netplan == nil || len(d.Netplan.Notes) != 1 || !strings.Contains(d.Netplan.Notes[0], "/etc/netplan/01-bad.yaml") || strings.Contains(d.Netplan.Notes[0], "secret") {
 		t.Errorf("bad file: %+v, %v", d.Netplan, err)
+	}
+}
+
+// A key YAML types as other than a string (an entry ID 1, a key true)
+// made its whole mapping decode as another type, and ParseNetplan saw no
+// ethernets at all: the catch-all beside it went unsaid. netplan reads
+// every key as a scalar.
+func TestParseNetplanKeysOfAnyType(t *testing.T) {
+	for _, doc := range []string{
+		"network:\n  ethernets:\n    1: {dhcp4: true}\n    all-en: {match: {name: 'en*'}}\n",
+		"network:\n  true: x\n  ethernets:\n    all-en: {match: {name: 'en*', 2: x}}\n",
+		"1: x\nnetwork:\n  ethernets:\n    all-en: {match: {name: 'en*'}}\n",
+	} {
+		ents, err := ParseNetplan("/etc/netplan/k.yaml", []byte(doc))
+		if err != nil {
+			t.Fatalf("%q: %v", doc, err)
+		}
+		i := slices.IndexFunc(ents, func(e NetplanEntry) bool { return e.ID == "all-en" })
+		if i < 0 || !ents[i].CatchAll() || !ents[i].Matches("52:54:00:00:00:01", "enp0s3") {
+			t.Errorf("%q: entries %+v, want the catch-all all-en", doc, ents)
+		}
+	}
+	ents, _ := ParseNetplan("/etc/netplan/k.yaml", []byte("network:\n  ethernets:\n    1: {dhcp4: true}\n"))
+	if len(ents) != 1 || ents[0].ID != "1" || !ents[0].Matches("", "1") {
+		t.Errorf("entries %+v, want the link named 1", ents)
 	}
 }
 
@@ -307,5 +333,41 @@ func TestNetworkManagerProfilesOutrankNetplans(t *testing.T) {
 				t.Errorf("netplan's %s has autoconnect-priority %d, not below %s's %d", e.Name(), prio(theirs), n, prio(b))
 			}
 		}
+	}
+}
+
+// An image root is input: a link in its /etc/netplan is followed inside
+// the root only (an absolute target names the image's file, not the
+// host's), and what is not a regular file (a FIFO) is a note, never a
+// blocking open; the other files are still read.
+func TestDetectNetplanOnAnImageStaysInTheRoot(t *testing.T) {
+	root := stackRoot(t, units(map[string]string{netplanGen: "", "/etc/netplan/90-default.yaml": catchAll}, ndUnit), enabled(nil, ndUnit))
+	outside := filepath.Join(t.TempDir(), "host.yaml")
+	if err := os.WriteFile(outside, []byte("network: {ethernets: {host-entry: {match: {name: 'x*'}}}}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	np := filepath.Join(root, "etc/netplan")
+	if err := os.Symlink(outside, filepath.Join(np, "10-abs.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../../../../../.."+outside, filepath.Join(np, "11-rel.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(np, "12-fifo.yaml"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, err := DetectImageStack(root)
+	if err != nil || d.Netplan == nil {
+		t.Fatalf("DetectImageStack = %+v, %v", d.Netplan, err)
+	}
+	var ids []string
+	for _, e := range d.Netplan.Entries {
+		ids = append(ids, e.ID)
+	}
+	if !slices.Equal(ids, []string{"all-en", "all-eth"}) {
+		t.Errorf("entries %q: the host's file was read through a link, or the image's lost", ids)
+	}
+	if len(d.Netplan.Notes) != 3 {
+		t.Errorf("notes %q, want one for each link and the FIFO", d.Netplan.Notes)
 	}
 }

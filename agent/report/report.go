@@ -75,11 +75,19 @@ func Read(e agent.Env) (*Report, error) {
 // nocloud-line and cloud-init-hotplug items, handled or not), or why the
 // settings could not be checked.
 func CloudConfigWarnings(root sysroot.Root) []string {
+	warn, notes := CloudConfigNotes(root)
+	return append(warn, notes...)
+}
+
+// CloudConfigNotes is CloudConfigWarnings split by weight: warn are the
+// findings and what could not be checked, notes what is handled or
+// harmless (a bare ds=nocloud line, a seedfrom the drop-in replaces),
+// which boot logs as information, not as a warning.
+func CloudConfigNotes(root sysroot.Root) (warn, notes []string) {
 	rep, err := image.Check(string(root), "drop-in", "nocloud-line", "cloud-init-hotplug")
 	if err != nil {
-		return []string{err.Error()}
+		return []string{err.Error()}, nil
 	}
-	var warn []string
 	for _, it := range rep.Items {
 		switch {
 		case (it.ID == "nocloud-line" || it.ID == "cloud-init-hotplug") && it.Verdict != image.OK:
@@ -89,12 +97,16 @@ func CloudConfigWarnings(root sysroot.Root) []string {
 			if it.Fix != "" {
 				w += " (fix: " + it.Fix + ")"
 			}
-			warn = append(warn, w)
+			if it.Verdict == image.Note {
+				notes = append(notes, w)
+			} else {
+				warn = append(warn, w)
+			}
 		case it.Verdict == image.Finding:
 			warn = append(warn, it.Found)
 		case it.Verdict == image.Error:
 			warn = append(warn, "cloud-init's settings could not be checked: "+it.Found)
 		}
 	}
-	return warn
+	return warn, notes
 }

@@ -61,8 +61,12 @@ func runBoot(args []string, stdout, stderr io.Writer) int {
 	// What in cloud-init's settings and around it (a drop-in overridden, a
 	// ds=nocloud line, cloud-init's own hotplug) bears on the seed just
 	// written: in the log too, not only in status.
-	for _, w := range report.CloudConfigWarnings(e.Root) {
+	warn, notes := report.CloudConfigNotes(e.Root)
+	for _, w := range warn {
 		e.Log.Warn("cloud-init: " + w)
+	}
+	for _, n := range notes {
+		e.Log.Info("cloud-init: " + n)
 	}
 	return exitCode(err)
 }

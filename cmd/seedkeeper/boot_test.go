@@ -269,3 +269,25 @@ func TestBootLogsANoCloudLine(t *testing.T) {
 		t.Errorf("boot does not log the line:\n%s", r.stderr)
 	}
 }
+
+// A bare ds=nocloud line is harmless (the drop-in names NoCloud anyway):
+// boot says so as information; a WARN that reads "harmless" on every boot
+// is noise an admin learns to ignore.
+func TestBootLogsAHarmlessNoCloudLineAsInformation(t *testing.T) {
+	root := scratchRoot(t, kvmProduct, kvmVendor, kvmUUID)
+	copyDir(t, fixtureSeed, filepath.Join(root, "var/lib/cloud/seed/nocloud"))
+	writeFile(t, filepath.Join(root, "proc/cmdline"), "root=/dev/vda1 ds=nocloud\n", 0o444)
+	r := runInProcess("boot", "--root", root)
+	if r.code != exitOK {
+		t.Fatalf("boot: %v", r)
+	}
+	var line string
+	for _, l := range strings.Split(r.stderr, "\n") {
+		if strings.Contains(l, "cloud-init: ds=nocloud in the kernel command line") {
+			line = l
+		}
+	}
+	if !strings.Contains(line, "level=INFO") || !strings.Contains(line, "harmless") {
+		t.Errorf("the line is not logged as information: %q\n%s", line, r.stderr)
+	}
+}

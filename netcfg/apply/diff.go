@@ -38,6 +38,9 @@ func (a Allowlist) Allows(driver string) bool {
 type Link struct {
 	Index int
 	Name  string
+	// AltNames are the link's alternative names: the kernel counts them
+	// as taken, as it does names.
+	AltNames []string
 	// MAC is lower-case and colon-separated: the permanent address when
 	// the kernel reports one (a bond member's current address is the
 	// bond's), else the current one.
@@ -188,6 +191,7 @@ func Diff(cfg *netcfg.Config, live []Link, allow Allowlist, rc *Receipt) *Plan {
 		}
 		p.OwnedName[o.ifc.ID] = o.name
 	}
+	p.planAltNames(own)
 	p.assignRoutes(cfg, own)
 	links := make([]*netcfg.Interface, len(own))
 	for i, o := range own {
@@ -320,6 +324,15 @@ func (p *Plan) planNICs(own []*owned, live []Link) {
 func (p *Plan) planObjects(o *owned) (adds, addRoutes []Op) {
 	prior := p.receipt.get(o)
 	next := Added{Made: prior.Made, Index: prior.Index}
+	if o.link != nil {
+		// The alternative names seedkeeper gave that the link still
+		// holds: a reboot drops them all.
+		for _, n := range prior.AltNames {
+			if slices.Contains(o.link.AltNames, n) {
+				next.AltNames = append(next.AltNames, n)
+			}
+		}
+	}
 
 	liveAddrs := map[netip.Prefix]bool{}
 	for _, a := range o.liveAddresses() {
@@ -493,34 +506,96 @@ func (o *owned) liveRoutes() []netcfg.Route {
 
 func (p *Plan) add(o *owned, op Op) { p.Ops = append(p.Ops, p.op(o, op)) }
 
+// planAltNames fills OwnedAltNames from the live links and the plan's
+// renames.
+func (p *Plan) planAltNames(own []*owned) {
+	for _, o := range own {
+		if o.kind != "" || o.link == nil {
+			continue
+		}
+		alt := slices.Clone(o.link.AltNames)
+		for _, op := range p.Ops {
+			if op.Index != o.link.Index || op.Kind != Rename && op.Kind != DelAltName {
+				continue
+			}
+			alt = slices.DeleteFunc(alt, func(n string) bool { return n == op.NewName })
+			if op.Kind == Rename && op.keepName && !slices.Contains(alt, op.Name) {
+				alt = append(alt, op.Name)
+			}
+		}
+		if len(alt) == 0 {
+			continue
+		}
+		if p.OwnedAltNames == nil {
+			p.OwnedAltNames = map[string][]string{}
+		}
+		p.OwnedAltNames[o.ifc.ID] = alt
+	}
+}
+
 // planRenames orders the renames so that a link gives up a name before
 // another takes it, going through a temporary name to break a cycle (two
 // NICs swapping names). A name held by a link that is not being renamed
 // (a foreign NIC, a bridge) is not taken: the owned link keeps its name,
-// with a note, and so do the files rendered for it.
+// with a note, and so do the files rendered for it. The kernel counts
+// alternative names as taken too: one seedkeeper gave another link (the
+// receipt's) is given up first, any other is a name another link holds.
 func (p *Plan) planRenames(own []*owned, live []Link) {
-	holder := map[string]int{} // name -> live index
-	for _, l := range live {
-		holder[l.Name] = l.Index
-	}
 	type rename struct {
 		o        *owned
 		from, to string
+	}
+	holder := map[string]int{}      // name -> live index
+	altHolder := map[string]*Link{} // alternative name -> live link
+	for i, l := range live {
+		holder[l.Name] = l.Index
+		for _, a := range l.AltNames {
+			altHolder[a] = &live[i]
+		}
+	}
+	// freeAlt makes the name a rename wants free of another link's
+	// alternative name: only one seedkeeper gave that link (the receipt
+	// has it), which it gives up first; any other keeps the owned link's
+	// name, as a name another link holds does.
+	freeAlt := func(r *rename) bool {
+		l := altHolder[r.to]
+		if l == nil || l.Index == r.o.link.Index {
+			return true // the rename itself gives up the link's own
+		}
+		if l.MAC == "" || !slices.Contains(p.receipt.Links[l.MAC].AltNames, r.to) {
+			return false
+		}
+		p.Ops = append(p.Ops, Op{Kind: DelAltName, MAC: l.MAC, Index: l.Index, Name: l.Name, NewName: r.to})
+		delete(altHolder, r.to)
+		return true
 	}
 	var pending []*rename
 	taken := map[string]bool{} // names a rename of the plan gives
 	for _, o := range own {
 		if o.ifc.Name != "" && o.ifc.Name != o.link.Name {
-			pending = append(pending, &rename{o: o, from: o.link.Name, to: o.ifc.Name})
+			r := &rename{o: o, from: o.link.Name, to: o.ifc.Name}
+			if !freeAlt(r) {
+				p.notef("%s (%s): set-name %s not applied: another link has that name as an alternative name", o.link.Name, o.link.MAC, r.to)
+				continue
+			}
+			pending = append(pending, r)
 			taken[o.ifc.Name] = true
 			o.name = o.ifc.Name
 			o.flushed = o.link.Up
 		}
 	}
+	// ours reports whether the link holds an alternative name seedkeeper
+	// gave it: it was renamed by seedkeeper before, and its name now is
+	// seedkeeper's, not the one the system gave it.
+	ours := func(l *Link) bool {
+		return slices.ContainsFunc(p.receipt.Links[l.MAC].AltNames, func(n string) bool { return slices.Contains(l.AltNames, n) })
+	}
 	emit := func(r *rename, to string) {
 		// Only the name the link had when the plan was made is kept, not
-		// a temporary one, and not one another link is about to take.
-		keep := r.from == r.o.link.Name && !taken[r.from]
+		// a temporary one, not one another link is about to take, and
+		// not one seedkeeper gave at an earlier rename (the first name
+		// is the one kept: what was written under it before boot).
+		keep := r.from == r.o.link.Name && !taken[r.from] && !ours(r.o.link)
 		p.Ops = append(p.Ops, Op{Kind: Rename, MAC: r.o.link.MAC, Index: r.o.link.Index,
 			Name: r.from, NewName: to, wasUp: r.o.link.Up, keepName: keep})
 		delete(holder, r.from)
@@ -553,7 +628,7 @@ func (p *Plan) planRenames(own []*owned, live []Link) {
 			} else {
 				tmp := fmt.Sprintf("sktmp%d", h.o.link.Index)
 				for n := 0; ; n++ {
-					if _, taken := holder[tmp]; !taken {
+					if _, taken := holder[tmp]; !taken && altHolder[tmp] == nil {
 						break
 					}
 					tmp = fmt.Sprintf("sktmp%d-%d", h.o.link.Index, n)

@@ -452,3 +452,74 @@ func TestPlanOnlyKeepsTheNames(t *testing.T) {
 		t.Errorf("the partial plan names lan %s, want ens4 (names %v)", got, part.OwnedName)
 	}
 }
+
+// A NIC renamed keeps its old name as an alternative name, and the kernel
+// counts an alternative name as taken: a rename of another NIC to that
+// name failed at apply ("name ens4 is taken by another link"). The plan
+// gives up an alternative name seedkeeper gave (the receipt has it)
+// before the rename; one it did not give keeps the owned link's name,
+// with a note, as a name another link holds does.
+func TestDiffRenameToAnAlternativeName(t *testing.T) {
+	cfg := &netcfg.Config{Interfaces: []netcfg.Interface{
+		{ID: "a", Kind: netcfg.Physical, MAC: mac1, Name: "eth0"},
+		{ID: "b", Kind: netcfg.Physical, MAC: mac2, Name: "ens4"},
+	}}
+	live := []Link{
+		{Index: 2, Name: "eth0", AltNames: []string{"ens4"}, MAC: mac1, Driver: "virtio_net", Up: true},
+		{Index: 3, Name: "ens5", MAC: mac2, Driver: "virtio_net"},
+	}
+	rc := &Receipt{Links: map[string]Added{mac1: {AltNames: []string{"ens4"}}}}
+	p := Diff(cfg, live, virtio, rc)
+	wantOps(t, p,
+		"eth0 ("+mac1+"): give up alternative name ens4 (kept by seedkeeper at a rename, now another link's name)",
+		"ens5 ("+mac2+"): rename ens5 -> ens4",
+		"ens4 ("+mac2+"): link up")
+	if n := p.OwnedName["b"]; n != "ens4" {
+		t.Errorf("b is named %q after the plan", n)
+	}
+	// What else each NIC is matched by once the plan is applied.
+	if a, b := p.OwnedAltNames["a"], p.OwnedAltNames["b"]; len(a) != 0 || !slices.Equal(b, []string{"ens5"}) {
+		t.Errorf("alternative names after the plan: a %q, b %q", a, b)
+	}
+	// The part of the plan for the NIC renamed (a hotplug) frees the name
+	// too.
+	if part := p.only([]string{mac2}, nil, rc); !slices.Equal(opStrings(part), opStrings(p)) {
+		t.Errorf("part ops %q, want %q", opStrings(part), opStrings(p))
+	}
+
+	// Not seedkeeper's: the link keeps its name, and its files name it so.
+	p = Diff(cfg, live, virtio, nil)
+	wantOps(t, p, "ens5 ("+mac2+"): link up")
+	wantNote(t, p, "ens5 ("+mac2+"): set-name ens4 not applied: another link has that name as an alternative name")
+	if n := p.Pinned(cfg).Lookup("b").LinkName(); n != "ens5" {
+		t.Errorf("b is rendered as %q", n)
+	}
+
+	// After a reboot the kernel holds none of them: the receipt forgets
+	// them, and never claims a name a person gives the link later.
+	live[0].AltNames = nil
+	p = Diff(cfg, live, virtio, rc)
+	if got := p.receipt.Links[mac1].AltNames; len(got) != 0 {
+		t.Errorf("receipt keeps alternative names the link no longer holds: %q", got)
+	}
+}
+
+// A NIC renamed twice (ens4 -> eth0 -> lan0 while seedkeeper runs) keeps
+// the name the system gave it, not the one seedkeeper gave in between: a
+// second alternative name would only hold a name another NIC may want.
+func TestDiffRenamedTwiceKeepsTheFirstName(t *testing.T) {
+	cfg := &netcfg.Config{Interfaces: []netcfg.Interface{{ID: "a", Kind: netcfg.Physical, MAC: mac1, Name: "lan0"}}}
+	live := []Link{{Index: 2, Name: "eth0", AltNames: []string{"ens4"}, MAC: mac1, Driver: "virtio_net"}}
+	rc := &Receipt{Links: map[string]Added{mac1: {AltNames: []string{"ens4"}}}}
+	p := Diff(cfg, live, virtio, rc)
+	wantOps(t, p, "eth0 ("+mac1+"): rename eth0 -> lan0", "lan0 ("+mac1+"): link up")
+	if got := p.OwnedAltNames["a"]; !slices.Equal(got, []string{"ens4"}) {
+		t.Errorf("alternative names after the plan %q, want [ens4]", got)
+	}
+	// One a person gave is not seedkeeper's: the name the link has is
+	// the system's, and is kept.
+	p = Diff(cfg, live, virtio, nil)
+	if got := p.OwnedAltNames["a"]; !slices.Equal(got, []string{"ens4", "eth0"}) {
+		t.Errorf("alternative names after the plan %q, want [ens4 eth0]", got)
+	}
+}

@@ -267,6 +267,7 @@ func (h *Handle) read(ctx context.Context, cfg *netcfg.Config, allow Allowlist) 
 		l := Link{
 			Index:    a.Index,
 			Name:     a.Name,
+			AltNames: slices.Clone(a.AltNames),
 			MAC:      LinkMAC(a),
 			Stacked:  stackedTypes[nl.Type()],
 			Kind:     nl.Type(),
@@ -506,8 +507,28 @@ func (h *Handle) Apply(ctx context.Context, p *Plan) (*Result, error) {
 			}
 		}
 		res.Receipt.record(op, err)
+		h.recordAltNames(res.Receipt, op, err)
 	}
 	return res, res.Err()
+}
+
+// recordAltNames keeps the receipt's alternative names of a NIC true to
+// what op did: a rename gives up the name it takes and may have kept the
+// old one (which the kernel may have refused: the link says), and a
+// DelAltName gave its name up.
+func (h *Handle) recordAltNames(rc *Receipt, op Op, err error) {
+	switch {
+	case err != nil:
+	case op.Kind == DelAltName:
+		rc.recordAltName(op.MAC, op.NewName, false)
+	case op.Kind == Rename:
+		rc.recordAltName(op.MAC, op.NewName, false)
+		if op.keepName {
+			if l, lerr := h.nl.LinkByIndex(op.Index); lerr == nil && slices.Contains(l.Attrs().AltNames, op.Name) {
+				rc.recordAltName(op.MAC, op.Name, true)
+			}
+		}
+	}
 }
 
 func (h *Handle) do(op Op, links map[int]netlink.Link) error {
@@ -551,6 +572,12 @@ func (h *Handle) do(op Op, links map[int]netlink.Link) error {
 		links[op.Index] = l
 	}
 	switch op.Kind {
+	case DelAltName:
+		err := h.nl.LinkDelAltName(l, op.NewName)
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENODEV) {
+			return nil // given up already
+		}
+		return err
 	case Rename:
 		if op.wasUp {
 			if err := h.nl.LinkSetDown(l); err != nil {

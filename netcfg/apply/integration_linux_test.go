@@ -427,6 +427,56 @@ func TestIntegrationRenameKeepsTheOldNameAsAnAltName(t *testing.T) {
 	}
 }
 
+// The old name a rename keeps is counted as taken by the kernel: renaming
+// another NIC to it failed the apply with EEXIST. The receipt records the
+// alternative names seedkeeper gave, and only those are given up for
+// another NIC to take; one a person gave a link keeps the owned NIC's
+// name, with a note, and the apply does not fail.
+func TestIntegrationRenameToAnAltNameSeedkeeperGave(t *testing.T) {
+	ns, nh := newNS(t)
+	addVeth(t, nh, "ens4", mac1, "peer0", "bc:24:11:00:00:01")
+	h := openAt(t, ns)
+	allow := Drivers("veth")
+	cfg := &netcfg.Config{Interfaces: []netcfg.Interface{{Kind: netcfg.Physical, MAC: mac1, Name: "eth0"}}}
+	_, res, err := planApply(t, h, cfg, allow, nil)
+	must(t, err)
+	if got := res.Receipt.Links[mac1].AltNames; !slices.Equal(got, []string{"ens4"}) {
+		t.Fatalf("receipt alternative names = %q, want [ens4]", got)
+	}
+
+	addVeth(t, nh, "ens5", mac2, "peer1", "bc:24:11:00:00:02")
+	cfg.Interfaces = append(cfg.Interfaces, netcfg.Interface{Kind: netcfg.Physical, MAC: mac2, Name: "ens4"})
+	_, res, err = planApply(t, h, cfg, allow, res.Receipt)
+	if err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	if got := link(t, nh, "ens4").Attrs().HardwareAddr.String(); got != mac2 {
+		t.Errorf("ens4 is %s, want %s", got, mac2)
+	}
+	if got := link(t, nh, "eth0").Attrs().AltNames; slices.Contains(got, "ens4") {
+		t.Errorf("eth0 still holds ens4: %q", got)
+	}
+	if got := res.Receipt.Links[mac1].AltNames; len(got) != 0 {
+		t.Errorf("receipt still lists %q for %s", got, mac1)
+	}
+
+	// A person's alternative name on a link seedkeeper does not own.
+	addVeth(t, nh, "other0", "bc:24:11:00:00:09", "peer9", "bc:24:11:00:00:0a")
+	must(t, nh.LinkAddAltName(link(t, nh, "other0"), "lan9"))
+	cfg.Interfaces[1].Name = "lan9"
+	p, _, err := planApply(t, h, cfg, allow, res.Receipt)
+	if err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	wantNote(t, p, "set-name lan9 not applied: another link has that name as an alternative name")
+	if got := link(t, nh, "ens4").Attrs().HardwareAddr.String(); got != mac2 {
+		t.Errorf("ens4 is %s, want %s", got, mac2)
+	}
+	if got := link(t, nh, "other0").Attrs().AltNames; !slices.Equal(got, []string{"lan9"}) {
+		t.Errorf("other0 alternative names = %q", got)
+	}
+}
+
 // fakeDumps interrupts the first dumps of a real handle.
 type fakeDumps struct {
 	nlHandle

@@ -31,6 +31,10 @@ const (
 	// (Op.Rule), planned with the link whose configuration has it.
 	AddRule
 	RemoveRule
+	// DelAltName gives up an alternative name (Op.NewName) seedkeeper
+	// gave the link at an earlier rename, so that another link can take
+	// it as its name.
+	DelAltName
 )
 
 // rank is the place of an operation in a plan: by its kind, except that a
@@ -40,6 +44,8 @@ const (
 // VLAN's MTU cannot exceed its link's).
 func rank(op Op) int {
 	switch op.Kind {
+	case DelAltName:
+		return -1 // before the rename that takes the name
 	case Rename:
 		return 0
 	case SetMTU:
@@ -118,6 +124,8 @@ func (o Op) String() string {
 	switch o.Kind {
 	case Rename:
 		what = "rename " + o.Name + " -> " + o.NewName
+	case DelAltName:
+		what = "give up alternative name " + o.NewName + " (kept by seedkeeper at a rename, now another link's name)"
 	case SetMTU:
 		what = fmt.Sprintf("set mtu %d", o.MTU)
 	case LinkUp:
@@ -197,6 +205,11 @@ type Plan struct {
 	// has once the plan is applied: the set-name when the rename is
 	// planned, else the live name; a stacked link's configured name.
 	OwnedName map[string]string
+	// OwnedAltNames maps the ID of each owned physical interface to the
+	// alternative names its link has once the plan is applied (the live
+	// ones, less those the plan gives up, plus an old name a rename
+	// keeps): what else networkd, udev and netplan match it by.
+	OwnedAltNames map[string][]string
 
 	// receipt is what the next receipt holds if every operation fails:
 	// the entries still valid. Apply adds what it adds.

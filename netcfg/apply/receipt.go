@@ -50,10 +50,14 @@ type Added struct {
 	// someone made after seedkeeper's was deleted.
 	Made  bool
 	Index int
+	// AltNames are the alternative names seedkeeper gave the NIC (its
+	// name before a rename): only those are given up for another link
+	// to take.
+	AltNames []string
 }
 
 func (a Added) empty() bool {
-	return !a.Made && len(a.Addresses) == 0 && len(a.Routes) == 0 && len(a.Rules) == 0
+	return !a.Made && len(a.Addresses) == 0 && len(a.Routes) == 0 && len(a.Rules) == 0 && len(a.AltNames) == 0
 }
 
 func (r *Receipt) clone() *Receipt {
@@ -62,7 +66,7 @@ func (r *Receipt) clone() *Receipt {
 		return c
 	}
 	for mac, a := range r.Links {
-		c.Links[mac] = Added{Addresses: slices.Clone(a.Addresses), Routes: slices.Clone(a.Routes), Rules: slices.Clone(a.Rules)}
+		c.Links[mac] = Added{Addresses: slices.Clone(a.Addresses), Routes: slices.Clone(a.Routes), Rules: slices.Clone(a.Rules), AltNames: slices.Clone(a.AltNames)}
 	}
 	for name, a := range r.Stacked {
 		c.Stacked[name] = Added{Addresses: slices.Clone(a.Addresses), Routes: slices.Clone(a.Routes), Rules: slices.Clone(a.Rules), Made: a.Made, Index: a.Index}
@@ -95,6 +99,22 @@ func (r *Receipt) setFor(o *owned, a Added) {
 		return
 	}
 	r.set(o.link.MAC, a)
+}
+
+// recordAltName notes that the NIC with this MAC now holds (held true)
+// or no longer holds an alternative name seedkeeper gave it.
+func (r *Receipt) recordAltName(mac, name string, held bool) {
+	a := r.Links[mac]
+	i := slices.Index(a.AltNames, name)
+	switch {
+	case held && i < 0:
+		a.AltNames = append(slices.Clone(a.AltNames), name)
+	case !held && i >= 0:
+		a.AltNames = slices.Delete(slices.Clone(a.AltNames), i, i+1)
+	default:
+		return
+	}
+	r.set(mac, a)
 }
 
 // record notes the outcome of op: an object added is now ours, an object we
@@ -150,6 +170,8 @@ type linkAdded struct {
 	// its ifindex.
 	Made  bool `json:"made,omitempty"`
 	Index int  `json:"index,omitempty"`
+	// AltNames: the alternative names seedkeeper gave the link.
+	AltNames []string `json:"alt_names,omitempty"`
 }
 
 type routeJSON struct {
@@ -197,7 +219,7 @@ func marshalAdded(out map[string]linkAdded, in map[string]Added) {
 		if a.empty() {
 			continue
 		}
-		la := linkAdded{Made: a.Made, Index: a.Index}
+		la := linkAdded{Made: a.Made, Index: a.Index, AltNames: slices.Sorted(slices.Values(a.AltNames))}
 		la.Addresses = slices.SortedFunc(slices.Values(a.Addresses), func(x, y netip.Prefix) int {
 			return cmp.Or(x.Addr().Compare(y.Addr()), x.Bits()-y.Bits())
 		})
@@ -294,6 +316,15 @@ func parseAdded(field, key string, la linkAdded) (Added, error) {
 	}
 	if la.Index < 0 || la.Index != 0 && !la.Made {
 		return a, fmt.Errorf("%s[%q].index: only a made link has one, and it is positive", field, key)
+	}
+	if len(la.AltNames) > 0 && field == "stacked" {
+		return a, fmt.Errorf("%s[%q].alt_names: only a NIC is given one", field, key)
+	}
+	for i, n := range la.AltNames {
+		if !kernelLinkName(n) || slices.Contains(a.AltNames, n) {
+			return a, fmt.Errorf("%s[%q].alt_names[%d]: not a link name, or one named twice", field, key, i)
+		}
+		a.AltNames = append(a.AltNames, n)
 	}
 	for i, p := range la.Addresses {
 		if !p.IsValid() {

@@ -189,6 +189,7 @@ func FuzzParseReceipt(f *testing.F) {
 	f.Add([]byte(`null`))
 	f.Add([]byte(stackedReceipt))
 	f.Add([]byte(`{"version":2,"links":{},"stacked":{"bond0.100":{"routes":[{"to":"::/0","via":"2001:db8::1","metric":1024}]}}}`))
+	f.Add([]byte(`{"version":1,"links":{"bc:24:11:aa:bb:01":{"alt_names":["ens4","enp0s3"]}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r, err := ParseReceipt(data)
 		if err != nil {
@@ -203,4 +204,35 @@ func FuzzParseReceipt(f *testing.F) {
 			t.Fatalf("not stable:\n%s\n%s", out, again)
 		}
 	})
+}
+
+// The alternative names seedkeeper gave a NIC are in the receipt, so that
+// only those are ever given up; one that is not a link name, or one on a
+// stacked link, makes the receipt unreadable as any other bad field does.
+func TestReceiptAltNames(t *testing.T) {
+	r := &Receipt{Links: map[string]Added{}}
+	r.recordAltName(mac1, "ens4", true)
+	r.recordAltName(mac1, "enp0s3", true)
+	r.recordAltName(mac1, "ens4", true)
+	back, err := ParseReceipt(r.Marshal())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := back.Links[mac1].AltNames; !slices.Equal(got, []string{"enp0s3", "ens4"}) {
+		t.Errorf("alt names = %q", got)
+	}
+	back.recordAltName(mac1, "ens4", false)
+	back.recordAltName(mac1, "enp0s3", false)
+	if _, ok := back.Links[mac1]; ok || strings.Contains(string(back.Marshal()), "alt_names") {
+		t.Errorf("a NIC with nothing of seedkeeper's stays in the receipt:\n%s", back.Marshal())
+	}
+	for _, doc := range []string{
+		`{"version":1,"links":{"` + mac1 + `":{"alt_names":["bad name"]}}}`,
+		`{"version":1,"links":{"` + mac1 + `":{"alt_names":["ens4","ens4"]}}}`,
+		`{"version":2,"links":{},"stacked":{"bond0":{"made":true,"alt_names":["ens4"]}}}`,
+	} {
+		if _, err := ParseReceipt([]byte(doc)); err == nil || strings.Contains(err.Error(), "bad name") {
+			t.Errorf("ParseReceipt(%s) = %v", doc, err)
+		}
+	}
 }

@@ -154,8 +154,22 @@ func (p *Plan) only(macs []string, above map[string]bool, rc *Receipt) *Plan {
 	for _, m := range macs {
 		set[normMAC(m)] = true
 	}
-	out := &Plan{Notes: p.Notes, Owned: p.Owned, OwnedMAC: p.OwnedMAC, OwnedName: p.OwnedName, receipt: p.receipt.clone()}
+	out := &Plan{Notes: p.Notes, Owned: p.Owned, OwnedMAC: p.OwnedMAC, OwnedName: p.OwnedName, OwnedAltNames: p.OwnedAltNames, receipt: p.receipt.clone()}
+	// An alternative name another link gives up for a rename of the
+	// part goes with it.
+	freed := map[string]bool{}
 	for _, op := range p.Ops {
+		if op.Kind == Rename && set[op.MAC] {
+			freed[op.NewName] = true
+		}
+	}
+	for _, op := range p.Ops {
+		if op.Kind == DelAltName {
+			if freed[op.NewName] {
+				out.Ops = append(out.Ops, op)
+			}
+			continue
+		}
 		if op.LinkKind == "" && set[op.MAC] || op.LinkKind != "" && above[op.Name] || op.Kind == SetMaster && above[op.Master] {
 			out.Ops = append(out.Ops, op)
 		}
