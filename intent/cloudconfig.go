@@ -311,6 +311,10 @@ func (cc *CloudConfig) parseChpasswd(v *yaml.Node) {
 			default:
 				pw.Hashed = true
 			}
+			if pw.Hashed && strings.Contains(pw.Value, ":") {
+				cc.warn("user-data %s.password (line %d) dropped: a hash with a ':', which no crypt(3) hash has", at, pn.Line)
+				continue
+			}
 			cc.Passwords = append(cc.Passwords, pw)
 		}
 	}

@@ -315,11 +315,35 @@ func TestSetPassword(t *testing.T) {
 	}
 	// A line break would add a line to chpasswd's input.
 	run := func(context.Context, []string, []byte) error {
-		t.Error("ran chpasswd with a line break in the password")
+		t.Error("ran chpasswd with input it must refuse")
 		return nil
 	}
 	if err := SetPassword(context.Background(), run, "", Password{User: "admin", Value: "a\nroot:x"}, false); err == nil {
 		t.Error("a password with a line break was set")
+	}
+	// Nor may the user name add a line, or a field, to chpasswd's input
+	// (the second line would set root's password), nor a hash shift the
+	// fields of /etc/shadow; the error never quotes the password.
+	for _, p := range []Password{
+		{User: "admin\nroot", Value: "hunter2"},
+		{User: "admin:root", Value: "hunter2"},
+		{User: "", Value: "hunter2"},
+		{User: "-admin", Value: "hunter2"},
+		{User: "admin", Value: "$6$salt$hash:0:0:99999:7:::", Hashed: true},
+	} {
+		err := SetPassword(context.Background(), run, "", p, true)
+		if err == nil {
+			t.Errorf("%q: set", p.User)
+		} else if strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "99999") {
+			t.Errorf("the error quotes the password: %v", err)
+		}
+	}
+	// A ':' in a text password is chpasswd's to split: the first ':' ends
+	// the name.
+	var stdin string
+	ok := func(_ context.Context, _ []string, in []byte) error { stdin = string(in); return nil }
+	if err := SetPassword(context.Background(), ok, "", Password{User: "admin", Value: "a:b"}, false); err != nil || stdin != "admin:a:b\n" {
+		t.Errorf("text with a ':': %q, %v", stdin, err)
 	}
 }
 
