@@ -85,9 +85,31 @@ func Apply(ctx context.Context, o Options) (*Result, error) {
 	case o.NewInstance:
 		res.Baseline = "a new instance: cloud-init applies the metadata itself at this boot; recorded for the next boots"
 		// cloud-init's ssh and users_groups modules put these keys in
-		// place at this boot: they are the metadata's.
+		// place at this boot: they are the metadata's, but for a key
+		// already there (a clone, or a reset of a used disk), which a
+		// person put there unless the record of the instance before
+		// says the metadata did; cloud-init leaves it as it is.
 		for user, keys := range d.Keys {
-			if fps := Fingerprints(keys); len(fps) > 0 {
+			had := map[string]bool{}
+			if a, err := LookupUser(o.Root, user); err == nil {
+				if file, err := AuthorizedKeysFile(o.Root, a); err == nil {
+					for _, fp := range KeysPresent(o.Root, a, file, keys) {
+						had[fp] = true
+					}
+				}
+			}
+			if prev != nil {
+				for _, fp := range prev.Keys[user] {
+					delete(had, fp)
+				}
+			}
+			var fps []string
+			for _, fp := range Fingerprints(keys) {
+				if !had[fp] {
+					fps = append(fps, fp)
+				}
+			}
+			if len(fps) > 0 {
 				rec.Keys[user] = fps
 			}
 		}

@@ -96,3 +96,28 @@ func TestApplyUserRenamedKeepsKeys(t *testing.T) {
 		t.Errorf("changed %q\napplied %q\nwaiting %q", changed, applied, waiting)
 	}
 }
+
+// A new instance on a disk that already has a key by hand (a clone, a
+// reset): cloud-init leaves that line as it is, so it stays the person's
+// and a later boot that drops the key from the metadata leaves it; the
+// key cloud-init adds is the metadata's and goes.
+func TestApplyNewInstanceKeepsHandKeys(t *testing.T) {
+	root, a := userRoot(t)
+	write(t, string(root), "etc/cloud/cloud.cfg", "system_info:\n  default_user:\n    name: admin\n", 0o644)
+	if _, err := ApplyKeys(root, a, "/.ssh/authorized_keys", []string{handKey}, nil); err != nil { // by hand, on the source VM
+		t.Fatal(err)
+	}
+	if _, err := Apply(context.Background(), Options{Root: root, Metadata: vmwareMD(handKey, keyA), InstanceID: "vm-1", NewInstance: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ApplyKeys(root, a, "/.ssh/authorized_keys", []string{handKey, keyA}, nil); err != nil { // what cloud-init did
+		t.Fatal(err)
+	}
+	res, err := Apply(context.Background(), Options{Root: root, Metadata: vmwareMD(), InstanceID: "vm-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, root.Path("/home/admin/.ssh/authorized_keys")); got != handKey+"\n" {
+		t.Errorf("after the metadata dropped both keys: %q, want the hand key only (%+v)", got, res)
+	}
+}
