@@ -180,6 +180,13 @@ func apply(ctx context.Context, o Options, log *slog.Logger, res *Result, prev, 
 				fail(c.Setting, err)
 				continue
 			}
+			if a.UID == 0 {
+				// cloud-init's disable_root decides what a key of root
+				// may do (by default only print whom to log in as);
+				// seedkeeper writing it plain would bypass that.
+				res.Waiting = append(res.Waiting, c.Setting+": a uid 0 account, whose keys cloud-init's disable_root governs at the first boot of an instance; not written")
+				continue
+			}
 			file, err := AuthorizedKeysFile(o.Root, a)
 			if err != nil {
 				fail(c.Setting, err)

@@ -121,3 +121,29 @@ func TestApplyNewInstanceKeepsHandKeys(t *testing.T) {
 		t.Errorf("after the metadata dropped both keys: %q, want the hand key only (%+v)", got, res)
 	}
 }
+
+// The metadata names a uid 0 account: its keys are not written (cloud-
+// init's disable_root governs them), and the status says so.
+func TestApplyRootKeysWait(t *testing.T) {
+	root, _ := userRoot(t)
+	if err := os.MkdirAll(root.Path("/root"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	md := func(keys ...string) *datasource.Metadata {
+		return &datasource.Metadata{Source: datasource.SourceNoCloud, InstanceID: "iid-1",
+			UserData: []byte("#cloud-config\nuser: root\nssh_authorized_keys: [" + strings.Join(keys, ", ") + "]\n")}
+	}
+	if _, err := Apply(context.Background(), Options{Root: root, Metadata: md(keyA), InstanceID: "iid-1", NewInstance: true}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Apply(context.Background(), Options{Root: root, Metadata: md(keyA, keyB), InstanceID: "iid-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(root.Path("/root/.ssh/authorized_keys")); err == nil {
+		t.Error("root's authorized_keys was written")
+	}
+	if _, _, waiting := res.Lines(); !strings.Contains(waiting, "keys:root: a uid 0 account") {
+		t.Errorf("waiting %q", waiting)
+	}
+}
