@@ -28,6 +28,11 @@ type Options struct {
 	// nothing there, which is no admin's change, so nothing is compared
 	// or removed on a kept instance.
 	Redacted bool
+	// Placeholder is true when the instance ID is a placeholder passed
+	// through (identity rule 9), no identity: every clone of the disk
+	// boots with the same one, so a clone cannot be told from the kept
+	// instance, and nothing is compared or removed.
+	Placeholder bool
 	// NetworkByCloudInit is true when network.owner is cloud-init.
 	NetworkByCloudInit bool
 	// Run runs chpasswd and passwd; nil runs them from PATH.
@@ -81,6 +86,9 @@ func Apply(ctx context.Context, o Options) (*Result, error) {
 	switch {
 	case o.Redacted && !o.NewInstance && prev != nil:
 		res.Baseline = "the metadata is redacted after each read (vmware.redact): a kept instance cannot tell a change from the redaction, so nothing is compared"
+		return res, nil
+	case o.Placeholder && !o.NewInstance:
+		res.Baseline = "the instance ID is a placeholder, no identity: a clone of this disk cannot be told from this instance, so nothing is compared"
 		return res, nil
 	case o.NewInstance:
 		res.Baseline = "a new instance: cloud-init applies the metadata itself at this boot; recorded for the next boots"

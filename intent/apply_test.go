@@ -147,3 +147,27 @@ func TestApplyRootKeysWait(t *testing.T) {
 		t.Errorf("waiting %q", waiting)
 	}
 }
+
+// A placeholder instance ID is no identity: a clone of the disk boots with
+// the same one, with the metadata of another VM. Nothing is compared, so
+// the first VM's metadata keys are not removed from the clone.
+func TestApplyPlaceholderRemovesNothing(t *testing.T) {
+	root, a := userRoot(t)
+	write(t, string(root), "etc/cloud/cloud.cfg", "system_info:\n  default_user:\n    name: admin\n", 0o644)
+	if _, err := Apply(context.Background(), Options{Root: root, Metadata: vmwareMD(keyA), InstanceID: "iid-datasource-none", NewInstance: true, Placeholder: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ApplyKeys(root, a, "/.ssh/authorized_keys", []string{keyA}, nil); err != nil { // what cloud-init did
+		t.Fatal(err)
+	}
+	res, err := Apply(context.Background(), Options{Root: root, Metadata: vmwareMD(keyB), InstanceID: "iid-datasource-none", Placeholder: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, root.Path("/home/admin/.ssh/authorized_keys")); got != keyA+"\n" {
+		t.Errorf("a placeholder ID: authorized_keys %q, want it untouched", got)
+	}
+	if !strings.Contains(res.Baseline, "placeholder") || len(res.Changed)+len(res.Applied) != 0 {
+		t.Errorf("a placeholder ID: %+v", res)
+	}
+}
