@@ -152,7 +152,7 @@ func Settings(in Input) Desired {
 		set("user-data", md.UserData)
 	}
 	for k, v := range cc.Top {
-		set("user-data:"+k, v)
+		set(topSetting(in.Salt, k), v)
 	}
 	d.DefaultUser = cc.DefaultUser
 	if d.DefaultUser == "" {
@@ -196,6 +196,17 @@ func Settings(in Input) Desired {
 
 	d.CloudInit = dig([]byte(md.Hostname), []byte(strings.Join(md.PublicKeys, "\n")), md.UserData, md.VendorData)
 	return d
+}
+
+// topSetting is the setting name of a top-level user-data key, which the
+// status shows: "user-data:KEY" for a plain name, else a description that
+// does not quote the key, told apart from another key of the same length
+// by a salted digest of it.
+func topSetting(salt, k string) string {
+	if safeKey(k) == k {
+		return "user-data:" + k
+	}
+	return fmt.Sprintf("user-data:(a key of %d bytes, %s)", len(k), digest(salt, []byte(k))[:12])
 }
 
 // keySetText is the canonical text of a set of keys: their fingerprints,
