@@ -200,10 +200,28 @@ func apply(ctx context.Context, o Options, log *slog.Logger, res *Result, prev, 
 				fail(c.Setting, err)
 				continue
 			}
-			out, err := ApplyKeys(o.Root, a, file, d.Keys[user], prev.Keys[user])
+			receipt, held := prev.Keys[user], []string(nil)
+			if d.KeysPartial[user] {
+				// A key was dropped as unusable: the set is not all the
+				// metadata means, so only additions are made, and the
+				// keys it put there stay its own.
+				wanted := Fingerprints(d.Keys[user])
+				receipt, held = nil, nil
+				for _, fp := range prev.Keys[user] {
+					if slices.Contains(wanted, fp) {
+						receipt = append(receipt, fp)
+					} else {
+						held = append(held, fp)
+					}
+				}
+			}
+			out, err := ApplyKeys(o.Root, a, file, d.Keys[user], receipt)
 			if err != nil {
 				fail(c.Setting, err)
 				continue
+			}
+			if len(held) > 0 {
+				out.Receipt = slices.Compact(slices.Sorted(slices.Values(append(out.Receipt, held...))))
 			}
 			if len(out.Receipt) > 0 {
 				rec.Keys[user] = out.Receipt
@@ -213,7 +231,11 @@ func apply(ctx context.Context, o Options, log *slog.Logger, res *Result, prev, 
 			if out.Wrote {
 				res.Wrote = append(res.Wrote, out.File)
 			}
-			res.Applied = append(res.Applied, fmt.Sprintf("%s: %d added, %d removed in %s (seedkeeper)", c.Setting, out.Added, out.Removed, out.File))
+			note := ""
+			if d.KeysPartial[user] {
+				note = "; a key of the metadata was dropped as unusable (see the warnings), so none was removed"
+			}
+			res.Applied = append(res.Applied, fmt.Sprintf("%s: %d added, %d removed in %s (seedkeeper)%s", c.Setting, out.Added, out.Removed, out.File, note))
 			log.Info("authorized keys applied", "user", user, "added", out.Added, "removed", out.Removed, "file", out.File)
 		case strings.HasPrefix(c.Setting, "password:"):
 			user := strings.TrimPrefix(c.Setting, "password:")

@@ -171,3 +171,38 @@ func TestApplyPlaceholderRemovesNothing(t *testing.T) {
 		t.Errorf("a placeholder ID: %+v", res)
 	}
 }
+
+// A key of the user-data dropped as unusable (a mapping where a key
+// should be, a control character) is one bad field: it does not make the
+// keys it stood among count as removed. That boot only adds; once the
+// list is whole again, a key it no longer has is removed.
+func TestApplyDroppedKeyRemovesNothing(t *testing.T) {
+	root, a := userRoot(t)
+	const keyC = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAICarolKeyC carol@box"
+	md := func(keys ...string) *datasource.Metadata {
+		return &datasource.Metadata{Source: datasource.SourceNoCloud, InstanceID: "iid-1",
+			UserData: []byte("#cloud-config\nuser: admin\nssh_authorized_keys:\n  - " + strings.Join(keys, "\n  - ") + "\n")}
+	}
+	if _, err := Apply(context.Background(), Options{Root: root, Metadata: md(keyA, keyB), InstanceID: "iid-1", NewInstance: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ApplyKeys(root, a, "/.ssh/authorized_keys", []string{keyA, keyB}, nil); err != nil { // what cloud-init did
+		t.Fatal(err)
+	}
+	res, err := Apply(context.Background(), Options{Root: root, Metadata: md(keyA, "{not: a key}", keyC), InstanceID: "iid-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := read(t, root.Path("/home/admin/.ssh/authorized_keys")), keyA+"\n"+keyB+"\n"+keyC+"\n"; got != want {
+		t.Errorf("a dropped key: authorized_keys %q, want %q", got, want)
+	}
+	if _, applied, _ := res.Lines(); !strings.Contains(applied, "1 added, 0 removed") || !strings.Contains(applied, "dropped as unusable") {
+		t.Errorf("applied %q", applied)
+	}
+	if _, err := Apply(context.Background(), Options{Root: root, Metadata: md(keyA, keyC), InstanceID: "iid-1"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := read(t, root.Path("/home/admin/.ssh/authorized_keys")), keyA+"\n"+keyC+"\n"; got != want {
+		t.Errorf("the list whole again: authorized_keys %q, want %q", got, want)
+	}
+}

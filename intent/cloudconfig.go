@@ -29,8 +29,10 @@ type CloudConfig struct {
 	// DefaultUser is the `user:` key (a name, or a mapping's name); ""
 	// when it is not set (the image's default user then).
 	DefaultUser string
-	// Keys is the top-level ssh_authorized_keys, for the default user.
-	Keys []string
+	// Keys is the top-level ssh_authorized_keys, for the default user;
+	// KeysPartial is true when an entry of it was dropped as unusable.
+	Keys        []string
+	KeysPartial bool
 	// Users are the `users:` entries that name a user other than
 	// "default", with their ssh_authorized_keys.
 	Users []User
@@ -53,6 +55,8 @@ type CloudConfig struct {
 type User struct {
 	Name string
 	Keys []string
+	// KeysPartial is true when an entry of its keys was dropped.
+	KeysPartial bool
 }
 
 // Password is a password for a user. User "" is the default user.
@@ -124,7 +128,7 @@ func ParseCloudConfig(b []byte) CloudConfig {
 				cc.parseUsers(v)
 			}
 		case key == "ssh_authorized_keys":
-			cc.Keys = cc.keyList("ssh_authorized_keys", v)
+			cc.Keys, cc.KeysPartial = cc.keyList("ssh_authorized_keys", v)
 		case key == "password":
 			if p, ok := cc.str("password", v); ok {
 				cc.Password = newPassword("", p)
@@ -229,7 +233,7 @@ func (cc *CloudConfig) parseUsers(v *yaml.Node) {
 			}
 			u := User{Name: n}
 			if kv := mapValue(e, "ssh_authorized_keys"); kv != nil {
-				u.Keys = cc.keyList(at+".ssh_authorized_keys", kv)
+				u.Keys, u.KeysPartial = cc.keyList(at+".ssh_authorized_keys", kv)
 			}
 			cc.Users = append(cc.Users, u)
 		default:
@@ -239,8 +243,9 @@ func (cc *CloudConfig) parseUsers(v *yaml.Node) {
 }
 
 // keyList reads a list of public keys (a single string is one key, as
-// cloud-init takes it), filtered as the metadata's keys are.
-func (cc *CloudConfig) keyList(field string, v *yaml.Node) []string {
+// cloud-init takes it), filtered as the metadata's keys are; partial is
+// true when an entry was dropped.
+func (cc *CloudConfig) keyList(field string, v *yaml.Node) (keys []string, partial bool) {
 	var raw []string
 	var where []int
 	switch v.Kind {
@@ -252,19 +257,20 @@ func (cc *CloudConfig) keyList(field string, v *yaml.Node) []string {
 		for i, e := range v.Content {
 			if e.Kind != yaml.ScalarNode || e.Tag == "!!null" {
 				cc.warn("user-data %s[%d] (line %d) dropped: want a string, got %s", field, i, e.Line, yamlx.NodeKind(e))
+				partial = true
 				continue
 			}
 			raw, where = append(raw, strings.ReplaceAll(e.Value, "\t", " ")), append(where, e.Line)
 		}
 	default:
 		cc.warn("user-data %s (line %d) dropped: want a list of keys, got %s", field, v.Line, yamlx.NodeKind(v))
-		return nil
+		return nil, true
 	}
 	kept, dropped := datasource.FilterPublicKeys(raw)
 	for _, d := range dropped {
 		cc.warn("user-data %s key at line %d dropped: %v", field, where[d.Index], d.Err)
 	}
-	return kept
+	return kept, partial || len(dropped) > 0
 }
 
 func (cc *CloudConfig) parseChpasswd(v *yaml.Node) {

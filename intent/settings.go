@@ -95,6 +95,10 @@ type Desired struct {
 	DefaultUser string
 	// Keys are the public keys per user name, as the metadata gives them.
 	Keys map[string][]string
+	// KeysPartial names the users an entry of whose keys was dropped as
+	// unusable: the set is not all the metadata means, so no key of
+	// theirs is removed at this boot.
+	KeysPartial map[string]bool
 	// Passwords are per user name.
 	Passwords map[string]Password
 	// Expire is chpasswd.expire.
@@ -122,7 +126,7 @@ type Input struct {
 // Settings reads the settings of one boot's metadata.
 func Settings(in Input) Desired {
 	md := in.Metadata
-	d := Desired{Keys: map[string][]string{}, Passwords: map[string]Password{}, Settings: map[string]string{}, Expire: true}
+	d := Desired{Keys: map[string][]string{}, KeysPartial: map[string]bool{}, Passwords: map[string]Password{}, Settings: map[string]string{}, Expire: true}
 	dig := func(parts ...[]byte) string { return digest(in.Salt, parts...) }
 	set := func(name string, parts ...[]byte) { d.Settings[name] = dig(parts...) }
 
@@ -160,14 +164,22 @@ func Settings(in Input) Desired {
 	}
 	if d.DefaultUser != "" {
 		d.Keys[d.DefaultUser] = append(slices.Clone(md.PublicKeys), cc.Keys...)
+		d.KeysPartial[d.DefaultUser] = cc.KeysPartial
 	} else if len(md.PublicKeys)+len(cc.Keys) > 0 {
 		d.Warnings = append(d.Warnings, "public keys: no default user is named (user-data user, or the image's system_info.default_user); they wait for cloud-init at a new instance")
 	}
 	for _, u := range cc.Users {
 		d.Keys[u.Name] = append(d.Keys[u.Name], u.Keys...)
+		d.KeysPartial[u.Name] = d.KeysPartial[u.Name] || u.KeysPartial
 	}
 	for user, keys := range d.Keys {
-		set("keys:"+user, []byte(keySetText(keys)))
+		// A set with a key dropped differs from the same set whole, so
+		// that the boot that finds it whole again removes what it must.
+		partial := ""
+		if d.KeysPartial[user] {
+			partial = "\npartial"
+		}
+		set("keys:"+user, []byte(keySetText(keys)+partial))
 	}
 	d.Expire = cc.Expire
 	pws := cc.Passwords
