@@ -495,3 +495,82 @@ func TestIntegrationApplyKeysRealRoot(t *testing.T) {
 		t.Errorf("written: %q", got)
 	}
 }
+
+// Whatever the file held and the metadata asks for, ApplyKeys keeps every
+// line but the metadata's keys it no longer wants, in order; adds only
+// lines of want, none with a line break or control character; and claims
+// only keys of want.
+func FuzzApplyKeys(f *testing.F) {
+	f.Add(keyA+"\n# mine\n"+handKey+"\n", keyB, keyA, true)
+	f.Add("", keyA, "ssh-ed25519 AAAA\nssh-ed25519 BBBB injected", false)
+	f.Add(handKey+"\n"+handKey+"\n", handKey, "", true)
+	f.Add("\n\n"+keyA, `from="10.0.0.0/8" `+keyA, "ssh-rsa AAAA\rx", true)
+	f.Fuzz(func(t *testing.T, old, want1, want2 string, claimOld bool) {
+		if len(old) > 4096 || len(want1)+len(want2) > 4096 {
+			return
+		}
+		root, a := userRoot(t)
+		userDir(t, root, "/home/admin/.ssh")
+		p := root.Path("/home/admin/.ssh/authorized_keys")
+		if err := os.WriteFile(p, []byte(old), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		os.Lchown(p, a.UID, a.GID)
+		want := []string{want1, want2}
+		var receipt []string
+		if claimOld {
+			for _, l := range strings.Split(old, "\n") {
+				if k, ok := ParseKey(l); ok {
+					receipt = append(receipt, k.Fingerprint())
+				}
+			}
+		}
+		out, err := ApplyKeys(root, a, "/.ssh/authorized_keys", want, receipt)
+		if err != nil {
+			t.Fatalf("a regular file of the user's: %v", err)
+		}
+		wanted := map[string]bool{}
+		for _, l := range want {
+			if k, ok := ParseKey(l); ok {
+				wanted[k.Fingerprint()] = true
+			}
+		}
+		ours := map[string]bool{}
+		for _, fp := range receipt {
+			ours[fp] = true
+		}
+		var kept []string
+		if old != "" {
+			for _, l := range strings.Split(strings.TrimSuffix(old, "\n"), "\n") {
+				if k, ok := ParseKey(l); ok && ours[k.Fingerprint()] && !wanted[k.Fingerprint()] {
+					continue
+				}
+				kept = append(kept, l)
+			}
+		}
+		got := read(t, p)
+		if !out.Wrote {
+			if got != old {
+				t.Fatalf("not written, but the file changed: %q", got)
+			}
+			return
+		}
+		lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
+		if got == "" {
+			lines = nil
+		}
+		if len(lines) != len(kept)+out.Added || !slices.Equal(lines[:len(kept)], kept) {
+			t.Fatalf("file %q, want the kept lines %q then %d added", got, kept, out.Added)
+		}
+		for _, l := range lines[len(kept):] {
+			if !slices.Contains(want, l) || checkText(l) != nil {
+				t.Errorf("added line %q is no usable line of want", l)
+			}
+		}
+		for _, fp := range out.Receipt {
+			if !wanted[fp] {
+				t.Errorf("receipt claims %s, not a key of want", fp)
+			}
+		}
+	})
+}
