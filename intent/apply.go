@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/seedkeeper/seedkeeper/datasource"
+	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
 
@@ -71,7 +72,18 @@ func Apply(ctx context.Context, o Options) (*Result, error) {
 	res := &Result{}
 	prev, err := LoadRecord(o.Root)
 	if err != nil {
-		res.Warnings = append(res.Warnings, err.Error()+"; a new record is started")
+		msg := err.Error() + "; a new record is started"
+		if errors.Is(err, ErrBadRecord) {
+			// Kept for a person: it holds the receipt of the keys the
+			// metadata put in place, which the new record cannot know.
+			if b, rerr := fsutil.ReadFileInNoFollow(ctx, string(o.Root), RecordPath, fsutil.SmallFile); rerr == nil {
+				if werr := fsutil.WriteFileIn(string(o.Root), BadRecordPath, b, 0o600); werr == nil {
+					msg += ", the old one kept as " + o.Root.Path(BadRecordPath)
+					res.Wrote = append(res.Wrote, o.Root.Path(BadRecordPath))
+				}
+			}
+		}
+		res.Warnings = append(res.Warnings, msg)
 		prev = nil
 	}
 	salt := NewSalt()

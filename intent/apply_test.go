@@ -66,6 +66,10 @@ func TestApplyOtherInstanceIsBaseline(t *testing.T) {
 	if err != nil || len(res.Warnings) == 0 || !strings.Contains(res.Warnings[0], "not a record") || strings.Contains(res.Warnings[0], "not json") {
 		t.Errorf("corrupt record: %+v, %v", res, err)
 	}
+	// ...and kept aside, for a person: nothing of it is lost.
+	if got := read(t, root.Path(BadRecordPath)); got != "{not json" || !strings.Contains(res.Warnings[0], "kept as") {
+		t.Errorf("the corrupt record kept as %q (warning %q)", got, res.Warnings[0])
+	}
 }
 
 // ciuser renamed on a kept instance: the new user does not exist yet, so
