@@ -21,7 +21,7 @@ import (
 // BadRecordPath where one that could not be read is kept aside.
 const (
 	RecordPath    = paths.Changes
-	BadRecordPath = paths.Changes + ".bad"
+	BadRecordPath = paths.ChangesBad
 )
 
 // ErrBadRecord is returned by LoadRecord for a file that is no record.
