@@ -182,9 +182,18 @@ func apply(ctx context.Context, o Options, log *slog.Logger, res *Result, prev, 
 		log.Error("changed setting not applied", "setting", setting, "err", err)
 	}
 	byCloudInit := false
+	held := false
 	for _, c := range res.Changed {
 		r := Lookup(c.Setting)
 		switch {
+		case d.UserDataBroken && (strings.HasPrefix(c.Setting, "keys:") || strings.HasPrefix(c.Setting, "password:") || strings.HasPrefix(c.Setting, "user-data")):
+			// A typo in the user-data is no removal of what it names:
+			// compared again with the last good one once it decodes.
+			keep(c.Setting)
+			if !held {
+				held = true
+				res.Waiting = append(res.Waiting, "user-data: a #cloud-config that does not decode (see the warnings); its users, keys, passwords and settings are left as they are until it does")
+			}
 		case strings.HasPrefix(c.Setting, "keys:") && c.Kind == "removed":
 			// The metadata names the user no more (ciuser renamed): its
 			// keys stay, or the rename would lock the admin out before

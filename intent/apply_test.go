@@ -210,3 +210,49 @@ func TestApplyDroppedKeyRemovesNothing(t *testing.T) {
 		t.Errorf("the list whole again: authorized_keys %q, want %q", got, want)
 	}
 }
+
+// A #cloud-config that does not decode (a typo in the admin's user-data)
+// is no removal of the user, keys and password it named: they stay, the
+// status says why, and once it decodes again it is compared with the
+// last one that did.
+func TestApplyBrokenUserDataRemovesNothing(t *testing.T) {
+	root, a := userRoot(t)
+	write(t, string(root), "etc/cloud/cloud.cfg", "system_info:\n  default_user:\n    name: admin\n", 0o644)
+	md := func(ud string) *datasource.Metadata {
+		return &datasource.Metadata{Source: datasource.SourceNoCloud, InstanceID: "iid-1", UserData: []byte(ud)}
+	}
+	good := "#cloud-config\nuser: admin\nssh_authorized_keys: [" + keyA + "]\npackage_upgrade: false\n"
+	var calls int
+	run := func(context.Context, []string, []byte) error { calls++; return nil }
+	if _, err := Apply(context.Background(), Options{Root: root, Metadata: md(good), InstanceID: "iid-1", NewInstance: true, Run: run}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ApplyKeys(root, a, "/.ssh/authorized_keys", []string{keyA}, nil); err != nil { // what cloud-init did
+		t.Fatal(err)
+	}
+	for _, broken := range []string{
+		"#cloud-config\nuser: admin\nssh_authorized_keys: [" + keyA + "\n  package_upgrade: : :\n",
+		"#cloud-config\n- just\n- a list\n",
+	} {
+		res, err := Apply(context.Background(), Options{Root: root, Metadata: md(broken), InstanceID: "iid-1", Run: run})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := read(t, root.Path("/home/admin/.ssh/authorized_keys")); got != keyA+"\n" {
+			t.Errorf("broken user-data: authorized_keys %q, want key A still", got)
+		}
+		if _, _, waiting := res.Lines(); !strings.Contains(waiting, "does not decode") {
+			t.Errorf("broken user-data: waiting %q", waiting)
+		}
+	}
+	res, err := Apply(context.Background(), Options{Root: root, Metadata: md(strings.Replace(good, keyA, keyA+", "+keyB, 1)), InstanceID: "iid-1", Run: run})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, root.Path("/home/admin/.ssh/authorized_keys")); got != keyA+"\n"+keyB+"\n" {
+		t.Errorf("decoding again: authorized_keys %q", got)
+	}
+	if changed, _, _ := res.Lines(); changed != "keys:admin changed" || calls != 0 {
+		t.Errorf("decoding again: changed %q (want only the key, compared with the last good one), ran %d", changed, calls)
+	}
+}

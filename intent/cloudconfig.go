@@ -26,6 +26,10 @@ type CloudConfig struct {
 	// (empty, a script, a MIME multipart, not YAML): nothing in it is
 	// applied by seedkeeper, and Raw changes wait for a new instance.
 	Parsed bool
+	// Broken is true for a #cloud-config document that does not decode
+	// (not YAML, too complex, not a mapping): what it names is unknown
+	// at this boot, which is no change of it.
+	Broken bool
 	// DefaultUser is the `user:` key (a name, or a mapping's name); ""
 	// when it is not set (the image's default user then).
 	DefaultUser string
@@ -89,6 +93,7 @@ func ParseCloudConfig(b []byte) CloudConfig {
 	var doc yaml.Node
 	if err := yamlx.Unmarshal(b, &doc); err != nil {
 		cc.Warnings = append(cc.Warnings, "user-data: "+describeYAMLError(err))
+		cc.Broken = true
 		return cc
 	}
 	if len(doc.Content) == 0 {
@@ -98,6 +103,7 @@ func ParseCloudConfig(b []byte) CloudConfig {
 	top, err := yamlx.Resolve(doc.Content[0], maxExpanded)
 	if err != nil {
 		cc.Warnings = append(cc.Warnings, "user-data: "+describeYAMLError(err))
+		cc.Broken = true
 		return cc
 	}
 	if top.Kind == yaml.ScalarNode && top.Tag == "!!null" {
@@ -106,6 +112,7 @@ func ParseCloudConfig(b []byte) CloudConfig {
 	}
 	if top.Kind != yaml.MappingNode {
 		cc.Warnings = append(cc.Warnings, fmt.Sprintf("user-data: the document is %s, want a mapping", yamlx.NodeKind(top)))
+		cc.Broken = true
 		return cc
 	}
 	cc.Parsed = true

@@ -109,6 +109,9 @@ type Desired struct {
 	// (meta-data, user-data, vendor-data): when it changes on a kept
 	// instance, cloud-init must read the seed again.
 	CloudInit string
+	// UserDataBroken is true when the user-data is a #cloud-config that
+	// does not decode: the settings it names are not compared.
+	UserDataBroken bool
 	// Warnings name the fields left out.
 	Warnings []string
 }
@@ -152,7 +155,8 @@ func Settings(in Input) Desired {
 
 	cc := ParseCloudConfig(md.UserData)
 	d.Warnings = cc.Warnings
-	if !cc.Parsed && len(md.UserData) > 0 {
+	d.UserDataBroken = cc.Broken
+	if !cc.Parsed && !cc.Broken && len(md.UserData) > 0 {
 		set("user-data", md.UserData)
 	}
 	for k, v := range cc.Top {
