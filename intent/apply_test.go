@@ -256,3 +256,24 @@ func TestApplyBrokenUserDataRemovesNothing(t *testing.T) {
 		t.Errorf("decoding again: changed %q (want only the key, compared with the last good one), ran %d", changed, calls)
 	}
 }
+
+// The same for a meta-data public key the source dropped as unusable: the
+// keys beside it do not count as removed.
+func TestApplyDroppedMetaDataKeyRemovesNothing(t *testing.T) {
+	root, a := userRoot(t)
+	write(t, string(root), "etc/cloud/cloud.cfg", "system_info:\n  default_user:\n    name: admin\n", 0o644)
+	if _, err := Apply(context.Background(), Options{Root: root, Metadata: vmwareMD(keyA, keyB), InstanceID: "vm-1", NewInstance: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ApplyKeys(root, a, "/.ssh/authorized_keys", []string{keyA, keyB}, nil); err != nil { // what cloud-init did
+		t.Fatal(err)
+	}
+	md := vmwareMD(keyA)
+	md.PublicKeysDropped = 1 // key B, edited into one with a control character
+	if _, err := Apply(context.Background(), Options{Root: root, Metadata: md, InstanceID: "vm-1"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, root.Path("/home/admin/.ssh/authorized_keys")); got != keyA+"\n"+keyB+"\n" {
+		t.Errorf("a dropped meta-data key: authorized_keys %q, want both keys still", got)
+	}
+}

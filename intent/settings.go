@@ -168,7 +168,7 @@ func Settings(in Input) Desired {
 	}
 	if d.DefaultUser != "" {
 		d.Keys[d.DefaultUser] = append(slices.Clone(md.PublicKeys), cc.Keys...)
-		d.KeysPartial[d.DefaultUser] = cc.KeysPartial
+		d.KeysPartial[d.DefaultUser] = cc.KeysPartial || md.PublicKeysDropped > 0
 	} else if len(md.PublicKeys)+len(cc.Keys) > 0 {
 		d.Warnings = append(d.Warnings, "public keys: no default user is named (user-data user, or the image's system_info.default_user); they wait for cloud-init at a new instance")
 	}
