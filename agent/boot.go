@@ -185,6 +185,7 @@ func (e *Env) boot(ctx context.Context, st *Status, netMode NetworkMode) error {
 	// and is tried again at the next boot.
 	ch, err := intent.Apply(ctx, intent.Options{Root: e.Root, Metadata: md, InstanceID: d.InstanceID, NewInstance: newInstance,
 		Redacted:           md.Source == datasource.SourceVMware && e.Config.VMware.Redact,
+		Placeholder:        d.Rule == identity.RulePlaceholder,
 		NetworkByCloudInit: e.Config.Network.Owner == "cloud-init", Run: e.RunCommand, Log: e.Log})
 	st.Changes = ch
 	if err != nil {

@@ -58,6 +58,18 @@ func cloudInitRan(t *testing.T, root string, keys ...string) {
 			t.Fatal(err)
 		}
 	}
+	// cloud-init gives ~/.ssh and the keys to the user whose home it is.
+	fi, err := os.Stat(filepath.Join(root, "home/admin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	for _, p := range []string{"home/admin/.ssh", "home/admin/.ssh/authorized_keys"} {
+		if err := os.Lchown(filepath.Join(root, p), int(st.Uid), int(st.Gid)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Chmod(filepath.Join(root, "home/admin/.ssh"), 0o700)
 }
 
 type ran struct {
@@ -106,12 +118,22 @@ func fileStates(t *testing.T, root string) map[string]string {
 // it, never the line a person added. A boot with nothing changed writes
 // no file and runs nothing.
 func TestBootAppliesAdminChanges(t *testing.T) {
-	uid, gid := strconv.Itoa(os.Getuid()), strconv.Itoa(os.Getgid())
+	// As root admin is another user (uid 0's keys are cloud-init's), so
+	// that the ownership of what is written is tested.
+	uidN, gidN := os.Getuid(), os.Getgid()
+	if uidN == 0 {
+		uidN, gidN = 4242, 4243
+	}
+	uid, gid := strconv.Itoa(uidN), strconv.Itoa(gidN)
 	root := kvmRoot(t, map[string]string{
 		"etc/passwd":          "root:x:0:0:root:/root:/bin/sh\nadmin:x:" + uid + ":" + gid + "::/home/admin:/bin/sh\n",
 		"etc/cloud/cloud.cfg": "system_info:\n  default_user:\n    name: debian\n",
 		"home/admin/.profile": "",
 	})
+	// The home is the user's, as useradd makes it.
+	if err := os.Lchown(filepath.Join(root, "home/admin"), uidN, gidN); err != nil {
+		t.Fatal(err)
+	}
 	var calls []ran
 
 	// Boot 1: a new instance; cloud-init applies everything.
@@ -184,6 +206,7 @@ func TestBootAppliesAdminChanges(t *testing.T) {
 	// A person adds a key by hand; the admin removes key B and turns
 	// package_upgrade off.
 	putFile(t, root, "home/admin/.ssh/authorized_keys", keys+handKey+"\n")
+	os.Lchown(filepath.Join(root, "home/admin/.ssh/authorized_keys"), uidN, gidN)
 	calls = nil
 	adminSeed(t, root, "vm102", hashTwo, adminKeyA)
 	seedUD := filepath.Join(root, "var/lib/cloud/seed/nocloud-net/user-data")

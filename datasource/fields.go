@@ -134,6 +134,7 @@ func (md *Metadata) setPublicKeys(log *slog.Logger, keys []string, where []strin
 	}
 	var dropped []DroppedKey
 	md.PublicKeys, dropped = FilterPublicKeys(keys)
+	md.PublicKeysDropped = len(dropped)
 	for _, d := range dropped {
 		md.warn(log, fmt.Sprintf("%s dropped: %v", name(d.Index), d.Err))
 	}

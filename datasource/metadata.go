@@ -30,6 +30,10 @@ type Metadata struct {
 
 	Hostname   string
 	PublicKeys []string
+	// PublicKeysDropped counts the public keys the source gave that were
+	// left out as unusable (Warnings say which): PublicKeys is then not
+	// all the source meant, which a reader comparing boots must know.
+	PublicKeysDropped int
 
 	// UserData and VendorData are kept byte for byte as the source gave
 	// them. They are secrets: never log them.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/seedkeeper/seedkeeper/agent"
 	"github.com/seedkeeper/seedkeeper/identity"
+	"github.com/seedkeeper/seedkeeper/internal/paths"
 	"github.com/seedkeeper/seedkeeper/netcfg"
 )
 
@@ -369,5 +370,20 @@ func TestSealIfupdownStanzas(t *testing.T) {
 	m.write("/etc/network/interfaces", "auto lo\niface lo inet loopback\n")
 	if got := under(actionPaths(planSeal(t, m, SealOptions{}).Actions, Remove), "/etc/network"); len(got) != 0 {
 		t.Errorf("interfaces sources no directory: planned %q", got)
+	}
+}
+
+// The seal removes seedkeeper's record of the metadata, and a record that
+// could not be read and was kept aside: both are this machine's.
+func TestSealRemovesChangesRecord(t *testing.T) {
+	m := bootedTemplate(t)
+	m.write(paths.Changes, "{}\n")
+	m.write(paths.ChangesBad, "{not json")
+	p := planSeal(t, m, SealOptions{})
+	got := actionPaths(p.Actions, Remove, RemoveTree)
+	for _, want := range []string{paths.Changes, paths.ChangesBad} {
+		if !slices.Contains(got, want) {
+			t.Errorf("planned removals %q lack %s", got, want)
+		}
 	}
 }

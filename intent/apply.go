@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/seedkeeper/seedkeeper/datasource"
+	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
 
@@ -28,6 +29,11 @@ type Options struct {
 	// nothing there, which is no admin's change, so nothing is compared
 	// or removed on a kept instance.
 	Redacted bool
+	// Placeholder is true when the instance ID is a placeholder passed
+	// through (identity rule 9), no identity: every clone of the disk
+	// boots with the same one, so a clone cannot be told from the kept
+	// instance, and nothing is compared or removed.
+	Placeholder bool
 	// NetworkByCloudInit is true when network.owner is cloud-init.
 	NetworkByCloudInit bool
 	// Run runs chpasswd and passwd; nil runs them from PATH.
@@ -66,7 +72,18 @@ func Apply(ctx context.Context, o Options) (*Result, error) {
 	res := &Result{}
 	prev, err := LoadRecord(o.Root)
 	if err != nil {
-		res.Warnings = append(res.Warnings, err.Error()+"; a new record is started")
+		msg := err.Error() + "; a new record is started"
+		if errors.Is(err, ErrBadRecord) {
+			// Kept for a person: it holds the receipt of the keys the
+			// metadata put in place, which the new record cannot know.
+			if b, rerr := fsutil.ReadFileInNoFollow(ctx, string(o.Root), RecordPath, fsutil.SmallFile); rerr == nil {
+				if werr := fsutil.WriteFileIn(string(o.Root), BadRecordPath, b, 0o600); werr == nil {
+					msg += ", the old one kept as " + o.Root.Path(BadRecordPath)
+					res.Wrote = append(res.Wrote, o.Root.Path(BadRecordPath))
+				}
+			}
+		}
+		res.Warnings = append(res.Warnings, msg)
 		prev = nil
 	}
 	salt := NewSalt()
@@ -82,12 +99,37 @@ func Apply(ctx context.Context, o Options) (*Result, error) {
 	case o.Redacted && !o.NewInstance && prev != nil:
 		res.Baseline = "the metadata is redacted after each read (vmware.redact): a kept instance cannot tell a change from the redaction, so nothing is compared"
 		return res, nil
+	case o.Placeholder && !o.NewInstance:
+		res.Baseline = "the instance ID is a placeholder, no identity: a clone of this disk cannot be told from this instance, so nothing is compared"
+		return res, nil
 	case o.NewInstance:
 		res.Baseline = "a new instance: cloud-init applies the metadata itself at this boot; recorded for the next boots"
 		// cloud-init's ssh and users_groups modules put these keys in
-		// place at this boot: they are the metadata's.
+		// place at this boot: they are the metadata's, but for a key
+		// already there (a clone, or a reset of a used disk), which a
+		// person put there unless the record of the instance before
+		// says the metadata did; cloud-init leaves it as it is.
 		for user, keys := range d.Keys {
-			if fps := Fingerprints(keys); len(fps) > 0 {
+			had := map[string]bool{}
+			if a, err := LookupUser(o.Root, user); err == nil {
+				if file, err := AuthorizedKeysFile(o.Root, a); err == nil {
+					for _, fp := range KeysPresent(o.Root, a, file, keys) {
+						had[fp] = true
+					}
+				}
+			}
+			if prev != nil {
+				for _, fp := range prev.Keys[user] {
+					delete(had, fp)
+				}
+			}
+			var fps []string
+			for _, fp := range Fingerprints(keys) {
+				if !had[fp] {
+					fps = append(fps, fp)
+				}
+			}
+			if len(fps) > 0 {
 				rec.Keys[user] = fps
 			}
 		}
@@ -140,9 +182,18 @@ func apply(ctx context.Context, o Options, log *slog.Logger, res *Result, prev, 
 		log.Error("changed setting not applied", "setting", setting, "err", err)
 	}
 	byCloudInit := false
+	held := false
 	for _, c := range res.Changed {
 		r := Lookup(c.Setting)
 		switch {
+		case d.UserDataBroken && (strings.HasPrefix(c.Setting, "keys:") || strings.HasPrefix(c.Setting, "password:") || strings.HasPrefix(c.Setting, "user-data")):
+			// A typo in the user-data is no removal of what it names:
+			// compared again with the last good one once it decodes.
+			keep(c.Setting)
+			if !held {
+				held = true
+				res.Waiting = append(res.Waiting, "user-data: a #cloud-config that does not decode (see the warnings); its users, keys, passwords and settings are left as they are until it does")
+			}
 		case strings.HasPrefix(c.Setting, "keys:") && c.Kind == "removed":
 			// The metadata names the user no more (ciuser renamed): its
 			// keys stay, or the rename would lock the admin out before
@@ -158,15 +209,40 @@ func apply(ctx context.Context, o Options, log *slog.Logger, res *Result, prev, 
 				fail(c.Setting, err)
 				continue
 			}
+			if a.UID == 0 {
+				// cloud-init's disable_root decides what a key of root
+				// may do (by default only print whom to log in as);
+				// seedkeeper writing it plain would bypass that.
+				res.Waiting = append(res.Waiting, c.Setting+": a uid 0 account, whose keys cloud-init's disable_root governs at the first boot of an instance; not written")
+				continue
+			}
 			file, err := AuthorizedKeysFile(o.Root, a)
 			if err != nil {
 				fail(c.Setting, err)
 				continue
 			}
-			out, err := ApplyKeys(o.Root, a, file, d.Keys[user], prev.Keys[user])
+			receipt, held := prev.Keys[user], []string(nil)
+			if d.KeysPartial[user] {
+				// A key was dropped as unusable: the set is not all the
+				// metadata means, so only additions are made, and the
+				// keys it put there stay its own.
+				wanted := Fingerprints(d.Keys[user])
+				receipt, held = nil, nil
+				for _, fp := range prev.Keys[user] {
+					if slices.Contains(wanted, fp) {
+						receipt = append(receipt, fp)
+					} else {
+						held = append(held, fp)
+					}
+				}
+			}
+			out, err := ApplyKeys(o.Root, a, file, d.Keys[user], receipt)
 			if err != nil {
 				fail(c.Setting, err)
 				continue
+			}
+			if len(held) > 0 {
+				out.Receipt = slices.Compact(slices.Sorted(slices.Values(append(out.Receipt, held...))))
 			}
 			if len(out.Receipt) > 0 {
 				rec.Keys[user] = out.Receipt
@@ -176,7 +252,11 @@ func apply(ctx context.Context, o Options, log *slog.Logger, res *Result, prev, 
 			if out.Wrote {
 				res.Wrote = append(res.Wrote, out.File)
 			}
-			res.Applied = append(res.Applied, fmt.Sprintf("%s: %d added, %d removed in %s (seedkeeper)", c.Setting, out.Added, out.Removed, out.File))
+			note := ""
+			if d.KeysPartial[user] {
+				note = "; a key of the metadata was dropped as unusable (see the warnings), so none was removed"
+			}
+			res.Applied = append(res.Applied, fmt.Sprintf("%s: %d added, %d removed in %s (seedkeeper)%s", c.Setting, out.Added, out.Removed, out.File, note))
 			log.Info("authorized keys applied", "user", user, "added", out.Added, "removed", out.Removed, "file", out.File)
 		case strings.HasPrefix(c.Setting, "password:"):
 			user := strings.TrimPrefix(c.Setting, "password:")

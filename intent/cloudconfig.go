@@ -26,11 +26,17 @@ type CloudConfig struct {
 	// (empty, a script, a MIME multipart, not YAML): nothing in it is
 	// applied by seedkeeper, and Raw changes wait for a new instance.
 	Parsed bool
+	// Broken is true for a #cloud-config document that does not decode
+	// (not YAML, too complex, not a mapping): what it names is unknown
+	// at this boot, which is no change of it.
+	Broken bool
 	// DefaultUser is the `user:` key (a name, or a mapping's name); ""
 	// when it is not set (the image's default user then).
 	DefaultUser string
-	// Keys is the top-level ssh_authorized_keys, for the default user.
-	Keys []string
+	// Keys is the top-level ssh_authorized_keys, for the default user;
+	// KeysPartial is true when an entry of it was dropped as unusable.
+	Keys        []string
+	KeysPartial bool
 	// Users are the `users:` entries that name a user other than
 	// "default", with their ssh_authorized_keys.
 	Users []User
@@ -53,6 +59,8 @@ type CloudConfig struct {
 type User struct {
 	Name string
 	Keys []string
+	// KeysPartial is true when an entry of its keys was dropped.
+	KeysPartial bool
 }
 
 // Password is a password for a user. User "" is the default user.
@@ -85,6 +93,7 @@ func ParseCloudConfig(b []byte) CloudConfig {
 	var doc yaml.Node
 	if err := yamlx.Unmarshal(b, &doc); err != nil {
 		cc.Warnings = append(cc.Warnings, "user-data: "+describeYAMLError(err))
+		cc.Broken = true
 		return cc
 	}
 	if len(doc.Content) == 0 {
@@ -94,6 +103,7 @@ func ParseCloudConfig(b []byte) CloudConfig {
 	top, err := yamlx.Resolve(doc.Content[0], maxExpanded)
 	if err != nil {
 		cc.Warnings = append(cc.Warnings, "user-data: "+describeYAMLError(err))
+		cc.Broken = true
 		return cc
 	}
 	if top.Kind == yaml.ScalarNode && top.Tag == "!!null" {
@@ -102,6 +112,7 @@ func ParseCloudConfig(b []byte) CloudConfig {
 	}
 	if top.Kind != yaml.MappingNode {
 		cc.Warnings = append(cc.Warnings, fmt.Sprintf("user-data: the document is %s, want a mapping", yamlx.NodeKind(top)))
+		cc.Broken = true
 		return cc
 	}
 	cc.Parsed = true
@@ -124,7 +135,7 @@ func ParseCloudConfig(b []byte) CloudConfig {
 				cc.parseUsers(v)
 			}
 		case key == "ssh_authorized_keys":
-			cc.Keys = cc.keyList("ssh_authorized_keys", v)
+			cc.Keys, cc.KeysPartial = cc.keyList("ssh_authorized_keys", v)
 		case key == "password":
 			if p, ok := cc.str("password", v); ok {
 				cc.Password = newPassword("", p)
@@ -229,7 +240,7 @@ func (cc *CloudConfig) parseUsers(v *yaml.Node) {
 			}
 			u := User{Name: n}
 			if kv := mapValue(e, "ssh_authorized_keys"); kv != nil {
-				u.Keys = cc.keyList(at+".ssh_authorized_keys", kv)
+				u.Keys, u.KeysPartial = cc.keyList(at+".ssh_authorized_keys", kv)
 			}
 			cc.Users = append(cc.Users, u)
 		default:
@@ -239,8 +250,9 @@ func (cc *CloudConfig) parseUsers(v *yaml.Node) {
 }
 
 // keyList reads a list of public keys (a single string is one key, as
-// cloud-init takes it), filtered as the metadata's keys are.
-func (cc *CloudConfig) keyList(field string, v *yaml.Node) []string {
+// cloud-init takes it), filtered as the metadata's keys are; partial is
+// true when an entry was dropped.
+func (cc *CloudConfig) keyList(field string, v *yaml.Node) (keys []string, partial bool) {
 	var raw []string
 	var where []int
 	switch v.Kind {
@@ -252,19 +264,20 @@ func (cc *CloudConfig) keyList(field string, v *yaml.Node) []string {
 		for i, e := range v.Content {
 			if e.Kind != yaml.ScalarNode || e.Tag == "!!null" {
 				cc.warn("user-data %s[%d] (line %d) dropped: want a string, got %s", field, i, e.Line, yamlx.NodeKind(e))
+				partial = true
 				continue
 			}
 			raw, where = append(raw, strings.ReplaceAll(e.Value, "\t", " ")), append(where, e.Line)
 		}
 	default:
 		cc.warn("user-data %s (line %d) dropped: want a list of keys, got %s", field, v.Line, yamlx.NodeKind(v))
-		return nil
+		return nil, true
 	}
 	kept, dropped := datasource.FilterPublicKeys(raw)
 	for _, d := range dropped {
 		cc.warn("user-data %s key at line %d dropped: %v", field, where[d.Index], d.Err)
 	}
-	return kept
+	return kept, partial || len(dropped) > 0
 }
 
 func (cc *CloudConfig) parseChpasswd(v *yaml.Node) {
@@ -310,6 +323,10 @@ func (cc *CloudConfig) parseChpasswd(v *yaml.Node) {
 				pw.Random = true
 			default:
 				pw.Hashed = true
+			}
+			if pw.Hashed && strings.Contains(pw.Value, ":") {
+				cc.warn("user-data %s.password (line %d) dropped: a hash with a ':', which no crypt(3) hash has", at, pn.Line)
+				continue
 			}
 			cc.Passwords = append(cc.Passwords, pw)
 		}

@@ -33,7 +33,7 @@ func TestParseCloudConfigBadFields(t *testing.T) {
 		"ssh_authorized_keys:\n  - " + keyA + "\n  - {secret-map: 1}\n  - \"ssh-ed25519 AAAA\\nroot-injected\"\n" +
 		"password: \"pw\\nroot:x\"\n" +
 		"users:\n  - default\n  - name: \"bad/name\"\n  - name: ops\n    ssh_authorized_keys: [" + keyB + "]\n" +
-		"chpasswd:\n  expire: false\n  users:\n    - {name: ops, password: opspw, type: text}\n    - name: nopw\n" +
+		"chpasswd:\n  expire: false\n  users:\n    - {name: ops, password: opspw, type: text}\n    - name: nopw\n    - {name: ops2, password: \"$6$salt$shifted:0:0\"}\n" +
 		"runcmd: [echo hi]\n"
 	cc := ParseCloudConfig([]byte(ud))
 	if !cc.Parsed || cc.DefaultUser != "" || cc.Password != nil || cc.Expire {
@@ -52,12 +52,12 @@ func TestParseCloudConfigBadFields(t *testing.T) {
 		t.Error("runcmd not kept")
 	}
 	all := strings.Join(cc.Warnings, "\n")
-	for _, want := range []string{"user (line 2)", "ssh_authorized_keys[1]", "password (line 7)", "users[1].name", "chpasswd.users[1]"} {
+	for _, want := range []string{"user (line 2)", "ssh_authorized_keys[1]", "password (line 7)", "users[1].name", "chpasswd.users[1]", "chpasswd.users[2].password"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("no warning about %s in:\n%s", want, all)
 		}
 	}
-	for _, secret := range []string{"root-injected", "root:x", "secret-map", "bad/name"} {
+	for _, secret := range []string{"root-injected", "root:x", "secret-map", "bad/name", "shifted"} {
 		if strings.Contains(all, secret) {
 			t.Errorf("a warning quotes the input (%s):\n%s", secret, all)
 		}

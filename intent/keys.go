@@ -175,14 +175,8 @@ type KeysOutcome struct {
 func ApplyKeys(root sysroot.Root, a Account, file string, want, receipt []string) (KeysOutcome, error) {
 	home := root.Path(a.Home)
 	out := KeysOutcome{File: path.Join(home, file)}
-	if err := fsutil.NoLinkOnTheWayIn(string(root), a.Home); err != nil {
-		return out, fmt.Errorf("home of %s: %w", a.Name, err)
-	}
-	if fi, err := fsutil.StatIn(string(root), a.Home, true); err != nil || !fi.IsDir() {
-		return out, fmt.Errorf("home of %s is not a directory", a.Name)
-	}
-	if err := fsutil.NoLinkOnTheWayIn(home, path.Dir(file)); err != nil {
-		return out, fmt.Errorf("authorized keys of %s: %w", a.Name, err)
+	if err := CheckHome(root, a, file); err != nil {
+		return out, err
 	}
 	old, err := fsutil.ReadFileInNoFollow(context.Background(), home, file, maxAuthorizedKeys)
 	switch {
@@ -223,7 +217,10 @@ func ApplyKeys(root sysroot.Root, a Account, file string, want, receipt []string
 	}
 	for _, l := range want {
 		k, ok := ParseKey(l)
-		if !ok {
+		if !ok || checkText(l) != nil {
+			// A line break in a key would add a line of its own to
+			// the file: the readers drop such keys, and so does the
+			// writer.
 			continue
 		}
 		fp := k.Fingerprint()
@@ -257,12 +254,109 @@ func ApplyKeys(root sysroot.Root, a Account, file string, want, receipt []string
 	return out, nil
 }
 
+// CheckHome says why seedkeeper, which runs as root, must not write the
+// user's authorized keys file (a path inside the home, as
+// AuthorizedKeysFile returns it): it writes only where no one but root
+// and the user can change the way there, so that what it checked is what
+// it writes. Every directory from the root down to the home must be a
+// directory, no symbolic link (on the machine's own root too: a home that
+// is a link, or is under one, is refused, not followed), owned by root
+// (under an image root, also by the root directory's owner) and writable
+// by no one else, unless sticky with the next directory root's. The home
+// and each directory inside it on the way to the file must be the user's
+// and writable by no one else (sshd's StrictModes would refuse the keys
+// otherwise), and an existing file must be a regular file of the user's:
+// a file root owns in a home (keys an admin manages) stays root's. A home
+// owned by another user (a passwd entry naming /root or another user's
+// home) is refused.
+func CheckHome(root sysroot.Root, a Account, file string) error {
+	if !path.IsAbs(a.Home) || path.Clean(a.Home) == "/" || !path.IsAbs(file) || path.Clean(file) == "/" {
+		return fmt.Errorf("home of %s: not a directory below the root", a.Name)
+	}
+	trustedUID := map[int]bool{0: true}
+	if !root.IsReal() {
+		if fi, err := fsutil.StatIn(string(root), "/", false); err == nil {
+			if u, ok := ownerOf(fi); ok {
+				trustedUID[u] = true
+			}
+		}
+	}
+	home := path.Clean(a.Home)
+	var dirs []string
+	for d := home; d != "/"; d = path.Dir(d) {
+		dirs = append(dirs, d)
+	}
+	slices.Reverse(dirs)
+	// Every directory in the home on the way to the file, if it exists.
+	var below []string
+	if d := path.Dir(path.Clean(file)); d != "/" {
+		for e := d; e != "/"; e = path.Dir(e) {
+			below = append(below, path.Join(home, e))
+		}
+		slices.Reverse(below)
+	}
+	parentOpen, parentSticky := false, false // the directory above d
+	for i, d := range append(dirs, below...) {
+		isHome, inHome := d == home, i >= len(dirs)
+		fi, err := fsutil.StatIn(string(root), d, false)
+		if inHome && errors.Is(err, fs.ErrNotExist) {
+			break // made by the write, the user's
+		}
+		what := fmt.Sprintf("home of %s: %s", a.Name, root.Path(d))
+		if inHome {
+			what = fmt.Sprintf("authorized keys of %s: %s", a.Name, root.Path(d))
+		}
+		switch {
+		case err != nil:
+			return fmt.Errorf("%s: %w", what, err)
+		case fi.Mode()&fs.ModeSymlink != 0:
+			return fmt.Errorf("%s is a symbolic link; not followed, not written", what)
+		case !fi.IsDir():
+			return fmt.Errorf("%s is %s, not a directory; not written", what, fsutil.Kind(fi.Mode()))
+		}
+		uid, ok := ownerOf(fi)
+		if !ok {
+			return fmt.Errorf("%s: its owner is not known here; not written", what)
+		}
+		switch {
+		case isHome || inHome:
+			if uid != a.UID {
+				return fmt.Errorf("%s is owned by uid %d, not by the user (uid %d); not written", what, uid, a.UID)
+			}
+		case !trustedUID[uid]:
+			return fmt.Errorf("%s, above the home, is owned by uid %d, not by root; not written", what, uid)
+		}
+		if parentOpen && (!parentSticky || isHome || inHome) {
+			return fmt.Errorf("%s is in a directory others may write; not written", what)
+		}
+		parentOpen, parentSticky = fi.Mode().Perm()&0o022 != 0, fi.Mode()&fs.ModeSticky != 0
+		if (isHome || inHome) && parentOpen {
+			return fmt.Errorf("%s is writable by others than the user (sshd's StrictModes refuses that too); not written", what)
+		}
+	}
+	fi, err := fsutil.StatIn(string(root), path.Join(home, file), false)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("authorized keys of %s: %w", a.Name, err)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return fmt.Errorf("authorized keys of %s: %s is a symbolic link; not followed, not written", a.Name, root.Path(path.Join(home, file)))
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("authorized keys of %s: %s is %s, not a file; left alone", a.Name, root.Path(path.Join(home, file)), fsutil.Kind(fi.Mode()))
+	}
+	if uid, ok := ownerOf(fi); !ok || uid != a.UID {
+		return fmt.Errorf("authorized keys of %s: %s is owned by uid %d, not by the user; left as it is", a.Name, root.Path(path.Join(home, file)), uid)
+	}
+	return nil
+}
+
 // KeysPresent returns the fingerprints of want that are in the user's
 // authorized_keys now (read the same confined way), for the receipt of a
 // boot that has no earlier record to go by.
 func KeysPresent(root sysroot.Root, a Account, file string, want []string) []string {
 	home := root.Path(a.Home)
-	if fsutil.NoLinkOnTheWayIn(string(root), a.Home) != nil || fsutil.NoLinkOnTheWayIn(home, path.Dir(file)) != nil {
+	if CheckHome(root, a, file) != nil {
 		return nil
 	}
 	b, err := fsutil.ReadFileInNoFollow(context.Background(), home, file, maxAuthorizedKeys)

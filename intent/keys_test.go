@@ -31,12 +31,32 @@ func userRoot(t *testing.T) (sysroot.Root, Account) {
 	if err := os.MkdirAll(filepath.Join(root, "home/admin"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// The home is the user's, as useradd makes it.
+	if err := os.Lchown(filepath.Join(root, "home/admin"), uid, gid); err != nil {
+		t.Fatal(err)
+	}
 	write(t, root, "etc/shadow", "root:*:19000:0:99999:7:::\n", 0o640)
 	a, err := LookupUser(sysroot.Root(root), "admin")
 	if err != nil {
 		t.Fatal(err)
 	}
 	return sysroot.Root(root), a
+}
+
+// userDir makes the directory p under root the test user's, 0700, as a
+// user would make it.
+func userDir(t *testing.T, root sysroot.Root, p string) {
+	t.Helper()
+	a, err := LookupUser(root, "admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(root.Path(p), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Lchown(root.Path(p), a.UID, a.GID); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func write(t *testing.T, root, name, data string, mode os.FileMode) {
@@ -153,13 +173,13 @@ func TestApplyKeysRefusesLinks(t *testing.T) {
 		plant func(t *testing.T, root sysroot.Root)
 	}{
 		{"authorized_keys", func(t *testing.T, root sysroot.Root) {
-			os.MkdirAll(root.Path("/home/admin/.ssh"), 0o700)
+			userDir(t, root, "/home/admin/.ssh")
 			if err := os.Symlink(root.Path("/etc/shadow"), root.Path("/home/admin/.ssh/authorized_keys")); err != nil {
 				t.Fatal(err)
 			}
 		}},
 		{"relative to /etc/shadow", func(t *testing.T, root sysroot.Root) {
-			os.MkdirAll(root.Path("/home/admin/.ssh"), 0o700)
+			userDir(t, root, "/home/admin/.ssh")
 			if err := os.Symlink("../../../etc/shadow", root.Path("/home/admin/.ssh/authorized_keys")); err != nil {
 				t.Fatal(err)
 			}
@@ -295,11 +315,35 @@ func TestSetPassword(t *testing.T) {
 	}
 	// A line break would add a line to chpasswd's input.
 	run := func(context.Context, []string, []byte) error {
-		t.Error("ran chpasswd with a line break in the password")
+		t.Error("ran chpasswd with input it must refuse")
 		return nil
 	}
 	if err := SetPassword(context.Background(), run, "", Password{User: "admin", Value: "a\nroot:x"}, false); err == nil {
 		t.Error("a password with a line break was set")
+	}
+	// Nor may the user name add a line, or a field, to chpasswd's input
+	// (the second line would set root's password), nor a hash shift the
+	// fields of /etc/shadow; the error never quotes the password.
+	for _, p := range []Password{
+		{User: "admin\nroot", Value: "hunter2"},
+		{User: "admin:root", Value: "hunter2"},
+		{User: "", Value: "hunter2"},
+		{User: "-admin", Value: "hunter2"},
+		{User: "admin", Value: "$6$salt$hash:0:0:99999:7:::", Hashed: true},
+	} {
+		err := SetPassword(context.Background(), run, "", p, true)
+		if err == nil {
+			t.Errorf("%q: set", p.User)
+		} else if strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "99999") {
+			t.Errorf("the error quotes the password: %v", err)
+		}
+	}
+	// A ':' in a text password is chpasswd's to split: the first ':' ends
+	// the name.
+	var stdin string
+	ok := func(_ context.Context, _ []string, in []byte) error { stdin = string(in); return nil }
+	if err := SetPassword(context.Background(), ok, "", Password{User: "admin", Value: "a:b"}, false); err != nil || stdin != "admin:a:b\n" {
+		t.Errorf("text with a ':': %q, %v", stdin, err)
 	}
 }
 
@@ -312,4 +356,221 @@ func TestIsHashed(t *testing.T) {
 			t.Errorf("isHashed(%q) = %v, want %v", p, got, want)
 		}
 	}
+}
+
+// seedkeeper runs as root and writes in a home only where no one but root
+// and the user can change the way there: each way a passwd entry or a
+// user can point the write elsewhere, or hand the user a file root owns,
+// is refused with an error naming the user, and nothing is written.
+func TestApplyKeysTrust(t *testing.T) {
+	const other = 4300
+	for _, tc := range []struct {
+		name string
+		// plant changes the root; it returns the account to write for
+		// and the file that must stay as it is.
+		plant func(t *testing.T, root sysroot.Root, a Account) (Account, string)
+		want  string
+	}{
+		{"home owned by another user", func(t *testing.T, root sysroot.Root, a Account) (Account, string) {
+			os.Lchown(root.Path(a.Home), other, other)
+			return a, root.Path(a.Home + "/.ssh/authorized_keys")
+		}, "owned by uid 4300"},
+		{"a passwd home of /root", func(t *testing.T, root sysroot.Root, a Account) (Account, string) {
+			write(t, string(root), "root/.ssh/authorized_keys", handKey+"\n", 0o600)
+			a.Home = "/root"
+			return a, root.Path("/root/.ssh/authorized_keys")
+		}, "owned by uid"},
+		{"home under a directory the user owns", func(t *testing.T, root sysroot.Root, a Account) (Account, string) {
+			userDir(t, root, "/srv/admin")
+			os.MkdirAll(root.Path("/srv/admin/home"), 0o755)
+			os.Lchown(root.Path("/srv/admin/home"), a.UID, a.GID)
+			a.Home = "/srv/admin/home"
+			return a, root.Path(a.Home + "/.ssh/authorized_keys")
+		}, "above the home"},
+		{"home in a sticky directory anyone writes", func(t *testing.T, root sysroot.Root, a Account) (Account, string) {
+			os.MkdirAll(root.Path("/scratch"), 0o755)
+			os.Chmod(root.Path("/scratch"), 0o1777)
+			userDir(t, root, "/scratch/admin")
+			os.Chmod(root.Path("/scratch/admin"), 0o755)
+			a.Home = "/scratch/admin"
+			return a, root.Path(a.Home + "/.ssh/authorized_keys")
+		}, "others may write"},
+		{"a group-writable home", func(t *testing.T, root sysroot.Root, a Account) (Account, string) {
+			os.Chmod(root.Path(a.Home), 0o775)
+			return a, root.Path(a.Home + "/.ssh/authorized_keys")
+		}, "StrictModes"},
+		{"~/.ssh owned by root", func(t *testing.T, root sysroot.Root, a Account) (Account, string) {
+			os.MkdirAll(root.Path(a.Home+"/.ssh"), 0o700)
+			return a, root.Path(a.Home + "/.ssh/authorized_keys")
+		}, ".ssh is owned by uid 0"},
+		{"authorized_keys owned by root", func(t *testing.T, root sysroot.Root, a Account) (Account, string) {
+			userDir(t, root, a.Home+"/.ssh")
+			write(t, string(root), "home/admin/.ssh/authorized_keys", handKey+"\n", 0o644)
+			return a, root.Path(a.Home + "/.ssh/authorized_keys")
+		}, "left as it is"},
+		{"authorized_keys a FIFO", func(t *testing.T, root sysroot.Root, a Account) (Account, string) {
+			userDir(t, root, a.Home+"/.ssh")
+			if err := syscall.Mkfifo(root.Path(a.Home+"/.ssh/authorized_keys"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			os.Lchown(root.Path(a.Home+"/.ssh/authorized_keys"), a.UID, a.GID)
+			return a, ""
+		}, "not a file"},
+		{"authorized_keys a directory", func(t *testing.T, root sysroot.Root, a Account) (Account, string) {
+			userDir(t, root, a.Home+"/.ssh")
+			userDir(t, root, a.Home+"/.ssh/authorized_keys")
+			return a, ""
+		}, "not a file"},
+		{"home a file", func(t *testing.T, root sysroot.Root, a Account) (Account, string) {
+			os.Remove(root.Path(a.Home))
+			write(t, string(root), "home/admin", "", 0o600)
+			return a, root.Path(a.Home)
+		}, "not a directory"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if os.Getuid() != 0 && strings.Contains(tc.name, "owned by") {
+				t.Skip("giving a file to another user needs root: run go test as root to run this case")
+			}
+			root, a := userRoot(t)
+			a, keep := tc.plant(t, root, a)
+			var before string
+			if keep != "" {
+				before, _ = readMaybe(keep)
+			}
+			_, err := ApplyKeys(root, a, "/.ssh/authorized_keys", []string{keyA}, nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "admin") {
+				t.Fatalf("err %v, want a refusal naming the user and saying %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "AdminKeyA") {
+				t.Errorf("the error quotes the key: %v", err)
+			}
+			if keep != "" {
+				if after, _ := readMaybe(keep); after != before {
+					t.Errorf("%s changed: %q, was %q", keep, after, before)
+				}
+			}
+			if fps := KeysPresent(root, a, "/.ssh/authorized_keys", []string{keyA, handKey}); len(fps) != 0 {
+				t.Errorf("KeysPresent read a file it must not trust: %v", fps)
+			}
+		})
+	}
+}
+
+func readMaybe(p string) (string, error) {
+	b, err := os.ReadFile(p)
+	return string(b), err
+}
+
+// On the machine's own root too, a home that is a link (or under one) is
+// refused, not followed: an entry in /etc/passwd pointing into a link to
+// /root must not give root's authorized_keys to the user.
+func TestIntegrationApplyKeysRealRoot(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("writes under the machine's root as another user: run as root (sudo go test -run TestIntegrationApplyKeysRealRoot ./intent/)")
+	}
+	dir := t.TempDir()
+	victim := filepath.Join(dir, "rootshome")
+	if err := os.MkdirAll(filepath.Join(victim, ".ssh"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, filepath.Join(dir, "home")); err != nil {
+		t.Fatal(err)
+	}
+	a := Account{Name: "admin", UID: 4242, GID: 4243, Home: filepath.Join(dir, "home")}
+	_, err := ApplyKeys(sysroot.Root("/"), a, "/.ssh/authorized_keys", []string{keyA}, nil)
+	if err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Errorf("err %v, want the home's link refused", err)
+	}
+	if _, err := os.Lstat(filepath.Join(victim, ".ssh/authorized_keys")); err == nil {
+		t.Error("the link's target was written")
+	}
+	// Not a link: written, the user's.
+	a.Home = victim
+	os.Lchown(victim, a.UID, a.GID)
+	os.Lchown(filepath.Join(victim, ".ssh"), a.UID, a.GID)
+	if _, err := ApplyKeys(sysroot.Root("/"), a, "/.ssh/authorized_keys", []string{keyA}, nil); err != nil {
+		t.Fatalf("a plain home on the real root: %v", err)
+	}
+	if got := read(t, filepath.Join(victim, ".ssh/authorized_keys")); got != keyA+"\n" {
+		t.Errorf("written: %q", got)
+	}
+}
+
+// Whatever the file held and the metadata asks for, ApplyKeys keeps every
+// line but the metadata's keys it no longer wants, in order; adds only
+// lines of want, none with a line break or control character; and claims
+// only keys of want.
+func FuzzApplyKeys(f *testing.F) {
+	f.Add(keyA+"\n# mine\n"+handKey+"\n", keyB, keyA, true)
+	f.Add("", keyA, "ssh-ed25519 AAAA\nssh-ed25519 BBBB injected", false)
+	f.Add(handKey+"\n"+handKey+"\n", handKey, "", true)
+	f.Add("\n\n"+keyA, `from="10.0.0.0/8" `+keyA, "ssh-rsa AAAA\rx", true)
+	f.Fuzz(func(t *testing.T, old, want1, want2 string, claimOld bool) {
+		if len(old) > 4096 || len(want1)+len(want2) > 4096 {
+			return
+		}
+		root, a := userRoot(t)
+		userDir(t, root, "/home/admin/.ssh")
+		p := root.Path("/home/admin/.ssh/authorized_keys")
+		if err := os.WriteFile(p, []byte(old), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		os.Lchown(p, a.UID, a.GID)
+		want := []string{want1, want2}
+		var receipt []string
+		if claimOld {
+			for _, l := range strings.Split(old, "\n") {
+				if k, ok := ParseKey(l); ok {
+					receipt = append(receipt, k.Fingerprint())
+				}
+			}
+		}
+		out, err := ApplyKeys(root, a, "/.ssh/authorized_keys", want, receipt)
+		if err != nil {
+			t.Fatalf("a regular file of the user's: %v", err)
+		}
+		wanted := map[string]bool{}
+		for _, l := range want {
+			if k, ok := ParseKey(l); ok {
+				wanted[k.Fingerprint()] = true
+			}
+		}
+		ours := map[string]bool{}
+		for _, fp := range receipt {
+			ours[fp] = true
+		}
+		var kept []string
+		if old != "" {
+			for _, l := range strings.Split(strings.TrimSuffix(old, "\n"), "\n") {
+				if k, ok := ParseKey(l); ok && ours[k.Fingerprint()] && !wanted[k.Fingerprint()] {
+					continue
+				}
+				kept = append(kept, l)
+			}
+		}
+		got := read(t, p)
+		if !out.Wrote {
+			if got != old {
+				t.Fatalf("not written, but the file changed: %q", got)
+			}
+			return
+		}
+		lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
+		if got == "" {
+			lines = nil
+		}
+		if len(lines) != len(kept)+out.Added || !slices.Equal(lines[:len(kept)], kept) {
+			t.Fatalf("file %q, want the kept lines %q then %d added", got, kept, out.Added)
+		}
+		for _, l := range lines[len(kept):] {
+			if !slices.Contains(want, l) || checkText(l) != nil {
+				t.Errorf("added line %q is no usable line of want", l)
+			}
+		}
+		for _, fp := range out.Receipt {
+			if !wanted[fp] {
+				t.Errorf("receipt claims %s, not a key of want", fp)
+			}
+		}
+	})
 }

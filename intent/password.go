@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"strings"
 
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
@@ -45,8 +46,18 @@ func SetPassword(ctx context.Context, run Runner, root sysroot.Root, p Password,
 	if run == nil {
 		run = ExecRunner
 	}
+	// One line of chpasswd's input is "user:password": a user name
+	// outside the safe alphabet (a ':' or a line break in it) could make
+	// it set another user's password, and chpasswd -e stores a hash as
+	// it is, so a ':' in one would shift the fields of /etc/shadow.
+	if err := CheckUserName(p.User); err != nil {
+		return fmt.Errorf("password: %v; not set", err)
+	}
 	if err := checkText(p.Value); err != nil {
 		return fmt.Errorf("password of %s: %v", p.User, err)
+	}
+	if p.Hashed && strings.Contains(p.Value, ":") {
+		return fmt.Errorf("password of %s: a hash with a ':', which would shift the fields of /etc/shadow; not set", p.User)
 	}
 	argv := []string{"chpasswd"}
 	if p.Hashed {

@@ -17,8 +17,15 @@ import (
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
 
-// RecordPath is where the record of the last boot's metadata is kept.
-const RecordPath = paths.Changes
+// RecordPath is where the record of the last boot's metadata is kept, and
+// BadRecordPath where one that could not be read is kept aside.
+const (
+	RecordPath    = paths.Changes
+	BadRecordPath = paths.ChangesBad
+)
+
+// ErrBadRecord is returned by LoadRecord for a file that is no record.
+var ErrBadRecord = errors.New("not a record this version of seedkeeper wrote")
 
 // Record is what the last boot's metadata was, setting by setting, for the
 // next boot to compare with. It holds digests, never a value in clear.
@@ -53,7 +60,7 @@ func LoadRecord(root sysroot.Root) (*Record, error) {
 	}
 	var r Record
 	if err := json.Unmarshal(b, &r); err != nil || r.Version != 1 || r.Salt == "" {
-		return nil, fmt.Errorf("%s: not a record this version of seedkeeper wrote", root.Path(RecordPath))
+		return nil, fmt.Errorf("%s: %w", root.Path(RecordPath), ErrBadRecord)
 	}
 	return &r, nil
 }

@@ -95,6 +95,10 @@ type Desired struct {
 	DefaultUser string
 	// Keys are the public keys per user name, as the metadata gives them.
 	Keys map[string][]string
+	// KeysPartial names the users an entry of whose keys was dropped as
+	// unusable: the set is not all the metadata means, so no key of
+	// theirs is removed at this boot.
+	KeysPartial map[string]bool
 	// Passwords are per user name.
 	Passwords map[string]Password
 	// Expire is chpasswd.expire.
@@ -105,6 +109,9 @@ type Desired struct {
 	// (meta-data, user-data, vendor-data): when it changes on a kept
 	// instance, cloud-init must read the seed again.
 	CloudInit string
+	// UserDataBroken is true when the user-data is a #cloud-config that
+	// does not decode: the settings it names are not compared.
+	UserDataBroken bool
 	// Warnings name the fields left out.
 	Warnings []string
 }
@@ -122,7 +129,7 @@ type Input struct {
 // Settings reads the settings of one boot's metadata.
 func Settings(in Input) Desired {
 	md := in.Metadata
-	d := Desired{Keys: map[string][]string{}, Passwords: map[string]Password{}, Settings: map[string]string{}, Expire: true}
+	d := Desired{Keys: map[string][]string{}, KeysPartial: map[string]bool{}, Passwords: map[string]Password{}, Settings: map[string]string{}, Expire: true}
 	dig := func(parts ...[]byte) string { return digest(in.Salt, parts...) }
 	set := func(name string, parts ...[]byte) { d.Settings[name] = dig(parts...) }
 
@@ -148,11 +155,12 @@ func Settings(in Input) Desired {
 
 	cc := ParseCloudConfig(md.UserData)
 	d.Warnings = cc.Warnings
-	if !cc.Parsed && len(md.UserData) > 0 {
+	d.UserDataBroken = cc.Broken
+	if !cc.Parsed && !cc.Broken && len(md.UserData) > 0 {
 		set("user-data", md.UserData)
 	}
 	for k, v := range cc.Top {
-		set("user-data:"+k, v)
+		set(topSetting(in.Salt, k), v)
 	}
 	d.DefaultUser = cc.DefaultUser
 	if d.DefaultUser == "" {
@@ -160,14 +168,22 @@ func Settings(in Input) Desired {
 	}
 	if d.DefaultUser != "" {
 		d.Keys[d.DefaultUser] = append(slices.Clone(md.PublicKeys), cc.Keys...)
+		d.KeysPartial[d.DefaultUser] = cc.KeysPartial || md.PublicKeysDropped > 0
 	} else if len(md.PublicKeys)+len(cc.Keys) > 0 {
 		d.Warnings = append(d.Warnings, "public keys: no default user is named (user-data user, or the image's system_info.default_user); they wait for cloud-init at a new instance")
 	}
 	for _, u := range cc.Users {
 		d.Keys[u.Name] = append(d.Keys[u.Name], u.Keys...)
+		d.KeysPartial[u.Name] = d.KeysPartial[u.Name] || u.KeysPartial
 	}
 	for user, keys := range d.Keys {
-		set("keys:"+user, []byte(keySetText(keys)))
+		// A set with a key dropped differs from the same set whole, so
+		// that the boot that finds it whole again removes what it must.
+		partial := ""
+		if d.KeysPartial[user] {
+			partial = "\npartial"
+		}
+		set("keys:"+user, []byte(keySetText(keys)+partial))
 	}
 	d.Expire = cc.Expire
 	pws := cc.Passwords
@@ -196,6 +212,17 @@ func Settings(in Input) Desired {
 
 	d.CloudInit = dig([]byte(md.Hostname), []byte(strings.Join(md.PublicKeys, "\n")), md.UserData, md.VendorData)
 	return d
+}
+
+// topSetting is the setting name of a top-level user-data key, which the
+// status shows: "user-data:KEY" for a plain name, else a description that
+// does not quote the key, told apart from another key of the same length
+// by a salted digest of it.
+func topSetting(salt, k string) string {
+	if safeKey(k) == k {
+		return "user-data:" + k
+	}
+	return fmt.Sprintf("user-data:(a key of %d bytes, %s)", len(k), digest(salt, []byte(k))[:12])
 }
 
 // keySetText is the canonical text of a set of keys: their fingerprints,

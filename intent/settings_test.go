@@ -1,6 +1,7 @@
 package intent
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -188,5 +189,27 @@ func TestLookupEveryRow(t *testing.T) {
 	}
 	if r := Lookup("keys:someone"); r.Applier != BySeedkeeper {
 		t.Errorf("keys:someone: %v", r)
+	}
+}
+
+// A top-level user-data key that is no plain name is not quoted in the
+// setting's name (which the status shows), and two such keys of the same
+// length stay two settings: a change of one is that one's change.
+func TestChangesOddTopKeys(t *testing.T) {
+	ud := func(v1, v2 string) *datasource.Metadata {
+		return nocloud([]byte("#cloud-config\n\"my secret1\": " + v1 + "\n\"my secret2\": " + v2 + "\n\"\\u202ertl\": 1\n"))
+	}
+	a := Settings(Input{Metadata: ud("a", "b"), Salt: "s"})
+	b := Settings(Input{Metadata: ud("a", "c"), Salt: "s"})
+	for k := range a.Settings {
+		if strings.Contains(k, "secret") || strings.Contains(k, "rtl") {
+			t.Errorf("setting %q quotes the key", k)
+		}
+	}
+	if len(a.Settings) != 3 {
+		t.Errorf("settings %v, want three", slices.Collect(maps.Keys(a.Settings)))
+	}
+	if ch := Compare(a.Settings, b.Settings); len(ch) != 1 || ch[0].Kind != "changed" {
+		t.Errorf("one key's value changed: %+v", ch)
 	}
 }

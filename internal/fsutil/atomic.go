@@ -26,6 +26,19 @@ var ErrSymlink = errors.New("refusing to write through a symbolic link")
 // whether it changed anything. Missing parent directories are created 0755;
 // a parent directory that is a symbolic link is refused (MkdirNoFollow).
 func WriteFile(path string, data []byte, perm fs.FileMode) (changed bool, err error) {
+	return writeFileAs(path, data, perm, -1, -1)
+}
+
+// beforeRename, when set (by a test), is called with the temporary file's
+// name just before it is renamed into place.
+var beforeRename func(tmp string)
+
+// writeFileAs is WriteFile with the temporary file given to uid:gid, by
+// its descriptor, before anything is written to it (-1 keeps the
+// writer's): nothing is changed by path after the rename, where the
+// directory's owner could have put another file (a hard link) in its
+// place.
+func writeFileAs(path string, data []byte, perm fs.FileMode, uid, gid int) (changed bool, err error) {
 	dir := filepath.Dir(path)
 	if err := MkdirNoFollow(dir, 0o755); err != nil {
 		return false, fmt.Errorf("writing %s: %w", path, err)
@@ -56,6 +69,11 @@ func WriteFile(path string, data []byte, perm fs.FileMode) (changed bool, err er
 			os.Remove(tmp.Name())
 		}
 	}()
+	if uid >= 0 || gid >= 0 {
+		if err = tmp.Chown(uid, gid); err != nil {
+			return false, fmt.Errorf("writing %s: %w", path, err)
+		}
+	}
 	if err = tmp.Chmod(perm.Perm()); err != nil {
 		return false, fmt.Errorf("writing %s: %w", path, err)
 	}
@@ -67,6 +85,9 @@ func WriteFile(path string, data []byte, perm fs.FileMode) (changed bool, err er
 	}
 	if err = tmp.Close(); err != nil {
 		return false, fmt.Errorf("writing %s: %w", path, err)
+	}
+	if beforeRename != nil {
+		beforeRename(tmp.Name())
 	}
 	if err = os.Rename(tmp.Name(), path); err != nil {
 		return false, fmt.Errorf("writing %s: %w", path, err)

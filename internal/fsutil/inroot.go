@@ -265,9 +265,9 @@ func WriteFileInAs(root, p string, data []byte, perm, dirPerm fs.FileMode, uid, 
 }
 
 // portableWriteAs is writeInAs done in user space: the last directory is
-// made and owned first, the file written as portableWrite writes it and
-// then given to the user without following a link (the window between
-// the rename and the chown is the user-space walk's, as above).
+// made and owned first, then the file written as portableWrite writes it,
+// the temporary file given to the user by its descriptor before the
+// rename; nothing is changed by path after it.
 func portableWriteAs(root, p string, data []byte, perm, dirPerm fs.FileMode, uid, gid int) error {
 	proot, err := portableRoot(root)
 	if err != nil {
@@ -295,10 +295,7 @@ func portableWriteAs(root, p string, data []byte, perm, dirPerm fs.FileMode, uid
 			return fmt.Errorf("%s: %w", dir, ErrSymlink)
 		}
 	}
-	if err := portableWrite(root, p, data, perm); err != nil {
-		return err
-	}
-	return os.Lchown(hostPath(proot, p), uid, gid)
+	return portableWriteOwned(root, p, data, perm, uid, gid)
 }
 
 // NoLinkOnTheWayIn checks, for code that writes under root by plain
@@ -624,6 +621,12 @@ func portableTruncate(root, p string) error {
 }
 
 func portableWrite(root, p string, data []byte, perm fs.FileMode) error {
+	return portableWriteOwned(root, p, data, perm, -1, -1)
+}
+
+// portableWriteOwned is portableWrite with the new file given to uid:gid
+// before it is renamed into place (-1 keeps the writer's).
+func portableWriteOwned(root, p string, data []byte, perm fs.FileMode, uid, gid int) error {
 	root, err := portableRoot(root)
 	if err != nil {
 		return err
@@ -656,7 +659,7 @@ func portableWrite(root, p string, data []byte, perm fs.FileMode) error {
 			return err
 		}
 	}
-	_, err = WriteFile(hostPath(root, p), data, perm)
+	_, err = writeFileAs(hostPath(root, p), data, perm, uid, gid)
 	return err
 }
 

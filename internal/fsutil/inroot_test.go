@@ -3,6 +3,7 @@ package fsutil
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -432,5 +433,34 @@ func TestWriteFileInAs(t *testing.T) {
 	}
 	if err := WriteFileInAs("/", "/tmp/x", nil, 0o600, 0o700, uid, gid); err == nil {
 		t.Error("WriteFileInAs on the real root: no error")
+	}
+}
+
+// The user-space walk gives a user's new file to the user before it is
+// renamed into place, never by path after: the directory is the user's,
+// who could put a hard link to another file in its place between the
+// rename and a chown by path.
+func TestPortableWriteAsOwnsBeforeRename(t *testing.T) {
+	uid, gid := os.Getuid(), os.Getgid()
+	if uid == 0 {
+		uid, gid = 4242, 4243
+	}
+	home := t.TempDir()
+	var seen []string
+	beforeRename = func(tmp string) {
+		fi, err := os.Lstat(tmp)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		seen = append(seen, fmt.Sprintf("%d:%d %v", st.Uid, st.Gid, fi.Mode()))
+	}
+	defer func() { beforeRename = nil }()
+	if err := portableWriteAs(home, "/.ssh/authorized_keys", []byte("k\n"), 0o600, 0o700, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("%d:%d %v", uid, gid, fs.FileMode(0o600)); len(seen) != 1 || seen[0] != want {
+		t.Errorf("the temporary file before the rename: %q, want %q", seen, want)
 	}
 }

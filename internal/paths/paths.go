@@ -18,6 +18,8 @@ const (
 	// Changes is the record of the last boot's metadata, setting by
 	// setting, and the receipt of the SSH keys it put in place.
 	Changes = StateDir + "/changes.json"
+	// ChangesBad is a record that could not be read, kept aside.
+	ChangesBad = Changes + ".bad"
 	// Sealed is the marker "seedkeeper image seal" leaves.
 	Sealed = StateDir + "/sealed"
 	// ImportedSeed holds a seed a person put into SeedDir before
