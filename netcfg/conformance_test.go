@@ -52,6 +52,9 @@ var conformDeliberate = []conformRow{
 	{doc: "*", link: "*", field: "link/Link.MTUBytes", why: "the MTU is set at apply and by the .network's [Link] MTUBytes="},
 	{doc: "*", link: "*", field: "link/Link.WakeOnLan", netplan: says("no"),
 		why: "without wakeonlan: seedkeeper leaves wake-on-LAN as the NIC has it; netplan turns it off"},
+	// Live apply first.
+	{doc: "*", link: "*", field: "network/Network.KeepConfiguration", ours: says("static"), netplan: says(""),
+		why: "seedkeeper applies a link's addresses and routes live before networkd takes the link; without KeepConfiguration=static networkd (252) removes them as foreign and adds them again, a moment without an address; netplan applies nothing live"},
 	// Device types seedkeeper does not handle: left out, with a note.
 	{doc: "examples/ipv6_tunnel.yaml", link: "he-ipv6", field: "files", why: "tunnels are not handled"},
 	{doc: "examples/wireguard.yaml", link: "wg*", field: "files", why: "tunnels are not handled"},
@@ -862,6 +865,8 @@ var v1Deliberate = []conformRow{
 		why: "cloud-init writes set-name for a v1 NIC with a MAC: netplan matches the name its .link gives, seedkeeper the MAC, renaming the link itself"},
 	{doc: "*", link: "*", field: "files", ours: says("network"), netplan: says("link | network"), why: "no .link files"},
 	{doc: "*", link: "*", field: "link/*", why: "no .link files: names and MTUs are set at apply; wake-on-LAN is left as it is"},
+	{doc: "*", link: "*", field: "network/Network.KeepConfiguration", ours: says("static"), netplan: says(""),
+		why: "networkd keeps what seedkeeper applied live"},
 	// Where cloud-init 22.4.2's netplan rendering loses what the v1
 	// document says, seedkeeper keeps it.
 	{doc: "v1/routes-nameservers.yaml", link: "eth0", field: "network/Route",

@@ -80,6 +80,7 @@ ethernets:
 	// Type=ether
 	//
 	// [Network]
+	// KeepConfiguration=static
 	// DHCP=no
 	// Address=192.0.2.10/24
 	// DNS=192.0.2.53

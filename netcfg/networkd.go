@@ -26,6 +26,8 @@ const Header = "# Written by seedkeeper; changes will be overwritten."
 //     permanent one when the configuration gives the link a new MAC), by
 //     name or glob where the configuration has no MAC, and by driver if
 //     it asks.
+//   - [Network] has KeepConfiguration=static: networkd keeps the
+//     addresses and routes seedkeeper applied live when it takes the link.
 //   - [Link] carries the MTU, the MAC a link is given and, for an
 //     optional link, RequiredForOnline=no; [DHCPv4] and [DHCPv6] the
 //     DHCP overrides networkd has; [RoutingPolicyRule] the link's rules;
@@ -280,6 +282,14 @@ func renderNetwork(v *view, ifc *Interface, extraDNS DNS, extraRoutes []Route) (
 	}
 
 	w.section("Network")
+	// seedkeeper applies these addresses and routes live before networkd
+	// takes the link (at boot, and when a NIC is hot-added while networkd
+	// runs). Without this, networkd (252, Debian 12) takes them for
+	// foreign ones, removes them and adds them again as its own: a moment
+	// in which the NIC has no address, seen on a hot-added NIC. Static
+	// configuration another program or a person added stays too;
+	// seedkeeper removes what it added itself (the receipt).
+	w.kv("KeepConfiguration", "static")
 	if ifc.Kind != Physical {
 		// As netplan: a bond, bridge or VLAN is configured before it
 		// has carrier (a bridge without ports never has one).

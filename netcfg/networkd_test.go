@@ -198,6 +198,7 @@ MACAddress=02:00:00:00:00:02
 Type=ether
 
 [Network]
+KeepConfiguration=static
 Bond=bond0
 PrimarySlave=yes
 DHCP=no
@@ -225,6 +226,7 @@ Name=bond0
 MTUBytes=9000
 
 [Network]
+KeepConfiguration=static
 ConfigureWithoutCarrier=yes
 DHCP=no
 VLAN=bond0.42
@@ -237,6 +239,7 @@ VLAN=bond0.42
 Name=bond0.42
 
 [Network]
+KeepConfiguration=static
 ConfigureWithoutCarrier=yes
 DHCP=no
 Address=10.42.0.5/24

@@ -625,7 +625,15 @@ func (h *Handle) do(op Op, links map[int]netlink.Link) error {
 	case AddRoute:
 		// The link's index as found now: a stacked link made by this
 		// plan had none when it was planned.
-		return h.nl.RouteAdd(nlRoute(l.Attrs().Index, op.Route))
+		nr := nlRoute(l.Attrs().Index, op.Route)
+		// Installed by an administrator, as the stacks' own static
+		// routes are: a networkd that keeps a link's static
+		// configuration (KeepConfiguration=static in seedkeeper's files)
+		// keeps this route when it takes the link, where it would
+		// remove a "boot" route and add it again. Removal matches any
+		// protocol, so a route added before this still goes.
+		nr.Protocol = unix.RTPROT_STATIC
+		return h.nl.RouteAdd(nr)
 	case RemoveRoute:
 		err := h.nl.RouteDel(nlRoute(l.Attrs().Index, op.Route))
 		if errors.Is(err, unix.ESRCH) {

@@ -214,9 +214,11 @@ func TestIntegrationApplyOwnedLinksOnly(t *testing.T) {
 		t.Errorf("eth0 addresses = %v", got)
 	}
 	if got := routes(t, nh, "eth0"); !hasAll(got,
-		"default via 192.0.2.1 metric 100 table 254",
-		"198.51.100.0/24 via 192.0.2.254 metric 10 table 254",
-		"default via 2001:db8::1 metric 1024 table 254") {
+		// proto 4: static, which a networkd keeping static
+		// configuration keeps.
+		"default via 192.0.2.1 metric 100 table 254 proto 4",
+		"198.51.100.0/24 via 192.0.2.254 metric 10 table 254 proto 4",
+		"default via 2001:db8::1 metric 1024 table 254 proto 4") {
 		t.Errorf("eth0 routes = %q", got)
 	}
 	if after := state(t, nh, untouched...); after != before {
@@ -273,6 +275,15 @@ func TestIntegrationConfigChangeRemovesOnlyOurStaleAddress(t *testing.T) {
 	}
 	if got := res.Receipt.Links[mac1].Addresses; !slices.Equal(got, []netip.Prefix{pfx("192.0.2.10/24")}) {
 		t.Errorf("receipt addresses = %v", got)
+	}
+
+	// A route seedkeeper added before its routes were "static" is
+	// "boot" (proto 3): it goes all the same.
+	idx := link(t, nh, "eth0").Attrs().Index
+	must(t, nh.RouteDel(&netlink.Route{LinkIndex: idx, Dst: ipNet(pfx("0.0.0.0/0")), Gw: net.ParseIP("192.0.2.1")}))
+	must(t, nh.RouteAdd(&netlink.Route{LinkIndex: idx, Dst: ipNet(pfx("0.0.0.0/0")), Gw: net.ParseIP("192.0.2.1"), Protocol: unix.RTPROT_BOOT}))
+	if got := routes(t, nh, "eth0"); !hasAll(got, "default via 192.0.2.1 metric 0 table 254 proto 3") {
+		t.Fatalf("routes = %q", got)
 	}
 
 	// Dropping everything removes ours and nothing else, even though ours is
