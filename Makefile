@@ -124,7 +124,7 @@ deb: build pkgdoc
 # (scripts/test-deps.sh); the root filesystems are cached by their inputs
 # under /var/cache/seedkeeper-test/rootfs.
 e2e: test-deps
-	SEEDKEEPER_VM_MATRIX=full $(GO) test -count=1 -timeout 120m -v -run 'TestIntegrationSystemd' ./test/vm/
+	SEEDKEEPER_VM_MATRIX=full $(GO) test -count=1 -timeout 240m -v -run 'TestIntegrationSystemd' ./test/vm/
 
 # Cross-builds: the whole binary on Linux; elsewhere the mdata tools over the
 # serial port, and honest "not supported" errors for the rest.

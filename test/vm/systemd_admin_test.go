@@ -75,7 +75,7 @@ func TestIntegrationSystemdAdminChanges(t *testing.T) {
 	// other (Debian 13's in make e2e).
 	for _, rel := range []string{relBookworm, relTrixie} {
 		t.Run(rel, func(t *testing.T) {
-			if rel != relBookworm && os.Getenv("SEEDKEEPER_VM_MATRIX") != "full" {
+			if rel != relBookworm && !fullMatrix() {
 				// Three more boots in series on the slower image: make
 				// test runs the chain on Debian 12 only.
 				t.Skip("the chain on " + rel + " runs in make e2e (SEEDKEEPER_VM_MATRIX=full)")

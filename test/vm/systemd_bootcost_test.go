@@ -78,6 +78,10 @@ var bootCostVariants = []bootCostVariant{
 // started (monotonic clock).
 type bootCostSample struct {
 	final, ssh, local, skWall, skCPU float64
+	// netOK: the NICs have the names and addresses the seed gives them
+	// (eth0 static, eth1 its lease), which a unit change that lets the
+	// boot race udev would break.
+	netOK bool
 }
 
 // TestIntegrationSystemdBootCost boots the networkd image of each release
@@ -159,14 +163,18 @@ func TestIntegrationSystemdBootCost(t *testing.T) {
 								final: r.mono(t, "cloud-final", "ActiveEnterTimestampMonotonic").Seconds(),
 								ssh:   r.mono(t, "ssh", "ActiveEnterTimestampMonotonic").Seconds(),
 								local: r.mono(t, "cloud-init-local", "InactiveExitTimestampMonotonic").Seconds(),
+								netOK: slices.Contains(r.addrsOf(t, "eth0"), addrStatic) && slices.Contains(r.addrsOf(t, "eth1"), addrDHCP),
 							}
 							if v.seedkeeper {
 								s.skWall = (r.mono(t, "seedkeeper-boot", "ActiveEnterTimestampMonotonic") - r.mono(t, "seedkeeper-boot", "InactiveExitTimestampMonotonic")).Seconds()
 								cpu, _ := strconv.ParseFloat(r.unit(t, "seedkeeper-boot")["CPUUsageNSec"], 64)
 								s.skCPU = cpu / 1e9
 							}
-							t.Logf("BOOTCOST %s %s %s: cloud-final %.1fs ssh %.1fs cloud-init-local start %.1fs seedkeeper-boot wall %.1fs cpu %.1fs | sshd listening (journal) %s",
-								rel, boot, v.name, s.final, s.ssh, s.local, s.skWall, s.skCPU, strings.TrimSpace(string(r.files["sshd-listening"])))
+							t.Logf("BOOTCOST %s %s %s: cloud-final %.1fs ssh %.1fs cloud-init-local start %.1fs seedkeeper-boot wall %.1fs cpu %.1fs network as the seed says %v | sshd listening (journal) %s",
+								rel, boot, v.name, s.final, s.ssh, s.local, s.skWall, s.skCPU, s.netOK, strings.TrimSpace(string(r.files["sshd-listening"])))
+							if !s.netOK {
+								t.Logf("%s %s %s: addresses:\n%s\nseedkeeper journal:\n%s", rel, boot, v.name, r.get(t, "addr.json"), r.get(t, "journal-seedkeeper"))
+							}
 							mu.Lock()
 							k := rel + "/" + boot + "/" + v.name
 							samples[k] = append(samples[k], s)
@@ -187,8 +195,8 @@ func TestIntegrationSystemdBootCost(t *testing.T) {
 // bootCostTable renders the samples as a Markdown table.
 func bootCostTable(releases []string, samples map[string][]bootCostSample) string {
 	var b strings.Builder
-	b.WriteString("| release | boot | variant | n | cloud-final | Δ | sshd listening | Δ | cloud-init-local starts | seedkeeper-boot wall | its CPU |\n")
-	b.WriteString("|---|---|---|--:|---|--:|---|--:|---|---|---|\n")
+	b.WriteString("| release | boot | variant | n | cloud-final | Δ | sshd listening | Δ | cloud-init-local starts | seedkeeper-boot wall | its CPU | network as the seed says |\n")
+	b.WriteString("|---|---|---|--:|---|--:|---|--:|---|---|---|--:|\n")
 	for _, rel := range releases {
 		for _, boot := range []string{"first", "second"} {
 			plain := samples[rel+"/"+boot+"/plain"]
@@ -217,11 +225,17 @@ func bootCostTable(releases []string, samples map[string][]bootCostSample) strin
 				}
 				final := func(s bootCostSample) float64 { return s.final }
 				ssh := func(s bootCostSample) float64 { return s.ssh }
-				fmt.Fprintf(&b, "| %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", rel, boot, v.name, len(ss),
+				ok := 0
+				for _, s := range ss {
+					if s.netOK {
+						ok++
+					}
+				}
+				fmt.Fprintf(&b, "| %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %d/%d |\n", rel, boot, v.name, len(ss),
 					spread(col(final)), delta(final), spread(col(ssh)), delta(ssh),
 					spread(col(func(s bootCostSample) float64 { return s.local })),
 					spread(col(func(s bootCostSample) float64 { return s.skWall })),
-					spread(col(func(s bootCostSample) float64 { return s.skCPU })))
+					spread(col(func(s bootCostSample) float64 { return s.skCPU })), ok, len(ss))
 			}
 		}
 	}

@@ -3,7 +3,6 @@ package vm
 import (
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -93,7 +92,7 @@ func nmUnmanagedProblems(t *testing.T, r *sdReport, devs []string) []string {
 // from NetworkManager to show the NetworkManager check can fail. Full
 // matrix only (make e2e).
 func TestIntegrationSystemdStackedStacks(t *testing.T) {
-	if os.Getenv("SEEDKEEPER_VM_MATRIX") != "full" {
+	if !fullMatrix() {
 		t.Skip("the full matrix runs in make e2e (SEEDKEEPER_VM_MATRIX=full)")
 	}
 	t.Parallel()

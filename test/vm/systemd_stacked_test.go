@@ -330,8 +330,8 @@ func checkStackedLinks(t *testing.T, r *sdReport, manager string) []string {
 // TestIntegrationSystemdStackedLinks: on the networkd image, a seed whose
 // network-config (v1 and v2) bonds two virtio NICs, puts a VLAN on the bond
 // and a bridge on the VLAN is applied live by seedkeeper-boot, before
-// systemd-networkd starts; a second boot of the disk makes the same links
-// again and rewrites no file. With a driver allowlist that leaves virtio_net
+// systemd-networkd starts; a second boot of the disk (v2's; both in make
+// e2e) makes the same links again and rewrites no file. With a driver allowlist that leaves virtio_net
 // out, no bond is made.
 func TestIntegrationSystemdStackedLinks(t *testing.T) {
 	t.Parallel()
@@ -345,6 +345,13 @@ func TestIntegrationSystemdStackedLinks(t *testing.T) {
 			d := newSDDisk(t, img)
 			r1 := d.boot(t, sdBoot{Name: "first", UUID: uuidVM, Seed: seed, NICs: nics, Append: plan})
 			checkStackedLinks(t, r1, "systemd-networkd")
+			if v == 1 && !fullMatrix() {
+				// Both versions parse into the same links: the second
+				// boot of v2 shows the fresh kernel gets them again
+				// (make e2e boots v1's too).
+				t.Log("the second boot of the v1 seed runs in make e2e (SEEDKEEPER_VM_MATRIX=full)")
+				return
+			}
 			r2 := d.boot(t, sdBoot{Name: "second", UUID: uuidVM, Seed: seed, NICs: nics, Append: plan})
 			checkStackedLinks(t, r2, "systemd-networkd")
 			if a, b := r1.instanceID(t), r2.instanceID(t); a != b {

@@ -20,7 +20,7 @@ import (
 // TestIntegrationSystemdTemplatesMore runs the extra template scenarios on
 // the networkd image, side by side.
 func TestIntegrationSystemdTemplatesMore(t *testing.T) {
-	if os.Getenv("SEEDKEEPER_VM_MATRIX") != "full" {
+	if !fullMatrix() {
 		t.Skip("the extra template scenarios run in make e2e (SEEDKEEPER_VM_MATRIX=full), not in make test")
 	}
 	t.Parallel()
