@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/seedkeeper/seedkeeper/netcfg"
+	"github.com/seedkeeper/seedkeeper/netcfg/apply"
 )
 
 // DefaultBackoff is how long the watcher waits before each re-fetch when
@@ -86,6 +87,28 @@ type Options struct {
 	Status func(string)
 	// Logger receives the watcher's log lines; nil means slog.Default().
 	Logger *slog.Logger
+	// Outcome, when set, is called on the watcher's loop with what became
+	// of a NIC: after every apply made for it, and when the watcher gives
+	// up on it. It must not block for long.
+	Outcome func(Outcome)
+}
+
+// What became of a NIC, in Outcome.Result.
+const (
+	Applied = "applied" // every operation of its apply succeeded
+	Partial = "partial" // some operations failed (apply.ErrPartial); it is tried again
+	Failed  = "failed"  // the apply failed; it is tried again
+	GaveUp  = "gave-up" // no more tries until it is added again
+)
+
+// Outcome is what became of one NIC, for Options.Outcome.
+type Outcome struct {
+	Name string
+	MAC  string // lower-case, colon-separated
+	// Result is Applied, Partial, Failed or GaveUp.
+	Result string
+	// Err is why, nil when Applied.
+	Err error
 }
 
 // Stats counts what a watcher has done. Links judged once are not judged
@@ -626,12 +649,20 @@ func (l *loop) finish(r cycleResult, now time.Time) {
 		case r.noNetwork:
 			w.log.Info("hotplug: the metadata has no network config; leaving " + k.String() + " alone")
 			l.settle(k, stateGaveUp)
+			l.outcome(k, GaveUp, errors.New("the metadata has no network config"))
 			continue
 		case r.fetchErr == nil && r.applyErr == nil && r.found[cl.mac]:
 			w.log.Info(fmt.Sprintf("hotplug: applied network config to %s after %d fetch(es)", k, k.attempts+1))
 			w.c.applied.Add(1)
 			l.settle(k, stateDone)
+			l.outcome(k, Applied, nil)
 			continue
+		case r.applyErr != nil && r.found[cl.mac]:
+			if errors.Is(r.applyErr, apply.ErrPartial) {
+				l.outcome(k, Partial, r.applyErr)
+			} else {
+				l.outcome(k, Failed, r.applyErr)
+			}
 		}
 		if !cl.due {
 			continue // it rode along; its own schedule stands
@@ -645,6 +676,7 @@ func (l *loop) finish(r cycleResult, now time.Time) {
 			w.log.Warn(fmt.Sprintf("hotplug: giving up on %s after %d fetches over %v: %s; it is tried again when it is added again",
 				k, k.attempts, now.Sub(k.firstSeen).Round(time.Millisecond), what))
 			l.settle(k, stateGaveUp)
+			l.outcome(k, GaveUp, fmt.Errorf("after %d fetches: %s", k.attempts, what))
 			continue
 		}
 		wait := w.opts.Backoff[k.attempts-1]
@@ -652,6 +684,13 @@ func (l *loop) finish(r cycleResult, now time.Time) {
 			w.log.Info(fmt.Sprintf("hotplug: the metadata does not list %s yet; fetching again in %v", k, wait))
 		}
 		k.due = now.Add(wait)
+	}
+}
+
+// outcome tells Options.Outcome what became of k.
+func (l *loop) outcome(k *link, result string, err error) {
+	if f := l.w.opts.Outcome; f != nil {
+		f(Outcome{Name: k.Name, MAC: k.MAC, Result: result, Err: err})
 	}
 }
 

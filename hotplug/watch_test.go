@@ -16,6 +16,7 @@ import (
 
 	"github.com/seedkeeper/seedkeeper/internal/syncbuf"
 	"github.com/seedkeeper/seedkeeper/netcfg"
+	"github.com/seedkeeper/seedkeeper/netcfg/apply"
 )
 
 // fakeSource is a linkSource whose links and events the test makes.
@@ -603,5 +604,53 @@ func TestNewChecksOptions(t *testing.T) {
 	if _, err := New(Options{Fetch: md.fetch, Apply: md.apply, Backoff: []time.Duration{time.Second, 0}}); err == nil ||
 		!strings.Contains(err.Error(), "backoff step 2") {
 		t.Errorf("zero backoff step: %v", err)
+	}
+}
+
+// Options.Outcome hears of every apply made for a NIC and of giving up,
+// with the NIC's name and MAC: what seedkeeper watch records for
+// "seedkeeper status".
+func TestWatchReportsOutcomes(t *testing.T) {
+	const ok, partial, none = "52:54:00:00:00:31", "52:54:00:00:00:32", "52:54:00:00:00:33"
+	var mu sync.Mutex
+	var got []Outcome
+	src, md := newFakeSource(), &metadata{learnAt: map[string]int{ok: 1}}
+	h := startHarness(t, src, md, Options{Outcome: func(o Outcome) {
+		mu.Lock()
+		got = append(got, o)
+		mu.Unlock()
+	}})
+	outcomes := func() []Outcome { mu.Lock(); defer mu.Unlock(); return slices.Clone(got) }
+	h.waitReady()
+	src.put(11, "eth1", ok, "virtio_net", false)
+	waitFor(t, "eth1's outcome", func() bool { return len(outcomes()) == 1 })
+
+	md.mu.Lock()
+	md.learnAt[partial] = 1
+	md.applyErr = fmt.Errorf("%w: 1 of 2 operations failed: add 192.0.2.5/24: file exists\nmore", apply.ErrPartial)
+	md.mu.Unlock()
+	src.put(12, "eth2", partial, "virtio_net", false)
+	// The first try and the three of the backoff, then giving up.
+	waitFor(t, "eth2's outcomes", func() bool { return len(outcomes()) == 6 })
+	md.mu.Lock()
+	md.applyErr = nil
+	md.mu.Unlock()
+	src.put(13, "eth3", none, "virtio_net", false) // never listed
+	waitFor(t, "eth3's outcome", func() bool { return len(outcomes()) == 7 })
+
+	o := outcomes()
+	if o[0] != (Outcome{Name: "eth1", MAC: ok, Result: Applied}) {
+		t.Errorf("first outcome %+v", o[0])
+	}
+	for _, x := range o[1:5] {
+		if x.Name != "eth2" || x.MAC != partial || x.Result != Partial || !errors.Is(x.Err, apply.ErrPartial) {
+			t.Errorf("outcome of a partial apply: %+v", x)
+		}
+	}
+	if x := o[5]; x.Name != "eth2" || x.Result != GaveUp || x.Err == nil || !strings.Contains(x.Err.Error(), "the last attempt failed") {
+		t.Errorf("outcome after the backoff ran out: %+v", x)
+	}
+	if x := o[6]; x.Name != "eth3" || x.MAC != none || x.Result != GaveUp || !strings.Contains(x.Err.Error(), "the metadata did not list it") {
+		t.Errorf("outcome of a NIC the metadata never listed: %+v", x)
 	}
 }
