@@ -36,6 +36,9 @@ type localIPWatch struct {
 	last  map[string]netip.Addr // key -> what the VMX was last given
 	retry map[string]*backoff   // key -> when a failed set is tried again
 	now   func() time.Time
+	// rec, when set, records each set and failure for seedkeeper
+	// status.
+	rec *watchRecorder
 	// lastRun is when reconcile last ran; reconciles counts its runs
 	// (read by the tests).
 	lastRun    time.Time
@@ -128,11 +131,13 @@ func (w *localIPWatch) reconcile(ctx context.Context) time.Time {
 				b.delay = min(2*b.delay, retryMax)
 			}
 			b.at = now.Add(b.delay)
+			w.rec.setFailed("guestinfo."+p.key, p.addr.String(), err, b.at)
 			w.e.Log.Warn("vmware: publishing guestinfo."+p.key+" failed; trying again in "+b.delay.String()+" at the earliest", "err", err)
 			continue
 		}
 		delete(w.retry, p.key)
 		w.last[p.key] = p.addr
+		w.rec.published("guestinfo."+p.key, p.addr.String())
 		w.e.Log.Info("vmware: published guestinfo." + p.key + " " + p.addr.String() + " (the owned addresses changed)")
 	}
 	return w.nextRetry()

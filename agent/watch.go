@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 
 	"github.com/vishvananda/netns"
 
@@ -128,11 +129,31 @@ func Watch(ctx context.Context, e Env, o WatchOptions) error {
 		return fail("watch: the network receipt", err)
 	}
 	receipt := e.Root.Path(ReceiptPath)
+	// What the watch does to the machine is recorded for seedkeeper
+	// status (WatchRecordPath); a watch that only plans changes nothing,
+	// and records nothing.
+	var outcome func(hotplug.Outcome)
 	// What boot published in guestinfo is kept current (VMware only).
 	var ips *localIPWatch
 	if o.Network.live(&e) {
-		if st, err := ReadStatus(e.Root); err == nil && decided.Ran {
+		rec := newWatchRecorder(e.Root, e.Log)
+		st, err := ReadStatus(e.Root)
+		if err != nil || !decided.Ran {
+			st = nil
+		}
+		outcome = func(oc hotplug.Outcome) {
+			// A NIC boot applied, applied again as the watch starts, is
+			// boot's (status has it on its Network line), not a hotplug.
+			if oc.AtStart && oc.Result == hotplug.Applied && st != nil && st.Network != nil && slices.Contains(st.Network.Links, oc.Name) {
+				return
+			}
+			rec.hotplug(oc)
+		}
+		if st != nil {
 			ips = e.newLocalIPWatch(st)
+		}
+		if ips != nil {
+			ips.rec = rec
 		}
 	}
 	if ips != nil {
@@ -175,6 +196,7 @@ func Watch(ctx context.Context, e Env, o WatchOptions) error {
 		Ready:       func() { e.Notify("READY=1") },
 		Status:      func(s string) { e.notifyStatus("%s", s) },
 		Logger:      e.Log,
+		Outcome:     outcome,
 	})
 	e.Notify("STOPPING=1")
 	if err != nil && ctx.Err() == nil {

@@ -109,6 +109,9 @@ type Outcome struct {
 	Result string
 	// Err is why, nil when Applied.
 	Err error
+	// AtStart is set for a NIC that was there when the watcher started
+	// (listed, not added later).
+	AtStart bool
 }
 
 // Stats counts what a watcher has done. Links judged once are not judged
@@ -690,7 +693,7 @@ func (l *loop) finish(r cycleResult, now time.Time) {
 // outcome tells Options.Outcome what became of k.
 func (l *loop) outcome(k *link, result string, err error) {
 	if f := l.w.opts.Outcome; f != nil {
-		f(Outcome{Name: k.Name, MAC: k.MAC, Result: result, Err: err})
+		f(Outcome{Name: k.Name, MAC: k.MAC, Result: result, Err: err, AtStart: k.initial})
 	}
 }
 

@@ -611,19 +611,21 @@ func TestNewChecksOptions(t *testing.T) {
 // with the NIC's name and MAC: what seedkeeper watch records for
 // "seedkeeper status".
 func TestWatchReportsOutcomes(t *testing.T) {
-	const ok, partial, none = "52:54:00:00:00:31", "52:54:00:00:00:32", "52:54:00:00:00:33"
+	const boot, ok, partial, none = "52:54:00:00:00:30", "52:54:00:00:00:31", "52:54:00:00:00:32", "52:54:00:00:00:33"
 	var mu sync.Mutex
 	var got []Outcome
-	src, md := newFakeSource(), &metadata{learnAt: map[string]int{ok: 1}}
+	src, md := newFakeSource(), &metadata{learnAt: map[string]int{boot: 1, ok: 1}}
 	h := startHarness(t, src, md, Options{Outcome: func(o Outcome) {
 		mu.Lock()
 		got = append(got, o)
 		mu.Unlock()
 	}})
 	outcomes := func() []Outcome { mu.Lock(); defer mu.Unlock(); return slices.Clone(got) }
+	src.put(10, "eth0", boot, "virtio_net", false) // there at start
 	h.waitReady()
+	waitFor(t, "eth0's outcome", func() bool { return len(outcomes()) == 1 })
 	src.put(11, "eth1", ok, "virtio_net", false)
-	waitFor(t, "eth1's outcome", func() bool { return len(outcomes()) == 1 })
+	waitFor(t, "eth1's outcome", func() bool { return len(outcomes()) == 2 })
 
 	md.mu.Lock()
 	md.learnAt[partial] = 1
@@ -631,16 +633,20 @@ func TestWatchReportsOutcomes(t *testing.T) {
 	md.mu.Unlock()
 	src.put(12, "eth2", partial, "virtio_net", false)
 	// The first try and the three of the backoff, then giving up.
-	waitFor(t, "eth2's outcomes", func() bool { return len(outcomes()) == 6 })
+	waitFor(t, "eth2's outcomes", func() bool { return len(outcomes()) == 7 })
 	md.mu.Lock()
 	md.applyErr = nil
 	md.mu.Unlock()
 	src.put(13, "eth3", none, "virtio_net", false) // never listed
-	waitFor(t, "eth3's outcome", func() bool { return len(outcomes()) == 7 })
+	waitFor(t, "eth3's outcome", func() bool { return len(outcomes()) == 8 })
 
 	o := outcomes()
+	if o[0] != (Outcome{Name: "eth0", MAC: boot, Result: Applied, AtStart: true}) {
+		t.Errorf("outcome of the NIC there at start %+v", o[0])
+	}
+	o = o[1:]
 	if o[0] != (Outcome{Name: "eth1", MAC: ok, Result: Applied}) {
-		t.Errorf("first outcome %+v", o[0])
+		t.Errorf("outcome of an added NIC %+v", o[0])
 	}
 	for _, x := range o[1:5] {
 		if x.Name != "eth2" || x.MAC != partial || x.Result != Partial || !errors.Is(x.Err, apply.ErrPartial) {
