@@ -410,9 +410,8 @@ func (w *watchRecorder) hotplug(o hotplug.Outcome) {
 }
 
 // save writes the record when it differs from what was written last:
-// atomically, mode 0644 (addresses, MACs, link names and error lines of
-// the watch's own operations: nothing of the metadata's secrets), never
-// through a link. A failure is logged once until a write works again;
+// atomically, never through a link, mode 0600 as status.json (it keeps
+// error text: a guestinfo tool's words, the kernel's). A failure is logged once until a write works again;
 // the watch goes on.
 func (w *watchRecorder) save() {
 	b, err := json.MarshalIndent(&w.rec, "", "  ")
@@ -423,7 +422,7 @@ func (w *watchRecorder) save() {
 	if bytes.Equal(b, w.saved) {
 		return
 	}
-	if err := fsutil.WriteFileIn(string(w.root), WatchRecordPath, b, 0o644); err != nil {
+	if err := fsutil.WriteFileIn(string(w.root), WatchRecordPath, b, 0o600); err != nil {
 		if !w.failing {
 			w.log.Warn("watch: recording what the watch did for seedkeeper status", "err", err)
 		}

@@ -51,14 +51,14 @@ func readRecord(t *testing.T, root string) *WatchRecord {
 }
 
 // The record is written atomically (a new file renamed into place: a
-// hard link to the old one keeps the old content), 0644, and only when
+// hard link to the old one keeps the old content), 0600, and only when
 // it changes.
 func TestWatchRecorderWritesOnChangeOnly(t *testing.T) {
 	root, w, now, _ := recorderRoot(t, testBootA)
 	p := filepath.Join(root, WatchRecordPath)
 	w.published("guestinfo.local-ipv4", "192.0.2.10")
 	fi, err := os.Lstat(p)
-	if err != nil || fi.Mode() != 0o644 {
+	if err != nil || fi.Mode() != 0o600 {
 		t.Fatalf("record after a set: %v, mode %v", err, fi.Mode())
 	}
 	r := readRecord(t, root)
