@@ -104,6 +104,11 @@ func TestIntegrationWatchHotplugVeth(t *testing.T) {
 	waitFor(t, "eth3's address", func() bool { return n.HasAddr(t, "eth3", "192.0.2.13/24") })
 	// The networkd files are rendered after the live apply.
 	waitFor(t, "a networkd file for each applied NIC", func() bool { return len(networkdFiles(root, ".network")) == 3 })
+	// The record is written as the loop hears the apply's result.
+	waitFor(t, "the watch's record of the three", func() bool {
+		r, _, err := agent.ReadWatchRecord(sysroot.Root(root))
+		return err == nil && len(r.Hotplug) == 3
+	})
 
 	w.stop(t)
 	if !w.notify.has("STOPPING=1") || !slices.ContainsFunc(w.notify.lines(), func(s string) bool { return strings.HasPrefix(s, "STATUS=watching links for veth") }) {
@@ -115,6 +120,19 @@ func TestIntegrationWatchHotplugVeth(t *testing.T) {
 		if after[name] != b {
 			t.Errorf("%s changed across hotplug events:\n%+v\n%+v", name, b, after[name])
 		}
+	}
+	// seedkeeper status is told: boot (run without the network) applied
+	// none of them, the watch all three. The late one was looked for
+	// and not found first, which is no result.
+	rec := watchRecord(t, root)
+	var got []string
+	for _, n := range rec.Hotplug {
+		for _, ev := range n.Events {
+			got = append(got, n.MAC+" "+ev.Name+" "+ev.Result+ev.Error)
+		}
+	}
+	if want := []string{macStart + " eth1 applied", macAdded + " eth2 applied", macLate + " eth3 applied"}; !slices.Equal(got, want) {
+		t.Errorf("the watch's record: %q, want %q", got, want)
 	}
 	for _, mac := range []string{macStart, macAdded, macLate} {
 		f := filepath.Join(root, agent.NetworkDir, "05-seedkeeper-"+nicID(mac)+".network")
