@@ -565,7 +565,8 @@ func TestWatchBrokenAllowlist(t *testing.T) {
 	h := startHarness(t, src, md, Options{Allowlist: al})
 	h.waitReady()
 	src.put(16, "ens16", "52:54:00:00:00:10", "virtio_net", false)
-	waitFor(t, "the event", func() bool { return h.w.Stats().Events == 1 })
+	// The event is counted before its link is judged: wait for both.
+	waitFor(t, "the event judged", func() bool { st := h.w.Stats(); return st.Events == 1 && st.Ignored == 2 })
 	if st := h.w.Stats(); st.Fetches != 0 || st.Applies != 0 || st.Ignored != 2 {
 		t.Errorf("stats %+v", st)
 	}
@@ -653,7 +654,7 @@ func TestWatchReportsOutcomes(t *testing.T) {
 			t.Errorf("outcome of a partial apply: %+v", x)
 		}
 	}
-	if x := o[5]; x.Name != "eth2" || x.Result != GaveUp || x.Err == nil || !strings.Contains(x.Err.Error(), "the last attempt failed") {
+	if x := o[5]; x.Name != "eth2" || x.Result != GaveUp || x.Err == nil || !strings.Contains(x.Err.Error(), "the last attempt failed: network applied partially") || !errors.Is(x.Err, apply.ErrPartial) {
 		t.Errorf("outcome after the backoff ran out: %+v", x)
 	}
 	if x := o[6]; x.Name != "eth3" || x.MAC != none || x.Result != GaveUp || !strings.Contains(x.Err.Error(), "the metadata did not list it") {
