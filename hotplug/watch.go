@@ -1,6 +1,7 @@
 package hotplug
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -673,13 +674,15 @@ func (l *loop) finish(r cycleResult, now time.Time) {
 		k.attempts++
 		if k.attempts > len(w.opts.Backoff) {
 			what := "the metadata did not list it"
-			if r.fetchErr != nil || r.applyErr != nil {
+			last := errors.New(what)
+			if err := cmp.Or(r.fetchErr, r.applyErr); err != nil {
 				what = "the last attempt failed"
+				last = fmt.Errorf("%s: %w", what, err)
 			}
 			w.log.Warn(fmt.Sprintf("hotplug: giving up on %s after %d fetches over %v: %s; it is tried again when it is added again",
 				k, k.attempts, now.Sub(k.firstSeen).Round(time.Millisecond), what))
 			l.settle(k, stateGaveUp)
-			l.outcome(k, GaveUp, fmt.Errorf("after %d fetches: %s", k.attempts, what))
+			l.outcome(k, GaveUp, fmt.Errorf("after %d fetches: %w", k.attempts, last))
 			continue
 		}
 		wait := w.opts.Backoff[k.attempts-1]
