@@ -14,6 +14,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/seedkeeper/seedkeeper/agent"
+	"github.com/seedkeeper/seedkeeper/hotplug"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
 
@@ -205,5 +206,31 @@ func TestIntegrationWatchBrokenAllowlist(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(root, p)); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s exists after a watch that may apply nothing (%v)", p, err)
 		}
+	}
+}
+
+// A watch that only plans changes nothing, and so records nothing for
+// seedkeeper status: no NIC is told as applied that was not.
+func TestIntegrationWatchPlanRecordsNothing(t *testing.T) {
+	n, peers := newTestNetns(t), newTestNetns(t)
+	const mac = "02:5e:00:00:04:01"
+	root := netSeedRoot(t, hotplugNetworkConfig(map[string]string{mac: "192.0.2.41/24"}))
+	log := &syncBuffer{}
+	e := netEnv(root, n, log)
+	a := hotplug.NewAllowlist(hotplug.OriginFlag, []string{"veth"})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- agent.Watch(ctx, e, agent.WatchOptions{Drivers: &a, Network: agent.NetworkPlan}) }()
+	n.AddVeth(t, peers, "eth1", mac)
+	waitFor(t, "the plan for eth1", func() bool { return strings.Contains(log.String(), "hotplug: applied network config to eth1") })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("watch: %v\n%s", err, log)
+	}
+	if !strings.Contains(log.String(), "network: would ") || n.HasAddr(t, "eth1", "192.0.2.41/24") {
+		t.Fatalf("not a plan:\n%s", log)
+	}
+	if _, err := os.Lstat(filepath.Join(root, agent.WatchRecordPath)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a watch that only plans left a record (%v)", err)
 	}
 }
