@@ -40,6 +40,8 @@ const (
 	WatchKeepNICs = 64
 	// watchErrorMax bounds an error's first line, in bytes.
 	watchErrorMax = 256
+	// maxWarnings bounds the warnings about one record.
+	maxWarnings = 10
 )
 
 // watchRecordVersion is the Version of the record this seedkeeper writes.
@@ -212,6 +214,9 @@ func ParseWatchRecord(b []byte) (*WatchRecord, []string, error) {
 	}
 	r.Hotplug = nics
 	r.trim()
+	if len(warn) > maxWarnings {
+		warn = append(warn[:maxWarnings], fmt.Sprintf("%d more entries left out", len(warn)-maxWarnings))
+	}
 	return &r, warn, nil
 }
 
@@ -232,8 +237,11 @@ func (g *WatchGuestinfo) check() string {
 			return "the error " + why
 		}
 	}
-	if g.Value == "" && g.Failed == nil {
+	switch {
+	case g.Value == "" && g.Failed == nil:
 		return "neither a value set nor a failure"
+	case g.Value != "" && g.At.IsZero(), g.Failed != nil && (g.Failed.At.IsZero() || g.Failed.RetryAt.IsZero()):
+		return "no time"
 	}
 	return ""
 }
@@ -251,6 +259,9 @@ func (ev *WatchEvent) check() string {
 	}
 	if why := textCheck(ev.Error); why != "" {
 		return "the error " + why
+	}
+	if ev.At.IsZero() {
+		return "no time"
 	}
 	return ""
 }

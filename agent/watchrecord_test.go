@@ -236,16 +236,18 @@ func TestParseWatchRecord(t *testing.T) {
     {"key": "guestinfo.local-ipv4", "value": "192.0.2.10", "at": "2026-12-01T14:02:11Z"},
     {"key": "guestinfo.` + secretMarker + `", "value": "192.0.2.10"},
     {"key": "guestinfo.local-ipv6", "value": "` + secretMarker + `"},
-    {"key": "guestinfo.local-ipv4", "value": "192.0.2.11"}
+    {"key": "guestinfo.local-ipv4", "value": "192.0.2.11", "at": "2026-12-01T14:03:11Z"},
+    {"key": "guestinfo.local-ipv6", "value": "2001:db8::1"}
   ],
   "hotplug": [
     {"mac": "` + secretMarker + `", "events": [{"name": "eth1", "result": "applied"}]},
     {"mac": "52:54:00:00:00:0A", "events": [
       {"name": "eth2", "at": "2026-12-01T14:01:55Z", "result": "applied"},
       {"name": "eth2", "result": "` + secretMarker + `"},
-      {"name": "` + secretMarker + `/x", "result": "applied"},
+      {"name": "` + secretMarker + `-longer-than-15", "result": "applied"},
       {"name": "eth2", "result": "failed"},
-      {"name": "eth2", "result": "failed", "error": "line\n` + secretMarker + `"}
+      {"name": "eth2", "result": "failed", "error": "line\n` + secretMarker + `"},
+      {"name": "eth2", "result": "failed", "error": "busy"}
     ]}
   ]}`
 	r, warn, err := ParseWatchRecord([]byte(in))
@@ -260,14 +262,25 @@ func TestParseWatchRecord(t *testing.T) {
 		"guestinfo entry 2: not a key seedkeeper watch sets; left out",
 		"guestinfo entry 3: the value set is not an IP address; left out",
 		"guestinfo entry 4: guestinfo.local-ipv4 again; left out",
+		"guestinfo entry 5: no time; left out",
 		"hotplug entry 1: not an ethernet MAC address; left out",
 		"hotplug entry 2 (52:54:00:00:00:0a), event 2: not a result seedkeeper watch records; left out",
 		"hotplug entry 2 (52:54:00:00:00:0a), event 3: not a link name; left out",
 		"hotplug entry 2 (52:54:00:00:00:0a), event 4: not applied, with no error; left out",
 		"hotplug entry 2 (52:54:00:00:00:0a), event 5: the error is more than one line; left out",
+		"hotplug entry 2 (52:54:00:00:00:0a), event 6: no time; left out",
 	}
 	if strings.Join(warn, "\n") != strings.Join(want, "\n") {
 		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(warn, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// A file of many bad entries is a few warnings, not one per entry.
+func TestParseWatchRecordBoundsWarnings(t *testing.T) {
+	in := `{"version": 1, "hotplug": [` + strings.Repeat(`{"mac": "x", "events": []},`, 999) + `{"mac": "x"}]}`
+	_, warn, err := ParseWatchRecord([]byte(in))
+	if err != nil || len(warn) != maxWarnings+1 || warn[maxWarnings] != "990 more entries left out" {
+		t.Errorf("%v, %d warnings, last %q", err, len(warn), warn[len(warn)-1])
 	}
 }
 
