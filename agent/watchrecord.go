@@ -138,7 +138,7 @@ func (r *WatchRecord) ThisBoot(current, statusBoot string) bool {
 // watchKeys are the guestinfo keys the watch sets.
 var watchKeys = []string{"guestinfo." + GuestinfoLocalIPv4, "guestinfo." + GuestinfoLocalIPv6}
 
-var watchResults = []string{hotplug.Applied, hotplug.Partial, hotplug.Failed, hotplug.GaveUp}
+var watchResults = []string{hotplug.Applied, hotplug.Partial, hotplug.Failed, hotplug.GaveUp, hotplug.Removed}
 
 // ParseWatchRecord reads a record seedkeeper watch wrote. It fails when
 // the whole is not one (not JSON of its form, another version, a boot ID
@@ -252,9 +252,9 @@ func (ev *WatchEvent) check() string {
 		return "not a link name"
 	case !slices.Contains(watchResults, ev.Result):
 		return "not a result seedkeeper watch records"
-	case ev.Result == hotplug.Applied && ev.Error != "":
-		return "applied, with an error"
-	case ev.Result != hotplug.Applied && ev.Error == "":
+	case (ev.Result == hotplug.Applied || ev.Result == hotplug.Removed) && ev.Error != "":
+		return ev.Result + ", with an error"
+	case ev.Result != hotplug.Applied && ev.Result != hotplug.Removed && ev.Error == "":
 		return "not applied, with no error"
 	}
 	if why := textCheck(ev.Error); why != "" {

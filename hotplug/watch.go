@@ -89,8 +89,9 @@ type Options struct {
 	// Logger receives the watcher's log lines; nil means slog.Default().
 	Logger *slog.Logger
 	// Outcome, when set, is called on the watcher's loop with what became
-	// of a NIC: after every apply made for it, and when the watcher gives
-	// up on it. It must not block for long.
+	// of an allowlisted NIC: after every apply made for it, when the
+	// watcher gives up on it, and when it is removed. It must not block
+	// for long.
 	Outcome func(Outcome)
 }
 
@@ -100,15 +101,16 @@ const (
 	Partial = "partial" // some operations failed (apply.ErrPartial); it is tried again
 	Failed  = "failed"  // the apply failed; it is tried again
 	GaveUp  = "gave-up" // no more tries until it is added again
+	Removed = "removed" // it went away (nothing is changed on the machine)
 )
 
 // Outcome is what became of one NIC, for Options.Outcome.
 type Outcome struct {
 	Name string
 	MAC  string // lower-case, colon-separated
-	// Result is Applied, Partial, Failed or GaveUp.
+	// Result is Applied, Partial, Failed, GaveUp or Removed.
 	Result string
-	// Err is why, nil when Applied.
+	// Err is why, nil when Applied or Removed.
 	Err error
 	// AtStart is set for a NIC that was there when the watcher started
 	// (listed, not added later).
@@ -523,6 +525,9 @@ func (l *loop) remove(idx int) {
 		delete(l.pending, idx)
 		l.w.c.pending.Add(-1)
 		l.w.log.Info("hotplug: " + k.String() + " removed before it was applied")
+	}
+	if k.state == statePending || k.state == stateDone || k.state == stateGaveUp {
+		l.outcome(k, Removed, nil)
 	}
 	delete(l.links, idx)
 }

@@ -616,13 +616,13 @@ func TestWatchReportsOutcomes(t *testing.T) {
 	var mu sync.Mutex
 	var got []Outcome
 	src, md := newFakeSource(), &metadata{learnAt: map[string]int{boot: 1, ok: 1}}
+	src.put(10, "eth0", boot, "virtio_net", false) // there at start
 	h := startHarness(t, src, md, Options{Outcome: func(o Outcome) {
 		mu.Lock()
 		got = append(got, o)
 		mu.Unlock()
 	}})
 	outcomes := func() []Outcome { mu.Lock(); defer mu.Unlock(); return slices.Clone(got) }
-	src.put(10, "eth0", boot, "virtio_net", false) // there at start
 	h.waitReady()
 	waitFor(t, "eth0's outcome", func() bool { return len(outcomes()) == 1 })
 	src.put(11, "eth1", ok, "virtio_net", false)
@@ -640,6 +640,15 @@ func TestWatchReportsOutcomes(t *testing.T) {
 	md.mu.Unlock()
 	src.put(13, "eth3", none, "virtio_net", false) // never listed
 	waitFor(t, "eth3's outcome", func() bool { return len(outcomes()) == 8 })
+	// A link that is not allowlisted comes and goes unheard; eth1's
+	// removal, after it on the same channel, is heard.
+	src.put(20, "veth0", "52:54:00:00:00:20", "veth", false)
+	src.del(20)
+	src.del(11)
+	waitFor(t, "eth1's removal", func() bool { return len(outcomes()) >= 9 })
+	if o := outcomes(); len(o) != 9 || o[8] != (Outcome{Name: "eth1", MAC: ok, Result: Removed}) {
+		t.Errorf("outcomes after removals: %+v", o[8:])
+	}
 
 	o := outcomes()
 	if o[0] != (Outcome{Name: "eth0", MAC: boot, Result: Applied, AtStart: true}) {

@@ -34,7 +34,7 @@ What seedkeeper watch did after boot in this boot is there too, from
 /run/seedkeeper/watch.json: the guestinfo.local-ipv4/-ipv6 it published
 again (in place of boot's line for the same key) or failed to, and, per
 NIC it applied after boot, the last result (applied, applied in part,
-failed, given up). A record of another boot is not shown; one that cannot
+failed, given up, removed). A record of another boot is not shown; one that cannot
 be read is a warning, and the rest is shown.
 
 The record names the boot it describes (the kernel's boot ID): when it is
@@ -253,6 +253,8 @@ func printHotplug(w io.Writer, rep *report.Report) {
 			what = "applied in part at " + clock(ev.At, rep.Time) + ": " + e(ev.Error)
 		case hotplug.GaveUp:
 			what = "given up at " + clock(ev.At, rep.Time) + ": " + e(ev.Error)
+		case hotplug.Removed:
+			what = "removed at " + clock(ev.At, rep.Time)
 		default:
 			what = "failed at " + clock(ev.At, rep.Time) + ": " + e(ev.Error)
 		}

@@ -242,7 +242,10 @@ const watchRecordJSON = `{"version": 1, "boot_id": "9b1c4f2e-77a0-4d5c-8e3b-2f6a
       {"name": "eth2", "at": "2026-12-01T14:01:50Z", "result": "failed", "error": "reading live network: busy"},
       {"name": "eth2", "at": "2026-12-01T14:01:55Z", "result": "applied"}]},
     {"mac": "52:54:00:12:34:57", "events": [
-      {"name": "eth3", "at": "2026-12-02T09:00:00Z", "result": "partial", "error": "network applied partially: 1 of 2 operations failed"}]}
+      {"name": "eth3", "at": "2026-12-02T09:00:00Z", "result": "partial", "error": "network applied partially: 1 of 2 operations failed"}]},
+    {"mac": "52:54:00:12:34:58", "events": [
+      {"name": "eth4", "at": "2026-12-01T14:01:00Z", "result": "applied"},
+      {"name": "eth4", "at": "2026-12-01T14:01:30Z", "result": "removed"}]}
   ]}`
 
 // After a hot-add or a new lease, status said only what boot published
@@ -256,6 +259,7 @@ func TestStatusWatchRecord(t *testing.T) {
 	}
 	want := "Network:     applied: 0 operations, 0 failed; owned NICs: lan\n" +
 		"Hotplug:     allowlist vmxnet3 (platform default)\n" +
+		"Hotplug:     eth4 (52:54:00:12:34:58): removed at 14:01:30\n" +
 		"Hotplug:     eth2 (52:54:00:12:34:56): applied at 14:01:55\n" +
 		"Hotplug:     eth3 (52:54:00:12:34:57): applied in part at 2026-12-02 09:00:00: network applied partially: 1 of 2 operations failed\n" +
 		"Guestinfo:   published guestinfo.local-ipv6 2001:db8:7::71\n" +
@@ -272,7 +276,7 @@ func TestStatusWatchRecord(t *testing.T) {
 		Watch *agent.WatchRecord `json:"watch"`
 	}
 	if err := json.Unmarshal([]byte(j.stdout), &doc); err != nil || j.code != exitOK || doc.Watch == nil ||
-		len(doc.Watch.Hotplug) != 2 || len(doc.Watch.Hotplug[0].Events) != 2 || doc.Watch.Key("guestinfo.local-ipv4").Value != "192.0.2.10" {
+		len(doc.Watch.Hotplug) != 3 || len(doc.Watch.Hotplug[0].Events) != 2 || doc.Watch.Key("guestinfo.local-ipv4").Value != "192.0.2.10" {
 		t.Errorf("status --json: %v %+v\n%s", err, doc.Watch, j.stdout)
 	}
 }
