@@ -155,10 +155,14 @@ func ParseWatchRecord(b []byte) (*WatchRecord, []string, error) {
 		switch {
 		case errors.As(err, &se):
 			return nil, nil, fmt.Errorf("not JSON (at byte %d)", se.Offset)
-		case errors.As(err, &te) && te.Field != "":
-			return nil, nil, fmt.Errorf("%s is a JSON %s, not of its kind", te.Field, te.Value)
 		case errors.As(err, &te):
-			return nil, nil, fmt.Errorf("a JSON %s, not an object", te.Value)
+			// Value is the JSON kind, and for a number the number
+			// itself ("number 1.5"): only the kind is said.
+			kind, _, _ := strings.Cut(te.Value, " ")
+			if te.Field != "" {
+				return nil, nil, fmt.Errorf("%s is a JSON %s, not of its kind", te.Field, kind)
+			}
+			return nil, nil, fmt.Errorf("a JSON %s, not an object", kind)
 		}
 		return nil, nil, errors.New("a value is not of its kind (a time that is not one)")
 	}

@@ -212,7 +212,10 @@ func TestFirstLine(t *testing.T) {
 	}
 }
 
-const secretMarker = "SECRET-d4b1"
+const (
+	secretMarker = "SECRET-d4b1"
+	secretDigits = "31415926535897932384626"
+)
 
 // What does not parse is a clear error that never quotes the file; an
 // entry that is not of its kind is left out, with a warning.
@@ -220,13 +223,17 @@ func TestParseWatchRecord(t *testing.T) {
 	for _, tc := range []struct{ name, in, err string }{
 		{"not JSON", `{"version": 1, ` + secretMarker, "not JSON (at byte"},
 		{"wrong type", `{"version": "` + secretMarker + `"}`, "version is a JSON string"},
+		// encoding/json puts a number that does not fit in its error.
+		{"a number not of its kind", `{"version": 1.` + secretDigits + `}`, "version is a JSON number, not of its kind"},
+		{"a number in a list", `{"version": 1, "hotplug": [{"mac": "52:54:00:00:00:01", "events": [` + secretDigits + `]}]}`, "hotplug.events is a JSON number, not of its kind"},
+		{"a number, not an object", secretDigits, "a JSON number, not an object"},
 		{"a list", `["` + secretMarker + `"]`, "a JSON array, not an object"},
 		{"bad time", `{"version": 1, "hotplug": [{"mac": "52:54:00:00:00:01", "events": [{"name": "eth1", "at": "` + secretMarker + `", "result": "applied"}]}]}`, "a time that is not one"},
 		{"version", `{"version": 7}`, "version 7, not 1"},
 		{"boot ID", `{"version": 1, "boot_id": "` + secretMarker + `"}`, "boot_id: "},
 	} {
 		_, _, err := ParseWatchRecord([]byte(tc.in))
-		if err == nil || !strings.Contains(err.Error(), tc.err) || strings.Contains(err.Error(), secretMarker) {
+		if err == nil || !strings.Contains(err.Error(), tc.err) || strings.Contains(err.Error(), secretMarker) || strings.Contains(err.Error(), secretDigits) {
 			t.Errorf("%s: %v, want %q and no quote", tc.name, err, tc.err)
 		}
 	}
@@ -314,9 +321,14 @@ func FuzzParseWatchRecord(f *testing.F) {
 	f.Add([]byte(`{"version": 1, "hotplug": [{"mac": "52:54:00:00:00:01"}, {"mac": "52:54:00:00:00:01", "events": null}]}`))
 	f.Add([]byte(`{"version": 1, "guestinfo": [{"key": "guestinfo.local-ipv6"}]}`))
 	f.Add([]byte("\x00\xff{"))
+	f.Add([]byte(`{"version": 1.` + strings.Repeat("7", 200) + `}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, _, err := ParseWatchRecord(b)
 		if err != nil {
+			// What and where, in a few words: no room to quote the file.
+			if len(err.Error()) > 100 {
+				t.Fatalf("an error of %d bytes: %q", len(err.Error()), err)
+			}
 			return
 		}
 		if len(r.Hotplug) > WatchKeepNICs || len(r.Guestinfo) > len(watchKeys) {
