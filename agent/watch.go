@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"slices"
 
 	"github.com/vishvananda/netns"
 
@@ -142,14 +141,10 @@ func Watch(ctx context.Context, e Env, o WatchOptions) error {
 		if err != nil || !decided.Ran {
 			st = nil
 		}
-		outcome = func(oc hotplug.Outcome) {
-			// A NIC boot applied, applied again as the watch starts, is
-			// boot's (status has it on its Network line), not a hotplug.
-			if oc.AtStart && oc.Result == hotplug.Applied && st != nil && st.Network != nil && slices.Contains(st.Network.Links, oc.Name) {
-				return
-			}
-			rec.hotplug(oc)
+		if st != nil && st.Network != nil {
+			rec.bootLinks = st.Network.Links
 		}
+		outcome = rec.hotplug
 		if st != nil {
 			ips = e.newLocalIPWatch(st)
 		}

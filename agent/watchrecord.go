@@ -343,6 +343,9 @@ type watchRecorder struct {
 	root sysroot.Root
 	log  *slog.Logger
 	now  func() time.Time
+	// bootLinks are the NICs boot applied (Status.Network.Links): their
+	// apply as the watch starts is boot's work, on status's Network line.
+	bootLinks []string
 
 	mu      sync.Mutex
 	rec     WatchRecord
@@ -405,8 +408,15 @@ func (w *watchRecorder) hotplug(o hotplug.Outcome) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	ev := WatchEvent{Name: o.Name, At: w.stamp(), Result: o.Result, Error: firstLine(o.Err)}
 	i := slices.IndexFunc(w.rec.Hotplug, func(n WatchNIC) bool { return n.MAC == o.MAC })
+	if i < 0 && o.AtStart && o.Result == hotplug.Applied && slices.Contains(w.bootLinks, o.Name) {
+		// A NIC boot applied, applied again as the watch starts, is not
+		// repeated. Once something of it is recorded (a failed apply at
+		// start), what follows is recorded too, or its last result
+		// would stay the failure.
+		return
+	}
+	ev := WatchEvent{Name: o.Name, At: w.stamp(), Result: o.Result, Error: firstLine(o.Err)}
 	if i < 0 {
 		w.rec.Hotplug = append(w.rec.Hotplug, WatchNIC{MAC: o.MAC})
 		i = len(w.rec.Hotplug) - 1

@@ -352,3 +352,28 @@ func FuzzParseWatchRecord(f *testing.F) {
 		}
 	})
 }
+
+// A NIC boot applied is not repeated when the watch applies it again at
+// start; but when that first apply failed, the one that then worked is
+// recorded, or status would go on saying the NIC failed.
+func TestWatchRecorderBootNICs(t *testing.T) {
+	root, w, now, _ := recorderRoot(t, testBootA)
+	w.bootLinks = []string{"eth0", "eth1"}
+	const mac0, mac1 = "52:54:00:00:00:10", "52:54:00:00:00:11"
+	w.hotplug(hotplug.Outcome{Name: "eth0", MAC: mac0, Result: hotplug.Applied, AtStart: true})
+	if _, err := os.Lstat(filepath.Join(root, WatchRecordPath)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("boot's NIC, applied again at start, was recorded (%v)", err)
+	}
+	w.hotplug(hotplug.Outcome{Name: "eth1", MAC: mac1, Result: hotplug.Failed, Err: errors.New("busy"), AtStart: true})
+	*now = now.Add(time.Second)
+	w.hotplug(hotplug.Outcome{Name: "eth1", MAC: mac1, Result: hotplug.Applied, AtStart: true})
+	r := readRecord(t, root)
+	if len(r.Hotplug) != 1 || r.Hotplug[0].MAC != mac1 || len(r.Hotplug[0].Events) != 2 || r.Hotplug[0].Last().Result != hotplug.Applied {
+		t.Errorf("record %+v", r.Hotplug)
+	}
+	// A NIC boot did not apply is the watch's even at start.
+	w.hotplug(hotplug.Outcome{Name: "eth2", MAC: "52:54:00:00:00:12", Result: hotplug.Applied, AtStart: true})
+	if r := readRecord(t, root); len(r.Hotplug) != 2 {
+		t.Errorf("a NIC applied at start that boot did not apply: %+v", r.Hotplug)
+	}
+}
