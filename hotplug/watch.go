@@ -90,8 +90,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Outcome, when set, is called on the watcher's loop with what became
 	// of an allowlisted NIC: after every apply made for it, when the
-	// watcher gives up on it, and when it is removed. It must not block
-	// for long.
+	// watcher gives up on it, and when it is removed; once for each (an
+	// apply that fails on the last try is told as GaveUp, whose Err
+	// wraps the apply's). It must not block for long.
 	Outcome func(Outcome)
 }
 
@@ -666,14 +667,20 @@ func (l *loop) finish(r cycleResult, now time.Time) {
 			l.settle(k, stateDone)
 			l.outcome(k, Applied, nil)
 			continue
-		case r.applyErr != nil && r.found[cl.mac]:
+		}
+		// An apply made for it that failed is told once: as Partial or
+		// Failed, or, when it was the last try, as GaveUp with its error.
+		failed := ""
+		if r.applyErr != nil && r.found[cl.mac] {
+			failed = Failed
 			if errors.Is(r.applyErr, apply.ErrPartial) {
-				l.outcome(k, Partial, r.applyErr)
-			} else {
-				l.outcome(k, Failed, r.applyErr)
+				failed = Partial
 			}
 		}
 		if !cl.due {
+			if failed != "" {
+				l.outcome(k, failed, r.applyErr)
+			}
 			continue // it rode along; its own schedule stands
 		}
 		k.attempts++
@@ -689,6 +696,9 @@ func (l *loop) finish(r cycleResult, now time.Time) {
 			l.settle(k, stateGaveUp)
 			l.outcome(k, GaveUp, fmt.Errorf("after %d fetches: %w", k.attempts, last))
 			continue
+		}
+		if failed != "" {
+			l.outcome(k, failed, r.applyErr)
 		}
 		wait := w.opts.Backoff[k.attempts-1]
 		if k.attempts == 1 && r.fetchErr == nil && r.applyErr == nil {

@@ -633,21 +633,22 @@ func TestWatchReportsOutcomes(t *testing.T) {
 	md.applyErr = fmt.Errorf("%w: 1 of 2 operations failed: add 192.0.2.5/24: file exists\nmore", apply.ErrPartial)
 	md.mu.Unlock()
 	src.put(12, "eth2", partial, "virtio_net", false)
-	// The first try and the three of the backoff, then giving up.
-	waitFor(t, "eth2's outcomes", func() bool { return len(outcomes()) == 7 })
+	// The first try and two of the backoff, then the last try, which
+	// gives up: each apply is told once.
+	waitFor(t, "eth2's outcomes", func() bool { return len(outcomes()) == 6 })
 	md.mu.Lock()
 	md.applyErr = nil
 	md.mu.Unlock()
 	src.put(13, "eth3", none, "virtio_net", false) // never listed
-	waitFor(t, "eth3's outcome", func() bool { return len(outcomes()) == 8 })
+	waitFor(t, "eth3's outcome", func() bool { return len(outcomes()) == 7 })
 	// A link that is not allowlisted comes and goes unheard; eth1's
 	// removal, after it on the same channel, is heard.
 	src.put(20, "veth0", "52:54:00:00:00:20", "veth", false)
 	src.del(20)
 	src.del(11)
-	waitFor(t, "eth1's removal", func() bool { return len(outcomes()) >= 9 })
-	if o := outcomes(); len(o) != 9 || o[8] != (Outcome{Name: "eth1", MAC: ok, Result: Removed}) {
-		t.Errorf("outcomes after removals: %+v", o[8:])
+	waitFor(t, "eth1's removal", func() bool { return len(outcomes()) >= 8 })
+	if o := outcomes(); len(o) != 8 || o[7] != (Outcome{Name: "eth1", MAC: ok, Result: Removed}) {
+		t.Errorf("outcomes after removals: %+v", o[7:])
 	}
 
 	o := outcomes()
@@ -658,15 +659,18 @@ func TestWatchReportsOutcomes(t *testing.T) {
 	if o[0] != (Outcome{Name: "eth1", MAC: ok, Result: Applied}) {
 		t.Errorf("outcome of an added NIC %+v", o[0])
 	}
-	for _, x := range o[1:5] {
+	for _, x := range o[1:4] {
 		if x.Name != "eth2" || x.MAC != partial || x.Result != Partial || !errors.Is(x.Err, apply.ErrPartial) {
 			t.Errorf("outcome of a partial apply: %+v", x)
 		}
 	}
-	if x := o[5]; x.Name != "eth2" || x.Result != GaveUp || x.Err == nil || !strings.Contains(x.Err.Error(), "the last attempt failed: network applied partially") || !errors.Is(x.Err, apply.ErrPartial) {
-		t.Errorf("outcome after the backoff ran out: %+v", x)
+	if x := o[4]; x.Name != "eth2" || x.Result != GaveUp || x.Err == nil || !strings.Contains(x.Err.Error(), "the last attempt failed: network applied partially") || !errors.Is(x.Err, apply.ErrPartial) {
+		t.Errorf("outcome of the last try, which gives up: %+v", x)
 	}
-	if x := o[6]; x.Name != "eth3" || x.MAC != none || x.Result != GaveUp || !strings.Contains(x.Err.Error(), "the metadata did not list it") {
+	if x := o[5]; x.Name != "eth3" || x.MAC != none || x.Result != GaveUp || !strings.Contains(x.Err.Error(), "the metadata did not list it") {
 		t.Errorf("outcome of a NIC the metadata never listed: %+v", x)
+	}
+	if st := h.w.Stats(); st.Applies != 6 {
+		t.Errorf("%d applies, want 6 (eth0, eth1, eth2's four): each outcome but the last two is one", st.Applies)
 	}
 }
