@@ -91,14 +91,14 @@ type WatchNIC struct {
 	Events []WatchEvent `json:"events"`
 }
 
-// WatchEvent is what became of one apply of a NIC, or of giving up on
-// it.
+// WatchEvent is what became of one apply of a NIC, of giving up on it,
+// or of its removal.
 type WatchEvent struct {
 	Name string    `json:"name"`
 	At   time.Time `json:"at"`
-	// Result is hotplug.Applied, Partial, Failed or GaveUp.
+	// Result is hotplug.Applied, Partial, Failed, GaveUp or Removed.
 	Result string `json:"result"`
-	// Error is the first line of why, "" when applied.
+	// Error is the first line of why, "" when applied or removed.
 	Error string `json:"error,omitempty"`
 }
 
@@ -432,8 +432,8 @@ func (w *watchRecorder) hotplug(o hotplug.Outcome) {
 
 // save writes the record when it differs from what was written last:
 // atomically, never through a link, mode 0600 as status.json (it keeps
-// error text: a guestinfo tool's words, the kernel's). A failure is logged once until a write works again;
-// the watch goes on.
+// error text: a guestinfo tool's words, the kernel's). A failure is
+// logged once until a write works again; the watch goes on.
 func (w *watchRecorder) save() {
 	b, err := json.MarshalIndent(&w.rec, "", "  ")
 	if err != nil {
