@@ -323,3 +323,30 @@ func TestStatusWatchRecordCorrupt(t *testing.T) {
 		t.Errorf("status quoted the record:\n%s%s", r.stdout, j.stdout)
 	}
 }
+
+// Every value of the watch's record that came from outside (a link name
+// the kernel took from a udev rule, a tool's or the kernel's error text)
+// is printed escaped, and each entry stays on its one line.
+func TestStatusWatchRecordEscapes(t *testing.T) {
+	const rec = `{"version": 1,
+  "guestinfo": [{"key": "guestinfo.local-ipv6", "failed": {"value": "2001:db8::9", "at": "2026-12-01T14:04:30Z",
+    "error": "denied \u001b]0;owned\u0007 \u202eevil", "retry_at": "2026-12-01T14:05:00Z"}}],
+  "hotplug": [{"mac": "52:54:00:12:34:56", "events": [
+    {"name": "eth\u001b[2J\u0008", "at": "2026-12-01T14:01:50Z", "result": "failed", "error": "busy \u001b[31mred\t"}]}]}`
+	root := watchRoot(t, rec)
+	r := runInProcess("status", "--root", root)
+	if r.code != exitOK {
+		t.Fatalf("status: %v", r)
+	}
+	for _, want := range []string{
+		`Hotplug:     eth\x1b[2J\x08 (52:54:00:12:34:56): failed at 14:01:50: busy \x1b[31mred\t` + "\n",
+		`Guestinfo:   guestinfo.local-ipv6: setting failed (denied \x1b]0;owned\x07 \u202eevil), trying again after 14:05:00` + "\n",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("status:\n%s\nwant in it:\n%s", r.stdout, want)
+		}
+	}
+	if strings.ContainsAny(r.stdout+r.stderr, "\x1b\x07\x08\t\u202e") {
+		t.Errorf("status printed a control character of the record:\n%q", r.stdout)
+	}
+}
