@@ -81,8 +81,10 @@ type WatchFailure struct {
 	// Error is the first line of the error.
 	Error string `json:"error"`
 	// RetryAt is when the key is tried again at the earliest (the
-	// back-off).
-	RetryAt time.Time `json:"retry_at"`
+	// back-off); zero when it is not tried again, as what was to be set
+	// is no longer wanted (the address went, or the VMX holds the one
+	// wanted).
+	RetryAt time.Time `json:"retry_at,omitzero"`
 }
 
 // WatchNIC is one hot-added NIC and its last events, oldest first.
@@ -244,7 +246,7 @@ func (g *WatchGuestinfo) check() string {
 	switch {
 	case g.Value == "" && g.Failed == nil:
 		return "neither a value set nor a failure"
-	case g.Value != "" && g.At.IsZero(), g.Failed != nil && (g.Failed.At.IsZero() || g.Failed.RetryAt.IsZero()):
+	case g.Value != "" && g.At.IsZero(), g.Failed != nil && g.Failed.At.IsZero():
 		return "no time"
 	}
 	return ""
@@ -390,6 +392,20 @@ func (w *watchRecorder) setFailed(key, value string, err error, retry time.Time)
 	defer w.mu.Unlock()
 	w.key(key).Failed = &WatchFailure{Value: value, At: w.stamp(), Error: firstLine(err), RetryAt: retry.Truncate(time.Second).Round(0)}
 	w.save()
+}
+
+// retryEnded records that key, whose set failed, is not tried again:
+// what it was to be set to is no longer wanted. The failure is kept.
+func (w *watchRecorder) retryEnded(key string) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if g := w.rec.Key(key); g != nil && g.Failed != nil {
+		g.Failed.RetryAt = time.Time{}
+		w.save()
+	}
 }
 
 func (w *watchRecorder) key(key string) *WatchGuestinfo {

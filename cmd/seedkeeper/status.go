@@ -228,7 +228,11 @@ func printGuestinfo(w io.Writer, rep *report.Report) {
 		if g.Value != "" {
 			fmt.Fprintf(w, "Guestinfo:   published %s %s (seedkeeper-watch, %s)\n", e(g.Key), e(g.Value), clock(g.At, rep.Time))
 		}
-		if f := g.Failed; f != nil {
+		switch f := g.Failed; {
+		case f == nil:
+		case f.RetryAt.IsZero(): // what was to be set is no longer wanted
+			fmt.Fprintf(w, "Guestinfo:   %s: setting failed (%s)\n", e(g.Key), e(f.Error))
+		default:
 			fmt.Fprintf(w, "Guestinfo:   %s: setting failed (%s), trying again after %s\n", e(g.Key), e(f.Error), clock(f.RetryAt, rep.Time))
 		}
 	}

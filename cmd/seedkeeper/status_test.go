@@ -350,3 +350,15 @@ func TestStatusWatchRecordEscapes(t *testing.T) {
 		t.Errorf("status printed a control character of the record:\n%q", r.stdout)
 	}
 }
+
+// A failed set the watch no longer tries again (the address went) is
+// told as a failure, with no retry time that will not come.
+func TestStatusWatchRecordFailureNotRetried(t *testing.T) {
+	root := watchRoot(t, `{"version": 1, "guestinfo": [{"key": "guestinfo.local-ipv6",
+  "failed": {"value": "2001:db8:7::99", "at": "2026-12-01T14:04:30Z", "error": "vmware-rpctool: Permission denied"}}]}`)
+	r := runInProcess("status", "--root", root)
+	want := "Guestinfo:   guestinfo.local-ipv6: setting failed (vmware-rpctool: Permission denied)\n"
+	if r.code != exitOK || !strings.Contains(r.stdout, want) || strings.Contains(r.stdout, "trying again") || strings.Contains(r.stdout, "watch.json") {
+		t.Errorf("status: %v\nwant in it %q", r, want)
+	}
+}
