@@ -377,3 +377,27 @@ func TestWatchRecorderBootNICs(t *testing.T) {
 		t.Errorf("a NIC applied at start that boot did not apply: %+v", r.Hotplug)
 	}
 }
+
+// The guestinfo reconcile and the hotplug loop record from their own
+// goroutines: every change reaches the file, none is lost to the other's
+// write (run with -race).
+func TestWatchRecorderConcurrent(t *testing.T) {
+	root, w, _, _ := recorderRoot(t, testBootA)
+	w.now = time.Now // the test's clock is not safe for concurrent use
+	const n = 20
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range n {
+			w.published("guestinfo.local-ipv4", fmt.Sprintf("192.0.2.%d", i+1))
+		}
+	}()
+	for i := range n {
+		w.hotplug(hotplug.Outcome{Name: fmt.Sprint("eth", i), MAC: fmt.Sprintf("52:54:00:00:02:%02x", i), Result: hotplug.Applied})
+	}
+	<-done
+	r := readRecord(t, root)
+	if g := r.Key("guestinfo.local-ipv4"); g == nil || g.Value != fmt.Sprintf("192.0.2.%d", n) || len(r.Hotplug) != n {
+		t.Errorf("record after concurrent changes: %+v, %d NICs", g, len(r.Hotplug))
+	}
+}
