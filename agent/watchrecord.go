@@ -193,6 +193,7 @@ func ParseWatchRecord(b []byte) (*WatchRecord, []string, error) {
 	}
 	r.Guestinfo = keys
 	nics := r.Hotplug[:0]
+	seen := make(map[string]bool) // a file of many NICs is not compared pair by pair
 	for i, n := range r.Hotplug {
 		mac, err := net.ParseMAC(n.MAC)
 		if err != nil || len(mac) != 6 {
@@ -200,7 +201,7 @@ func ParseWatchRecord(b []byte) (*WatchRecord, []string, error) {
 			continue
 		}
 		n.MAC = mac.String()
-		if slices.ContainsFunc(nics, func(x WatchNIC) bool { return x.MAC == n.MAC }) {
+		if seen[n.MAC] {
 			warn = append(warn, fmt.Sprintf("hotplug entry %d: %s again; left out", i+1, n.MAC))
 			continue
 		}
@@ -216,6 +217,7 @@ func ParseWatchRecord(b []byte) (*WatchRecord, []string, error) {
 			continue
 		}
 		n.Events = evs[max(0, len(evs)-WatchKeepEvents):]
+		seen[n.MAC] = true
 		nics = append(nics, n)
 	}
 	r.Hotplug = nics

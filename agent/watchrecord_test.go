@@ -401,3 +401,24 @@ func TestWatchRecorderConcurrent(t *testing.T) {
 		t.Errorf("record after concurrent changes: %+v, %d NICs", g, len(r.Hotplug))
 	}
 }
+
+// BenchmarkParseWatchRecordLarge parses a record of the largest size read
+// (fsutil.SmallFile) holding as many distinct NICs as fit: before the
+// MACs were kept in a set, each was compared with every one before it.
+func BenchmarkParseWatchRecordLarge(b *testing.B) {
+	var s strings.Builder
+	s.WriteString(`{"version": 1, "hotplug": [`)
+	for i := 0; s.Len() < 1<<20-200; i++ {
+		if i > 0 {
+			s.WriteString(",")
+		}
+		fmt.Fprintf(&s, `{"mac": "52:%02x:%02x:%02x:00:01", "events": [{"name": "e", "at": "2026-12-01T14:01:55Z", "result": "applied"}]}`, i>>16&255, i>>8&255, i&255)
+	}
+	s.WriteString("]}")
+	in := []byte(s.String())
+	for b.Loop() {
+		if r, _, err := ParseWatchRecord(in); err != nil || len(r.Hotplug) != WatchKeepNICs {
+			b.Fatal(err)
+		}
+	}
+}
