@@ -6,12 +6,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
 	"github.com/seedkeeper/seedkeeper/agent"
 	"github.com/seedkeeper/seedkeeper/internal/nstest"
+	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
 
 // The duties of cloud-init's VMware datasource that boot does: the wait
@@ -275,6 +277,28 @@ network:
 	if g.get("local-ipv4") != "192.0.2.99" {
 		t.Errorf("VMX holds %q", g.get("local-ipv4"))
 	}
+	// seedkeeper status is told: the watch's record of this boot has the
+	// key it set, and not eth0, which boot applied.
+	rec := watchRecord(t, g.root)
+	if k := rec.Key("guestinfo.local-ipv4"); k == nil || k.Value != "192.0.2.99" || k.At.IsZero() || k.Failed != nil {
+		t.Errorf("the watch's record of guestinfo.local-ipv4: %+v", k)
+	}
+	if rec.Key("guestinfo.local-ipv6") != nil || len(rec.Hotplug) != 0 {
+		t.Errorf("the watch's record has what it did not do: %+v", rec)
+	}
+}
+
+// watchRecord reads what seedkeeper watch recorded under root.
+func watchRecord(t *testing.T, root string) *agent.WatchRecord {
+	t.Helper()
+	rec, warn, err := agent.ReadWatchRecord(sysroot.Root(root))
+	if err != nil || len(warn) != 0 {
+		t.Fatalf("the watch's record: %v %q", err, warn)
+	}
+	if rec.BootID != agent.CurrentBootID(sysroot.Root(root)) {
+		t.Errorf("the watch's record names boot %q, not this one", rec.BootID)
+	}
+	return rec
 }
 
 // A VMX that refuses info-set (isolation.tools.setinfo.disable) is not
@@ -320,6 +344,17 @@ func TestIntegrationWatchVMwareBacksOffAfterFailedSet(t *testing.T) {
 	}
 	if g.get("local-ipv6") != "2001:db8:7::83" {
 		t.Errorf("VMX holds local-ipv6 %q", g.get("local-ipv6"))
+	}
+	// The record has the refused key's failure and back-off, and the last
+	// IPv6 address set.
+	rec := watchRecord(t, g.root)
+	k := rec.Key("guestinfo.local-ipv4")
+	if k == nil || k.Value != "" || k.Failed == nil || k.Failed.Value != "192.0.2.71" ||
+		!strings.Contains(k.Failed.Error, "Permission denied") || k.Failed.RetryAt.Sub(k.Failed.At) < 29*time.Second {
+		t.Errorf("the watch's record of the refused guestinfo.local-ipv4: %+v %+v", k, k.Failed)
+	}
+	if k := rec.Key("guestinfo.local-ipv6"); k == nil || k.Value != "2001:db8:7::83" || k.Failed != nil {
+		t.Errorf("the watch's record of guestinfo.local-ipv6: %+v", k)
 	}
 }
 

@@ -36,6 +36,11 @@ type localIPWatch struct {
 	last  map[string]netip.Addr // key -> what the VMX was last given
 	retry map[string]*backoff   // key -> when a failed set is tried again
 	now   func() time.Time
+	// rec, when set, records each set and failure for seedkeeper
+	// status.
+	rec *watchRecorder
+	// read reads the owned links' addresses (readOwnedAddrs).
+	read func(ns int, names []string) (ownedAddrs, error)
 	// lastRun is when reconcile last ran; reconciles counts its runs
 	// (read by the tests).
 	lastRun    time.Time
@@ -63,7 +68,7 @@ func (e *Env) newLocalIPWatch(st *Status) *localIPWatch {
 		return nil
 	}
 	w := &localIPWatch{e: e, tool: st.Transport, names: slices.Clone(st.Network.Links),
-		kick: make(chan struct{}, 1), last: map[string]netip.Addr{}, retry: map[string]*backoff{}, now: time.Now}
+		kick: make(chan struct{}, 1), last: map[string]netip.Addr{}, retry: map[string]*backoff{}, now: time.Now, read: readOwnedAddrs}
 	for _, p := range st.VMware.Published {
 		k, v, _ := strings.Cut(strings.TrimPrefix(p, "guestinfo."), " ")
 		if a, err := netip.ParseAddr(v); err == nil {
@@ -99,7 +104,7 @@ func (w *localIPWatch) reconcile(ctx context.Context) time.Time {
 	if len(names) == 0 {
 		return w.nextRetry()
 	}
-	st, err := readOwnedAddrs(w.e.Netns, names)
+	st, err := w.read(w.e.Netns, names)
 	if err != nil {
 		w.e.Log.Debug("vmware: reading the owned links", "err", err)
 		return w.nextRetry()
@@ -110,10 +115,18 @@ func (w *localIPWatch) reconcile(ctx context.Context) time.Time {
 		key  string
 		addr netip.Addr
 	}{{GuestinfoLocalIPv4, v4}, {GuestinfoLocalIPv6, v6}} {
+		b := w.retry[p.key]
 		if !p.addr.IsValid() || w.last[p.key] == p.addr {
+			// Nothing to set: the address whose set failed went, or the
+			// VMX holds the one wanted. Its back-off ends when due;
+			// kept, it would be due for ever, and wake this loop every
+			// reconcileEvery for nothing.
+			if b != nil && !now.Before(b.at) {
+				delete(w.retry, p.key)
+				w.rec.retryEnded("guestinfo." + p.key)
+			}
 			continue
 		}
-		b := w.retry[p.key]
 		if b != nil && now.Before(b.at) {
 			continue
 		}
@@ -128,11 +141,13 @@ func (w *localIPWatch) reconcile(ctx context.Context) time.Time {
 				b.delay = min(2*b.delay, retryMax)
 			}
 			b.at = now.Add(b.delay)
+			w.rec.setFailed("guestinfo."+p.key, p.addr.String(), err, b.at)
 			w.e.Log.Warn("vmware: publishing guestinfo."+p.key+" failed; trying again in "+b.delay.String()+" at the earliest", "err", err)
 			continue
 		}
 		delete(w.retry, p.key)
 		w.last[p.key] = p.addr
+		w.rec.published("guestinfo."+p.key, p.addr.String())
 		w.e.Log.Info("vmware: published guestinfo." + p.key + " " + p.addr.String() + " (the owned addresses changed)")
 	}
 	return w.nextRetry()

@@ -30,7 +30,8 @@ type WatchOptions struct {
 // allowlist, then runs hotplug.Watch with a re-fetch of the metadata and
 // an apply (apply.Sync for the new NICs, then the networkd files of what is
 // owned, under one receipt lock) until ctx ends. It never writes the
-// instance ID, the identity state or the seed. It returns nil when ctx
+// instance ID, the identity state or the seed; what it does to the machine
+// it records in WatchRecordPath for "seedkeeper status". It returns nil when ctx
 // ends and when there is nothing to watch (it says why, and tells the
 // service manager READY); errors are logged before they are returned.
 // It applies nothing from a source the last Boot did not decide on (one
@@ -128,11 +129,27 @@ func Watch(ctx context.Context, e Env, o WatchOptions) error {
 		return fail("watch: the network receipt", err)
 	}
 	receipt := e.Root.Path(ReceiptPath)
+	// What the watch does to the machine is recorded for seedkeeper
+	// status (WatchRecordPath); a watch that only plans changes nothing,
+	// and records nothing.
+	var outcome func(hotplug.Outcome)
 	// What boot published in guestinfo is kept current (VMware only).
 	var ips *localIPWatch
 	if o.Network.live(&e) {
-		if st, err := ReadStatus(e.Root); err == nil && decided.Ran {
+		rec := newWatchRecorder(e.Root, e.Log)
+		st, err := ReadStatus(e.Root)
+		if err != nil || !decided.Ran {
+			st = nil
+		}
+		if st != nil && st.Network != nil {
+			rec.bootLinks = st.Network.Links
+		}
+		outcome = rec.hotplug
+		if st != nil {
 			ips = e.newLocalIPWatch(st)
+		}
+		if ips != nil {
+			ips.rec = rec
 		}
 	}
 	if ips != nil {
@@ -175,6 +192,7 @@ func Watch(ctx context.Context, e Env, o WatchOptions) error {
 		Ready:       func() { e.Notify("READY=1") },
 		Status:      func(s string) { e.notifyStatus("%s", s) },
 		Logger:      e.Log,
+		Outcome:     outcome,
 	})
 	e.Notify("STOPPING=1")
 	if err != nil && ctx.Err() == nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/seedkeeper/seedkeeper/agent"
+	"github.com/seedkeeper/seedkeeper/hotplug"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
 
@@ -104,6 +105,11 @@ func TestIntegrationWatchHotplugVeth(t *testing.T) {
 	waitFor(t, "eth3's address", func() bool { return n.HasAddr(t, "eth3", "192.0.2.13/24") })
 	// The networkd files are rendered after the live apply.
 	waitFor(t, "a networkd file for each applied NIC", func() bool { return len(networkdFiles(root, ".network")) == 3 })
+	// The record is written as the loop hears the apply's result.
+	waitFor(t, "the watch's record of the three", func() bool {
+		r, _, err := agent.ReadWatchRecord(sysroot.Root(root))
+		return err == nil && len(r.Hotplug) == 3
+	})
 
 	w.stop(t)
 	if !w.notify.has("STOPPING=1") || !slices.ContainsFunc(w.notify.lines(), func(s string) bool { return strings.HasPrefix(s, "STATUS=watching links for veth") }) {
@@ -115,6 +121,19 @@ func TestIntegrationWatchHotplugVeth(t *testing.T) {
 		if after[name] != b {
 			t.Errorf("%s changed across hotplug events:\n%+v\n%+v", name, b, after[name])
 		}
+	}
+	// seedkeeper status is told: boot (run without the network) applied
+	// none of them, the watch all three. The late one was looked for
+	// and not found first, which is no result.
+	rec := watchRecord(t, root)
+	var got []string
+	for _, n := range rec.Hotplug {
+		for _, ev := range n.Events {
+			got = append(got, n.MAC+" "+ev.Name+" "+ev.Result+ev.Error)
+		}
+	}
+	if want := []string{macStart + " eth1 applied", macAdded + " eth2 applied", macLate + " eth3 applied"}; !slices.Equal(got, want) {
+		t.Errorf("the watch's record: %q, want %q", got, want)
 	}
 	for _, mac := range []string{macStart, macAdded, macLate} {
 		f := filepath.Join(root, agent.NetworkDir, "05-seedkeeper-"+nicID(mac)+".network")
@@ -187,5 +206,31 @@ func TestIntegrationWatchBrokenAllowlist(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(root, p)); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s exists after a watch that may apply nothing (%v)", p, err)
 		}
+	}
+}
+
+// A watch that only plans changes nothing, and so records nothing for
+// seedkeeper status: no NIC is told as applied that was not.
+func TestIntegrationWatchPlanRecordsNothing(t *testing.T) {
+	n, peers := newTestNetns(t), newTestNetns(t)
+	const mac = "02:5e:00:00:04:01"
+	root := netSeedRoot(t, hotplugNetworkConfig(map[string]string{mac: "192.0.2.41/24"}))
+	log := &syncBuffer{}
+	e := netEnv(root, n, log)
+	a := hotplug.NewAllowlist(hotplug.OriginFlag, []string{"veth"})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- agent.Watch(ctx, e, agent.WatchOptions{Drivers: &a, Network: agent.NetworkPlan}) }()
+	n.AddVeth(t, peers, "eth1", mac)
+	waitFor(t, "the plan for eth1", func() bool { return strings.Contains(log.String(), "hotplug: applied network config to eth1") })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("watch: %v\n%s", err, log)
+	}
+	if !strings.Contains(log.String(), "network: would ") || n.HasAddr(t, "eth1", "192.0.2.41/24") {
+		t.Fatalf("not a plan:\n%s", log)
+	}
+	if _, err := os.Lstat(filepath.Join(root, agent.WatchRecordPath)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a watch that only plans left a record (%v)", err)
 	}
 }

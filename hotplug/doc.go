@@ -43,8 +43,12 @@
 //
 // Options.Ready is called once the links present at start have been judged
 // and fetched for once; Options.Status whenever what the watcher does
-// changes. Run returns when its context is done, after any fetch or apply
-// in flight has returned, with no goroutine left behind.
+// changes; Options.Outcome with what became of a NIC (applied, applied in
+// part, failed, given up, removed), once after each apply made for it,
+// when it is given up on and when it is removed: that is how seedkeeper
+// watch records its work for seedkeeper status. Run returns when its
+// context is done, after any fetch or apply in flight has returned, with
+// no goroutine left behind.
 //
 // The watcher writes nothing itself: no identity, no seed, no file at all.
 // It only calls Fetch and Apply. NetlinkApplier is the Apply that uses

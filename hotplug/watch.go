@@ -1,6 +1,7 @@
 package hotplug
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/seedkeeper/seedkeeper/netcfg"
+	"github.com/seedkeeper/seedkeeper/netcfg/apply"
 )
 
 // DefaultBackoff is how long the watcher waits before each re-fetch when
@@ -86,6 +88,34 @@ type Options struct {
 	Status func(string)
 	// Logger receives the watcher's log lines; nil means slog.Default().
 	Logger *slog.Logger
+	// Outcome, when set, is called on the watcher's loop with what became
+	// of an allowlisted NIC: after every apply made for it, when the
+	// watcher gives up on it, and when it is removed; once for each (an
+	// apply that fails on the last try is told as GaveUp, whose Err
+	// wraps the apply's). It must not block for long.
+	Outcome func(Outcome)
+}
+
+// What became of a NIC, in Outcome.Result.
+const (
+	Applied = "applied" // every operation of its apply succeeded
+	Partial = "partial" // some operations failed (apply.ErrPartial); it is tried again
+	Failed  = "failed"  // the apply failed; it is tried again
+	GaveUp  = "gave-up" // no more tries until it is added again
+	Removed = "removed" // it went away (nothing is changed on the machine)
+)
+
+// Outcome is what became of one NIC, for Options.Outcome.
+type Outcome struct {
+	Name string
+	MAC  string // lower-case, colon-separated
+	// Result is Applied, Partial, Failed, GaveUp or Removed.
+	Result string
+	// Err is why, nil when Applied or Removed.
+	Err error
+	// AtStart is set for a NIC that was there when the watcher started
+	// (listed, not added later).
+	AtStart bool
 }
 
 // Stats counts what a watcher has done. Links judged once are not judged
@@ -497,6 +527,9 @@ func (l *loop) remove(idx int) {
 		l.w.c.pending.Add(-1)
 		l.w.log.Info("hotplug: " + k.String() + " removed before it was applied")
 	}
+	if k.state == statePending || k.state == stateDone || k.state == stateGaveUp {
+		l.outcome(k, Removed, nil)
+	}
 	delete(l.links, idx)
 }
 
@@ -626,32 +659,59 @@ func (l *loop) finish(r cycleResult, now time.Time) {
 		case r.noNetwork:
 			w.log.Info("hotplug: the metadata has no network config; leaving " + k.String() + " alone")
 			l.settle(k, stateGaveUp)
+			l.outcome(k, GaveUp, errors.New("the metadata has no network config"))
 			continue
 		case r.fetchErr == nil && r.applyErr == nil && r.found[cl.mac]:
 			w.log.Info(fmt.Sprintf("hotplug: applied network config to %s after %d fetch(es)", k, k.attempts+1))
 			w.c.applied.Add(1)
 			l.settle(k, stateDone)
+			l.outcome(k, Applied, nil)
 			continue
 		}
+		// An apply made for it that failed is told once: as Partial or
+		// Failed, or, when it was the last try, as GaveUp with its error.
+		failed := ""
+		if r.applyErr != nil && r.found[cl.mac] {
+			failed = Failed
+			if errors.Is(r.applyErr, apply.ErrPartial) {
+				failed = Partial
+			}
+		}
 		if !cl.due {
+			if failed != "" {
+				l.outcome(k, failed, r.applyErr)
+			}
 			continue // it rode along; its own schedule stands
 		}
 		k.attempts++
 		if k.attempts > len(w.opts.Backoff) {
 			what := "the metadata did not list it"
-			if r.fetchErr != nil || r.applyErr != nil {
+			last := errors.New(what)
+			if err := cmp.Or(r.fetchErr, r.applyErr); err != nil {
 				what = "the last attempt failed"
+				last = fmt.Errorf("%s: %w", what, err)
 			}
 			w.log.Warn(fmt.Sprintf("hotplug: giving up on %s after %d fetches over %v: %s; it is tried again when it is added again",
 				k, k.attempts, now.Sub(k.firstSeen).Round(time.Millisecond), what))
 			l.settle(k, stateGaveUp)
+			l.outcome(k, GaveUp, fmt.Errorf("after %d fetches: %w", k.attempts, last))
 			continue
+		}
+		if failed != "" {
+			l.outcome(k, failed, r.applyErr)
 		}
 		wait := w.opts.Backoff[k.attempts-1]
 		if k.attempts == 1 && r.fetchErr == nil && r.applyErr == nil {
 			w.log.Info(fmt.Sprintf("hotplug: the metadata does not list %s yet; fetching again in %v", k, wait))
 		}
 		k.due = now.Add(wait)
+	}
+}
+
+// outcome tells Options.Outcome what became of k.
+func (l *loop) outcome(k *link, result string, err error) {
+	if f := l.w.opts.Outcome; f != nil {
+		f(Outcome{Name: k.Name, MAC: k.MAC, Result: result, Err: err, AtStart: k.initial})
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/seedkeeper/seedkeeper/internal/syncbuf"
 	"github.com/seedkeeper/seedkeeper/netcfg"
+	"github.com/seedkeeper/seedkeeper/netcfg/apply"
 )
 
 // fakeSource is a linkSource whose links and events the test makes.
@@ -564,7 +565,8 @@ func TestWatchBrokenAllowlist(t *testing.T) {
 	h := startHarness(t, src, md, Options{Allowlist: al})
 	h.waitReady()
 	src.put(16, "ens16", "52:54:00:00:00:10", "virtio_net", false)
-	waitFor(t, "the event", func() bool { return h.w.Stats().Events == 1 })
+	// The event is counted before its link is judged: wait for both.
+	waitFor(t, "the event judged", func() bool { st := h.w.Stats(); return st.Events == 1 && st.Ignored == 2 })
 	if st := h.w.Stats(); st.Fetches != 0 || st.Applies != 0 || st.Ignored != 2 {
 		t.Errorf("stats %+v", st)
 	}
@@ -603,5 +605,72 @@ func TestNewChecksOptions(t *testing.T) {
 	if _, err := New(Options{Fetch: md.fetch, Apply: md.apply, Backoff: []time.Duration{time.Second, 0}}); err == nil ||
 		!strings.Contains(err.Error(), "backoff step 2") {
 		t.Errorf("zero backoff step: %v", err)
+	}
+}
+
+// Options.Outcome hears of every apply made for a NIC and of giving up,
+// with the NIC's name and MAC: what seedkeeper watch records for
+// "seedkeeper status".
+func TestWatchReportsOutcomes(t *testing.T) {
+	const boot, ok, partial, none = "52:54:00:00:00:30", "52:54:00:00:00:31", "52:54:00:00:00:32", "52:54:00:00:00:33"
+	var mu sync.Mutex
+	var got []Outcome
+	src, md := newFakeSource(), &metadata{learnAt: map[string]int{boot: 1, ok: 1}}
+	src.put(10, "eth0", boot, "virtio_net", false) // there at start
+	h := startHarness(t, src, md, Options{Outcome: func(o Outcome) {
+		mu.Lock()
+		got = append(got, o)
+		mu.Unlock()
+	}})
+	outcomes := func() []Outcome { mu.Lock(); defer mu.Unlock(); return slices.Clone(got) }
+	h.waitReady()
+	waitFor(t, "eth0's outcome", func() bool { return len(outcomes()) == 1 })
+	src.put(11, "eth1", ok, "virtio_net", false)
+	waitFor(t, "eth1's outcome", func() bool { return len(outcomes()) == 2 })
+
+	md.mu.Lock()
+	md.learnAt[partial] = 1
+	md.applyErr = fmt.Errorf("%w: 1 of 2 operations failed: add 192.0.2.5/24: file exists\nmore", apply.ErrPartial)
+	md.mu.Unlock()
+	src.put(12, "eth2", partial, "virtio_net", false)
+	// The first try and two of the backoff, then the last try, which
+	// gives up: each apply is told once.
+	waitFor(t, "eth2's outcomes", func() bool { return len(outcomes()) == 6 })
+	md.mu.Lock()
+	md.applyErr = nil
+	md.mu.Unlock()
+	src.put(13, "eth3", none, "virtio_net", false) // never listed
+	waitFor(t, "eth3's outcome", func() bool { return len(outcomes()) == 7 })
+	// A link that is not allowlisted comes and goes unheard; eth1's
+	// removal, after it on the same channel, is heard.
+	src.put(20, "veth0", "52:54:00:00:00:20", "veth", false)
+	src.del(20)
+	src.del(11)
+	waitFor(t, "eth1's removal", func() bool { return len(outcomes()) >= 8 })
+	if o := outcomes(); len(o) != 8 || o[7] != (Outcome{Name: "eth1", MAC: ok, Result: Removed}) {
+		t.Errorf("outcomes after removals: %+v", o[7:])
+	}
+
+	o := outcomes()
+	if o[0] != (Outcome{Name: "eth0", MAC: boot, Result: Applied, AtStart: true}) {
+		t.Errorf("outcome of the NIC there at start %+v", o[0])
+	}
+	o = o[1:]
+	if o[0] != (Outcome{Name: "eth1", MAC: ok, Result: Applied}) {
+		t.Errorf("outcome of an added NIC %+v", o[0])
+	}
+	for _, x := range o[1:4] {
+		if x.Name != "eth2" || x.MAC != partial || x.Result != Partial || !errors.Is(x.Err, apply.ErrPartial) {
+			t.Errorf("outcome of a partial apply: %+v", x)
+		}
+	}
+	if x := o[4]; x.Name != "eth2" || x.Result != GaveUp || x.Err == nil || !strings.Contains(x.Err.Error(), "the last attempt failed: network applied partially") || !errors.Is(x.Err, apply.ErrPartial) {
+		t.Errorf("outcome of the last try, which gives up: %+v", x)
+	}
+	if x := o[5]; x.Name != "eth3" || x.MAC != none || x.Result != GaveUp || !strings.Contains(x.Err.Error(), "the metadata did not list it") {
+		t.Errorf("outcome of a NIC the metadata never listed: %+v", x)
+	}
+	if st := h.w.Stats(); st.Applies != 6 {
+		t.Errorf("%d applies, want 6 (eth0, eth1, eth2's four): each outcome but the last two is one", st.Applies)
 	}
 }

@@ -2,8 +2,9 @@
 // the record the last boot saved (agent.Status, from
 // /var/lib/seedkeeper/status.json), whether that record is the running
 // boot's (the kernel's boot ID), a metadata source that appeared after boot
-// decided, the pinned instance ID when the record holds no decision, and
-// the cloud-init settings that do not leave the seed to seedkeeper (the
+// decided, what seedkeeper watch did after boot (agent.WatchRecord, from
+// /run/seedkeeper/watch.json, when it is this boot's), the pinned instance
+// ID when the record holds no decision, and the cloud-init settings that do not leave the seed to seedkeeper (the
 // drop-in item of image.Check). cmd/seedkeeper only prints it.
 //
 // It is a package of its own rather than part of agent because image,
@@ -11,6 +12,9 @@
 package report
 
 import (
+	"errors"
+	"io/fs"
+
 	"github.com/seedkeeper/seedkeeper/agent"
 	"github.com/seedkeeper/seedkeeper/identity"
 	"github.com/seedkeeper/seedkeeper/image"
@@ -34,6 +38,12 @@ type Report struct {
 	// Warnings are cloud-init settings that override seedkeeper's
 	// drop-in, or why they could not be checked.
 	Warnings []string `json:"warnings,omitempty"`
+	// Watch is what seedkeeper watch did in this boot (agent.WatchRecord):
+	// nil when it recorded nothing, or its record is of another boot.
+	Watch *agent.WatchRecord `json:"watch,omitempty"`
+	// WatchWarnings say what of the watch's record could not be used:
+	// the whole of it, or the entries left out.
+	WatchWarnings []string `json:"watch_warnings,omitempty"`
 	// Pin is the pinned identity when the record holds no identity
 	// decision (a boot that ended before deciding); nil otherwise. It is
 	// not part of the JSON form, which has the record's own decision.
@@ -61,12 +71,29 @@ func Read(e agent.Env) (*Report, error) {
 	if same, known := st.ThisBoot(r.CurrentBootID); known {
 		r.ThisBoot = &same
 	}
+	r.Watch, r.WatchWarnings = readWatch(e.Root, r.CurrentBootID, st.BootID)
 	if st.Identity == nil {
 		if s, err := identity.Load(e.Root); err == nil && s != nil && s.InstanceID != "" {
 			r.Pin = s
 		}
 	}
 	return r, nil
+}
+
+// readWatch reads the watch's record when it is this boot's. A record of
+// another boot is left out without a word; one that cannot be read is one
+// warning, and the rest of the report stands.
+func readWatch(root sysroot.Root, current, statusBoot string) (*agent.WatchRecord, []string) {
+	rec, warn, err := agent.ReadWatchRecord(root)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, nil
+	case err != nil:
+		return nil, []string{"what seedkeeper watch did after boot is not shown: " + err.Error()}
+	case !rec.ThisBoot(current, statusBoot):
+		return nil, nil
+	}
+	return rec, warn
 }
 
 // CloudConfigWarnings is what "image check" finds in cloud-init's settings

@@ -6,9 +6,13 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"slices"
 	"strings"
+	"time"
 
+	"github.com/seedkeeper/seedkeeper/agent"
 	"github.com/seedkeeper/seedkeeper/agent/report"
+	"github.com/seedkeeper/seedkeeper/hotplug"
 	"github.com/seedkeeper/seedkeeper/internal/safetext"
 )
 
@@ -25,6 +29,13 @@ the seed to seedkeeper: the drop-in
 missing, or overridden by a later file (datasource_list, NoCloud's fs_label,
 network config); and it says when a metadata source appeared after boot
 decided (it takes effect on the next boot).
+
+What seedkeeper watch did after boot in this boot is there too, from
+/run/seedkeeper/watch.json: the guestinfo.local-ipv4/-ipv6 it published
+again (in place of boot's line for the same key) or failed to, and, per
+NIC it applied after boot, the last result (applied, applied in part,
+failed, given up, removed). A record of another boot is not shown; one that cannot
+be read is a warning, and the rest is shown.
 
 The record names the boot it describes (the kernel's boot ID): when it is
 from an earlier boot, because seedkeeper boot has not run in this one yet
@@ -179,21 +190,89 @@ func printStatus(w io.Writer, rep *report.Report) {
 		}
 		fmt.Fprintf(w, "Hotplug:     allowlist %s\n", e(n.Allowlist))
 	}
+	printHotplug(w, rep)
 	if v := st.VMware; v != nil {
 		if v.Wait != "" {
 			fmt.Fprintf(w, "Waited:      %s\n", e(v.Wait))
 		}
 		for _, p := range v.Published {
+			key, _, _ := strings.Cut(p, " ")
+			if g := rep.Watch.Key(key); g != nil && g.Value != "" {
+				continue // the watch set it since: its line says what the VMX holds
+			}
 			fmt.Fprintf(w, "Guestinfo:   published %s\n", e(p))
 		}
 		for _, x := range v.Notes {
 			fmt.Fprintf(w, "Guestinfo:   %s\n", e(x))
 		}
+	}
+	printGuestinfo(w, rep)
+	if v := st.VMware; v != nil {
 		for _, x := range v.Customization {
 			fmt.Fprintf(w, "VMware Tools: %s\n", e(x))
 		}
 	}
-	for _, x := range rep.Warnings {
+	for _, x := range append(slices.Clone(rep.Warnings), rep.WatchWarnings...) {
 		fmt.Fprintf(w, "Warning:     %s\n", e(x))
 	}
+}
+
+// printGuestinfo prints what seedkeeper watch set in guestinfo after boot:
+// per key, the value it last set, and a failure since.
+func printGuestinfo(w io.Writer, rep *report.Report) {
+	if rep.Watch == nil {
+		return
+	}
+	e := safetext.Escape
+	for _, g := range rep.Watch.Guestinfo {
+		if g.Value != "" {
+			fmt.Fprintf(w, "Guestinfo:   published %s %s (seedkeeper-watch, %s)\n", e(g.Key), e(g.Value), clock(g.At, rep.Time))
+		}
+		switch f := g.Failed; {
+		case f == nil:
+		case f.RetryAt.IsZero(): // what was to be set is no longer wanted
+			fmt.Fprintf(w, "Guestinfo:   %s: setting failed (%s)\n", e(g.Key), e(f.Error))
+		default:
+			fmt.Fprintf(w, "Guestinfo:   %s: setting failed (%s), trying again after %s\n", e(g.Key), e(f.Error), clock(f.RetryAt, rep.Time))
+		}
+	}
+}
+
+// printHotplug prints what became of each NIC seedkeeper watch applied
+// after boot, its last event, in the order they happened.
+func printHotplug(w io.Writer, rep *report.Report) {
+	if rep.Watch == nil {
+		return
+	}
+	e := safetext.Escape
+	nics := slices.Clone(rep.Watch.Hotplug)
+	slices.SortStableFunc(nics, func(a, b agent.WatchNIC) int { return a.Last().At.Compare(b.Last().At) })
+	for _, n := range nics {
+		ev := n.Last()
+		var what string
+		switch ev.Result {
+		case hotplug.Applied:
+			what = "applied at " + clock(ev.At, rep.Time)
+		case hotplug.Partial:
+			what = "applied in part at " + clock(ev.At, rep.Time) + ": " + e(ev.Error)
+		case hotplug.GaveUp:
+			what = "given up at " + clock(ev.At, rep.Time) + ": " + e(ev.Error)
+		case hotplug.Removed:
+			what = "removed at " + clock(ev.At, rep.Time)
+		default:
+			what = "failed at " + clock(ev.At, rep.Time) + ": " + e(ev.Error)
+		}
+		fmt.Fprintf(w, "Hotplug:     %s (%s): %s\n", e(ev.Name), e(n.MAC), what)
+	}
+}
+
+// clock is t as the time of day when it is on the day of the boot, ref;
+// with the date when it is not (a machine up for days).
+func clock(t, ref time.Time) string {
+	if y, m, d := t.Date(); !ref.IsZero() {
+		if ry, rm, rd := ref.In(t.Location()).Date(); y == ry && m == rm && d == rd {
+			return t.Format("15:04:05")
+		}
+	}
+	return t.Format("2006-01-02 15:04:05")
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/seedkeeper/seedkeeper/agent"
 	"github.com/seedkeeper/seedkeeper/agent/report"
@@ -90,9 +91,13 @@ func TestPrintStatusEscapesEveryLine(t *testing.T) {
 		Changes:   &intent.Result{Changed: []intent.Change{{Setting: bad, Kind: "changed"}}, Applied: []string{bad}, Waiting: []string{bad}, Failed: []string{bad}, Warnings: []string{bad}},
 	}
 	var b strings.Builder
-	printStatus(&b, &report.Report{Status: *st, Warnings: []string{bad}})
+	watch := &agent.WatchRecord{
+		Guestinfo: []agent.WatchGuestinfo{{Key: bad, Value: bad, Failed: &agent.WatchFailure{Error: bad}}},
+		Hotplug:   []agent.WatchNIC{{MAC: bad, Events: []agent.WatchEvent{{Name: bad, Result: "failed", Error: bad}}}},
+	}
+	printStatus(&b, &report.Report{Status: *st, Warnings: []string{bad}, Watch: watch, WatchWarnings: []string{bad}})
 	out := b.String()
-	for _, want := range []string{"Late devices: x\\x1b", "cloud-init:  x\\x1b", "Dropped:     x\\x1b", "Warning:     x\\x1b", "Changed:     x\\x1b", "Applied:     x\\x1b", "FAILED x\\x1b", "Waiting:     x\\x1b",
+	for _, want := range []string{"Hotplug:     x\\x1b", "Guestinfo:   published x\\x1b", "Guestinfo:   x\\x1b]0;owned\\x07\\u202ey: setting failed (x\\x1b", "Late devices: x\\x1b", "cloud-init:  x\\x1b", "Dropped:     x\\x1b", "Warning:     x\\x1b", "Changed:     x\\x1b", "Applied:     x\\x1b", "FAILED x\\x1b", "Waiting:     x\\x1b",
 		"Waited:      x\\x1b", "Guestinfo:   published x\\x1b", "Guestinfo:   x\\x1b", "VMware Tools: x\\x1b", "Provision:   x\\x1b", "netplan:     x\\x1b"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in:\n%s", want, out)
@@ -204,5 +209,156 @@ func TestStatusChanges(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(j.stdout), &doc); err != nil || len(doc.Changes.Changed) != 2 || len(doc.Changes.Waiting) != 1 {
 		t.Errorf("--json changes: %+v, %v\n%s", doc.Changes, err, j.stdout)
+	}
+}
+
+// watchRoot is a root in boot bootA whose boot published both guestinfo
+// addresses and applied eth0, with the watch's record rec (nil: none).
+func watchRoot(t *testing.T, rec string) string {
+	t.Helper()
+	const bootA = "9b1c4f2e-77a0-4d5c-8e3b-2f6a1d0c9e44"
+	root := scratchRoot(t, kvmProduct, kvmVendor, kvmUUID)
+	writeFile(t, filepath.Join(root, agent.BootIDPath), bootA+"\n", 0o444)
+	st := &agent.Status{Version: 1, BootID: bootA, Outcome: "ok", Source: "vmware", Transport: "vmware-rpctool",
+		Time:    time.Date(2026, 12, 1, 14, 0, 0, 0, time.UTC),
+		Network: &agent.NetResult{Action: "applied", Owned: []string{"lan"}, Links: []string{"eth0"}, Allowlist: "vmxnet3 (platform default)"},
+		VMware:  &agent.VMwareStatus{Published: []string{"guestinfo.local-ipv4 192.0.2.71", "guestinfo.local-ipv6 2001:db8:7::71"}}}
+	if err := agent.SaveStatus(sysroot.Root(root), st); err != nil {
+		t.Fatal(err)
+	}
+	if rec != "" {
+		writeFile(t, filepath.Join(root, agent.WatchRecordPath), rec, 0o644)
+	}
+	return root
+}
+
+const watchRecordJSON = `{"version": 1, "boot_id": "9b1c4f2e-77a0-4d5c-8e3b-2f6a1d0c9e44",
+  "guestinfo": [
+    {"key": "guestinfo.local-ipv4", "value": "192.0.2.10", "at": "2026-12-01T14:02:11Z"},
+    {"key": "guestinfo.local-ipv6", "failed": {"value": "2001:db8:7::99", "at": "2026-12-01T14:04:30Z", "error": "vmware-rpctool: Permission denied", "retry_at": "2026-12-01T14:05:00Z"}}
+  ],
+  "hotplug": [
+    {"mac": "52:54:00:12:34:56", "events": [
+      {"name": "eth2", "at": "2026-12-01T14:01:50Z", "result": "failed", "error": "reading live network: busy"},
+      {"name": "eth2", "at": "2026-12-01T14:01:55Z", "result": "applied"}]},
+    {"mac": "52:54:00:12:34:57", "events": [
+      {"name": "eth3", "at": "2026-12-02T09:00:00Z", "result": "partial", "error": "network applied partially: 1 of 2 operations failed"}]},
+    {"mac": "52:54:00:12:34:58", "events": [
+      {"name": "eth4", "at": "2026-12-01T14:01:00Z", "result": "applied"},
+      {"name": "eth4", "at": "2026-12-01T14:01:30Z", "result": "removed"}]}
+  ]}`
+
+// After a hot-add or a new lease, status said only what boot published
+// and applied. What seedkeeper watch did in this boot is one line each,
+// and the watch's guestinfo line replaces boot's for the same key.
+func TestStatusWatchRecord(t *testing.T) {
+	root := watchRoot(t, watchRecordJSON)
+	r := runInProcess("status", "--root", root)
+	if r.code != exitOK {
+		t.Fatalf("status: %v", r)
+	}
+	want := "Network:     applied: 0 operations, 0 failed; owned NICs: lan\n" +
+		"Hotplug:     allowlist vmxnet3 (platform default)\n" +
+		"Hotplug:     eth4 (52:54:00:12:34:58): removed at 14:01:30\n" +
+		"Hotplug:     eth2 (52:54:00:12:34:56): applied at 14:01:55\n" +
+		"Hotplug:     eth3 (52:54:00:12:34:57): applied in part at 2026-12-02 09:00:00: network applied partially: 1 of 2 operations failed\n" +
+		"Guestinfo:   published guestinfo.local-ipv6 2001:db8:7::71\n" +
+		"Guestinfo:   published guestinfo.local-ipv4 192.0.2.10 (seedkeeper-watch, 14:02:11)\n" +
+		"Guestinfo:   guestinfo.local-ipv6: setting failed (vmware-rpctool: Permission denied), trying again after 14:05:00\n"
+	if !strings.Contains(r.stdout, want) {
+		t.Errorf("status:\n%s\nwant in it:\n%s", r.stdout, want)
+	}
+	if strings.Contains(r.stdout, "192.0.2.71") {
+		t.Errorf("status still shows boot's guestinfo.local-ipv4, which the watch replaced:\n%s", r.stdout)
+	}
+	j := runInProcess("status", "--root", root, "--json")
+	var doc struct {
+		Watch *agent.WatchRecord `json:"watch"`
+	}
+	if err := json.Unmarshal([]byte(j.stdout), &doc); err != nil || j.code != exitOK || doc.Watch == nil ||
+		len(doc.Watch.Hotplug) != 3 || len(doc.Watch.Hotplug[0].Events) != 2 || doc.Watch.Key("guestinfo.local-ipv4").Value != "192.0.2.10" {
+		t.Errorf("status --json: %v %+v\n%s", err, doc.Watch, j.stdout)
+	}
+}
+
+// Without a record of the watch, a record of another boot, status says
+// what boot did, and nothing of the watch.
+func TestStatusWatchRecordAbsentOrStale(t *testing.T) {
+	for name, rec := range map[string]string{
+		"absent":     "",
+		"other boot": strings.Replace(watchRecordJSON, "9b1c4f2e-77a0-4d5c-8e3b-2f6a1d0c9e44", "0d3e5a71-c2b4-4f08-a9e6-7b1f3c5d8a20", 1),
+	} {
+		root := watchRoot(t, rec)
+		r := runInProcess("status", "--root", root)
+		if r.code != exitOK || !strings.Contains(r.stdout, "Guestinfo:   published guestinfo.local-ipv4 192.0.2.71\n") ||
+			strings.Contains(r.stdout, "seedkeeper-watch") || strings.Contains(r.stdout, "eth2") || strings.Contains(r.stdout, "watch") {
+			t.Errorf("%s: status:\n%s", name, r.stdout)
+		}
+		if j := runInProcess("status", "--root", root, "--json"); strings.Contains(j.stdout, `"watch`) {
+			t.Errorf("%s: status --json has the watch:\n%s", name, j.stdout)
+		}
+	}
+}
+
+// A record that does not parse is one warning saying what and where,
+// never quoting it; the rest of status stands.
+func TestStatusWatchRecordCorrupt(t *testing.T) {
+	const secret = "hunter2-d4b1"
+	root := watchRoot(t, `{"version": 1, "guestinfo": `+secret)
+	r := runInProcess("status", "--root", root)
+	p := filepath.Join(root, agent.WatchRecordPath)
+	want := "Warning:     what seedkeeper watch did after boot is not shown: " + p + ": not JSON (at byte 29)\n"
+	if r.code != exitOK || !strings.HasPrefix(r.stdout, "Last boot:") || !strings.Contains(r.stdout, want) ||
+		!strings.Contains(r.stdout, "Guestinfo:   published guestinfo.local-ipv4 192.0.2.71\n") {
+		t.Errorf("status with a corrupt watch record: %v\nwant %q", r, want)
+	}
+	j := runInProcess("status", "--root", root, "--json")
+	var doc struct {
+		WatchWarnings []string `json:"watch_warnings"`
+	}
+	if err := json.Unmarshal([]byte(j.stdout), &doc); err != nil || len(doc.WatchWarnings) != 1 {
+		t.Errorf("status --json: %v %q", err, doc.WatchWarnings)
+	}
+	if strings.Contains(r.stdout+r.stderr+j.stdout+j.stderr, secret) {
+		t.Errorf("status quoted the record:\n%s%s", r.stdout, j.stdout)
+	}
+}
+
+// Every value of the watch's record that came from outside (a link name
+// the kernel took from a udev rule, a tool's or the kernel's error text)
+// is printed escaped, and each entry stays on its one line.
+func TestStatusWatchRecordEscapes(t *testing.T) {
+	const rec = `{"version": 1,
+  "guestinfo": [{"key": "guestinfo.local-ipv6", "failed": {"value": "2001:db8::9", "at": "2026-12-01T14:04:30Z",
+    "error": "denied \u001b]0;owned\u0007 \u202eevil", "retry_at": "2026-12-01T14:05:00Z"}}],
+  "hotplug": [{"mac": "52:54:00:12:34:56", "events": [
+    {"name": "eth\u001b[2J\u0008", "at": "2026-12-01T14:01:50Z", "result": "failed", "error": "busy \u001b[31mred\t"}]}]}`
+	root := watchRoot(t, rec)
+	r := runInProcess("status", "--root", root)
+	if r.code != exitOK {
+		t.Fatalf("status: %v", r)
+	}
+	for _, want := range []string{
+		`Hotplug:     eth\x1b[2J\x08 (52:54:00:12:34:56): failed at 14:01:50: busy \x1b[31mred\t` + "\n",
+		`Guestinfo:   guestinfo.local-ipv6: setting failed (denied \x1b]0;owned\x07 \u202eevil), trying again after 14:05:00` + "\n",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("status:\n%s\nwant in it:\n%s", r.stdout, want)
+		}
+	}
+	if strings.ContainsAny(r.stdout+r.stderr, "\x1b\x07\x08\t\u202e") {
+		t.Errorf("status printed a control character of the record:\n%q", r.stdout)
+	}
+}
+
+// A failed set the watch no longer tries again (the address went) is
+// told as a failure, with no retry time that will not come.
+func TestStatusWatchRecordFailureNotRetried(t *testing.T) {
+	root := watchRoot(t, `{"version": 1, "guestinfo": [{"key": "guestinfo.local-ipv6",
+  "failed": {"value": "2001:db8:7::99", "at": "2026-12-01T14:04:30Z", "error": "vmware-rpctool: Permission denied"}}]}`)
+	r := runInProcess("status", "--root", root)
+	want := "Guestinfo:   guestinfo.local-ipv6: setting failed (vmware-rpctool: Permission denied)\n"
+	if r.code != exitOK || !strings.Contains(r.stdout, want) || strings.Contains(r.stdout, "trying again") || strings.Contains(r.stdout, "watch.json") {
+		t.Errorf("status: %v\nwant in it %q", r, want)
 	}
 }

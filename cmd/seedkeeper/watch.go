@@ -24,7 +24,9 @@ cost no metadata read. It never writes the instance ID, the identity state
 or the seed; READY is sent after the first reconcile. It applies nothing
 from a source that boot did not decide on (a seed that appeared after
 boot, a late CD-ROM): that takes effect on the next boot, and "seedkeeper
-status" says so.
+status" says so. What it applies, and the guestinfo addresses it
+publishes again on VMware, it records for "seedkeeper status" in
+/run/seedkeeper/watch.json (nothing with --network plan).
 
 Options:
   --root DIR       resolve every system path under DIR
