@@ -101,14 +101,7 @@ func releaseScenarios(t *testing.T, release, stack string) {
 		if stack == "netplan" {
 			checkOurNetworkFile(t, r1, nicHot.MAC)
 		}
-		if u := r1.unit(t, "seedkeeper-watch"); u["ActiveState"] != "active" || u["NRestarts"] != "0" {
-			t.Errorf("(d) seedkeeper-watch.service: %v", u)
-		}
-		for _, snap := range []string{"addr-hotplug.json", "addr-hotplug-30s.json"} {
-			if got := r1.addrs(t, snap, nicHot.MAC); !slices.Equal(got, []string{addrHot}) {
-				t.Errorf("(d) hot-added NIC (%s): %v, want [%s]\nwatch journal:\n%s", snap, got, addrHot, r1.get(t, "journal-seedkeeper"))
-			}
-		}
+		checkHotplugged(t, r1)
 	}
 	if r1.get(t, "kind") != "normal" {
 		t.FailNow() // the chain needs a first boot that completed
