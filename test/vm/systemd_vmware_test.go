@@ -51,9 +51,9 @@ const (
 // (VMware's default allowlist would leave it alone).
 var nicVMware = sdNIC{MAC: "00:50:56:5e:ed:40", Net: "10.0.2.0/24"}
 
-// vmwareGuestinfo is the VMX's guestinfo of the scenario: the metadata as
-// gzip+base64 (as govc and Terraform's vSphere provider set it when asked
-// to compress), the user-data as base64, the encodings in their own keys.
+// vmwareGuestinfo is the VMX's guestinfo of the scenario, in the two
+// encodings cloud-init's VMware datasource documents: the metadata as
+// gzip+base64, the user-data as base64, each named in its .encoding key.
 func vmwareGuestinfo(t testing.TB) map[string]string {
 	t.Helper()
 	md := fmt.Sprintf(`instance-id: %s
