@@ -50,7 +50,11 @@ package vm
 //
 // sdBoot also takes a hot-added NIC (plugged from the QEMU monitor once the
 // guest says it is up; the report then waits for its address), a SmartOS
-// metadata host on ttyS1, and extra kernel arguments. Boots take a slot of
+// metadata host on ttyS1, extra kernel arguments and extra SMBIOS fields.
+// An image variant (needSystemdVariant, sdVariants) adds files to an image
+// after the .deb, from the same cached rootfs: "vmware" has a
+// vmware-rpctool that serves guestinfo from the kernel command line
+// (systemd/vmware-rpctool; systemd_vmware_test.go). Boots take a slot of
 // vmSlots, so scenarios written as parallel subtests boot side by side as
 // far as memory and CPU allow. A template booted without a seed and then
 // cloned is newSDDisk + boot with Seed nil + clone; a sealed image is a
@@ -212,6 +216,29 @@ func onceFor(m map[string]*onceImage, key string) *onceImage {
 // first use.
 func needSystemdImage(t *testing.T, release, stack string, withSeedkeeper bool) *sdImage {
 	t.Helper()
+	return needSDImage(t, release, stack, withSeedkeeper, "")
+}
+
+// needSystemdVariant is needSystemdImage's image of stack on release with
+// seedkeeper, and with what variant (a key of sdVariants) adds on top: the
+// same cached rootfs tar, one more unpack and mkfs.
+func needSystemdVariant(t *testing.T, release, stack, variant string) *sdImage {
+	t.Helper()
+	if _, ok := sdVariants[variant]; !ok {
+		t.Fatalf("no such image variant %q", variant)
+	}
+	return needSDImage(t, release, stack, true, variant)
+}
+
+// sdVariants are the image variants: each installs its files into the
+// unpacked root after the .deb and the report, never into the cached tar
+// (whose hash would change, and every image's rebuild with it).
+var sdVariants = map[string]func(root string) error{
+	"vmware": installVMwareTools,
+}
+
+func needSDImage(t *testing.T, release, stack string, withSeedkeeper bool, variant string) *sdImage {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("systemd guest test skipped in -short mode (each boot takes minutes of TCG)")
 	}
@@ -233,8 +260,8 @@ func needSystemdImage(t *testing.T, release, stack string, withSeedkeeper bool) 
 	if _, ok := sdReleasePackages[release]; !ok {
 		t.Fatalf("no such Debian release %q", release)
 	}
-	o := onceFor(sdImages, fmt.Sprintf("%s/%s/%v", release, stack, withSeedkeeper))
-	o.once.Do(func() { o.img, o.skip, o.err = buildSDImage(release, stack, withSeedkeeper) })
+	o := onceFor(sdImages, fmt.Sprintf("%s/%s/%v/%s", release, stack, withSeedkeeper, variant))
+	o.once.Do(func() { o.img, o.skip, o.err = buildSDImage(release, stack, withSeedkeeper, variant) })
 	if o.skip != "" {
 		t.Skip(o.skip)
 	}
@@ -268,7 +295,7 @@ func sdCacheDir() string {
 	return filepath.Join(dir, "rootfs")
 }
 
-func buildSDImage(release, stack string, withSeedkeeper bool) (*sdImage, string, error) {
+func buildSDImage(release, stack string, withSeedkeeper bool, variant string) (*sdImage, string, error) {
 	sdKernel.once.Do(func() {
 		dir := os.Getenv(EnvKernelDir)
 		if dir == "" {
@@ -319,6 +346,9 @@ func buildSDImage(release, stack string, withSeedkeeper bool) (*sdImage, string,
 	if withSeedkeeper {
 		name = release + "-" + stack + "-seedkeeper"
 	}
+	if variant != "" {
+		name += "-" + variant
+	}
 	root := filepath.Join(wd, name+".root")
 	defer os.RemoveAll(root)
 	if err := os.MkdirAll(root, 0o755); err != nil {
@@ -338,6 +368,11 @@ func buildSDImage(release, stack string, withSeedkeeper bool) (*sdImage, string,
 	}
 	if err := installReport(root); err != nil {
 		return nil, "", err
+	}
+	if variant != "" {
+		if err := sdVariants[variant](root); err != nil {
+			return nil, "", fmt.Errorf("the %s variant: %w", variant, err)
+		}
 	}
 	img := &sdImage{release: release, stack: stack, seedkeeper: withSeedkeeper, vmlinux: sdKernel.vmlinux,
 		disk: filepath.Join(wd, name+".img"), initrd: filepath.Join(wd, name+".initrd")}
@@ -611,6 +646,7 @@ type sdBoot struct {
 	Hotplug *sdNIC          // added from the monitor once the guest is up
 	Host    *mdatatest.Host // SmartOS: SMBIOS product and ttyS1 wired to it
 	Append  []string        // more kernel arguments
+	SMBIOS  []string        // more -smbios options, e.g. "type=1,product=..."
 	// During runs on the host while the guest boots (monitor commands,
 	// a metadata host going up); it must return before the guest's
 	// report can be complete.
@@ -698,6 +734,9 @@ func (d *sdDisk) boot(t *testing.T, b sdBoot) *sdReport {
 	}
 	if b.UUID != "" {
 		args = append(args, "-smbios", "type=1,uuid="+b.UUID)
+	}
+	for _, s := range b.SMBIOS {
+		args = append(args, "-smbios", s)
 	}
 	if b.Hotplug != nil {
 		args = append(args, "-monitor", "unix:"+m.monitorPath()+",server=on,wait=off")

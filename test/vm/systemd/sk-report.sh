@@ -217,6 +217,18 @@ if [ "$run" = handkey ]; then
 		[ -f "$f" ] && echo "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHandAddedKeyOfAPerson person@hand" >>"$f"
 	done
 fi
+# The DMI cloud-init's ds-identify reads, and what it made of it.
+for f in sys_vendor product_name product_serial; do
+	echo "$f=$(cat /sys/class/dmi/id/$f 2>/dev/null)"
+done >"$out/dmi"
+cp /run/cloud-init/ds-identify.log "$out/ds-identify.log" 2>/dev/null
+# The VMware image variant (test/vm/systemd/vmware-rpctool): every call its
+# vmware-rpctool was given, and cloud-init's merged configuration (VMware
+# customization off).
+if [ -d /usr/lib/sk-vmware ]; then
+	cp /run/sk-vmware/calls "$out/vmware-calls" 2>/dev/null
+	cloud-init query merged_cfg >"$out/cloud-init-merged-cfg.json" 2>"$out/cloud-init-merged-cfg.err"
+fi
 date +%s >"$out/time"
 tar -C "$out" -cf /dev/vdb . && sync
 echo "SKVM reported" >/dev/ttyS0
