@@ -31,13 +31,14 @@ const hostileLine = 8 << 20
 // script host's own copy of what it sends (about 5 times the line in all,
 // 40 MiB here; it was 225 MiB).
 func TestHostileFrameCostsLittleMoreThanItsLength(t *testing.T) {
+	ctx := boundedCtx(t)
 	fixedIDs(t, "0000beef")
 	spaces := rawFrame(append([]byte("0000beef SUCCESS"), bytes.Repeat([]byte(" "), hostileLine)...))
 	good := string(frameBytes("0000beef", "SUCCESS", []byte("v")))
-	c, _ := newScripted(t, script(step{expect: "*", reply: spaces + good}))
+	c, _ := newScriptedWith(t, loadTimeouts, script(step{expect: "*", reply: spaces + good}))
 	var v []byte
 	var err error
-	n := alloctest.Bytes(func() { v, err = c.Get(context.Background(), "k") })
+	n := alloctest.Bytes(func() { v, err = c.Get(ctx, "k") })
 	if err != nil || string(v) != "v" {
 		t.Fatalf("Get = %q, %v; want the frame after the hostile one", v, err)
 	}
@@ -51,13 +52,14 @@ func TestHostileFrameCostsLittleMoreThanItsLength(t *testing.T) {
 // Keys are counted before anything is allocated for them; more than
 // maxKeys is an error, not a list.
 func TestHostileKeysAreCountedFirst(t *testing.T) {
+	ctx := boundedCtx(t)
 	fixedIDs(t, "0000beef", "0000bef0")
 	empty := string(frameBytes("0000beef", "SUCCESS", bytes.Repeat([]byte("\n"), hostileLine)))
 	many := string(frameBytes("0000bef0", "SUCCESS", bytes.Repeat([]byte("k\n"), maxKeys+1)))
-	c, _ := newScripted(t, script(step{expect: "*", reply: empty}, step{expect: "*", reply: many}))
+	c, _ := newScriptedWith(t, loadTimeouts, script(step{expect: "*", reply: empty}, step{expect: "*", reply: many}))
 	var keys []string
 	var err error
-	n := alloctest.Bytes(func() { keys, err = c.Keys(context.Background()) })
+	n := alloctest.Bytes(func() { keys, err = c.Keys(ctx) })
 	if err != nil || len(keys) != 0 {
 		t.Fatalf("Keys = %d keys, %v; want none", len(keys), err)
 	}
@@ -67,7 +69,7 @@ func TestHostileKeysAreCountedFirst(t *testing.T) {
 		t.Errorf("KEYS of %d empty lines cost %d bytes (%.1f times), want at most 8 times", hostileLine, n, float64(n)/hostileLine)
 	}
 	t.Logf("KEYS of 8 Mi empty lines: %.1f MiB allocated", float64(n)/(1<<20))
-	keys, err = c.Keys(context.Background())
+	keys, err = c.Keys(ctx)
 	var op *OpError
 	if err == nil || !errors.As(err, &op) || !strings.Contains(err.Error(), "more than the 65536 allowed") {
 		t.Fatalf("Keys of %d keys = %d, %v; want an error", maxKeys+1, len(keys), err)
@@ -77,14 +79,15 @@ func TestHostileKeysAreCountedFirst(t *testing.T) {
 // A FAILURE message is the host's text: it is cut to maxHostText bytes as
 // it is decoded, never kept whole, and the error says how much was left.
 func TestHostFailureTextIsTruncatedWhereItEnters(t *testing.T) {
+	ctx := boundedCtx(t)
 	fixedIDs(t, "0000beef", "0000bef0")
 	long := bytes.Repeat([]byte("é"), hostileLine/2) // two bytes each: the cut must not split one
-	c, _ := newScripted(t, script(
+	c, _ := newScriptedWith(t, loadTimeouts, script(
 		step{expect: "*", reply: string(frameBytes("0000beef", "FAILURE", long))},
 		step{expect: "*", reply: string(frameBytes("0000bef0", "FAILURE", []byte("short")))},
 	))
 	var err error
-	n := alloctest.Bytes(func() { _, err = c.Get(context.Background(), "k") })
+	n := alloctest.Bytes(func() { _, err = c.Get(ctx, "k") })
 	var he *HostError
 	if !errors.As(err, &he) || he.Code != "FAILURE" {
 		t.Fatalf("Get = %v, want a HostError", err)
@@ -99,7 +102,7 @@ func TestHostFailureTextIsTruncatedWhereItEnters(t *testing.T) {
 	if line := uint64(4 * hostileLine / 3); n > 6*line {
 		t.Errorf("a FAILURE line of %d bytes cost %d bytes (%.1f times its length), want at most 6 times", line, n, float64(n)/float64(line))
 	}
-	if _, err := c.Get(context.Background(), "k"); !errors.As(err, &he) || he.Message != "short" {
+	if _, err := c.Get(ctx, "k"); !errors.As(err, &he) || he.Message != "short" {
 		t.Errorf("short FAILURE = %v", err)
 	}
 }
@@ -108,14 +111,15 @@ func TestHostFailureTextIsTruncatedWhereItEnters(t *testing.T) {
 // the line arrives, and a code the protocol does not have is not kept
 // whole either.
 func TestLineLimitIsTheValueLimit(t *testing.T) {
+	ctx := boundedCtx(t)
 	fixedIDs(t, "0000beef", "0000bef0")
 	value := bytes.Repeat([]byte{0xa5}, maxValue)
 	ok := frameBytes("0000beef", "SUCCESS", value)
 	if len(ok) > maxLine+1 {
 		t.Fatalf("a %d-byte value makes a %d-byte line, more than maxLine %d", maxValue, len(ok), maxLine)
 	}
-	c, _ := newScripted(t, script(step{expect: "*", reply: string(ok)}))
-	v, err := c.Get(context.Background(), "k")
+	c, _ := newScriptedWith(t, loadTimeouts, script(step{expect: "*", reply: string(ok)}))
+	v, err := c.Get(ctx, "k")
 	if err != nil || !bytes.Equal(v, value) {
 		t.Fatalf("Get of a %d-byte value: %d bytes, %v", maxValue, len(v), err)
 	}

@@ -40,7 +40,9 @@ func (h *scriptHost) Open(ctx context.Context) (Conn, error) {
 	defer h.mu.Unlock()
 	if h.opens >= len(h.scripts) {
 		h.t.Errorf("client opened connection %d; the test scripted %d", h.opens+1, len(h.scripts))
-		return nil, fmt.Errorf("no more scripts")
+		// Permanent: the client gives up at once instead of opening
+		// again every 250 ms for as long as the test's context lasts.
+		return nil, permanent(fmt.Errorf("no more scripts"))
 	}
 	script := h.scripts[h.opens]
 	h.opens++
@@ -103,12 +105,37 @@ var fastTimeouts = Timeouts{
 	Read: 200 * time.Millisecond, Write: 200 * time.Millisecond, V1: 200 * time.Millisecond,
 }
 
+// loadTimeouts are for tests of what a reply costs, not of when it
+// comes: a loaded machine (guests and -race beside them) can hold the
+// client or the script host for longer than fastTimeouts between two
+// bytes, and a timeout would then end the session the script is for.
+// Nudge is not shorter than Read, so no bare "\n" is sent into a script.
+var loadTimeouts = Timeouts{
+	Drain: 20 * time.Millisecond, Probe: 10 * time.Second, Negotiate: 10 * time.Second,
+	Read: 30 * time.Second, Write: 30 * time.Second, V1: 10 * time.Second,
+	Idle: 30 * time.Second, Nudge: 30 * time.Second,
+}
+
 func newScripted(t *testing.T, scripts ...[]step) (*Client, *scriptHost) {
 	t.Helper()
+	return newScriptedWith(t, fastTimeouts, scripts...)
+}
+
+func newScriptedWith(t *testing.T, to Timeouts, scripts ...[]step) (*Client, *scriptHost) {
+	t.Helper()
 	h := &scriptHost{t: t, scripts: scripts}
-	c := New(h, &Options{Timeouts: fastTimeouts})
+	c := New(h, &Options{Timeouts: to})
 	t.Cleanup(func() { c.Close(); h.wg.Wait() })
 	return c, h
+}
+
+// boundedCtx bounds a test's requests: a client that keeps starting
+// sessions (the host's answers are not what the script expected) fails
+// the test in minutes rather than hanging it until the package timeout.
+func boundedCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
 }
 
 // fixedIDs makes the client use the given request IDs in order.
