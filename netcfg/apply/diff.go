@@ -268,6 +268,7 @@ func (p *Plan) ownNICs(cfg *netcfg.Config, live []Link, macs []string, sel [][]i
 				continue
 			}
 			p.notef("%s: not present", label(ifc))
+			p.Absent = append(p.Absent, ifc.ID)
 			continue
 		case len(sel[j]) > 1:
 			var names []string
