@@ -172,6 +172,7 @@ func TestDiffOwnership(t *testing.T) {
 		absent []string
 	}{
 		{"mac not in config", []Link{unowned}, virtio, "eth0: not present", []string{"eth0"}},
+		{"mac on a bridge", []Link{{Index: 3, Name: "br1", MAC: mac1, Kind: "bridge", Stacked: true}}, virtio, "eth0: not present", nil},
 		{"driver not allowed", []Link{{Index: 3, Name: "ens4", MAC: mac1, Driver: "veth"}}, virtio, `driver "veth" is not allowed`, nil},
 		{"driver unknown", []Link{{Index: 3, Name: "ens4", MAC: mac1}}, virtio, "driver unknown is not allowed", nil},
 		{"nil allowlist", []Link{{Index: 3, Name: "ens4", MAC: mac1, Driver: "virtio_net"}}, nil, "not allowed", nil},
