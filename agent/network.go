@@ -122,7 +122,7 @@ func (e *Env) networkStep(ctx context.Context, cfg *netcfg.Config, allow hotplug
 			if !live && e.Root.IsReal() {
 				return nil
 			}
-			return e.render(ctx, cfg, s.Whole, res, live)
+			return e.render(ctx, cfg, s.Whole, allow, res, live)
 		},
 	})
 	record(s)
@@ -137,12 +137,16 @@ func (e *Env) networkStep(ctx context.Context, cfg *netcfg.Config, allow hotplug
 
 // render writes the files of the interfaces the plan owns, as the plan
 // has them (apply.Plan.Pinned: every owned NIC matched by the MAC of its
-// link, so that no file can come to configure another NIC), and asks a
-// running stack to reload when they changed and the change is live.
-func (e *Env) render(ctx context.Context, cfg *netcfg.Config, p *apply.Plan, res *NetResult, live bool) error {
+// link, so that no file can come to configure another NIC), with, for
+// networkd, those of the configured NICs that are not present, matched so
+// that only a NIC of an allowed driver can take them
+// (netcfg.RenderNetworkdAwaited), and asks a running stack to reload when
+// they changed and the change is live.
+func (e *Env) render(ctx context.Context, cfg *netcfg.Config, p *apply.Plan, allow hotplug.Allowlist, res *NetResult, live bool) error {
 	pinned := p.Pinned(cfg)
 	res.altNames = p.OwnedAltNames
-	changed, err := e.renderNetworkd(pinned, p.Owns, res)
+	aw := awaited{absent: func(i *netcfg.Interface) bool { return slices.Contains(p.Absent, i.ID) }, drivers: allow.Drivers()}
+	changed, err := e.renderNetworkd(pinned, p.Owns, aw, res)
 	if err != nil {
 		return err
 	}
@@ -155,12 +159,20 @@ func (e *Env) render(ctx context.Context, cfg *netcfg.Config, p *apply.Plan, res
 	return nil
 }
 
+// awaited are the configured NICs that are not present, and the drivers
+// a NIC that appears may have, for the files written ahead of it.
+type awaited struct {
+	absent  func(*netcfg.Interface) bool
+	drivers []string
+}
+
 // renderNetworkd writes the files of the owned interfaces (the live plan's
-// verdict, bonds, bridges and VLANs included, and nothing else) for the
-// network stack the image runs (netcfg.DetectStack; networkd when none is
-// detected, as before), and removes the files of ours in the stack's
-// places that are no longer wanted.
-func (e *Env) renderNetworkd(cfg *netcfg.Config, owned func(*netcfg.Interface) bool, res *NetResult) (bool, error) {
+// verdict, bonds, bridges and VLANs included) for the network stack the
+// image runs (netcfg.DetectStack; networkd when none is detected, as
+// before), on networkd those written ahead of the awaited NICs too, and
+// removes the files of ours in the stack's places that are no longer
+// wanted.
+func (e *Env) renderNetworkd(cfg *netcfg.Config, owned func(*netcfg.Interface) bool, aw awaited, res *NetResult) (bool, error) {
 	root := e.Root.Path("/")
 	det, err := netcfg.DetectStack(root)
 	if err != nil {
@@ -179,6 +191,21 @@ func (e *Env) renderNetworkd(cfg *netcfg.Config, owned func(*netcfg.Interface) b
 	sf, err := det.Stack.Render(det, cfg, owned)
 	if err != nil {
 		return false, fmt.Errorf("network: rendering %s files: %w", det.Stack, err)
+	}
+	if det.Stack == netcfg.Networkd && sf.Dir != "" {
+		ahead, notes, err := netcfg.RenderNetworkdAwaited(cfg, owned, aw.absent, aw.drivers)
+		if err != nil {
+			return false, fmt.Errorf("network: rendering %s files: %w", det.Stack, err)
+		}
+		for n, b := range ahead {
+			if _, dup := sf.Files[n]; !dup {
+				sf.Files[n] = b
+			}
+		}
+		for _, n := range notes {
+			e.Log.Info("network: " + n)
+			res.Notes = append(res.Notes, n)
+		}
 	}
 	res.files = sf
 	res.Netplan = netplanNotes(det, cfg, owned, res.altNames)

@@ -3,12 +3,14 @@ package agent
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/seedkeeper/seedkeeper/hotplug"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 	"github.com/seedkeeper/seedkeeper/netcfg"
 	"github.com/seedkeeper/seedkeeper/netcfg/apply"
@@ -44,6 +46,9 @@ func link(t *testing.T, root, p string) {
 	}
 }
 
+// virtioOnly is the allowlist of the plans renderPlanned makes.
+var virtioOnly = hotplug.NewAllowlist(hotplug.OriginFlag, []string{"virtio_net"})
+
 // renderPlanned plans cfg against live and renders it for each stack; it
 // returns every file written, by stack, path under the root → content.
 func renderPlanned(t *testing.T, cfg *netcfg.Config, live []apply.Link) (*apply.Plan, map[string]map[string]string) {
@@ -56,7 +61,7 @@ func renderPlanned(t *testing.T, cfg *netcfg.Config, live []apply.Link) (*apply.
 		e := &Env{Root: sysroot.Root(root)}
 		e.init()
 		res := &NetResult{}
-		if err := e.render(context.Background(), cfg, p, res, false); err != nil {
+		if err := e.render(context.Background(), cfg, p, virtioOnly, res, false); err != nil {
 			t.Fatalf("%s: %v", stack, err)
 		}
 		if !strings.HasPrefix(res.Stack, stack) {
@@ -188,7 +193,7 @@ ethernets:
 		e := &Env{Root: sysroot.Root(root), Log: slog.New(slog.NewTextHandler(&log, nil))}
 		e.init()
 		res := &NetResult{}
-		if err := e.render(context.Background(), cfg, p, res, false); err != nil {
+		if err := e.render(context.Background(), cfg, p, virtioOnly, res, false); err != nil {
 			t.Fatalf("%s: %v", stack, err)
 		}
 		if !slices.Contains(res.Notes, want) {
@@ -197,5 +202,114 @@ ethernets:
 		if !strings.Contains(log.String(), want) {
 			t.Errorf("%s: log lacks %q:\n%s", stack, want, log.String())
 		}
+	}
+}
+
+// A NIC the metadata configures that is not present at boot got no file
+// until the watch applied it, and in between networkd gave the hot-added
+// NIC whatever else matched it: on a netplan image the catch-all
+// 10-netplan-all-en, a DHCP client the metadata never asked for. Its file
+// is written ahead on networkd, matched by its MAC and the allowed
+// drivers; a NIC matched by name only gets none, nor does a present NIC
+// of a driver that is not allowed, and the other stacks are told
+// nothing. An unchanged render rewrites nothing; when the NIC appears
+// its file becomes the owned one under the same name; when a NIC of that
+// MAC appears with a driver that is not allowed, the file goes.
+func TestRenderWritesAheadOfAbsentNIC(t *testing.T) {
+	cfg, err := netcfg.Parse([]byte(`version: 2
+ethernets:
+  e0: {match: {macaddress: "52:54:00:00:00:01"}, set-name: e0, addresses: [192.0.2.10/24], gateway4: 192.0.2.1, nameservers: {addresses: [192.0.2.53]}}
+  hot: {match: {macaddress: "52:54:00:5e:ed:03"}, set-name: eth2, addresses: [10.0.3.20/24]}
+  byname: {match: {name: ens9}, dhcp4: true}
+  slow: {match: {macaddress: "52:54:00:00:00:07"}, dhcp4: true}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	allow := hotplug.NewAllowlist(hotplug.OriginFlag, []string{"vmxnet3", "virtio_net"})
+	e0 := apply.Link{Index: 2, Name: "e0", MAC: "52:54:00:00:00:01", Up: true, MTU: 1500, Driver: "virtio_net"}
+	slow := apply.Link{Index: 3, Name: "ens4", MAC: "52:54:00:00:00:07", Up: true, MTU: 1500, Driver: "e1000"}
+	const dir = "/run/systemd/network/"
+	var p *apply.Plan
+	render := func(root string, live ...apply.Link) (*NetResult, map[string]string) {
+		t.Helper()
+		p = apply.Diff(cfg, live, allow.Allows, nil)
+		e := &Env{Root: sysroot.Root(root)}
+		e.init()
+		res := &NetResult{}
+		if err := e.render(context.Background(), cfg, p, allow, res, false); err != nil {
+			t.Fatal(err)
+		}
+		files := map[string]string{}
+		ents, _ := os.ReadDir(filepath.Join(root, dir))
+		for _, ent := range ents {
+			b, _ := os.ReadFile(filepath.Join(root, dir, ent.Name()))
+			fi, _ := os.Stat(filepath.Join(root, dir, ent.Name()))
+			files[ent.Name()] = string(b) + "\x00" + fi.ModTime().String()
+		}
+		return res, files
+	}
+	content := func(s string) string { return strings.Split(s, "\x00")[0] }
+
+	root := t.TempDir()
+	stackRoots["networkd"](t, root)
+	res, boot := render(root, e0, slow)
+	if got, want := slices.Sorted(maps.Keys(boot)), []string{"05-seedkeeper-e0.network", "05-seedkeeper-hot.network"}; !slices.Equal(got, want) {
+		t.Fatalf("files %q, want %q\nnotes %q", got, want, res.Notes)
+	}
+	hot := content(boot["05-seedkeeper-hot.network"])
+	if !strings.Contains(hot, "\n[Match]\nMACAddress=52:54:00:5e:ed:03\nType=ether\nDriver=virtio_net vmxnet3\n\n") ||
+		!strings.Contains(hot, "Address=10.0.3.20/24\n") || strings.Contains(hot, "192.0.2.") {
+		t.Errorf("the file written ahead:\n%s", hot)
+	}
+	if !slices.ContainsFunc(res.Notes, func(n string) bool {
+		return strings.HasPrefix(n, "eth2: not present; 05-seedkeeper-hot.network written ahead")
+	}) || !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.HasPrefix(n, "byname: not present; no networkd file") }) {
+		t.Errorf("notes %q", res.Notes)
+	}
+	if slices.Contains(p.Owned, "hot") || !slices.Equal(p.Absent, []string{"byname", "hot"}) {
+		t.Errorf("owned %q, absent %q", p.Owned, p.Absent)
+	}
+
+	// The next render with nothing changed writes nothing.
+	res, again := render(root, e0, slow)
+	if !maps.Equal(boot, again) || len(res.Removed) != 0 {
+		t.Errorf("unchanged render rewrote files: %q, removed %q", slices.Sorted(maps.Keys(again)), res.Removed)
+	}
+
+	// The NIC appears: the file of the same name is now the owned one.
+	res, appeared := render(root, e0, slow, apply.Link{Index: 4, Name: "ens5", MAC: "52:54:00:5e:ed:03", Up: true, MTU: 1500, Driver: "virtio_net"})
+	if !slices.Equal(slices.Sorted(maps.Keys(appeared)), slices.Sorted(maps.Keys(boot))) || len(res.Removed) != 0 || !slices.Contains(p.Owned, "hot") {
+		t.Errorf("files %q, removed %q, owned %q", slices.Sorted(maps.Keys(appeared)), res.Removed, p.Owned)
+	}
+	if b := content(appeared["05-seedkeeper-hot.network"]); strings.Contains(b, "Driver=") || !strings.Contains(b, "MACAddress=52:54:00:5e:ed:03\nType=ether\n") {
+		t.Errorf("the owned NIC's file:\n%s", b)
+	}
+
+	// A NIC of that MAC but a driver that is not allowed is not ours:
+	// no file for it.
+	res, refused := render(root, e0, slow, apply.Link{Index: 4, Name: "ens5", MAC: "52:54:00:5e:ed:03", Up: true, MTU: 1500, Driver: "e1000"})
+	if _, ok := refused["05-seedkeeper-hot.network"]; ok || !slices.Contains(res.Removed, "05-seedkeeper-hot.network") {
+		t.Errorf("files %q, removed %q", slices.Sorted(maps.Keys(refused)), res.Removed)
+	}
+
+	// NetworkManager and ifupdown are told nothing of the absent NIC.
+	for _, stack := range []string{"networkmanager", "ifupdown"} {
+		root := t.TempDir()
+		stackRoots[stack](t, root)
+		p := apply.Diff(cfg, []apply.Link{e0, slow}, allow.Allows, nil)
+		e := &Env{Root: sysroot.Root(root)}
+		e.init()
+		if err := e.render(context.Background(), cfg, p, allow, &NetResult{}, false); err != nil {
+			t.Fatal(err)
+		}
+		filepath.Walk(root, func(path string, fi os.FileInfo, err error) error {
+			if err == nil && fi.Mode().IsRegular() {
+				if b, _ := os.ReadFile(path); strings.Contains(strings.ToLower(string(b)), "52:54:00:5e:ed:03") || strings.Contains(string(b), "eth2") {
+					t.Errorf("%s: %s names the absent NIC:\n%s", stack, path, b)
+				}
+			}
+			return nil
+		})
 	}
 }

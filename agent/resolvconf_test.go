@@ -91,7 +91,7 @@ func TestRenderNotThroughLinkedRun(t *testing.T) {
 	}
 	e := &Env{Root: sysroot.Root(root)}
 	e.init()
-	if _, err := e.renderNetworkd(cfg, func(i *netcfg.Interface) bool { return i.ID == "eth0" }, &NetResult{}); err == nil {
+	if _, err := e.renderNetworkd(cfg, func(i *netcfg.Interface) bool { return i.ID == "eth0" }, awaited{}, &NetResult{}); err == nil {
 		t.Errorf("rendered through a linked /run without an error")
 	}
 	if ents, _ := os.ReadDir(host); len(ents) != 0 {

@@ -34,7 +34,7 @@ func TestRenderReplacesOnlyOurStaleFiles(t *testing.T) {
 	e.init()
 
 	res := &NetResult{}
-	if _, err := e.renderNetworkd(cfg, func(i *netcfg.Interface) bool { return i.ID == "eth0" }, res); err != nil {
+	if _, err := e.renderNetworkd(cfg, func(i *netcfg.Interface) bool { return i.ID == "eth0" }, awaited{}, res); err != nil {
 		t.Fatal(err)
 	}
 	if res.files == nil || res.files.Stack != netcfg.NetworkManager {
@@ -51,7 +51,7 @@ func TestRenderReplacesOnlyOurStaleFiles(t *testing.T) {
 	// The NIC is gone from the configuration: its keyfile and the
 	// drop-in go.
 	res = &NetResult{}
-	if _, err := e.renderNetworkd(&netcfg.Config{}, nil, res); err != nil {
+	if _, err := e.renderNetworkd(&netcfg.Config{}, nil, awaited{}, res); err != nil {
 		t.Fatal(err)
 	}
 	if present(keyfile) || present(netcfg.NMConfFile) || !present(theirs) || !present(other) {
@@ -77,7 +77,7 @@ func TestRenderLeavesSomeoneElsesFileAtOurPath(t *testing.T) {
 	e := &Env{Root: sysroot.Root(root)}
 	e.init()
 	res := &NetResult{}
-	if _, err := e.renderNetworkd(cfg, func(i *netcfg.Interface) bool { return i.ID == "eth0" }, res); err != nil {
+	if _, err := e.renderNetworkd(cfg, func(i *netcfg.Interface) bool { return i.ID == "eth0" }, awaited{}, res); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := os.ReadFile(filepath.Join(root, theirs)); err != nil || string(b) != mine {
@@ -108,7 +108,7 @@ func TestRenderReplacesTheOldNetworkdNames(t *testing.T) {
 	e := &Env{Root: sysroot.Root(root)}
 	e.init()
 	res := &NetResult{}
-	if _, err := e.renderNetworkd(cfg, nil, res); err != nil {
+	if _, err := e.renderNetworkd(cfg, nil, awaited{}, res); err != nil {
 		t.Fatal(err)
 	}
 	ents, err := os.ReadDir(filepath.Join(root, netcfg.NetworkdDir))
@@ -146,7 +146,7 @@ func TestRenderNamesNetplansEntriesOnOwnedNICs(t *testing.T) {
 	e := &Env{Root: sysroot.Root(root)}
 	e.init()
 	res := &NetResult{}
-	if _, err := e.renderNetworkd(cfg, func(i *netcfg.Interface) bool { return i.ID == "eth0" }, res); err != nil {
+	if _, err := e.renderNetworkd(cfg, func(i *netcfg.Interface) bool { return i.ID == "eth0" }, awaited{}, res); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"/etc/netplan/90-default.yaml entry all-eth (match name eth*) also matches eth0, which seedkeeper owns: systemd-networkd gives it seedkeeper's file, which sorts before netplan's"}
@@ -173,7 +173,7 @@ func TestRenderSaysNetplanKeepsNetworkManagerOff(t *testing.T) {
 	e := &Env{Root: sysroot.Root(root)}
 	e.init()
 	res := &NetResult{}
-	if _, err := e.renderNetworkd(cfg, nil, res); err != nil {
+	if _, err := e.renderNetworkd(cfg, nil, awaited{}, res); err != nil {
 		t.Fatal(err)
 	}
 	if len(res.Netplan) != 2 || !strings.Contains(res.Netplan[0], "entry all-eth (match name eth*) also matches eth0") || !strings.Contains(res.Netplan[0], "marks it unmanaged for NetworkManager") ||

@@ -160,7 +160,7 @@ func Watch(ctx context.Context, e Env, o WatchOptions) error {
 	}
 	applyFn := hotplug.NetlinkApplierThen(e.Netns, allow, receipt, e.Log,
 		func(ctx context.Context, cfg *netcfg.Config, whole *apply.Plan) error {
-			err := e.render(ctx, cfg, whole, &NetResult{}, true)
+			err := e.render(ctx, cfg, whole, allow, &NetResult{}, true)
 			if ips != nil {
 				ips.setLinks(whole)
 			}

@@ -90,3 +90,41 @@ ethernets:
 	// Gateway=192.0.2.1
 	// Metric=100
 }
+
+// A NIC the configuration names that is not present yet (the live plan's
+// apply.Plan.Absent) gets its networkd file ahead, matched so that only a
+// NIC of an allowed driver takes it.
+func ExampleRenderNetworkdAwaited() {
+	c, err := netcfg.Parse([]byte(`version: 2
+ethernets:
+  net2:
+    match: {macaddress: "bc:24:11:aa:bb:03"}
+    set-name: eth2
+    addresses: [10.0.3.20/24]
+`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	notOwned := func(*netcfg.Interface) bool { return false }
+	absent := func(i *netcfg.Interface) bool { return i.ID == "net2" }
+	files, notes, err := netcfg.RenderNetworkdAwaited(c, notOwned, absent, []string{"virtio_net", "e1000"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("%s%s\n", files["05-seedkeeper-net2.network"], notes[0])
+	// Output:
+	// # Written by seedkeeper; changes will be overwritten.
+	//
+	// [Match]
+	// MACAddress=bc:24:11:aa:bb:03
+	// Type=ether
+	// Driver=e1000 virtio_net
+	//
+	// [Network]
+	// KeepConfiguration=static
+	// DHCP=no
+	// Address=10.0.3.20/24
+	// eth2: not present; 05-seedkeeper-net2.network written ahead (MAC bc:24:11:aa:bb:03, drivers e1000 virtio_net), so networkd configures it from it the moment it appears
+}

@@ -268,6 +268,11 @@ func (p *Plan) ownNICs(cfg *netcfg.Config, live []Link, macs []string, sel [][]i
 				continue
 			}
 			p.notef("%s: not present", label(ifc))
+			if macs[j] == "" || !slices.ContainsFunc(live, func(l Link) bool { return l.MAC == macs[j] }) {
+				// A link that is not a NIC (a bridge) holding the
+				// MAC is not ours: no NIC is expected by it.
+				p.Absent = append(p.Absent, ifc.ID)
+			}
 			continue
 		case len(sel[j]) > 1:
 			var names []string

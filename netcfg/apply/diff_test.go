@@ -167,19 +167,26 @@ func TestDiffOwnership(t *testing.T) {
 		live  []Link
 		allow Allowlist
 		note  string
+		// absent: a NIC that is there but not owned is not absent,
+		// so no stack is told to expect it.
+		absent []string
 	}{
-		{"mac not in config", []Link{unowned}, virtio, "eth0: not present"},
-		{"driver not allowed", []Link{{Index: 3, Name: "ens4", MAC: mac1, Driver: "veth"}}, virtio, `driver "veth" is not allowed`},
-		{"driver unknown", []Link{{Index: 3, Name: "ens4", MAC: mac1}}, virtio, "driver unknown is not allowed"},
-		{"nil allowlist", []Link{{Index: 3, Name: "ens4", MAC: mac1, Driver: "virtio_net"}}, nil, "not allowed"},
-		{"empty allowlist", []Link{{Index: 3, Name: "ens4", MAC: mac1, Driver: "virtio_net"}}, Drivers(), "not allowed"},
-		{"same mac twice", []Link{{Index: 3, Name: "ens4", MAC: mac1, Driver: "virtio_net"}, {Index: 4, Name: "ens5", MAC: mac1, Driver: "virtio_net"}}, virtio, "matches 2 links (ens4, ens5)"},
+		{"mac not in config", []Link{unowned}, virtio, "eth0: not present", []string{"eth0"}},
+		{"mac on a bridge", []Link{{Index: 3, Name: "br1", MAC: mac1, Kind: "bridge", Stacked: true}}, virtio, "eth0: not present", nil},
+		{"driver not allowed", []Link{{Index: 3, Name: "ens4", MAC: mac1, Driver: "veth"}}, virtio, `driver "veth" is not allowed`, nil},
+		{"driver unknown", []Link{{Index: 3, Name: "ens4", MAC: mac1}}, virtio, "driver unknown is not allowed", nil},
+		{"nil allowlist", []Link{{Index: 3, Name: "ens4", MAC: mac1, Driver: "virtio_net"}}, nil, "not allowed", nil},
+		{"empty allowlist", []Link{{Index: 3, Name: "ens4", MAC: mac1, Driver: "virtio_net"}}, Drivers(), "not allowed", nil},
+		{"same mac twice", []Link{{Index: 3, Name: "ens4", MAC: mac1, Driver: "virtio_net"}, {Index: 4, Name: "ens5", MAC: mac1, Driver: "virtio_net"}}, virtio, "matches 2 links (ens4, ens5)", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := Diff(staticCfg(), tt.live, tt.allow, nil)
 			wantOps(t, p)
 			wantNote(t, p, tt.note)
+			if !slices.Equal(p.Absent, tt.absent) {
+				t.Errorf("Absent = %q, want %q", p.Absent, tt.absent)
+			}
 		})
 	}
 }

@@ -210,6 +210,13 @@ type Plan struct {
 	// ones, less those the plan gives up, plus an old name a rename
 	// keeps): what else networkd, udev and netplan match it by.
 	OwnedAltNames map[string][]string
+	// Absent lists the IDs of the configured physical interfaces that
+	// select no live link (the "not present" notes), in config order,
+	// but those whose MAC a link that is not a NIC (a bridge) holds. The
+	// plan owns none of them: a stack may only be told to expect
+	// them (netcfg.RenderNetworkdAwaited), and a NIC that appears is
+	// owned by the next plan, by the rules of every other one.
+	Absent []string
 
 	// receipt is what the next receipt holds if every operation fails:
 	// the entries still valid. Apply adds what it adds.

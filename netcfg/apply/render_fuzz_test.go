@@ -30,6 +30,8 @@ func liveFor(cfg *netcfg.Config) []Link {
 			if i%2 == 1 {
 				add(ifc.LinkName(), mac, "virtio_net")
 			}
+		case ifc.MAC != "" && i%4 == 3:
+			// Not present: a NIC networkd is told to expect.
 		case ifc.MAC != "":
 			add(fmt.Sprintf("ens%d", i), ifc.MAC, driver)
 		case netcfg.ValidLinkName(ifc.LinkName()):
@@ -42,7 +44,10 @@ func liveFor(cfg *netcfg.Config) []Link {
 // checkRenderedOwned renders the plan of cfg against live for every stack
 // and reads the files back: every link name and MAC in them is one the
 // plan owns, under the name the plan gives it, and every shell line
-// ifupdown runs is made of characters sh reads as themselves.
+// ifupdown runs is made of characters sh reads as themselves. The
+// networkd files written ahead of the NICs that are not present
+// (checkAwaited) match only by the MAC of such a NIC and an allowed
+// driver.
 func checkRenderedOwned(t *testing.T, cfg *netcfg.Config, live []Link) {
 	t.Helper()
 	p := Diff(cfg, live, virtio, nil)
@@ -64,6 +69,7 @@ func checkRenderedOwned(t *testing.T, cfg *netcfg.Config, live []Link) {
 			t.Fatalf("%s matches MAC %s, which the plan does not own", where, m)
 		}
 	}
+	checkAwaited(t, cfg, p, name)
 	for _, stack := range []*netcfg.Stack{netcfg.Networkd, netcfg.NetworkManager, netcfg.Ifupdown} {
 		sf, err := stack.Render(netcfg.Detection{Stack: stack, IfupdownDir: "/etc/network/interfaces.d"}, pinned, p.Owns)
 		if err != nil {
@@ -109,6 +115,53 @@ func checkRenderedOwned(t *testing.T, cfg *netcfg.Config, live []Link) {
 					checkStanzaLine(t, where, l, name)
 				}
 			}
+		}
+	}
+}
+
+// checkAwaited renders the networkd files written ahead of the plan's
+// absent NICs and reads them back: each matches by the MAC of an absent
+// entry, as an ethernet, of the allowed driver only, never by name; every
+// other link it names is owned; and no such file takes the name of an
+// owned link's file.
+func checkAwaited(t *testing.T, cfg *netcfg.Config, p *Plan, name func(where, n string)) {
+	t.Helper()
+	absent := map[string]bool{}
+	for i := range cfg.Interfaces {
+		if ifc := &cfg.Interfaces[i]; slices.Contains(p.Absent, ifc.ID) && ifc.MAC != "" {
+			absent[strings.ToLower(ifc.MAC)] = true
+		}
+	}
+	pinned := p.Pinned(cfg)
+	ahead, _, err := netcfg.RenderNetworkdAwaited(pinned, p.Owns, func(i *netcfg.Interface) bool { return slices.Contains(p.Absent, i.ID) }, []string{"virtio_net"})
+	if err != nil {
+		return // refusing to write is safe
+	}
+	owned, err := netcfg.RenderNetworkd(pinned, p.Owns)
+	if err != nil {
+		owned = nil
+	}
+	for fn, b := range ahead {
+		where := "networkd (ahead) " + fn
+		if _, dup := owned[fn]; dup {
+			t.Fatalf("%s: also the file of an owned link", where)
+		}
+		section, match := "", map[string]string{}
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "[") {
+				section = l
+			}
+			k, v, _ := strings.Cut(l, "=")
+			switch {
+			case section == "[Match]" && k != "" && !strings.HasPrefix(l, "["):
+				match[k] = v
+			case k == "Name" || k == "Bond" || k == "Bridge" || k == "VLAN":
+				name(where, v)
+			}
+		}
+		m := match["MACAddress"] + match["PermanentMACAddress"]
+		if !absent[strings.ToLower(m)] || match["Type"] != "ether" || match["Driver"] != "virtio_net" || len(match) != 3 {
+			t.Fatalf("%s: [Match] %v, want the MAC of an absent NIC (%v), Type=ether, Driver=virtio_net and nothing else", where, match, slices.Sorted(maps.Keys(absent)))
 		}
 	}
 }
@@ -162,6 +215,9 @@ func FuzzRenderedNamesAreOwned(f *testing.F) {
 		"version: 2\nethernets: {e0: {match: {macaddress: '02:00:00:00:00:01'}, macaddress: '02:00:00:00:00:aa', optional: true, dhcp4: true, dhcp6: true, accept-ra: false, dhcp-identifier: mac," +
 			" dhcp4-overrides: {use-dns: false, hostname: h-1.example, send-hostname: true, route-metric: 7}, dhcp6-overrides: {use-routes: false, route-metric: 9}," +
 			" routing-policy: [{from: 192.0.2.0/24, table: 100, priority: 5, mark: 1, type-of-service: 2}, {to: '2001:db8::1'}]}}",
+		// A NIC that is not present (the fourth): networkd's file for
+		// it is written ahead, matched by its MAC and the allowed driver.
+		"version: 2\nethernets: {a: {match: {macaddress: '02:00:00:00:00:01'}}, b: {match: {name: 'ens*'}}, c: {dhcp4: true}, d: {match: {macaddress: '02:00:00:00:00:04'}, set-name: hot, addresses: ['10.0.3.20/24'], routes: [{to: 0.0.0.0/0, via: 10.0.3.1}]}}",
 		"version: 2\nethernets: {e0: {match: {macaddress: '02:00:00:00:00:01'}}, e1: {match: {macaddress: '02:00:00:00:00:02'}}}\nbridges: {br0: {interfaces: [e0, e1], macaddress: '02:00:00:00:00:b0', parameters: {path-cost: {e0: 5}, port-priority: {e1: 3}}, dhcp4: true}}",
 	} {
 		f.Add([]byte(s))

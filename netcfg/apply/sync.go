@@ -154,7 +154,7 @@ func (p *Plan) only(macs []string, above map[string]bool, rc *Receipt) *Plan {
 	for _, m := range macs {
 		set[normMAC(m)] = true
 	}
-	out := &Plan{Notes: p.Notes, Owned: p.Owned, OwnedMAC: p.OwnedMAC, OwnedName: p.OwnedName, OwnedAltNames: p.OwnedAltNames, receipt: p.receipt.clone()}
+	out := &Plan{Notes: p.Notes, Owned: p.Owned, OwnedMAC: p.OwnedMAC, OwnedName: p.OwnedName, OwnedAltNames: p.OwnedAltNames, Absent: p.Absent, receipt: p.receipt.clone()}
 	// An alternative name another link gives up for a rename of the
 	// part goes with it.
 	freed := map[string]bool{}

@@ -14,11 +14,13 @@ import (
 // name enp0s3 and ran DHCP on it), the static NIC holds its static address
 // and no lease, and systemd-networkd-wait-online, with netplan's drop-in
 // naming the NIC as it was called before seedkeeper renamed it, finishes
-// without its timeout (it waited 120 s on every boot). macs are the owned
-// NICs present at the report, hot-added ones too.
+// without its timeout (it waited 120 s on every boot); and no link was
+// configured by another file first (checkOnlyOurFilesConfigured). macs
+// are the owned NICs present at the report, hot-added ones too.
 func checkNetplanOwned(t *testing.T, r *sdReport, macs ...string) {
 	t.Helper()
 	checkOurNetworkFile(t, r, macs...)
+	checkOnlyOurFilesConfigured(t, r)
 	if got := r.addrs(t, "addr.json", nicStatic.MAC); len(got) != 1 || got[0] != addrStatic {
 		t.Errorf("%s: the static NIC has %v, want only %s (no DHCP lease from netplan's catch-all)", r.name, got, addrStatic)
 	}
@@ -46,6 +48,34 @@ func checkOurNetworkFile(t *testing.T, r *sdReport, macs ...string) {
 		if !strings.Contains(b, "Network File: /run/systemd/network/05-seedkeeper-") {
 			t.Errorf("%s: networkd did not give %s (%s) seedkeeper's file:\n%s", r.name, name, mac, b)
 		}
+	}
+}
+
+// checkOnlyOurFilesConfigured asserts, on a boot where seedkeeper owns
+// every NIC, that networkd configured every link from one of seedkeeper's
+// files from the first: no journal line of networkd's says it configured
+// one with another file, not even for the moment before seedkeeper's
+// watch had applied a hot-added NIC (netplan's catch-all ran DHCP on it
+// then, until seedkeeper wrote its file ahead of the NIC).
+func checkOnlyOurFilesConfigured(t *testing.T, r *sdReport) {
+	t.Helper()
+	var ours, other []string
+	for _, l := range strings.Split(r.get(t, "journal"), "\n") {
+		_, f, ok := strings.Cut(l, "onfiguring with ") // Configuring, Reconfiguring
+		if !ok || !strings.Contains(l, "systemd-networkd[") {
+			continue
+		}
+		if strings.HasPrefix(f, "/run/systemd/network/05-seedkeeper-") {
+			ours = append(ours, l)
+		} else {
+			other = append(other, l)
+		}
+	}
+	if len(ours) == 0 {
+		t.Errorf("%s: no journal line of networkd's says it configured a link with seedkeeper's file; the check sees nothing", r.name)
+	}
+	if len(other) > 0 {
+		t.Errorf("%s: networkd configured a link with a file not seedkeeper's:\n%s\n(and with seedkeeper's:\n%s)", r.name, strings.Join(other, "\n"), strings.Join(ours, "\n"))
 	}
 }
 

@@ -1,0 +1,120 @@
+package netcfg
+
+import (
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// awaitedCfg has, beside a present NIC (up), NICs that are not present:
+// one by MAC (hot, to be eth2), one by MAC that gets a new MAC (newmac), one by name
+// only (byname), one by MAC and an allowed match driver (vm), one whose
+// match driver is not allowed (mlx), and a bond member (m0).
+const awaitedCfg = `version: 2
+ethernets:
+  up: {match: {macaddress: "52:54:00:00:00:01"}, dhcp4: true}
+  hot: {match: {macaddress: "52:54:00:5e:ed:03"}, set-name: eth2, addresses: [10.0.3.20/24], mtu: 1400}
+  newmac: {match: {macaddress: "52:54:00:00:00:04"}, macaddress: "52:54:00:00:00:aa", dhcp4: true, optional: true}
+  byname: {match: {name: "ens9"}, dhcp4: true}
+  vm: {match: {macaddress: "52:54:00:00:00:06", driver: vmxnet3}, addresses: [10.0.6.2/24]}
+  mlx: {match: {macaddress: "52:54:00:00:00:07", driver: mlx5_core}, dhcp4: true}
+  m0: {match: {macaddress: "52:54:00:00:00:08"}}
+bonds:
+  bond0: {interfaces: [m0], addresses: [10.0.8.2/24]}
+nameservers: {addresses: [192.0.2.53]}
+`
+
+func renderAwaited(t *testing.T, drivers ...string) (map[string][]byte, []string) {
+	t.Helper()
+	c, err := Parse([]byte(awaitedCfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	owned := func(i *Interface) bool { return i.ID == "up" }
+	absent := func(i *Interface) bool { return i.ID != "up" && i.ID != "bond0" }
+	files, notes, err := RenderNetworkdAwaited(c, owned, absent, drivers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, notes2, err := RenderNetworkdAwaited(c, owned, absent, drivers)
+	if err != nil || !reflect.DeepEqual(files, again) || !slices.Equal(notes, notes2) {
+		t.Fatalf("not deterministic: %v", err)
+	}
+	return files, notes
+}
+
+func TestRenderNetworkdAwaited(t *testing.T) {
+	files, notes := renderAwaited(t, "vmxnet3", "virtio_net", "e1000", "virtio_net")
+	if got, want := slices.Sorted(maps.Keys(files)), []string{"05-seedkeeper-hot.network", "05-seedkeeper-newmac.network", "05-seedkeeper-vm.network"}; !slices.Equal(got, want) {
+		t.Fatalf("files %q, want %q", got, want)
+	}
+	// The allowed drivers as networkd's list, sorted and once each; the
+	// NIC's own settings; no global DNS (the owned NIC carries it).
+	want := Header + `
+
+[Match]
+MACAddress=52:54:00:5e:ed:03
+Type=ether
+Driver=e1000 virtio_net vmxnet3
+
+[Link]
+MTUBytes=1400
+
+[Network]
+KeepConfiguration=static
+DHCP=no
+Address=10.0.3.20/24
+`
+	if got := string(files["05-seedkeeper-hot.network"]); got != want {
+		t.Errorf("hot:\n%s\nwant:\n%s", got, want)
+	}
+	newmac := string(files["05-seedkeeper-newmac.network"])
+	for _, w := range []string{"[Match]\nPermanentMACAddress=52:54:00:00:00:04\nType=ether\nDriver=e1000 virtio_net vmxnet3\n", "MACAddress=52:54:00:00:00:aa\n", "RequiredForOnline=no\n", "DHCP=ipv4\n"} {
+		if !strings.Contains(newmac, w) {
+			t.Errorf("newmac lacks %q:\n%s", w, newmac)
+		}
+	}
+	if vm := string(files["05-seedkeeper-vm.network"]); !strings.Contains(vm, "[Match]\nMACAddress=52:54:00:00:00:06\nType=ether\nDriver=vmxnet3\n\n") {
+		t.Errorf("vm: want its own match driver only:\n%s", vm)
+	}
+	for _, b := range files {
+		if strings.Contains(string(b), "192.0.2.53") || strings.Contains(string(b), "Name=") {
+			t.Errorf("a file written ahead has global DNS or a name match:\n%s", b)
+		}
+	}
+	for _, w := range []string{
+		"eth2: not present; 05-seedkeeper-hot.network written ahead (MAC 52:54:00:5e:ed:03, drivers e1000 virtio_net vmxnet3)",
+		"byname: not present; no networkd file until it appears: it is matched by name or driver, not by MAC",
+		"mlx: not present; no networkd file until it appears: its match driver mlx5_core is not allowed",
+		"m0: not present; no networkd file until it appears: a member of bond0, which is built live first",
+	} {
+		if !slices.ContainsFunc(notes, func(n string) bool { return strings.HasPrefix(n, w) }) {
+			t.Errorf("notes %q lack %q", notes, w)
+		}
+	}
+}
+
+// An allowlist that allows nothing, or one with a name that is not a
+// driver's (a glob would widen networkd's match), writes nothing ahead.
+func TestRenderNetworkdAwaitedClosedAllowlist(t *testing.T) {
+	for _, tc := range []struct {
+		drivers []string
+		why     string
+	}{
+		{nil, "the hotplug allowlist allows no driver"},
+		{[]string{"virtio_net", "*"}, "allowlist entry 2: driver name has U+002A"},
+		{[]string{"virtio_net", "!e1000"}, "allowlist entry 2: driver name has U+0021"},
+	} {
+		files, notes := renderAwaited(t, tc.drivers...)
+		if len(files) != 0 {
+			t.Errorf("%q: wrote %q", tc.drivers, slices.Sorted(maps.Keys(files)))
+		}
+		if !slices.ContainsFunc(notes, func(n string) bool {
+			return strings.HasPrefix(n, "eth2: not present; no networkd file until it appears: "+tc.why)
+		}) {
+			t.Errorf("%q: notes %q lack %q", tc.drivers, notes, tc.why)
+		}
+	}
+}
