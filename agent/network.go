@@ -137,10 +137,9 @@ func (e *Env) networkStep(ctx context.Context, cfg *netcfg.Config, allow hotplug
 
 // render writes the files of the interfaces the plan owns, as the plan
 // has them (apply.Plan.Pinned: every owned NIC matched by the MAC of its
-// link, so that no file can come to configure another NIC), with, for
-// networkd, those of the configured NICs that are not present, matched so
-// that only a NIC of an allowed driver can take them
-// (netcfg.RenderNetworkdAwaited), and asks a running stack to reload when
+// link, so that no file can come to configure another NIC), with those
+// of the configured NICs that are not present, matched so that only a NIC
+// of an allowed driver can take them (netcfg.Stack.RenderAhead), and asks a running stack to reload when
 // they changed and the change is live.
 func (e *Env) render(ctx context.Context, cfg *netcfg.Config, p *apply.Plan, allow hotplug.Allowlist, res *NetResult, live bool) error {
 	pinned := p.Pinned(cfg)
@@ -169,7 +168,7 @@ type awaited struct {
 // renderNetworkd writes the files of the owned interfaces (the live plan's
 // verdict, bonds, bridges and VLANs included) for the network stack the
 // image runs (netcfg.DetectStack; networkd when none is detected, as
-// before), on networkd those written ahead of the awaited NICs too, and
+// before), those written ahead of the awaited NICs too, and
 // removes the files of ours in the stack's places that are no longer
 // wanted.
 func (e *Env) renderNetworkd(cfg *netcfg.Config, owned func(*netcfg.Interface) bool, aw awaited, res *NetResult) (bool, error) {
@@ -192,8 +191,8 @@ func (e *Env) renderNetworkd(cfg *netcfg.Config, owned func(*netcfg.Interface) b
 	if err != nil {
 		return false, fmt.Errorf("network: rendering %s files: %w", det.Stack, err)
 	}
-	if det.Stack == netcfg.Networkd && sf.Dir != "" {
-		ahead, notes, err := netcfg.RenderNetworkdAwaited(cfg, owned, aw.absent, aw.drivers)
+	if sf.Dir != "" {
+		ahead, notes, err := det.Stack.RenderAhead(cfg, owned, aw.absent, aw.drivers)
 		if err != nil {
 			return false, fmt.Errorf("network: rendering %s files: %w", det.Stack, err)
 		}
@@ -449,7 +448,7 @@ func netplanNotes(det netcfg.Detection, cfg *netcfg.Config, owned func(*netcfg.I
 			case det.Stack == netcfg.Networkd:
 				wins = "systemd-networkd gives it seedkeeper's file, which sorts before netplan's"
 			case det.Stack == netcfg.NetworkManager:
-				wins = "NetworkManager activates seedkeeper's profile, of higher autoconnect-priority"
+				wins = "NetworkManager activates seedkeeper's profile, of higher autoconnect-priority, and allows no other profile on it"
 			default:
 				wins = "netplan renders for " + ent.Renderer + ", and seedkeeper renders for " + det.Stack.String()
 			}

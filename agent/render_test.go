@@ -210,9 +210,9 @@ ethernets:
 // NIC whatever else matched it: on a netplan image the catch-all
 // 10-netplan-all-en, a DHCP client the metadata never asked for. Its file
 // is written ahead on networkd, matched by its MAC and the allowed
-// drivers; a NIC matched by name only gets none, nor does a present NIC
-// of a driver that is not allowed, and the other stacks are told
-// nothing. An unchanged render rewrites nothing; when the NIC appears
+// drivers (on NetworkManager its profile, bound to the MAC and the
+// drivers); a NIC matched by name only gets none, nor does a present NIC
+// of a driver that is not allowed, and ifupdown is told nothing. An unchanged render rewrites nothing; when the NIC appears
 // its file becomes the owned one under the same name; when a NIC of that
 // MAC appears with a driver that is not allowed, the file goes.
 func TestRenderWritesAheadOfAbsentNIC(t *testing.T) {
@@ -293,8 +293,62 @@ ethernets:
 		t.Errorf("files %q, removed %q", slices.Sorted(maps.Keys(refused)), res.Removed)
 	}
 
-	// NetworkManager and ifupdown are told nothing of the absent NIC.
-	for _, stack := range []string{"networkmanager", "ifupdown"} {
+	// NetworkManager gets the profile ahead, the same way: bound to the
+	// MAC and the allowed drivers, and not allowed on any owned NIC
+	// until it is owned; then it is the owned profile, and the drop-in
+	// allows it on its NIC alone.
+	nm := t.TempDir()
+	stackRoots["networkmanager"](t, nm)
+	nmFiles := func(live ...apply.Link) (*NetResult, map[string]string) {
+		t.Helper()
+		p = apply.Diff(cfg, live, allow.Allows, nil)
+		e := &Env{Root: sysroot.Root(nm)}
+		e.init()
+		res := &NetResult{}
+		if err := e.render(context.Background(), cfg, p, allow, res, false); err != nil {
+			t.Fatal(err)
+		}
+		files := map[string]string{}
+		for _, d := range []string{netcfg.NMConnectionDir, filepath.Dir(netcfg.NMConfFile)} {
+			ents, _ := os.ReadDir(filepath.Join(nm, d))
+			for _, ent := range ents {
+				b, _ := os.ReadFile(filepath.Join(nm, d, ent.Name()))
+				files[ent.Name()] = string(b)
+			}
+		}
+		return res, files
+	}
+	const hotKey, conf = "seedkeeper-hot.nmconnection", "50-seedkeeper.conf"
+	res, nmBoot := nmFiles(e0, slow)
+	if got, want := slices.Sorted(maps.Keys(nmBoot)), []string{conf, "seedkeeper-e0.nmconnection", hotKey}; !slices.Equal(got, want) {
+		t.Fatalf("NetworkManager files %q, want %q\nnotes %q", got, want, res.Notes)
+	}
+	hotUUID := profileUUID(nmBoot[hotKey])
+	if k := nmBoot[hotKey]; !strings.Contains(k, "\n[match]\ndriver=virtio_net;vmxnet3;\n") || !strings.Contains(k, "\nmac-address=52:54:00:5E:ED:03\n") || hotUUID == "" || strings.Contains(k, "192.0.2.") {
+		t.Errorf("the profile written ahead:\n%s", k)
+	}
+	if c := nmBoot[conf]; strings.Contains(c, hotUUID) || strings.Contains(strings.ToLower(c), "52:54:00:5e:ed:03") || !strings.Contains(c, "\nallowed-connections=uuid:") {
+		t.Errorf("the drop-in before the NIC is owned:\n%s", c)
+	}
+	if !slices.ContainsFunc(res.Notes, func(n string) bool {
+		return strings.HasPrefix(n, "eth2: not present; seedkeeper-hot.nmconnection written ahead")
+	}) {
+		t.Errorf("notes %q", res.Notes)
+	}
+	_, nmAppeared := nmFiles(e0, slow, apply.Link{Index: 4, Name: "ens5", MAC: "52:54:00:5e:ed:03", Up: true, MTU: 1500, Driver: "virtio_net"})
+	if k := nmAppeared[hotKey]; strings.Contains(k, "[match]") || hotUUID != profileUUID(k) {
+		t.Errorf("the owned NIC's profile (want the same UUID, no driver match):\n%s", k)
+	}
+	if c := nmAppeared[conf]; !strings.Contains(c, "uuid:"+hotUUID) || !strings.Contains(c, "mac:52:54:00:5e:ed:03") {
+		t.Errorf("the drop-in once the NIC is owned:\n%s", c)
+	}
+	res, nmRefused := nmFiles(e0, slow, apply.Link{Index: 4, Name: "ens5", MAC: "52:54:00:5e:ed:03", Up: true, MTU: 1500, Driver: "e1000"})
+	if _, ok := nmRefused[hotKey]; ok || !slices.Contains(res.Removed, hotKey) {
+		t.Errorf("NetworkManager files %q, removed %q", slices.Sorted(maps.Keys(nmRefused)), res.Removed)
+	}
+
+	// ifupdown is told nothing of the absent NIC.
+	for _, stack := range []string{"ifupdown"} {
 		root := t.TempDir()
 		stackRoots[stack](t, root)
 		p := apply.Diff(cfg, []apply.Link{e0, slow}, allow.Allows, nil)
@@ -312,4 +366,11 @@ ethernets:
 			return nil
 		})
 	}
+}
+
+// profileUUID is the uuid= of a NetworkManager keyfile, "" when it has none.
+func profileUUID(keyfile string) string {
+	_, r, _ := strings.Cut(keyfile, "\nuuid=")
+	u, _, _ := strings.Cut(r, "\n")
+	return u
 }

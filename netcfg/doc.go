@@ -18,15 +18,16 @@
 // separator character (CheckLine); every link name takes one alphabet
 // (ValidLinkName), which no shell, glob or list language reads as syntax.
 // The writers (RenderNetworkd, RenderNetworkdAwaited, RenderNetworkManager,
-// RenderIfupdown, RenderResolvConf) check every value again where they
+// RenderNetworkManagerAwaited, RenderIfupdown, RenderResolvConf) check every value again where they
 // write it, and networkd file names are derived and checked when the
 // configuration is read, before anything is applied. Whatever a parser accepts renders to
 // files that read back, as systemd splits them, to the same model. The
 // renderers write the interfaces their owned argument accepts, and never
 // name a master or VLAN it does not accept; the agent passes the live
-// plan's verdict (apply.Plan.Owns, on apply.Plan.Pinned); to
-// RenderNetworkdAwaited also the NICs it found absent (apply.Plan.Absent),
-// whose files can take only a NIC it would own.
+// plan's verdict (apply.Plan.Owns, on apply.Plan.Pinned); to the
+// renderers of files written ahead (Stack.RenderAhead) also the NICs it
+// found absent (apply.Plan.Absent), whose files can take only a NIC it
+// would own.
 //
 // A document means what its format's owner says: v2 as netplan reads it
 // (a route to an address without a prefix length is that one host), v1

@@ -44,7 +44,7 @@ func RenderNetworkManager(c *Config, owned func(*Interface) bool) (files map[str
 		if slices.Contains(dnsLinks, ifc) {
 			extraDNS = c.DNS
 		}
-		b, err := renderKeyfile(ifc, extraDNS, extraRoutes[ifc])
+		b, err := renderKeyfile(ifc, extraDNS, extraRoutes[ifc], nil)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -168,7 +168,9 @@ func nmUUID(id string) string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", h[0:4], h[4:6], h[6:8], h[8:10], h[10:16])
 }
 
-func renderKeyfile(ifc *Interface, extraDNS DNS, extraRoutes []Route) ([]byte, error) {
+// renderKeyfile renders one profile; matchDrivers, when there are any,
+// are the only drivers of a NIC it may go on ([match] driver=).
+func renderKeyfile(ifc *Interface, extraDNS DNS, extraRoutes []Route, matchDrivers []string) ([]byte, error) {
 	w := &keyfile{who: "render NetworkManager: interface " + strconv.Quote(ifc.ID)}
 	w.WriteString(Header + "\n")
 	w.section("connection")
@@ -186,6 +188,10 @@ func renderKeyfile(ifc *Interface, extraDNS DNS, extraRoutes []Route) ([]byte, e
 	}
 	w.kv("autoconnect", "true")
 	w.kv("autoconnect-priority", "100")
+	if len(matchDrivers) > 0 {
+		w.section("match")
+		w.list("driver", matchDrivers)
+	}
 	w.section("ethernet")
 	if ifc.MAC != "" {
 		w.kv("mac-address", strings.ToUpper(ifc.MAC))

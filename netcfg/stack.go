@@ -46,6 +46,11 @@ type Stack struct {
 	places func(root string) ([]Place, error)
 	// reload says how to ask the running manager to read sf.
 	reload func(root string, sf *StackFiles) Reload
+	// ahead renders, into the stack's Dir, the files of the configured
+	// NICs that are not present, so that the manager configures such a
+	// NIC the moment it appears (see RenderAhead); nil when the stack
+	// needs none.
+	ahead func(c *Config, owned, absent func(*Interface) bool, drivers []string) (map[string][]byte, []string, error)
 }
 
 // Stacks are the stacks seedkeeper knows, in the order boot prefers them
@@ -201,6 +206,22 @@ func (s *Stack) Render(d Detection, c *Config, owned func(*Interface) bool) (*St
 	}
 	sf.Stack = s
 	return sf, nil
+}
+
+// RenderAhead renders, for the configured NICs that are not present
+// (absent; apply.Plan.Absent) and not owned, the files the stack's
+// manager configures each one from the moment it is hot-added, before
+// seedkeeper's watch has applied it, matched so that only a NIC of one of
+// drivers (the hotplug allowlist in force) takes them
+// (RenderNetworkdAwaited, RenderNetworkManagerAwaited): file name in
+// Render's Dir → content, and notes saying what was written ahead and
+// what was not, and why. A stack that needs none (ifupdown configures a
+// hot-added NIC only if an allow-hotplug stanza names it) returns nothing.
+func (s *Stack) RenderAhead(c *Config, owned, absent func(*Interface) bool, drivers []string) (map[string][]byte, []string, error) {
+	if s == nil || s.ahead == nil {
+		return nil, nil, nil
+	}
+	return s.ahead(c, owned, absent, drivers)
 }
 
 // A Place is a directory a stack's files go in, and the rule that tells

@@ -10,6 +10,7 @@ var Networkd = &Stack{
 	Name: "networkd", Title: "systemd-networkd", Unit: "systemd-networkd.service",
 	Running: "/run/systemd/netif/state",
 	render:  renderNetworkdFiles, places: networkdPlaces, reload: reloadNetworkd,
+	ahead: RenderNetworkdAwaited,
 }
 
 // NetworkdDir is where seedkeeper writes systemd-networkd's files: the

@@ -12,6 +12,7 @@ var NetworkManager = &Stack{
 	Name: "networkmanager", Title: "NetworkManager", Unit: "NetworkManager.service",
 	Programs: []string{"/usr/sbin/NetworkManager"},
 	render:   renderNetworkManagerFiles, places: networkManagerPlaces, reload: reloadNetworkManager,
+	ahead: RenderNetworkManagerAwaited,
 }
 
 func renderNetworkManagerFiles(d Detection, c *Config, owned func(*Interface) bool) (*StackFiles, error) {

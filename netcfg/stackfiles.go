@@ -36,11 +36,16 @@ const NMConfFile = "/run/NetworkManager/conf.d/50-seedkeeper.conf"
 // RenderNMConf renders a NetworkManager drop-in for the owned physical
 // NICs (all when owned is nil; a NIC seedkeeper does not own keeps
 // NetworkManager's defaults): no "Wired connection N" made for them
-// (no-auto-default), and
-// keep-configuration=no for those with a profile, so that a NIC seedkeeper
-// has already brought up at boot gets its profile activated (a DHCP lease
-// in particular) instead of being taken over as "external" and left
-// alone. The owned bonds, bridges and VLANs, which seedkeeper makes live
+// (no-auto-default), and, for those with a profile,
+// keep-configuration=no, so that a NIC seedkeeper has already brought up
+// at boot gets its profile activated (a DHCP lease in particular)
+// instead of being taken over as "external" and left alone, and
+// allowed-connections with seedkeeper's profiles only (each bound to its
+// NIC's MAC), so that no other profile that matches an owned NIC goes on
+// it: not netplan's catch-all, not one that cloud-init's hotplug or a
+// person wrote, not when seedkeeper's profile failed to activate and
+// NetworkManager looks for another (a person who wants a NIC back takes
+// it out of the metadata's network config or the allowlist). The owned bonds, bridges and VLANs, which seedkeeper makes live
 // and renders no profile for, and their member NICs are unmanaged: with
 // keep-configuration=no NetworkManager would disconnect them and clean
 // their configuration up. It returns nil when there is nothing to say.
@@ -48,7 +53,7 @@ func RenderNMConf(c *Config, owned func(*Interface) bool) []byte {
 	if owned == nil {
 		owned = func(*Interface) bool { return true }
 	}
-	var macs, profiled, unmanaged []string
+	var macs, profiled, uuids, unmanaged []string
 	for i := range c.Interfaces {
 		ifc := &c.Interfaces[i]
 		stacked := ifc.Kind != Physical && ifc.Kind != ""
@@ -68,6 +73,7 @@ func RenderNMConf(c *Config, owned func(*Interface) bool) []byte {
 			unmanaged = appendNew(unmanaged, m)
 		default:
 			profiled = appendNew(profiled, m)
+			uuids = appendNew(uuids, "uuid:"+nmUUID(ifc.ID))
 		}
 	}
 	if len(macs) == 0 && len(unmanaged) == 0 {
@@ -82,7 +88,7 @@ func RenderNMConf(c *Config, owned func(*Interface) bool) []byte {
 		b.WriteString("\n[keyfile]\nunmanaged-devices+=" + strings.Join(unmanaged, ";") + "\n")
 	}
 	if len(profiled) > 0 {
-		b.WriteString("\n[device-seedkeeper]\nmatch-device=" + strings.Join(profiled, ";") + "\nkeep-configuration=no\n")
+		b.WriteString("\n[device-seedkeeper]\nmatch-device=" + strings.Join(profiled, ";") + "\nkeep-configuration=no\nallowed-connections=" + strings.Join(uuids, ";") + "\n")
 	}
 	return []byte(b.String())
 }

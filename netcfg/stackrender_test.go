@@ -2,6 +2,7 @@ package netcfg
 
 import (
 	"bufio"
+	"maps"
 	"net/netip"
 	"reflect"
 	"slices"
@@ -306,8 +307,25 @@ func FuzzRenderStacksParseBack(f *testing.F) {
 	})
 }
 
+// The drop-in allows on each owned NIC only seedkeeper's profiles: the
+// UUIDs of allowed-connections are those of the keyfiles written beside
+// it, each bound to its NIC's MAC.
 func TestRenderNMConf(t *testing.T) {
 	got := string(RenderNMConf(mustParse(t, proxmoxV1), nil))
+	files, _, err := RenderNetworkManager(mustParse(t, proxmoxV1), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var uuids []string
+	for _, n := range slices.Sorted(maps.Keys(files)) {
+		_, rest, _ := strings.Cut(string(files[n]), "\nuuid=")
+		u, _, _ := strings.Cut(rest, "\n")
+		mac := strings.ToUpper(map[string]string{"seedkeeper-eth0.nmconnection": "bc:24:11:aa:bb:01", "seedkeeper-eth1.nmconnection": "bc:24:11:aa:bb:02"}[n])
+		if u == "" || mac == "" || !strings.Contains(string(files[n]), "\nmac-address="+mac+"\n") {
+			t.Fatalf("profile %s: uuid %q, not bound to %q:\n%s", n, u, mac, files[n])
+		}
+		uuids = append(uuids, "uuid:"+u)
+	}
 	want := Header + `
 [main]
 no-auto-default=mac:bc:24:11:aa:bb:01,mac:bc:24:11:aa:bb:02
@@ -315,7 +333,7 @@ no-auto-default=mac:bc:24:11:aa:bb:01,mac:bc:24:11:aa:bb:02
 [device-seedkeeper]
 match-device=mac:bc:24:11:aa:bb:01;mac:bc:24:11:aa:bb:02
 keep-configuration=no
-`
+allowed-connections=` + strings.Join(uuids, ";") + "\n"
 	if got != want {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)
 	}
@@ -357,6 +375,7 @@ unmanaged-devices+=mac:bc:24:11:aa:bb:01;mac:bc:24:11:aa:bb:02;interface-name:bo
 [device-seedkeeper]
 match-device=mac:bc:24:11:aa:bb:03
 keep-configuration=no
+allowed-connections=uuid:` + nmUUID("lan") + `
 `
 	if got := string(RenderNMConf(c, owned)); got != want {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)

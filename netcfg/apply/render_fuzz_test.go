@@ -45,9 +45,8 @@ func liveFor(cfg *netcfg.Config) []Link {
 // and reads the files back: every link name and MAC in them is one the
 // plan owns, under the name the plan gives it, and every shell line
 // ifupdown runs is made of characters sh reads as themselves. The
-// networkd files written ahead of the NICs that are not present
-// (checkAwaited) match only by the MAC of such a NIC and an allowed
-// driver.
+// files written ahead of the NICs that are not present (checkAwaited)
+// match only by the MAC of such a NIC and an allowed driver.
 func checkRenderedOwned(t *testing.T, cfg *netcfg.Config, live []Link) {
 	t.Helper()
 	p := Diff(cfg, live, virtio, nil)
@@ -99,6 +98,14 @@ func checkRenderedOwned(t *testing.T, cfg *netcfg.Config, live []Link) {
 						name(where, v)
 					case "mac-address":
 						mac(where, v)
+					case "allowed-connections":
+						// Only the profiles written beside it.
+						for _, spec := range strings.Split(v, ";") {
+							u, ok := strings.CutPrefix(spec, "uuid:")
+							if !ok || !slices.ContainsFunc(slices.Collect(maps.Values(sf.Files)), func(b []byte) bool { return strings.Contains(string(b), "\nuuid="+u+"\n") }) {
+								t.Fatalf("%s: allowed connection %q is not a profile seedkeeper writes", where, spec)
+							}
+						}
 					case "no-auto-default", "unmanaged-devices+", "match-device":
 						for _, spec := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ';' }) {
 							switch kind, x, _ := strings.Cut(spec, ":"); kind {
@@ -119,11 +126,11 @@ func checkRenderedOwned(t *testing.T, cfg *netcfg.Config, live []Link) {
 	}
 }
 
-// checkAwaited renders the networkd files written ahead of the plan's
-// absent NICs and reads them back: each matches by the MAC of an absent
-// entry, as an ethernet, of the allowed driver only, never by name; every
-// other link it names is owned; and no such file takes the name of an
-// owned link's file.
+// checkAwaited renders the files every stack writes ahead of the plan's
+// absent NICs (networkd files, NetworkManager profiles) and reads them
+// back: each matches by the MAC of an absent entry, as an ethernet, of
+// the allowed driver only, never by name; every other link it names is
+// owned; and no such file takes the name of an owned link's file.
 func checkAwaited(t *testing.T, cfg *netcfg.Config, p *Plan, name func(where, n string)) {
 	t.Helper()
 	absent := map[string]bool{}
@@ -133,35 +140,52 @@ func checkAwaited(t *testing.T, cfg *netcfg.Config, p *Plan, name func(where, n 
 		}
 	}
 	pinned := p.Pinned(cfg)
-	ahead, _, err := netcfg.RenderNetworkdAwaited(pinned, p.Owns, func(i *netcfg.Interface) bool { return slices.Contains(p.Absent, i.ID) }, []string{"virtio_net"})
-	if err != nil {
-		return // refusing to write is safe
-	}
-	owned, err := netcfg.RenderNetworkd(pinned, p.Owns)
-	if err != nil {
-		owned = nil
-	}
-	for fn, b := range ahead {
-		where := "networkd (ahead) " + fn
-		if _, dup := owned[fn]; dup {
-			t.Fatalf("%s: also the file of an owned link", where)
+	for _, stack := range netcfg.Stacks {
+		ahead, _, err := stack.RenderAhead(pinned, p.Owns, func(i *netcfg.Interface) bool { return slices.Contains(p.Absent, i.ID) }, []string{"virtio_net"})
+		if err != nil {
+			continue // refusing to write is safe
 		}
-		section, match := "", map[string]string{}
-		for _, l := range strings.Split(string(b), "\n") {
-			if strings.HasPrefix(l, "[") {
-				section = l
-			}
-			k, v, _ := strings.Cut(l, "=")
-			switch {
-			case section == "[Match]" && k != "" && !strings.HasPrefix(l, "["):
-				match[k] = v
-			case k == "Name" || k == "Bond" || k == "Bridge" || k == "VLAN":
-				name(where, v)
-			}
+		var owned map[string][]byte
+		if sf, err := stack.Render(netcfg.Detection{Stack: stack, IfupdownDir: "/etc/network/interfaces.d"}, pinned, p.Owns); err == nil {
+			owned = sf.Files
 		}
-		m := match["MACAddress"] + match["PermanentMACAddress"]
-		if !absent[strings.ToLower(m)] || match["Type"] != "ether" || match["Driver"] != "virtio_net" || len(match) != 3 {
-			t.Fatalf("%s: [Match] %v, want the MAC of an absent NIC (%v), Type=ether, Driver=virtio_net and nothing else", where, match, slices.Sorted(maps.Keys(absent)))
+		for fn, b := range ahead {
+			where := stack.Name + " (ahead) " + fn
+			if _, dup := owned[fn]; dup {
+				t.Fatalf("%s: also the file of an owned link", where)
+			}
+			section, match := "", map[string]string{}
+			for _, l := range strings.Split(string(b), "\n") {
+				if strings.HasPrefix(l, "[") {
+					section = l
+				}
+				k, v, _ := strings.Cut(l, "=")
+				switch {
+				case stack == netcfg.Networkd && section == "[Match]" && k != "" && !strings.HasPrefix(l, "["):
+					match[k] = v
+				case stack == netcfg.NetworkManager && (section == "[match]" || k == "mac-address" || k == "type" || k == "interface-name"):
+					if k != "" && !strings.HasPrefix(l, "[") {
+						match[k] = v
+					}
+				case k == "Name" || k == "Bond" || k == "Bridge" || k == "VLAN":
+					name(where, v)
+				}
+			}
+			var m string
+			var ok bool
+			switch stack {
+			case netcfg.Networkd:
+				m = match["MACAddress"] + match["PermanentMACAddress"]
+				ok = match["Type"] == "ether" && match["Driver"] == "virtio_net" && len(match) == 3
+			case netcfg.NetworkManager:
+				m = match["mac-address"]
+				ok = match["type"] == "ethernet" && match["driver"] == "virtio_net;" && len(match) == 3
+			default:
+				t.Fatalf("%s: %s writes files ahead, which this check does not read", where, stack.Name)
+			}
+			if !absent[strings.ToLower(m)] || !ok {
+				t.Fatalf("%s: match %v, want the MAC of an absent NIC (%v), an ethernet, the driver virtio_net and nothing else", where, match, slices.Sorted(maps.Keys(absent)))
+			}
 		}
 	}
 }

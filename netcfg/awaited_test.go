@@ -28,17 +28,24 @@ nameservers: {addresses: [192.0.2.53]}
 
 func renderAwaited(t *testing.T, drivers ...string) (map[string][]byte, []string) {
 	t.Helper()
+	return renderAwaitedBy(t, RenderNetworkdAwaited, drivers...)
+}
+
+type aheadFunc func(c *Config, owned, absent func(*Interface) bool, drivers []string) (map[string][]byte, []string, error)
+
+func renderAwaitedBy(t *testing.T, render aheadFunc, drivers ...string) (map[string][]byte, []string) {
+	t.Helper()
 	c, err := Parse([]byte(awaitedCfg))
 	if err != nil {
 		t.Fatal(err)
 	}
 	owned := func(i *Interface) bool { return i.ID == "up" }
 	absent := func(i *Interface) bool { return i.ID != "up" && i.ID != "bond0" }
-	files, notes, err := RenderNetworkdAwaited(c, owned, absent, drivers)
+	files, notes, err := render(c, owned, absent, drivers)
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, notes2, err := RenderNetworkdAwaited(c, owned, absent, drivers)
+	again, notes2, err := render(c, owned, absent, drivers)
 	if err != nil || !reflect.DeepEqual(files, again) || !slices.Equal(notes, notes2) {
 		t.Fatalf("not deterministic: %v", err)
 	}
@@ -96,6 +103,77 @@ Address=10.0.3.20/24
 	}
 }
 
+// NetworkManager's profile written ahead is the one the watch writes
+// once the NIC is owned (same file, same UUID, so the watch's render
+// replaces it and allowed-connections names it), bound to the permanent
+// MAC and to the allowed drivers.
+func TestRenderNetworkManagerAwaited(t *testing.T) {
+	files, notes := renderAwaitedBy(t, RenderNetworkManagerAwaited, "vmxnet3", "virtio_net", "e1000", "virtio_net")
+	if got, want := slices.Sorted(maps.Keys(files)), []string{"seedkeeper-hot.nmconnection", "seedkeeper-newmac.nmconnection", "seedkeeper-vm.nmconnection"}; !slices.Equal(got, want) {
+		t.Fatalf("files %q, want %q", got, want)
+	}
+	want := Header + `
+
+[connection]
+id=seedkeeper-hot
+uuid=` + nmUUID("hot") + `
+type=ethernet
+autoconnect=true
+autoconnect-priority=100
+
+[match]
+driver=e1000;virtio_net;vmxnet3;
+
+[ethernet]
+mac-address=52:54:00:5E:ED:03
+mtu=1400
+
+[ipv4]
+method=manual
+address1=10.0.3.20/24
+
+[ipv6]
+method=ignore
+`
+	if got := string(files["seedkeeper-hot.nmconnection"]); got != want {
+		t.Errorf("hot:\n%s\nwant:\n%s", got, want)
+	}
+	newmac := string(files["seedkeeper-newmac.nmconnection"])
+	for _, w := range []string{"[match]\ndriver=e1000;virtio_net;vmxnet3;\n", "\nmac-address=52:54:00:00:00:04\ncloned-mac-address=52:54:00:00:00:AA\n", "[ipv4]\nmethod=auto\n"} {
+		if !strings.Contains(newmac, w) {
+			t.Errorf("newmac lacks %q:\n%s", w, newmac)
+		}
+	}
+	if vm := string(files["seedkeeper-vm.nmconnection"]); !strings.Contains(vm, "[match]\ndriver=vmxnet3;\n\n") {
+		t.Errorf("vm: want its own match driver only:\n%s", vm)
+	}
+	for _, b := range files {
+		if strings.Contains(string(b), "192.0.2.53") || strings.Contains(string(b), "interface-name") {
+			t.Errorf("a profile written ahead has global DNS or a name match:\n%s", b)
+		}
+	}
+	// Once owned, the watch writes the same file with the same UUID,
+	// without the driver match (the live plan has checked the driver).
+	c := mustParse(t, awaitedCfg)
+	owned, _, err := RenderNetworkManager(c, func(i *Interface) bool { return i.ID == "hot" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(owned["seedkeeper-hot.nmconnection"]); got != strings.Replace(want, "[match]\ndriver=e1000;virtio_net;vmxnet3;\n\n", "", 1) {
+		t.Errorf("the owned NIC's profile is not the one written ahead, less its driver match:\n%s", got)
+	}
+	for _, w := range []string{
+		"eth2: not present; seedkeeper-hot.nmconnection written ahead (MAC 52:54:00:5e:ed:03, drivers e1000 virtio_net vmxnet3)",
+		"byname: not present; no NetworkManager profile until it appears: it is matched by name or driver, not by MAC",
+		"mlx: not present; no NetworkManager profile until it appears: its match driver mlx5_core is not allowed",
+		"m0: not present; no NetworkManager profile until it appears: a member of bond0, which is built live first",
+	} {
+		if !slices.ContainsFunc(notes, func(n string) bool { return strings.HasPrefix(n, w) }) {
+			t.Errorf("notes %q lack %q", notes, w)
+		}
+	}
+}
+
 // An allowlist that allows nothing, or one with a name that is not a
 // driver's (a glob would widen networkd's match), writes nothing ahead.
 func TestRenderNetworkdAwaitedClosedAllowlist(t *testing.T) {
@@ -107,14 +185,19 @@ func TestRenderNetworkdAwaitedClosedAllowlist(t *testing.T) {
 		{[]string{"virtio_net", "*"}, "allowlist entry 2: driver name has U+002A"},
 		{[]string{"virtio_net", "!e1000"}, "allowlist entry 2: driver name has U+0021"},
 	} {
-		files, notes := renderAwaited(t, tc.drivers...)
-		if len(files) != 0 {
-			t.Errorf("%q: wrote %q", tc.drivers, slices.Sorted(maps.Keys(files)))
-		}
-		if !slices.ContainsFunc(notes, func(n string) bool {
-			return strings.HasPrefix(n, "eth2: not present; no networkd file until it appears: "+tc.why)
-		}) {
-			t.Errorf("%q: notes %q lack %q", tc.drivers, notes, tc.why)
+		for _, r := range []struct {
+			render aheadFunc
+			what   string
+		}{{RenderNetworkdAwaited, "networkd file"}, {RenderNetworkManagerAwaited, "NetworkManager profile"}} {
+			files, notes := renderAwaitedBy(t, r.render, tc.drivers...)
+			if len(files) != 0 {
+				t.Errorf("%s %q: wrote %q", r.what, tc.drivers, slices.Sorted(maps.Keys(files)))
+			}
+			if !slices.ContainsFunc(notes, func(n string) bool {
+				return strings.HasPrefix(n, "eth2: not present; no "+r.what+" until it appears: "+tc.why)
+			}) {
+				t.Errorf("%q: notes %q lack %q", tc.drivers, notes, tc.why)
+			}
 		}
 	}
 }
