@@ -302,7 +302,8 @@ func checkHotplugged(t *testing.T, r *sdReport) {
 // a static and a DHCP NIC owned by seedkeeper both end up configured by the
 // image's own manager, which does not undo the live addresses (checked once
 // the manager has started and again 30 s later), and a hot-added NIC gets
-// its address and keeps it.
+// its address and keeps it. The NetworkManager image has a catch-all
+// profile beside (checkNMOnlyOurProfiles).
 func TestIntegrationSystemdStacks(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -313,10 +314,21 @@ func TestIntegrationSystemdStacks(t *testing.T) {
 	} {
 		t.Run(tc.stack, func(t *testing.T) {
 			t.Parallel()
-			img := needSystemdImage(t, relBookworm, tc.stack, true)
+			var img *sdImage
+			var app []string
+			if tc.stack == "networkmanager" {
+				// With a catch-all profile, as images leave one.
+				img = needSystemdVariant(t, relBookworm, tc.stack, "nm-catchall")
+				app = []string{"sk.nmtry=" + nmCatchAll}
+			} else {
+				img = needSystemdImage(t, relBookworm, tc.stack, true)
+			}
 			d := newSDDisk(t, img)
 			hot := nicHot
-			r := d.boot(t, sdBoot{Name: tc.stack, UUID: uuidVM, Seed: hotplugSeed(resolverA), NICs: []sdNIC{nicStatic, nicDHCP}, Hotplug: &hot})
+			r := d.boot(t, sdBoot{Name: tc.stack, UUID: uuidVM, Seed: hotplugSeed(resolverA), NICs: []sdNIC{nicStatic, nicDHCP}, Hotplug: &hot, Append: app})
+			if tc.stack == "networkmanager" {
+				checkNMOnlyOurProfiles(t, r, 3)
+			}
 			checkSeedkeeperBoot(t, r, resolverA)
 			if u := r.unit(t, tc.unit); u["ActiveState"] != "active" {
 				t.Errorf("the image's manager %s.service is not active: %v", tc.unit, u)

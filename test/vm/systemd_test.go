@@ -234,7 +234,8 @@ func needSystemdVariant(t *testing.T, release, stack, variant string) *sdImage {
 // unpacked root after the .deb and the report, never into the cached tar
 // (whose hash would change, and every image's rebuild with it).
 var sdVariants = map[string]func(root string) error{
-	"vmware": installVMwareTools,
+	"vmware":      installVMwareTools,
+	"nm-catchall": installNMCatchAll,
 }
 
 func needSDImage(t *testing.T, release, stack string, withSeedkeeper bool, variant string) *sdImage {

@@ -22,6 +22,9 @@
 #                    and what it left reported too), then the power-off
 #   sk.run=handkey   append a key line by hand to every user's
 #                    authorized_keys after the report is gathered
+#   sk.nmtry=ID      after the journal is gathered, ask NetworkManager to
+#                    activate its profile ID on every ethernet device
+#                    (nm-try: device, exit status, nmcli's words)
 #   sk.run=remove    remove the package after the report is gathered
 #                    (dpkg -r; its output, exit status and the files left
 #                    for cloud-init reported)
@@ -158,6 +161,13 @@ echo $? >"$out/verify.rc"
 systemctl list-units --failed --plain --no-legend >"$out/failed" 2>&1
 journalctl -b -o short-monotonic --no-pager >"$out/journal" 2>&1
 journalctl -b -o cat --no-pager -u seedkeeper-boot -u seedkeeper-watch >"$out/journal-seedkeeper" 2>&1
+nmtry=$(arg sk.nmtry)
+if [ -n "$nmtry" ] && [ "$1" != late ]; then
+	nmcli -g DEVICE,TYPE device 2>/dev/null | awk -F: '$2 == "ethernet" {print $1}' | while read -r dev; do
+		o=$(nmcli -w 30 connection up id "$nmtry" ifname "$dev" 2>&1)
+		echo "$dev $? $(echo "$o" | tr '\n' ' ')"
+	done >"$out/nm-try"
+fi
 seedkeeper status >"$out/seedkeeper-status" 2>&1
 # Every file the boot flow may write, with its inode and mtime: a rewrite
 # (atomic rename) changes the inode.

@@ -1,0 +1,80 @@
+package vm
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// nmCatchAll is the profile the "nm-catchall" image variant leaves in
+// /etc/NetworkManager/system-connections, as an image builder (or
+// netplan's NetworkManager renderer, whose profiles set no
+// autoconnect-priority either) leaves one: DHCP on every en* and eth*
+// NIC.
+const nmCatchAll = "image-catch-all"
+
+func installNMCatchAll(root string) error {
+	dir := filepath.Join(root, "etc/NetworkManager/system-connections")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, nmCatchAll+".nmconnection"), []byte(`[connection]
+id=`+nmCatchAll+`
+uuid=0d6c6a8e-6f1c-4f4e-9a53-5eed0000ca11
+type=ethernet
+autoconnect=true
+
+[match]
+interface-name=en*;eth*;
+
+[ipv4]
+method=auto
+
+[ipv6]
+method=auto
+`), 0o600)
+}
+
+// checkNMOnlyOurProfiles asserts, on a boot of the nm-catchall variant
+// where seedkeeper owns every NIC (hot-added ones too), that
+// NetworkManager activated seedkeeper's profiles alone: no journal line
+// of its says it started the catch-all, or any profile not seedkeeper's,
+// on any device, not even on a hot-added NIC before seedkeeper's watch
+// had applied it (the catch-all took it then, until seedkeeper wrote its
+// profile ahead of the NIC); and that asked to, NetworkManager refused to
+// activate the catch-all on every owned device (seedkeeper's drop-in
+// allows only seedkeeper's profiles there) — sk.nmtry's nm-try.
+func checkNMOnlyOurProfiles(t *testing.T, r *sdReport, devices int) {
+	t.Helper()
+	if !strings.Contains(r.get(t, "nm-connections"), nmCatchAll+":") {
+		t.Errorf("%s: NetworkManager has no %s profile; the case is not exercised:\n%s", r.name, nmCatchAll, r.get(t, "nm-connections"))
+	}
+	var ours, other []string
+	for _, l := range strings.Split(r.get(t, "journal"), "\n") {
+		_, rest, ok := strings.Cut(l, "Activation: starting connection '")
+		if !ok || !strings.Contains(l, "NetworkManager[") {
+			continue
+		}
+		if strings.HasPrefix(rest, "seedkeeper-") {
+			ours = append(ours, l)
+		} else {
+			other = append(other, l)
+		}
+	}
+	if len(ours) == 0 {
+		t.Errorf("%s: no journal line of NetworkManager's says it started seedkeeper's profile; the check sees nothing", r.name)
+	}
+	if len(other) > 0 {
+		t.Errorf("%s: NetworkManager started a profile not seedkeeper's:\n%s\n(and seedkeeper's:\n%s)", r.name, strings.Join(other, "\n"), strings.Join(ours, "\n"))
+	}
+	tries := strings.Split(strings.TrimSpace(r.get(t, "nm-try")), "\n")
+	if len(tries) != devices || tries[0] == "" {
+		t.Errorf("%s: nm-try has %d devices, want %d:\n%s", r.name, len(tries), devices, r.get(t, "nm-try"))
+	}
+	for _, l := range tries {
+		if f := strings.Fields(l); len(f) < 2 || f[1] == "0" {
+			t.Errorf("%s: NetworkManager activated %s on an owned device when asked: %s", r.name, nmCatchAll, l)
+		}
+	}
+}
