@@ -36,19 +36,21 @@ method=auto
 `), 0o600)
 }
 
-// checkNMOnlyOurProfiles asserts, on a boot of the nm-catchall variant
-// where seedkeeper owns every NIC (hot-added ones too), that
+// checkNMOnlyOurProfiles asserts, on a boot with a catch-all profile
+// (catchAll: the nm-catchall variant's, or netplan's) where seedkeeper
+// owns every NIC (hot-added ones too), that
 // NetworkManager activated seedkeeper's profiles alone: no journal line
 // of its says it started the catch-all, or any profile not seedkeeper's,
 // on any device, not even on a hot-added NIC before seedkeeper's watch
 // had applied it (the catch-all took it then, until seedkeeper wrote its
 // profile ahead of the NIC); and that asked to, NetworkManager refused to
 // activate the catch-all on every owned device (seedkeeper's drop-in
-// allows only seedkeeper's profiles there) — sk.nmtry's nm-try.
-func checkNMOnlyOurProfiles(t *testing.T, r *sdReport, devices int) {
+// allows only seedkeeper's profiles there) — sk.nmtry's nm-try, of
+// devices devices.
+func checkNMOnlyOurProfiles(t *testing.T, r *sdReport, catchAll string, devices int) {
 	t.Helper()
-	if !strings.Contains(r.get(t, "nm-connections"), nmCatchAll+":") {
-		t.Errorf("%s: NetworkManager has no %s profile; the case is not exercised:\n%s", r.name, nmCatchAll, r.get(t, "nm-connections"))
+	if !strings.Contains(r.get(t, "nm-connections"), catchAll+":") {
+		t.Errorf("%s: NetworkManager has no %s profile; the case is not exercised:\n%s", r.name, catchAll, r.get(t, "nm-connections"))
 	}
 	var ours, other []string
 	for _, l := range strings.Split(r.get(t, "journal"), "\n") {
@@ -74,7 +76,7 @@ func checkNMOnlyOurProfiles(t *testing.T, r *sdReport, devices int) {
 	}
 	for _, l := range tries {
 		if f := strings.Fields(l); len(f) < 2 || f[1] == "0" {
-			t.Errorf("%s: NetworkManager activated %s on an owned device when asked: %s", r.name, nmCatchAll, l)
+			t.Errorf("%s: NetworkManager activated %s on an owned device when asked: %s", r.name, catchAll, l)
 		}
 	}
 }

@@ -327,7 +327,7 @@ func TestIntegrationSystemdStacks(t *testing.T) {
 			hot := nicHot
 			r := d.boot(t, sdBoot{Name: tc.stack, UUID: uuidVM, Seed: hotplugSeed(resolverA), NICs: []sdNIC{nicStatic, nicDHCP}, Hotplug: &hot, Append: app})
 			if tc.stack == "networkmanager" {
-				checkNMOnlyOurProfiles(t, r, 3)
+				checkNMOnlyOurProfiles(t, r, nmCatchAll, 3)
 			}
 			checkSeedkeeperBoot(t, r, resolverA)
 			if u := r.unit(t, tc.unit); u["ActiveState"] != "active" {

@@ -116,6 +116,9 @@ var sdStackPackages = map[string][]string{
 	// netplan.io as the configuration layer over networkd, with the
 	// catch-all an image builder leaves (systemd/stack-netplan.sh).
 	"netplan": {"netplan.io"},
+	// netplan.io over NetworkManager, the same catch-all
+	// (systemd/stack-netplan-nm.sh).
+	"netplan-nm": {"netplan.io", "network-manager"},
 }
 
 // The Debian releases of the guest's userland.

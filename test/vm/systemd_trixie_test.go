@@ -13,10 +13,11 @@ import (
 // the catch-all image builders leave in /etc/netplan). Boots are chained on
 // one disk so that each carries several checks:
 //
-//	networkd: no-source → first (+ hot-added NIC) [→ resolver-changed ∥ clone → unchanged]
-//	netplan:              first (+ hot-added NIC)  → resolver-changed ∥ clone → unchanged
+//	networkd:   no-source → first (+ hot-added NIC) [→ resolver-changed ∥ clone → unchanged]
+//	netplan:                first (+ hot-added NIC)  → resolver-changed ∥ clone → unchanged
+//	netplan-nm:             first (+ hot-added NIC)
 //
-// Six boots in make test; the bracketed part runs in make e2e
+// Seven boots in make test; the bracketed part runs in make e2e
 // (SEEDKEEPER_VM_MATRIX=full): the netplan image renders through
 // networkd, so make test's netplan chain runs those scenarios over
 // networkd on the same release.
@@ -46,6 +47,39 @@ func TestIntegrationSystemdTrixie(t *testing.T) {
 			t.Parallel()
 			releaseScenarios(t, relTrixie, stack)
 		})
+	}
+	t.Run("netplan-nm", func(t *testing.T) {
+		t.Parallel()
+		netplanNMScenario(t, relTrixie)
+	})
+}
+
+// netplanNMScenario boots the image where netplan renders its catch-all
+// for NetworkManager (netplan-all-en, netplan-all-eth; no
+// autoconnect-priority) once, with a NIC hot-added: NetworkManager
+// activates seedkeeper's profiles alone on the owned NICs, the hot-added
+// one too (its profile written ahead), refuses netplan's profile on
+// them when asked, and the static NIC holds its address and no lease.
+// The identity scenarios over NetworkManager run on Debian 12's image.
+func netplanNMScenario(t *testing.T, release string) {
+	img := needSystemdImage(t, release, "netplan-nm", true)
+	d := newSDDisk(t, img)
+	hot := nicHot
+	r := d.boot(t, sdBoot{Name: "first", UUID: uuidVM, Seed: hotplugSeed(resolverA), NICs: []sdNIC{nicStatic, nicDHCP},
+		Hotplug: &hot, Append: []string{"sk.nmtry=netplan-all-en"}})
+	checkSeedkeeperUnit(t, r)
+	checkCloudInitOrder(t, r, release)
+	checkSeedkeeperNetwork(t, r, resolverA)
+	checkHotplugged(t, r)
+	if !strings.Contains(r.get(t, "nm-connections"), "netplan-all-en:") {
+		t.Errorf("netplan wrote no NetworkManager profile for its catch-all; the case is not exercised:\n%s", r.get(t, "nm-connections"))
+	}
+	checkNMOnlyOurProfiles(t, r, "netplan-all-en", 3)
+	if got := r.addrs(t, "addr.json", nicStatic.MAC); len(got) != 1 || got[0] != addrStatic {
+		t.Errorf("the static NIC has %v, want only %s (no DHCP lease from netplan's catch-all)", got, addrStatic)
+	}
+	if s := r.get(t, "seedkeeper-status"); !strings.Contains(s, "Stack:       networkmanager") || !strings.Contains(s, "all-en") {
+		t.Errorf("seedkeeper status names neither NetworkManager nor netplan's catch-all:\n%s", s)
 	}
 }
 
