@@ -192,16 +192,24 @@ func (e *Env) renderNetworkd(cfg *netcfg.Config, owned func(*netcfg.Interface) b
 		return false, fmt.Errorf("network: rendering %s files: %w", det.Stack, err)
 	}
 	if sf.Dir != "" {
-		ahead, notes, err := det.Stack.RenderAhead(cfg, owned, aw.absent, aw.drivers)
+		ahead, err := det.Stack.RenderAhead(cfg, owned, aw.absent, aw.drivers)
 		if err != nil {
 			return false, fmt.Errorf("network: rendering %s files: %w", det.Stack, err)
 		}
-		for n, b := range ahead {
+		for n, b := range ahead.Files {
 			if _, dup := sf.Files[n]; !dup {
 				sf.Files[n] = b
 			}
 		}
-		for _, n := range notes {
+		for p, b := range ahead.Extra {
+			if _, dup := sf.Extra[p]; !dup {
+				if sf.Extra == nil {
+					sf.Extra = map[string][]byte{}
+				}
+				sf.Extra[p] = b
+			}
+		}
+		for _, n := range ahead.Notes {
 			e.Log.Info("network: " + n)
 			res.Notes = append(res.Notes, n)
 		}

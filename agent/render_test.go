@@ -318,9 +318,9 @@ ethernets:
 		}
 		return res, files
 	}
-	const hotKey, conf = "seedkeeper-hot.nmconnection", "50-seedkeeper.conf"
+	const hotKey, conf, aheadConf = "seedkeeper-hot.nmconnection", "50-seedkeeper.conf", "50-seedkeeper-ahead.conf"
 	res, nmBoot := nmFiles(e0, slow)
-	if got, want := slices.Sorted(maps.Keys(nmBoot)), []string{conf, "seedkeeper-e0.nmconnection", hotKey}; !slices.Equal(got, want) {
+	if got, want := slices.Sorted(maps.Keys(nmBoot)), []string{aheadConf, conf, "seedkeeper-e0.nmconnection", hotKey}; !slices.Equal(got, want) {
 		t.Fatalf("NetworkManager files %q, want %q\nnotes %q", got, want, res.Notes)
 	}
 	hotUUID := profileUUID(nmBoot[hotKey])
@@ -329,6 +329,12 @@ ethernets:
 	}
 	if c := nmBoot[conf]; strings.Contains(c, hotUUID) || strings.Contains(strings.ToLower(c), "52:54:00:5e:ed:03") || !strings.Contains(c, "\nallowed-connections=uuid:") {
 		t.Errorf("the drop-in before the NIC is owned:\n%s", c)
+	}
+	// NetworkManager must not take the NIC, once it appears, as
+	// configured by someone else (the watch's live apply): it activates
+	// seedkeeper's profile instead.
+	if got, want := nmBoot[aheadConf], netcfg.Header+"\n[device-seedkeeper-ahead]\nmatch-device=mac:52:54:00:5e:ed:03\nkeep-configuration=no\n"; got != want {
+		t.Errorf("the drop-in ahead:\n%s\nwant:\n%s", got, want)
 	}
 	if !slices.ContainsFunc(res.Notes, func(n string) bool {
 		return strings.HasPrefix(n, "eth2: not present; seedkeeper-hot.nmconnection written ahead")
@@ -341,6 +347,9 @@ ethernets:
 	}
 	if c := nmAppeared[conf]; !strings.Contains(c, "uuid:"+hotUUID) || !strings.Contains(c, "mac:52:54:00:5e:ed:03") {
 		t.Errorf("the drop-in once the NIC is owned:\n%s", c)
+	}
+	if c, ok := nmAppeared[aheadConf]; ok {
+		t.Errorf("the drop-in ahead is left once no NIC is awaited:\n%s", c)
 	}
 	res, nmRefused := nmFiles(e0, slow, apply.Link{Index: 4, Name: "ens5", MAC: "52:54:00:5e:ed:03", Up: true, MTU: 1500, Driver: "e1000"})
 	if _, ok := nmRefused[hotKey]; ok || !slices.Contains(res.Removed, hotKey) {

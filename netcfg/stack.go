@@ -46,11 +46,10 @@ type Stack struct {
 	places func(root string) ([]Place, error)
 	// reload says how to ask the running manager to read sf.
 	reload func(root string, sf *StackFiles) Reload
-	// ahead renders, into the stack's Dir, the files of the configured
-	// NICs that are not present, so that the manager configures such a
-	// NIC the moment it appears (see RenderAhead); nil when the stack
-	// needs none.
-	ahead func(c *Config, owned, absent func(*Interface) bool, drivers []string) (map[string][]byte, []string, error)
+	// ahead renders the files of the configured NICs that are not
+	// present, so that the manager configures such a NIC the moment it
+	// appears (see RenderAhead); nil when the stack needs none.
+	ahead func(c *Config, owned, absent func(*Interface) bool, drivers []string) (*Ahead, error)
 }
 
 // Stacks are the stacks seedkeeper knows, in the order boot prefers them
@@ -208,18 +207,27 @@ func (s *Stack) Render(d Detection, c *Config, owned func(*Interface) bool) (*St
 	return sf, nil
 }
 
+// Ahead is what a stack's files written ahead are (Stack.RenderAhead).
+type Ahead struct {
+	// Files are by name in the Dir of the stack's render.
+	Files map[string][]byte
+	// Extra are files outside it, by absolute path (mode 0644).
+	Extra map[string][]byte
+	// Notes say what was written ahead and what was not, and why.
+	Notes []string
+}
+
 // RenderAhead renders, for the configured NICs that are not present
 // (absent; apply.Plan.Absent) and not owned, the files the stack's
 // manager configures each one from the moment it is hot-added, before
 // seedkeeper's watch has applied it, matched so that only a NIC of one of
 // drivers (the hotplug allowlist in force) takes them
-// (RenderNetworkdAwaited, RenderNetworkManagerAwaited): file name in
-// Render's Dir → content, and notes saying what was written ahead and
-// what was not, and why. A stack that needs none (ifupdown configures a
-// hot-added NIC only if an allow-hotplug stanza names it) returns nothing.
-func (s *Stack) RenderAhead(c *Config, owned, absent func(*Interface) bool, drivers []string) (map[string][]byte, []string, error) {
+// (RenderNetworkdAwaited, RenderNetworkManagerAwaited). A stack that
+// needs none (ifupdown configures a hot-added NIC only if an
+// allow-hotplug stanza names it) returns an empty Ahead.
+func (s *Stack) RenderAhead(c *Config, owned, absent func(*Interface) bool, drivers []string) (*Ahead, error) {
 	if s == nil || s.ahead == nil {
-		return nil, nil, nil
+		return &Ahead{}, nil
 	}
 	return s.ahead(c, owned, absent, drivers)
 }

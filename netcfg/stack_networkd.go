@@ -10,7 +10,10 @@ var Networkd = &Stack{
 	Name: "networkd", Title: "systemd-networkd", Unit: "systemd-networkd.service",
 	Running: "/run/systemd/netif/state",
 	render:  renderNetworkdFiles, places: networkdPlaces, reload: reloadNetworkd,
-	ahead: RenderNetworkdAwaited,
+	ahead: func(c *Config, owned, absent func(*Interface) bool, drivers []string) (*Ahead, error) {
+		files, notes, err := RenderNetworkdAwaited(c, owned, absent, drivers)
+		return &Ahead{Files: files, Notes: notes}, err
+	},
 }
 
 // NetworkdDir is where seedkeeper writes systemd-networkd's files: the

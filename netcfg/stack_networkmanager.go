@@ -12,7 +12,7 @@ var NetworkManager = &Stack{
 	Name: "networkmanager", Title: "NetworkManager", Unit: "NetworkManager.service",
 	Programs: []string{"/usr/sbin/NetworkManager"},
 	render:   renderNetworkManagerFiles, places: networkManagerPlaces, reload: reloadNetworkManager,
-	ahead: RenderNetworkManagerAwaited,
+	ahead: networkManagerAhead,
 }
 
 func renderNetworkManagerFiles(d Detection, c *Config, owned func(*Interface) bool) (*StackFiles, error) {
@@ -28,12 +28,38 @@ func renderNetworkManagerFiles(d Detection, c *Config, owned func(*Interface) bo
 	return sf, nil
 }
 
+// networkManagerAhead writes the profiles of the NICs that are not
+// present (RenderNetworkManagerAwaited) and a drop-in that keeps
+// NetworkManager from taking such a NIC, once it appears, as configured
+// by someone else: the watch may have renamed it and applied its
+// addresses before NetworkManager is done waiting for udev, and
+// NetworkManager then activates an in-memory "external" connection on it
+// and never seedkeeper's profile (a DHCP NIC would get no lease). With
+// keep-configuration=no it activates the best profile for the NIC,
+// seedkeeper's. The drop-in names the MACs only: a NIC of that MAC but a
+// driver the allowlist lacks is not kept as it is either, and gets the
+// image's own profile as a new NIC does (a device match cannot say
+// "and of these drivers").
+func networkManagerAhead(c *Config, owned, absent func(*Interface) bool, drivers []string) (*Ahead, error) {
+	files, notes, err := RenderNetworkManagerAwaited(c, owned, absent, drivers)
+	if err != nil || len(files) == 0 {
+		return &Ahead{Files: files, Notes: notes}, err
+	}
+	links, _ := awaitedLinks(c, owned, absent, drivers, "")
+	var macs []string
+	for _, l := range links {
+		macs = appendNew(macs, "mac:"+l.MAC)
+	}
+	conf := Header + "\n[device-seedkeeper-ahead]\nmatch-device=" + strings.Join(macs, ";") + "\nkeep-configuration=no\n"
+	return &Ahead{Files: files, Extra: map[string][]byte{NMAheadConfFile: []byte(conf)}, Notes: notes}, nil
+}
+
 func networkManagerPlaces(string) ([]Place, error) {
 	return []Place{
 		{Dir: NMConnectionDir, match: func(n string) bool {
 			return strings.HasPrefix(n, "seedkeeper-") && strings.HasSuffix(n, ".nmconnection")
 		}},
-		{Dir: path.Dir(NMConfFile), match: func(n string) bool { return n == path.Base(NMConfFile) }},
+		{Dir: path.Dir(NMConfFile), match: func(n string) bool { return n == path.Base(NMConfFile) || n == path.Base(NMAheadConfFile) }},
 	}, nil
 }
 

@@ -33,6 +33,10 @@ type StackFiles struct {
 // the metadata (see RenderNMConf).
 const NMConfFile = "/run/NetworkManager/conf.d/50-seedkeeper.conf"
 
+// NMAheadConfFile is the NetworkManager configuration drop-in for the
+// configured NICs that are not present (see Stack.RenderAhead).
+const NMAheadConfFile = "/run/NetworkManager/conf.d/50-seedkeeper-ahead.conf"
+
 // RenderNMConf renders a NetworkManager drop-in for the owned physical
 // NICs (all when owned is nil; a NIC seedkeeper does not own keeps
 // NetworkManager's defaults): no "Wired connection N" made for them

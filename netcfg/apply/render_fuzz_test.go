@@ -141,15 +141,29 @@ func checkAwaited(t *testing.T, cfg *netcfg.Config, p *Plan, name func(where, n 
 	}
 	pinned := p.Pinned(cfg)
 	for _, stack := range netcfg.Stacks {
-		ahead, _, err := stack.RenderAhead(pinned, p.Owns, func(i *netcfg.Interface) bool { return slices.Contains(p.Absent, i.ID) }, []string{"virtio_net"})
+		ahead, err := stack.RenderAhead(pinned, p.Owns, func(i *netcfg.Interface) bool { return slices.Contains(p.Absent, i.ID) }, []string{"virtio_net"})
 		if err != nil {
 			continue // refusing to write is safe
+		}
+		for fn, b := range ahead.Extra {
+			// A drop-in ahead names the absent NICs' MACs, nothing else.
+			for _, l := range strings.Split(string(b), "\n") {
+				k, v, _ := strings.Cut(l, "=")
+				if k != "match-device" {
+					continue
+				}
+				for _, spec := range strings.Split(v, ";") {
+					if m, ok := strings.CutPrefix(spec, "mac:"); !ok || !absent[strings.ToLower(m)] {
+						t.Fatalf("%s (ahead) %s: device spec %q is not the MAC of an absent NIC", stack.Name, fn, spec)
+					}
+				}
+			}
 		}
 		var owned map[string][]byte
 		if sf, err := stack.Render(netcfg.Detection{Stack: stack, IfupdownDir: "/etc/network/interfaces.d"}, pinned, p.Owns); err == nil {
 			owned = sf.Files
 		}
-		for fn, b := range ahead {
+		for fn, b := range ahead.Files {
 			where := stack.Name + " (ahead) " + fn
 			if _, dup := owned[fn]; dup {
 				t.Fatalf("%s: also the file of an owned link", where)

@@ -43,7 +43,9 @@ method=auto
 // of its says it started the catch-all, or any profile not seedkeeper's,
 // on any device, not even on a hot-added NIC before seedkeeper's watch
 // had applied it (the catch-all took it then, until seedkeeper wrote its
-// profile ahead of the NIC); and that asked to, NetworkManager refused to
+// profile ahead of the NIC), nor an in-memory "external" connection made
+// for a NIC the watch had applied before NetworkManager took it; and that
+// asked to, NetworkManager refused to
 // activate the catch-all on every owned device (seedkeeper's drop-in
 // allows only seedkeeper's profiles there) — sk.nmtry's nm-try, of
 // devices devices.
@@ -55,8 +57,8 @@ func checkNMOnlyOurProfiles(t *testing.T, r *sdReport, catchAll string, devices 
 	var ours, other []string
 	for _, l := range strings.Split(r.get(t, "journal"), "\n") {
 		_, rest, ok := strings.Cut(l, "Activation: starting connection '")
-		if !ok || !strings.Contains(l, "NetworkManager[") {
-			continue
+		if !ok || !strings.Contains(l, "NetworkManager[") || strings.Contains(l, "device (lo):") {
+			continue // NetworkManager 1.42 and later keep lo up themselves
 		}
 		if strings.HasPrefix(rest, "seedkeeper-") {
 			ours = append(ours, l)
