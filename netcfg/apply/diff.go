@@ -170,7 +170,14 @@ type owned struct {
 // the parser left out of the document (cfg.Notes), so that every caller
 // reports it where it reports the plan.
 func Diff(cfg *netcfg.Config, live []Link, allow Allowlist, rc *Receipt) *Plan {
-	p := &Plan{receipt: rc.clone()}
+	return diff(cfg, live, allow, rc, false)
+}
+
+// diff is Diff; part says that cfg is a part of the configuration (Only),
+// so that a NIC or link of the receipt it does not name is not said to be
+// no longer configured.
+func diff(cfg *netcfg.Config, live []Link, allow Allowlist, rc *Receipt, part bool) *Plan {
+	p := &Plan{receipt: rc.clone(), part: part}
 	if cfg == nil {
 		p.Notes = append(p.Notes, "no network configuration: leaving the network alone")
 		return p
@@ -300,7 +307,7 @@ func (p *Plan) ownNICs(cfg *netcfg.Config, live []Link, macs []string, sel [][]i
 		p.OwnedMAC[ifc.ID] = l.MAC
 	}
 	for _, mac := range slices.Sorted(maps.Keys(p.receipt.Links)) {
-		if !mentioned[mac] {
+		if !mentioned[mac] && !p.part {
 			p.notef("%s: in the receipt but no longer configured; left as it is", mac)
 		}
 	}

@@ -221,6 +221,9 @@ type Plan struct {
 	// receipt is what the next receipt holds if every operation fails:
 	// the entries still valid. Apply adds what it adds.
 	receipt *Receipt
+	// part: planned for a part of the configuration (SyncOptions.Only),
+	// which judges nothing outside it.
+	part bool
 }
 
 // String lists the operations one per line, then the notes prefixed "note: ",

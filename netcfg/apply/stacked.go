@@ -48,7 +48,7 @@ func (p *Plan) planStacked(cfg *netcfg.Config, live []Link, own []*owned) []*own
 		s.visit(ifc)
 	}
 	for _, name := range slices.Sorted(maps.Keys(p.receipt.Stacked)) {
-		if !configured[name] {
+		if !configured[name] && !p.part {
 			p.notef("%s: in the receipt but no longer configured; left as it is", name)
 		}
 	}

@@ -87,7 +87,7 @@ func Sync(ctx context.Context, cfg *netcfg.Config, o SyncOptions) (*Synced, erro
 			if above := stackedAbove(cfg, s.Whole, o.Only); len(above) > 0 {
 				s.Plan = s.Whole.only(o.Only, above, rc)
 			} else {
-				s.Plan = Diff(Only(cfg, o.Only), live, o.Allow, rc)
+				s.Plan = diff(Only(cfg, o.Only), live, o.Allow, rc, true)
 			}
 		} else {
 			s.Plan = Diff(cfg, live, o.Allow, rc)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -62,6 +63,18 @@ func TestIntegrationSyncOnlyLocked(t *testing.T) {
 	}
 	if len(s.Result.Ops) == 0 || s.Result.Failed() {
 		t.Errorf("result %+v", s.Result)
+	}
+
+	// The next NIC's sync does not say that the first, in the receipt
+	// now, is no longer configured: it is, outside the part planned.
+	s, err = Sync(context.Background(), cfg, SyncOptions{Receipt: receipt, Allow: Drivers("veth"), Only: []string{mac1}, Namespace: ns})
+	if err != nil {
+		t.Fatalf("Sync: %v", err)
+	}
+	for _, n := range s.Plan.Notes {
+		if strings.Contains(n, "no longer configured") {
+			t.Errorf("a sync of %s notes %q", mac1, n)
+		}
 	}
 }
 
