@@ -66,15 +66,20 @@ func netplanNMScenario(t *testing.T, release string) {
 	d := newSDDisk(t, img)
 	hot := nicHot
 	r := d.boot(t, sdBoot{Name: "first", UUID: uuidVM, Seed: hotplugSeed(resolverA), NICs: []sdNIC{nicStatic, nicDHCP},
-		Hotplug: &hot, Append: []string{"sk.nmtry=netplan-all-en"}})
+		Hotplug: &hot, Append: []string{"sk.nmtry=netplan-all-eth"}})
 	checkSeedkeeperUnit(t, r)
 	checkCloudInitOrder(t, r, release)
 	checkSeedkeeperNetwork(t, r, resolverA)
 	checkHotplugged(t, r)
-	if !strings.Contains(r.get(t, "nm-connections"), "netplan-all-en:") {
-		t.Errorf("netplan wrote no NetworkManager profile for its catch-all; the case is not exercised:\n%s", r.get(t, "nm-connections"))
+	// netplan-all-eth's match (interface-name eth*) takes every owned
+	// NIC as seedkeeper names them; NetworkManager does not match
+	// netplan-all-en's en* against alternative names.
+	for _, p := range []string{"netplan-all-en:", "netplan-all-eth:"} {
+		if !strings.Contains(r.get(t, "nm-connections"), p) {
+			t.Errorf("netplan wrote no NetworkManager profile %s; the case is not exercised:\n%s", p, r.get(t, "nm-connections"))
+		}
 	}
-	checkNMOnlyOurProfiles(t, r, "netplan-all-en", 3)
+	checkNMOnlyOurProfiles(t, r, "netplan-all-eth", 3)
 	if got := r.addrs(t, "addr.json", nicStatic.MAC); len(got) != 1 || got[0] != addrStatic {
 		t.Errorf("the static NIC has %v, want only %s (no DHCP lease from netplan's catch-all)", got, addrStatic)
 	}
