@@ -92,7 +92,8 @@ type awaitedLink struct {
 // first, and the member's file alone would configure it as a link of its
 // own); any NIC when the allowlist allows nothing or holds a name that is
 // not a driver name (there is no "any driver" to leave the driver match
-// out for). A file written ahead owns nothing: the NIC that appears is
+// out for); a NIC whose MAC another physical entry has too (the live
+// plan owns no NIC two entries select). A file written ahead owns nothing: the NIC that appears is
 // owned by the live plan by its rules, and only what seedkeeper applies
 // live is in the receipt.
 //
@@ -108,6 +109,14 @@ func awaitedLinks(c *Config, owned, absent func(*Interface) bool, drivers []stri
 		}
 	}
 	ds := slices.Compact(slices.Sorted(slices.Values(drivers)))
+	// The MACs two physical entries have: the live plan leaves the NIC
+	// that appears with one alone (two entries select it).
+	macs := map[string]int{}
+	for i := range c.Interfaces {
+		if ifc := &c.Interfaces[i]; (ifc.Kind == Physical || ifc.Kind == "") && ifc.MAC != "" {
+			macs[strings.ToLower(ifc.MAC)]++
+		}
+	}
 	var links []awaitedLink
 	var notes []string
 	for i := range c.Interfaces {
@@ -122,6 +131,9 @@ func awaitedLinks(c *Config, owned, absent func(*Interface) bool, drivers []stri
 		switch {
 		case ifc.MAC == "":
 			skip("it is matched by name or driver, not by MAC, and any NIC can come to match that")
+			continue
+		case macs[strings.ToLower(ifc.MAC)] > 1:
+			skip("another entry has its MAC, and the live plan leaves a NIC two entries select alone")
 			continue
 		case c.Master(ifc) != nil:
 			skip(fmt.Sprintf("a member of %s, which is built live first", c.Master(ifc).LinkName()))

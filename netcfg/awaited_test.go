@@ -201,3 +201,45 @@ func TestRenderNetworkdAwaitedClosedAllowlist(t *testing.T) {
 		}
 	}
 }
+
+// Two entries with one MAC: the live plan leaves the NIC alone when it
+// appears (it is selected by both), so neither gets a file or profile
+// ahead, and the drop-in ahead does not name the MAC; networkd or
+// NetworkManager would otherwise configure, from one of the two, a NIC
+// seedkeeper never owns.
+func TestRenderAwaitedMACConfiguredTwice(t *testing.T) {
+	c := mustParse(t, `version: 2
+ethernets:
+  a: {match: {macaddress: "52:54:00:00:00:0a"}, dhcp4: true}
+  b: {match: {macaddress: "52:54:00:00:00:0A"}, addresses: [10.0.9.2/24]}
+  c: {match: {macaddress: "52:54:00:00:00:0c"}, dhcp4: true}
+`)
+	absent := func(*Interface) bool { return true }
+	owned := func(*Interface) bool { return false }
+	for _, r := range []struct {
+		render aheadFunc
+		want   string
+	}{{RenderNetworkdAwaited, "05-seedkeeper-c.network"}, {RenderNetworkManagerAwaited, "seedkeeper-c.nmconnection"}} {
+		files, notes, err := r.render(c, owned, absent, []string{"virtio_net"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := slices.Sorted(maps.Keys(files)); !slices.Equal(got, []string{r.want}) {
+			t.Errorf("files %q, want only %q", got, r.want)
+		}
+		for _, id := range []string{"a", "b"} {
+			if !slices.ContainsFunc(notes, func(n string) bool {
+				return strings.HasPrefix(n, id+": not present; no ") && strings.Contains(n, "another entry has its MAC")
+			}) {
+				t.Errorf("notes %q say nothing of %s", notes, id)
+			}
+		}
+	}
+	ahead, err := NetworkManager.RenderAhead(c, owned, absent, []string{"virtio_net"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(ahead.Extra[NMAheadConfFile]), Header+"\n[device-seedkeeper-ahead]\nmatch-device=mac:52:54:00:00:00:0c\nkeep-configuration=no\n"; got != want {
+		t.Errorf("drop-in ahead:\n%s\nwant:\n%s", got, want)
+	}
+}
