@@ -31,7 +31,7 @@ func RenderNetworkdAwaited(c *Config, owned, absent func(*Interface) bool, drive
 	owned = orAll(owned)
 	v := newView(c, owned)
 	files := map[string][]byte{}
-	links, notes := awaitedLinks(c, owned, absent, drivers, "networkd file")
+	links, notes := awaitedLinks(c, owned, absent, drivers, "networkd file", true)
 	for _, aw := range links {
 		base := networkdBase(aw.ID)
 		b, err := renderNetwork(v, &aw.Interface, DNS{}, nil)
@@ -59,7 +59,7 @@ func RenderNetworkdAwaited(c *Config, owned, absent func(*Interface) bool, drive
 // The global DNS and routes are not on it. The output is deterministic.
 func RenderNetworkManagerAwaited(c *Config, owned, absent func(*Interface) bool, drivers []string) (map[string][]byte, []string, error) {
 	files := map[string][]byte{}
-	links, notes := awaitedLinks(c, owned, absent, drivers, "NetworkManager profile")
+	links, notes := awaitedLinks(c, owned, absent, drivers, "NetworkManager profile", false)
 	for _, aw := range links {
 		name := fileBase(aw.ID) + ".nmconnection"
 		b, err := renderKeyfile(&aw.Interface, DNS{}, nil, aw.drivers)
@@ -92,13 +92,17 @@ type awaitedLink struct {
 // first, and the member's file alone would configure it as a link of its
 // own); any NIC when the allowlist allows nothing or holds a name that is
 // not a driver name (there is no "any driver" to leave the driver match
-// out for). A file written ahead owns nothing: the NIC that appears is
+// out for); a NIC whose MAC another physical entry has too (the live
+// plan owns no NIC two entries select); unless vlanParents, the link of
+// a VLAN (NetworkManager leaves it unmanaged once owned, RenderNMConf,
+// and has no profile of seedkeeper's for it; networkd's file ahead is
+// its own less the VLAN= line, which the watch's render adds). A file written ahead owns nothing: the NIC that appears is
 // owned by the live plan by its rules, and only what seedkeeper applies
 // live is in the receipt.
 //
 // ifupdown gets none: it configures a hot-added NIC only if an
 // allow-hotplug stanza names it.
-func awaitedLinks(c *Config, owned, absent func(*Interface) bool, drivers []string, file string) ([]awaitedLink, []string) {
+func awaitedLinks(c *Config, owned, absent func(*Interface) bool, drivers []string, file string, vlanParents bool) ([]awaitedLink, []string) {
 	owned = orAll(owned)
 	var bad error
 	for i, d := range drivers {
@@ -108,6 +112,14 @@ func awaitedLinks(c *Config, owned, absent func(*Interface) bool, drivers []stri
 		}
 	}
 	ds := slices.Compact(slices.Sorted(slices.Values(drivers)))
+	// The MACs two physical entries have: the live plan leaves the NIC
+	// that appears with one alone (two entries select it).
+	macs := map[string]int{}
+	for i := range c.Interfaces {
+		if ifc := &c.Interfaces[i]; (ifc.Kind == Physical || ifc.Kind == "") && ifc.MAC != "" {
+			macs[strings.ToLower(ifc.MAC)]++
+		}
+	}
 	var links []awaitedLink
 	var notes []string
 	for i := range c.Interfaces {
@@ -123,8 +135,14 @@ func awaitedLinks(c *Config, owned, absent func(*Interface) bool, drivers []stri
 		case ifc.MAC == "":
 			skip("it is matched by name or driver, not by MAC, and any NIC can come to match that")
 			continue
+		case macs[strings.ToLower(ifc.MAC)] > 1:
+			skip("another entry has its MAC, and the live plan leaves a NIC two entries select alone")
+			continue
 		case c.Master(ifc) != nil:
 			skip(fmt.Sprintf("a member of %s, which is built live first", c.Master(ifc).LinkName()))
+			continue
+		case !vlanParents && len(c.VLANs(ifc)) > 0:
+			skip(fmt.Sprintf("the link of %s, which is built live first, and then it is unmanaged", c.VLANs(ifc)[0].LinkName()))
 			continue
 		case bad != nil:
 			skip(bad.Error())

@@ -201,3 +201,97 @@ func TestRenderNetworkdAwaitedClosedAllowlist(t *testing.T) {
 		}
 	}
 }
+
+// Two entries with one MAC: the live plan leaves the NIC alone when it
+// appears (it is selected by both), so neither gets a file or profile
+// ahead, and the drop-in ahead does not name the MAC; networkd or
+// NetworkManager would otherwise configure, from one of the two, a NIC
+// seedkeeper never owns.
+func TestRenderAwaitedMACConfiguredTwice(t *testing.T) {
+	c := mustParse(t, `version: 2
+ethernets:
+  a: {match: {macaddress: "52:54:00:00:00:0a"}, dhcp4: true}
+  b: {match: {macaddress: "52:54:00:00:00:0A"}, addresses: [10.0.9.2/24]}
+  c: {match: {macaddress: "52:54:00:00:00:0c"}, dhcp4: true}
+`)
+	absent := func(*Interface) bool { return true }
+	owned := func(*Interface) bool { return false }
+	for _, r := range []struct {
+		render aheadFunc
+		want   string
+	}{{RenderNetworkdAwaited, "05-seedkeeper-c.network"}, {RenderNetworkManagerAwaited, "seedkeeper-c.nmconnection"}} {
+		files, notes, err := r.render(c, owned, absent, []string{"virtio_net"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := slices.Sorted(maps.Keys(files)); !slices.Equal(got, []string{r.want}) {
+			t.Errorf("files %q, want only %q", got, r.want)
+		}
+		for _, id := range []string{"a", "b"} {
+			if !slices.ContainsFunc(notes, func(n string) bool {
+				return strings.HasPrefix(n, id+": not present; no ") && strings.Contains(n, "another entry has its MAC")
+			}) {
+				t.Errorf("notes %q say nothing of %s", notes, id)
+			}
+		}
+	}
+	ahead, err := NetworkManager.RenderAhead(c, owned, absent, []string{"virtio_net"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(ahead.Extra[NMAheadConfFile]), Header+"\n[device-seedkeeper-ahead]\nmatch-device=mac:52:54:00:00:00:0c\nkeep-configuration=no\n"; got != want {
+		t.Errorf("drop-in ahead:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// The parent of a VLAN gets no NetworkManager profile once owned (it is
+// unmanaged, RenderNMConf, as the VLAN seedkeeper makes live is), so it
+// gets none ahead either, nor keep-configuration=no: NetworkManager
+// would activate on it a profile seedkeeper never writes for it, and
+// clean its configuration up once the watch makes the VLAN on it.
+// networkd's file ahead is its own file less the VLAN= line.
+func TestRenderAwaitedVLANParent(t *testing.T) {
+	c := mustParse(t, `version: 2
+ethernets:
+  trunk: {match: {macaddress: "52:54:00:00:00:0b"}}
+  c: {match: {macaddress: "52:54:00:00:00:0c"}, dhcp4: true}
+vlans:
+  vlan7: {id: 7, link: trunk, addresses: [10.0.7.2/24]}
+`)
+	absent := func(i *Interface) bool { return i.Kind == Physical }
+	owned := func(*Interface) bool { return false }
+	files, notes, err := RenderNetworkManagerAwaited(c, owned, absent, []string{"virtio_net"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := slices.Sorted(maps.Keys(files)); !slices.Equal(got, []string{"seedkeeper-c.nmconnection"}) {
+		t.Errorf("files %q, want only seedkeeper-c.nmconnection", got)
+	}
+	if !slices.ContainsFunc(notes, func(n string) bool {
+		return strings.HasPrefix(n, "trunk: not present; no NetworkManager profile until it appears: the link of vlan7")
+	}) {
+		t.Errorf("notes %q say nothing of trunk", notes)
+	}
+	ahead, err := NetworkManager.RenderAhead(c, owned, absent, []string{"virtio_net"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(ahead.Extra[NMAheadConfFile]); strings.Contains(got, "00:00:0b") {
+		t.Errorf("drop-in ahead names the VLAN's parent:\n%s", got)
+	}
+	// Once owned, no profile for it indeed.
+	all, _, err := RenderNetworkManager(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := all["seedkeeper-trunk.nmconnection"]; ok {
+		t.Fatal("the owned VLAN parent has a profile: this test's premise is gone")
+	}
+	nd, _, err := RenderNetworkdAwaited(c, owned, absent, []string{"virtio_net"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := nd["05-seedkeeper-trunk.network"]; !ok {
+		t.Errorf("networkd: no file ahead of the VLAN's parent: %q", slices.Sorted(maps.Keys(nd)))
+	}
+}

@@ -45,7 +45,7 @@ func networkManagerAhead(c *Config, owned, absent func(*Interface) bool, drivers
 	if err != nil || len(files) == 0 {
 		return &Ahead{Files: files, Notes: notes}, err
 	}
-	links, _ := awaitedLinks(c, owned, absent, drivers, "")
+	links, _ := awaitedLinks(c, owned, absent, drivers, "", false)
 	var macs []string
 	for _, l := range links {
 		macs = appendNew(macs, "mac:"+l.MAC)

@@ -57,6 +57,9 @@ func RenderNMConf(c *Config, owned func(*Interface) bool) []byte {
 	if owned == nil {
 		owned = func(*Interface) bool { return true }
 	}
+	// The NICs with a profile are those RenderNetworkManager writes one
+	// for, by the one rule (physicalPlan), bound to the MAC.
+	links, _, _, _ := physicalPlan(c, owned)
 	var macs, profiled, uuids, unmanaged []string
 	for i := range c.Interfaces {
 		ifc := &c.Interfaces[i]
@@ -75,7 +78,7 @@ func RenderNMConf(c *Config, owned func(*Interface) bool) []byte {
 		switch {
 		case slices.ContainsFunc(c.VLANs(ifc), owned), c.Master(ifc) != nil && owned(c.Master(ifc)):
 			unmanaged = appendNew(unmanaged, m)
-		default:
+		case slices.Contains(links, ifc):
 			profiled = appendNew(profiled, m)
 			uuids = appendNew(uuids, "uuid:"+nmUUID(ifc.ID))
 		}

@@ -381,3 +381,36 @@ allowed-connections=uuid:` + nmUUID("lan") + `
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// allowed-connections names only profiles RenderNetworkManager writes:
+// a NIC it writes none for (an entry of no kind, which RenderNMConf
+// took for a physical one) is not restricted to a UUID no profile has,
+// which would leave it with no connection at all.
+func TestRenderNMConfAllowsOnlyWrittenProfiles(t *testing.T) {
+	c := &Config{Interfaces: []Interface{
+		{ID: "eth0", Kind: Physical, MAC: "52:54:00:00:00:01", DHCP4: true},
+		{ID: "eth1", MAC: "52:54:00:00:00:02", DHCP4: true},
+	}}
+	files, _, err := RenderNetworkManager(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := string(RenderNMConf(c, nil))
+	_, allowed, _ := strings.Cut(conf, "\nallowed-connections=")
+	allowed, _, _ = strings.Cut(allowed, "\n")
+	_, devices, _ := strings.Cut(conf, "\nmatch-device=")
+	devices, _, _ = strings.Cut(devices, "\n")
+	for _, spec := range strings.Split(allowed, ";") {
+		if !slices.ContainsFunc(slices.Collect(maps.Values(files)), func(b []byte) bool {
+			return strings.Contains(string(b), "\nuuid="+strings.TrimPrefix(spec, "uuid:")+"\n")
+		}) {
+			t.Errorf("allowed-connections has %s, the UUID of no profile written (%q):\n%s", spec, slices.Sorted(maps.Keys(files)), conf)
+		}
+	}
+	for _, spec := range strings.Split(devices, ";") {
+		mac := strings.ToUpper(strings.TrimPrefix(spec, "mac:"))
+		if !slices.ContainsFunc(slices.Collect(maps.Values(files)), func(b []byte) bool { return strings.Contains(string(b), "\nmac-address="+mac+"\n") }) {
+			t.Errorf("match-device has %s, which no profile written is bound to:\n%s", spec, conf)
+		}
+	}
+}

@@ -200,7 +200,38 @@ func checkAwaited(t *testing.T, cfg *netcfg.Config, p *Plan, name func(where, n 
 			if !absent[strings.ToLower(m)] || !ok {
 				t.Fatalf("%s: match %v, want the MAC of an absent NIC (%v), an ethernet, the driver virtio_net and nothing else", where, match, slices.Sorted(maps.Keys(absent)))
 			}
+			if stack == netcfg.NetworkManager {
+				checkAheadBecomesOwned(t, cfg, where, fn, b, m)
+			}
 		}
+	}
+}
+
+// checkAheadBecomesOwned checks that the NetworkManager profile fn (b)
+// written ahead for mac is the one the watch writes once the NIC appears
+// with an allowed driver: the plan then owns it, and its profile has the
+// same file name and UUID (so the watch's render replaces it, and
+// allowed-connections names it). Not when an entry selects by name or
+// glob, which could take the NIC that appears too.
+func checkAheadBecomesOwned(t *testing.T, cfg *netcfg.Config, where, fn string, b []byte, mac string) {
+	t.Helper()
+	if slices.ContainsFunc(cfg.Interfaces, func(i netcfg.Interface) bool { return i.Kind == netcfg.Physical && i.MAC == "" }) {
+		return
+	}
+	live := liveFor(cfg)
+	live = append(live, Link{Index: len(live) + 2, Name: "skahead0", MAC: strings.ToLower(mac), Kind: "device", Driver: "virtio_net", MTU: 1500, Up: true, BondMode: -1})
+	p := Diff(cfg, live, virtio, nil)
+	sf, err := netcfg.NetworkManager.Render(netcfg.Detection{Stack: netcfg.NetworkManager}, p.Pinned(cfg), p.Owns)
+	if err != nil {
+		return
+	}
+	uuid := func(b []byte) string {
+		_, r, _ := strings.Cut(string(b), "\nuuid=")
+		u, _, _ := strings.Cut(r, "\n")
+		return u
+	}
+	if owned, ok := sf.Files[fn]; !ok || uuid(owned) != uuid(b) {
+		t.Fatalf("%s: once a NIC of MAC %s appears, the watch writes no profile %s of UUID %s (owned %v, files %q)\nnotes %q", where, mac, fn, uuid(b), p.Owned, slices.Sorted(maps.Keys(sf.Files)), p.Notes)
 	}
 }
 
@@ -256,6 +287,11 @@ func FuzzRenderedNamesAreOwned(f *testing.F) {
 		// A NIC that is not present (the fourth): networkd's file for
 		// it is written ahead, matched by its MAC and the allowed driver.
 		"version: 2\nethernets: {a: {match: {macaddress: '02:00:00:00:00:01'}}, b: {match: {name: 'ens*'}}, c: {dhcp4: true}, d: {match: {macaddress: '02:00:00:00:00:04'}, set-name: hot, addresses: ['10.0.3.20/24'], routes: [{to: 0.0.0.0/0, via: 10.0.3.1}]}}",
+		// NICs not present (the fourth and the eighth) with a MAC two
+		// entries have, or the link of a VLAN: nothing is written
+		// ahead that the watch would not own or write once they appear.
+		"version: 2\nethernets: {a: {match: {macaddress: '02:00:00:00:00:01'}}, b: {match: {macaddress: '02:00:00:00:00:02'}}, c: {match: {macaddress: '02:00:00:00:00:03'}}, d: {match: {macaddress: '02:00:00:00:00:04'}, dhcp4: true}, e: {match: {macaddress: '02:00:00:00:00:05'}}, f: {match: {macaddress: '02:00:00:00:00:06'}}, g: {match: {macaddress: '02:00:00:00:00:07'}}, h: {match: {macaddress: '02:00:00:00:00:04'}, addresses: ['10.0.4.2/24']}}",
+		"version: 2\nethernets: {a: {match: {macaddress: '02:00:00:00:00:01'}}, b: {match: {macaddress: '02:00:00:00:00:02'}}, c: {match: {macaddress: '02:00:00:00:00:03'}}, d: {match: {macaddress: '02:00:00:00:00:04'}}}\nvlans: {v7: {id: 7, link: d, addresses: ['10.0.7.2/24']}}",
 		"version: 2\nethernets: {e0: {match: {macaddress: '02:00:00:00:00:01'}}, e1: {match: {macaddress: '02:00:00:00:00:02'}}}\nbridges: {br0: {interfaces: [e0, e1], macaddress: '02:00:00:00:00:b0', parameters: {path-cost: {e0: 5}, port-priority: {e1: 3}}, dhcp4: true}}",
 	} {
 		f.Add([]byte(s))
