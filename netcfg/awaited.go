@@ -36,7 +36,10 @@ func RenderNetworkdAwaited(c *Config, owned, absent func(*Interface) bool, drive
 		base := networkdBase(aw.ID)
 		b, err := renderNetwork(v, &aw.Interface, DNS{}, nil)
 		if err != nil {
-			return nil, nil, fmt.Errorf("render networkd: %s.network: %w", base, err)
+			// One NIC's bad field costs that NIC its file ahead, not
+			// the others theirs (nor the owned NICs' files).
+			notes = append(notes, fmt.Sprintf("%s: not present; no networkd file until it appears: %s.network: %v", aw.LinkName(), base, err))
+			continue
 		}
 		files[base+".network"] = b
 		notes = append(notes, fmt.Sprintf("%s: not present; %s.network written ahead (MAC %s, drivers %s), so networkd configures it from it the moment it appears",
@@ -58,19 +61,30 @@ func RenderNetworkdAwaited(c *Config, owned, absent func(*Interface) bool, drive
 // available at all, so the image's own profiles take that NIC as before.
 // The global DNS and routes are not on it. The output is deterministic.
 func RenderNetworkManagerAwaited(c *Config, owned, absent func(*Interface) bool, drivers []string) (map[string][]byte, []string, error) {
+	files, notes, _ := renderNMAwaited(c, owned, absent, drivers)
+	return files, notes, nil
+}
+
+// renderNMAwaited is RenderNetworkManagerAwaited; it also returns the
+// links whose profile it wrote.
+func renderNMAwaited(c *Config, owned, absent func(*Interface) bool, drivers []string) (map[string][]byte, []string, []awaitedLink) {
 	files := map[string][]byte{}
+	var written []awaitedLink
 	links, notes := awaitedLinks(c, owned, absent, drivers, "NetworkManager profile", false)
 	for _, aw := range links {
 		name := fileBase(aw.ID) + ".nmconnection"
 		b, err := renderKeyfile(&aw.Interface, DNS{}, nil, aw.drivers)
 		if err != nil {
-			return nil, nil, err
+			// One NIC's bad field costs that NIC its profile ahead.
+			notes = append(notes, fmt.Sprintf("%s: not present; no NetworkManager profile until it appears: %v", aw.LinkName(), err))
+			continue
 		}
 		files[name] = b
+		written = append(written, aw)
 		notes = append(notes, fmt.Sprintf("%s: not present; %s written ahead (MAC %s, drivers %s), so NetworkManager activates it the moment it appears",
 			aw.LinkName(), name, aw.MAC, strings.Join(aw.drivers, " ")))
 	}
-	return files, notes, nil
+	return files, notes, written
 }
 
 // An awaitedLink is a configured NIC that is not present, as a file

@@ -295,3 +295,42 @@ vlans:
 		t.Errorf("networkd: no file ahead of the VLAN's parent: %q", slices.Sorted(maps.Keys(nd)))
 	}
 }
+
+// A value a stack's file cannot hold costs that NIC its file ahead, with
+// a note, and not the other absent NICs theirs; on NetworkManager its MAC
+// is not in the drop-in ahead either.
+func TestRenderAwaitedBadFieldDegradesThatNIC(t *testing.T) {
+	c := mustParse(t, awaitedCfg)
+	for i := range c.Interfaces {
+		if c.Interfaces[i].ID == "newmac" {
+			c.Interfaces[i].DHCP4Overrides.Hostname = "bad\nline" // no parser lets this through
+		}
+	}
+	owned := func(i *Interface) bool { return i.ID == "up" }
+	absent := func(i *Interface) bool { return i.ID != "up" && i.ID != "bond0" }
+	for _, r := range []struct {
+		render aheadFunc
+		what   string
+		file   string
+	}{{RenderNetworkdAwaited, "networkd file", "05-seedkeeper-newmac.network"}, {RenderNetworkManagerAwaited, "NetworkManager profile", "seedkeeper-newmac.nmconnection"}} {
+		files, notes, err := r.render(c, owned, absent, []string{"virtio_net", "vmxnet3"})
+		if err != nil {
+			t.Fatalf("%s: %v", r.what, err)
+		}
+		if _, ok := files[r.file]; ok || len(files) != 2 {
+			t.Errorf("%s: files %q, want the two others", r.what, slices.Sorted(maps.Keys(files)))
+		}
+		if !slices.ContainsFunc(notes, func(n string) bool {
+			return strings.HasPrefix(n, "newmac: not present; no "+r.what+" until it appears: ") && !strings.Contains(n, "bad")
+		}) {
+			t.Errorf("%s: notes %q lack why newmac has none (quoting nothing)", r.what, notes)
+		}
+	}
+	a, err := NetworkManager.RenderAhead(c, owned, absent, []string{"virtio_net", "vmxnet3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if conf := string(a.Extra[NMAheadConfFile]); strings.Contains(conf, "52:54:00:00:00:04") || !strings.Contains(conf, "mac:52:54:00:5e:ed:03") {
+		t.Errorf("drop-in ahead:\n%s", conf)
+	}
+}

@@ -41,13 +41,12 @@ func renderNetworkManagerFiles(d Detection, c *Config, owned func(*Interface) bo
 // image's own profile as a new NIC does (a device match cannot say
 // "and of these drivers").
 func networkManagerAhead(c *Config, owned, absent func(*Interface) bool, drivers []string) (*Ahead, error) {
-	files, notes, err := RenderNetworkManagerAwaited(c, owned, absent, drivers)
-	if err != nil || len(files) == 0 {
-		return &Ahead{Files: files, Notes: notes}, err
+	files, notes, written := renderNMAwaited(c, owned, absent, drivers)
+	if len(written) == 0 {
+		return &Ahead{Files: files, Notes: notes}, nil
 	}
-	links, _ := awaitedLinks(c, owned, absent, drivers, "", false)
 	var macs []string
-	for _, l := range links {
+	for _, l := range written {
 		macs = appendNew(macs, "mac:"+l.MAC)
 	}
 	conf := Header + "\n[device-seedkeeper-ahead]\nmatch-device=" + strings.Join(macs, ";") + "\nkeep-configuration=no\n"
