@@ -59,11 +59,55 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	start := time.Now()
 	code := m.Run()
 	if workDir != "" {
 		os.RemoveAll(workDir)
 	}
+	if s := vmCost.summary(time.Since(start)); s != "" {
+		fmt.Println(s)
+	}
 	os.Exit(code)
+}
+
+// vmCost adds up what the run's VMs cost. Under TCG a guest's cost is
+// its QEMU's CPU time (user and system), which is what to compare between
+// runs: its wall time depends on what else the machine runs.
+var vmCost costs
+
+type costs struct {
+	mu    sync.Mutex
+	boots int
+	cpu   time.Duration
+	wall  time.Duration
+}
+
+// add logs the cost of one VM whose QEMU has exited, as ps says, and adds
+// it to the run's.
+func (c *costs) add(t *testing.T, name string, ps *os.ProcessState, wall time.Duration) {
+	t.Helper()
+	if ps == nil {
+		return
+	}
+	cpu := ps.UserTime() + ps.SystemTime()
+	t.Logf("%s: QEMU cpu %.1fs (user %.1fs, sys %.1fs), wall %.1fs", name,
+		cpu.Seconds(), ps.UserTime().Seconds(), ps.SystemTime().Seconds(), wall.Seconds())
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.boots++
+	c.cpu += cpu
+	c.wall += wall
+}
+
+// summary is the run's total, or "" when no VM ran.
+func (c *costs) summary(run time.Duration) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.boots == 0 {
+		return ""
+	}
+	return fmt.Sprintf("vm: %d boots, QEMU cpu %.0fs, boot wall %.0fs summed, run wall %.0fs",
+		c.boots, c.cpu.Seconds(), c.wall.Seconds(), run.Seconds())
 }
 
 // needGuest skips the test when the VM cannot run here, and returns the
@@ -304,6 +348,7 @@ func startVM(t *testing.T, g *guest, cfg vmConfig) *machine {
 			m.cmd.Process.Kill()
 			<-m.exited
 		}
+		vmCost.add(t, "vm", m.cmd.ProcessState, time.Since(m.started))
 		stdin.Close()
 		<-m.con.eof
 		logf.Close()

@@ -792,6 +792,17 @@ func (d *sdDisk) boot(t *testing.T, b sdBoot) *sdReport {
 		m.cmd.Wait()
 		close(m.exited)
 	}()
+	// The boot's cost once QEMU has exited, on every way out: fail waits
+	// for the exit, and a test that stops early has QEMU killed here.
+	defer func() {
+		select {
+		case <-m.exited:
+		default:
+			m.cmd.Process.Kill()
+			<-m.exited
+		}
+		vmCost.add(t, b.Name, m.cmd.ProcessState, time.Since(m.started))
+	}()
 	fail := func(format string, a ...any) {
 		t.Helper()
 		select {
