@@ -235,6 +235,38 @@ type machine struct {
 	con     *consoleLog
 	qemuErr syncBuffer
 	exited  chan struct{} // closed when QEMU has exited
+	slots   chan struct{} // the slots the VM holds one of (vmSlots), or nil
+	slot    bool          // whether it holds one now
+}
+
+// idle waits d while the guest, as the caller knows, does nothing (its
+// metadata host kept down), and gives its slot to another guest for that
+// time. The slot is taken back before idle returns, so the wait may be
+// longer than d. It reports false, with no slot held, when the guest
+// stopped or the machine's context ended first.
+func (m *machine) idle(d time.Duration) bool {
+	if m.slot {
+		<-m.slots
+		m.slot = false
+	}
+	select {
+	case <-time.After(d):
+	case <-m.exited:
+		return false
+	case <-m.ctx.Done():
+		return false
+	}
+	if m.slots == nil {
+		return true
+	}
+	select {
+	case m.slots <- struct{}{}:
+		m.slot = true
+		return true
+	case <-m.exited:
+	case <-m.ctx.Done():
+	}
+	return false
 }
 
 // startVM boots a VM with the shared guest and cfg's script, and has its

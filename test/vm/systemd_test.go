@@ -653,7 +653,8 @@ type sdBoot struct {
 	SMBIOS  []string        // more -smbios options, e.g. "type=1,product=..."
 	// During runs on the host while the guest boots (monitor commands,
 	// a metadata host going up); it must return before the guest's
-	// report can be complete.
+	// report can be complete. Where it knows the guest idles, it lets
+	// another guest have the slot with m.idle.
 	During func(t *testing.T, m *machine)
 }
 
@@ -754,13 +755,19 @@ func (d *sdDisk) boot(t *testing.T, b sdBoot) *sdReport {
 		args = append(args, "-drive", "file="+b.Seed.iso(t, dir)+",media=cdrom,readonly=on")
 	}
 
-	// One slot per running guest.
+	// One slot per running guest; During may give it up while the guest
+	// idles (machine.idle).
 	select {
 	case vmSlots <- struct{}{}:
 	case <-t.Context().Done():
 		t.Fatal("test ended while waiting for a VM slot")
 	}
-	defer func() { <-vmSlots }()
+	m.slots, m.slot = vmSlots, true
+	defer func() {
+		if m.slot {
+			<-m.slots
+		}
+	}()
 
 	ctx, cancel := context.WithTimeout(t.Context(), sdBootTimeout())
 	defer cancel()
