@@ -19,7 +19,8 @@ package vm
 // hash of its inputs (the release among them), so it is
 // built once per change of inputs, never per change of our code. Every test
 // run then unpacks it, installs the .deb it has just built (`make deb`; or
-// $SEEDKEEPER_VM_DEB) and the report units (systemd/sk-report*), and makes
+// $SEEDKEEPER_VM_DEB), the report units (systemd/sk-report*) and the test's
+// cloud-init settings (systemd/sk-cloud.cfg), and makes
 // one ext4 image per stack and variant with `mkfs.ext4 -d`. Each scenario
 // boots a qcow2 overlay of that image, so its disk persists from boot to
 // boot and costs nothing to make.
@@ -390,7 +391,9 @@ func buildSDImage(release, stack string, withSeedkeeper bool, variant string) (*
 }
 
 // installReport puts the report script and units into the image and
-// enables them, with the hang timer set 3 minutes before the host gives up.
+// enables them, with the hang timer set 3 minutes before the host gives up,
+// and the image's cloud-init settings of the test (systemd/sk-cloud.cfg).
+// None of them is an input of the cached rootfs.
 func installReport(root string) error {
 	hang := sdBootTimeout() - 3*time.Minute
 	for _, f := range []struct {
@@ -402,6 +405,7 @@ func installReport(root string) error {
 		{"sk-report-late.service", "/etc/systemd/system/sk-report-late.service", 0o644},
 		{"sk-report-late.timer", "/etc/systemd/system/sk-report-late.timer", 0o644},
 		{"sk-dropins", "/etc/systemd/system-generators/sk-dropins", 0o755},
+		{"sk-cloud.cfg", "/etc/cloud/cloud.cfg.d/80-sk-test.cfg", 0o644},
 	} {
 		b, err := os.ReadFile(filepath.Join("systemd", f.src))
 		if err != nil {
