@@ -59,11 +59,55 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	start := time.Now()
 	code := m.Run()
 	if workDir != "" {
 		os.RemoveAll(workDir)
 	}
+	if s := vmCost.summary(time.Since(start)); s != "" {
+		fmt.Println(s)
+	}
 	os.Exit(code)
+}
+
+// vmCost adds up what the run's VMs cost. Under TCG a guest's cost is
+// its QEMU's CPU time (user and system), which is what to compare between
+// runs: its wall time depends on what else the machine runs.
+var vmCost costs
+
+type costs struct {
+	mu    sync.Mutex
+	boots int
+	cpu   time.Duration
+	wall  time.Duration
+}
+
+// add logs the cost of one VM whose QEMU has exited, as ps says, and adds
+// it to the run's.
+func (c *costs) add(t *testing.T, name string, ps *os.ProcessState, wall time.Duration) {
+	t.Helper()
+	if ps == nil {
+		return
+	}
+	cpu := ps.UserTime() + ps.SystemTime()
+	t.Logf("%s: QEMU cpu %.1fs (user %.1fs, sys %.1fs), wall %.1fs", name,
+		cpu.Seconds(), ps.UserTime().Seconds(), ps.SystemTime().Seconds(), wall.Seconds())
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.boots++
+	c.cpu += cpu
+	c.wall += wall
+}
+
+// summary is the run's total, or "" when no VM ran.
+func (c *costs) summary(run time.Duration) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.boots == 0 {
+		return ""
+	}
+	return fmt.Sprintf("vm: %d boots, QEMU cpu %.0fs, boot wall %.0fs summed, run wall %.0fs",
+		c.boots, c.cpu.Seconds(), c.wall.Seconds(), run.Seconds())
 }
 
 // needGuest skips the test when the VM cannot run here, and returns the
@@ -191,6 +235,38 @@ type machine struct {
 	con     *consoleLog
 	qemuErr syncBuffer
 	exited  chan struct{} // closed when QEMU has exited
+	slots   chan struct{} // the slots the VM holds one of (vmSlots), or nil
+	slot    bool          // whether it holds one now
+}
+
+// idle waits d while the guest, as the caller knows, does nothing (its
+// metadata host kept down), and gives its slot to another guest for that
+// time. The slot is taken back before idle returns, so the wait may be
+// longer than d. It reports false, with no slot held, when the guest
+// stopped or the machine's context ended first.
+func (m *machine) idle(d time.Duration) bool {
+	if m.slot {
+		<-m.slots
+		m.slot = false
+	}
+	select {
+	case <-time.After(d):
+	case <-m.exited:
+		return false
+	case <-m.ctx.Done():
+		return false
+	}
+	if m.slots == nil {
+		return true
+	}
+	select {
+	case m.slots <- struct{}{}:
+		m.slot = true
+		return true
+	case <-m.exited:
+	case <-m.ctx.Done():
+	}
+	return false
 }
 
 // startVM boots a VM with the shared guest and cfg's script, and has its
@@ -304,6 +380,7 @@ func startVM(t *testing.T, g *guest, cfg vmConfig) *machine {
 			m.cmd.Process.Kill()
 			<-m.exited
 		}
+		vmCost.add(t, "vm", m.cmd.ProcessState, time.Since(m.started))
 		stdin.Close()
 		<-m.con.eof
 		logf.Close()

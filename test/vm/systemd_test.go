@@ -19,7 +19,8 @@ package vm
 // hash of its inputs (the release among them), so it is
 // built once per change of inputs, never per change of our code. Every test
 // run then unpacks it, installs the .deb it has just built (`make deb`; or
-// $SEEDKEEPER_VM_DEB) and the report units (systemd/sk-report*), and makes
+// $SEEDKEEPER_VM_DEB), the report units (systemd/sk-report*) and the test's
+// cloud-init settings (systemd/sk-cloud.cfg), and makes
 // one ext4 image per stack and variant with `mkfs.ext4 -d`. Each scenario
 // boots a qcow2 overlay of that image, so its disk persists from boot to
 // boot and costs nothing to make.
@@ -390,7 +391,9 @@ func buildSDImage(release, stack string, withSeedkeeper bool, variant string) (*
 }
 
 // installReport puts the report script and units into the image and
-// enables them, with the hang timer set 3 minutes before the host gives up.
+// enables them, with the hang timer set 3 minutes before the host gives up,
+// and the image's cloud-init settings of the test (systemd/sk-cloud.cfg).
+// None of them is an input of the cached rootfs.
 func installReport(root string) error {
 	hang := sdBootTimeout() - 3*time.Minute
 	for _, f := range []struct {
@@ -402,6 +405,7 @@ func installReport(root string) error {
 		{"sk-report-late.service", "/etc/systemd/system/sk-report-late.service", 0o644},
 		{"sk-report-late.timer", "/etc/systemd/system/sk-report-late.timer", 0o644},
 		{"sk-dropins", "/etc/systemd/system-generators/sk-dropins", 0o755},
+		{"sk-cloud.cfg", "/etc/cloud/cloud.cfg.d/80-sk-test.cfg", 0o644},
 	} {
 		b, err := os.ReadFile(filepath.Join("systemd", f.src))
 		if err != nil {
@@ -653,7 +657,8 @@ type sdBoot struct {
 	SMBIOS  []string        // more -smbios options, e.g. "type=1,product=..."
 	// During runs on the host while the guest boots (monitor commands,
 	// a metadata host going up); it must return before the guest's
-	// report can be complete.
+	// report can be complete. Where it knows the guest idles, it lets
+	// another guest have the slot with m.idle.
 	During func(t *testing.T, m *machine)
 }
 
@@ -754,13 +759,19 @@ func (d *sdDisk) boot(t *testing.T, b sdBoot) *sdReport {
 		args = append(args, "-drive", "file="+b.Seed.iso(t, dir)+",media=cdrom,readonly=on")
 	}
 
-	// One slot per running guest.
+	// One slot per running guest; During may give it up while the guest
+	// idles (machine.idle).
 	select {
 	case vmSlots <- struct{}{}:
 	case <-t.Context().Done():
 		t.Fatal("test ended while waiting for a VM slot")
 	}
-	defer func() { <-vmSlots }()
+	m.slots, m.slot = vmSlots, true
+	defer func() {
+		if m.slot {
+			<-m.slots
+		}
+	}()
 
 	ctx, cancel := context.WithTimeout(t.Context(), sdBootTimeout())
 	defer cancel()
@@ -791,6 +802,17 @@ func (d *sdDisk) boot(t *testing.T, b sdBoot) *sdReport {
 	go func() {
 		m.cmd.Wait()
 		close(m.exited)
+	}()
+	// The boot's cost once QEMU has exited, on every way out: fail waits
+	// for the exit, and a test that stops early has QEMU killed here.
+	defer func() {
+		select {
+		case <-m.exited:
+		default:
+			m.cmd.Process.Kill()
+			<-m.exited
+		}
+		vmCost.add(t, b.Name, m.cmd.ProcessState, time.Since(m.started))
 	}()
 	fail := func(format string, a ...any) {
 		t.Helper()
