@@ -184,9 +184,10 @@ func TestIntegrationSystemdMatrix(t *testing.T) {
 func fullMatrix() bool { return os.Getenv("SEEDKEEPER_VM_MATRIX") == "full" }
 
 // identityScenarios runs (a)-(e) on the image of stack on release: one
-// disk booted first (a NIC hot-added, d), then with the resolver changed
-// (a) beside a clone of it (b), then with nothing changed (e); and in make
-// e2e the same disk's first two boots without seedkeeper (c).
+// disk booted first (a NIC hot-added, d), then, in make e2e, with the
+// resolver changed (a) beside a clone of it (b), then with nothing
+// changed (e), and the same disk's first two boots without seedkeeper
+// (c).
 func identityScenarios(t *testing.T, release, stack string) {
 	start := time.Now()
 	t.Cleanup(func() { t.Logf("%s %s scenarios took %v", release, stack, time.Since(start).Round(time.Second)) })
@@ -212,6 +213,14 @@ func identityScenarios(t *testing.T, release, stack string) {
 		checkHotplugged(t, r1)
 		if r1.get(t, "kind") != "normal" {
 			t.FailNow() // the chain needs a first boot that completed
+		}
+		if !fullMatrix() {
+			// make test runs (a), (b) and (e) on Debian 13's netplan
+			// image (TestIntegrationSystemdTrixie), on cloud-init 25;
+			// Debian 12's other chains (templates, admin changes,
+			// removal) keep, clone and renew identities on 22.4.
+			t.Log("resolver-changed, clone and unchanged on this image run in make e2e (SEEDKEEPER_VM_MATRIX=full)")
+			return
 		}
 
 		// (a) the host's resolver changes: Proxmox's instance-id changes,

@@ -170,6 +170,12 @@ func releaseScenarios(t *testing.T, release, stack string) {
 	check(r2, resolverB)
 	check(rc, resolverA)
 	checkResolverChangeClone(t, r1, r2, rc)
+	// What plain cloud-init would take for a new instance: the seed the
+	// second boot read carried another instance-id, and seedkeeper kept
+	// the first one.
+	if j := r2.get(t, "journal-seedkeeper"); !strings.Contains(j, "instance_id="+seedA.instanceID()+" reported="+seedB.instanceID()) {
+		t.Errorf("(a) resolver change: seedkeeper did not keep %s over the seed's %s:\n%s", seedA.instanceID(), seedB.instanceID(), j)
+	}
 
 	r3 := d.boot(t, sdBoot{Name: "unchanged", UUID: uuidVM, Seed: seedB, NICs: nics, Append: app})
 	check(r3, resolverB)
