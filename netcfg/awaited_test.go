@@ -91,16 +91,12 @@ Address=10.0.3.20/24
 			t.Errorf("a file written ahead has global DNS or a name match:\n%s", b)
 		}
 	}
-	for _, w := range []string{
+	wantNotes(t, notes,
 		"eth2: not present; 05-seedkeeper-hot.network written ahead (MAC 52:54:00:5e:ed:03, drivers e1000 virtio_net vmxnet3)",
 		"byname: not present; no networkd file until it appears: it is matched by name or driver, not by MAC",
 		"mlx: not present; no networkd file until it appears: its match driver mlx5_core is not allowed",
 		"m0: not present; no networkd file until it appears: a member of bond0, which is built live first",
-	} {
-		if !slices.ContainsFunc(notes, func(n string) bool { return strings.HasPrefix(n, w) }) {
-			t.Errorf("notes %q lack %q", notes, w)
-		}
-	}
+	)
 }
 
 // NetworkManager's profile written ahead is the one the watch writes
@@ -162,16 +158,12 @@ method=ignore
 	if got := string(owned["seedkeeper-hot.nmconnection"]); got != strings.Replace(want, "[match]\ndriver=e1000;virtio_net;vmxnet3;\n\n", "", 1) {
 		t.Errorf("the owned NIC's profile is not the one written ahead, less its driver match:\n%s", got)
 	}
-	for _, w := range []string{
+	wantNotes(t, notes,
 		"eth2: not present; seedkeeper-hot.nmconnection written ahead (MAC 52:54:00:5e:ed:03, drivers e1000 virtio_net vmxnet3)",
 		"byname: not present; no NetworkManager profile until it appears: it is matched by name or driver, not by MAC",
 		"mlx: not present; no NetworkManager profile until it appears: its match driver mlx5_core is not allowed",
 		"m0: not present; no NetworkManager profile until it appears: a member of bond0, which is built live first",
-	} {
-		if !slices.ContainsFunc(notes, func(n string) bool { return strings.HasPrefix(n, w) }) {
-			t.Errorf("notes %q lack %q", notes, w)
-		}
-	}
+	)
 }
 
 // An allowlist that allows nothing, or one with a name that is not a
@@ -332,5 +324,15 @@ func TestRenderAwaitedBadFieldDegradesThatNIC(t *testing.T) {
 	}
 	if conf := string(a.Extra[NMAheadConfFile]); strings.Contains(conf, "52:54:00:00:00:04") || !strings.Contains(conf, "mac:52:54:00:5e:ed:03") {
 		t.Errorf("drop-in ahead:\n%s", conf)
+	}
+}
+
+// wantNotes fails t for each prefix no note has.
+func wantNotes(t *testing.T, notes []string, prefixes ...string) {
+	t.Helper()
+	for _, w := range prefixes {
+		if !slices.ContainsFunc(notes, func(n string) bool { return strings.HasPrefix(n, w) }) {
+			t.Errorf("notes %q lack %q", notes, w)
+		}
 	}
 }

@@ -59,24 +59,33 @@ func checkOurNetworkFile(t *testing.T, r *sdReport, macs ...string) {
 // then, until seedkeeper wrote its file ahead of the NIC).
 func checkOnlyOurFilesConfigured(t *testing.T, r *sdReport) {
 	t.Helper()
-	var ours, other []string
-	for _, l := range strings.Split(r.get(t, "journal"), "\n") {
-		_, f, ok := strings.Cut(l, "onfiguring with ") // Configuring, Reconfiguring
-		if !ok || !strings.Contains(l, "systemd-networkd[") {
-			continue
-		}
-		if strings.HasPrefix(f, "/run/systemd/network/05-seedkeeper-") {
-			ours = append(ours, l)
-		} else {
-			other = append(other, l)
-		}
-	}
+	// "Configuring with", "Reconfiguring with".
+	ours, other := journalSplit(t, r, "systemd-networkd[", "onfiguring with ", "/run/systemd/network/05-seedkeeper-", "")
 	if len(ours) == 0 {
 		t.Errorf("%s: no journal line of networkd's says it configured a link with seedkeeper's file; the check sees nothing", r.name)
 	}
 	if len(other) > 0 {
 		t.Errorf("%s: networkd configured a link with a file not seedkeeper's:\n%s\n(and with seedkeeper's:\n%s)", r.name, strings.Join(other, "\n"), strings.Join(ours, "\n"))
 	}
+}
+
+// journalSplit picks the journal lines of the process (its "name[" tag)
+// that say marker, but not those that say skip (when it is not empty),
+// and splits them by whether what follows marker begins with ours.
+func journalSplit(t *testing.T, r *sdReport, process, marker, ours, skip string) (mine, others []string) {
+	t.Helper()
+	for _, l := range strings.Split(r.get(t, "journal"), "\n") {
+		_, rest, ok := strings.Cut(l, marker)
+		if !ok || !strings.Contains(l, process) || skip != "" && strings.Contains(l, skip) {
+			continue
+		}
+		if strings.HasPrefix(rest, ours) {
+			mine = append(mine, l)
+		} else {
+			others = append(others, l)
+		}
+	}
+	return mine, others
 }
 
 // networkctlBlocks splits `networkctl status --all` into the block of

@@ -54,18 +54,8 @@ func checkNMOnlyOurProfiles(t *testing.T, r *sdReport, catchAll string, devices 
 	if !strings.Contains(r.get(t, "nm-connections"), catchAll+":") {
 		t.Errorf("%s: NetworkManager has no %s profile; the case is not exercised:\n%s", r.name, catchAll, r.get(t, "nm-connections"))
 	}
-	var ours, other []string
-	for _, l := range strings.Split(r.get(t, "journal"), "\n") {
-		_, rest, ok := strings.Cut(l, "Activation: starting connection '")
-		if !ok || !strings.Contains(l, "NetworkManager[") || strings.Contains(l, "device (lo):") {
-			continue // NetworkManager 1.42 and later keep lo up themselves
-		}
-		if strings.HasPrefix(rest, "seedkeeper-") {
-			ours = append(ours, l)
-		} else {
-			other = append(other, l)
-		}
-	}
+	// NetworkManager 1.42 and later keep lo up themselves.
+	ours, other := journalSplit(t, r, "NetworkManager[", "Activation: starting connection '", "seedkeeper-", "device (lo):")
 	if len(ours) == 0 {
 		t.Errorf("%s: no journal line of NetworkManager's says it started seedkeeper's profile; the check sees nothing", r.name)
 	}
@@ -82,5 +72,25 @@ func checkNMOnlyOurProfiles(t *testing.T, r *sdReport, catchAll string, devices 
 		if f := strings.Fields(l); len(f) < 2 || f[1] == "0" || !strings.Contains(l, "(device configuration doesn't allow this connection)") {
 			t.Errorf("%s: NetworkManager did not refuse %s on an owned device by its device configuration: %s", r.name, catchAll, l)
 		}
+	}
+}
+
+// journalSplit on journal lines as NetworkManager 1.42 and networkd 252
+// write them (from kept reports).
+func TestJournalSplit(t *testing.T) {
+	r := &sdReport{name: "t", files: map[string][]byte{"journal": []byte(`[  112.23] vm101 NetworkManager[304]: <info>  [1796157750.7172] device (lo): Activation: starting connection 'lo' (f68761c5)
+[  114.26] vm101 NetworkManager[304]: <info>  [1796157752.7465] device (eth0): Activation: starting connection 'seedkeeper-eth0' (481a633d)
+[  145.78] vm101 NetworkManager[304]: <info>  [1796157784.2732] device (ens7): Activation: starting connection 'ens7' (e883c692)
+[  150.01] vm101 systemd-networkd[210]: eth2: Configuring with /run/systemd/network/05-seedkeeper-eth2.network.
+[  153.59] vm101 systemd-networkd[210]: eth2: Reconfiguring with /run/systemd/network/10-netplan-all-en.network.
+[  160.00] vm101 seedkeeper[99]: Activation: starting connection 'x'
+`)}}
+	ours, other := journalSplit(t, r, "NetworkManager[", "Activation: starting connection '", "seedkeeper-", "device (lo):")
+	if len(ours) != 1 || !strings.Contains(ours[0], "'seedkeeper-eth0'") || len(other) != 1 || !strings.Contains(other[0], "'ens7'") {
+		t.Errorf("NetworkManager: ours %q, other %q", ours, other)
+	}
+	ours, other = journalSplit(t, r, "systemd-networkd[", "onfiguring with ", "/run/systemd/network/05-seedkeeper-", "")
+	if len(ours) != 1 || !strings.Contains(ours[0], "05-seedkeeper-eth2") || len(other) != 1 || !strings.Contains(other[0], "10-netplan-all-en") {
+		t.Errorf("networkd: ours %q, other %q", ours, other)
 	}
 }
