@@ -194,6 +194,11 @@ func unseededTemplate(t *testing.T, img *sdImage) {
 			rA = cloneA.boot(t, sdBoot{Name: "clone-a", UUID: uuidCloneA, Seed: seedA, NICs: []sdNIC{nicStaticA, nicDHCPA}})
 		})
 		t.Run("clone-b", func(t *testing.T) {
+			if !fullMatrix() {
+				// Clone a against the template's own disk with its
+				// seed is the pair make test compares.
+				t.Skip("the second clone boots in make e2e (SEEDKEEPER_VM_MATRIX=full)")
+			}
 			t.Parallel()
 			rB = cloneB.boot(t, sdBoot{Name: "clone-b", UUID: uuidCloneB, Seed: seedB, NICs: []sdNIC{nicStaticB, nicDHCPB}})
 		})
@@ -202,23 +207,27 @@ func unseededTemplate(t *testing.T, img *sdImage) {
 			rT = d.boot(t, sdBoot{Name: "template-with-seed", UUID: uuidVM, Seed: seedT, NICs: []sdNIC{nicStatic, nicDHCP}})
 		})
 	})
-	if rA == nil || rB == nil || rT == nil {
+	if rA == nil || rB == nil && fullMatrix() || rT == nil {
 		t.FailNow() // a boot failed and said why
 	}
 	// (a) the clones, and (b) the same disk with the CD-ROM attached late:
 	// the first boot with a real source is a first run (rule 6).
+	booted := []*sdReport{rA, rT}
 	checkSeeded(t, rA, seedA, nicStaticA, "rule 6, first-run")
-	checkSeeded(t, rB, seedB, nicStaticB, "rule 6, first-run")
 	checkSeeded(t, rT, seedT, nicStatic, "rule 6, first-run")
-	kA, kB, kT := rA.hostKeys(t), rB.hostKeys(t), rT.hostKeys(t)
-	if slices.Equal(kA, kB) {
-		t.Errorf("(a) two clones of the template have the same SSH host keys %v", kA)
+	kA, kT := rA.hostKeys(t), rT.hostKeys(t)
+	if rB != nil {
+		booted = append(booted, rB)
+		checkSeeded(t, rB, seedB, nicStaticB, "rule 6, first-run")
+		if kB := rB.hostKeys(t); slices.Equal(kA, kB) || slices.Equal(kT, kB) {
+			t.Errorf("(a) two clones of the template, or the template's disk and a clone, have the same SSH host keys %v", kB)
+		}
 	}
-	if slices.Equal(kT, kA) || slices.Equal(kT, kB) {
+	if slices.Equal(kT, kA) {
 		t.Errorf("(b) the template's disk and a clone have the same SSH host keys %v", kT)
 	}
 	if keys0 != nil {
-		for _, r := range []*sdReport{rA, rB, rT} {
+		for _, r := range booted {
 			if slices.Equal(r.hostKeys(t), keys0) {
 				t.Errorf("%s kept the SSH host keys of the template's seedless boot %v", r.name, keys0)
 			}
@@ -271,30 +280,43 @@ func sealedTemplate(t *testing.T, img *sdImage) {
 			rA = cloneA.boot(t, sdBoot{Name: "sealed-clone-a", UUID: uuidCloneA, Seed: seedA, NICs: []sdNIC{nicStaticA, nicDHCPA}})
 		})
 		t.Run("b", func(t *testing.T) {
+			if !fullMatrix() {
+				// Clone a against the sealed template is the pair make
+				// test compares.
+				t.Skip("the second clone boots in make e2e (SEEDKEEPER_VM_MATRIX=full)")
+			}
 			t.Parallel()
 			rB = cloneB.boot(t, sdBoot{Name: "sealed-clone-b", UUID: uuidCloneC, Seed: seedB, NICs: []sdNIC{nicStaticB, nicDHCPB}})
 		})
 	})
-	if rA == nil || rB == nil {
+	if rA == nil || rB == nil && fullMatrix() {
 		t.FailNow()
 	}
+
 	// The status says the seal decided (identity's explanation), which a
 	// clone of an unsealed template cannot say.
 	checkSeeded(t, rA, seedA, nicStaticA, "The image was sealed")
-	checkSeeded(t, rB, seedB, nicStaticB, "The image was sealed")
-	idA, idB := rA.instanceID(t), rB.instanceID(t)
-	if idA == idB || idA == id0 || idB == id0 {
-		t.Errorf("instance IDs: template %s, clones %s and %s: not distinct", id0, idA, idB)
+	clones := []*sdReport{rA}
+	if rB != nil {
+		checkSeeded(t, rB, seedB, nicStaticB, "The image was sealed")
+		clones = append(clones, rB)
 	}
-	mA, mB := rA.get(t, "machine-id"), rB.get(t, "machine-id")
-	if mA == "" || mB == "" || mA == mB || mA == mid0 || mB == mid0 {
-		t.Errorf("/etc/machine-id: template %q, clones %q and %q: not distinct", mid0, mA, mB)
+	// The template and every clone: each a machine of its own.
+	ids, mids, keys := map[string]string{id0: r0.name}, map[string]string{mid0: r0.name}, map[string]string{strings.Join(keys0, ","): r0.name}
+	for _, r := range clones {
+		id, mid, k := r.instanceID(t), r.get(t, "machine-id"), strings.Join(r.hostKeys(t), ",")
+		if other, dup := ids[id]; dup {
+			t.Errorf("%s has the instance ID %s of %s", r.name, id, other)
+		}
+		if other, dup := mids[mid]; dup || mid == "" {
+			t.Errorf("%s has /etc/machine-id %q, as %s", r.name, mid, other)
+		}
+		if other, dup := keys[k]; dup || k == "" {
+			t.Errorf("%s has the SSH host keys %s of %s", r.name, k, other)
+		}
+		ids[id], mids[mid], keys[k] = r.name, r.name, r.name
 	}
-	kA, kB := rA.hostKeys(t), rB.hostKeys(t)
-	if slices.Equal(kA, kB) || slices.Equal(kA, keys0) || slices.Equal(kB, keys0) {
-		t.Errorf("SSH host keys: template %v, clones %v and %v: not distinct", keys0, kA, kB)
-	}
-	for _, r := range []*sdReport{rA, rB} {
+	for _, r := range clones {
 		if s := r.get(t, "seedkeeper-state"); slices.Contains(strings.Fields(s), "sealed") {
 			t.Errorf("%s: /var/lib/seedkeeper/sealed is still there after the clone's first boot", r.name)
 		}
