@@ -110,9 +110,10 @@ type awaitedLink struct {
 // plan owns no NIC two entries select); unless vlanParents, the link of
 // a VLAN (NetworkManager leaves it unmanaged once owned, RenderNMConf,
 // and has no profile of seedkeeper's for it; networkd's file ahead is
-// its own less the VLAN= line, which the watch's render adds). A file written ahead owns nothing: the NIC that appears is
-// owned by the live plan by its rules, and only what seedkeeper applies
-// live is in the receipt.
+// its own less the VLAN= line, which the watch's render adds). A file
+// written ahead owns nothing: the NIC that appears is owned by the live
+// plan by its rules, and only what seedkeeper applies live is in the
+// receipt.
 //
 // ifupdown gets none: it configures a hot-added NIC only if an
 // allow-hotplug stanza names it.
