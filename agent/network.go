@@ -139,8 +139,8 @@ func (e *Env) networkStep(ctx context.Context, cfg *netcfg.Config, allow hotplug
 // has them (apply.Plan.Pinned: every owned NIC matched by the MAC of its
 // link, so that no file can come to configure another NIC), with those
 // of the configured NICs that are not present, matched so that only a NIC
-// of an allowed driver can take them (netcfg.Stack.RenderAhead), and asks a running stack to reload when
-// they changed and the change is live.
+// of an allowed driver can take them (netcfg.Stack.RenderAhead), and asks
+// a running stack to reload when they changed and the change is live.
 func (e *Env) render(ctx context.Context, cfg *netcfg.Config, p *apply.Plan, allow hotplug.Allowlist, res *NetResult, live bool) error {
 	pinned := p.Pinned(cfg)
 	res.altNames = p.OwnedAltNames
@@ -168,9 +168,8 @@ type awaited struct {
 // renderNetworkd writes the files of the owned interfaces (the live plan's
 // verdict, bonds, bridges and VLANs included) for the network stack the
 // image runs (netcfg.DetectStack; networkd when none is detected, as
-// before), those written ahead of the awaited NICs too, and
-// removes the files of ours in the stack's places that are no longer
-// wanted.
+// before), those written ahead of the awaited NICs too, and removes the
+// files of ours in the stack's places that are no longer wanted.
 func (e *Env) renderNetworkd(cfg *netcfg.Config, owned func(*netcfg.Interface) bool, aw awaited, res *NetResult) (bool, error) {
 	root := e.Root.Path("/")
 	det, err := netcfg.DetectStack(root)
@@ -201,11 +200,11 @@ func (e *Env) renderNetworkd(cfg *netcfg.Config, owned func(*netcfg.Interface) b
 				sf.Files[n] = b
 			}
 		}
+		if sf.Extra == nil && len(ahead.Extra) > 0 {
+			sf.Extra = map[string][]byte{}
+		}
 		for p, b := range ahead.Extra {
 			if _, dup := sf.Extra[p]; !dup {
-				if sf.Extra == nil {
-					sf.Extra = map[string][]byte{}
-				}
 				sf.Extra[p] = b
 			}
 		}

@@ -49,8 +49,9 @@ const NMAheadConfFile = "/run/NetworkManager/conf.d/50-seedkeeper-ahead.conf"
 // it: not netplan's catch-all, not one that cloud-init's hotplug or a
 // person wrote, not when seedkeeper's profile failed to activate and
 // NetworkManager looks for another (a person who wants a NIC back takes
-// it out of the metadata's network config or the allowlist). The owned bonds, bridges and VLANs, which seedkeeper makes live
-// and renders no profile for, and their member NICs are unmanaged: with
+// it out of the metadata's network config or the allowlist). The owned
+// bonds, bridges and VLANs, which seedkeeper makes live and renders no
+// profile for, and their member NICs are unmanaged: with
 // keep-configuration=no NetworkManager would disconnect them and clean
 // their configuration up. It returns nil when there is nothing to say.
 func RenderNMConf(c *Config, owned func(*Interface) bool) []byte {

@@ -214,8 +214,8 @@ type Plan struct {
 	// select no live link (the "not present" notes), in config order,
 	// but those whose MAC a link that is not a NIC (a bridge) holds. The
 	// plan owns none of them: a stack may only be told to expect
-	// them (netcfg.RenderNetworkdAwaited), and a NIC that appears is
-	// owned by the next plan, by the rules of every other one.
+	// them (netcfg.Stack.RenderAhead), and a NIC that appears is owned
+	// by the next plan, by the rules of every other one.
 	Absent []string
 
 	// receipt is what the next receipt holds if every operation fails:
