@@ -13,7 +13,18 @@
 #   make bench-hostile  peak RSS over the hostile-input corpus → BENCHMARKS.md
 
 GO        ?= go
-VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# The version of this tree, as "git describe" spells it at a release tag
+# but counted without tags (packaging/pkgversion.sh): the release in
+# internal/version, and after it the commits since the release commit.
+ifndef VERSION
+VERSION   := $(shell sh packaging/pkgversion.sh --describe || echo dev)
+endif
+# Every file the packages hold is dated by the last commit, so that two
+# builds of one commit are the same bytes (nfpm reads SOURCE_DATE_EPOCH).
+ifndef SOURCE_DATE_EPOCH
+SOURCE_DATE_EPOCH := $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+endif
+export SOURCE_DATE_EPOCH
 LDFLAGS   := -s -w -X github.com/seedkeeper/seedkeeper/internal/version.stamp=$(VERSION)
 BIN       := bin
 TOOLS     := mdata-get mdata-put mdata-delete mdata-list
