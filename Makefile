@@ -4,6 +4,8 @@
 #   make test    install missing test tools (as root) and run every test
 #   make build   build the static binary into bin/
 #   make package build the .deb and .rpm into bin/pkg/ (nfpm, a Go tool in tools/)
+#   make release RELEASE=X.Y.Z  the release commit, its tag vX.Y.Z and its
+#                packages (scripts/release.sh, then make package)
 #   make deb     build the .deb alone (what the systemd-booted test guest installs)
 #   make e2e     the full matrix of the systemd-booted guests (test/vm, root, QEMU)
 #   make cross   build the binary for linux/amd64, linux/arm64, freebsd/amd64
@@ -93,40 +95,56 @@ PKG_VERSION ?= $(shell sh packaging/pkgversion.sh '$(VERSION)')
 PKG_ARCH    ?= $(shell $(GO) env GOARCH)
 NFPM        := $(GO) tool -modfile=tools/go.mod nfpm
 
-.PHONY: package deb cross e2e pkgdoc
+.PHONY: package deb cross e2e pkgdoc man release
 
-# The packages' changelogs: CHANGELOG.md as the upstream changelog, and a
-# one-entry Debian changelog for this build's version (dated by the last
-# commit, so that the same sources give the same package).
+# What the packages carry besides the binary and the man pages, in
+# $(DOCDIR): CHANGELOG.md as the upstream changelog; the README,
+# SECURITY.md and docs/ for /usr/share/doc/seedkeeper; a one-entry
+# changelog of this build's version (chglog's format: nfpm makes the
+# .deb's changelog.Debian.gz and the .rpm's %changelog of it), dated by
+# the last commit; and the nfpm configuration (packaging/nfpmconfig.sh).
 DOCDIR      := $(BIN)/pkgdoc
-PKG_DATE    ?= $(shell git log -1 --format=%cD 2>/dev/null || date -R)
+PKG_DATE    := $(shell date -u -d @$(SOURCE_DATE_EPOCH) +%Y-%m-%dT%H:%M:%SZ)
 # The packages' maintainer (the control field, the rpm's Packager and the
-# Debian changelog's trailer). .invalid never delivers: set the project's
+# changelogs' trailer). .invalid never delivers: set the project's
 # real address here when it has one.
 PKG_MAINTAINER ?= seedkeeper developers <seedkeeper@seedkeeper.invalid>
+NFPM_ENV = SEEDKEEPER_VERSION='$(PKG_VERSION)' SEEDKEEPER_BIN='$(BIN)/seedkeeper' \
+	SEEDKEEPER_MAN='$(MANDIR)' SEEDKEEPER_ARCH='$(PKG_ARCH)' SEEDKEEPER_DOC='$(DOCDIR)' \
+	SEEDKEEPER_MAINTAINER='$(PKG_MAINTAINER)'
 pkgdoc:
-	rm -rf $(DOCDIR) && mkdir -p $(DOCDIR)
+	rm -rf $(DOCDIR) && mkdir -p $(DOCDIR)/share/docs
 	gzip -9n < CHANGELOG.md > $(DOCDIR)/changelog.gz
-	printf 'seedkeeper (%s-1) unstable; urgency=medium\n\n  * Built from the seedkeeper sources, version %s.\n  * The changes are in /usr/share/doc/seedkeeper/changelog.gz.\n\n -- %s  %s\n' \
-		'$(PKG_VERSION)' '$(VERSION)' '$(PKG_MAINTAINER)' '$(PKG_DATE)' | gzip -9n > $(DOCDIR)/changelog.Debian.gz
+	cp README.md SECURITY.md $(DOCDIR)/share/
+	cp docs/*.md $(DOCDIR)/share/docs/
+	printf -- '- semver: "%s-1"\n  date: %s\n  packager: "%s"\n  deb:\n    urgency: medium\n    distributions: [unstable]\n  changes:\n    - note: "Built from the seedkeeper sources, version %s."\n    - note: "The changes are in /usr/share/doc/seedkeeper/changelog.gz."\n' \
+		'$(PKG_VERSION)' '$(PKG_DATE)' '$(PKG_MAINTAINER)' '$(VERSION)' > $(DOCDIR)/changelog.yml
 
-package: build pkgdoc
-	rm -rf $(MANDIR) $(PKGDIR)
-	$(GO) run ./packaging/genman -bin $(BIN)/seedkeeper -out $(MANDIR)
-	@mkdir -p $(PKGDIR)
-	@for p in deb rpm; do \
-		SEEDKEEPER_VERSION='$(PKG_VERSION)' SEEDKEEPER_BIN='$(BIN)/seedkeeper' \
-		SEEDKEEPER_MAN='$(MANDIR)' SEEDKEEPER_ARCH='$(PKG_ARCH)' SEEDKEEPER_DOC='$(DOCDIR)' SEEDKEEPER_MAINTAINER='$(PKG_MAINTAINER)' \
-		$(NFPM) package -f packaging/nfpm.yaml -p $$p -t $(PKGDIR)/ || exit 1; \
-	done
+# man pages: genman writes them from the binary's --help, and fails when
+# a page cites a file the packages do not install.
+man: build
+	rm -rf $(MANDIR)
+	$(GO) run ./packaging/genman -bin $(BIN)/seedkeeper -out $(MANDIR) -src .
 
-deb: build pkgdoc
-	rm -rf $(MANDIR) $(PKGDIR)
-	$(GO) run ./packaging/genman -bin $(BIN)/seedkeeper -out $(MANDIR)
-	@mkdir -p $(PKGDIR)
-	SEEDKEEPER_VERSION='$(PKG_VERSION)' SEEDKEEPER_BIN='$(BIN)/seedkeeper' \
-	SEEDKEEPER_MAN='$(MANDIR)' SEEDKEEPER_ARCH='$(PKG_ARCH)' SEEDKEEPER_DOC='$(DOCDIR)' SEEDKEEPER_MAINTAINER='$(PKG_MAINTAINER)' \
-	$(NFPM) package -f packaging/nfpm.yaml -p deb -t $(PKGDIR)/
+package: build pkgdoc man
+	sh packaging/nfpmconfig.sh $(DOCDIR) $(MANDIR) > $(DOCDIR)/nfpm.yaml
+	rm -rf $(PKGDIR) && mkdir -p $(PKGDIR)
+	$(NFPM_ENV) $(NFPM) package -f $(DOCDIR)/nfpm.yaml -p deb -t $(PKGDIR)/
+	$(NFPM_ENV) $(NFPM) package -f $(DOCDIR)/nfpm.yaml -p rpm -t $(PKGDIR)/
+
+# The release of version RELEASE: scripts/release.sh writes the CHANGELOG
+# section and internal/version's Release, commits and tags them; the
+# packages are then built from the release commit (a new make, which
+# reads the new version).
+release:
+	@test -n '$(RELEASE)' || { echo 'usage: make release RELEASE=X.Y.Z' >&2; exit 2; }
+	sh scripts/release.sh '$(RELEASE)'
+	$(MAKE) --no-print-directory package SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct)
+
+deb: build pkgdoc man
+	sh packaging/nfpmconfig.sh $(DOCDIR) $(MANDIR) > $(DOCDIR)/nfpm.yaml
+	rm -rf $(PKGDIR) && mkdir -p $(PKGDIR)
+	$(NFPM_ENV) $(NFPM) package -f $(DOCDIR)/nfpm.yaml -p deb -t $(PKGDIR)/
 
 # The systemd-booted guests (test/vm/systemd_test.go): every scenario on
 # every network stack. `make test` runs the networkd scenarios (with the

@@ -8,10 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/seedkeeper/seedkeeper/internal/paths"
 )
 
 // The version the package tests build with, and what it becomes.
@@ -48,8 +51,13 @@ func contents(unitDir, smartdc string) []entry {
 		{path: unitDir + "/seedkeeper-watch.service", mode: 0o644, same: "seedkeeper-watch.service"},
 		{path: "/etc/cloud/cloud.cfg.d/" + dropIn, mode: 0o644, same: dropIn},
 		{path: "/var/lib/seedkeeper", mode: fs.ModeDir | 0o755},
-		{path: "/usr/share/doc/seedkeeper/copyright", mode: 0o644, same: "copyright"},
 		{path: "/usr/share/doc/seedkeeper/changelog.gz", mode: 0o644},
+	}
+	// The documents the man pages cite: the README, SECURITY.md, docs/.
+	docs, _ := filepath.Glob(filepath.Join(repoRoot, "docs", "*.md"))
+	for _, d := range append([]string{filepath.Join(repoRoot, "README.md"), filepath.Join(repoRoot, "SECURITY.md")}, docs...) {
+		rel, _ := filepath.Rel(repoRoot, d)
+		e = append(e, entry{path: "/usr/share/doc/seedkeeper/" + rel, mode: 0o644, same: d})
 	}
 	for _, m := range manPages {
 		e = append(e, entry{path: "/usr/share/man/man8/" + m + ".8.gz", mode: 0o644})
@@ -110,6 +118,7 @@ func TestIntegrationDebInstall(t *testing.T) {
 
 	dpkg("--install", deb)
 	checkTree(t, root, append(contents("/lib/systemd/system", "/lib/smartdc"),
+		entry{path: "/usr/share/doc/seedkeeper/copyright", mode: 0o644, same: "copyright"},
 		entry{path: "/usr/share/doc/seedkeeper/changelog.Debian.gz", mode: 0o644},
 		entry{path: "/usr/share/lintian/overrides/seedkeeper", mode: 0o644, same: "lintian-overrides"}))
 	for _, u := range units {
@@ -277,17 +286,37 @@ func TestIntegrationRPMContents(t *testing.T) {
 		got[f[0]] = row{f[1], f[2], f[3], f[4]}
 	}
 	want := contents("/usr/lib/systemd/system", "/usr/lib/smartdc")
+	for i := range want {
+		// On rpm distributions /lib is a link to usr/lib: the link is
+		// relative, within /usr.
+		if want[i].path == "/usr/lib/smartdc/mdata-get" {
+			want[i].link = "../../sbin/mdata-get"
+		}
+	}
 	want = append(want, entry{path: "/usr/lib/smartdc", mode: fs.ModeDir | 0o755},
 		entry{path: "/usr/share/doc/seedkeeper", mode: fs.ModeDir | 0o755},
+		entry{path: "/usr/share/doc/seedkeeper/docs", mode: fs.ModeDir | 0o755},
+		entry{path: "/usr/share/licenses/seedkeeper", mode: fs.ModeDir | 0o755},
+		entry{path: "/usr/share/licenses/seedkeeper/copyright", mode: 0o644, same: "copyright"},
+		entry{path: "/usr/share/licenses/seedkeeper/LICENSE", mode: 0o644, same: filepath.Join(repoRoot, "LICENSE")},
+		// The rpm owns the directories of its cloud-init drop-in.
+		entry{path: "/etc/cloud", mode: fs.ModeDir | 0o755},
+		entry{path: "/etc/cloud/cloud.cfg.d", mode: fs.ModeDir | 0o755},
 		entry{path: "/usr/lib/systemd/system-preset/50-seedkeeper.preset", mode: 0o644})
+	// seedkeeper's state files are the package's (%ghost), so that rpm -e
+	// removes them: every file internal/paths keeps in the state directory
+	// but the imported seed, which "seedkeeper uninstall" gives back.
+	for _, f := range []string{paths.Identity, paths.Status, paths.Receipt, paths.Changes, paths.ChangesBad, paths.Sealed} {
+		want = append(want, entry{path: f, mode: 0o644})
+	}
 	// The rpm owns the drop-in directories it makes, so that rpm -e
 	// removes them.
 	for _, u := range gatedUnits {
 		want = append(want, entry{path: "/usr/lib/systemd/system/" + u + ".d", mode: fs.ModeDir | 0o755})
 	}
-	var paths []string
+	var listed []string
 	for _, e := range want {
-		paths = append(paths, e.path)
+		listed = append(listed, e.path)
 		r, ok := got[e.path]
 		if !ok {
 			t.Errorf("rpm lacks %s", e.path)
@@ -305,15 +334,22 @@ func TestIntegrationRPMContents(t *testing.T) {
 			t.Errorf("%s: %s; want %v", e.path, r.perms, e.mode)
 		}
 		wantFlags := ""
-		if e.same == dropIn {
+		switch {
+		case e.same == dropIn:
 			wantFlags = "cn" // %config(noreplace)
+		case strings.HasPrefix(e.path, paths.StateDir+"/"):
+			wantFlags = "g" // %ghost
+		case strings.HasPrefix(e.path, "/usr/share/licenses/") && !e.mode.IsDir():
+			wantFlags = "l" // %license
+		case strings.HasPrefix(e.path, "/usr/share/doc/") && !e.mode.IsDir(), strings.HasPrefix(e.path, "/usr/share/man/"):
+			wantFlags = "d" // %doc
 		}
 		if r.flags != wantFlags {
 			t.Errorf("%s: flags %q; want %q", e.path, r.flags, wantFlags)
 		}
 	}
 	for p := range got {
-		if !slices.Contains(paths, p) {
+		if !slices.Contains(listed, p) {
 			t.Errorf("rpm has unexpected %s", p)
 		}
 	}
@@ -321,6 +357,36 @@ func TestIntegrationRPMContents(t *testing.T) {
 	for _, want := range []string{"postinstall scriptlet", "systemctl --root=/ preset $units", "preuninstall scriptlet", "systemctl --root=/ disable $units", "postuninstall scriptlet"} {
 		if !strings.Contains(scripts, want) {
 			t.Errorf("rpm scriptlets lack %q:\n%s", want, scripts)
+		}
+	}
+}
+
+// TestIntegrationReadmePackageNames: every package file name README.md
+// uses is one "make package" makes, for the version it names: the names
+// of this build's packages with its version put in.
+func TestIntegrationReadmePackageNames(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("README.md's examples name the amd64 packages")
+	}
+	dir := packages(t)
+	b, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := regexp.MustCompile("seedkeeper[_-][0-9][^\\s\"':`]*\\.(deb|rpm)").FindAllString(string(b), -1)
+	if len(names) == 0 {
+		t.Fatal("README.md names no package file")
+	}
+	form := regexp.MustCompile(`^seedkeeper(_|-)([0-9][0-9A-Za-z.+~]*)-1(_amd64\.deb|\.x86_64\.rpm)$`)
+	for _, name := range names {
+		m := form.FindStringSubmatch(name)
+		if m == nil {
+			t.Errorf("README.md names %s, which is not how make package names a package", name)
+			continue
+		}
+		built := "seedkeeper" + m[1] + testPkgVersion + "-1" + m[3]
+		if _, err := os.Stat(filepath.Join(dir, built)); err != nil {
+			t.Errorf("README.md names %s, but make package makes %s for version %s: %v", m[0], built, testPkgVersion, err)
 		}
 	}
 }

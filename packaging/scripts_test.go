@@ -62,7 +62,8 @@ func scriptCalls(t *testing.T, script string, running bool, state string, seedke
 // stops and disables, and runs "seedkeeper uninstall" while the binary is
 // still there (a failure stops the removal); an upgrade of a running
 // system restarts the hotplug daemon (try-restart: only if it runs) and
-// touches nothing else; only an rpm erase forgets the state. The .deb
+// touches nothing else; only a .deb purge forgets the state in a script
+// (the rpm declares the state files %ghost, and rpm removes them). The .deb
 // scripts run for real in TestIntegrationDebInstall and the chroot tests.
 func TestMaintainerScripts(t *testing.T) {
 	units := "seedkeeper-boot.service seedkeeper-watch.service"
@@ -79,7 +80,7 @@ func TestMaintainerScripts(t *testing.T) {
 		{script: "rpm-preun", args: []string{"0"}, want: "systemctl --root=/ disable " + units + "\nseedkeeper uninstall"},
 		{script: "rpm-preun", args: []string{"0"}, running: true, want: "systemctl stop seedkeeper-watch.service\nsystemctl --root=/ disable " + units + "\nseedkeeper uninstall"},
 		{script: "rpm-preun", args: []string{"1"}, running: true, want: ""}, // upgrade
-		{script: "rpm-postun", args: []string{"0"}, want: "", gone: true},
+		{script: "rpm-postun", args: []string{"0"}, want: ""},
 		{script: "rpm-postun", args: []string{"1"}, want: ""},
 		{script: "rpm-postun", args: []string{"1"}, running: true, want: "systemctl daemon-reload\nsystemctl try-restart seedkeeper-watch.service"},
 		{script: "deb-postinst", args: []string{"configure", ""}, want: "deb-systemd-helper --quiet was-enabled seedkeeper-boot.service\ndeb-systemd-helper enable seedkeeper-boot.service\n" +

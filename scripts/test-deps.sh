@@ -22,6 +22,10 @@ need="
 /usr/bin/xz:xz-utils
 /usr/bin/rpm:rpm
 /usr/bin/lintian:lintian
+/usr/bin/rpmlint:rpmlint
+/usr/lib/python3/dist-packages/magic/__init__.py:python3-magic
+/usr/bin/cpio:cpio
+/usr/bin/rpm2cpio:rpm2cpio
 /usr/libexec/netplan/generate:netplan.io
 "
 

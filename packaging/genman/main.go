@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 )
 
@@ -35,14 +36,15 @@ var noPage = map[string]bool{
 func main() {
 	bin := flag.String("bin", "bin/seedkeeper", "the seedkeeper `binary` to read the help of")
 	out := flag.String("out", "dist/man", "`directory` to write the pages to")
+	src := flag.String("src", ".", "the source tree's `directory`, where the documents the help cites are")
 	flag.Parse()
-	if err := run(*bin, *out); err != nil {
+	if err := run(*bin, *out, *src); err != nil {
 		fmt.Fprintln(os.Stderr, "genman:", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin, out string) error {
+func run(bin, out, src string) error {
 	top, err := help(bin, bin, "--help")
 	if err != nil {
 		return err
@@ -106,11 +108,42 @@ func run(bin, out string) error {
 	}
 	for _, p := range pages {
 		p.Version = version
+		if p.Help, err = cite(p.Help, src); err != nil {
+			return fmt.Errorf("%s: %w", p.Name, err)
+		}
 		if err := writeGz(filepath.Join(out, p.Name+".8.gz"), p.Roff()); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// DocDir is where the packages install the documents of the source tree
+// (the Makefile's pkgdoc: README.md, SECURITY.md, docs/*.md, and
+// CHANGELOG.md as changelog.gz).
+const DocDir = "/usr/share/doc/seedkeeper"
+
+// citation is a document of the source tree a help text may cite.
+var citation = regexp.MustCompile(`\b(docs/[A-Za-z0-9_.-]+\.md|README\.md|SECURITY\.md|CHANGELOG\.md)\b`)
+
+// cite rewrites each document h cites to the path the packages install
+// it at, so that a page names a file the reader has; a document the source
+// tree (src) does not have, and so no package installs, is an error.
+func cite(h, src string) (string, error) {
+	var missing []string
+	out := citation.ReplaceAllStringFunc(h, func(doc string) string {
+		if _, err := os.Stat(filepath.Join(src, doc)); err != nil {
+			missing = append(missing, doc)
+		}
+		if doc == "CHANGELOG.md" {
+			return DocDir + "/changelog.gz"
+		}
+		return DocDir + "/" + doc
+	})
+	if len(missing) > 0 {
+		return "", fmt.Errorf("the help cites %s, which the packages do not install (not in %s)", strings.Join(missing, ", "), src)
+	}
+	return out, nil
 }
 
 // help runs path (bin, or a link to it) with args and returns its standard

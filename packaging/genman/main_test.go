@@ -91,7 +91,7 @@ func TestRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "man")
-	if err := run(bin, out); err != nil {
+	if err := run(bin, out, "../.."); err != nil {
 		t.Fatal(err)
 	}
 	entries, _ := os.ReadDir(out)
@@ -108,7 +108,7 @@ func TestRun(t *testing.T) {
 		t.Errorf("mdata-put page:\n%s", first)
 	}
 	a, _ := os.ReadFile(filepath.Join(out, "seedkeeper.8.gz"))
-	if err := run(bin, out); err != nil {
+	if err := run(bin, out, "../.."); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(filepath.Join(out, "seedkeeper.8.gz"))
@@ -119,7 +119,7 @@ func TestRun(t *testing.T) {
 	if err := os.WriteFile(bin, []byte(strings.Replace(script, "echo 'Boots.'", "exit 1", 1)), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := run(bin, out); err == nil {
+	if err := run(bin, out, "../.."); err == nil {
 		t.Error("a failing --help gave no error")
 	}
 }
@@ -140,4 +140,40 @@ func readGz(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestCite: a page names the documents its help cites by the paths the
+// packages install them at, and a help that cites a document the source
+// tree does not have (so no package installs it) fails the run.
+func TestCite(t *testing.T) {
+	src := t.TempDir()
+	for _, f := range []string{"docs/changes.md", "README.md", "CHANGELOG.md"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(src, f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(src, f), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := cite("see docs/changes.md), README.md and CHANGELOG.md.\n", src)
+	if want := "see /usr/share/doc/seedkeeper/docs/changes.md), /usr/share/doc/seedkeeper/README.md and /usr/share/doc/seedkeeper/changelog.gz.\n"; err != nil || got != want {
+		t.Errorf("cite = %q, %v; want %q", got, err, want)
+	}
+	if _, err := cite("see docs/gone.md\n", src); err == nil || !strings.Contains(err.Error(), "docs/gone.md") {
+		t.Errorf("a citation of a missing document: %v; want an error naming it", err)
+	}
+	// A page whose help cites such a document stops the run, named.
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "seedkeeper")
+	script := "#!/bin/sh\ncase \"$(basename \"$0\") $1\" in\n" +
+		"\"seedkeeper --help\") cat <<'E'\n" + topHelp + "E\n;;\n" +
+		"\"seedkeeper boot\") echo 'Usage: seedkeeper boot'; echo; echo 'Boots (docs/nothing-here.md).' ;;\n" +
+		"mdata-*) echo \"Usage: $(basename \"$0\") <keyname>\"; echo; echo 'Does a thing.' ;;\n" +
+		"*) exit 3 ;;\nesac\n"
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(bin, filepath.Join(dir, "man"), "../.."); err == nil || !strings.Contains(err.Error(), "seedkeeper-boot") {
+		t.Errorf("a page citing a document the tree lacks: %v; want an error naming the page", err)
+	}
 }
