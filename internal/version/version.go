@@ -10,12 +10,15 @@ import (
 
 // Release is the version of this tree: the release it is, or, between
 // releases, the last one (CHANGELOG.md's newest section below
-// "Unreleased"). Bump it in the commit that releases, before tagging
-// v<Release>.
+// "Unreleased"). "make release" bumps it in the commit that releases and
+// tags that commit v<Release>; builds after it count their commits from
+// it, so change this line in no other commit.
 const Release = "0.1.0"
 
 // stamp is set by make with -ldflags "-X ...internal/version.stamp=..." to
-// "git describe --tags --always --dirty" of the tree built.
+// the tree's version as packaging/pkgversion.sh --describe counts it
+// (Release and the commits since the commit that set it, spelled as
+// "git describe --tags --dirty" spells it: "v0.1.0-385-g904c6dd-dirty").
 var stamp string
 
 // String is the version a build of seedkeeper reports, as Go spells
