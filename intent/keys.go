@@ -394,7 +394,9 @@ func Fingerprints(keys []string) []string {
 // ImageDefaultUser is system_info.default_user.name of cloud-init's
 // configuration under root (cloud.cfg, then cloud.cfg.d/*.cfg in name
 // order, the last file that sets it winning); "" when none does. A file
-// that cannot be read or decoded is skipped.
+// that cannot be read or decoded is skipped; files past the aggregate
+// bound of cloud-init's configuration (fsutil.CloudConfigBudget) are not
+// read.
 func ImageDefaultUser(root sysroot.Root) string {
 	files := []string{paths.CloudCfg}
 	if ents, err := fsutil.ReadDirIn(string(root), paths.CloudCfgD); err == nil {
@@ -408,8 +410,12 @@ func ImageDefaultUser(root sysroot.Root) string {
 		files = append(files, names...)
 	}
 	name := ""
+	budget := fsutil.CloudConfigBudget()
 	for _, f := range files {
-		b, err := fsutil.ReadFileIn(context.Background(), string(root), f, fsutil.SmallFile)
+		b, err := budget.ReadFileIn(context.Background(), string(root), f, fsutil.SmallFile)
+		if errors.Is(err, fsutil.ErrOverBudget) {
+			break // files past the aggregate bound are not read
+		}
 		if err != nil {
 			continue
 		}
