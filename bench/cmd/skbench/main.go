@@ -100,6 +100,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	logf := func(format string, a ...any) { fmt.Fprintf(stderr, format+"\n", a...) }
 	var name, body string
+	var over []string
 	switch args[0] {
 	case "bench":
 		n := *runs
@@ -123,7 +124,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		body, err = faults(ctx, abs, n, *seed, logf)
 		name = "faults"
 	case "hostile":
-		body, err = hostile(ctx, abs, logf)
+		var cases []*hostileCase
+		body, cases, err = hostile(ctx, abs, logf)
+		over = overBudget(cases)
 		name = "hostile"
 	}
 	if err != nil {
@@ -135,6 +138,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	fmt.Fprintf(stdout, "skbench: wrote the %s section of %s\n", name, *out)
+	if len(over) > 0 {
+		fmt.Fprintf(stderr, "skbench: over the 64 MiB budget, not measured, crashed or exited outside 0-4: %s\n", strings.Join(over, ", "))
+		return 1
+	}
 	return 0
 }
 
