@@ -87,8 +87,15 @@ func AuthorizedKeysFile(root sysroot.Root, a Account) (string, error) {
 		slices.Sort(files)
 	}
 	files = append(files, SSHDConfig)
+	// One bound for all the files together, beside each file's: past
+	// it, where sshd looks is not known, and nothing is written.
+	budget := fsutil.ConfigBudget("sshd's configuration (" + SSHDConfigDir + " and " + SSHDConfig + " together)")
 	for _, f := range files {
-		if spec = authorizedKeysSpec(root, f); spec != "" {
+		var err error
+		if spec, err = authorizedKeysSpec(root, budget, f); err != nil {
+			return "", err
+		}
+		if spec != "" {
 			break
 		}
 	}
@@ -127,10 +134,13 @@ func AuthorizedKeysFile(root sysroot.Root, a Account) (string, error) {
 
 // authorizedKeysSpec returns the first file of the first AuthorizedKeysFile
 // line of f outside a Match block, "" when there is none.
-func authorizedKeysSpec(root sysroot.Root, f string) string {
-	b, err := fsutil.ReadFileIn(context.Background(), string(root), f, fsutil.SmallFile)
+func authorizedKeysSpec(root sysroot.Root, budget *fsutil.Budget, f string) (string, error) {
+	b, err := budget.ReadFileIn(context.Background(), string(root), f, fsutil.SmallFile)
+	if errors.Is(err, fsutil.ErrOverBudget) {
+		return "", err
+	}
 	if err != nil {
-		return ""
+		return "", nil
 	}
 	for _, line := range strings.Split(string(b), "\n") {
 		fields := strings.Fields(strings.ReplaceAll(line, "=", " "))
@@ -139,15 +149,15 @@ func authorizedKeysSpec(root sysroot.Root, f string) string {
 		}
 		switch strings.ToLower(fields[0]) {
 		case "match":
-			return ""
+			return "", nil
 		case "authorizedkeysfile":
 			if len(fields) > 1 && fields[1] != "none" {
-				return strings.Trim(fields[1], `"`)
+				return strings.Trim(fields[1], `"`), nil
 			}
-			return ""
+			return "", nil
 		}
 	}
-	return ""
+	return "", nil
 }
 
 // maxAuthorizedKeys bounds the authorized_keys file read.

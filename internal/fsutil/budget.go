@@ -27,18 +27,24 @@ func NewBudget(what string, bytes int64, files int) *Budget {
 	return &Budget{what: what, bytes: bytes, maxBytes: bytes, files: files, maxFiles: files}
 }
 
-// The aggregate bounds of cloud-init's configuration in an image,
-// cloud.cfg and every cloud.cfg.d/*.cfg together, as image check, image
-// seal and boot read it (each file is also bounded by SmallFile).
+// The aggregate bound of one set of configuration files of an image, read
+// together by one command (cloud.cfg and all of cloud.cfg.d, netplan's
+// directories, sshd_config.d, /etc/default/grub.d), beside each file's own
+// bound (SmallFile).
 const (
-	CloudConfigTotal = 4 << 20
-	CloudConfigFiles = 512
+	ConfigSetTotal = 4 << 20
+	ConfigSetFiles = 512
 )
 
-// CloudConfigBudget is a new budget for reading cloud-init's
-// configuration once.
+// ConfigBudget is a new budget for reading the set of configuration files
+// named what once.
+func ConfigBudget(what string) *Budget {
+	return NewBudget(what, ConfigSetTotal, ConfigSetFiles)
+}
+
+// CloudConfigBudget is ConfigBudget for cloud-init's configuration.
 func CloudConfigBudget() *Budget {
-	return NewBudget("cloud-init's configuration (cloud.cfg and cloud.cfg.d together)", CloudConfigTotal, CloudConfigFiles)
+	return ConfigBudget("cloud-init's configuration (cloud.cfg and cloud.cfg.d together)")
 }
 
 // ReadFileIn reads p under root as ReadFileIn does, within limit and

@@ -125,16 +125,16 @@ func limitCaseList() []limitCase {
 			}
 		}},
 		{"limits/image: cloud.cfg and cloud.cfg.d at their 4 MiB total", "image", func() map[string]string {
-			return cloudConfigAt(fsutil.CloudConfigTotal)
+			return cloudConfigAt(fsutil.ConfigSetTotal)
 		}},
 		{"limits/image: cloud.cfg and cloud.cfg.d one byte past their 4 MiB total", "image", func() map[string]string {
-			return cloudConfigAt(fsutil.CloudConfigTotal + 1)
+			return cloudConfigAt(fsutil.ConfigSetTotal + 1)
 		}},
 		{"limits/image: cloud.cfg and cloud.cfg.d at 512 files", "image", func() map[string]string {
-			return cloudConfigFiles(fsutil.CloudConfigFiles)
+			return cloudConfigFiles(fsutil.ConfigSetFiles)
 		}},
 		{"limits/image: cloud.cfg and cloud.cfg.d at 513 files", "image", func() map[string]string {
-			return cloudConfigFiles(fsutil.CloudConfigFiles + 1)
+			return cloudConfigFiles(fsutil.ConfigSetFiles + 1)
 		}},
 		{"limits/image: every file read under the root at 1 MiB", "image", func() map[string]string {
 			return smallFilesAt(fsutil.SmallFile)
