@@ -36,10 +36,12 @@ const usage = `Usage: skbench bench  [--bin FILE] [--out FILE] [--runs N] [--wat
 
 bench compares whole processes against the peers installed here and writes
 the "benchmarks" section of --out; faults runs the full fault matrix and
-writes the "faults" section; hostile runs fetch and boot once over every
-case of testdata/hostile and writes their peak RSS (64 MiB budget) into the
-"hostile" section. Run from the module root as root (network
-namespaces for the watch footprint; the Go integration benchmarks).
+writes the "faults" section; hostile runs fetch, boot and status once over
+every case of testdata/hostile, and those with image check and image seal
+over inputs at every documented limit and one past it, writes their peak
+RSS and time into the "hostile" section, and exits 1 when one reaches the
+64 MiB budget. Run from the module root as root (network namespaces for
+the watch footprint; the Go integration benchmarks).
 
 Flags:
   --bin FILE      the seedkeeper binary (default bin/seedkeeper, from make build)
