@@ -328,21 +328,27 @@ func cmpOr(s, def string) string {
 	return s
 }
 
-const hostileLegend = `The memory budget (SECURITY.md, "Limits"): the peak RSS of ` + "`seedkeeper boot`" + ` over the
-hostile-input corpus (testdata/hostile) stays under **64 MiB**. Each case runs
-once, on a scratch root made the way cmd/seedkeeper's TestHostile*Corpus tests
-make it: a NoCloud case runs ` + "`fetch --seed DIR`" + `, then ` + "`boot --root ROOT`" + `
-with the seed in ROOT/var/lib/cloud/seed/nocloud, then boot again (reading the
-imported seed); a guestinfo case runs ` + "`fetch --root ROOT --source vmware`" + ` and
-boot through the stub vmware-rpctool of testdata/vmware; a config case runs
+const hostileLegend = `The memory budget (SECURITY.md, "Limits"): the peak RSS of every process
+over the hostile-input corpus (testdata/hostile) and at every documented
+limit stays under **64 MiB**. Each case runs once, on a scratch root made the
+way cmd/seedkeeper's TestHostile*Corpus tests make it: a NoCloud case runs
+` + "`fetch --seed DIR`" + `, then ` + "`boot --root ROOT`" + ` with the seed in
+ROOT/var/lib/cloud/seed/nocloud, then boot again (reading the imported seed),
+then ` + "`status --root ROOT`" + `; a guestinfo case runs ` + "`fetch --root ROOT --source vmware`" + `
+and boot through the stub vmware-rpctool of testdata/vmware; a config case runs
 ` + "`boot --root ROOT --config FILE`" + ` beside a good seed. The ` + "`limits/`" + ` cases are
-made by the harness: inputs at every limit SECURITY.md documents (a YAML or
-JSON document at 2 MiB and 65536 values, every seed file at 16 MiB in one
-seed, guestinfo values expanding to their limits, the SmartOS values of one
+made by the harness: inputs at every limit SECURITY.md documents and one past
+it (a YAML or JSON document at 2 MiB and 65536 values and one byte or value
+past, every seed file at 16 MiB in one seed and user-data one byte past,
+guestinfo values expanding to their limits and past, the SmartOS values of one
 read at their 16 MiB total over a unix socket), so the per-file limits are
-measured summed, in one process. Peak RSS is the child's
-ru_maxrss from wait4 (for the guestinfo cases that takes in the stub shell
-scripts seedkeeper waited for, which are smaller). Largest case first; a cell
-in bold reached the budget.
+measured summed, in one process; the ` + "`limits/image`" + ` cases run boot, status,
+` + "`image check`" + ` and ` + "`image seal`" + ` over an image root at the aggregate bound of
+its cloud-init configuration (4 MiB, 512 files) and past it, with every 1 MiB
+file it reads at and past its bound, and with a unit directory of 65536 and
+65537 entries. Peak RSS is the child's ru_maxrss from wait4 (for the
+guestinfo cases that takes in the stub shell scripts seedkeeper waited for,
+which are smaller), beside its wall time. Largest case first; a cell in bold
+reached the budget, and then skbench exits 1.
 
 `
