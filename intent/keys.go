@@ -74,7 +74,9 @@ const DefaultAuthorizedKeys = ".ssh/authorized_keys"
 // top of sshd_config reads first) and then sshd_config; its first file
 // is used with %h, %u and %% expanded. A file outside the home, or one
 // naming another user's tokens, is refused: seedkeeper writes only in the
-// user's own home.
+// user's own home. sshd's files are read within one aggregate bound
+// (fsutil.ConfigBudget); past it the answer is an error that names the
+// file and the bound, never a guess.
 func AuthorizedKeysFile(root sysroot.Root, a Account) (string, error) {
 	spec := ""
 	var files []string
