@@ -3,6 +3,8 @@ package datasource
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -146,5 +148,43 @@ func TestSeedfromNotAURLNotQuoted(t *testing.T) {
 		if err == nil || strings.Contains(err.Error(), "SECRETMARKER") {
 			t.Errorf("seedfrom %q: %v", v, err)
 		}
+	}
+}
+
+// A seedfrom server's status line is text from outside: its reason
+// phrase (here 32 KiB, under the header bound) never
+// reaches the error, which goes to the log and status.json; the code and
+// its standard text say what happened.
+func TestSeedfromHTTPStatusLineBounded(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	reason := strings.Repeat("SECRETMARKER ", 32<<10/13)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 4096)
+				c.Read(buf)
+				io.WriteString(c, "HTTP/1.1 403 "+reason+"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+			}()
+		}
+	}()
+	r := newNCRoot(t)
+	r.write(cmdlinePath, []byte("ds=nocloud-net;s=http://"+ln.Addr().String()+"/s/\n"))
+	o := r.opts()
+	o.NoCloud.SeedfromTries = 1
+	_, err = ReadNoCloud(context.Background(), o)
+	if err == nil {
+		t.Fatal("no error from a 403")
+	}
+	if msg := err.Error(); strings.Contains(msg, "SECRETMARKER") || len(msg) > 512 || !strings.Contains(msg, "403 Forbidden") {
+		t.Errorf("error of %d bytes quotes the server's status line or does not say 403 Forbidden: %.300s", len(msg), msg)
 	}
 }

@@ -269,7 +269,7 @@ func (o *NoCloudOptions) fetchURL(ctx context.Context, u string, limit int64) ([
 	}
 	client := o.HTTPClient
 	if client == nil {
-		client = http.DefaultClient
+		client = seedfromClient
 	}
 	var last error
 	for try := 1; ; try++ {
@@ -293,6 +293,28 @@ func (o *NoCloudOptions) fetchURL(ctx context.Context, u string, limit int64) ([
 	}
 }
 
+// maxResponseHeader bounds the status line and headers of a seedfrom
+// response (the HTTP library's default is 10 MiB), which are held whole.
+const maxResponseHeader = 64 << 10
+
+// seedfromClient is the HTTP client of a seedfrom fetch when Options
+// names none: the default one, with the response header bounded.
+var seedfromClient = func() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxResponseHeaderBytes = maxResponseHeader
+	return &http.Client{Transport: t}
+}()
+
+// statusText says what a response's status was: its code and the
+// standard text for it, never the server's own reason phrase, which is
+// text from outside and goes no further.
+func statusText(code int) string {
+	if t := http.StatusText(code); t != "" {
+		return fmt.Sprintf("%d %s", code, t)
+	}
+	return fmt.Sprintf("status %d", code)
+}
+
 func fetchOnce(ctx context.Context, client *http.Client, u string, timeout time.Duration, limit int64) (data []byte, retry bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -311,9 +333,9 @@ func fetchOnce(ctx context.Context, client *http.Client, u string, timeout time.
 	case resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusGone:
 		return nil, false, errSeedNotFound
 	case resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests:
-		return nil, true, fmt.Errorf("GET %s: %s", redact.URL(u), resp.Status)
+		return nil, true, fmt.Errorf("GET %s: %s", redact.URL(u), statusText(resp.StatusCode))
 	default:
-		return nil, false, fmt.Errorf("GET %s: %s", redact.URL(u), resp.Status)
+		return nil, false, fmt.Errorf("GET %s: %s", redact.URL(u), statusText(resp.StatusCode))
 	}
 	if resp.ContentLength > limit {
 		return nil, false, fmt.Errorf("GET %s: %w: a body of %d bytes, the limit is %d", redact.URL(u), fsutil.ErrTooLarge, resp.ContentLength, limit)

@@ -44,8 +44,13 @@ type cfgFile struct {
 type cloudConfig []cfgFile
 
 func readCloudConfig(root sysroot.Root) (cloudConfig, error) {
+	// One bound for all the files together, beside each file's.
+	b := fsutil.CloudConfigBudget()
 	var cc cloudConfig
-	if f, ok := readCfgFile(root, CloudCfg); ok {
+	if f, ok := readCfgFile(root, b, CloudCfg); ok {
+		if errors.Is(f.Err, fsutil.ErrOverBudget) {
+			return cc, f.Err
+		}
 		cc = append(cc, f)
 	}
 	ents, err := fsutil.ReadDirIn(string(root), CloudCfgD)
@@ -60,16 +65,19 @@ func readCloudConfig(root sysroot.Root) (cloudConfig, error) {
 	}
 	slices.Sort(names) // byte order, as Python's sorted() on names
 	for _, n := range names {
-		if f, ok := readCfgFile(root, path.Join(CloudCfgD, n)); ok {
+		if f, ok := readCfgFile(root, b, path.Join(CloudCfgD, n)); ok {
+			if errors.Is(f.Err, fsutil.ErrOverBudget) {
+				return cc, f.Err
+			}
 			cc = append(cc, f)
 		}
 	}
 	return cc, nil
 }
 
-// readCfgFile reads one file; ok is false when cloud-init would not see a
-// regular file there.
-func readCfgFile(root sysroot.Root, sys string) (cfgFile, bool) {
+// readCfgFile reads one file within b; ok is false when cloud-init would
+// not see a regular file there.
+func readCfgFile(root sysroot.Root, b *fsutil.Budget, sys string) (cfgFile, bool) {
 	f := cfgFile{Path: sys}
 	fi, err := fsutil.StatIn(string(root), sys, true)
 	switch {
@@ -81,7 +89,7 @@ func readCfgFile(root sysroot.Root, sys string) (cfgFile, bool) {
 	case !fi.Mode().IsRegular():
 		return f, false
 	}
-	data, err := fsutil.ReadFileIn(context.Background(), string(root), sys, maxCfgSize)
+	data, err := b.ReadFileIn(context.Background(), string(root), sys, maxCfgSize)
 	if err != nil {
 		f.Err = err
 	} else {

@@ -3,6 +3,8 @@ package image
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"path"
@@ -61,8 +63,14 @@ func (in *inspection) noCloudLines() []noCloudLine {
 			}
 		}
 	}
+	// One bound for all the files together, beside each file's; the
+	// files past it are not read.
+	budget := fsutil.ConfigBudget("the boot loader's defaults (" + grubDefault + " and " + grubDefaultsD + " together)")
 	for _, f := range files {
-		b, err := in.readSmall(f)
+		b, err := budget.ReadFileIn(context.Background(), string(in.root), f, fsutil.SmallFile)
+		if errors.Is(err, fsutil.ErrOverBudget) {
+			break
+		}
 		if err != nil {
 			continue
 		}

@@ -74,7 +74,9 @@ const DefaultAuthorizedKeys = ".ssh/authorized_keys"
 // top of sshd_config reads first) and then sshd_config; its first file
 // is used with %h, %u and %% expanded. A file outside the home, or one
 // naming another user's tokens, is refused: seedkeeper writes only in the
-// user's own home.
+// user's own home. sshd's files are read within one aggregate bound
+// (fsutil.ConfigBudget); past it the answer is an error that names the
+// file and the bound, never a guess.
 func AuthorizedKeysFile(root sysroot.Root, a Account) (string, error) {
 	spec := ""
 	var files []string
@@ -87,8 +89,15 @@ func AuthorizedKeysFile(root sysroot.Root, a Account) (string, error) {
 		slices.Sort(files)
 	}
 	files = append(files, SSHDConfig)
+	// One bound for all the files together, beside each file's: past
+	// it, where sshd looks is not known, and nothing is written.
+	budget := fsutil.ConfigBudget("sshd's configuration (" + SSHDConfigDir + " and " + SSHDConfig + " together)")
 	for _, f := range files {
-		if spec = authorizedKeysSpec(root, f); spec != "" {
+		var err error
+		if spec, err = authorizedKeysSpec(root, budget, f); err != nil {
+			return "", err
+		}
+		if spec != "" {
 			break
 		}
 	}
@@ -127,10 +136,13 @@ func AuthorizedKeysFile(root sysroot.Root, a Account) (string, error) {
 
 // authorizedKeysSpec returns the first file of the first AuthorizedKeysFile
 // line of f outside a Match block, "" when there is none.
-func authorizedKeysSpec(root sysroot.Root, f string) string {
-	b, err := fsutil.ReadFileIn(context.Background(), string(root), f, fsutil.SmallFile)
+func authorizedKeysSpec(root sysroot.Root, budget *fsutil.Budget, f string) (string, error) {
+	b, err := budget.ReadFileIn(context.Background(), string(root), f, fsutil.SmallFile)
+	if errors.Is(err, fsutil.ErrOverBudget) {
+		return "", err
+	}
 	if err != nil {
-		return ""
+		return "", nil
 	}
 	for _, line := range strings.Split(string(b), "\n") {
 		fields := strings.Fields(strings.ReplaceAll(line, "=", " "))
@@ -139,15 +151,15 @@ func authorizedKeysSpec(root sysroot.Root, f string) string {
 		}
 		switch strings.ToLower(fields[0]) {
 		case "match":
-			return ""
+			return "", nil
 		case "authorizedkeysfile":
 			if len(fields) > 1 && fields[1] != "none" {
-				return strings.Trim(fields[1], `"`)
+				return strings.Trim(fields[1], `"`), nil
 			}
-			return ""
+			return "", nil
 		}
 	}
-	return ""
+	return "", nil
 }
 
 // maxAuthorizedKeys bounds the authorized_keys file read.
@@ -394,7 +406,9 @@ func Fingerprints(keys []string) []string {
 // ImageDefaultUser is system_info.default_user.name of cloud-init's
 // configuration under root (cloud.cfg, then cloud.cfg.d/*.cfg in name
 // order, the last file that sets it winning); "" when none does. A file
-// that cannot be read or decoded is skipped.
+// that cannot be read or decoded is skipped; files past the aggregate
+// bound of cloud-init's configuration (fsutil.CloudConfigBudget) are not
+// read.
 func ImageDefaultUser(root sysroot.Root) string {
 	files := []string{paths.CloudCfg}
 	if ents, err := fsutil.ReadDirIn(string(root), paths.CloudCfgD); err == nil {
@@ -408,8 +422,12 @@ func ImageDefaultUser(root sysroot.Root) string {
 		files = append(files, names...)
 	}
 	name := ""
+	budget := fsutil.CloudConfigBudget()
 	for _, f := range files {
-		b, err := fsutil.ReadFileIn(context.Background(), string(root), f, fsutil.SmallFile)
+		b, err := budget.ReadFileIn(context.Background(), string(root), f, fsutil.SmallFile)
+		if errors.Is(err, fsutil.ErrOverBudget) {
+			break // files past the aggregate bound are not read
+		}
 		if err != nil {
 			continue
 		}

@@ -120,10 +120,16 @@ func detectNetplan(r unit.Root) *NetplanInfo {
 	if len(byName) == 0 && len(np.Notes) == 0 {
 		return nil
 	}
+	// One bound for all the files together, beside each file's.
+	budget := fsutil.ConfigBudget("netplan's configuration (" + strings.Join(netplanDirs, ", ") + " together)")
 	for _, n := range slices.Sorted(maps.Keys(byName)) {
 		p := byName[n]
 		np.Files = append(np.Files, p)
-		b, err := fsutil.ReadFileIn(context.Background(), r.Dir, p, fsutil.SmallFile)
+		b, err := budget.ReadFileIn(context.Background(), r.Dir, p, fsutil.SmallFile)
+		if errors.Is(err, fsutil.ErrOverBudget) {
+			np.Notes = append(np.Notes, fmt.Sprintf("netplan: %v; it and the files after it not read", err))
+			break
+		}
 		if err != nil {
 			np.Notes = append(np.Notes, fmt.Sprintf("netplan: %s not read: %v", p, err))
 			continue

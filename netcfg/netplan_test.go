@@ -3,6 +3,7 @@ package netcfg
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 )
 
 const (
@@ -369,5 +372,35 @@ func TestDetectNetplanOnAnImageStaysInTheRoot(t *testing.T) {
 	}
 	if len(d.Netplan.Notes) != 3 {
 		t.Errorf("notes %q, want one for each link and the FIFO", d.Netplan.Notes)
+	}
+}
+
+// netplan's directories are read within one aggregate bound as well as
+// each file's: YAML files past it are not read, and a note says so,
+// naming the file and the bound; the entries read before it stand.
+func TestDetectNetplanAggregateBound(t *testing.T) {
+	line := "# " + strings.Repeat("x", 77) + "\n"
+	pad := strings.Repeat(line, (fsutil.SmallFile-4096)/len(line))
+	files := map[string]string{netplanGen: "", "/etc/netplan/00-first.yaml": catchAll}
+	for i := range fsutil.ConfigSetTotal/len(pad) + 1 {
+		files[fmt.Sprintf("/etc/netplan/%02d-pad.yaml", i+10)] = pad
+	}
+	files["/etc/netplan/99-late.yaml"] = "network: {version: 2, ethernets: {late: {dhcp4: true}}}"
+	root := stackRoot(t, units(files, ndUnit), enabled(nil, ndUnit))
+	d, err := DetectStack(root)
+	if err != nil || d.Netplan == nil {
+		t.Fatalf("DetectStack = %+v, %v", d.Netplan, err)
+	}
+	var ids []string
+	for _, e := range d.Netplan.Entries {
+		ids = append(ids, e.ID)
+	}
+	if slices.Contains(ids, "late") || !slices.Contains(ids, "all-en") {
+		t.Errorf("entries %q: want those before the bound only", ids)
+	}
+	if !slices.ContainsFunc(d.Netplan.Notes, func(n string) bool {
+		return strings.Contains(n, "aggregate bound") && strings.Contains(n, fmt.Sprint(fsutil.ConfigSetTotal))
+	}) {
+		t.Errorf("notes %q do not name the aggregate bound", d.Netplan.Notes)
 	}
 }

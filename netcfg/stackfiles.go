@@ -53,7 +53,12 @@ const NMAheadConfFile = "/run/NetworkManager/conf.d/50-seedkeeper-ahead.conf"
 // bonds, bridges and VLANs, which seedkeeper makes live and renders no
 // profile for, and their member NICs are unmanaged: with
 // keep-configuration=no NetworkManager would disconnect them and clean
-// their configuration up. It returns nil when there is nothing to say.
+// their configuration up. The two lists of [main] and [keyfile] are
+// appended to ("+="), never set: an image's own no-auto-default=* (RHEL's
+// NetworkManager-config-server) or unmanaged-devices stays in force for
+// every NIC seedkeeper does not own. The device sections are named for
+// seedkeeper and match only its NICs. It returns nil when there is
+// nothing to say.
 func RenderNMConf(c *Config, owned func(*Interface) bool) []byte {
 	if owned == nil {
 		owned = func(*Interface) bool { return true }
@@ -90,7 +95,7 @@ func RenderNMConf(c *Config, owned func(*Interface) bool) []byte {
 	var b strings.Builder
 	b.WriteString(Header + "\n")
 	if len(macs) > 0 {
-		b.WriteString("[main]\nno-auto-default=" + strings.Join(macs, ",") + "\n")
+		b.WriteString("[main]\nno-auto-default+=" + strings.Join(macs, ",") + "\n")
 	}
 	if len(unmanaged) > 0 {
 		b.WriteString("\n[keyfile]\nunmanaged-devices+=" + strings.Join(unmanaged, ";") + "\n")

@@ -328,7 +328,7 @@ func TestRenderNMConf(t *testing.T) {
 	}
 	want := Header + `
 [main]
-no-auto-default=mac:bc:24:11:aa:bb:01,mac:bc:24:11:aa:bb:02
+no-auto-default+=mac:bc:24:11:aa:bb:01,mac:bc:24:11:aa:bb:02
 
 [device-seedkeeper]
 match-device=mac:bc:24:11:aa:bb:01;mac:bc:24:11:aa:bb:02
@@ -367,7 +367,7 @@ func TestRenderNMConfStacked(t *testing.T) {
 	owned := func(i *Interface) bool { return i.ID != "other" }
 	want := Header + `
 [main]
-no-auto-default=mac:bc:24:11:aa:bb:01,mac:bc:24:11:aa:bb:02,mac:bc:24:11:aa:bb:03
+no-auto-default+=mac:bc:24:11:aa:bb:01,mac:bc:24:11:aa:bb:02,mac:bc:24:11:aa:bb:03
 
 [keyfile]
 unmanaged-devices+=mac:bc:24:11:aa:bb:01;mac:bc:24:11:aa:bb:02;interface-name:bond0;interface-name:bond0.100;interface-name:br0

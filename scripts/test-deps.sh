@@ -58,6 +58,28 @@ if [ "$(uname -m)" = x86_64 ] && [ ! -e "$kcache/linux-image-$kver/boot/vmlinuz-
 	fi
 fi
 
+# NetworkManager is an oracle for how its configuration merges
+# (NetworkManager --print-config, which reads the files and exits).
+# Installing the package would start the daemon on this machine's network,
+# so it is only extracted, beside the libraries it links (libraries only:
+# nothing among them starts a service), and never run as a daemon.
+nmcache=$kcache/network-manager
+if [ ! -x "$nmcache/usr/sbin/NetworkManager" ]; then
+	if [ "$(id -u)" != 0 ]; then
+		echo "test-deps: missing the extracted NetworkManager (run as root to fetch it; its merge checks will skip)" >&2
+	else
+		echo "test-deps: extracting network-manager into $nmcache" >&2
+		export DEBIAN_FRONTEND=noninteractive
+		apt-get install -y -qq -o DPkg::Lock::Timeout=300 --no-install-recommends libndp0 libglib2.0-0 libcurl3-gnutls libpsl5 >/dev/null 2>&1 ||
+			{ apt-get update -qq >/dev/null && apt-get install -y -qq -o DPkg::Lock::Timeout=300 --no-install-recommends libndp0 libglib2.0-0 libcurl3-gnutls libpsl5 >/dev/null; }
+		mkdir -p "$nmcache.tmp"
+		(cd "$nmcache.tmp" && { apt-get download -qq network-manager 2>/dev/null ||
+			{ apt-get update -qq >/dev/null && apt-get download -qq network-manager; }; })
+		dpkg-deb -x "$nmcache.tmp"/network-manager_*.deb "$nmcache"
+		rm -rf "$nmcache.tmp"
+	fi
+fi
+
 if [ -z "$missing" ]; then
 	exit 0
 fi

@@ -106,7 +106,7 @@ func checkRenderedOwned(t *testing.T, cfg *netcfg.Config, live []Link) {
 								t.Fatalf("%s: allowed connection %q is not a profile seedkeeper writes", where, spec)
 							}
 						}
-					case "no-auto-default", "unmanaged-devices+", "match-device":
+					case "no-auto-default+", "unmanaged-devices+", "match-device":
 						for _, spec := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ';' }) {
 							switch kind, x, _ := strings.Cut(spec, ":"); kind {
 							case "mac":

@@ -30,6 +30,7 @@ const (
 type hostileStep struct {
 	cmd  string // the column it goes in
 	rss  int64  // peak RSS, KiB
+	dur  time.Duration
 	exit int
 	bad  string // a crash or an overrun, or ""
 }
@@ -48,12 +49,12 @@ func (c *hostileCase) peak() int64 {
 }
 
 // hostileColumns are the commands a case may run, in the table's order.
-var hostileColumns = []string{"fetch", "boot", "second boot"}
+var hostileColumns = []string{"fetch", "boot", "second boot", "status", "image check", "image seal"}
 
 // runStep runs one command of a case and records it.
 func (c *hostileCase) runStep(ctx context.Context, col string, env []string, argv ...string) {
 	p, err := runProc(ctx, env, argv...)
-	s := hostileStep{cmd: col, rss: p.rss, exit: p.exit}
+	s := hostileStep{cmd: col, rss: p.rss, dur: p.dur, exit: p.exit}
 	switch {
 	case err != nil:
 		s.bad = err.Error()
@@ -123,12 +124,13 @@ func corpusCases(kind string) ([]string, error) {
 	return out, nil
 }
 
-// hostile runs every case of the corpus once and renders the section.
-func hostile(ctx context.Context, bin string, logf func(string, ...any)) (string, error) {
+// hostile runs every case of the corpus once and renders the section; it
+// returns the cases too, for overBudget.
+func hostile(ctx context.Context, bin string, logf func(string, ...any)) (string, []*hostileCase, error) {
 	start := time.Now()
 	tmp, err := os.MkdirTemp("", "skbench-hostile-")
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	defer os.RemoveAll(tmp)
 	n := 0
@@ -142,7 +144,7 @@ func hostile(ctx context.Context, bin string, logf func(string, ...any)) (string
 	// (the second boot reads the imported seed).
 	names, err := corpusCases("nocloud")
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	for _, name := range names {
 		src, _ := filepath.Abs(filepath.Join(hostileDir, "nocloud", name))
@@ -151,20 +153,21 @@ func hostile(ctx context.Context, bin string, logf func(string, ...any)) (string
 		c.runStep(ctx, "fetch", nil, bin, "fetch", "--seed", src)
 		root := newDir()
 		if err := hostileRoot(root); err != nil {
-			return "", err
+			return "", nil, err
 		}
 		if err := copySeed(src, root); err != nil {
-			return "", err
+			return "", nil, err
 		}
 		c.runStep(ctx, "boot", nil, bin, "boot", "--root", root)
 		c.runStep(ctx, "second boot", nil, bin, "boot", "--root", root)
+		c.runStep(ctx, "status", nil, bin, "status", "--root", root)
 		cases = append(cases, c)
 	}
 
 	// guestinfo: through the stub vmware-rpctool of testdata/vmware.
 	names, err = corpusCases("guestinfo")
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	for _, name := range names {
 		c := &hostileCase{name: "guestinfo/" + name}
@@ -174,29 +177,29 @@ func hostile(ctx context.Context, bin string, logf func(string, ...any)) (string
 		for _, f := range []string{"vmware-rpctool", "vmtoolsd", "guestinfo-stub.sh"} {
 			b, err := os.ReadFile(filepath.Join("testdata/vmware", f))
 			if err != nil {
-				return "", err
+				return "", nil, err
 			}
 			if err := writeFileMode(filepath.Join(stub, f), string(b), 0o755); err != nil {
-				return "", err
+				return "", nil, err
 			}
 		}
 		src := filepath.Join(hostileDir, "guestinfo", name)
 		entries, err := os.ReadDir(src)
 		if err != nil {
-			return "", err
+			return "", nil, err
 		}
 		for _, e := range entries {
 			b, err := os.ReadFile(filepath.Join(src, e.Name()))
 			if err != nil {
-				return "", err
+				return "", nil, err
 			}
 			if err := writeFileMode(filepath.Join(gi, "guestinfo."+e.Name()), string(b), 0o600); err != nil {
-				return "", err
+				return "", nil, err
 			}
 		}
 		root := filepath.Join(base, "root")
 		if err := dmiRoot(root, "VMware7,1", "VMware, Inc.", "4213ABCD-1234-5678-9ABC-DEF012345678"); err != nil {
-			return "", err
+			return "", nil, err
 		}
 		env := []string{"PATH=" + stub + ":/usr/bin:/bin", "GUESTINFO_DIR=" + gi}
 		c.runStep(ctx, "fetch", env, bin, "fetch", "--root", root, "--source", "vmware")
@@ -208,11 +211,11 @@ func hostile(ctx context.Context, bin string, logf func(string, ...any)) (string
 	// files the corpus cannot hold (a device and a FIFO).
 	names, err = corpusCases("config")
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	fifo := filepath.Join(tmp, "config-fifo")
 	if err := mkfifo(fifo); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	configs := []string{"/dev/zero", fifo}
 	for _, name := range names {
@@ -232,23 +235,23 @@ func hostile(ctx context.Context, bin string, logf func(string, ...any)) (string
 		logf("hostile: %s", c.name)
 		root := newDir()
 		if err := hostileRoot(root); err != nil {
-			return "", err
+			return "", nil, err
 		}
 		if err := copySeed(good, root, "meta-data", "user-data"); err != nil {
-			return "", err
+			return "", nil, err
 		}
 		c.runStep(ctx, "boot", nil, bin, "boot", "--root", root, "--config", cfg)
 		cases = append(cases, c)
 	}
 	limits, err := limitCases(ctx, bin, newDir(), logf)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	cases = append(cases, limits...)
 	if ctx.Err() != nil {
-		return "", ctx.Err()
+		return "", nil, ctx.Err()
 	}
-	return hostileMarkdown(cases, time.Since(start)), nil
+	return hostileMarkdown(cases, time.Since(start)), cases, nil
 }
 
 func hostileMarkdown(cases []*hostileCase, took time.Duration) string {
@@ -260,7 +263,7 @@ func hostileMarkdown(cases []*hostileCase, took time.Duration) string {
 	b.WriteString(bench.ThisMachine(".").Markdown())
 	fmt.Fprintf(&b, "- Command: `make bench-hostile` (`skbench hostile`), %s\n\n", took.Round(time.Second))
 	b.WriteString(hostileLegend)
-	b.WriteString("| case | peak | fetch | boot | second boot |\n|---|---:|---:|---:|---:|\n")
+	b.WriteString("| case | peak | " + strings.Join(hostileColumns, " | ") + " |\n|---|---:|" + strings.Repeat("---:|", len(hostileColumns)) + "\n")
 	var over, bad []string
 	procs := 0
 	var top int64
@@ -269,9 +272,9 @@ func hostileMarkdown(cases []*hostileCase, took time.Duration) string {
 		for _, s := range c.steps {
 			procs++
 			top = max(top, s.rss)
-			cell := fmt.Sprintf("%s (exit %d)", kib(s.rss), s.exit)
+			cell := fmt.Sprintf("%s, %s (exit %d)", kib(s.rss), secs(s.dur), s.exit)
 			if s.bad != "" {
-				cell = fmt.Sprintf("%s (%s)", kib(s.rss), oneLine(s.bad))
+				cell = fmt.Sprintf("%s, %s (%s)", kib(s.rss), secs(s.dur), oneLine(s.bad))
 				bad = append(bad, c.name+" "+s.cmd)
 			}
 			if s.rss == 0 || s.rss >= rssBudgetKiB {
@@ -300,6 +303,24 @@ func hostileMarkdown(cases []*hostileCase, took time.Duration) string {
 	return b.String()
 }
 
+// overBudget names the processes of cases that reached the budget, could
+// not be measured, crashed or exited outside 0–4.
+func overBudget(cases []*hostileCase) []string {
+	var out []string
+	for _, c := range cases {
+		for _, s := range c.steps {
+			if s.rss == 0 || s.rss >= rssBudgetKiB || s.bad != "" {
+				out = append(out, c.name+" "+s.cmd)
+			}
+		}
+	}
+	return out
+}
+
+func secs(d time.Duration) string {
+	return fmt.Sprintf("%.2f s", d.Seconds())
+}
+
 func cmpOr(s, def string) string {
 	if s == "" {
 		return def
@@ -307,21 +328,27 @@ func cmpOr(s, def string) string {
 	return s
 }
 
-const hostileLegend = `The memory budget (SECURITY.md, "Limits"): the peak RSS of ` + "`seedkeeper boot`" + ` over the
-hostile-input corpus (testdata/hostile) stays under **64 MiB**. Each case runs
-once, on a scratch root made the way cmd/seedkeeper's TestHostile*Corpus tests
-make it: a NoCloud case runs ` + "`fetch --seed DIR`" + `, then ` + "`boot --root ROOT`" + `
-with the seed in ROOT/var/lib/cloud/seed/nocloud, then boot again (reading the
-imported seed); a guestinfo case runs ` + "`fetch --root ROOT --source vmware`" + ` and
-boot through the stub vmware-rpctool of testdata/vmware; a config case runs
+const hostileLegend = `The memory budget (SECURITY.md, "Limits"): the peak RSS of every process
+over the hostile-input corpus (testdata/hostile) and at every documented
+limit stays under **64 MiB**. Each case runs once, on a scratch root made the
+way cmd/seedkeeper's TestHostile*Corpus tests make it: a NoCloud case runs
+` + "`fetch --seed DIR`" + `, then ` + "`boot --root ROOT`" + ` with the seed in
+ROOT/var/lib/cloud/seed/nocloud, then boot again (reading the imported seed),
+then ` + "`status --root ROOT`" + `; a guestinfo case runs ` + "`fetch --root ROOT --source vmware`" + `
+and boot through the stub vmware-rpctool of testdata/vmware; a config case runs
 ` + "`boot --root ROOT --config FILE`" + ` beside a good seed. The ` + "`limits/`" + ` cases are
-made by the harness: inputs at every limit SECURITY.md documents (a YAML or
-JSON document at 2 MiB and 65536 values, every seed file at 16 MiB in one
-seed, guestinfo values expanding to their limits, the SmartOS values of one
+made by the harness: inputs at every limit SECURITY.md documents and one past
+it (a YAML or JSON document at 2 MiB and 65536 values and one byte or value
+past, every seed file at 16 MiB in one seed and user-data one byte past,
+guestinfo values expanding to their limits and past, the SmartOS values of one
 read at their 16 MiB total over a unix socket), so the per-file limits are
-measured summed, in one process. Peak RSS is the child's
-ru_maxrss from wait4 (for the guestinfo cases that takes in the stub shell
-scripts seedkeeper waited for, which are smaller). Largest case first; a cell
-in bold reached the budget.
+measured summed, in one process; the ` + "`limits/image`" + ` cases run boot, status,
+` + "`image check`" + ` and ` + "`image seal`" + ` over an image root at the aggregate bound of
+its cloud-init configuration (4 MiB, 512 files) and past it, with every 1 MiB
+file it reads at and past its bound, and with a unit directory of 65536 and
+65537 entries. Peak RSS is the child's ru_maxrss from wait4 (for the
+guestinfo cases that takes in the stub shell scripts seedkeeper waited for,
+which are smaller), beside its wall time. Largest case first; a cell in bold
+reached the budget, and then skbench exits 1.
 
 `

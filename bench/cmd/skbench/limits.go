@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 	"github.com/seedkeeper/seedkeeper/internal/seedimage"
 	"github.com/seedkeeper/seedkeeper/internal/yamlx"
 	"github.com/seedkeeper/seedkeeper/mdata/mdatatest"
@@ -60,7 +61,7 @@ const limitNetwork = "version: 2\nethernets:\n  e0: {match: {macaddress: '52:54:
 // process that starts seedkeeper never holds tens of MiB itself.
 type limitCase struct {
 	name string
-	kind string // nocloud, guestinfo
+	kind string // nocloud, guestinfo, image (files by system path in the root)
 	// files are made only in the helper (the parent must stay small).
 	files func() map[string]string
 }
@@ -108,7 +109,129 @@ func limitCaseList() []limitCase {
 				"metadata": gzb64("[" + strings.Repeat("a,", 8<<20) + "a]"), "metadata.encoding": "gzip+base64",
 			}
 		}},
+		{"limits/nocloud: user-data at 16 MiB exactly", "nocloud", func() map[string]string {
+			return map[string]string{"meta-data": "instance-id: iid-limits\n", "user-data": exactly("#cloud-config\n", seedMax)}
+		}},
+		{"limits/nocloud: user-data one byte past 16 MiB", "nocloud", func() map[string]string {
+			return map[string]string{"meta-data": "instance-id: iid-limits\n", "user-data": exactly("#cloud-config\n", seedMax+1)}
+		}},
+		{"limits/nocloud: meta-data one byte past 2 MiB", "nocloud", func() map[string]string {
+			return map[string]string{"meta-data": exactly("instance-id: iid-limits\n", yamlx.MaxDocument+1), "user-data": "#cloud-config\n"}
+		}},
+		{"limits/guestinfo: user-data one byte past 16 MiB, gzip", "guestinfo", func() map[string]string {
+			return map[string]string{
+				"metadata": gzb64("instance-id: iid-limits\n"), "metadata.encoding": "gzip+base64",
+				"userdata": gzb64(exactly("#cloud-config\n", seedMax+1)), "userdata.encoding": "gzip+base64",
+			}
+		}},
+		{"limits/image: cloud.cfg and cloud.cfg.d at their 4 MiB total", "image", func() map[string]string {
+			return cloudConfigAt(fsutil.ConfigSetTotal)
+		}},
+		{"limits/image: cloud.cfg and cloud.cfg.d one byte past their 4 MiB total", "image", func() map[string]string {
+			return cloudConfigAt(fsutil.ConfigSetTotal + 1)
+		}},
+		{"limits/image: cloud.cfg and cloud.cfg.d at 512 files", "image", func() map[string]string {
+			return cloudConfigFiles(fsutil.ConfigSetFiles)
+		}},
+		{"limits/image: cloud.cfg and cloud.cfg.d at 513 files", "image", func() map[string]string {
+			return cloudConfigFiles(fsutil.ConfigSetFiles + 1)
+		}},
+		{"limits/image: every file read under the root at 1 MiB", "image", func() map[string]string {
+			return smallFilesAt(fsutil.SmallFile)
+		}},
+		{"limits/image: every file read under the root one byte past 1 MiB", "image", func() map[string]string {
+			return smallFilesAt(fsutil.SmallFile + 1)
+		}},
+		{"limits/image: a unit directory of 65536 entries", "image", func() map[string]string {
+			return unitDirEntries(65536)
+		}},
+		{"limits/image: a unit directory of 65537 entries", "image", func() map[string]string {
+			return unitDirEntries(65537)
+		}},
 	}
+}
+
+// exactly is head followed by comment lines, n bytes in all.
+func exactly(head string, n int) string {
+	line := "#" + strings.Repeat("x", 62) + "\n"
+	rest := n - len(head)
+	s := head + strings.Repeat(line, rest/len(line))
+	if r := rest % len(line); r > 0 {
+		s += strings.Repeat("#", r-1) + "\n"
+	}
+	return s
+}
+
+// jsonExactly is a JSON object of n bytes.
+func jsonExactly(n int) string {
+	return `{"pad":"` + strings.Repeat("x", n-11) + "\"}\n"
+}
+
+// imageBase is an image root's own files: cloud-init's configuration with
+// seedkeeper's drop-in, and seedkeeper's units, enabled.
+func imageBase() map[string]string {
+	read := func(p string) string {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			panic(err)
+		}
+		return string(b)
+	}
+	return map[string]string{
+		"/etc/cloud/cloud.cfg":                         "datasource_list: [NoCloud, None]\n",
+		"/etc/cloud/cloud.cfg.d/95-seedkeeper.cfg":     read("packaging/95-seedkeeper.cfg"),
+		"/lib/systemd/system/seedkeeper-boot.service":  read("packaging/seedkeeper-boot.service"),
+		"/lib/systemd/system/seedkeeper-watch.service": read("packaging/seedkeeper-watch.service"),
+		"/lib/systemd/system/cloud-init-local.service": "[Unit]\nDescription=cloud-init local\n[Service]\nExecStart=/bin/true\n",
+		"/etc/machine-id":                              "",
+	}
+}
+
+// cloudConfigAt is an image whose cloud.cfg and cloud.cfg.d hold n bytes
+// together, each file under its own bound.
+func cloudConfigAt(n int) map[string]string {
+	files := imageBase()
+	left := n - len(files["/etc/cloud/cloud.cfg"]) - len(files["/etc/cloud/cloud.cfg.d/95-seedkeeper.cfg"])
+	for i := 0; left > 0; i++ {
+		k := min(left, fsutil.SmallFile-4096)
+		files[fmt.Sprintf("/etc/cloud/cloud.cfg.d/%02d-pad.cfg", i)] = exactly("", k)
+		left -= k
+	}
+	return files
+}
+
+// cloudConfigFiles is an image whose cloud.cfg and cloud.cfg.d are n
+// files.
+func cloudConfigFiles(n int) map[string]string {
+	files := imageBase()
+	for i := range n - 2 {
+		files[fmt.Sprintf("/etc/cloud/cloud.cfg.d/%04d-x.cfg", i)] = "{}\n"
+	}
+	return files
+}
+
+// smallFilesAt is an image whose files that image check, seal, status
+// and boot read under the root with the SmallFile bound are n bytes each.
+func smallFilesAt(n int) map[string]string {
+	files := imageBase()
+	files["/etc/cloud/cloud.cfg"] = exactly("datasource_list: [NoCloud, None]\n", n)
+	files["/lib/systemd/system/seedkeeper-boot.service"] = exactly(files["/lib/systemd/system/seedkeeper-boot.service"], n)
+	files["/etc/network/interfaces"] = exactly("source /etc/network/interfaces.d/*\n", n)
+	files["/etc/machine-id"] = exactly("", n)
+	for _, p := range []string{"status.json", "identity.json", "network-receipt.json", "changes.json"} {
+		files["/var/lib/seedkeeper/"+p] = jsonExactly(n)
+	}
+	files["/etc/seedkeeper/config.yaml"] = exactly("", n)
+	return files
+}
+
+// unitDirEntries is an image with n unit files in /etc/systemd/system.
+func unitDirEntries(n int) map[string]string {
+	files := imageBase()
+	for i := range n {
+		files[fmt.Sprintf("/etc/systemd/system/u%05d.service", i)] = ""
+	}
+	return files
 }
 
 // smartosLimitValues are the SmartOS values of one read at their total
@@ -141,6 +264,16 @@ func limitsGen(dir string) error {
 		case "guestinfo":
 			if _, _, err := guestinfoRoot(base, lc.files()); err != nil {
 				return err
+			}
+		case "image":
+			root := filepath.Join(base, "root")
+			if err := hostileRoot(root); err != nil {
+				return err
+			}
+			for p, data := range lc.files() {
+				if err := writeFileMode(filepath.Join(root, p), data, 0o644); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -186,10 +319,20 @@ func limitCases(ctx context.Context, bin, dir string, logf func(string, ...any))
 			c.runStep(ctx, "fetch", nil, bin, "fetch", "--seed", filepath.Join(base, "seed"))
 			c.runStep(ctx, "boot", nil, bin, "boot", "--root", root, "--network", "plan")
 			c.runStep(ctx, "second boot", nil, bin, "boot", "--root", root, "--network", "plan")
+			c.runStep(ctx, "status", nil, bin, "status", "--root", root)
 		case "guestinfo":
 			env := []string{"PATH=" + filepath.Join(base, "bin") + ":/usr/bin:/bin", "GUESTINFO_DIR=" + filepath.Join(base, "guestinfo")}
 			c.runStep(ctx, "fetch", env, bin, "fetch", "--root", root, "--source", "vmware")
 			c.runStep(ctx, "boot", env, bin, "boot", "--root", root, "--network", "plan")
+			c.runStep(ctx, "status", env, bin, "status", "--root", root)
+		case "image":
+			// boot first: it reads the image's cloud-init
+			// configuration (its default user) and units; seal last,
+			// as it changes the root.
+			c.runStep(ctx, "boot", nil, bin, "boot", "--root", root, "--network", "plan")
+			c.runStep(ctx, "status", nil, bin, "status", "--root", root)
+			c.runStep(ctx, "image check", nil, bin, "image", "check", "--root", root)
+			c.runStep(ctx, "image seal", nil, bin, "image", "seal", "--root", root)
 		}
 		cases = append(cases, c)
 	}
@@ -218,6 +361,7 @@ func limitCases(ctx context.Context, bin, dir string, logf func(string, ...any))
 	c.runStep(ctx, "fetch", env, bin, "fetch", "--root", root, "--source", "smartos")
 	c.runStep(ctx, "boot", env, bin, "boot", "--root", root, "--network", "plan")
 	c.runStep(ctx, "second boot", env, bin, "boot", "--root", root, "--network", "plan")
+	c.runStep(ctx, "status", env, bin, "status", "--root", root)
 	return append(cases, c), ctx.Err()
 }
 

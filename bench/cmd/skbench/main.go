@@ -36,10 +36,12 @@ const usage = `Usage: skbench bench  [--bin FILE] [--out FILE] [--runs N] [--wat
 
 bench compares whole processes against the peers installed here and writes
 the "benchmarks" section of --out; faults runs the full fault matrix and
-writes the "faults" section; hostile runs fetch and boot once over every
-case of testdata/hostile and writes their peak RSS (64 MiB budget) into the
-"hostile" section. Run from the module root as root (network
-namespaces for the watch footprint; the Go integration benchmarks).
+writes the "faults" section; hostile runs fetch, boot and status once over
+every case of testdata/hostile, and those with image check and image seal
+over inputs at every documented limit and one past it, writes their peak
+RSS and time into the "hostile" section, and exits 1 when one reaches the
+64 MiB budget. Run from the module root as root (network namespaces for
+the watch footprint; the Go integration benchmarks).
 
 Flags:
   --bin FILE      the seedkeeper binary (default bin/seedkeeper, from make build)
@@ -100,6 +102,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	logf := func(format string, a ...any) { fmt.Fprintf(stderr, format+"\n", a...) }
 	var name, body string
+	var over []string
 	switch args[0] {
 	case "bench":
 		n := *runs
@@ -123,7 +126,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		body, err = faults(ctx, abs, n, *seed, logf)
 		name = "faults"
 	case "hostile":
-		body, err = hostile(ctx, abs, logf)
+		var cases []*hostileCase
+		body, cases, err = hostile(ctx, abs, logf)
+		over = overBudget(cases)
 		name = "hostile"
 	}
 	if err != nil {
@@ -135,6 +140,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	fmt.Fprintf(stdout, "skbench: wrote the %s section of %s\n", name, *out)
+	if len(over) > 0 {
+		fmt.Fprintf(stderr, "skbench: over the 64 MiB budget, not measured, crashed or exited outside 0-4: %s\n", strings.Join(over, ", "))
+		return 1
+	}
 	return 0
 }
 
