@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 )
 
 // The version the package tests build with, and what it becomes.
@@ -69,6 +71,7 @@ var units = []string{"seedkeeper-boot.service", "seedkeeper-watch.service"}
 // link and mode, that both units are enabled there, that an upgrade keeps
 // an admin's "disable", and that remove and purge take everything away.
 func TestIntegrationDebInstall(t *testing.T) {
+	testenv.Integration(t)
 	needRoot(t, "dpkg installs files owned by root")
 	needTool(t, "dpkg", "dpkg")
 	needTool(t, "deb-systemd-helper", "init-system-helpers")
@@ -259,6 +262,7 @@ func checkManPage(t *testing.T, path string) {
 // every file with its mode, owner, link target and config flags, and the
 // scriptlets.
 func TestIntegrationRPMContents(t *testing.T) {
+	testenv.Integration(t)
 	needTool(t, "rpm", "rpm")
 	pkg := onePackage(t, packages(t), "*.rpm")
 	arch := map[string]string{"amd64": "x86_64", "arm64": "aarch64"}[runtime.GOARCH]
