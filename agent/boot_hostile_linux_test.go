@@ -21,9 +21,9 @@ import (
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
 
-// commandBoot runs Boot as `seedkeeper boot --root root` does: the
-// configuration loaded from root (or cfgPath), the command's logger, and
-// the service manager's lines recorded.
+// commandBoot is a Boot run as `seedkeeper boot --root root` runs it: its
+// log in the command's format and the lines it told the service manager,
+// then its status and error.
 type commandBoot struct {
 	st     *agent.Status
 	err    error
@@ -31,20 +31,29 @@ type commandBoot struct {
 	notify *notifyLog
 }
 
-func bootCommand(t *testing.T, ctx context.Context, root, cfgPath string, mode agent.NetworkMode) commandBoot {
-	t.Helper()
-	b := commandBoot{log: &syncbuf.Buffer{}, notify: &notifyLog{}}
+// commandEnv is the Env the command makes for root: the configuration
+// loaded from root (or cfgPath) and the command's logger, with the log and
+// the service manager's lines recorded in b.
+func commandEnv(root, cfgPath string) (agent.Env, *commandBoot) {
+	b := &commandBoot{log: &syncbuf.Buffer{}, notify: &notifyLog{}}
 	e := agent.LoadEnv(root, cfgPath, agent.NewLogger(b.log))
 	e.Notify = b.notify.notify
-	b.st, b.err = agent.Boot(ctx, e, agent.BootOptions{Network: mode})
+	return e, b
+}
+
+// bootCommand boots root as the command does, with the network mode.
+func bootCommand(t *testing.T, root, cfgPath string, mode agent.NetworkMode) *commandBoot {
+	t.Helper()
+	e, b := commandEnv(root, cfgPath)
+	b.st, b.err = agent.Boot(context.Background(), e, agent.BootOptions{Network: mode})
 	return b
 }
 
 // bootCommandOK is bootCommand that fails the test unless the boot went
 // well (the command's exit 0).
-func bootCommandOK(t *testing.T, root string, mode agent.NetworkMode) commandBoot {
+func bootCommandOK(t *testing.T, root string, mode agent.NetworkMode) *commandBoot {
 	t.Helper()
-	b := bootCommand(t, context.Background(), root, "", mode)
+	b := bootCommand(t, root, "", mode)
 	if b.err != nil {
 		t.Fatalf("boot: %v\n%s", b.err, b.log)
 	}
@@ -178,7 +187,7 @@ func TestBootAliasesResolvedAndBounded(t *testing.T) {
 	})
 	cfg := filepath.Join(root, "etc/seedkeeper/config.yaml")
 	writeFile(t, cfg, "network:\n  owner: cloud-init\n")
-	if b := bootCommand(t, context.Background(), root, cfg, agent.NetworkAuto); b.err != nil {
+	if b := bootCommand(t, root, cfg, agent.NetworkAuto); b.err != nil {
 		t.Fatalf("boot: %v\n%s", b.err, b.log)
 	}
 	nc := seedFile(t, root, "network-config")
@@ -215,7 +224,7 @@ func TestBootVMwareNetworkAliasBomb(t *testing.T) {
 	}
 	g.set(t, "metadata", enc)
 	g.set(t, "metadata.encoding", "gzip+base64")
-	b := bootCommand(t, context.Background(), g.root, "", agent.NetworkAuto)
+	b := bootCommand(t, g.root, "", agent.NetworkAuto)
 	if b.err != nil {
 		t.Fatalf("boot: %v\n%s", b.err, b.log)
 	}

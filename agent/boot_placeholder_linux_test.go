@@ -72,9 +72,9 @@ func reboot(t *testing.T, root string) {
 
 // bootNoSource boots root, which has no source, and checks that
 // cloud-init is held back (the command's exit 1).
-func bootNoSource(t *testing.T, root string) commandBoot {
+func bootNoSource(t *testing.T, root string) *commandBoot {
 	t.Helper()
-	b := bootCommand(t, context.Background(), root, "", agent.NetworkAuto)
+	b := bootCommand(t, root, "", agent.NetworkAuto)
 	if !errors.Is(b.err, datasource.ErrNoSource) {
 		t.Fatalf("boot without a seed: %v\n%s", b.err, b.log)
 	}
@@ -164,7 +164,7 @@ func TestBootSameDiskWithoutThenWithSeed(t *testing.T) {
 		os.RemoveAll(filepath.Join(root, "dev"))
 		os.RemoveAll(filepath.Join(root, "sys/class/block"))
 		reboot(t, root)
-		b := bootCommand(t, context.Background(), root, "", agent.NetworkAuto)
+		b := bootCommand(t, root, "", agent.NetworkAuto)
 		if !errors.Is(b.err, datasource.ErrNoSource) || !strings.Contains(b.log.String(), "cloud-init runs with the seed an earlier boot wrote") {
 			t.Errorf("boot after the CD-ROM was detached: %v\n%s", b.err, b.log)
 		}
@@ -179,9 +179,7 @@ func TestBootSameDiskWithoutThenWithSeed(t *testing.T) {
 // closed. The boot is cancelled and awaited when the test ends.
 func startBoot(t *testing.T, root, cfgPath string) (b *commandBoot, done <-chan struct{}) {
 	t.Helper()
-	b = &commandBoot{log: &syncBuffer{}, notify: &notifyLog{}}
-	e := agent.LoadEnv(root, cfgPath, agent.NewLogger(b.log))
-	e.Notify = b.notify.notify
+	e, b := commandEnv(root, cfgPath)
 	ctx, cancel := context.WithCancel(context.Background())
 	ch := make(chan struct{})
 	go func() {
