@@ -1,6 +1,7 @@
 # seedkeeper — build, test and demo.
 #
 #   make demo    run seedkeeper against the simulated SmartOS host (no root)
+#   make check   gofmt, go vet and the -short tests: run before every commit
 #   make test    install missing test tools (as root) and run every test
 #   make build   build the static binary into bin/
 #   make package build the .deb and .rpm into bin/pkg/ (nfpm, a Go tool in tools/)
@@ -32,7 +33,7 @@ BIN       := bin
 TOOLS     := mdata-get mdata-put mdata-delete mdata-list
 TESTFLAGS ?= -race -count=1 -timeout 85m
 
-.PHONY: all build demo test test-deps vet unit bench bench-report bench-hostile faults skbench fuzz clean
+.PHONY: all build demo check test test-deps vet unit bench bench-report bench-hostile faults skbench fuzz clean
 
 all: build
 
@@ -50,6 +51,13 @@ test-deps:
 vet:
 	@test -z "$$(gofmt -l . | tee /dev/stderr)" || { echo "gofmt: files above need formatting" >&2; exit 1; }
 	$(GO) vet ./...
+
+# The loop before every commit, about a minute on a quiet machine: what
+# needs root, namespaces, ptys, seed images, package tools, QEMU or real
+# protocol timeouts (every TestIntegration... test, and the oracle runs over
+# corpora) is skipped under -short, and make test runs it.
+check: vet
+	$(GO) test -short -count=1 ./...
 
 test: test-deps vet
 	$(GO) test $(TESTFLAGS) ./...

@@ -14,6 +14,7 @@ import (
 
 	"github.com/seedkeeper/seedkeeper/agent"
 	"github.com/seedkeeper/seedkeeper/internal/nstest"
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 )
 
 // The BOOT event: Boot with NetworkApply brings owned NICs to the
@@ -46,6 +47,7 @@ func bootNet(t *testing.T, n *nstest.NS, root string) string {
 }
 
 func TestIntegrationBootNetworkApply(t *testing.T) {
+	testenv.Integration(t)
 	n, peers := newTestNetns(t), newTestNetns(t)
 	const macOwned, macBridge = "02:5e:00:00:04:01", "02:5e:00:00:04:02"
 	root := netBootRoot(t, "iid-bootnet", `version: 2
@@ -117,6 +119,7 @@ ethernets:
 
 // No network key in the metadata: leave the network alone.
 func TestIntegrationBootNoNetworkConfig(t *testing.T) {
+	testenv.Integration(t)
 	n, peers := newTestNetns(t), newTestNetns(t)
 	root := kvmRoot(t, map[string]string{"etc/seedkeeper/config.yaml": "hotplug:\n  drivers: [veth]\n"})
 	copySeed(t, filepath.Join(root, "var/lib/cloud/seed/nocloud"))
@@ -143,6 +146,7 @@ func TestIntegrationBootNoNetworkConfig(t *testing.T) {
 // A bridge of two owned NICs is created live at boot, with its address,
 // rendered for networkd, listed as owned; a second boot changes nothing.
 func TestIntegrationBootStackedBridge(t *testing.T) {
+	testenv.Integration(t)
 	n, peers := newTestNetns(t), newTestNetns(t)
 	const mac1, mac2 = "02:5e:00:00:05:01", "02:5e:00:00:05:02"
 	root := netBootRoot(t, "iid-bootbridge", `version: 1
@@ -203,6 +207,7 @@ config:
 // files follow the live plan: br0 is neither made live nor rendered, and
 // eth1's own file does not name it.
 func TestIntegrationBootStackedRefusedIsNotNamed(t *testing.T) {
+	testenv.Integration(t)
 	n, peers := newTestNetns(t), newTestNetns(t)
 	const mac1 = "02:5e:00:00:06:01"
 	root := netBootRoot(t, "iid-bootrefused", `version: 1
@@ -245,6 +250,7 @@ config:
 // status named only entries that match the link's name, so it said nothing
 // of the catch-all that would take the owned NIC.
 func TestIntegrationBootNetplanEntryMatchesByAltName(t *testing.T) {
+	testenv.Integration(t)
 	n, peers := newTestNetns(t), newTestNetns(t)
 	const mac = "02:5e:00:00:04:11"
 	root := netBootRoot(t, "iid-netplan-alt", `version: 2

@@ -10,6 +10,7 @@ import (
 	"github.com/seedkeeper/seedkeeper/agent"
 	"github.com/seedkeeper/seedkeeper/internal/config"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 	"github.com/seedkeeper/seedkeeper/mdata/mdatatest"
 )
 
@@ -102,6 +103,7 @@ func TestBootSmartOS(t *testing.T) {
 // The same over the serial line: a pty with the simulated host on the
 // other side.
 func TestIntegrationBootSmartOSSerial(t *testing.T) {
+	testenv.Integration(t)
 	h := mdatatest.NewHost(smartosStore())
 	t.Cleanup(func() { h.Close() })
 	p, err := h.StartPTY()

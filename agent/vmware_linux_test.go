@@ -14,6 +14,7 @@ import (
 	"github.com/seedkeeper/seedkeeper/agent"
 	"github.com/seedkeeper/seedkeeper/internal/nstest"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 )
 
 // The duties of cloud-init's VMware datasource that boot does: the wait
@@ -63,6 +64,7 @@ func tentative(t *testing.T, n *nstest.NS, name string) []string {
 // and then both addresses are published through the tool that read the
 // guestinfo, one info-set each, as cloud-init sends them.
 func TestIntegrationBootVMwareWaitAndPublish(t *testing.T) {
+	testenv.Integration(t)
 	n, peers := newTestNetns(t), newTestNetns(t)
 	g := newVMwareGuest(t, "")
 	g.set(t, "metadata", vmwareMetadata("wait-on-network: {ipv4: true, ipv6: 'yes'}\n"))
@@ -106,6 +108,7 @@ func TestIntegrationBootVMwareWaitAndPublish(t *testing.T) {
 // timeout left); the boot still succeeds, says so, and publishes what it
 // has.
 func TestIntegrationBootVMwareWaitBounded(t *testing.T) {
+	testenv.Integration(t)
 	n, peers := newTestNetns(t), newTestNetns(t)
 	g := newVMwareGuest(t, "vmware:\n  network_wait: 1s\n")
 	g.set(t, "metadata", vmwareMetadata("wait-on-network:\n  ipv6: true\n"))
@@ -143,6 +146,7 @@ func TestIntegrationBootVMwareWaitBounded(t *testing.T) {
 // vmware.network_wait 0 turns the wait off, and the status still says
 // why each family asked for was not waited for.
 func TestIntegrationBootVMwareWaitOff(t *testing.T) {
+	testenv.Integration(t)
 	n, peers := newTestNetns(t), newTestNetns(t)
 	g := newVMwareGuest(t, "vmware:\n  network_wait: 0s\n")
 	g.set(t, "metadata", `instance-id: i-vmware-off
@@ -173,6 +177,7 @@ network:
 // (the stack's DHCP client starts after it), and the status says so; with
 // no wait asked, nothing is waited for.
 func TestIntegrationBootVMwareWaitDHCP(t *testing.T) {
+	testenv.Integration(t)
 	n, peers := newTestNetns(t), newTestNetns(t)
 	g := newVMwareGuest(t, "")
 	g.set(t, "metadata", `instance-id: i-vmware-dhcp
@@ -204,6 +209,7 @@ network:
 // both the read and the publication go through vmtoolsd; a failed
 // info-set is a status note, not a failed boot.
 func TestIntegrationBootVMwarePublishRules(t *testing.T) {
+	testenv.Integration(t)
 	n, peers := newTestNetns(t), newTestNetns(t)
 	g := newVMwareGuest(t, "")
 	t.Setenv("GUESTINFO_FAIL_RPCTOOL", "Permission denied")
@@ -241,6 +247,7 @@ network:
 // address a lease brings later (here added as a DHCP client adds it: the
 // address, then the default route) is published by seedkeeper watch, once.
 func TestIntegrationWatchVMwarePublishesLaterAddress(t *testing.T) {
+	testenv.Integration(t)
 	n, peers := newTestNetns(t), newTestNetns(t)
 	g := newVMwareGuest(t, "")
 	g.set(t, "metadata", `instance-id: i-vmware-lease
@@ -307,6 +314,7 @@ func watchRecord(t *testing.T, root string) *agent.WatchRecord {
 // at boot and once as the watch starts, is then left to back off
 // (before, every event ran the tool again).
 func TestIntegrationWatchVMwareBacksOffAfterFailedSet(t *testing.T) {
+	testenv.Integration(t)
 	n, peers := newTestNetns(t), newTestNetns(t)
 	g := newVMwareGuest(t, "")
 	g.set(t, "metadata", vmwareMetadata(""))
@@ -362,6 +370,7 @@ func TestIntegrationWatchVMwareBacksOffAfterFailedSet(t *testing.T) {
 // step, with the tools installed: no tool runs (nothing read, nothing
 // published, not even when a NIC is hot-added), no wait, no status.
 func TestIntegrationNotVMwareRunsNoTool(t *testing.T) {
+	testenv.Integration(t)
 	n, peers := newTestNetns(t), newTestNetns(t)
 	g := newVMwareGuest(t, "") // only for the stub tools in $PATH and their log
 	const mac, added = "02:5e:00:00:07:11", "02:5e:00:00:07:12"

@@ -16,6 +16,7 @@ import (
 	"github.com/seedkeeper/seedkeeper/agent"
 	"github.com/seedkeeper/seedkeeper/hotplug"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 )
 
 // hotplugNetworkConfig configures, by MAC, one static address per entry.
@@ -68,6 +69,7 @@ func setNetworkConfig(t *testing.T, root, data string) {
 }
 
 func TestIntegrationWatchHotplugVeth(t *testing.T) {
+	testenv.Integration(t)
 	n, peers := newTestNetns(t), newTestNetns(t)
 	const (
 		macStart = "02:5e:00:00:01:01" // there before watch starts
@@ -147,6 +149,7 @@ func TestIntegrationWatchHotplugVeth(t *testing.T) {
 // though the metadata lists their MACs, and cost no metadata fetch (the
 // docker veth storm, cloud-init LP #1946003).
 func TestIntegrationWatchLeavesOtherLinksAlone(t *testing.T) {
+	testenv.Integration(t)
 	n, peers := newTestNetns(t), newTestNetns(t)
 	const macVeth, macBridge, macTap = "02:5e:00:00:02:01", "02:5e:00:00:02:02", "02:5e:00:00:02:03"
 	root := netSeedRoot(t, hotplugNetworkConfig(map[string]string{
@@ -181,6 +184,7 @@ func TestIntegrationWatchLeavesOtherLinksAlone(t *testing.T) {
 
 // An allowlist that cannot be read allows nothing: a typo closes the gate.
 func TestIntegrationWatchBrokenAllowlist(t *testing.T) {
+	testenv.Integration(t)
 	n, peers := newTestNetns(t), newTestNetns(t)
 	const mac = "02:5e:00:00:03:01"
 	root := netSeedRoot(t, hotplugNetworkConfig(map[string]string{mac: "192.0.2.31/24"}))
@@ -212,6 +216,7 @@ func TestIntegrationWatchBrokenAllowlist(t *testing.T) {
 // A watch that only plans changes nothing, and so records nothing for
 // seedkeeper status: no NIC is told as applied that was not.
 func TestIntegrationWatchPlanRecordsNothing(t *testing.T) {
+	testenv.Integration(t)
 	n, peers := newTestNetns(t), newTestNetns(t)
 	const mac = "02:5e:00:00:04:01"
 	root := netSeedRoot(t, hotplugNetworkConfig(map[string]string{mac: "192.0.2.41/24"}))

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/seedkeeper/seedkeeper/agent"
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 	"github.com/seedkeeper/seedkeeper/mdata"
 	"github.com/seedkeeper/seedkeeper/mdata/mdatatest"
 )
@@ -21,6 +22,7 @@ import (
 // description lock: a second client in this process is kept off the port
 // as another process would be.)
 func TestIntegrationWatchSmartOSOneSession(t *testing.T) {
+	testenv.Integration(t)
 	n, peers := newTestNetns(t), newTestNetns(t)
 	const mac1, mac2 = "02:5e:00:00:02:01", "02:5e:00:00:02:02"
 	st := smartosStore()

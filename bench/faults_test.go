@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/seedkeeper/seedkeeper/internal/buildtest"
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 )
 
 func TestMain(m *testing.M) { buildtest.Main(m) }
@@ -33,14 +34,12 @@ func checkRows(t *testing.T, rows []*Row) {
 // then corrupted seed images and mutated network configurations. No run
 // may return a wrong value, hang past its deadline or panic.
 func TestIntegrationFaultMatrix(t *testing.T) {
+	testenv.Integration(t)
 	if _, err := os.Stat("/dev/ptmx"); err != nil {
 		t.Skip("needs /dev/ptmx for the simulated serial port")
 	}
 	bin := seedkeeperBinary(t)
-	runs := 2
-	if testing.Short() {
-		runs = 1
-	}
+	const runs = 2
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	t.Run("mdata", func(t *testing.T) {
@@ -55,6 +54,7 @@ func TestIntegrationFaultMatrix(t *testing.T) {
 // TestIntegrationFaultMatrixSeeds reads deterministically corrupted seed
 // images (testdata/nocloud) with the image reader and ReadNoCloud.
 func TestIntegrationFaultMatrixSeeds(t *testing.T) {
+	testenv.Integration(t)
 	rows, err := RunSeedMatrix(context.Background(), SeedOptions{Dir: "../testdata/nocloud", Runs: 6, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -65,6 +65,7 @@ func TestIntegrationFaultMatrixSeeds(t *testing.T) {
 // TestIntegrationFaultMatrixNet feeds the network parsers the fixtures,
 // the fuzz corpus and mutants of both.
 func TestIntegrationFaultMatrixNet(t *testing.T) {
+	testenv.Integration(t)
 	rows, err := RunNetMatrix(context.Background(), NetOptions{Root: "..", Mutations: 20, Seed: 1})
 	if err != nil {
 		t.Fatal(err)

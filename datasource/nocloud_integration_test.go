@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 )
 
 const cloudInitPython = "/usr/lib/python3/dist-packages/cloudinit/__init__.py"
@@ -47,6 +49,7 @@ func runTool(t *testing.T, argv ...string) []byte {
 // network-config)), attaches it as /dev/sr0 under a scratch root next to a
 // cidata disk that is not a seed, and reads it through the label scan.
 func TestIntegrationNoCloudProxmoxDisk(t *testing.T) {
+	testenv.Integration(t)
 	needSeedTools(t, "genisoimage", "cloud-localds")
 	r := newNCRoot(t)
 	src := filepath.Join(t.TempDir(), "pve")
@@ -100,6 +103,7 @@ func TestIntegrationNoCloudProxmoxDisk(t *testing.T) {
 // Debian's cloud-init 22.4.2 and with ReadNoCloud and compares what both
 // report.
 func TestIntegrationNoCloudMatchesCloudInit(t *testing.T) {
+	testenv.Integration(t)
 	needCloudInit(t)
 	seed, _ := filepath.Abs(filepath.Join(ncFixtures, "seed"))
 	script := `
@@ -154,6 +158,7 @@ print(json.dumps({"ok": ok, "iid": ds.get_instance_id(),
 // 22.4.2 does not yet infer dsmode from the seedfrom scheme (later versions
 // do, and so do we), so dsmode is compared only without a seedfrom.
 func TestIntegrationNoCloudLineMatchesCloudInit(t *testing.T) {
+	testenv.Integration(t)
 	needCloudInit(t)
 	lines := []string{
 		"root=/dev/vda1 ro ds=nocloud",

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 	"github.com/seedkeeper/seedkeeper/mdata"
 	"github.com/seedkeeper/seedkeeper/mdata/mdatatest"
 	"github.com/seedkeeper/seedkeeper/netcfg"
@@ -726,6 +727,7 @@ func TestReadSmartOSFailure(t *testing.T) {
 // /dev/ttyS1, while the host misbehaves as shared serial lines and
 // restarting agents do; the metadata must come out exactly right.
 func TestIntegrationSmartOSPTY(t *testing.T) {
+	testenv.Integration(t)
 	for _, tc := range []struct {
 		name  string
 		fault mdatatest.Fault

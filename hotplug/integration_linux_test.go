@@ -22,6 +22,7 @@ import (
 	"github.com/vishvananda/netns"
 
 	"github.com/seedkeeper/seedkeeper/internal/nstest"
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 	"github.com/seedkeeper/seedkeeper/netcfg"
 )
 
@@ -223,6 +224,7 @@ func linkAddrs(tb testing.TB, h *netlink.Handle, name string) []string {
 // (cloud-init GH #5373: the metadata lags the device). The apply is the
 // real netcfg/apply, so the address shows up in the namespace.
 func TestIntegrationHotplugAppliesAfterMetadataLearnsMAC(t *testing.T) {
+	testenv.Integration(t)
 	needRoot(t)
 	before := runtime.NumGoroutine()
 	ns, _ := newNetns(t)
@@ -270,6 +272,7 @@ func TestIntegrationHotplugAppliesAfterMetadataLearnsMAC(t *testing.T) {
 // A bridge and a veth that are not on the allowlist: no fetch, no apply,
 // nothing written to them.
 func TestIntegrationHotplugIgnoresBridgeAndVeth(t *testing.T) {
+	testenv.Integration(t)
 	needRoot(t)
 	ns, _ := newNetns(t)
 	outside, _ := newNetns(t)
@@ -351,6 +354,7 @@ func waitGone(tb testing.TB, h *netlink.Handle, round int) {
 // allowlisted, added after the storm, proves the watcher was listening and
 // got through it: its one fetch is the only one.
 func TestIntegrationHotplugDockerStormCostsNoFetch(t *testing.T) {
+	testenv.Integration(t)
 	needRoot(t)
 	ns, name := newNetns(t)
 	h := nlHandle(t, ns)
@@ -388,6 +392,7 @@ func TestIntegrationHotplugDockerStormCostsNoFetch(t *testing.T) {
 // added in the middle of the storm is still applied, and the storm still
 // costs no fetch.
 func TestIntegrationHotplugRecoversFromOverflow(t *testing.T) {
+	testenv.Integration(t)
 	needRoot(t)
 	old := subscribeBuffer
 	subscribeBuffer = 1 // the kernel's minimum: a few messages
@@ -421,6 +426,7 @@ func TestIntegrationHotplugRecoversFromOverflow(t *testing.T) {
 // A NIC that exists before the watcher starts is reconciled at start,
 // before READY (cloud-init GH #4863: NICs added during boot were lost).
 func TestIntegrationHotplugReconcilesAtStart(t *testing.T) {
+	testenv.Integration(t)
 	needRoot(t)
 	ns, _ := newNetns(t)
 	outside, _ := newNetns(t)
@@ -449,6 +455,7 @@ func TestIntegrationHotplugReconcilesAtStart(t *testing.T) {
 // A broken allowlist config closes the gate: nothing is fetched or applied,
 // and the reason is logged.
 func TestIntegrationHotplugBrokenAllowlist(t *testing.T) {
+	testenv.Integration(t)
 	needRoot(t)
 	ns, _ := newNetns(t)
 	outside, _ := newNetns(t)
@@ -481,6 +488,7 @@ func TestIntegrationHotplugBrokenAllowlist(t *testing.T) {
 // The driver lookup runs in the watched namespace: a veth there and a
 // bridge of the same name elsewhere are told apart.
 func TestIntegrationDriverLookupInNamespace(t *testing.T) {
+	testenv.Integration(t)
 	needRoot(t)
 	ns, _ := newNetns(t)
 	other, _ := newNetns(t)

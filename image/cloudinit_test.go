@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 )
 
 // mergeScript prints what the real cloud-init makes of a cloud.cfg and its
@@ -38,6 +40,7 @@ print(json.dumps({
 // layering: Debian's cloud-init 22.4 merges the same files, and its value
 // for every key check reads is the one lookup finds.
 func TestIntegrationCloudInitMergesAsCheckReads(t *testing.T) {
+	testenv.Integration(t)
 	for _, p := range []string{"/usr/bin/python3", "/usr/lib/python3/dist-packages/cloudinit/util.py"} {
 		if _, err := os.Stat(p); err != nil {
 			t.Skipf("needs Debian's cloud-init under /usr/bin/python3 (%s is missing): run `sudo make test` (scripts/test-deps.sh installs it) or `apt-get install cloud-init`", p)

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/seedkeeper/seedkeeper/internal/paths"
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 )
 
 func needRoot(t *testing.T) {
@@ -32,6 +33,7 @@ func bind(t *testing.T, src, dst string) {
 // TestIntegrationDeviceAtEveryPath: a device node (here /dev/zero's, a
 // read that never ends) at any path check and seal touch is never read.
 func TestIntegrationDeviceAtEveryPath(t *testing.T) {
+	testenv.Integration(t)
 	needRoot(t)
 	for _, sys := range touchedPaths {
 		t.Run(sys, func(t *testing.T) {
@@ -50,6 +52,7 @@ func TestIntegrationDeviceAtEveryPath(t *testing.T) {
 // TestIntegrationBindMountAtEveryPath: a host file bind-mounted at any
 // path check and seal touch is neither shown nor removed.
 func TestIntegrationBindMountAtEveryPath(t *testing.T) {
+	testenv.Integration(t)
 	needRoot(t)
 	for _, sys := range touchedPaths {
 		t.Run(sys, func(t *testing.T) {
@@ -75,6 +78,7 @@ func TestIntegrationBindMountAtEveryPath(t *testing.T) {
 // crossed: the log there is skipped with why, the tree's own files go, and
 // the host's files stay.
 func TestIntegrationBindMountedDirectories(t *testing.T) {
+	testenv.Integration(t)
 	needRoot(t)
 	m, secret := hostileImage(t)
 	host := t.TempDir()

@@ -4,12 +4,15 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 )
 
 // TestIntegrationUnitsFixedBySystemctl: the units item agrees with
 // systemd's own offline view (systemctl --root is-enabled), and the
 // command it names as the fix does fix it.
 func TestIntegrationUnitsFixedBySystemctl(t *testing.T) {
+	testenv.Integration(t)
 	if _, err := exec.LookPath("systemctl"); err != nil {
 		t.Skip("needs systemctl: run `sudo make test` (scripts/test-deps.sh installs systemd)")
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 )
 
 const handKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHandAddedKey person@hand"
@@ -465,6 +466,7 @@ func readMaybe(p string) (string, error) {
 // refused, not followed: an entry in /etc/passwd pointing into a link to
 // /root must not give root's authorized_keys to the user.
 func TestIntegrationApplyKeysRealRoot(t *testing.T) {
+	testenv.Integration(t)
 	if os.Getuid() != 0 {
 		t.Skip("writes under the machine's root as another user: run as root (sudo go test -run TestIntegrationApplyKeysRealRoot ./intent/)")
 	}

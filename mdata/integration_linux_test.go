@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/seedkeeper/seedkeeper/internal/buildtest"
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 	"github.com/seedkeeper/seedkeeper/mdata"
 	"github.com/seedkeeper/seedkeeper/mdata/mdatatest"
 )
@@ -42,6 +43,7 @@ func startPTY(t testing.TB, st *mdatatest.Store) (*mdatatest.Host, string) {
 // passed, or, for faults that never pass, the deadline — never a wrong
 // value and never a hang.
 func TestIntegrationFaultModesPTY(t *testing.T) {
+	testenv.Integration(t)
 	want := mdatatest.SampleUUID
 	for _, m := range mdatatest.Modes() {
 		for _, count := range []int{2, 0} {
@@ -99,6 +101,7 @@ func persistent(m mdatatest.Mode) bool {
 // (a host reboot); it comes up seconds later, and the pending request must
 // then complete, promptly, with the right value.
 func TestIntegrationLP1667735HostComesBack(t *testing.T) {
+	testenv.Integration(t)
 	h, path := startPTY(t, mdatatest.Default())
 	h.Down()
 	c := mdata.New(mdata.Serial(path), nil) // the default timeouts
@@ -144,6 +147,7 @@ func ctxFor(t *testing.T, d time.Duration) context.Context {
 // mutex and the port lock keep their frames apart, so the host sees no
 // malformed or unknown line and every client gets its own values.
 func TestIntegrationConcurrentClientsOnePort(t *testing.T) {
+	testenv.Integration(t)
 	st := mdatatest.Default()
 	for i := range 4 {
 		st.SetString(fmt.Sprintf("k%d", i), strings.Repeat(fmt.Sprint(i), 3000))
@@ -183,6 +187,7 @@ func TestIntegrationConcurrentClientsOnePort(t *testing.T) {
 // A process holding the classic fcntl lock that mdata-client and cloud-init
 // take (F_SETLKW, whole file) keeps us off the port until it lets go.
 func TestIntegrationLockHolderBlocks(t *testing.T) {
+	testenv.Integration(t)
 	h, path := startPTY(t, mdatatest.Default())
 	release := holdLock(t, path)
 
@@ -213,6 +218,7 @@ func TestIntegrationLockHolderBlocks(t *testing.T) {
 // requests: another client gets the port while it stays open, and its
 // next request needs no new handshake.
 func TestIntegrationYieldKeepsSessionReleasesPort(t *testing.T) {
+	testenv.Integration(t)
 	h, path := startPTY(t, mdatatest.Default())
 	a := mdata.New(mdata.Serial(path), &mdata.Options{Timeouts: quick, Yield: true})
 	defer a.Close()
@@ -301,6 +307,7 @@ func (s *syncBuffer) String() string {
 
 // Values of every size and content come back byte for byte.
 func TestIntegrationBinarySafeValuesPTY(t *testing.T) {
+	testenv.Integration(t)
 	st := mdatatest.Default()
 	vals := map[string][]byte{
 		"empty": {}, "one": {'x'}, "nul": []byte("a\x00b\x00"), "latin1": {0xff, 0xfe, 'x', 0x80},
@@ -400,6 +407,7 @@ func runTool(t testing.TB, dir, path, stdin string, timeout time.Duration, args 
 // The built tools behave like the reference C tools: output, messages and
 // exit codes (docs/protocol.md, "The tools' interface").
 func TestIntegrationToolsLikeReference(t *testing.T) {
+	testenv.Integration(t)
 	dir := buildTools(t)
 	st := mdatatest.Default()
 	st.SetString("noeol", "abc")
@@ -468,6 +476,7 @@ func TestIntegrationToolsLikeReference(t *testing.T) {
 // fault passes, exit 10 with --timeout when it never does; never a wrong
 // value, never a hang.
 func TestIntegrationToolFaultModes(t *testing.T) {
+	testenv.Integration(t)
 	dir := buildTools(t)
 	for _, m := range mdatatest.Modes() {
 		for _, count := range []int{1, 0} {
@@ -499,6 +508,7 @@ func TestIntegrationToolFaultModes(t *testing.T) {
 // LP #1667735 with the built tool: started while the host is down, it
 // completes once the host is back.
 func TestIntegrationToolLP1667735(t *testing.T) {
+	testenv.Integration(t)
 	dir := buildTools(t)
 	h, path := startPTY(t, mdatatest.Default())
 	h.DownFor(3 * time.Second)
@@ -513,6 +523,7 @@ func TestIntegrationToolLP1667735(t *testing.T) {
 
 // Two processes and several goroutines on one port: nothing interleaves.
 func TestIntegrationTwoProcessesAndGoroutines(t *testing.T) {
+	testenv.Integration(t)
 	dir := buildTools(t)
 	h, path := startPTY(t, mdatatest.Default())
 	var wg sync.WaitGroup
@@ -558,6 +569,7 @@ func TestIntegrationTwoProcessesAndGoroutines(t *testing.T) {
 // interrupted by closing the port, so writes go through a non-blocking
 // descriptor with the deadline.
 func TestIntegrationWriteHonoursDeadline(t *testing.T) {
+	testenv.Integration(t)
 	p, err := mdatatest.NewPTY()
 	if err != nil {
 		t.Skipf("no pty here: %v", err)
@@ -604,6 +616,7 @@ func TestIntegrationWriteHonoursDeadline(t *testing.T) {
 // Giving up on a port another process holds leaves nothing behind: no
 // descriptor, no waiter that could later take (and drop) the lock.
 func TestIntegrationCancelledLockWaitLeavesNothing(t *testing.T) {
+	testenv.Integration(t)
 	_, path := startPTY(t, mdatatest.Default())
 	defer holdLock(t, path)()
 	fds := func() int { e, _ := os.ReadDir("/proc/self/fd"); return len(e) }
@@ -625,6 +638,7 @@ func TestIntegrationCancelledLockWaitLeavesNothing(t *testing.T) {
 // Options come before the key; after it every argument is data, as the
 // reference tools take it: "mdata-put k -h" stores "-h".
 func TestIntegrationToolArgumentsAfterKeyAreData(t *testing.T) {
+	testenv.Integration(t)
 	dir := buildTools(t)
 	st := mdatatest.Default()
 	_, path := startPTY(t, st)
@@ -642,6 +656,7 @@ func TestIntegrationToolArgumentsAfterKeyAreData(t *testing.T) {
 // A signal ends a wait with 128+N, as the reference tools' death by that
 // signal does, not with the timeout's "try again".
 func TestIntegrationToolSignalExitCode(t *testing.T) {
+	testenv.Integration(t)
 	dir := buildTools(t)
 	h, path := startPTY(t, mdatatest.Default())
 	h.Down()

@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 )
 
 // ciSummary is what testdata/netcfg/ci_summary.py prints for one document.
@@ -124,6 +126,7 @@ func ci22V2DefaultRoute6(s *ciSummary) {
 // same interfaces, MACs, addresses, gateways and routes, DNS servers and
 // search domains.
 func TestIntegrationCloudInitAgrees(t *testing.T) {
+	testenv.Integration(t)
 	const python = "/usr/bin/python3"
 	if _, err := os.Stat("/usr/lib/python3/dist-packages/cloudinit/net/network_state.py"); err != nil {
 		t.Skip("needs Debian's cloud-init: run `sudo make test` (scripts/test-deps.sh installs it)")

@@ -17,6 +17,8 @@ import (
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 )
 
 // The conformance test holds seedkeeper's networkd renderer against
@@ -197,6 +199,7 @@ func conformDocs(t *testing.T) []conformDoc {
 }
 
 func TestNetplanConformance(t *testing.T) {
+	testenv.SkipShort(t, "runs netplan's generator over every conformance document")
 	bin := netplanBinary(t)
 	docs := conformDocs(t)
 	for i := range docs {
@@ -803,6 +806,7 @@ func TestConformSortDiffs(t *testing.T) {
 // and netplan's generator renders that. The v1 fixtures are
 // testdata/conformance/v1 and the v1 ones of testdata/netcfg/valid.
 func TestCloudInitNetplanConformance(t *testing.T) {
+	testenv.SkipShort(t, "runs cloud-init and netplan's generator over every v1 document")
 	bin := netplanBinary(t)
 	const python = "/usr/bin/python3"
 	if _, err := os.Stat("/usr/lib/python3/dist-packages/cloudinit/net/netplan.py"); err != nil {

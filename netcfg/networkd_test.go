@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 )
 
 // iniFile is a parsed networkd file: sections in order, each a list of
@@ -292,6 +294,7 @@ func keys(m map[string][]byte) []string {
 // (unshare -mn), with tmpfs over /run/systemd/network and
 // /etc/systemd/network, so the host is untouched.
 func TestIntegrationNetworkdAccepts(t *testing.T) {
+	testenv.Integration(t)
 	networkd := "/lib/systemd/systemd-networkd"
 	if _, err := os.Stat(networkd); err != nil {
 		t.Skip("needs systemd-networkd (Debian package systemd): run `sudo make test`, which installs it")

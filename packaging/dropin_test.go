@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 )
 
 // dropIn is the drop-in's file name; the package installs it in
@@ -216,6 +218,7 @@ const ubuntuDpkgCfg = "# to update this file, run dpkg-reconfigure cloud-init\n"
 // 90-seedkeeper.cfg loses to Ubuntu's 90_dpkg.cfg, which is why it is
 // called 95-seedkeeper.cfg.
 func TestIntegrationDropInCloudInit(t *testing.T) {
+	testenv.Integration(t)
 	py := needTool(t, "/usr/bin/python3", "python3")
 	if _, err := os.Stat("/usr/lib/python3/dist-packages/cloudinit/stages.py"); err != nil {
 		t.Skip("needs Debian's cloud-init: apt-get install cloud-init (make test-deps installs it as root)")
@@ -301,6 +304,7 @@ func TestIntegrationDropInCloudInit(t *testing.T) {
 // otherwise it probes, finds no seed yet, and disables cloud-init for the
 // boot.
 func TestIntegrationDropInDSIdentify(t *testing.T) {
+	testenv.Integration(t)
 	const dsIdentify = "/usr/lib/cloud-init/ds-identify"
 	if _, err := os.Stat(dsIdentify); err != nil {
 		t.Skip("needs cloud-init's ds-identify: apt-get install cloud-init (make test-deps installs it as root)")

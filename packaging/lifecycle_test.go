@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 	"github.com/seedkeeper/seedkeeper/netcfg"
 )
 
@@ -288,6 +289,7 @@ func ourStanza(t *testing.T, root string) string {
 // ds-identify) judge: after the removal it sees what it would see had
 // seedkeeper never been installed.
 func TestIntegrationDebLifecycle(t *testing.T) {
+	testenv.Integration(t)
 	root := newChroot(t)
 	deb := onePackage(t, packages(t), "*.deb")
 	run(t, nil, "cp", deb, filepath.Join(root, "tmp/seedkeeper.deb"))
@@ -379,6 +381,7 @@ func TestIntegrationDebLifecycle(t *testing.T) {
 // in the same kind of chroot (rpm runs the scriptlets chrooted there):
 // install, boot, upgrade, erase.
 func TestIntegrationRPMLifecycle(t *testing.T) {
+	testenv.Integration(t)
 	needTool(t, "rpm", "rpm")
 	root := newChroot(t)
 	pkg := onePackage(t, packages(t), "*.rpm")

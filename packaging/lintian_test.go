@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 )
 
 // TestIntegrationLintian runs Debian's lintian on the .deb, failing on
@@ -14,6 +16,7 @@ import (
 // apply are overridden, each with its reason, in lintian-overrides.
 // (Root is not needed; lintian only warns about it.)
 func TestIntegrationLintian(t *testing.T) {
+	testenv.Integration(t)
 	needTool(t, "lintian", "lintian")
 	deb := onePackage(t, packages(t), "*.deb")
 	out, err := exec.Command("lintian", "--fail-on", "error,warning", "--pedantic", "--display-info",

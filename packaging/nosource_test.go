@@ -12,6 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 	"github.com/seedkeeper/seedkeeper/nosource"
 )
 
@@ -87,6 +88,7 @@ func TestPackageInstallsNoSourceDropIn(t *testing.T) {
 // all four run without the marker and are all skipped with it; without the
 // drop-in the marker changes nothing.
 func TestIntegrationNoSourceDropInSkipsCloudInit(t *testing.T) {
+	testenv.Integration(t)
 	sa := needTool(t, "systemd-analyze", "systemd")
 	if _, err := os.Stat("/lib/systemd/system/cloud-init-local.service"); err != nil {
 		t.Skip("needs Debian's cloud-init units: apt-get install cloud-init (make test-deps installs it as root)")
@@ -176,6 +178,7 @@ print(d.status.value, d.boot_status_code.value)
 // as when ds-identify disables cloud-init) and a released one "not run"
 // with the generator's "enabled".
 func TestIntegrationHeldCloudInitStatus(t *testing.T) {
+	testenv.Integration(t)
 	py := needTool(t, "/usr/bin/python3", "python3")
 	if _, err := os.Stat("/usr/lib/python3/dist-packages/cloudinit/cmd/status.py"); err != nil {
 		t.Skip("needs Debian's cloud-init: apt-get install cloud-init (make test-deps installs it as root)")

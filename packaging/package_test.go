@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/seedkeeper/seedkeeper/internal/paths"
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 )
 
 // The version the package tests build with, and what it becomes.
@@ -77,6 +78,7 @@ var units = []string{"seedkeeper-boot.service", "seedkeeper-watch.service"}
 // link and mode, that both units are enabled there, that an upgrade keeps
 // an admin's "disable", and that remove and purge take everything away.
 func TestIntegrationDebInstall(t *testing.T) {
+	testenv.Integration(t)
 	needRoot(t, "dpkg installs files owned by root")
 	needTool(t, "dpkg", "dpkg")
 	needTool(t, "deb-systemd-helper", "init-system-helpers")
@@ -268,6 +270,7 @@ func checkManPage(t *testing.T, path string) {
 // every file with its mode, owner, link target and config flags, and the
 // scriptlets.
 func TestIntegrationRPMContents(t *testing.T) {
+	testenv.Integration(t)
 	needTool(t, "rpm", "rpm")
 	pkg := onePackage(t, packages(t), "*.rpm")
 	arch := map[string]string{"amd64": "x86_64", "arm64": "aarch64"}[runtime.GOARCH]

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 )
 
 // probeNoCloud runs cloud-init's own NoCloud datasources
@@ -17,6 +19,7 @@ import (
 // a trixie .deb extracted with dpkg-deb -x, its usr/lib/python3/dist-packages).
 func probeNoCloud(t *testing.T, dropIn, cmdline string) map[string]map[string]any {
 	t.Helper()
+	testenv.SkipShort(t, "runs cloud-init's NoCloud datasource in Python")
 	py := "/usr/bin/python3"
 	env := os.Environ()
 	if p := os.Getenv("SEEDKEEPER_CLOUDINIT_PYTHONPATH"); p != "" {

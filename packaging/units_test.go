@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 )
 
 func TestBootUnit(t *testing.T) {
@@ -284,6 +286,7 @@ func verify(t *testing.T, files ...string) (string, error) {
 // ExecStart pointing at a freshly built binary (verify checks that it
 // exists and is executable), and proves the check fails on broken copies.
 func TestIntegrationUnitsVerify(t *testing.T) {
+	testenv.Integration(t)
 	needTool(t, "systemd-analyze", "systemd")
 	bin := seedkeeperBin(t)
 	dir := t.TempDir()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/seedkeeper/seedkeeper/datasource"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 )
 
 // readSeedPy makes Debian's cloud-init (22.4.2) read NoCloud seed
@@ -83,6 +84,7 @@ type ciResult struct {
 // config, and network_state accepts every network-config we write
 // (including one given to us wrapped in "network:").
 func TestIntegrationCloudInitReadsSeed(t *testing.T) {
+	testenv.Integration(t)
 	needCloudInit(t)
 	fixture := func(name string) []byte {
 		b, err := os.ReadFile(filepath.Join("..", "testdata", "seed", name))
@@ -175,6 +177,7 @@ func TestIntegrationCloudInitReadsSeed(t *testing.T) {
 // The wrapped config really is what cloud-init 22.4 rejects: the reason
 // Write unwraps (machine-notes.md).
 func TestIntegrationCloudInitRejectsWrappedNetworkConfig(t *testing.T) {
+	testenv.Integration(t)
 	needCloudInit(t)
 	root := sysroot.Root(t.TempDir())
 	s := Seed{InstanceID: "i-1", UserData: []byte("#cloud-config\n")}

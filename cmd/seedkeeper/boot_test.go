@@ -2,16 +2,11 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/seedkeeper/seedkeeper/agent"
 	"github.com/seedkeeper/seedkeeper/internal/testseed"
 	"github.com/seedkeeper/seedkeeper/mdata/mdatatest"
 )
@@ -201,55 +196,6 @@ func TestBootSmartOS(t *testing.T) {
 	if s := runBinary(t, nil, "status", "--root", root); !strings.Contains(s.stdout, "Read from:   smartos via "+transport+"\n") ||
 		!strings.Contains(s.stdout, "Hotplug:     allowlist ") {
 		t.Errorf("status:\n%s", s.stdout)
-	}
-}
-
-// A detected mdata host that does not answer is waited for without limit
-// (cloud-init LP #1667735: the hang while metadata is down). Each progress
-// line goes to systemd as STATUS with EXTEND_TIMEOUT_USEC, which the unit's
-// TimeoutStartSec relies on; the boot completes once the host answers.
-func TestBootWaitsForSilentMdataHost(t *testing.T) {
-	h, transport := smartosHost(t, smartosStore())
-	h.Down()
-	root := scratchRoot(t, "SmartDC HVM", "Joyent", "")
-	notify := newNotifySocket(t)
-	cmd := exec.Command(seedkeeperBinary(t), "boot", "--root", root)
-	cmd.Env = testEnv([]string{"SEEDKEEPER_MDATA=" + transport, "NOTIFY_SOCKET=" + notify.path})
-	log := &syncBuffer{}
-	cmd.Stderr = log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var waitErr error
-	done := make(chan struct{})
-	go func() { waitErr = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		select {
-		case <-done:
-		default:
-			cmd.Process.Kill()
-			<-done
-		}
-	})
-
-	extend := fmt.Sprintf("EXTEND_TIMEOUT_USEC=%d", agent.WaitExtension.Microseconds())
-	waitFor(t, extend, func() bool { return notify.has(extend) })
-	if !slices.ContainsFunc(notify.lines(), func(s string) bool {
-		return strings.HasPrefix(s, "STATUS=waiting for the metadata host on "+transport)
-	}) {
-		t.Errorf("no STATUS line about the wait: %q", notify.lines())
-	}
-	h.Up()
-	select {
-	case <-done:
-		if waitErr != nil {
-			t.Fatalf("boot after the host came back: %v\n%s", waitErr, log)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("boot did not finish after the host came back\n%s", log)
-	}
-	if metaDataID(t, root) != mdatatest.SampleUUID || !notify.has("READY=1") {
-		t.Errorf("meta-data ID %q, notify %q", metaDataID(t, root), notify.lines())
 	}
 }
 

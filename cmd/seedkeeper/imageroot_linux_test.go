@@ -9,12 +9,15 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 )
 
 // TestIntegrationImageSealBindMount: a host directory bind-mounted as the
 // image's /var/log, and a host file bind-mounted over the image's
 // instance-id: seal removes no host file and no command shows one.
 func TestIntegrationImageSealBindMount(t *testing.T) {
+	testenv.Integration(t)
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to bind-mount inside a test image: run `sudo make test`")
 	}

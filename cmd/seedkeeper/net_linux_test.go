@@ -10,6 +10,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/seedkeeper/seedkeeper/internal/nstest"
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 )
 
 // inNewNetns runs the rest of the test on a locked thread inside a new
@@ -21,6 +22,7 @@ func inNewNetns(t *testing.T) *netlink.Handle {
 }
 
 func TestIntegrationNetPlanApply(t *testing.T) {
+	testenv.Integration(t)
 	nh := inNewNetns(t)
 	mac, _ := net.ParseMAC("bc:24:11:aa:bb:01")
 	peer, _ := net.ParseMAC("bc:24:11:00:00:01")

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/seedkeeper/seedkeeper/internal/nstest"
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 )
 
 // newTestNetns creates a named namespace, removed at cleanup with
@@ -128,6 +129,7 @@ func setNetworkConfig(t *testing.T, root, data string) {
 // and exits 0 on SIGTERM. What it applies and leaves alone is tested in
 // process, in package agent.
 func TestIntegrationWatchSmoke(t *testing.T) {
+	testenv.Integration(t)
 	n, peers := newTestNetns(t), newTestNetns(t)
 	const mac = "02:5e:00:00:01:01"
 	root := netSeedRoot(t, hotplugNetworkConfig(map[string]string{mac: "192.0.2.11/24"}))

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/seedkeeper/seedkeeper/internal/nohang"
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 )
 
 // bindMount mounts src on dst for the test, or skips with how to run it.
@@ -31,6 +32,7 @@ func bindMount(t *testing.T, src, dst string) {
 // TestIntegrationInRootBindMount: a bind mount inside the root leads
 // neither a read nor a removal onto the host, whichever walk is used.
 func TestIntegrationInRootBindMount(t *testing.T) {
+	testenv.Integration(t)
 	forEachWalk(t, func(t *testing.T) {
 		host := t.TempDir()
 		os.WriteFile(filepath.Join(host, "cloud-init.log"), []byte("HOST SECRET"), 0o600)
@@ -80,6 +82,7 @@ func TestIntegrationInRootBindMount(t *testing.T) {
 // TestIntegrationInRootDevice: a device node in the image is described,
 // never opened, read or emptied.
 func TestIntegrationInRootDevice(t *testing.T) {
+	testenv.Integration(t)
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to make device nodes: run `sudo make test`")
 	}
@@ -114,6 +117,7 @@ func TestIntegrationInRootDevice(t *testing.T) {
 // absolute spelling (the mount table names mounts by absolute, resolved
 // paths), whichever walk is used.
 func TestIntegrationInRootBindMountRootSpelling(t *testing.T) {
+	testenv.Integration(t)
 	forEachWalk(t, func(t *testing.T) {
 		host := t.TempDir()
 		os.WriteFile(filepath.Join(host, "cloud-init.log"), []byte("HOST SECRET"), 0o600)

@@ -7,9 +7,12 @@ import (
 	"testing"
 
 	"github.com/vishvananda/netns"
+
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 )
 
 func TestIntegrationNewAndEnter(t *testing.T) {
+	testenv.Integration(t)
 	own, err := netns.Get()
 	if err != nil {
 		t.Fatal(err)

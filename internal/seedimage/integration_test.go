@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 )
 
 // needTools skips the test when a seed-making tool is missing.
@@ -57,6 +58,7 @@ func integrationSeed(t *testing.T) (dir string, files map[string][]byte) {
 // TestIntegrationSeedImages builds seeds with the real tools, in the ways
 // people and Proxmox make them, and reads every file back.
 func TestIntegrationSeedImages(t *testing.T) {
+	testenv.Integration(t)
 	needTools(t, "genisoimage", "cloud-localds", "mkfs.vfat", "mcopy")
 	seed, files := integrationSeed(t)
 	all := []string{"meta-data", "user-data", "vendor-data", "network-config"}
@@ -133,6 +135,7 @@ func TestIntegrationSeedImages(t *testing.T) {
 // TestIntegrationScan puts tool-made images where block devices are and
 // checks that Scan finds the labelled ones in cloud-init's order.
 func TestIntegrationScan(t *testing.T) {
+	testenv.Integration(t)
 	needTools(t, "genisoimage", "mkfs.vfat")
 	seed, _ := integrationSeed(t)
 	root := t.TempDir()

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 )
 
 const unitText = "[Unit]\nDescription=test\n[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n"
@@ -142,6 +144,7 @@ func TestLookup(t *testing.T) {
 // view (systemctl --root is-enabled) about every case where it answers
 // the question boot asks.
 func TestIntegrationLookupAgreesWithSystemctl(t *testing.T) {
+	testenv.Integration(t)
 	if _, err := exec.LookPath("systemctl"); err != nil || os.Geteuid() != 0 {
 		t.Skip("needs root and systemctl: run `sudo make test` (scripts/test-deps.sh installs systemd)")
 	}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"go.bug.st/serial"
+
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 )
 
 // serialGuest is a client on the pty's slave, opened as a serial port.
@@ -67,6 +69,7 @@ func (g *serialGuest) expect(want string) {
 // TestIntegrationPTYSession replays the captured mdata-get session
 // through a pty opened with go.bug.st/serial.
 func TestIntegrationPTYSession(t *testing.T) {
+	testenv.Integration(t)
 	h := NewHost(Default())
 	p := startPTY(t, h)
 	if !strings.HasPrefix(p.Path(), "/dev/pts/") {
@@ -94,6 +97,7 @@ func TestIntegrationPTYSession(t *testing.T) {
 // partial line from a killed client is still in the host's buffer when the
 // next client starts; a unix socket connection starts clean.
 func TestIntegrationPTYSharedLineBuffer(t *testing.T) {
+	testenv.Integration(t)
 	h := NewHost(vectorStore())
 	p := startPTY(t, h)
 	g := openSerial(t, p.Path())
@@ -129,6 +133,7 @@ func TestIntegrationPTYSharedLineBuffer(t *testing.T) {
 // TestIntegrationPTYDrop: on a pty a dropped reply just stops; the stream
 // stays, so the rest of the next reply follows the half line.
 func TestIntegrationPTYDrop(t *testing.T) {
+	testenv.Integration(t)
 	h := NewHost(vectorStore())
 	h.SetFault(Fault{Mode: Drop, Count: 1})
 	p := startPTY(t, h)
@@ -142,6 +147,7 @@ func TestIntegrationPTYDrop(t *testing.T) {
 // client reads wait in the slave's input queue for the next client, as
 // stale bytes do on a serial line.
 func TestIntegrationPTYStaleOutput(t *testing.T) {
+	testenv.Integration(t)
 	h := NewHost(vectorStore())
 	p := startPTY(t, h)
 	stale := frame("01020304", "SUCCESS", []byte(StaleValue))
@@ -203,6 +209,7 @@ func cloudInit(t *testing.T, path string) map[string]any {
 // independent client: Debian's cloud-init 22.4.2 must read the right
 // values over the pty.
 func TestIntegrationCloudInitClient(t *testing.T) {
+	testenv.Integration(t)
 	st := Default()
 	h := NewHost(st)
 	p := startPTY(t, h)
@@ -242,6 +249,7 @@ func TestIntegrationCloudInitClient(t *testing.T) {
 // TestIntegrationCloudInitSeesFaults proves the faulty frames are what
 // they claim, by the errors an independent client reports.
 func TestIntegrationCloudInitSeesFaults(t *testing.T) {
+	testenv.Integration(t)
 	for _, tt := range []struct {
 		fault Fault
 		want  string // in cloud-init's error; "" means success

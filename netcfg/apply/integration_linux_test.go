@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/seedkeeper/seedkeeper/internal/nstest"
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 	"github.com/seedkeeper/seedkeeper/netcfg"
 )
 
@@ -154,6 +155,7 @@ const (
 )
 
 func TestIntegrationApplyOwnedLinksOnly(t *testing.T) {
+	testenv.Integration(t)
 	ns, nh := newNS(t)
 	addVeth(t, nh, "ens4", mac1, "p4", "bc:24:11:00:00:01")
 	addVeth(t, nh, "ens5", mac2, "p5", "bc:24:11:00:00:02")
@@ -248,6 +250,7 @@ func TestIntegrationApplyOwnedLinksOnly(t *testing.T) {
 }
 
 func TestIntegrationConfigChangeRemovesOnlyOurStaleAddress(t *testing.T) {
+	testenv.Integration(t)
 	ns, nh := newNS(t)
 	addVeth(t, nh, "eth0", mac1, "peer0", "bc:24:11:00:00:01")
 	h := openAt(t, ns)
@@ -307,6 +310,7 @@ func TestIntegrationConfigChangeRemovesOnlyOurStaleAddress(t *testing.T) {
 }
 
 func TestIntegrationUnreachableGatewayIsPartial(t *testing.T) {
+	testenv.Integration(t)
 	ns, nh := newNS(t)
 	addVeth(t, nh, "eth0", mac1, "peer0", "bc:24:11:00:00:01")
 	h := openAt(t, ns)
@@ -350,6 +354,7 @@ func TestIntegrationUnreachableGatewayIsPartial(t *testing.T) {
 // Renaming a link that is up takes it down, which drops its routes and IPv6
 // addresses; the plan puts them back and the next run finds nothing to do.
 func TestIntegrationRenameOfUpLinkAndNameSwap(t *testing.T) {
+	testenv.Integration(t)
 	ns, nh := newNS(t)
 	addVeth(t, nh, "eth0", mac1, "peer0", "bc:24:11:00:00:01")
 	addVeth(t, nh, "eth1", mac2, "peer1", "bc:24:11:00:00:02")
@@ -393,6 +398,7 @@ func TestIntegrationRenameOfUpLinkAndNameSwap(t *testing.T) {
 // that trade names keep none, and a rename back to the old name takes it
 // from the alternative names first.
 func TestIntegrationRenameKeepsTheOldNameAsAnAltName(t *testing.T) {
+	testenv.Integration(t)
 	ns, nh := newNS(t)
 	addVeth(t, nh, "ens4", mac1, "peer0", "bc:24:11:00:00:01")
 	must(t, nh.LinkSetUp(link(t, nh, "peer0")))
@@ -444,6 +450,7 @@ func TestIntegrationRenameKeepsTheOldNameAsAnAltName(t *testing.T) {
 // another NIC to take; one a person gave a link keeps the owned NIC's
 // name, with a note, and the apply does not fail.
 func TestIntegrationRenameToAnAltNameSeedkeeperGave(t *testing.T) {
+	testenv.Integration(t)
 	ns, nh := newNS(t)
 	addVeth(t, nh, "ens4", mac1, "peer0", "bc:24:11:00:00:01")
 	h := openAt(t, ns)
@@ -519,6 +526,7 @@ func (f *fakeDumps) RouteListFiltered(family int, filter *netlink.Route, mask ui
 }
 
 func TestIntegrationDumpInterruptedIsRetried(t *testing.T) {
+	testenv.Integration(t)
 	ns, nh := newNS(t)
 	addVeth(t, nh, "eth0", mac1, "peer0", "bc:24:11:00:00:01")
 	addrAdd(t, nh, "eth0", "192.0.2.10/24")
@@ -541,6 +549,7 @@ func TestIntegrationDumpInterruptedIsRetried(t *testing.T) {
 }
 
 func TestIntegrationDriver(t *testing.T) {
+	testenv.Integration(t)
 	ns, nh := newNS(t)
 	addVeth(t, nh, "eth0", mac1, "peer0", "bc:24:11:00:00:01")
 	must(t, nh.LinkAdd(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "br0"}}))
@@ -626,6 +635,7 @@ func BenchmarkIntegrationPlanApply(b *testing.B) {
 // and a bond gives its own to its members: the configured NIC must still
 // be the one link its MAC selects, and the bridge is never touched.
 func TestIntegrationStackedLinkWithNICMACDoesNotStealIt(t *testing.T) {
+	testenv.Integration(t)
 	ns, nh := newNS(t)
 	addVeth(t, nh, "eth0", mac1, "p0", "bc:24:11:00:00:09")
 	must(t, nh.LinkAdd(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "br9"}}))
@@ -658,6 +668,7 @@ func TestIntegrationStackedLinkWithNICMACDoesNotStealIt(t *testing.T) {
 // a second run changes nothing, and a rule no longer configured is
 // removed while one someone else made stays.
 func TestIntegrationRoutingRules(t *testing.T) {
+	testenv.Integration(t)
 	ns, nh := newNS(t)
 	addVeth(t, nh, "eth0", mac1, "peer0", "bc:24:11:00:00:01")
 	h := openAt(t, ns)
@@ -712,6 +723,7 @@ func TestIntegrationRoutingRules(t *testing.T) {
 // refuses it as unreachable): it is added on-link, and a second run
 // changes nothing.
 func TestIntegrationOnLinkRoute(t *testing.T) {
+	testenv.Integration(t)
 	ns, nh := newNS(t)
 	addVeth(t, nh, "eth0", mac1, "peer0", "bc:24:11:00:00:01")
 	h := openAt(t, ns)

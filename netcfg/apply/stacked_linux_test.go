@@ -13,6 +13,7 @@ import (
 	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
 
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 	"github.com/seedkeeper/seedkeeper/netcfg"
 )
 
@@ -154,6 +155,7 @@ func syncTwice(t *testing.T, h *Handle, cfg *netcfg.Config, receipt string) *Syn
 }
 
 func TestIntegrationStackedBridge(t *testing.T) {
+	testenv.Integration(t)
 	ns, nh := newNS(t)
 	addVeth(t, nh, "eth0", mac1, "p0", "bc:24:11:00:00:01")
 	addVeth(t, nh, "eth1", mac2, "p1", "bc:24:11:00:00:02")
@@ -232,6 +234,7 @@ func TestIntegrationStackedBridge(t *testing.T) {
 // A bridge of the configured name made by someone else with a port we do
 // not own is not ours to enslave into.
 func TestIntegrationStackedNeverEnslavesForeignNIC(t *testing.T) {
+	testenv.Integration(t)
 	ns, nh := newNS(t)
 	addVeth(t, nh, "eth0", mac1, "p0", "bc:24:11:00:00:01")
 	addVeth(t, nh, "eth1", mac2, "p1", "bc:24:11:00:00:02")
@@ -258,6 +261,7 @@ func TestIntegrationStackedNeverEnslavesForeignNIC(t *testing.T) {
 // The stack of the stacked-links guest scenario on veth pairs: a bond of two
 // NICs, a VLAN on it, a bridge on the VLAN with the address.
 func TestIntegrationStackedBondVLANBridge(t *testing.T) {
+	testenv.Integration(t)
 	ns, nh := newNS(t)
 	needLinkKind(t, nh, "bond")
 	needLinkKind(t, nh, "vlan")
@@ -303,6 +307,7 @@ func TestIntegrationStackedBondVLANBridge(t *testing.T) {
 // NIC) completes the bridge: it is created with both members and its
 // address, while another NIC's state is left as a person left it.
 func TestIntegrationStackedHotplugCompletesBridge(t *testing.T) {
+	testenv.Integration(t)
 	ns, nh := newNS(t)
 	addVeth(t, nh, "eth0", mac1, "p0", "bc:24:11:00:00:01")
 	addVeth(t, nh, "eth3", mac3, "p3", "bc:24:11:00:00:03")
@@ -358,6 +363,7 @@ func TestIntegrationStackedHotplugCompletesBridge(t *testing.T) {
 // seedkeeper made it; docker0 is left exactly as it was, the owned NIC is
 // not made its port, and no file is rendered for it.
 func TestIntegrationStackedNeverAdoptsForeignBridge(t *testing.T) {
+	testenv.Integration(t)
 	ns, nh := newNS(t)
 	addVeth(t, nh, "eth0", mac1, "p0", "bc:24:11:00:00:01")
 	addVeth(t, nh, "vethd", "02:42:00:00:00:02", "vethd-c", "02:42:00:00:00:03")

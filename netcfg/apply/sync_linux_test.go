@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 	"github.com/seedkeeper/seedkeeper/netcfg"
 )
 
@@ -19,6 +20,7 @@ import (
 // with the receipt still locked (the event used to open, lock and plan
 // twice).
 func TestIntegrationSyncOnlyLocked(t *testing.T) {
+	testenv.Integration(t)
 	ns, nh := newNS(t)
 	addVeth(t, nh, "ens4", mac1, "p4", "bc:24:11:00:00:01")
 	addVeth(t, nh, "ens5", mac2, "p5", "bc:24:11:00:00:02")
@@ -80,6 +82,7 @@ func TestIntegrationSyncOnlyLocked(t *testing.T) {
 
 // A dry run reads and plans, changes nothing and takes no lock.
 func TestIntegrationSyncDryRun(t *testing.T) {
+	testenv.Integration(t)
 	ns, nh := newNS(t)
 	addVeth(t, nh, "ens4", mac1, "p4", "bc:24:11:00:00:01")
 	cfg := &netcfg.Config{Interfaces: []netcfg.Interface{

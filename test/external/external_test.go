@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/seedkeeper/seedkeeper/internal/buildtest"
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 )
 
 const module = "github.com/seedkeeper/seedkeeper"
@@ -104,6 +105,7 @@ func copyFile(t *testing.T, from, to string) {
 // runs it with arguments only known at run time: what it prints is what
 // the four stable packages did for it.
 func TestOutsideModule(t *testing.T) {
+	testenv.SkipShort(t, "builds a consumer in a module of its own")
 	dir, env := outsideModule(t)
 	copyFile(t, "testdata/consumer/main.go", filepath.Join(dir, "main.go"))
 	bin := filepath.Join(dir, "consumer")
@@ -132,6 +134,7 @@ func TestOutsideModule(t *testing.T) {
 // API alone (an import of an internal package is refused outside this
 // module) and print what their Output comments say.
 func TestExamplesOutside(t *testing.T) {
+	testenv.SkipShort(t, "builds and runs every example in a module of its own")
 	dir, env := outsideModule(t)
 	root := repoRoot(t)
 	var pkgs []string

@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 )
 
 // guestApplyRun selects the tests of netcfg/apply that run inside the
@@ -39,6 +41,7 @@ var guestLinkModules = []string{
 // which no test passes, or any test is skipped, fails: in this kernel
 // every link type is there.
 func TestIntegrationGuestKernelApply(t *testing.T) {
+	testenv.Integration(t)
 	t.Parallel()
 	g := needGuest(t)
 	run := guestApplyRun

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 )
 
 // The SSH keys and password hashes an admin sets in the Proxmox UI
@@ -70,6 +72,7 @@ func shadowHash(t *testing.T, r *sdReport, user string) string {
 // SEEDKEEPER_VM_COMPARE=1 runs the same chain without seedkeeper too
 // (plain cloud-init: a new instance at each change), for docs/changes.md.
 func TestIntegrationSystemdAdminChanges(t *testing.T) {
+	testenv.Integration(t)
 	t.Parallel()
 	// One guest of this test at a time: the releases run one after the
 	// other (Debian 13's in make e2e).

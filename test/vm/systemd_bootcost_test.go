@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 )
 
 // What seedkeeper costs a boot: the same image with and without the
@@ -100,6 +102,7 @@ type bootCostSample struct {
 // choose how many rounds, which releases and variants, and whether the
 // second boot of each disk is measured too.
 func TestIntegrationSystemdBootCost(t *testing.T) {
+	testenv.Integration(t)
 	if os.Getenv(envBench) == "" {
 		t.Skip("a measurement, not a test: set SEEDKEEPER_VM_BENCH=1 to run it (SEEDKEEPER_VM_BENCH_PAIRS, SEEDKEEPER_VM_BENCH_RELEASES)")
 	}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 )
 
 // changedDrive is the Proxmox drive after an admin changed the VM's
@@ -22,6 +24,7 @@ func changedDrive() *seedFiles {
 // applies it, as a new instance (the drive's derived ID, new SSH host
 // keys), as it would be had seedkeeper never been installed.
 func TestIntegrationSystemdRemoval(t *testing.T) {
+	testenv.Integration(t)
 	t.Parallel()
 	start := time.Now()
 	t.Cleanup(func() { t.Logf("the removal scenario took %v", time.Since(start).Round(time.Second)) })

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 	"github.com/seedkeeper/seedkeeper/mdata/mdatatest"
 )
 
@@ -159,6 +160,7 @@ func persistentFiles(t *testing.T, r *sdReport) map[string]string {
 // seedkeeper-watch (on the chain's first boot), and a boot with nothing
 // changed; the same boots without seedkeeper in make e2e.
 func TestIntegrationSystemdNetworkd(t *testing.T) {
+	testenv.Integration(t)
 	t.Parallel()
 	identityScenarios(t, relBookworm, "networkd")
 }
@@ -168,6 +170,7 @@ func TestIntegrationSystemdNetworkd(t *testing.T) {
 // (SEEDKEEPER_VM_MATRIX=full), not `make test`, which runs only their
 // static + DHCP + hotplug boot (TestIntegrationSystemdStacks).
 func TestIntegrationSystemdMatrix(t *testing.T) {
+	testenv.Integration(t)
 	if !fullMatrix() {
 		t.Skip("the full matrix runs in make e2e (SEEDKEEPER_VM_MATRIX=full)")
 	}
@@ -314,6 +317,7 @@ func checkHotplugged(t *testing.T, r *sdReport) {
 // its address and keeps it. The NetworkManager image has a catch-all
 // profile beside (checkNMOnlyOurProfiles).
 func TestIntegrationSystemdStacks(t *testing.T) {
+	testenv.Integration(t)
 	t.Parallel()
 	for _, tc := range []struct {
 		stack, unit, status string
@@ -370,6 +374,7 @@ func TestIntegrationSystemdStacks(t *testing.T) {
 // extend its own start timeout while it waits, then finish with sdc:uuid
 // as cloud-init's instance-id.
 func TestIntegrationSystemdSmartOSHostLate(t *testing.T) {
+	testenv.Integration(t)
 	t.Parallel()
 	img := needSystemdImage(t, relBookworm, "networkd", true)
 	st, uuid, _ := smartosStore(t)

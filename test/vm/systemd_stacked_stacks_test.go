@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 )
 
 // snapshot is the report as one of its earlier snapshots saw the
@@ -92,6 +94,7 @@ func nmUnmanagedProblems(t *testing.T, r *sdReport, devs []string) []string {
 // from NetworkManager to show the NetworkManager check can fail. Full
 // matrix only (make e2e).
 func TestIntegrationSystemdStackedStacks(t *testing.T) {
+	testenv.Integration(t)
 	if !fullMatrix() {
 		t.Skip("the full matrix runs in make e2e (SEEDKEEPER_VM_MATRIX=full)")
 	}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 )
 
 // The two NICs of the stacked-links scenario, bonded: each on its own
@@ -334,6 +336,7 @@ func checkStackedLinks(t *testing.T, r *sdReport, manager string) []string {
 // e2e) makes the same links again and rewrites no file. With a driver allowlist that leaves virtio_net
 // out, no bond is made.
 func TestIntegrationSystemdStackedLinks(t *testing.T) {
+	testenv.Integration(t)
 	t.Parallel()
 	img := needSystemdImage(t, relBookworm, "networkd", true)
 	nics := []sdNIC{nicBond0, nicBond1}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 )
 
 // More template scenarios (the seedless template and the sealed one): a
@@ -20,6 +22,7 @@ import (
 // TestIntegrationSystemdTemplatesMore runs the extra template scenarios on
 // the networkd image, side by side.
 func TestIntegrationSystemdTemplatesMore(t *testing.T) {
+	testenv.Integration(t)
 	if !fullMatrix() {
 		t.Skip("the extra template scenarios run in make e2e (SEEDKEEPER_VM_MATRIX=full), not in make test")
 	}

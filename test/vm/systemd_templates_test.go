@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 )
 
 // The templates scenarios (a seedless template, a sealed one): a golden
@@ -129,6 +131,7 @@ func maybeKeys(t *testing.T, r *sdReport) []string {
 // seven boots, 6 min 35 s alone on a loaded 2-core host with two guests
 // at once; the whole `make test` with them took 19 min 41 s.
 func TestIntegrationSystemdTemplates(t *testing.T) {
+	testenv.Integration(t)
 	t.Parallel()
 	start := time.Now()
 	t.Cleanup(func() { t.Logf("template scenarios took %v", time.Since(start).Round(time.Second)) })

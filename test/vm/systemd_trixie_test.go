@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 )
 
 // The core scenarios on Debian 13 (cloud-init 25.1.4, systemd 257): on the
@@ -41,6 +43,7 @@ var cloudInitUnits = map[string][]string{
 // hotplug and no source on the Debian 13 images, and checks the unit
 // ordering against cloud-init 25's real units.
 func TestIntegrationSystemdTrixie(t *testing.T) {
+	testenv.Integration(t)
 	t.Parallel()
 	for _, stack := range []string{"networkd", "netplan"} {
 		t.Run(stack, func(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/seedkeeper/seedkeeper/datasource"
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 )
 
 // The VMware guest: the Debian 12 networkd image with a vmware-rpctool
@@ -271,6 +272,7 @@ func TestVMwareRPCToolStub(t *testing.T) {
 // the order of the wait and cloud-init's first units, and cloud-init's
 // merged configuration.
 func TestIntegrationSystemdVMware(t *testing.T) {
+	testenv.Integration(t)
 	t.Parallel()
 	img := needSystemdVariant(t, relBookworm, "networkd", "vmware")
 	app := vmwareCmdline(vmwareGuestinfo(t))

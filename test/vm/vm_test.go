@@ -13,6 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 	"github.com/seedkeeper/seedkeeper/mdata/mdatatest"
 )
 
@@ -115,6 +116,7 @@ func checkBoot(t *testing.T, m *machine, id string) status {
 // sdc:uuid as the instance ID, and applies the primary NIC's address;
 // mdata-get in the guest reads what the host serves.
 func TestIntegrationVMSmartOSBoot(t *testing.T) {
+	testenv.Integration(t)
 	t.Parallel()
 	g := needGuest(t)
 	st, uuid, hostname := smartosStore(t)
@@ -162,6 +164,7 @@ links
 // while the guest first asks (what the guest sends is dropped), then comes
 // up; seedkeeper boot keeps trying and completes with the right ID.
 func TestIntegrationVMHostLate(t *testing.T) {
+	testenv.Integration(t)
 	t.Parallel()
 	g := needGuest(t)
 	st, uuid, _ := smartosStore(t)
@@ -200,6 +203,7 @@ file ` + statusFile + `
 // as a CD-ROM: seedkeeper boot finds it by its label on /dev/sr0, reads it
 // without mounting it, and applies its network-config.
 func TestIntegrationVMCidataCDROM(t *testing.T) {
+	testenv.Integration(t)
 	t.Parallel()
 	g := needGuest(t)
 	localds, err := exec.LookPath("cloud-localds")
@@ -259,6 +263,7 @@ links
 // sdc:nics, and watch applies its address. The identity state and the
 // seed stay byte for byte the same.
 func TestIntegrationVMNICHotplug(t *testing.T) {
+	testenv.Integration(t)
 	t.Parallel()
 	g := needGuest(t)
 	st, uuid, _ := smartosStore(t)

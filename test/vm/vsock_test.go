@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 	"github.com/seedkeeper/seedkeeper/mdata/mdatatest"
 )
 
@@ -21,6 +22,7 @@ var vsockModules = []string{"vsock", "vmw_vsock_virtio_transport_common", "vsock
 // through a reply or ignores the probe. A port nobody listens on makes
 // mdata-get give up with exit status 10 once its --timeout has passed.
 func TestIntegrationVMVsock(t *testing.T) {
+	testenv.Integration(t)
 	t.Parallel()
 	g := needGuest(t)
 	const port, deadPort = "5252", "5253"
