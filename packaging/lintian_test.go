@@ -39,6 +39,7 @@ func TestIntegrationLintian(t *testing.T) {
 // which filters only what does not apply, each with its reason: no
 // finding may be left.
 func TestIntegrationRPMLint(t *testing.T) {
+	testenv.Integration(t)
 	needTool(t, "rpmlint", "rpmlint")
 	if _, err := exec.Command("/usr/bin/python3", "-c", "import magic").CombinedOutput(); err != nil {
 		t.Skip("rpmlint needs python3-magic to tell a binary: apt-get install python3-magic (make test-deps installs it as root)")

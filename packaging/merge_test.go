@@ -2,6 +2,7 @@ package packaging
 
 import (
 	"encoding/json"
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -86,9 +87,7 @@ print(json.dumps(cfg, sort_keys=True))
 // seedkeeper's; and an image's file that sorts after the drop-in still
 // wins.
 func TestIntegrationDropInKeepsImageSettings(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs cloud-init's and systemd's own code; run without -short")
-	}
+	testenv.Integration(t)
 	py := needTool(t, "/usr/bin/python3", "python3")
 	if _, err := os.Stat("/usr/lib/python3/dist-packages/cloudinit/util.py"); err != nil {
 		t.Skip("needs Debian's cloud-init: apt-get install cloud-init (make test-deps installs it as root)")
@@ -203,9 +202,7 @@ func fmtAny(v any) string {
 // none), so the image's still skips the unit when it fails, whether its
 // drop-in sorts before or after seedkeeper's.
 func TestIntegrationNoSourceDropInKeepsUnitConditions(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs cloud-init's and systemd's own code; run without -short")
-	}
+	testenv.Integration(t)
 	sa := needTool(t, "systemd-analyze", "systemd")
 	if _, err := os.Stat("/lib/systemd/system/cloud-init-local.service"); err != nil {
 		t.Skip("needs Debian's cloud-init units: apt-get install cloud-init (make test-deps installs it as root)")

@@ -368,6 +368,7 @@ func TestIntegrationRPMContents(t *testing.T) {
 // uses is one "make package" makes, for the version it names: the names
 // of this build's packages with its version put in.
 func TestIntegrationReadmePackageNames(t *testing.T) {
+	testenv.Integration(t)
 	if runtime.GOARCH != "amd64" {
 		t.Skip("README.md's examples name the amd64 packages")
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"fmt"
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,9 +17,7 @@ import (
 // (SOURCE_DATE_EPOCH), every name and mode is fixed, and the binary is
 // built with -trimpath.
 func TestIntegrationReproducible(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the packages a second time; run without -short")
-	}
+	testenv.Integration(t)
 	first := packages(t)
 	bin := filepath.Join(shared, "again")
 	cmd := exec.Command("make", "--no-print-directory", "package", "BIN="+bin, "VERSION="+testVersion)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,9 +29,7 @@ func TestMain(m *testing.M) {
 // crashes or exits outside 0–4. The figures go to the test log;
 // make bench-hostile writes them into BENCHMARKS.md.
 func TestIntegrationHostileBudget(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs a few hundred processes over tens of MiB of input; run without -short")
-	}
+	testenv.Integration(t)
 	if os.Geteuid() != 0 {
 		t.Skip("needs root, as the corpus tests do: run `sudo make test`")
 	}
