@@ -30,8 +30,8 @@ type Fetched struct {
 	// VMwareIMC is what a VMware customization spec said beyond the
 	// fields above; it holds no secret.
 	VMwareIMC *datasource.IMCSpec `json:"vmware_imc,omitempty"`
-	MetaData            map[string]any  `json:"meta_data,omitempty"`
-	Dropped             []string        `json:"dropped,omitempty"` // fields of the metadata not used, and why
+	MetaData  map[string]any      `json:"meta_data,omitempty"`
+	Dropped   []string            `json:"dropped,omitempty"` // fields of the metadata not used, and why
 	// Redacted is whether Normalize replaced the secret values (user-data,
 	// vendor-data, scripts) by a summary; a value shown in full may look
 	// like one, so a printer asks this rather than the text.
