@@ -74,7 +74,7 @@ func (e *Env) vmwareStep(ctx context.Context, vs *VMwareStatus, md *datasource.M
 		vs.Wait = e.waitOnNetwork(ctx, want, md.Network, res)
 	}
 	if live {
-		w := e.newGuestinfoWriter(ctx, md.Origin.Transport, vs)
+		w := e.newGuestinfoWriter(ctx, guestinfoToolOf(md), vs)
 		if applied {
 			e.publishLocalIPs(w, md, res.Links, vs)
 		}
@@ -85,11 +85,19 @@ func (e *Env) vmwareStep(ctx context.Context, vs *VMwareStatus, md *datasource.M
 }
 
 // vmwareFindings starts the VMware status of a boot with what is found of
-// VMware Tools' guest customization, logged.
-func (e *Env) vmwareFindings() *VMwareStatus {
-	vs := &VMwareStatus{Customization: vmwareCustomization(e)}
+// VMware Tools' guest customization, logged, and begins applying the
+// customization spec md was read from, if it was (live: the boot changes
+// this machine).
+func (e *Env) vmwareFindings(ctx context.Context, md *datasource.Metadata, live bool) *VMwareStatus {
+	vs := &VMwareStatus{}
+	if md.VMwareIMC == nil {
+		vs.Customization = vmwareCustomization(e)
+	}
 	for _, c := range vs.Customization {
 		e.Log.Warn("vmware: " + c)
+	}
+	if md.VMwareIMC != nil {
+		e.vmwareIMCBegin(ctx, vs, md, live)
 	}
 	return vs
 }
@@ -357,7 +365,7 @@ func localIPs(st ownedAddrs) (v4, v6 netip.Addr, notes []string) {
 // wait; a family without an address is left as it is (cloud-init sets
 // only what it found).
 func (e *Env) publishLocalIPs(w *guestinfoWriter, md *datasource.Metadata, names []string, vs *VMwareStatus) {
-	tool := md.Origin.Transport
+	tool := guestinfoToolOf(md)
 	if tool != datasource.ToolRPCTool && tool != datasource.ToolVMToolsd {
 		vs.Notes = append(vs.Notes, "guestinfo.local-ipv4 and guestinfo.local-ipv6 not published: the metadata came from the environment (VMX_GUESTINFO), not through a guestinfo tool, as cloud-init does not either")
 		return
@@ -452,7 +460,7 @@ const (
 // cloud-init, seedkeeper applies no event, and cloud-init (NoCloud)
 // advertises nothing: neither does seedkeeper.
 func (e *Env) advertiseUpdates(w *guestinfoWriter, md *datasource.Metadata) {
-	tool := md.Origin.Transport
+	tool := guestinfoToolOf(md)
 	if (tool != datasource.ToolRPCTool && tool != datasource.ToolVMToolsd) || e.Config.Network.Owner == "cloud-init" {
 		return
 	}

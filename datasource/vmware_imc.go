@@ -92,6 +92,9 @@ type IMCSpec struct {
 	// NICs counts the NIC sections read, and NICsDropped those left out.
 	NICs        int `json:"nics,omitempty"`
 	NICsDropped int `json:"nics_dropped,omitempty"`
+
+	// cloudConfig is the vendor-data before it is encoded.
+	cloudConfig map[string]any
 }
 
 // imcSection is one [SECTION] of a spec: its keys and values as written,
@@ -508,13 +511,79 @@ func (r *imcReader) traditional() {
 	} else if reset {
 		r.warn("cust.cfg PASSWORD RESET dropped: without a password to set, seedkeeper does not expire the root password")
 	}
-	if len(cfg) > 0 {
-		y, err := yaml.Marshal(cfg)
-		if err == nil {
-			md.VendorData = append([]byte("#cloud-config\n"), y...)
-		}
-	}
+	r.spec.cloudConfig = cfg
+	md.VendorData = imcVendorData(cfg)
 	r.network()
+}
+
+// imcVendorData encodes the cloud-config a traditional spec gives; nil
+// when it gives none.
+func imcVendorData(cfg map[string]any) []byte {
+	if len(cfg) == 0 {
+		return nil
+	}
+	y, err := yaml.Marshal(cfg)
+	if err != nil {
+		return nil
+	}
+	return append([]byte("#cloud-config\n"), y...)
+}
+
+// DropIMCPassword takes the root password of a traditional spec out of
+// md's vendor-data (a customization already applied on an earlier boot
+// sets no password again, as cloud-init's marker file has it). It
+// reports whether there was one.
+func DropIMCPassword(md *Metadata) bool {
+	s := md.VMwareIMC
+	if s == nil || !s.Password {
+		return false
+	}
+	cfg := maps.Clone(s.cloudConfig)
+	delete(cfg, "chpasswd")
+	md.VendorData = imcVendorData(cfg)
+	s.Password = false
+	return true
+}
+
+// The states and codes of deployPkg.update.state, as open-vm-tools'
+// deployPkg and cloud-init name them.
+const (
+	IMCStateRunning = 4
+	IMCStateDone    = 5
+
+	IMCSuccess            = 0
+	IMCErrScriptDisabled  = 6
+	IMCErrWrongMetaFormat = 9
+	IMCEventCustomizeFail = 100
+	IMCEventNetworkFail   = 101
+)
+
+// imcMessage is what a report's message may hold: seedkeeper's own
+// words, never text of the spec.
+var imcMessage = regexp.MustCompile(`^[A-Za-z0-9 ._@:/()-]{0,200}$`)
+
+// ReportIMC tells vCenter how the customization goes, as cloud-init
+// does: one "deployPkg.update.state STATE CODE MESSAGE" RPC through
+// vmware-rpctool, run by r (nil: ExecRunner{}, which runs the tool found
+// in $PATH by its absolute path, with no shell). A message with other
+// characters than letters, digits, space and ._@:/()- is refused before
+// the tool runs.
+func ReportIMC(ctx context.Context, r CommandRunner, state, code int, msg string) error {
+	if !imcMessage.MatchString(msg) || (state != IMCStateRunning && state != IMCStateDone) || code < 0 || code > 999 {
+		return fmt.Errorf("reporting to vCenter: refused: state %d, code %d, a message of %d bytes", state, code, len(msg))
+	}
+	if r == nil {
+		r = ExecRunner{}
+	}
+	rpc := fmt.Sprintf("deployPkg.update.state %d %d %s", state, code, msg)
+	res, err := r.Run(ctx, []string{ToolRPCTool, rpc})
+	if err != nil {
+		return &ToolError{Tool: ToolRPCTool, Command: rpc, Err: err}
+	}
+	if res.ExitCode != 0 {
+		return &ToolError{Tool: ToolRPCTool, Command: rpc, ExitCode: res.ExitCode, Stderr: strings.TrimRight(string(res.Stderr), "\n")}
+	}
+	return nil
 }
 
 // checkIMCPassword accepts a -PASS value: base64 of a password of at

@@ -250,8 +250,13 @@ func TestReadVMwareIMC(t *testing.T) {
 			if string(md.UserData) != tc.userData {
 				t.Errorf("user-data %q, want %q", md.UserData, tc.userData)
 			}
-			if md.VMwareIMC == nil || *md.VMwareIMC != tc.imc {
-				t.Errorf("IMC %+v, want %+v", md.VMwareIMC, tc.imc)
+			if md.VMwareIMC == nil {
+				t.Fatal("no IMC")
+			}
+			got := *md.VMwareIMC
+			got.cloudConfig = nil
+			if !reflect.DeepEqual(got, tc.imc) {
+				t.Errorf("IMC %+v, want %+v", got, tc.imc)
 			}
 			if tc.nWarnings != len(md.Warnings) {
 				t.Errorf("%d warnings, want %d:\n%s", len(md.Warnings), tc.nWarnings, strings.Join(md.Warnings, "\n"))
@@ -532,4 +537,39 @@ func FuzzParseIMC(f *testing.F) {
 			}
 		}
 	})
+}
+
+// ReportIMC sends one RPC, as one argument, and refuses anything but its
+// own words before any tool runs.
+func TestReportIMC(t *testing.T) {
+	var got [][]string
+	r := RunnerFunc(func(_ context.Context, argv []string) (CommandResult, error) {
+		got = append(got, argv)
+		return CommandResult{}, nil
+	})
+	if err := ReportIMC(context.Background(), r, IMCStateRunning, IMCEventNetworkFail, "journalctl -u seedkeeper-boot@network setup failed"); err != nil {
+		t.Fatal(err)
+	}
+	want := [][]string{{"vmware-rpctool", "deployPkg.update.state 4 101 journalctl -u seedkeeper-boot@network setup failed"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("argv %q, want %q", got, want)
+	}
+	for _, bad := range []struct {
+		state, code int
+		msg         string
+	}{{4, 0, "a; reboot"}, {4, 0, "line\nbreak"}, {4, 0, "$(x)"}, {3, 0, "ok"}, {4, -1, "ok"}, {5, 0, strings.Repeat("a", 201)}} {
+		if err := ReportIMC(context.Background(), r, bad.state, bad.code, bad.msg); err == nil {
+			t.Errorf("ReportIMC(%d, %d, %q) = nil", bad.state, bad.code, bad.msg)
+		}
+	}
+	if len(got) != 1 {
+		t.Errorf("a refused report ran the tool: %q", got[1:])
+	}
+	fail := RunnerFunc(func(context.Context, []string) (CommandResult, error) {
+		return CommandResult{ExitCode: 1, Stderr: []byte("Permission denied\n")}, nil
+	})
+	var te *ToolError
+	if err := ReportIMC(context.Background(), fail, 5, 0, "x"); !errors.As(err, &te) || te.ExitCode != 1 {
+		t.Errorf("a failing tool: %v", err)
+	}
 }
