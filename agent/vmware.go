@@ -434,7 +434,7 @@ func vmwareCustomization(e *Env) []string {
 			}
 		}
 		if spec {
-			out = append(out, "a VMware customization spec (cust.cfg) is waiting under "+vmwareIMCDir+" for cloud-init, which reads only seedkeeper's NoCloud seed: it is not applied, and vCenter will report the customization as not done; customize through guestinfo instead")
+			out = append(out, "a VMware customization spec (cust.cfg) is waiting under "+vmwareIMCDir+" and is not applied: seedkeeper reads a spec only as "+datasource.IMCDir+"/"+datasource.IMCSpecFile+", and only when guestinfo holds no metadata, user-data or vendor-data; vCenter will report the customization as not done")
 		}
 	case !errors.Is(err, fs.ErrNotExist):
 		out = append(out, "cannot look for a VMware customization spec: "+err.Error())
