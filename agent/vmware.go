@@ -37,6 +37,10 @@ type VMwareStatus struct {
 	// Customization is what was found of VMware Tools' guest
 	// customization; empty when nothing.
 	Customization []string `json:"customization,omitempty"`
+	// Fallback says what was done for a VMware guest whose metadata has
+	// no network configuration (cloud-init's DHCP fallback); "" when it
+	// has one.
+	Fallback string `json:"fallback,omitempty"`
 }
 
 // Guestinfo keys the guest's addresses are published in, as cloud-init
@@ -99,6 +103,7 @@ func (e *Env) vmwareFindings(ctx context.Context, md *datasource.Metadata, live 
 	if md.VMwareIMC != nil {
 		e.vmwareIMCBegin(ctx, vs, md, live)
 	}
+	e.vmwareFallback(ctx, vs, md)
 	return vs
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/seedkeeper/seedkeeper/datasource"
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 	"github.com/seedkeeper/seedkeeper/internal/paths"
+	"github.com/seedkeeper/seedkeeper/netcfg"
 )
 
 // What boot does for a VMware customization spec (datasource.TransportIMC)
@@ -137,4 +138,45 @@ func guestinfoToolOf(md *datasource.Metadata) string {
 		return datasource.ToolRPCTool
 	}
 	return md.Origin.Transport
+}
+
+// vmwareFallback does what cloud-init's fallback does for a VMware guest
+// whose metadata has no network configuration (neither guestinfo's
+// network key nor a spec's NIC-CONFIG): DHCP (IPv4 and IPv6) on one NIC,
+// the first seedkeeper may own (driver on the allowlist), those with a
+// carrier first, in name order. It sets md.Network (not the raw document:
+// the source gave none) and says so in vs.Fallback. With network.owner
+// cloud-init, cloud-init's own fallback applies. A boot under an image
+// root looks at no NIC (they are not the image's) unless it was given a
+// network namespace.
+func (e *Env) vmwareFallback(ctx context.Context, vs *VMwareStatus, md *datasource.Metadata) {
+	if md.Network != nil || md.NetworkConfigRaw != nil || e.Config.Network.Owner == "cloud-init" {
+		return
+	}
+	if s := md.VMwareIMC; s != nil && s.NICs+s.NICsDropped > 0 {
+		return // the spec had NICs, all unusable: not "no network config"
+	}
+	head := "no network configuration in the metadata: "
+	if !e.Root.IsReal() && e.Netns <= 0 {
+		vs.Fallback = head + "no DHCP fallback under an image root (its NICs are not this machine's)"
+		return
+	}
+	allow := e.Allowlist(md)
+	name, mac, err := fallbackNIC(ctx, e.Netns, allow.Allows)
+	switch {
+	case err != nil:
+		vs.Fallback = head + "no DHCP fallback: reading the links: " + err.Error()
+	case name == "":
+		vs.Fallback = head + "no DHCP fallback: no NIC with a driver on the allowlist (" + allow.String() + ")"
+	default:
+		doc := fmt.Sprintf(`{"version": 2, "ethernets": {%q: {"match": {"macaddress": %q}, "dhcp4": true, "dhcp6": true}}}`, name, mac)
+		cfg, perr := netcfg.Parse([]byte(doc))
+		if perr != nil {
+			vs.Fallback = head + "no DHCP fallback: " + perr.Error()
+			break
+		}
+		md.Network = cfg
+		vs.Fallback = fmt.Sprintf("%sDHCP on %s (%s), the first NIC seedkeeper may own, as cloud-init's fallback", head, name, mac)
+	}
+	e.Log.Info("vmware: " + vs.Fallback)
 }
