@@ -35,7 +35,11 @@ func (e *Env) vmwareIMCBegin(ctx context.Context, vs *VMwareStatus, md *datasour
 	if spec.MarkerID != "" {
 		head += ", marker " + spec.MarkerID
 	}
-	vs.Customization = append(vs.Customization, head+") read from "+datasource.IMCDir)
+	head += ") read from " + datasource.IMCDir
+	if spec.Waited != "" {
+		head += ", after waiting " + spec.Waited + " for VMware Tools to write it"
+	}
+	vs.Customization = append(vs.Customization, head)
 	if spec.MarkerID != "" && e.imcMarker() == spec.MarkerID {
 		msg := "customization " + spec.MarkerID + " was applied on an earlier boot"
 		if datasource.DropIMCPassword(md) {

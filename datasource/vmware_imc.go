@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
@@ -92,6 +93,9 @@ type IMCSpec struct {
 	// NICs counts the NIC sections read, and NICsDropped those left out.
 	NICs        int `json:"nics,omitempty"`
 	NICsDropped int `json:"nics_dropped,omitempty"`
+	// Waited says how long the reader waited for the spec to appear
+	// (VMwareOptions.IMCWait); "" when it was there at once.
+	Waited string `json:"waited,omitempty"`
 
 	// cloudConfig is the vendor-data before it is encoded.
 	cloudConfig map[string]any
@@ -361,6 +365,67 @@ func checkMarkerID(s string) error {
 		return fmt.Errorf("not a marker ID (letters, digits, '.', '_', '-'; at most 128; %d bytes)", len(s))
 	}
 	return nil
+}
+
+// DefaultIMCWait is cloud-init's default vmware_cust_file_max_wait.
+const DefaultIMCWait = 15 * time.Second
+
+// imcPoll is how often the spec is looked for while waiting.
+const imcPoll = 500 * time.Millisecond
+
+// deployPkgPlugin is VMware Tools' customization plugin, in the
+// directories cloud-init looks in: without it no spec can come.
+var deployPkgPlugin = []string{
+	"/usr/lib/open-vm-tools/plugins/vmsvc/libdeployPkgPlugin.so",
+	"/usr/lib/x86_64-linux-gnu/open-vm-tools/plugins/vmsvc/libdeployPkgPlugin.so",
+	"/usr/lib/aarch64-linux-gnu/open-vm-tools/plugins/vmsvc/libdeployPkgPlugin.so",
+	"/usr/lib64/open-vm-tools/plugins/vmsvc/libdeployPkgPlugin.so",
+	"/usr/lib/vmware-tools/plugins/vmsvc/libdeployPkgPlugin.so",
+	"/usr/lib64/vmware-tools/plugins/vmsvc/libdeployPkgPlugin.so",
+}
+
+// waitIMC waits, at most wait (0: DefaultIMCWait), for the spec to appear
+// when Tools' deployPkg plugin is installed under root, and reads it; an
+// error wrapping ErrNoSource says what was waited for when none came.
+func waitIMC(ctx context.Context, root sysroot.Root, wait time.Duration, log *slog.Logger) (*Metadata, error) {
+	plugin := ""
+	for _, p := range deployPkgPlugin {
+		if fi, err := fsutil.StatIn(string(root), p, true); err == nil && fi.Mode().IsRegular() {
+			plugin = p
+			break
+		}
+	}
+	if plugin == "" {
+		return nil, fmt.Errorf("%w: no %s (and VMware Tools' deployPkg plugin is not installed)", ErrNoSource, imcSpecPath)
+	}
+	if wait == 0 {
+		wait = DefaultIMCWait
+	}
+	if wait < 0 {
+		return nil, fmt.Errorf("%w: no %s (not waited for)", ErrNoSource, imcSpecPath)
+	}
+	log.Info("waiting for a VMware customization spec", "path", imcSpecPath, "at_most", wait.String(), "plugin", plugin)
+	start := time.Now()
+	tctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	for {
+		select {
+		case <-tctx.Done():
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			return nil, fmt.Errorf("%w: no %s after waiting %s for it (VMware Tools' deployPkg plugin is installed)", ErrNoSource, imcSpecPath, wait)
+		case <-time.After(imcPoll):
+		}
+		md, err := readIMC(ctx, root, log)
+		if !errors.Is(err, ErrNoSource) {
+			if err == nil {
+				md.VMwareIMC.Waited = time.Since(start).Round(time.Millisecond).String()
+				log.Info("VMware customization spec appeared", "after", md.VMwareIMC.Waited)
+			}
+			return md, err
+		}
+	}
 }
 
 // readIMC reads the spec under root, nil when there is none (ErrNoSource

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -311,7 +312,7 @@ func TestReadVMwareIMCPrecedence(t *testing.T) {
 
 	empty := newStubVMX(t, ToolRPCTool)
 	_, err := empty.read()
-	if !errors.Is(err, ErrNoSource) || !strings.Contains(err.Error(), "all empty, and there is no customization spec (/var/run/vmware-imc/cust.cfg)") {
+	if !errors.Is(err, ErrNoSource) || !strings.Contains(err.Error(), "all empty, and there is no customization spec: no /var/run/vmware-imc/cust.cfg (and VMware Tools' deployPkg plugin is not installed)") {
 		t.Errorf("ReadVMware = %v", err)
 	}
 
@@ -571,5 +572,53 @@ func TestReportIMC(t *testing.T) {
 	var te *ToolError
 	if err := ReportIMC(context.Background(), fail, 5, 0, "x"); !errors.As(err, &te) || te.ExitCode != 1 {
 		t.Errorf("a failing tool: %v", err)
+	}
+}
+
+// With VMware Tools' deployPkg plugin installed, a spec that Tools is
+// still writing is waited for, within IMCWait; without the plugin nothing
+// is waited for.
+func TestReadVMwareIMCWait(t *testing.T) {
+	s := newStubVMX(t, ToolRPCTool)
+	plugin := sysroot.Root(s.root).Path(deployPkgPlugin[0])
+	if err := os.MkdirAll(filepath.Dir(plugin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(plugin, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := s.options()
+	o.VMware.IMCWait = 300 * time.Millisecond
+	_, err := ReadVMware(context.Background(), o)
+	if !errors.Is(err, ErrNoSource) || !strings.Contains(err.Error(), "after waiting 300ms for it (VMware Tools' deployPkg plugin is installed)") {
+		t.Errorf("no spec: %v", err)
+	}
+
+	dir := sysroot.Root(s.root).Path(IMCDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		time.Sleep(700 * time.Millisecond)
+		copyFile(t, filepath.Join("..", "testdata", "vmware", "imc", "static-primary.cfg"), filepath.Join(dir, IMCSpecFile))
+	}()
+	o.VMware.IMCWait = time.Minute
+	md, err := ReadVMware(context.Background(), o)
+	<-done
+	if err != nil || md.InstanceID != "app01-clone-7" || md.VMwareIMC.Waited == "" {
+		t.Fatalf("spec written while waiting: %v, %v", md, err)
+	}
+	if w, _ := time.ParseDuration(md.VMwareIMC.Waited); w < imcPoll || w >= time.Minute {
+		t.Errorf("waited %s: not one look after the first", md.VMwareIMC.Waited)
+	}
+
+	// A cancelled context ends the wait with its error.
+	os.Remove(filepath.Join(dir, IMCSpecFile))
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := ReadVMware(ctx, o); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("cancelled wait: %v", err)
 	}
 }
