@@ -120,7 +120,8 @@ func (e *Env) boot(ctx context.Context, st *Status, netMode NetworkMode) error {
 	if md.Source == datasource.SourceVMware {
 		// Found first, so that a boot failing later keeps it: what
 		// Tools' customization does to the network matters most then.
-		st.VMware = e.vmwareFindings()
+		st.VMware = e.vmwareFindings(ctx, md, netMode.live(e))
+		defer e.vmwareIMCEnd(ctx, st, md, netMode.live(e))
 	}
 	e.Log.Info("metadata read", "source", md.Source, "transport", md.Origin.Transport,
 		"instance_id", md.InstanceID, "keys", len(md.Origin.Items))

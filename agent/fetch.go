@@ -27,8 +27,11 @@ type Fetched struct {
 	UserData            *string         `json:"user_data"`
 	VendorData          *string         `json:"vendor_data"`
 	SmartOS             *FetchedSmartOS `json:"smartos,omitempty"`
-	MetaData            map[string]any  `json:"meta_data,omitempty"`
-	Dropped             []string        `json:"dropped,omitempty"` // fields of the metadata not used, and why
+	// VMwareIMC is what a VMware customization spec said beyond the
+	// fields above; it holds no secret.
+	VMwareIMC *datasource.IMCSpec `json:"vmware_imc,omitempty"`
+	MetaData  map[string]any      `json:"meta_data,omitempty"`
+	Dropped   []string            `json:"dropped,omitempty"` // fields of the metadata not used, and why
 	// Redacted is whether Normalize replaced the secret values (user-data,
 	// vendor-data, scripts) by a summary; a value shown in full may look
 	// like one, so a printer asks this rather than the text.
@@ -56,7 +59,7 @@ func Normalize(md *datasource.Metadata, secrets bool) (*Fetched, error) {
 		Hostname: md.Hostname, MachineID: md.MachineID, PublicKeys: md.PublicKeys,
 		UserData: secret(md.UserData, md.UserData != nil, secrets), VendorData: secret(md.VendorData, md.VendorData != nil, secrets),
 		MetaData: redactMeta(md.MetaData, secrets), Dropped: md.Warnings,
-		Redacted: !secrets,
+		Redacted: !secrets, VMwareIMC: md.VMwareIMC,
 	}
 	if out.PublicKeys == nil {
 		out.PublicKeys = []string{}

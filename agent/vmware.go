@@ -37,6 +37,10 @@ type VMwareStatus struct {
 	// Customization is what was found of VMware Tools' guest
 	// customization; empty when nothing.
 	Customization []string `json:"customization,omitempty"`
+	// Fallback says what was done for a VMware guest whose metadata has
+	// no network configuration (cloud-init's DHCP fallback); "" when it
+	// has one.
+	Fallback string `json:"fallback,omitempty"`
 }
 
 // Guestinfo keys the guest's addresses are published in, as cloud-init
@@ -74,7 +78,7 @@ func (e *Env) vmwareStep(ctx context.Context, vs *VMwareStatus, md *datasource.M
 		vs.Wait = e.waitOnNetwork(ctx, want, md.Network, res)
 	}
 	if live {
-		w := e.newGuestinfoWriter(ctx, md.Origin.Transport, vs)
+		w := e.newGuestinfoWriter(ctx, guestinfoToolOf(md), vs)
 		if applied {
 			e.publishLocalIPs(w, md, res.Links, vs)
 		}
@@ -85,12 +89,21 @@ func (e *Env) vmwareStep(ctx context.Context, vs *VMwareStatus, md *datasource.M
 }
 
 // vmwareFindings starts the VMware status of a boot with what is found of
-// VMware Tools' guest customization, logged.
-func (e *Env) vmwareFindings() *VMwareStatus {
-	vs := &VMwareStatus{Customization: vmwareCustomization(e)}
+// VMware Tools' guest customization, logged, and begins applying the
+// customization spec md was read from, if it was (live: the boot changes
+// this machine).
+func (e *Env) vmwareFindings(ctx context.Context, md *datasource.Metadata, live bool) *VMwareStatus {
+	vs := &VMwareStatus{}
+	if md.VMwareIMC == nil {
+		vs.Customization = vmwareCustomization(e)
+	}
 	for _, c := range vs.Customization {
 		e.Log.Warn("vmware: " + c)
 	}
+	if md.VMwareIMC != nil {
+		e.vmwareIMCBegin(ctx, vs, md, live)
+	}
+	e.vmwareFallback(ctx, vs, md)
 	return vs
 }
 
@@ -357,7 +370,7 @@ func localIPs(st ownedAddrs) (v4, v6 netip.Addr, notes []string) {
 // wait; a family without an address is left as it is (cloud-init sets
 // only what it found).
 func (e *Env) publishLocalIPs(w *guestinfoWriter, md *datasource.Metadata, names []string, vs *VMwareStatus) {
-	tool := md.Origin.Transport
+	tool := guestinfoToolOf(md)
 	if tool != datasource.ToolRPCTool && tool != datasource.ToolVMToolsd {
 		vs.Notes = append(vs.Notes, "guestinfo.local-ipv4 and guestinfo.local-ipv6 not published: the metadata came from the environment (VMX_GUESTINFO), not through a guestinfo tool, as cloud-init does not either")
 		return
@@ -426,7 +439,7 @@ func vmwareCustomization(e *Env) []string {
 			}
 		}
 		if spec {
-			out = append(out, "a VMware customization spec (cust.cfg) is waiting under "+vmwareIMCDir+" for cloud-init, which reads only seedkeeper's NoCloud seed: it is not applied, and vCenter will report the customization as not done; customize through guestinfo instead")
+			out = append(out, "a VMware customization spec (cust.cfg) is waiting under "+vmwareIMCDir+" and is not applied: seedkeeper reads a spec only as "+datasource.IMCDir+"/"+datasource.IMCSpecFile+", and only when guestinfo holds no metadata, user-data or vendor-data; vCenter will report the customization as not done")
 		}
 	case !errors.Is(err, fs.ErrNotExist):
 		out = append(out, "cannot look for a VMware customization spec: "+err.Error())
@@ -452,7 +465,7 @@ const (
 // cloud-init, seedkeeper applies no event, and cloud-init (NoCloud)
 // advertises nothing: neither does seedkeeper.
 func (e *Env) advertiseUpdates(w *guestinfoWriter, md *datasource.Metadata) {
-	tool := md.Origin.Transport
+	tool := guestinfoToolOf(md)
 	if (tool != datasource.ToolRPCTool && tool != datasource.ToolVMToolsd) || e.Config.Network.Owner == "cloud-init" {
 		return
 	}

@@ -1,14 +1,19 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
+	"strings"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"github.com/seedkeeper/seedkeeper/netcfg/apply"
 )
 
 // readOwnedAddrs reads the links named (in the namespace ns; 0 or less is
@@ -151,4 +156,87 @@ func subscribeAddrRoute(ctx context.Context, ns int) (<-chan struct{}, error) {
 		}
 	}()
 	return out, nil
+}
+
+// fallbackNIC picks the NIC of cloud-init's fallback network config among
+// the links of the namespace ns (0 or less: this process's) that are
+// Ethernet devices or veths, have a MAC and a driver allows: one with a
+// carrier first, then any, each in name order ("eth2" before "eth10").
+// "" when there is none.
+func fallbackNIC(ctx context.Context, ns int, allows func(driver string) bool) (name, mac string, err error) {
+	var h *apply.Handle
+	if ns > 0 {
+		h, err = apply.OpenAt(netns.NsHandle(ns))
+	} else {
+		h, err = apply.Open()
+	}
+	if err != nil {
+		return "", "", err
+	}
+	defer h.Close()
+	links, err := h.Links(ctx)
+	if err != nil {
+		return "", "", err
+	}
+	type cand struct {
+		name, mac string
+		carrier   bool
+	}
+	var cands []cand
+	for _, l := range links {
+		a := l.Attrs()
+		if (l.Type() != "device" && l.Type() != "veth") || a.Flags&net.FlagLoopback != 0 || len(a.HardwareAddr) != 6 {
+			continue
+		}
+		drv, err := h.Driver(a.Name)
+		if err != nil || !allows(drv) {
+			continue
+		}
+		cands = append(cands, cand{a.Name, apply.LinkMAC(a), a.RawFlags&unix.IFF_LOWER_UP != 0})
+	}
+	slices.SortFunc(cands, func(x, y cand) int {
+		if x.carrier != y.carrier {
+			if x.carrier {
+				return -1
+			}
+			return 1
+		}
+		return naturalCompare(x.name, y.name)
+	})
+	if len(cands) == 0 {
+		return "", "", nil
+	}
+	return cands[0].name, cands[0].mac, nil
+}
+
+// naturalCompare orders names with the numbers in them compared as
+// numbers.
+func naturalCompare(a, b string) int {
+	for a != "" && b != "" {
+		da, db := digitsPrefix(a), digitsPrefix(b)
+		if da != "" && db != "" {
+			na, nb := strings.TrimLeft(da, "0"), strings.TrimLeft(db, "0")
+			if c := cmp.Compare(len(na), len(nb)); c != 0 {
+				return c
+			}
+			if c := strings.Compare(na, nb); c != 0 {
+				return c
+			}
+			a, b = a[len(da):], b[len(db):]
+			continue
+		}
+		if a[0] != b[0] {
+			return cmp.Compare(a[0], b[0])
+		}
+		a, b = a[1:], b[1:]
+	}
+	return cmp.Compare(len(a), len(b))
+}
+
+func digitsPrefix(s string) string {
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	return s[:i]
 }

@@ -17,3 +17,8 @@ func readOwnedAddrs(int, []string) (ownedAddrs, error) {
 func subscribeAddrRoute(context.Context, int) (<-chan struct{}, error) {
 	return nil, errors.New("address events are not supported on " + runtime.GOOS)
 }
+
+// fallbackNIC needs netlink.
+func fallbackNIC(context.Context, int, func(string) bool) (string, string, error) {
+	return "", "", errors.New("reading links is not supported on " + runtime.GOOS)
+}

@@ -146,7 +146,7 @@ func TestBootVMwarePlannedAndCustomization(t *testing.T) {
 		t.Errorf("info-set calls %q, want none", got)
 	}
 	if len(v.Customization) != 2 ||
-		!strings.HasPrefix(v.Customization[0], "a VMware customization spec (cust.cfg) is waiting under /run/vmware-imc for cloud-init") ||
+		!strings.HasPrefix(v.Customization[0], "a VMware customization spec (cust.cfg) is waiting under /run/vmware-imc and is not applied: seedkeeper reads a spec only as /var/run/vmware-imc/cust.cfg, and only when guestinfo holds no metadata") ||
 		!strings.HasPrefix(v.Customization[1], "VMware Tools ran a guest customization here (/var/log/vmware-imc/toolsDeployPkg.log, last written ") ||
 		!strings.HasSuffix(v.Customization[1], "set [deployPkg] enable-customization = false in /etc/vmware-tools/tools.conf to refuse them") {
 		t.Errorf("customization = %q", v.Customization)

@@ -61,6 +61,11 @@ type Metadata struct {
 	// keys the model has no field for.
 	MetaData map[string]any
 
+	// VMwareIMC is what a VMware customization spec said beyond the
+	// fields above (its kind, marker, reporting); nil for every other
+	// transport.
+	VMwareIMC *IMCSpec
+
 	// SmartOS holds what only SmartOS has; nil elsewhere.
 	SmartOS *SmartOSExtras
 

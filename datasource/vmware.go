@@ -59,6 +59,13 @@ type VMwareOptions struct {
 	// keeping user-data away from unprivileged guest users (any of them
 	// can run vmware-rpctool) matters more than later re-reads.
 	Redact bool
+
+	// IMCWait bounds the wait for a customization spec when guestinfo
+	// has nothing and VMware Tools' deployPkg plugin is installed (Tools
+	// may still be writing the spec), as cloud-init's
+	// vmware_cust_file_max_wait does; 0 means DefaultIMCWait, a negative
+	// value no wait.
+	IMCWait time.Duration
 }
 
 func (o *VMwareOptions) runner() CommandRunner {
@@ -166,11 +173,28 @@ func ReadVMware(ctx context.Context, o Options) (*Metadata, error) {
 		}
 		log.Debug("vmware platform", "reason", why)
 		raw, err = queryGuestinfo(ctx, opt.runner(), log)
+		if err == nil && len(raw.data) == 0 {
+			err = fmt.Errorf("%w: guestinfo.metadata, guestinfo.userdata and guestinfo.vendordata are all empty", ErrNoSource)
+		}
+		if errors.Is(err, ErrNoSource) {
+			// The third transport: a customization spec VMware Tools
+			// left, read when guestinfo has nothing (as cloud-init
+			// orders them).
+			md, ierr := readIMC(ctx, root, log)
+			if errors.Is(ierr, ErrNoSource) {
+				md, ierr = waitIMC(ctx, root, opt.IMCWait, log)
+			}
+			if ierr == nil {
+				log.Info("vmware customization spec read", "kind", md.VMwareIMC.Kind, "files", strings.Join(md.Origin.Items, ","))
+				return md, nil
+			}
+			if !errors.Is(ierr, ErrNoSource) {
+				return nil, fmt.Errorf("vmware: %w", ierr)
+			}
+			return nil, fmt.Errorf("vmware: %w, and there is no customization spec: %s", err, strings.TrimPrefix(ierr.Error(), ErrNoSource.Error()+": "))
+		}
 		if err != nil {
 			return nil, fmt.Errorf("vmware: %w", err)
-		}
-		if len(raw.data) == 0 {
-			return nil, fmt.Errorf("vmware: %w: guestinfo.metadata, guestinfo.userdata and guestinfo.vendordata are all empty", ErrNoSource)
 		}
 	}
 	log.Info("vmware guestinfo read", "transport", raw.transport, "keys", strings.Join(raw.items, ","))

@@ -311,7 +311,7 @@ func checkSeedkeeperState(in *inspection) Item {
 	it := Item{Verdict: OK}
 	st, err := identity.Load(in.root)
 	var found []string
-	for _, p := range []string{paths.Identity, paths.Status, paths.Receipt, paths.Changes} {
+	for _, p := range []string{paths.Identity, paths.Status, paths.Receipt, paths.Changes, paths.VMwareIMCMarker} {
 		if in.exists(p) {
 			it.Paths = append(it.Paths, p)
 		}
@@ -338,7 +338,7 @@ func checkSeedkeeperState(in *inspection) Item {
 		found = append(found, "no pin")
 		it.Clone = "the first boot of a clone decides its instance ID from its own metadata"
 	}
-	for _, p := range []string{paths.Status, paths.Receipt, paths.Changes} {
+	for _, p := range []string{paths.Status, paths.Receipt, paths.Changes, paths.VMwareIMCMarker} {
 		if slices.Contains(it.Paths, p) {
 			found = append(found, p+" from an earlier boot")
 			if it.Verdict == OK {

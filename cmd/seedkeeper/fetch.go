@@ -39,7 +39,10 @@ hostname, machine_id, public_keys, network_config (the normalized network
 configuration as a cloud-init v1 document, or null: leave the network
 alone), network_drivers (null when the metadata sets none), user_data,
 vendor_data, smartos (user_script, operator_script, legacy_user_data,
-availability_zone, dns_domain), meta_data, dropped (the metadata fields
+availability_zone, dns_domain), vmware_imc (a VMware customization spec's
+kind, marker_id, post_gc_status, custom_script, password (whether it
+sets one), nics, nics_dropped, waited; absent for other transports),
+meta_data, dropped (the metadata fields
 not used, and why; absent when none).
 
 Exit status: 0, 1 no metadata source, 2 error, 3 usage, 10 timed out.

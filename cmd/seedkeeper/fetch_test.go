@@ -259,6 +259,49 @@ func TestFetchVMware(t *testing.T) {
 	}
 }
 
+// A VMware root with empty guestinfo and a customization spec where VMware
+// Tools leaves it: fetch prints what the spec says, the password only with
+// --show-secrets.
+func TestFetchVMwareIMC(t *testing.T) {
+	env, _ := vmwareStub(t)
+	root := scratchRoot(t, "VMware7,1", "VMware, Inc.", "4213ABCD-1234-5678-9ABC-DEF012345678")
+	writeFile(t, filepath.Join(root, "var/run/vmware-imc/cust.cfg"), readFile(t, "../../testdata/vmware/imc/static-primary.cfg")+
+		"[PASSWORD]\n-PASS = "+base64.StdEncoding.EncodeToString([]byte("Imc-Pa55"))+"\n", 0o600)
+
+	r := runBinary(t, env, "fetch", "--root", root, "--source", "vmware", "--json")
+	if strings.Contains(r.stdout+r.stderr, "Imc-Pa55") {
+		t.Errorf("the password is shown without --show-secrets:\n%s", r.stdout)
+	}
+	m := decodeFetch(t, r)
+	for k, v := range map[string]any{
+		"source": "vmware", "transport": "imc", "instance_id": "app01-clone-7", "hostname": "app01",
+		"items":      []any{"/var/run/vmware-imc/cust.cfg"},
+		"vmware_imc": map[string]any{"kind": "traditional", "password": true, "nics": float64(2)},
+	} {
+		if !reflect.DeepEqual(m[k], v) {
+			t.Errorf("%s = %#v, want %#v", k, m[k], v)
+		}
+	}
+	nc, _ := m["network_config"].(map[string]any)
+	b, _ := json.Marshal(nc)
+	for _, want := range []string{`"mac_address":"00:50:56:9a:30:02"`, `"address":"10.0.2.10/24"`, `"gateway":"10.0.2.1"`, `"address":"2001:db8:31::10/64"`, `"dns_nameservers":["10.0.2.53"]`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("network_config has no %s:\n%s", want, b)
+		}
+	}
+	if s, _ := m["vendor_data"].(string); !strings.HasPrefix(s, "<redacted") {
+		t.Errorf("vendor_data = %#v, want it redacted", m["vendor_data"])
+	}
+	m = decodeFetch(t, runBinary(t, env, "fetch", "--root", root, "--source", "vmware", "--json", "--show-secrets"))
+	if s, _ := m["vendor_data"].(string); !strings.Contains(s, "password: Imc-Pa55") || !strings.HasPrefix(s, "#cloud-config\n") {
+		t.Errorf("vendor_data with --show-secrets = %#v", m["vendor_data"])
+	}
+	// Detected without --source, too.
+	if m = decodeFetch(t, runBinary(t, env, "fetch", "--root", root, "--json")); m["transport"] != "imc" {
+		t.Errorf("detected: transport %v", m["transport"])
+	}
+}
+
 func TestFetchSmartOS(t *testing.T) {
 	h, transport := smartosHost(t, smartosStore())
 	env := []string{"SEEDKEEPER_MDATA=" + transport}

@@ -195,6 +195,9 @@ func printStatus(w io.Writer, rep *report.Report) {
 		if v.Wait != "" {
 			fmt.Fprintf(w, "Waited:      %s\n", e(v.Wait))
 		}
+		if v.Fallback != "" {
+			fmt.Fprintf(w, "Fallback:    %s\n", e(v.Fallback))
+		}
 		for _, p := range v.Published {
 			key, _, _ := strings.Cut(p, " ")
 			if g := rep.Watch.Key(key); g != nil && g.Value != "" {

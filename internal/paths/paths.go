@@ -20,6 +20,10 @@ const (
 	Changes = StateDir + "/changes.json"
 	// ChangesBad is a record that could not be read, kept aside.
 	ChangesBad = Changes + ".bad"
+	// VMwareIMCMarker holds the MARKER-ID of the last VMware
+	// customization spec applied: a spec with that marker is not
+	// applied again.
+	VMwareIMCMarker = StateDir + "/vmware-imc-marker"
 	// Sealed is the marker "seedkeeper image seal" leaves.
 	Sealed = StateDir + "/sealed"
 	// ImportedSeed holds a seed a person put into SeedDir before

@@ -1,0 +1,186 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"time"
+
+	"github.com/seedkeeper/seedkeeper/datasource"
+	"github.com/seedkeeper/seedkeeper/internal/fsutil"
+	"github.com/seedkeeper/seedkeeper/internal/paths"
+	"github.com/seedkeeper/seedkeeper/netcfg"
+)
+
+// What boot does for a VMware customization spec (datasource.TransportIMC)
+// beyond the seed and the network, as cloud-init's VMware datasource did:
+// apply it once per MARKER-ID (the marker kept in paths.VMwareIMCMarker)
+// and report to vCenter through vmware-rpctool, so that vCenter shows the
+// customization as done or failed, never as timed out
+// (docs/cloud-init.md, "VMware guest customization").
+
+// imcReportMessage is the message of every report: where to look. The
+// reason of a failure is appended after an "@", as cloud-init does.
+const imcReportMessage = "journalctl -u seedkeeper-boot"
+
+// vmwareIMCBegin starts the customization of a boot that read a spec:
+// a marker seen before drops the password (it was set once already), and
+// a live boot reports "running" (and guestinfo.gc.status Started when
+// the spec asks for it).
+func (e *Env) vmwareIMCBegin(ctx context.Context, vs *VMwareStatus, md *datasource.Metadata, live bool) {
+	spec := md.VMwareIMC
+	head := fmt.Sprintf("VMware customization spec (%s kind", spec.Kind)
+	if spec.MarkerID != "" {
+		head += ", marker " + spec.MarkerID
+	}
+	head += ") read from " + datasource.IMCDir
+	if spec.Waited != "" {
+		head += ", after waiting " + spec.Waited + " for VMware Tools to write it"
+	}
+	vs.Customization = append(vs.Customization, head)
+	if spec.MarkerID != "" && e.imcMarker() == spec.MarkerID {
+		msg := "customization " + spec.MarkerID + " was applied on an earlier boot"
+		if datasource.DropIMCPassword(md) {
+			msg += ": the root password is not set again"
+		}
+		vs.Customization = append(vs.Customization, msg)
+	}
+	if spec.CustomScript {
+		vs.Customization = append(vs.Customization, "the spec names a customization script: seedkeeper runs no customization script; reported to vCenter as script disabled")
+	}
+	if !live {
+		return
+	}
+	e.imcReport(ctx, vs, datasource.IMCStateRunning, datasource.IMCSuccess, "")
+	e.imcGCStatus(ctx, vs, spec, "Started")
+}
+
+// vmwareIMCEnd finishes it once boot is over (st.Outcome set): the
+// marker is kept and "done" reported when the boot went through, a
+// failure with its reason otherwise.
+func (e *Env) vmwareIMCEnd(ctx context.Context, st *Status, md *datasource.Metadata, live bool) {
+	vs, spec := st.VMware, md.VMwareIMC
+	if !live || spec == nil || vs == nil {
+		return
+	}
+	switch {
+	case st.Outcome == "ok" && spec.CustomScript:
+		e.imcReport(ctx, vs, datasource.IMCStateRunning, datasource.IMCErrScriptDisabled, "script disabled")
+		e.imcGCStatus(ctx, vs, spec, "Custom script is disabled")
+	case st.Outcome == "ok":
+		e.imcReport(ctx, vs, datasource.IMCStateDone, datasource.IMCSuccess, "")
+		e.imcGCStatus(ctx, vs, spec, "Successful")
+	case st.Outcome == "partial":
+		e.imcReport(ctx, vs, datasource.IMCStateRunning, datasource.IMCEventNetworkFail, "network setup failed")
+		e.imcGCStatus(ctx, vs, spec, "Network setup failed")
+	default:
+		e.imcReport(ctx, vs, datasource.IMCStateRunning, datasource.IMCEventCustomizeFail, "customization failed")
+		e.imcGCStatus(ctx, vs, spec, "Customization failed")
+	}
+	if (st.Outcome == "ok" || st.Outcome == "partial") && spec.MarkerID != "" && e.imcMarker() != spec.MarkerID {
+		if err := fsutil.WriteFileIn(string(e.Root), paths.VMwareIMCMarker, []byte(spec.MarkerID+"\n"), 0o600); err != nil {
+			vs.Notes = append(vs.Notes, "keeping the customization marker failed: "+err.Error())
+			e.Log.Error("vmware: keeping the customization marker", "err", err)
+		} else {
+			vs.Customization = append(vs.Customization, "customization "+spec.MarkerID+" marked as applied in "+paths.VMwareIMCMarker)
+		}
+	}
+	for _, c := range vs.Customization {
+		e.Log.Info("vmware: " + c)
+	}
+}
+
+// imcMarker is the marker of the last spec applied; "" when none.
+func (e *Env) imcMarker() string {
+	b, err := fsutil.ReadFileInNoFollow(context.Background(), string(e.Root), paths.VMwareIMCMarker, 256)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			e.Log.Warn("vmware: reading the customization marker", "err", err)
+		}
+		return ""
+	}
+	return string(bytes.TrimSpace(b))
+}
+
+// imcReport sends one deployPkg.update.state, bounded as the info-set
+// calls of a boot are; what was sent, or why not, is in the status.
+func (e *Env) imcReport(ctx context.Context, vs *VMwareStatus, state, code int, reason string) {
+	msg := imcReportMessage
+	if reason != "" {
+		msg += "@" + reason
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(guestinfoSetBudget.Load()))
+	defer cancel()
+	line := fmt.Sprintf("deployPkg.update.state %d %d %s", state, code, msg)
+	if err := datasource.ReportIMC(ctx, e.vmwareRunner(), state, code, msg); err != nil {
+		vs.Notes = append(vs.Notes, "reporting to vCenter failed: "+err.Error())
+		e.Log.Warn("vmware: reporting to vCenter failed", "err", err)
+		return
+	}
+	vs.Customization = append(vs.Customization, "reported to vCenter: "+line)
+}
+
+// imcGCStatus sets guestinfo.gc.status when the spec asks for it
+// (MISC POST-GC-STATUS = yes).
+func (e *Env) imcGCStatus(ctx context.Context, vs *VMwareStatus, spec *datasource.IMCSpec, value string) {
+	if !spec.PostGCStatus {
+		return
+	}
+	w := e.newGuestinfoWriter(ctx, datasource.ToolRPCTool, vs)
+	defer w.close()
+	w.set("gc.status", value)
+}
+
+// guestinfoToolOf is the tool the guestinfo of md's VMX is written
+// through: the one that read it, and vmware-rpctool for a spec (cloud-init
+// found the tool while it looked at guestinfo first); "envvar" for the
+// environment, which is not written.
+func guestinfoToolOf(md *datasource.Metadata) string {
+	if md.Origin.Transport == datasource.TransportIMC {
+		return datasource.ToolRPCTool
+	}
+	return md.Origin.Transport
+}
+
+// vmwareFallback does what cloud-init's fallback does for a VMware guest
+// whose metadata has no network configuration (neither guestinfo's
+// network key nor a spec's NIC-CONFIG): DHCP (IPv4 and IPv6) on one NIC,
+// the first seedkeeper may own (driver on the allowlist), those with a
+// carrier first, in name order. It sets md.Network (not the raw document:
+// the source gave none) and says so in vs.Fallback. With network.owner
+// cloud-init, cloud-init's own fallback applies. A boot under an image
+// root looks at no NIC (they are not the image's) unless it was given a
+// network namespace.
+func (e *Env) vmwareFallback(ctx context.Context, vs *VMwareStatus, md *datasource.Metadata) {
+	if md.Network != nil || md.NetworkConfigRaw != nil || e.Config.Network.Owner == "cloud-init" {
+		return
+	}
+	if s := md.VMwareIMC; s != nil && s.NICs+s.NICsDropped > 0 {
+		return // the spec had NICs, all unusable: not "no network config"
+	}
+	head := "no network configuration in the metadata: "
+	if !e.Root.IsReal() && e.Netns <= 0 {
+		vs.Fallback = head + "no DHCP fallback under an image root (its NICs are not this machine's)"
+		return
+	}
+	allow := e.Allowlist(md)
+	name, mac, err := fallbackNIC(ctx, e.Netns, allow.Allows)
+	switch {
+	case err != nil:
+		vs.Fallback = head + "no DHCP fallback: reading the links: " + err.Error()
+	case name == "":
+		vs.Fallback = head + "no DHCP fallback: no NIC with a driver on the allowlist (" + allow.String() + ")"
+	default:
+		doc := fmt.Sprintf(`{"version": 2, "ethernets": {%q: {"match": {"macaddress": %q}, "dhcp4": true, "dhcp6": true}}}`, name, mac)
+		cfg, perr := netcfg.Parse([]byte(doc))
+		if perr != nil {
+			vs.Fallback = head + "no DHCP fallback: " + perr.Error()
+			break
+		}
+		md.Network = cfg
+		vs.Fallback = fmt.Sprintf("%sDHCP on %s (%s), the first NIC seedkeeper may own, as cloud-init's fallback", head, name, mac)
+	}
+	e.Log.Info("vmware: " + vs.Fallback)
+}

@@ -1,0 +1,189 @@
+package agent_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/seedkeeper/seedkeeper/agent"
+	"github.com/seedkeeper/seedkeeper/internal/syncbuf"
+)
+
+// calls are every call the stub tools got, as "TOOL|ARG".
+func (g *vmwareGuest) calls(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile(g.log)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if strings.Contains(l, "|deployPkg.") || strings.Contains(l, "|info-set guestinfo.gc.") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func (g *vmwareGuest) spec(t *testing.T, cfg string) {
+	t.Helper()
+	p := filepath.Join(g.root, "var/run/vmware-imc/cust.cfg")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+const imcSpec = `[NETWORK]
+HOSTNAME = imc-vm
+DOMAINNAME = example.com
+
+[PASSWORD]
+-PASS = SW1jLVBhNTUK
+
+[DATETIME]
+TIMEZONE = Europe/Paris
+
+[MISC]
+MARKER-ID = 0b1c2d3e-aaaa-4bbb-8ccc-000000000001
+INSTANCE-ID = imc-0001
+POST-GC-STATUS = yes
+`
+
+// A boot from a customization spec reports to vCenter through
+// vmware-rpctool (running, then done; guestinfo.gc.status as asked),
+// keeps the marker, and does not set the password again on the next boot
+// of the same customization; the password reaches neither the status nor
+// the log, and the seed holds it only in the 0600 vendor-data.
+func TestBootVMwareIMC(t *testing.T) {
+	g := newVMwareGuest(t, "")
+	g.spec(t, imcSpec)
+	log := &syncbuf.Buffer{}
+	env := agent.LoadEnv(g.root, "", agent.NewLogger(log))
+	st, err := agent.Boot(context.Background(), env, agent.BootOptions{Network: agent.NetworkApply})
+	if err != nil {
+		t.Fatalf("Boot: %v\n%s", err, log)
+	}
+	if st.Transport != "imc" || st.Identity == nil || st.Identity.InstanceID != "imc-0001" {
+		t.Fatalf("transport %q identity %+v", st.Transport, st.Identity)
+	}
+	want := []string{
+		"vmware-rpctool|deployPkg.update.state 4 0 journalctl -u seedkeeper-boot",
+		"vmware-rpctool|info-set guestinfo.gc.status Started",
+		"vmware-rpctool|deployPkg.update.state 5 0 journalctl -u seedkeeper-boot",
+		"vmware-rpctool|info-set guestinfo.gc.status Successful",
+	}
+	if got := g.calls(t); !slices.Equal(got, want) {
+		t.Errorf("reports\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	marker, err := os.ReadFile(filepath.Join(g.root, "var/lib/seedkeeper/vmware-imc-marker"))
+	if err != nil || string(marker) != "0b1c2d3e-aaaa-4bbb-8ccc-000000000001\n" {
+		t.Errorf("marker %q, %v", marker, err)
+	}
+	vd := filepath.Join(g.root, "var/lib/cloud/seed/nocloud/vendor-data")
+	b, err := os.ReadFile(vd)
+	if err != nil || !strings.Contains(string(b), "password: Imc-Pa55") || !strings.Contains(string(b), "timezone: Europe/Paris") {
+		t.Errorf("vendor-data %q, %v", b, err)
+	}
+	if fi, err := os.Stat(vd); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("vendor-data mode %v, %v", fi.Mode(), err)
+	}
+	status, _ := os.ReadFile(filepath.Join(g.root, "var/lib/seedkeeper/status.json"))
+	meta, _ := os.ReadFile(filepath.Join(g.root, "var/lib/cloud/seed/nocloud/meta-data"))
+	for what, s := range map[string]string{"log": log.String(), "status": string(status), "meta-data": string(meta)} {
+		if strings.Contains(s, "Imc-Pa55") || strings.Contains(s, "SW1jLVBhNTUK") {
+			t.Errorf("the password reached the %s", what)
+		}
+	}
+	if !strings.Contains(string(meta), "imc-vm.example.com") {
+		t.Errorf("meta-data %q has no hostname", meta)
+	}
+
+	// The same customization on the next boot: the same instance, no
+	// password set again, reported done again (Tools waits for it).
+	os.Remove(g.log)
+	st, err = agent.Boot(context.Background(), env, agent.BootOptions{Network: agent.NetworkApply})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Identity.InstanceID != "imc-0001" || st.Identity.Changed {
+		t.Errorf("second boot identity %+v", st.Identity)
+	}
+	if b, _ := os.ReadFile(vd); strings.Contains(string(b), "password") || !strings.Contains(string(b), "timezone: Europe/Paris") {
+		t.Errorf("second boot vendor-data %q", b)
+	}
+	if !slices.ContainsFunc(st.VMware.Customization, func(s string) bool {
+		return strings.Contains(s, "was applied on an earlier boot: the root password is not set again")
+	}) {
+		t.Errorf("customization %q", st.VMware.Customization)
+	}
+}
+
+// A spec naming a customization script: the script is not run, and
+// vCenter is told "script disabled" (error 6) instead of done; a boot
+// that only plans reports nothing.
+func TestBootVMwareIMCScriptAndPlan(t *testing.T) {
+	g := newVMwareGuest(t, "")
+	g.spec(t, "[NETWORK]\nHOSTNAME = s1\n[CUSTOM-SCRIPT]\nSCRIPT-NAME = customize.sh\n[MISC]\nINSTANCE-ID = s-1\n")
+	if _, err := agent.Boot(context.Background(), agent.LoadEnv(g.root, "", nil), agent.BootOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := g.calls(t); len(got) != 0 {
+		t.Errorf("a planned boot reported %q", got)
+	}
+	st, err := agent.Boot(context.Background(), agent.LoadEnv(g.root, "", nil), agent.BootOptions{Network: agent.NetworkApply})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"vmware-rpctool|deployPkg.update.state 4 0 journalctl -u seedkeeper-boot",
+		"vmware-rpctool|deployPkg.update.state 4 6 journalctl -u seedkeeper-boot@script disabled",
+	}
+	if got := g.calls(t); !slices.Equal(got, want) {
+		t.Errorf("reports %q, want %q", got, want)
+	}
+	if _, err := os.Stat(filepath.Join(g.root, "var/lib/seedkeeper/vmware-imc-marker")); !os.IsNotExist(err) {
+		t.Errorf("a spec without a marker left one: %v", err)
+	}
+	if st.VMware == nil || !slices.ContainsFunc(st.VMware.Customization, func(s string) bool { return strings.Contains(s, "runs no customization script") }) {
+		t.Errorf("vmware status %+v", st.VMware)
+	}
+}
+
+// A boot that fails after reading the spec (the state directory is a
+// link, so the seed cannot be written) reports the failure to vCenter
+// with its reason, and keeps no marker: the next boot tries again.
+func TestBootVMwareIMCFailed(t *testing.T) {
+	g := newVMwareGuest(t, "")
+	g.spec(t, imcSpec)
+	if err := os.MkdirAll(filepath.Join(g.root, "var/lib/elsewhere"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(g.root, "var/lib/seedkeeper")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("elsewhere", filepath.Join(g.root, "var/lib/seedkeeper")); err != nil {
+		t.Fatal(err)
+	}
+	st, err := agent.Boot(context.Background(), agent.LoadEnv(g.root, "", nil), agent.BootOptions{Network: agent.NetworkApply})
+	if err == nil || st.Outcome != "error" {
+		t.Fatalf("Boot: %v, outcome %q; want it to fail", err, st.Outcome)
+	}
+	want := []string{
+		"vmware-rpctool|deployPkg.update.state 4 0 journalctl -u seedkeeper-boot",
+		"vmware-rpctool|info-set guestinfo.gc.status Started",
+		"vmware-rpctool|deployPkg.update.state 4 100 journalctl -u seedkeeper-boot@customization failed",
+		"vmware-rpctool|info-set guestinfo.gc.status Customization failed",
+	}
+	if got := g.calls(t); !slices.Equal(got, want) {
+		t.Errorf("reports\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if _, err := os.Stat(filepath.Join(g.root, "var/lib/elsewhere/vmware-imc-marker")); !os.IsNotExist(err) {
+		t.Errorf("a failed boot kept the marker: %v", err)
+	}
+}
