@@ -9,6 +9,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 	"github.com/seedkeeper/seedkeeper/netcfg"
 )
 
@@ -17,9 +18,7 @@ import (
 // without, in name order), said in the status; a NIC whose driver is not
 // on the allowlist is never the one.
 func TestIntegrationBootVMwareDHCPFallback(t *testing.T) {
-	if testing.Short() {
-		t.Skip("network namespaces: run without -short, as root (sudo make test)")
-	}
+	testenv.Integration(t)
 	n, peers := newTestNetns(t), newTestNetns(t)
 	g := newVMwareGuest(t, "")
 	g.set(t, "metadata", "instance-id: i-fallback\n")
@@ -58,9 +57,7 @@ func TestIntegrationBootVMwareDHCPFallback(t *testing.T) {
 // by its MAC, the static addresses and the default route through the
 // first gateway, and no IPv4 at all on a NIC whose IPv4_MODE is DISABLED.
 func TestIntegrationBootVMwareIMCNetwork(t *testing.T) {
-	if testing.Short() {
-		t.Skip("network namespaces: run without -short, as root (sudo make test)")
-	}
+	testenv.Integration(t)
 	n, peers := newTestNetns(t), newTestNetns(t)
 	g := newVMwareGuest(t, "")
 	g.spec(t, `[NETWORK]

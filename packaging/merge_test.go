@@ -2,7 +2,6 @@ package packaging
 
 import (
 	"encoding/json"
-	"github.com/seedkeeper/seedkeeper/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,8 @@ import (
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 )
 
 // dropInKeys are the keys 95-seedkeeper.cfg sets, as paths through

@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"fmt"
-	"github.com/seedkeeper/seedkeeper/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 )
 
 // TestIntegrationReproducible builds the packages a second time, as

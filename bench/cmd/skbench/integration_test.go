@@ -2,13 +2,14 @@ package main
 
 import (
 	"context"
-	"github.com/seedkeeper/seedkeeper/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 )
 
 // TestMain runs the harness's helper commands (limits-gen, mdata-host),
