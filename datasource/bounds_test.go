@@ -38,7 +38,7 @@ func TestGuestinfoMetadataBombIsCheapToRefuse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n = alloctest.Bytes(func() { _, err = parseVMwareDoc(doc) })
+	n = alloctest.Bytes(func() { _, _, err = parseVMwareDoc(doc) })
 	if !errors.Is(err, yamlx.ErrTooComplex) {
 		t.Fatalf("parseVMwareDoc = %v, want ErrTooComplex", err)
 	}

@@ -96,10 +96,10 @@ var yamlLine = regexp.MustCompile(`line \d+`)
 // YAML mapping, or nothing. Errors say where, never quote the input.
 func parseCloudConfig(data []byte) (map[string]any, error) {
 	var n yaml.Node
-	if err := yamlx.Check(data); err != nil {
-		return nil, err
-	}
-	if err := yaml.Unmarshal(data, &n); err != nil {
+	if err := yamlx.Unmarshal(data, &n); err != nil {
+		if errors.Is(err, yamlx.ErrTooComplex) || errors.Is(err, yamlx.ErrTooLarge) {
+			return nil, err
+		}
 		if at := yamlLine.FindString(err.Error()); at != "" {
 			return nil, fmt.Errorf("not valid YAML (%s)", at)
 		}
