@@ -2,6 +2,7 @@ package intent
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -92,5 +93,64 @@ func TestApplyAliasBombBounded(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(res.Warnings, "\n"), "aliases are expanded") {
 		t.Errorf("the alias bomb: warnings %q; want the limit named", res.Warnings)
+	}
+}
+
+// overLimitUserData are valid #cloud-config documents that name the
+// admin, each beyond one limit of the decoder: their text, their values,
+// their nesting, what their aliases expand to.
+func overLimitUserData(t *testing.T) map[string]string {
+	head := "#cloud-config\nuser: admin\nssh_authorized_keys: [" + keyC + "]\n"
+	return map[string]string{
+		"text":    head + "bootcmd: ['" + strings.Repeat("x", 2<<20) + "']\n",
+		"values":  head + "packages: [" + strings.Repeat("a,", 1<<16) + "a]\n",
+		"nesting": head + "x: " + strings.Repeat("[", 101) + strings.Repeat("]", 101) + "\n",
+		"aliases": head + strings.TrimPrefix(string(hostileUserData(t, "alias-user-data-over-limit")), "#cloud-config\n"),
+	}
+}
+
+const keyC = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAICarolKeyC carol@box"
+
+// A user-data beyond a limit of the decoder cannot say what it grants,
+// and nothing of it is granted; but a key the admin removed from the
+// meta-data is still removed, and the user-data's own keys, which it may
+// still name, stay. What the boot cannot tell (a changed password) is said
+// in the warnings and the log.
+func TestApplyOverLimitUserDataStillRevokes(t *testing.T) {
+	for name, over := range overLimitUserData(t) {
+		t.Run(name, func(t *testing.T) {
+			root, a := userRoot(t)
+			good := "#cloud-config\nuser: admin\nssh_authorized_keys: [" + keyC + "]\npassword: $6$salt$hash1\n"
+			md := func(ud string, keys ...string) *datasource.Metadata {
+				return &datasource.Metadata{Source: datasource.SourceNoCloud, InstanceID: "iid-1", UserData: []byte(ud), PublicKeys: keys}
+			}
+			run := func(context.Context, []string, []byte) error { return nil }
+			if _, err := Apply(context.Background(), Options{Root: root, Metadata: md(good, keyA, keyB), InstanceID: "iid-1", NewInstance: true, Run: run}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := ApplyKeys(root, a, "/.ssh/authorized_keys", []string{keyA, keyB, keyC}, nil); err != nil { // what cloud-init did
+				t.Fatal(err)
+			}
+			var logged strings.Builder
+			res, err := Apply(context.Background(), Options{Root: root, Metadata: md(over, keyA), InstanceID: "iid-1", Run: run, Log: slog.New(slog.NewTextHandler(&logged, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := read(t, root.Path("/home/admin/.ssh/authorized_keys")), keyA+"\n"+keyC+"\n"; got != want {
+				t.Errorf("authorized_keys %q, want %q: key B, removed from the meta-data, revoked; the user-data's key C left", got, want)
+			}
+			warn := strings.Join(res.Warnings, "\n")
+			if !strings.Contains(warn, "held") || !strings.Contains(logged.String(), "level=WARN") || !strings.Contains(logged.String(), "held") {
+				t.Errorf("warnings %q, log %q: want the held changes said loudly", warn, logged.String())
+			}
+			// The user-data whole again, without key C: it is removed.
+			res, err = Apply(context.Background(), Options{Root: root, Metadata: md("#cloud-config\nuser: admin\n", keyA), InstanceID: "iid-1", Run: run})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := read(t, root.Path("/home/admin/.ssh/authorized_keys")), keyA+"\n"; got != want {
+				t.Errorf("the user-data read again: authorized_keys %q, want %q (applied %q)", got, want, res.Applied)
+			}
+		})
 	}
 }
