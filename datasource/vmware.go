@@ -493,6 +493,11 @@ func vmwareNetworkRaw(m map[string]any) ([]byte, error) {
 		}
 		b, err := json.Marshal(t)
 		if err != nil { // e.g. a YAML .inf, which JSON cannot hold
+			// The YAML encoder costs about 2 KB a value: bounded
+			// in values, not in bytes.
+			if _, ok := yamlx.Count(t, yamlx.MaxEncodeValues); !ok {
+				return nil, fmt.Errorf("not JSON, and more than %d values to encode as YAML", yamlx.MaxEncodeValues)
+			}
 			b, err = yaml.Marshal(t)
 		}
 		if err != nil {

@@ -29,6 +29,12 @@ type digester struct {
 	h   hash.Hash
 	buf [binary.MaxVarintLen64]byte
 	key *digester // reused for the digest of a scalar key
+	tmp []byte    // what is written next, reused
+}
+
+func (d *digester) mark(c byte) {
+	d.tmp = append(d.tmp[:0], c)
+	d.h.Write(d.tmp)
 }
 
 func (d *digester) num(n int) {
@@ -37,21 +43,22 @@ func (d *digester) num(n int) {
 
 func (d *digester) text(s string) {
 	d.num(len(s))
-	d.h.Write([]byte(s))
+	d.tmp = append(d.tmp[:0], s...)
+	d.h.Write(d.tmp)
 }
 
 // node writes n. An alias cycle (which CheckExpanded refuses) ends at
 // maxDepth instead of running on.
 func (d *digester) node(n *yaml.Node, depth int) {
 	if n == nil || depth > maxDepth {
-		d.h.Write([]byte{0})
+		d.mark(0)
 		return
 	}
 	switch n.Kind {
 	case yaml.AliasNode:
 		d.node(n.Alias, depth+1)
 	case yaml.DocumentNode:
-		d.h.Write([]byte{'D'})
+		d.mark('D')
 		d.num(len(n.Content))
 		for _, c := range n.Content {
 			d.node(c, depth+1)
@@ -59,11 +66,11 @@ func (d *digester) node(n *yaml.Node, depth int) {
 	case yaml.ScalarNode:
 		// The resolved tag tells "1" from 1, and an empty value from
 		// null; the text is the value's.
-		d.h.Write([]byte{'S'})
+		d.mark('S')
 		d.text(n.ShortTag())
 		d.text(n.Value)
 	case yaml.SequenceNode:
-		d.h.Write([]byte{'L'})
+		d.mark('L')
 		d.num(len(n.Content))
 		for _, c := range n.Content {
 			d.node(c, depth+1)
@@ -93,13 +100,13 @@ func (d *digester) node(n *yaml.Node, depth int) {
 			pairs = append(pairs, p)
 		}
 		slices.SortStableFunc(pairs, func(a, b pair) int { return bytes.Compare(a.key[:], b.key[:]) })
-		d.h.Write([]byte{'M'})
+		d.mark('M')
 		d.num(len(pairs))
 		for _, p := range pairs {
 			d.h.Write(p.key[:])
 			d.node(p.val, depth+1)
 		}
 	default:
-		d.h.Write([]byte{'?'})
+		d.mark('?')
 	}
 }
