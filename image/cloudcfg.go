@@ -43,9 +43,13 @@ type cfgFile struct {
 // string, null) replaces the earlier one.
 type cloudConfig []cfgFile
 
+// The files are bounded together as one document is (yamlx.Budget): a
+// file past what the ones before it left is an error of that file, read
+// no further than the budget.
 func readCloudConfig(root sysroot.Root) (cloudConfig, error) {
 	var cc cloudConfig
-	if f, ok := readCfgFile(root, CloudCfg); ok {
+	budget := yamlx.NewBudget()
+	if f, ok := readCfgFile(root, CloudCfg, budget); ok {
 		cc = append(cc, f)
 	}
 	ents, err := fsutil.ReadDirIn(string(root), CloudCfgD)
@@ -60,7 +64,7 @@ func readCloudConfig(root sysroot.Root) (cloudConfig, error) {
 	}
 	slices.Sort(names) // byte order, as Python's sorted() on names
 	for _, n := range names {
-		if f, ok := readCfgFile(root, path.Join(CloudCfgD, n)); ok {
+		if f, ok := readCfgFile(root, path.Join(CloudCfgD, n), budget); ok {
 			cc = append(cc, f)
 		}
 	}
@@ -69,7 +73,7 @@ func readCloudConfig(root sysroot.Root) (cloudConfig, error) {
 
 // readCfgFile reads one file; ok is false when cloud-init would not see a
 // regular file there.
-func readCfgFile(root sysroot.Root, sys string) (cfgFile, bool) {
+func readCfgFile(root sysroot.Root, sys string, budget *yamlx.Budget) (cfgFile, bool) {
 	f := cfgFile{Path: sys}
 	fi, err := fsutil.StatIn(string(root), sys, true)
 	switch {
@@ -81,11 +85,14 @@ func readCfgFile(root sysroot.Root, sys string) (cfgFile, bool) {
 	case !fi.Mode().IsRegular():
 		return f, false
 	}
-	data, err := fsutil.ReadFileIn(context.Background(), string(root), sys, maxCfgSize)
-	if err != nil {
+	data, err := fsutil.ReadFileIn(context.Background(), string(root), sys, min(maxCfgSize, budget.ReadLimit()))
+	switch {
+	case errors.Is(err, fsutil.ErrTooLarge) && maxCfgSize > budget.ReadLimit():
+		f.Err = fmt.Errorf("%w: cloud.cfg and cloud.cfg.d together are more than %d bytes", yamlx.ErrTooLarge, yamlx.MaxExpandedText)
+	case err != nil:
 		f.Err = err
-	} else {
-		f.Doc, f.Err = parseCloudConfig(data)
+	default:
+		f.Doc, f.Err = parseCloudConfig(data, budget)
 	}
 	return f, true
 }
@@ -94,9 +101,9 @@ var yamlLine = regexp.MustCompile(`line \d+`)
 
 // parseCloudConfig parses one configuration file as cloud-init does: a
 // YAML mapping, or nothing. Errors say where, never quote the input.
-func parseCloudConfig(data []byte) (map[string]any, error) {
+func parseCloudConfig(data []byte, budget *yamlx.Budget) (map[string]any, error) {
 	var n yaml.Node
-	if err := yamlx.Unmarshal(data, &n); err != nil {
+	if err := budget.Unmarshal(data, &n); err != nil {
 		if errors.Is(err, yamlx.ErrTooComplex) || errors.Is(err, yamlx.ErrTooLarge) {
 			return nil, err
 		}

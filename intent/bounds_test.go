@@ -2,6 +2,7 @@ package intent
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/seedkeeper/seedkeeper/datasource"
 	"github.com/seedkeeper/seedkeeper/internal/alloctest"
+	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
 
 // hostileUserData reads the user-data of a case of the hostile corpus.
@@ -152,5 +154,26 @@ func TestApplyOverLimitUserDataStillRevokes(t *testing.T) {
 				t.Errorf("the user-data read again: authorized_keys %q, want %q (applied %q)", got, want, res.Applied)
 			}
 		})
+	}
+}
+
+// The image's cloud.cfg.d is bounded together as one document is: 40
+// files each at the limits of one are not all decoded, and a small file
+// that fits what is left is still read.
+func TestImageDefaultUserAggregateBound(t *testing.T) {
+	root := t.TempDir()
+	big := "packages: [" + strings.Repeat("a,", 30000) + "a]\n"
+	for i := range 40 {
+		write(t, root, fmt.Sprintf("etc/cloud/cloud.cfg.d/%02d-big.cfg", i), big, 0o644)
+	}
+	write(t, root, "etc/cloud/cloud.cfg.d/99-user.cfg", "system_info: {default_user: {name: admin}}\n", 0o644)
+	var user string
+	n := alloctest.Bytes(func() { user = ImageDefaultUser(sysroot.Root(root)) })
+	t.Logf("%d bytes allocated", n)
+	if user != "admin" {
+		t.Errorf("ImageDefaultUser = %q; want admin", user)
+	}
+	if n > 24<<20 {
+		t.Errorf("reading cloud.cfg.d allocated %d bytes; want what one document at the limits costs", n)
 	}
 }

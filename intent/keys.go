@@ -394,8 +394,10 @@ func Fingerprints(keys []string) []string {
 // ImageDefaultUser is system_info.default_user.name of cloud-init's
 // configuration under root (cloud.cfg, then cloud.cfg.d/*.cfg in name
 // order, the last file that sets it winning); "" when none does. A file
-// that cannot be read or decoded is skipped.
+// that cannot be read or decoded is skipped. The files are bounded
+// together as one document is (yamlx.Budget): those past it are skipped.
 func ImageDefaultUser(root sysroot.Root) string {
+	budget := yamlx.NewBudget()
 	files := []string{paths.CloudCfg}
 	if ents, err := fsutil.ReadDirIn(string(root), paths.CloudCfgD); err == nil {
 		var names []string
@@ -409,12 +411,12 @@ func ImageDefaultUser(root sysroot.Root) string {
 	}
 	name := ""
 	for _, f := range files {
-		b, err := fsutil.ReadFileIn(context.Background(), string(root), f, fsutil.SmallFile)
+		b, err := fsutil.ReadFileIn(context.Background(), string(root), f, min(fsutil.SmallFile, budget.ReadLimit()))
 		if err != nil {
 			continue
 		}
 		var doc yaml.Node
-		if yamlx.Unmarshal(b, &doc) != nil || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+		if budget.Unmarshal(b, &doc) != nil || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
 			continue
 		}
 		si := mapValue(doc.Content[0], "system_info")

@@ -223,3 +223,49 @@ func cmpOr(errs ...error) error {
 	}
 	return nil
 }
+
+// Budget is an aggregate bound over several documents read together (all
+// of cloud.cfg and cloud.cfg.d): what is left of one document's limits,
+// MaxExpandedText bytes of text and MaxExpandedNodes values once aliases
+// are expanded, for all of them. Each document is bounded on its own as
+// well (Check, CheckExpanded).
+type Budget struct{ Text, Nodes int }
+
+// NewBudget is a whole budget.
+func NewBudget() *Budget { return &Budget{Text: MaxExpandedText, Nodes: MaxExpandedNodes} }
+
+// ReadLimit is how many bytes a reader may read for the next document:
+// one more than is left, so that a document that does not fit is seen
+// not to.
+func (b *Budget) ReadLimit() int64 { return int64(b.Text) + 1 }
+
+// Unmarshal is Unmarshal into a node tree within what is left of b, and
+// takes the document's text and values from it (the values Scan counts
+// on the text, or the expanded ones when more). A document that does not
+// fit is refused (wrapping ErrTooLarge) before it is parsed when its text
+// or its scanned values do not fit, and before it is decoded when its
+// expanded values do not; it takes nothing from b.
+func (b *Budget) Unmarshal(data []byte, out *yaml.Node) error {
+	if len(data) > b.Text {
+		return fmt.Errorf("%w: the documents read together are more than %d bytes", ErrTooLarge, MaxExpandedText)
+	}
+	scanned := Scan(data).Nodes
+	if scanned > b.Nodes {
+		return fmt.Errorf("%w: the documents read together are more than %d values", ErrTooLarge, MaxExpandedNodes)
+	}
+	var doc yaml.Node
+	if err := Unmarshal(data, &doc); err != nil {
+		return err
+	}
+	e, err := Measure(&doc)
+	if err != nil {
+		return err
+	}
+	if e.Nodes > b.Nodes {
+		return fmt.Errorf("%w: the documents read together are more than %d values once their aliases are expanded", ErrTooLarge, MaxExpandedNodes)
+	}
+	b.Text -= len(data)
+	b.Nodes -= max(e.Nodes, scanned)
+	*out = doc
+	return nil
+}
