@@ -3,6 +3,7 @@ package datasource
 import (
 	"context"
 	"errors"
+	"math"
 	"os/exec"
 	"slices"
 	"strings"
@@ -38,7 +39,7 @@ func TestGuestinfoMetadataBombIsCheapToRefuse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n = alloctest.Bytes(func() { _, err = parseVMwareDoc(doc) })
+	n = alloctest.Bytes(func() { _, _, err = parseVMwareDoc(doc) })
 	if !errors.Is(err, yamlx.ErrTooComplex) {
 		t.Fatalf("parseVMwareDoc = %v, want ErrTooComplex", err)
 	}
@@ -244,5 +245,28 @@ func TestGuestinfoValuesBoundedTogether(t *testing.T) {
 	}
 	if want := []string{"metadata", "metadata.encoding", "userdata", "userdata.encoding", "vendordata", "vendordata.encoding"}; !slices.Equal(asked, want) {
 		t.Errorf("asked %q, want %q", asked, want)
+	}
+}
+
+// A network mapping JSON cannot hold (a YAML .inf) is encoded as YAML,
+// whose encoder keeps every event of the document: about 2 KB a value.
+// It is bounded in values, so 60,000 of them are refused, not encoded.
+func TestVMwareNetworkYAMLEncodeBounded(t *testing.T) {
+	list := make([]any, 60000)
+	for i := range list {
+		list[i] = "a"
+	}
+	m := map[string]any{"network": map[string]any{"version": int64(2), "mtu": math.Inf(1), "list": list}}
+	var err error
+	n := alloctest.Bytes(func() { _, err = vmwareNetworkRaw(m) })
+	if err == nil || !strings.Contains(err.Error(), "values to encode") {
+		t.Errorf("vmwareNetworkRaw = %v; want it refused, naming the limit", err)
+	}
+	if n > 16<<20 {
+		t.Errorf("vmwareNetworkRaw allocated %d bytes; want under 16 MiB", n)
+	}
+	small := map[string]any{"network": map[string]any{"version": int64(2), "mtu": math.Inf(1)}}
+	if b, err := vmwareNetworkRaw(small); err != nil || !strings.Contains(string(b), ".inf") {
+		t.Errorf("a small mapping with .inf: %q, %v", b, err)
 	}
 }

@@ -3,6 +3,7 @@ package datasource
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -27,11 +28,13 @@ type noCloudMeta struct {
 // an error naming the file.
 func parseNoCloudMeta(data []byte, name string) (noCloudMeta, error) {
 	md := noCloudMeta{values: map[string]any{}, nodes: map[string]*yaml.Node{}}
-	var doc yaml.Node
-	if err := yamlx.Check(data); err != nil {
-		return md, fmt.Errorf("%s: meta-data: %w", name, err)
-	}
-	if err := yaml.Unmarshal(data, &doc); err != nil {
+	// Bounded before anything is decoded: a key whose aliases expand
+	// beyond the limits is left out, the others kept.
+	pdoc, over, err := yamlx.ParseFit(data)
+	if err != nil {
+		if errors.Is(err, yamlx.ErrTooComplex) || errors.Is(err, yamlx.ErrTooLarge) {
+			return md, fmt.Errorf("%s: meta-data: %w", name, err)
+		}
 		trimmed := bytes.TrimSpace(data)
 		if len(trimmed) > 0 && trimmed[0] == '{' {
 			var m map[string]any
@@ -41,6 +44,10 @@ func parseNoCloudMeta(data []byte, name string) (noCloudMeta, error) {
 			}
 		}
 		return md, fmt.Errorf("%s: meta-data is not YAML or JSON: %w", name, err)
+	}
+	doc := *pdoc
+	for _, d := range over {
+		md.warnings = append(md.warnings, fmt.Sprintf("%s: meta-data key %s dropped: %v", name, droppedKeyName(d.Key), d.Err))
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
 		return md, nil // empty, or only comments
@@ -170,4 +177,13 @@ func noCloudKeyOrder(m map[string]any, node *yaml.Node) []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// droppedKeyName names a key ParseFit left out: quoted when it is a
+// string, else described.
+func droppedKeyName(k *yaml.Node) string {
+	if k.Kind == yaml.ScalarNode {
+		return fmt.Sprintf("%q", k.Value)
+	}
+	return "(" + yamlx.NodeKind(k) + ", line " + fmt.Sprint(k.Line) + ")"
 }

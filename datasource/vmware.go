@@ -275,11 +275,14 @@ func vmwareMetadata(raw *rawGuestinfo, root sysroot.Root, log *slog.Logger) (*Me
 // applyVMwareMetaData parses the metadata document (JSON, else YAML) and
 // fills md's instance ID, hostname, keys, network and driver allowlist.
 func applyVMwareMetaData(md *Metadata, doc []byte, log *slog.Logger) error {
-	m, err := parseVMwareDoc(doc)
+	m, over, err := parseVMwareDoc(doc)
 	if err != nil {
 		return err
 	}
 	md.MetaData = m
+	for _, w := range over {
+		md.warn(log, w)
+	}
 	for _, w := range boundMetaData("metadata", m) {
 		md.warn(log, w)
 	}
@@ -348,32 +351,43 @@ func applyVMwareMetaData(md *Metadata, doc []byte, log *slog.Logger) error {
 // parseVMwareDoc parses a metadata document as JSON, else as YAML. An
 // absent or null document is an empty mapping; anything else that is not
 // a mapping is an error.
-func parseVMwareDoc(doc []byte) (map[string]any, error) {
+func parseVMwareDoc(doc []byte) (_ map[string]any, dropped []string, _ error) {
 	var v any
 	if len(bytes.TrimSpace(doc)) == 0 {
-		return map[string]any{}, nil
+		return map[string]any{}, nil, nil
 	}
 	// Counted before either decoder sees it (JSON is YAML's flow style).
 	if err := yamlx.Check(doc); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(doc))
 	dec.UseNumber()
 	if err := dec.Decode(&v); err != nil || dec.More() {
 		v = nil
-		if err := yamlx.Unmarshal(doc, &v); err != nil {
-			return nil, fmt.Errorf("not JSON or YAML: %w", err)
+		// A key whose aliases expand beyond the limits is left out
+		// before anything is decoded; the others are kept.
+		n, over, err := yamlx.ParseFit(doc)
+		if err != nil {
+			return nil, nil, fmt.Errorf("not JSON or YAML: %w", err)
+		}
+		for _, d := range over {
+			dropped = append(dropped, fmt.Sprintf("metadata key %s dropped: %v", droppedKeyName(d.Key), d.Err))
+		}
+		if n.Kind != 0 {
+			if err := n.Decode(&v); err != nil {
+				return nil, nil, fmt.Errorf("not JSON or YAML: %w", err)
+			}
 		}
 	}
 	v = plainValue(v)
 	if v == nil {
-		return map[string]any{}, nil
+		return map[string]any{}, dropped, nil
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("document is %s, want a mapping", yamlx.Kind(v))
+		return nil, nil, fmt.Errorf("document is %s, want a mapping", yamlx.Kind(v))
 	}
-	return m, nil
+	return m, dropped, nil
 }
 
 // plainValue turns decoded JSON or YAML into plain JSON-like values:
@@ -503,6 +517,11 @@ func vmwareNetworkRaw(m map[string]any) ([]byte, error) {
 		}
 		b, err := json.Marshal(t)
 		if err != nil { // e.g. a YAML .inf, which JSON cannot hold
+			// The YAML encoder costs about 2 KB a value: bounded
+			// in values, not in bytes.
+			if _, ok := yamlx.Count(t, yamlx.MaxEncodeValues); !ok {
+				return nil, fmt.Errorf("not JSON, and more than %d values to encode as YAML", yamlx.MaxEncodeValues)
+			}
 			b, err = yaml.Marshal(t)
 		}
 		if err != nil {

@@ -516,7 +516,7 @@ func indent(s string) string {
 
 func mustDoc(t *testing.T, doc string) map[string]any {
 	t.Helper()
-	m, err := parseVMwareDoc([]byte(doc))
+	m, _, err := parseVMwareDoc([]byte(doc))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -74,7 +74,7 @@ func FuzzParseWaitOnNetwork(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, doc []byte) {
-		m, err := parseVMwareDoc(doc)
+		m, _, err := parseVMwareDoc(doc)
 		if err != nil {
 			return
 		}

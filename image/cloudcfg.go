@@ -43,11 +43,16 @@ type cfgFile struct {
 // string, null) replaces the earlier one.
 type cloudConfig []cfgFile
 
+// The files are bounded together twice: what is read (bytes and files,
+// fsutil.CloudConfigBudget: past it, the configuration cannot be judged
+// and that is an error) and what it holds (values and text as one
+// document, yamlx.Budget: a file past what the ones before it left is an
+// error of that file, read no further than the budget).
 func readCloudConfig(root sysroot.Root) (cloudConfig, error) {
-	// One bound for all the files together, beside each file's.
 	b := fsutil.CloudConfigBudget()
 	var cc cloudConfig
-	if f, ok := readCfgFile(root, b, CloudCfg); ok {
+	budget := yamlx.NewBudget()
+	if f, ok := readCfgFile(root, b, CloudCfg, budget); ok {
 		if errors.Is(f.Err, fsutil.ErrOverBudget) {
 			return cc, f.Err
 		}
@@ -65,7 +70,7 @@ func readCloudConfig(root sysroot.Root) (cloudConfig, error) {
 	}
 	slices.Sort(names) // byte order, as Python's sorted() on names
 	for _, n := range names {
-		if f, ok := readCfgFile(root, b, path.Join(CloudCfgD, n)); ok {
+		if f, ok := readCfgFile(root, b, path.Join(CloudCfgD, n), budget); ok {
 			if errors.Is(f.Err, fsutil.ErrOverBudget) {
 				return cc, f.Err
 			}
@@ -75,9 +80,10 @@ func readCloudConfig(root sysroot.Root) (cloudConfig, error) {
 	return cc, nil
 }
 
-// readCfgFile reads one file within b; ok is false when cloud-init would
-// not see a regular file there.
-func readCfgFile(root sysroot.Root, b *fsutil.Budget, sys string) (cfgFile, bool) {
+// readCfgFile reads one file within b (bytes and files read) and budget
+// (the values they hold); ok is false when cloud-init would not see a
+// regular file there.
+func readCfgFile(root sysroot.Root, b *fsutil.Budget, sys string, budget *yamlx.Budget) (cfgFile, bool) {
 	f := cfgFile{Path: sys}
 	fi, err := fsutil.StatIn(string(root), sys, true)
 	switch {
@@ -89,11 +95,14 @@ func readCfgFile(root sysroot.Root, b *fsutil.Budget, sys string) (cfgFile, bool
 	case !fi.Mode().IsRegular():
 		return f, false
 	}
-	data, err := b.ReadFileIn(context.Background(), string(root), sys, maxCfgSize)
-	if err != nil {
+	data, err := b.ReadFileIn(context.Background(), string(root), sys, min(maxCfgSize, budget.ReadLimit()))
+	switch {
+	case errors.Is(err, fsutil.ErrTooLarge) && maxCfgSize > budget.ReadLimit():
+		f.Err = fmt.Errorf("%w: cloud.cfg and cloud.cfg.d together are more than %d bytes", yamlx.ErrTooLarge, yamlx.MaxExpandedText)
+	case err != nil:
 		f.Err = err
-	} else {
-		f.Doc, f.Err = parseCloudConfig(data)
+	default:
+		f.Doc, f.Err = parseCloudConfig(data, budget)
 	}
 	return f, true
 }
@@ -102,12 +111,12 @@ var yamlLine = regexp.MustCompile(`line \d+`)
 
 // parseCloudConfig parses one configuration file as cloud-init does: a
 // YAML mapping, or nothing. Errors say where, never quote the input.
-func parseCloudConfig(data []byte) (map[string]any, error) {
+func parseCloudConfig(data []byte, budget *yamlx.Budget) (map[string]any, error) {
 	var n yaml.Node
-	if err := yamlx.Check(data); err != nil {
-		return nil, err
-	}
-	if err := yaml.Unmarshal(data, &n); err != nil {
+	if err := budget.Unmarshal(data, &n); err != nil {
+		if errors.Is(err, yamlx.ErrTooComplex) || errors.Is(err, yamlx.ErrTooLarge) {
+			return nil, err
+		}
 		if at := yamlLine.FindString(err.Error()); at != "" {
 			return nil, fmt.Errorf("not valid YAML (%s)", at)
 		}

@@ -16,26 +16,6 @@ func padCfg(n int) string {
 	return strings.Repeat(line, n/len(line))
 }
 
-// cloud.cfg and cloud.cfg.d are read within one aggregate bound as well
-// as each file's: many files, each under SmallFile, cannot add up to
-// more. Check says so as an error of the cloud-init item, naming the
-// file and the bound, and seal makes no plan.
-func TestCloudConfigAggregateBound(t *testing.T) {
-	m := freshImage(t)
-	per := fsutil.SmallFile - 4096
-	n := fsutil.ConfigSetTotal/per + 1
-	for i := range n {
-		m.write(fmt.Sprintf("%s/%02d-pad.cfg", CloudCfgD, i), padCfg(per))
-	}
-	_, err := readCloudConfig(m.root())
-	if !errors.Is(err, fsutil.ErrOverBudget) || !strings.Contains(err.Error(), CloudCfgD+"/") || !strings.Contains(err.Error(), fmt.Sprint(fsutil.ConfigSetTotal)) {
-		t.Fatalf("readCloudConfig over %d bytes together: %v", fsutil.ConfigSetTotal, err)
-	}
-	if _, err := PlanSeal(m.dir, SealOptions{}); !errors.Is(err, fsutil.ErrOverBudget) {
-		t.Errorf("PlanSeal: %v", err)
-	}
-}
-
 // So many files that each is small: the file count is bounded too.
 func TestCloudConfigFileCountBound(t *testing.T) {
 	m := freshImage(t)

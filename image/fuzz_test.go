@@ -3,6 +3,8 @@ package image
 import (
 	"strings"
 	"testing"
+
+	"github.com/seedkeeper/seedkeeper/internal/yamlx"
 )
 
 // FuzzParseCloudConfig: any bytes give a mapping or an error that quotes
@@ -17,7 +19,7 @@ func FuzzParseCloudConfig(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		doc, err := parseCloudConfig(data)
+		doc, err := parseCloudConfig(data, yamlx.NewBudget())
 		if err != nil {
 			if doc != nil {
 				t.Fatal("a document and an error")

@@ -91,9 +91,19 @@ func Apply(ctx context.Context, o Options) (*Result, error) {
 		salt = prev.Salt
 	}
 	d := Settings(Input{Metadata: o.Metadata, ImageDefaultUser: ImageDefaultUser(o.Root), Salt: salt})
+	kept := prev != nil && prev.InstanceID == o.InstanceID
+	if d.UserDataBroken && kept && prev.DefaultUser != "" {
+		// The user-data cannot say whom the metadata's keys are for:
+		// the user it named when it last could.
+		d = Settings(Input{Metadata: o.Metadata, ImageDefaultUser: prev.DefaultUser, Salt: salt})
+	}
 	res.Warnings = append(res.Warnings, d.Warnings...)
 	rec := &Record{Version: 1, Salt: salt, InstanceID: o.InstanceID, Source: o.Metadata.Source,
-		Settings: maps.Clone(d.Settings), CloudInit: d.CloudInit, Keys: map[string][]string{}}
+		Settings: maps.Clone(d.Settings), CloudInit: d.CloudInit, Keys: map[string][]string{},
+		DefaultUser: d.DefaultUser, UserDataKeys: d.UserDataKeys}
+	if d.UserDataBroken && kept {
+		rec.UserDataKeys = prev.UserDataKeys
+	}
 
 	switch {
 	case o.Redacted && !o.NewInstance && prev != nil:
@@ -183,9 +193,21 @@ func apply(ctx context.Context, o Options, log *slog.Logger, res *Result, prev, 
 	}
 	byCloudInit := false
 	held := false
+	if d.UserDataBroken {
+		// Said loudly: a limit or a typo must not pass for "nothing
+		// changed" when the document may change a password or a key.
+		msg := "user-data: a #cloud-config that cannot be read (see the warnings): nothing it grants is applied, and a change it makes to passwords, users or their keys is held until it can be read; keys removed from the meta-data are still removed"
+		res.Warnings = append(res.Warnings, msg)
+		log.Warn("user-data cannot be read: its changes to passwords, users and keys are held", "warnings", d.Warnings)
+	}
 	for _, c := range res.Changed {
 		r := Lookup(c.Setting)
 		switch {
+		case d.UserDataBroken && strings.HasPrefix(c.Setting, "keys:") && c.Kind != "removed":
+			// What the user-data grants is unknown, and withheld; what
+			// the meta-data no longer grants is revoked all the same.
+			keep(c.Setting)
+			revokeHeld(o, log, res, prev, rec, d, c.Setting)
 		case d.UserDataBroken && (strings.HasPrefix(c.Setting, "keys:") || strings.HasPrefix(c.Setting, "password:") || strings.HasPrefix(c.Setting, "user-data")):
 			// A typo in the user-data is no removal of what it names:
 			// compared again with the last good one once it decodes.
@@ -314,6 +336,65 @@ func apply(ctx context.Context, o Options, log *slog.Logger, res *Result, prev, 
 		res.Applied = append(res.Applied, msg)
 		log.Info("cloud-init's cached datasource removed: it reads the new seed at this boot", "instance_id", o.InstanceID)
 	}
+}
+
+// revokeHeld applies, for a keys setting while the user-data cannot be
+// read, the removals alone: a key of the receipt that the meta-data no
+// longer names and that the last readable user-data did not name is
+// removed; nothing is added, and the keys the user-data named stay (it may
+// name them still). The setting's digest is kept, so that the whole set is
+// compared again once the user-data can be read.
+func revokeHeld(o Options, log *slog.Logger, res *Result, prev, rec *Record, d Desired, setting string) {
+	user := strings.TrimPrefix(setting, "keys:")
+	wait := func(why string) {
+		res.Waiting = append(res.Waiting, setting+": held while the user-data cannot be read; "+why)
+	}
+	if d.KeysPartial[user] {
+		wait("a key of the meta-data was dropped as unusable, so none is removed")
+		return
+	}
+	now, named := Fingerprints(d.Keys[user]), prev.UserDataKeys[user]
+	var revoke, stay []string
+	for _, fp := range prev.Keys[user] {
+		if slices.Contains(now, fp) || slices.Contains(named, fp) {
+			stay = append(stay, fp)
+		} else {
+			revoke = append(revoke, fp)
+		}
+	}
+	if len(revoke) == 0 {
+		wait("no key the meta-data put in place was removed from it")
+		return
+	}
+	a, err := LookupUser(o.Root, user)
+	if err != nil {
+		wait("the user cannot be looked up: " + err.Error())
+		return
+	}
+	if a.UID == 0 {
+		wait("a uid 0 account, whose keys cloud-init's disable_root governs")
+		return
+	}
+	file, err := AuthorizedKeysFile(o.Root, a)
+	if err == nil {
+		var out KeysOutcome
+		out, err = ApplyKeys(o.Root, a, file, nil, revoke)
+		if err == nil {
+			if len(stay) > 0 {
+				rec.Keys[user] = stay
+			} else {
+				delete(rec.Keys, user)
+			}
+			if out.Wrote {
+				res.Wrote = append(res.Wrote, out.File)
+			}
+			res.Applied = append(res.Applied, fmt.Sprintf("%s: %d removed from %s, the keys the meta-data no longer names (seedkeeper); nothing added while the user-data cannot be read", setting, out.Removed, out.File))
+			log.Warn("keys removed from the meta-data revoked; the user-data's are held", "user", user, "removed", out.Removed, "file", out.File)
+			return
+		}
+	}
+	res.Failed = append(res.Failed, setting+": "+err.Error())
+	log.Error("a key removed from the meta-data could not be revoked", "user", user, "err", err)
 }
 
 // Lines are the status lines of the result: what changed, what was

@@ -14,10 +14,6 @@ import (
 	"github.com/seedkeeper/seedkeeper/internal/yamlx"
 )
 
-// maxExpanded bounds what one user-data document may expand to (YAML
-// aliases) before it is walked.
-const maxExpanded = 4 << 20
-
 // CloudConfig is what of a #cloud-config user-data Apply tracks: the
 // settings it applies itself (keys, passwords) and a digest of every
 // other top-level key, to say what changed.
@@ -47,8 +43,9 @@ type CloudConfig struct {
 	// Expire is chpasswd.expire (true unless set false), as cloud-init
 	// reads it.
 	Expire bool
-	// Top holds every other top-level key and its value, re-encoded
-	// (comments and layout left out), for the change digests.
+	// Top holds every other top-level key and the digest of its value
+	// (yamlx.Digest: aliases followed, comments and layout left out),
+	// for the change digests.
 	Top map[string][]byte
 	// Warnings name the fields that were left out and why; they never
 	// quote the value.
@@ -82,8 +79,10 @@ var ownKeys = map[string]bool{"user": true, "users": true, "ssh_authorized_keys"
 
 // ParseCloudConfig reads user-data as cloud-init reads a #cloud-config
 // part: a YAML mapping after the header line. The document is bounded
-// (yamlx) before it is decoded and its aliases before it is walked. One
-// bad field is left out with a warning; the others are kept.
+// (yamlx.Unmarshal: its text, and what its aliases expand to) before
+// anything is decoded from it; its aliases are then followed where they
+// stand, never copied. One bad field is left out with a warning; the
+// others are kept.
 func ParseCloudConfig(b []byte) CloudConfig {
 	cc := CloudConfig{Expire: true, Top: map[string][]byte{}}
 	first, _, _ := bytes.Cut(b, []byte("\n"))
@@ -100,12 +99,7 @@ func ParseCloudConfig(b []byte) CloudConfig {
 		cc.Parsed = true
 		return cc
 	}
-	top, err := yamlx.Resolve(doc.Content[0], maxExpanded)
-	if err != nil {
-		cc.Warnings = append(cc.Warnings, "user-data: "+describeYAMLError(err))
-		cc.Broken = true
-		return cc
-	}
+	top := deref(doc.Content[0])
 	if top.Kind == yaml.ScalarNode && top.Tag == "!!null" {
 		cc.Parsed = true
 		return cc
@@ -117,7 +111,7 @@ func ParseCloudConfig(b []byte) CloudConfig {
 	}
 	cc.Parsed = true
 	for i := 0; i+1 < len(top.Content); i += 2 {
-		k, v := top.Content[i], top.Content[i+1]
+		k, v := deref(top.Content[i]), deref(top.Content[i+1])
 		if k.Kind != yaml.ScalarNode {
 			cc.warn("user-data: a key at line %d is %s, want a string", k.Line, yamlx.NodeKind(k))
 			continue
@@ -126,9 +120,7 @@ func ParseCloudConfig(b []byte) CloudConfig {
 		case !ownKeys[key] || key == "user" || key == "users":
 			// user and users are read below too: their keys are
 			// applied, and a change of the rest waits.
-			if err := cc.digestTop(key, k, v); err != nil {
-				continue
-			}
+			cc.Top[key] = cc.digestTop(v)
 			if key == "user" {
 				cc.parseDefaultUser(v)
 			} else if key == "users" {
@@ -147,21 +139,22 @@ func ParseCloudConfig(b []byte) CloudConfig {
 	return cc
 }
 
-// digestTop keeps the value of a top-level key re-encoded, without its
-// comments and layout, for its change digest.
-func (cc *CloudConfig) digestTop(key string, k, v *yaml.Node) error {
-	var val any
-	if err := v.Decode(&val); err != nil {
-		cc.warn("user-data %s (line %d): cannot be decoded", safeKey(key), k.Line)
-		return err
+// digestTop is what the change digest of a top-level key is made of: the
+// digest of its value, aliases followed, comments and layout left out.
+// Nothing of the value is decoded or encoded again: an encoder holds
+// every event of what it writes, hundreds of bytes a value.
+func (cc *CloudConfig) digestTop(v *yaml.Node) []byte {
+	d := yamlx.Digest(v)
+	return d[:]
+}
+
+// deref is the node an alias stands for, else n itself. An anchored node
+// is never an alias, so one step is all there is.
+func deref(n *yaml.Node) *yaml.Node {
+	if n != nil && n.Kind == yaml.AliasNode && n.Alias != nil {
+		return n.Alias
 	}
-	enc, err := yaml.Marshal(val)
-	if err != nil {
-		cc.warn("user-data %s (line %d): cannot be encoded again", safeKey(key), k.Line)
-		return err
-	}
-	cc.Top[key] = enc
-	return nil
+	return n
 }
 
 func (cc *CloudConfig) warn(format string, a ...any) {
@@ -219,6 +212,7 @@ func (cc *CloudConfig) parseUsers(v *yaml.Node) {
 		return
 	}
 	for i, e := range v.Content {
+		e := deref(e)
 		at := fmt.Sprintf("users[%d]", i)
 		switch e.Kind {
 		case yaml.ScalarNode:
@@ -262,6 +256,7 @@ func (cc *CloudConfig) keyList(field string, v *yaml.Node) (keys []string, parti
 		}
 	case yaml.SequenceNode:
 		for i, e := range v.Content {
+			e := deref(e)
 			if e.Kind != yaml.ScalarNode || e.Tag == "!!null" {
 				cc.warn("user-data %s[%d] (line %d) dropped: want a string, got %s", field, i, e.Line, yamlx.NodeKind(e))
 				partial = true
@@ -297,6 +292,7 @@ func (cc *CloudConfig) parseChpasswd(v *yaml.Node) {
 	}
 	if us := mapValue(v, "users"); us != nil && us.Kind == yaml.SequenceNode {
 		for i, e := range us.Content {
+			e := deref(e)
 			at := fmt.Sprintf("chpasswd.users[%d]", i)
 			if e.Kind != yaml.MappingNode {
 				cc.warn("user-data %s (line %d) dropped: want a mapping, got %s", at, e.Line, yamlx.NodeKind(e))
@@ -341,7 +337,7 @@ func (cc *CloudConfig) parseChpasswd(v *yaml.Node) {
 		lines = strings.Split(ln.Value, "\n")
 	case yaml.SequenceNode:
 		for _, e := range ln.Content {
-			if e.Kind == yaml.ScalarNode {
+			if e := deref(e); e.Kind == yaml.ScalarNode {
 				lines = append(lines, e.Value)
 			}
 		}
@@ -373,8 +369,8 @@ func newPassword(user, p string) *Password {
 // mapValue returns the value of key in mapping m, nil when absent.
 func mapValue(m *yaml.Node, key string) *yaml.Node {
 	for i := 0; i+1 < len(m.Content); i += 2 {
-		if k := m.Content[i]; k.Kind == yaml.ScalarNode && k.Value == key {
-			return m.Content[i+1]
+		if k := deref(m.Content[i]); k.Kind == yaml.ScalarNode && k.Value == key {
+			return deref(m.Content[i+1])
 		}
 	}
 	return nil

@@ -6,26 +6,7 @@ import (
 	"testing"
 
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
-	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
-
-// The image's default user is read from cloud.cfg and cloud.cfg.d within
-// the aggregate bound of cloud-init's configuration: files past it are
-// not read, so a directory of many files, each under its own bound,
-// costs no more than the bound.
-func TestImageDefaultUserAggregateBound(t *testing.T) {
-	root := t.TempDir()
-	write(t, root, "etc/cloud/cloud.cfg", "system_info:\n  default_user:\n    name: debian\n", 0o644)
-	line := "# " + strings.Repeat("x", 77) + "\n"
-	pad := strings.Repeat(line, (fsutil.SmallFile-4096)/len(line))
-	for i := range fsutil.ConfigSetTotal/len(pad) + 1 {
-		write(t, root, fmt.Sprintf("etc/cloud/cloud.cfg.d/%02d-pad.cfg", i), pad, 0o644)
-	}
-	write(t, root, "etc/cloud/cloud.cfg.d/99-user.cfg", "system_info:\n  default_user:\n    name: late\n", 0o644)
-	if got := ImageDefaultUser(sysroot.Root(root)); got != "debian" {
-		t.Errorf("ImageDefaultUser = %q; want debian, from the files within the bound", got)
-	}
-}
 
 // sshd's configuration is read within the same kind of aggregate bound:
 // past it, where sshd looks for keys is not known, and that is an error

@@ -408,8 +408,10 @@ func Fingerprints(keys []string) []string {
 // order, the last file that sets it winning); "" when none does. A file
 // that cannot be read or decoded is skipped; files past the aggregate
 // bound of cloud-init's configuration (fsutil.CloudConfigBudget) are not
-// read.
+// read, and those past what one document may hold (yamlx.Budget) are
+// skipped.
 func ImageDefaultUser(root sysroot.Root) string {
+	budget := yamlx.NewBudget()
 	files := []string{paths.CloudCfg}
 	if ents, err := fsutil.ReadDirIn(string(root), paths.CloudCfgD); err == nil {
 		var names []string
@@ -422,9 +424,9 @@ func ImageDefaultUser(root sysroot.Root) string {
 		files = append(files, names...)
 	}
 	name := ""
-	budget := fsutil.CloudConfigBudget()
+	readBudget := fsutil.CloudConfigBudget()
 	for _, f := range files {
-		b, err := budget.ReadFileIn(context.Background(), string(root), f, fsutil.SmallFile)
+		b, err := readBudget.ReadFileIn(context.Background(), string(root), f, min(fsutil.SmallFile, budget.ReadLimit()))
 		if errors.Is(err, fsutil.ErrOverBudget) {
 			break // files past the aggregate bound are not read
 		}
@@ -432,7 +434,7 @@ func ImageDefaultUser(root sysroot.Root) string {
 			continue
 		}
 		var doc yaml.Node
-		if yamlx.Unmarshal(b, &doc) != nil || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+		if budget.Unmarshal(b, &doc) != nil || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
 			continue
 		}
 		si := mapValue(doc.Content[0], "system_info")

@@ -46,6 +46,13 @@ type Record struct {
 	// are in the user's authorized_keys because the metadata put them
 	// there: only these are ever removed.
 	Keys map[string][]string `json:"keys,omitempty"`
+	// DefaultUser is the user the metadata's keys were for, and
+	// UserDataKeys the fingerprints, per user, of the keys the user-data
+	// named, both at the last boot whose user-data could be read: a boot
+	// that cannot read it still revokes what the meta-data no longer
+	// grants, and leaves what the user-data may still name.
+	DefaultUser  string              `json:"default_user,omitempty"`
+	UserDataKeys map[string][]string `json:"user_data_keys,omitempty"`
 }
 
 // LoadRecord reads the record under root: nil and no error when there is

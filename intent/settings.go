@@ -112,6 +112,9 @@ type Desired struct {
 	// UserDataBroken is true when the user-data is a #cloud-config that
 	// does not decode: the settings it names are not compared.
 	UserDataBroken bool
+	// UserDataKeys are the fingerprints, per user, of the keys the
+	// user-data names (none when it does not decode).
+	UserDataKeys map[string][]string
 	// Warnings name the fields left out.
 	Warnings []string
 }
@@ -172,7 +175,14 @@ func Settings(in Input) Desired {
 	} else if len(md.PublicKeys)+len(cc.Keys) > 0 {
 		d.Warnings = append(d.Warnings, "public keys: no default user is named (user-data user, or the image's system_info.default_user); they wait for cloud-init at a new instance")
 	}
+	d.UserDataKeys = map[string][]string{}
+	if d.DefaultUser != "" && len(cc.Keys) > 0 {
+		d.UserDataKeys[d.DefaultUser] = Fingerprints(cc.Keys)
+	}
 	for _, u := range cc.Users {
+		if len(u.Keys) > 0 {
+			d.UserDataKeys[u.Name] = append(d.UserDataKeys[u.Name], Fingerprints(u.Keys)...)
+		}
 		d.Keys[u.Name] = append(d.Keys[u.Name], u.Keys...)
 		d.KeysPartial[u.Name] = d.KeysPartial[u.Name] || u.KeysPartial
 	}

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net/netip"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/seedkeeper/seedkeeper/internal/yamlx"
 )
 
@@ -38,10 +36,10 @@ func Parse(data []byte) (*Config, error) {
 		return nil, errors.New("empty network configuration")
 	}
 	var doc any
-	if err := yamlx.Check(data); err != nil {
-		return nil, fmt.Errorf("network configuration: %w", err)
-	}
-	if err := yaml.Unmarshal(data, &doc); err != nil {
+	if err := yamlx.Unmarshal(data, &doc); err != nil {
+		if errors.Is(err, yamlx.ErrTooComplex) || errors.Is(err, yamlx.ErrTooLarge) {
+			return nil, fmt.Errorf("network configuration: %w", err)
+		}
 		return nil, fmt.Errorf("network configuration is not YAML or JSON: %w", err)
 	}
 	return ParseValue(doc)

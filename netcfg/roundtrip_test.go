@@ -448,7 +448,7 @@ func TestParseRefusesAliasExpansion(t *testing.T) {
 		fmt.Fprintf(&b, "  e%d: {set-name: n%d, match: {macaddress: '02:00:00:00:%02x:%02x'}, nameservers: {search: [*big]}}\n", i, i, i/256, i%256)
 	}
 	_, err := Parse([]byte(b.String()))
-	if err == nil || !strings.Contains(err.Error(), "expands to more than") {
+	if err == nil || !strings.Contains(err.Error(), "aliases are expanded") {
 		t.Fatalf("Parse = %v; want the expansion refused", err)
 	}
 }

@@ -163,8 +163,13 @@ func parse(path string, b []byte, err error) (*Config, error) {
 	}
 	n := Default()
 	n.Path = path
-	if err := yamlx.Check(b); err != nil {
-		return c, fmt.Errorf("%s: %w", path, err)
+	// Parsed once bounded (its text, and its aliases expanded), then
+	// decoded strictly: the decoder's KnownFields has no node form.
+	if _, err := yamlx.Parse(b); err != nil {
+		if errors.Is(err, yamlx.ErrTooComplex) || errors.Is(err, yamlx.ErrTooLarge) {
+			return c, fmt.Errorf("%s: %w", path, err)
+		}
+		return c, fmt.Errorf("%s: %w", path, describeYAML(err))
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)

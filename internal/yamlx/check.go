@@ -46,13 +46,42 @@ func Check(data []byte) error {
 	return nil
 }
 
-// Unmarshal is yaml.Unmarshal after Check: the one way a document from
-// outside is decoded.
+// Unmarshal is yaml.Unmarshal bounded: the one way a document from
+// outside is decoded. Check bounds the text before it is parsed, and
+// CheckExpanded the parsed tree before anything is decoded from it, so
+// that aliases never cost more than the limits allow. Into a *yaml.Node
+// it stores the tree, measured; a caller that walks it or decodes a part
+// of it needs no other bound. An empty document leaves out as it was.
 func Unmarshal(data []byte, out any) error {
-	if err := Check(data); err != nil {
+	doc, err := Parse(data)
+	if err != nil {
 		return err
 	}
-	return yaml.Unmarshal(data, out)
+	if n, ok := out.(*yaml.Node); ok {
+		*n = *doc
+		return nil
+	}
+	if doc.Kind == 0 {
+		return nil
+	}
+	return doc.Decode(out)
+}
+
+// Parse is Unmarshal into a node tree: Check, the parse, CheckExpanded.
+// A caller whose decoder must be set up its own way (KnownFields) checks
+// the text with Parse first.
+func Parse(data []byte) (*yaml.Node, error) {
+	if err := Check(data); err != nil {
+		return nil, err
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, err
+	}
+	if err := CheckExpanded(&doc); err != nil {
+		return nil, err
+	}
+	return &doc, nil
 }
 
 // Stats is what Scan found.

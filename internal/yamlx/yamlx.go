@@ -35,6 +35,56 @@ func Size(v any, limit int) (n int, ok bool) {
 
 type sizer struct{ n, limit int }
 
+// MaxEncodeValues bounds a value from outside that is encoded again as
+// YAML: the encoder keeps every event of the document until it ends,
+// about 2 KB a value, so 8192 values cost it about 16 MiB.
+const MaxEncodeValues = 8192
+
+// Count returns the number of values of a decoded value (every map key,
+// element and scalar, and the collections), stopping just past limit: ok
+// is false beyond it.
+func Count(v any, limit int) (n int, ok bool) {
+	c := counter{limit: limit}
+	c.walk(v, 0)
+	return c.n, c.n <= limit
+}
+
+type counter struct{ n, limit int }
+
+func (c *counter) walk(v any, depth int) {
+	c.n++
+	if c.n > c.limit || depth > maxDepth {
+		c.n = max(c.n, c.limit+1)
+		return
+	}
+	switch t := v.(type) {
+	case []any:
+		for _, e := range t {
+			if c.walk(e, depth+1); c.n > c.limit {
+				return
+			}
+		}
+	case []string:
+		c.n += len(t)
+	case map[string]any:
+		for _, e := range t {
+			c.n++ // the key
+			if c.walk(e, depth+1); c.n > c.limit {
+				return
+			}
+		}
+	case map[any]any:
+		for k, e := range t {
+			if c.walk(k, depth+1); c.n > c.limit {
+				return
+			}
+			if c.walk(e, depth+1); c.n > c.limit {
+				return
+			}
+		}
+	}
+}
+
 // maxDepth bounds the recursion; the decoders refuse deeper documents
 // long before this.
 const maxDepth = 10000
@@ -88,7 +138,24 @@ func (s *sizer) walk(v any, depth int) {
 // would otherwise be written dangling). The copy may hold at most limit
 // bytes by the measure of Size; beyond that, or for an alias with no
 // target, Resolve returns an error (wrapping ErrTooLarge for the former).
+//
+// The tree is measured first (Measure), and refused before anything is
+// copied when it expands to more than MaxEncodeValues values, limit bytes
+// of text or MaxExpandedDepth levels: a copy is made to be encoded, and
+// an encoder costs about 2 KB a value.
 func Resolve(n *yaml.Node, limit int) (*yaml.Node, error) {
+	e, err := Measure(n)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case e.Nodes > MaxEncodeValues:
+		return nil, fmt.Errorf("%w: more than %d values once its aliases are expanded", ErrTooLarge, MaxEncodeValues)
+	case e.Text > limit:
+		return nil, fmt.Errorf("%w: more than %d bytes once its aliases are expanded", ErrTooLarge, limit)
+	case e.Depth > MaxExpandedDepth:
+		return nil, fmt.Errorf("%w: nested more than %d levels deep once its aliases are expanded", ErrTooLarge, MaxExpandedDepth)
+	}
 	r := resolver{limit: limit}
 	out, err := r.copy(n, 0)
 	if err != nil {
