@@ -190,7 +190,7 @@ type FileError struct {
 }
 
 // maxErrorProblems bounds how many problems FileError.Error says; the
-// rest are counted. Check, and seedkeeper validate, say every one.
+// rest are counted. Read (and seedkeeper validate) says every one.
 const maxErrorProblems = 8
 
 func (e *FileError) Error() string {
@@ -208,16 +208,16 @@ func (e *FileError) Error() string {
 	return b.String()
 }
 
-// Check reads the text of a configuration file and returns every problem
-// Load would refuse it for, each located in the text; nil for a file
-// Load reads.
-func Check(b []byte) []Problem {
-	_, probs := read(b)
-	return probs
+// Read decodes and checks the text of a configuration file: the
+// configuration (Path unset), or every problem Load would refuse it for,
+// each located in the text.
+func Read(b []byte) (*Config, []Problem) {
+	return read(b)
 }
 
-// read decodes and checks a configuration file's text: the
-// configuration, or every problem found.
+// TopKeys are the keys a configuration file may have at its top.
+func TopKeys() []string { return yamlKeys(reflect.TypeFor[Config]()) }
+
 func read(b []byte) (*Config, []Problem) {
 	n := Default()
 	if err := yamlx.Check(b); err != nil {

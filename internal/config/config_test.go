@@ -257,7 +257,7 @@ bogus: 1
 			t.Errorf("the error speaks Go or YAML tags (%q): %v", bad, err)
 		}
 	}
-	if ps := Check([]byte("network: {owner: cloud-init}\nboot: {wait: 90s}\n")); ps != nil {
+	if _, ps := Read([]byte("network: {owner: cloud-init}\nboot: {wait: 90s}\n")); ps != nil {
 		t.Errorf("a good file: %+v", ps)
 	}
 }
