@@ -114,15 +114,24 @@ func decodeForCheck(data []byte) (root *yaml.Node, doc any, probs []Problem) {
 	}
 	var n yaml.Node
 	if err := yaml.Unmarshal(data, &n); err != nil {
-		return nil, nil, []Problem{{Line: yamlErrorLine(err), Column: 1, Msg: "network configuration is not YAML or JSON"}}
+		return nil, nil, []Problem{yamlProblem(err)}
 	}
 	if len(n.Content) == 0 {
 		return nil, nil, whole("empty network configuration")
 	}
 	if err := n.Decode(&doc); err != nil {
-		return nil, nil, whole("not YAML or JSON")
+		return nil, nil, []Problem{yamlProblem(err)}
 	}
 	return n.Content[0], doc, nil
+}
+
+// yamlProblem is the problem of a text the YAML library cannot read.
+func yamlProblem(err error) Problem {
+	msg := "network configuration is not YAML or JSON"
+	if strings.Contains(err.Error(), "already defined") {
+		msg += ": a key is defined twice in one mapping"
+	}
+	return Problem{Line: yamlErrorLine(err), Column: 1, Msg: msg}
 }
 
 // yamlErrorLine is the line a YAML syntax error names, 1 when it names
@@ -136,7 +145,7 @@ func yamlErrorLine(err error) int {
 	return 1
 }
 
-var yamlSyntaxLine = regexp.MustCompile(`^yaml: line (\d+): `)
+var yamlSyntaxLine = regexp.MustCompile(`line (\d+)`)
 
 // located turns the parser's notes and error into problems placed in
 // the tree top, where the parser's paths start after prefix.

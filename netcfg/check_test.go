@@ -88,6 +88,7 @@ func TestCheckLocates(t *testing.T) {
 		{"", "1:1", "empty network configuration"},
 		{"version: 2\nethernets:\n  a: b\n c: d\n", "3:1", "not YAML"},
 		{"version: 3\n", "1:10", "version: 3 is not a supported version"},
+		{"version: 2\nethernets: {}\nversion: 2\n", "3:1", "a key is defined twice"},
 		{"network:\n  version: 1\n  config: {}\n", "3:11", "config: must be a list"},
 	} {
 		ps := Check([]byte(c.doc))
