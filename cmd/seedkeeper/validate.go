@@ -189,7 +189,7 @@ func detectKind(file string, data []byte) (string, error) {
 	base := filepath.Base(file)
 	first, _, _ := strings.Cut(string(data), "\n")
 	switch {
-	case strings.TrimRight(first, " \t\r") == "#cloud-config" || base == "user-data" || base == "vendor-data":
+	case strings.HasPrefix(first, "#cloud-") || strings.HasPrefix(first, "#!") || base == "user-data" || base == "vendor-data":
 		return "user-data", nil
 	case base == "meta-data":
 		return "meta-data", nil
@@ -207,9 +207,10 @@ func detectKind(file string, data []byte) (string, error) {
 		}
 		network, _ := yamlx.Locate(top, "network")
 		switch {
-		case top.Kind == yaml.SequenceNode || slices.ContainsFunc(keys, func(k string) bool { return strings.HasPrefix(k, "sdc:") }):
+		case top.Kind == yaml.SequenceNode && len(top.Content) > 0 && (yamlx.KeyNode(top.Content[0], "mac") != nil || yamlx.KeyNode(top.Content[0], "interface") != nil),
+			slices.ContainsFunc(keys, func(k string) bool { return strings.HasPrefix(k, "sdc:") }):
 			return "smartos", nil
-		case slices.Contains(keys, "version") || network != top && (yamlx.KeyNode(network, "version") != nil || yamlx.KeyNode(network, "config") != nil):
+		case slices.Contains(keys, "version") || network != top && network.Kind == yaml.MappingNode && slices.ContainsFunc(network.Content, isNetworkTopKey):
 			return "network", nil
 		case slices.ContainsFunc(keys, func(k string) bool { return slices.Contains(metaDataKeys, k) }):
 			return "meta-data", nil
@@ -222,6 +223,16 @@ func detectKind(file string, data []byte) (string, error) {
 		return "config", nil
 	}
 	return "", errors.New("cannot tell what kind of document this is: give --kind")
+}
+
+// isNetworkTopKey reports whether k is a key of a network config's top
+// level (version, config, or a v2 section: netcfg's key table).
+func isNetworkTopKey(k *yaml.Node) bool {
+	if k.Value == "version" || k.Value == "config" {
+		return true
+	}
+	key := netcfg.LookupKey(2, "network", k.Value)
+	return key != nil
 }
 
 func fromNetcfg(ps []netcfg.Problem) []validateError {

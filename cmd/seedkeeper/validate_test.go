@@ -120,8 +120,12 @@ func TestValidateKind(t *testing.T) {
 		"e": "boot: {wait: 90s}\nbogus: 1\n",
 		"f": "hello: world\n",
 		"g": "version: 2\n",
+		"h": "network:\n  renderer: networkd\n  vrfs: {}\n",
+		"i": "#cloud-config-archive\n- type: text/x-shellscript\n",
+		"j": "- {mac: \"90:b8:d0:ae:d1:ec\", interface: net0}\n",
+		"k": "network: {owner: cloud-init}\n",
 	})
-	for name, want := range map[string]string{"a": "network", "b": "user-data", "c": "smartos", "d": "meta-data", "e": "config", "f": "", "g": "network"} {
+	for name, want := range map[string]string{"a": "network", "b": "user-data", "c": "smartos", "d": "meta-data", "e": "config", "f": "", "g": "network", "h": "network", "i": "user-data", "j": "smartos", "k": "config"} {
 		code, out, _ := runValidateArgs("--json", filepath.Join(dir, name))
 		var res struct {
 			SchemaVersion int `json:"schema_version"`
