@@ -11,6 +11,7 @@ import (
 	"github.com/seedkeeper/seedkeeper/image"
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
+	"github.com/seedkeeper/seedkeeper/netcfg/apply"
 )
 
 // exitPlanChanged: --expect named a plan, and the plan made right before
@@ -53,12 +54,19 @@ func writeSealJSON(w io.Writer, r sysroot.Root, opts image.SealOptions, s *image
 	enc.Encode(out)
 }
 
+// validDigest reports whether v is a plan's digest: "sha256:" and 64 hex
+// digits.
+func validDigest(v string) bool {
+	hex, ok := strings.CutPrefix(v, "sha256:")
+	return ok && len(hex) == 64 && strings.Trim(strings.ToLower(hex), "0123456789abcdef") == ""
+}
+
 // readExpected reads --expect: a digest ("sha256:" and 64 hex digits), or
 // a file holding a dry run's --json output, whose digest and actions are
 // then the plan that was read.
 func readExpected(v string) (digest string, read []image.Action, err error) {
-	if hex, ok := strings.CutPrefix(v, "sha256:"); ok {
-		if len(hex) != 64 || strings.Trim(strings.ToLower(hex), "0123456789abcdef") != "" {
+	if strings.HasPrefix(v, "sha256:") {
+		if !validDigest(v) {
 			return "", nil, errors.New("a digest is sha256: and 64 hex digits")
 		}
 		return v, nil, nil
@@ -72,4 +80,53 @@ func readExpected(v string) (digest string, read []image.Action, err error) {
 		return "", nil, fmt.Errorf("%s: want a digest, or the output of image seal --dry-run --json", v)
 	}
 	return plan.Digest, plan.Actions, nil
+}
+
+// netSchemaVersion is the version of "net plan|apply --json".
+const netSchemaVersion = 1
+
+// netOpJSON is one operation of a plan, and after apply its error.
+type netOpJSON struct {
+	Op    string `json:"op"`
+	Error string `json:"error,omitempty"`
+	Done  *bool  `json:"done,omitempty"`
+}
+
+// writeNetJSON prints "net plan|apply --json": the plan and its digest,
+// and after apply what each operation did.
+func writeNetJSON(w io.Writer, s *apply.Synced, err error) {
+	out := struct {
+		SchemaVersion int         `json:"schema_version"`
+		Digest        string      `json:"digest"`
+		Ops           []netOpJSON `json:"ops"`
+		Notes         []string    `json:"notes"`
+		Applied       bool        `json:"applied"`
+		PlanChanged   bool        `json:"plan_changed,omitempty"`
+		Error         string      `json:"error,omitempty"`
+	}{SchemaVersion: netSchemaVersion, Digest: s.Plan.Digest(), Ops: []netOpJSON{}, Notes: s.Plan.Notes,
+		Applied: s.Result != nil, PlanChanged: errors.Is(err, apply.ErrPlanChanged)}
+	if out.Notes == nil {
+		out.Notes = []string{}
+	}
+	if s.Result != nil {
+		for _, o := range s.Result.Ops {
+			done := o.Err == nil
+			j := netOpJSON{Op: o.Op.String(), Done: &done}
+			if o.Err != nil {
+				j.Error = o.Err.Error()
+			}
+			out.Ops = append(out.Ops, j)
+		}
+	} else {
+		for _, o := range s.Plan.Ops {
+			out.Ops = append(out.Ops, netOpJSON{Op: o.String()})
+		}
+	}
+	if err != nil {
+		out.Error = err.Error()
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	enc.Encode(out)
 }
