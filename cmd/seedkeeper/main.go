@@ -56,6 +56,7 @@ func commands() map[string]command {
 			fmt.Fprintln(stdout, "seedkeeper", version)
 			return exitOK
 		}},
+		"collect-logs": {"write a tar.gz of status, journal, network files and cloud-init's logs for a bug report", runCollectLogs},
 	}
 }
 
