@@ -235,7 +235,7 @@ func TestBootVMwareNetworkAliasBomb(t *testing.T) {
 		t.Errorf("instance-id %q", got)
 	}
 	st := savedStatus(t, g.root)
-	if len(st.Dropped) != 1 || !strings.Contains(st.Dropped[0], "network") || !strings.Contains(st.Dropped[0], "expands to more than") {
+	if len(st.Dropped) != 1 || !strings.Contains(st.Dropped[0], "network") || !strings.Contains(st.Dropped[0], "expands beyond the size limit") {
 		t.Errorf("dropped = %q", st.Dropped)
 	}
 }

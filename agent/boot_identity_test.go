@@ -288,7 +288,7 @@ func TestBootCidataDiskSeedDirNotASource(t *testing.T) {
 func TestBootBrokenConfig(t *testing.T) {
 	for name, tc := range map[string]struct{ config, want string }{
 		"yaml":        {"hotplug: {drivers: [e1000}\n", "did not find expected"},
-		"unknown key": {"hotplug:\n  drivers: [e1000]\nhotplugs: {}\n", "field hotplugs not found"},
+		"unknown key": {"hotplug:\n  drivers: [e1000]\nhotplugs: {}\n", `:3:1: unknown key "hotplugs"`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			root := machineRoot(t, uuidVM, map[string]string{"etc/seedkeeper/config.yaml": tc.config})

@@ -114,7 +114,7 @@ func TestConfigAcceptsExactlyTheTable(t *testing.T) {
 		if valid := datasource.ValidSource(name); (err == nil) != valid {
 			t.Errorf("sources: [%q]: err %v, but ValidSource = %v", name, err, valid)
 		}
-		if err != nil && !strings.Contains(err.Error(), strings.Join(datasource.Names(), " ")) {
+		if err != nil && !strings.Contains(err.Error(), strings.Join(datasource.Names(), ", ")) {
 			t.Errorf("sources: [%q]: %v does not list the table's names", name, err)
 		}
 	}

@@ -51,6 +51,10 @@ type Action struct {
 	Path string `json:"path"`
 	// Why says what the path is and why seal acts on it.
 	Why string `json:"why"`
+	// State is what the path was when the plan was made (its kind,
+	// size and modification time, or "absent"): part of the plan's
+	// Digest.
+	State string `json:"state"`
 }
 
 // SealOptions are the choices of a seal.
@@ -61,6 +65,11 @@ type SealOptions struct {
 	DryRun bool
 	// Now is the time recorded in the sealed marker; zero means now.
 	Now time.Time
+	// Expect, when set, is the Digest of the plan that was read (a dry
+	// run's): Seal plans again right before acting and, if the plan is
+	// no longer that one, changes nothing and returns the new plan with
+	// an error wrapping ErrPlanChanged.
+	Expect string
 }
 
 // Plan is what a seal does: the dry run prints it and Apply carries it
@@ -101,6 +110,9 @@ func Seal(rootDir string, opts SealOptions) (*Sealing, error) {
 	s := &Sealing{Plan: p}
 	if opts.DryRun {
 		return s, nil
+	}
+	if err := p.expectDigest(opts.Expect); err != nil {
+		return s, err
 	}
 	s.Err = p.Apply()
 	if s.Report, err = Check(rootDir); err != nil {
@@ -173,7 +185,7 @@ func PlanSeal(rootDir string, opts SealOptions) (*Plan, error) {
 			if real != MachineIDPath {
 				why = "the machine ID " + MachineIDPath + " links to (emptied, not removed)"
 			}
-			p.Actions = append(p.Actions, Action{Empty, real, why})
+			p.Actions = append(p.Actions, Action{Op: Empty, Path: real, Why: why})
 		}
 	}
 	if real := b.resolve(DBusMachineIDPath, false); real != "" {
@@ -204,10 +216,11 @@ func PlanSeal(rootDir string, opts SealOptions) (*Plan, error) {
 	// The marker is written at its own path only: no link and no mount on
 	// the way.
 	b.markerDir()
-	p.Actions = append(p.Actions, Action{Write, identity.SealedPath, "the sealed marker: the first boot of every clone is a new instance"})
+	p.Actions = append(p.Actions, Action{Op: Write, Path: identity.SealedPath, Why: "the sealed marker: the first boot of every clone is a new instance"})
 	if b.err != nil {
 		return nil, fmt.Errorf("sealing the image: nothing was changed: %w", b.err)
 	}
+	p.stateAll()
 	return p, nil
 }
 
@@ -315,7 +328,7 @@ func (b *planner) remove(sys string, k kind, why string) {
 		b.skip(real, err)
 		return
 	case real == "/":
-		b.p.Actions = append(b.p.Actions, Action{Skip, real, "the root itself, named as " + why + ": not removed"})
+		b.p.Actions = append(b.p.Actions, Action{Op: Skip, Path: real, Why: "the root itself, named as " + why + ": not removed"})
 		return
 	case fi.IsDir() && k == file:
 		b.skipKind(real, fi, why+": seal removes a file here, never a directory")
@@ -325,7 +338,7 @@ func (b *planner) remove(sys string, k kind, why string) {
 	if fi.IsDir() {
 		op = RemoveTree
 	}
-	b.p.Actions = append(b.p.Actions, Action{op, real, why})
+	b.p.Actions = append(b.p.Actions, Action{Op: op, Path: real, Why: why})
 }
 
 // skip plans sys as skipped because err keeps seal from acting on it.
@@ -334,13 +347,13 @@ func (b *planner) skip(sys string, err error) {
 	if errors.Is(err, fsutil.ErrCrossesMount) {
 		why = "a mount point inside the root, or beyond one: seal never crosses a mount"
 	}
-	b.p.Actions = append(b.p.Actions, Action{Skip, sys, why})
+	b.p.Actions = append(b.p.Actions, Action{Op: Skip, Path: sys, Why: why})
 }
 
 // skipKind plans sys as skipped because it is a fi where why wants another
 // kind.
 func (b *planner) skipKind(sys string, fi fs.FileInfo, why string) {
-	b.p.Actions = append(b.p.Actions, Action{Skip, sys, fmt.Sprintf("a %s, not removed: %s", fsutil.Kind(fi.Mode()), why)})
+	b.p.Actions = append(b.p.Actions, Action{Op: Skip, Path: sys, Why: fmt.Sprintf("a %s, not removed: %s", fsutil.Kind(fi.Mode()), why)})
 }
 
 // stackFiles plans the removal of the files seedkeeper rendered for
@@ -379,7 +392,7 @@ func (b *planner) stackFiles() {
 
 func (b *planner) keep(sys, why string) {
 	if real := b.resolve(sys, false); real != "" {
-		b.p.Actions = append(b.p.Actions, Action{Keep, real, why})
+		b.p.Actions = append(b.p.Actions, Action{Op: Keep, Path: real, Why: why})
 	}
 }
 

@@ -128,3 +128,17 @@ ethernets:
 	// Address=10.0.3.20/24
 	// eth2: not present; 05-seedkeeper-net2.network written ahead (MAC bc:24:11:aa:bb:03, drivers e1000 virtio_net), so networkd configures it from it the moment it appears
 }
+
+func ExampleCheck() {
+	doc := []byte(`version: 2
+ethernets:
+  eth0:
+    dhcp4: maybe
+    addresses: [192.0.2.10/24]
+`)
+	for _, p := range netcfg.Check(doc) {
+		fmt.Printf("%d:%d: %s\n", p.Line, p.Column, p.Msg)
+	}
+	// Output:
+	// 4:12: ethernets.eth0.dhcp4: not a boolean; the setting left out
+}

@@ -52,6 +52,11 @@ func Parse(data []byte) (*Config, error) {
 // one large part many times) is refused before it is read, so nothing
 // rendered from it can be larger than a few times that.
 func ParseValue(v any) (*Config, error) {
+	return parseValue(v, &notes{})
+}
+
+// parseValue is ParseValue collecting its notes in n.
+func parseValue(v any, n *notes) (*Config, error) {
 	if n, ok := yamlx.Size(v, MaxExpandedSize); !ok {
 		return nil, &FieldError{Msg: fmt.Sprintf("network configuration expands to more than %d bytes (%d counted; YAML aliases?)", MaxExpandedSize, n)}
 	}
@@ -79,9 +84,9 @@ func ParseValue(v any) (*Config, error) {
 	var c *Config
 	switch version {
 	case 1:
-		c, err = parseV1(top)
+		c, err = parseV1(top, n)
 	case 2:
-		c, err = parseV2(top)
+		c, err = parseV2(top, n)
 	default:
 		return nil, vf.errorf("%d is not a supported version (1 or 2)", version)
 	}
@@ -102,16 +107,28 @@ const maxNotes = 64
 type notes struct {
 	list []string
 	more int
+	// all keeps every note (Check): the document's own bounds
+	// (yamlx.MaxNodes) bound how many there are.
+	all bool
+	// paths holds the path of the field each note of list names, ""
+	// where the error names none.
+	paths []string
 }
 
 // drop notes that err made the parser leave out what (a route, the
 // address, the link ...): err names the field, what the unit dropped.
 func (n *notes) drop(err error, what string) {
-	if len(n.list) >= maxNotes {
+	if len(n.list) >= maxNotes && !n.all {
 		n.more++
 		return
 	}
 	n.list = append(n.list, err.Error()+"; "+what+" left out")
+	var fe *FieldError
+	path := ""
+	if errors.As(err, &fe) {
+		path = fe.Path
+	}
+	n.paths = append(n.paths, path)
 }
 
 func (n *notes) result() []string {

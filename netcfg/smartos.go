@@ -35,11 +35,15 @@ import (
 // Config.Notes naming the key and index (sdc:nics[1].ips[0]: ...). Only
 // sdc:nics that is not a JSON array is an error.
 func FromSmartOS(nics, routes, resolvers []byte, dnsDomain string) (*Config, error) {
+	return fromSmartOS(nics, routes, resolvers, dnsDomain, &notes{})
+}
+
+// fromSmartOS is FromSmartOS collecting its notes in n.
+func fromSmartOS(nics, routes, resolvers []byte, dnsDomain string, n *notes) (*Config, error) {
 	nicList, err := smartosArray("sdc:nics", nics)
 	if err != nil {
 		return nil, err
 	}
-	n := &notes{}
 	routeList, err := smartosArray("sdc:routes", routes)
 	if err != nil {
 		n.drop(err, "every route")
@@ -82,7 +86,7 @@ func FromSmartOS(nics, routes, resolvers []byte, dnsDomain string) (*Config, err
 	}
 	if d := strings.TrimSpace(dnsDomain); d != "" && len(c.DNS.Nameservers) > 0 {
 		if err := checkDomain(d); err != nil {
-			n.drop(fmt.Errorf("sdc:dns_domain: %w", err), "the search domain")
+			n.drop(&FieldError{Path: "sdc:dns_domain", Msg: err.Error()}, "the search domain")
 		} else {
 			c.DNS.Search = []string{d}
 		}

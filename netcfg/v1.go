@@ -77,8 +77,8 @@ type ifDNS struct {
 	dns  DNS
 }
 
-func parseV1(top mapping) (*Config, error) {
-	p := &v1Parser{c: &Config{}, n: &notes{}, idPath: map[string]string{}}
+func parseV1(top mapping, n *notes) (*Config, error) {
+	p := &v1Parser{c: &Config{}, n: n, idPath: map[string]string{}}
 	entries, err := top.get("config").list()
 	if err != nil {
 		return nil, err

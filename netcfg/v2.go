@@ -25,9 +25,8 @@ var v2Sections = []struct {
 // each entry of one is left out alone, and said.
 var v2Unhandled = []string{"dummy-devices", "modems", "nm-devices", "tunnels", "virtual-ethernets", "vrfs", "wifis"}
 
-func parseV2(top mapping) (*Config, error) {
+func parseV2(top mapping, n *notes) (*Config, error) {
 	c := &Config{}
-	n := &notes{}
 	for _, key := range top.keys() {
 		if !slices.Contains(v2Unhandled, key) {
 			continue

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 
@@ -8,7 +9,7 @@ import (
 	"github.com/seedkeeper/seedkeeper/agent/report"
 )
 
-const bootHelp = `Usage: seedkeeper boot [--root DIR] [--config FILE] [--network MODE]
+const bootHelp = `Usage: seedkeeper boot [--root DIR] [--config FILE] [--network MODE] [--json]
 
 Runs once per boot, before cloud-init: detects the metadata source, reads
 it, decides the instance ID cloud-init will see, writes the NoCloud seed
@@ -29,6 +30,9 @@ Options:
   --config FILE    configuration file (default /etc/seedkeeper/config.yaml)
   --network MODE   auto (apply, or only plan when --root is set), apply,
                    plan, or off
+  --json           print the outcome on stdout as JSON: schema_version,
+                   status (the record "seedkeeper status --json" reads,
+                   as status.json holds it) and error
 
 Exit status: 0 done, 1 no metadata source on this machine, 2 error,
 3 usage, 4 the network was applied only in part, 128+N stopped by signal
@@ -40,6 +44,7 @@ func runBoot(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("boot", stderr)
 	root, cfgPath := commonFlags(fs)
 	netMode := fs.String("network", "auto", "")
+	asJSON := fs.Bool("json", false, "")
 	if code, ok := parseFlags(fs, args, bootHelp, stdout, stderr); !ok {
 		return code
 	}
@@ -53,7 +58,7 @@ func runBoot(args []string, stdout, stderr io.Writer) int {
 	ctx, caught, stop := signalContext()
 	defer stop()
 	// Boot logs every failure itself; only the exit status is left.
-	_, err := agent.Boot(ctx, e, agent.BootOptions{Network: agent.NetworkMode(*netMode)})
+	st, err := agent.Boot(ctx, e, agent.BootOptions{Network: agent.NetworkMode(*netMode)})
 	if code, ok := caught(); ok {
 		fmt.Fprintln(stderr, "seedkeeper boot: stopped by a signal")
 		return code
@@ -68,5 +73,22 @@ func runBoot(args []string, stdout, stderr io.Writer) int {
 	for _, n := range notes {
 		e.Log.Info("cloud-init: " + n)
 	}
+	if *asJSON {
+		out := struct {
+			SchemaVersion int    `json:"schema_version"`
+			Status        any    `json:"status"`
+			Error         string `json:"error,omitempty"`
+		}{SchemaVersion: bootSchemaVersion, Status: st}
+		if err != nil {
+			out.Error = err.Error()
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		enc.Encode(out)
+	}
 	return exitCode(err)
 }
+
+// bootSchemaVersion is the version of "boot --json".
+const bootSchemaVersion = 1

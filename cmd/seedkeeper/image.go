@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 const imageUsage = `Usage: seedkeeper image check [--root DIR] [--json]
        seedkeeper image seal  [--root DIR] [--keep-ssh-host-keys] [--dry-run]
+                              [--expect DIGEST|FILE] [--json]
 
 For image builders (Packer, virt-customize, a template made by hand).
 
@@ -67,13 +69,26 @@ Options:
   --json                 (check) print the report as JSON
   --keep-ssh-host-keys   (seal) leave the SSH host keys in place
   --dry-run              (seal) print what seal removes, change nothing;
-                         the real run removes exactly that list
+                         the real run removes exactly that list. The plan
+                         ends with its digest: of each action and the state
+                         of its path (kind, size, modification time) when
+                         the plan was made
+  --expect DIGEST|FILE   (seal) act only if the plan made right before
+                         acting is the one that was read: its digest, or a
+                         file holding "image seal --dry-run --json"'s
+                         output (then what changed is said action by
+                         action); otherwise change nothing and exit 5
+  --json                 (seal) print the plan (schema_version, root,
+                         dry_run, digest, actions with op, path, why,
+                         state), and after a real run error and the check
 
 Exit status:
   0  a clone will behave (seal: sealed, and check found nothing)
   1  findings: a clone will not behave as it should
   2  error: an item could not be checked, or seal could not finish
   3  usage error
+  5  (seal --expect) the plan is no longer the one that was read; nothing
+     was changed
 `
 
 // runImage implements "seedkeeper image check|seal".
@@ -84,12 +99,13 @@ func runImage(args []string, stdout, stderr io.Writer) int {
 	}
 	sub := args[0]
 	root := flags.String("root", "", "")
-	var asJSON, keepKeys, dryRun *bool
-	if sub == "check" {
-		asJSON = flags.Bool("json", false, "")
-	} else {
+	var keepKeys, dryRun *bool
+	var expect *string
+	asJSON := flags.Bool("json", false, "")
+	if sub == "seal" {
 		keepKeys = flags.Bool("keep-ssh-host-keys", false, "")
 		dryRun = flags.Bool("dry-run", false, "")
+		expect = flags.String("expect", "", "")
 	}
 	if code, ok := parseSubFlags(flags, args[1:], imageUsage, stdout, stderr); !ok {
 		return code
@@ -98,7 +114,7 @@ func runImage(args []string, stdout, stderr io.Writer) int {
 	if sub == "check" {
 		return imageCheck(r, *asJSON, stdout, stderr)
 	}
-	return imageSeal(r, image.SealOptions{KeepSSHHostKeys: *keepKeys, DryRun: *dryRun}, stdout, stderr)
+	return imageSeal(r, image.SealOptions{KeepSSHHostKeys: *keepKeys, DryRun: *dryRun}, *expect, *asJSON, stdout, stderr)
 }
 
 // checkExit maps a report to the exit status.
@@ -152,11 +168,45 @@ func printItems(w io.Writer, rep *image.Report, problemsOnly bool) {
 	}
 }
 
-func imageSeal(r sysroot.Root, opts image.SealOptions, stdout, stderr io.Writer) int {
+func imageSeal(r sysroot.Root, opts image.SealOptions, expect string, asJSON bool, stdout, stderr io.Writer) int {
+	var read []image.Action // the plan that was read, when --expect names a file
+	if expect != "" {
+		var err error
+		if opts.Expect, read, err = readExpected(expect); err != nil {
+			fmt.Fprintf(stderr, "seedkeeper image seal: --expect: %s\n", clean(err.Error()))
+			return exitUsage
+		}
+	}
 	s, err := image.Seal(string(r), opts)
 	if err != nil && s == nil {
 		fmt.Fprintf(stderr, "seedkeeper image seal: %s\n", clean(err.Error()))
 		return exitError
+	}
+	if errors.Is(err, image.ErrPlanChanged) {
+		fmt.Fprintf(stderr, "seedkeeper image seal: %s\n", clean(err.Error()))
+		for _, l := range image.DiffPlans(read, s.Plan.Actions) {
+			if read != nil {
+				fmt.Fprintf(stderr, "  %s\n", clean(l))
+			}
+		}
+		if read == nil {
+			fmt.Fprintln(stderr, "The plan now (give --expect the dry run's --json output to be told what changed):")
+			printPlan(stderr, s.Plan)
+		}
+		if asJSON {
+			writeSealJSON(stdout, r, opts, s, err)
+		}
+		return exitPlanChanged
+	}
+	if asJSON {
+		writeSealJSON(stdout, r, opts, s, err)
+		switch {
+		case opts.DryRun:
+			return exitOK
+		case err != nil || s.Err != nil:
+			return exitError
+		}
+		return checkExit(s.Report)
 	}
 	where := clean(r.Path("/"))
 	if r.IsReal() {
@@ -189,6 +239,7 @@ func printPlan(w io.Writer, p *image.Plan) {
 	for _, a := range p.Actions {
 		fmt.Fprintf(w, "  %-11s %s: %s\n", a.Op, clean(a.Path), clean(a.Why))
 	}
+	fmt.Fprintf(w, "Plan digest: %s\n", p.Digest())
 }
 
 // clean makes text from the image safe for a terminal (a file name may

@@ -69,7 +69,8 @@ func TestImageUsage(t *testing.T) {
 		{[]string{"image"}, "Usage: seedkeeper image check"},
 		{[]string{"image", "shrink"}, `unknown command "shrink" (want check or seal)`},
 		{[]string{"image", "check", "--dry-run"}, "flag provided but not defined: -dry-run"},
-		{[]string{"image", "seal", "--json"}, "flag provided but not defined: -json"},
+		{[]string{"image", "seal", "--root", t.TempDir(), "--expect", "sha256:short"}, "--expect: a digest is sha256: and 64 hex digits"},
+		{[]string{"image", "check", "--expect", "x"}, "flag provided but not defined: -expect"},
 		{[]string{"image", "check", "--root", t.TempDir(), "extra"}, `unexpected argument "extra"`},
 	} {
 		if r := runInProcess(c.args...); r.code != exitUsage || !strings.Contains(r.stderr, c.want) {

@@ -50,11 +50,11 @@ func commands() map[string]command {
 		"net":       {"plan or apply a network configuration on this machine's links", runNet},
 		"status":    {"say what the last boot decided, and why", runStatus},
 		"uninstall": {"take away what seedkeeper wrote for cloud-init (run by the package's removal)", runUninstall},
+		"validate":  {"check network-config, meta-data, user-data or the config file strictly, as boot reads them", runValidate},
 		"watch":     {"the hotplug daemon: apply the network of NICs added later", runWatch},
-		"version": {"print the version", func(args []string, stdout, stderr io.Writer) int {
-			fmt.Fprintln(stdout, "seedkeeper", version)
-			return exitOK
-		}},
+		"version":   {"print the version", runVersion},
+
+		"collect-logs": {"write a tar.gz of status, journal, network files and cloud-init's logs for a bug report", runCollectLogs},
 	}
 }
 

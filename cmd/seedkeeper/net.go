@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -20,8 +21,9 @@ import (
 	"github.com/seedkeeper/seedkeeper/netcfg/apply"
 )
 
-var netUsage = `Usage: seedkeeper net plan  --config FILE [--drivers LIST] [--root DIR]
-       seedkeeper net apply --config FILE [--drivers LIST] [--root DIR]
+var netUsage = `Usage: seedkeeper net plan  --config FILE [--drivers LIST] [--root DIR] [--json]
+       seedkeeper net apply --config FILE [--drivers LIST] [--root DIR] [--json]
+                            [--expect DIGEST]
 
 plan prints, and apply makes, the changes that bring the NICs seedkeeper
 owns on this machine to the network configuration in FILE (cloud-init
@@ -52,6 +54,15 @@ Options:
                   platform, and read and write the receipt, under DIR
                   instead of /; the links changed are always those of
                   this network namespace
+  --json          print the plan (and after apply each operation's
+                  result) as JSON: schema_version, digest, ops, notes,
+                  and for apply results (op, error) and error
+  --expect DIGEST (apply) apply only if the plan made right before
+                  applying, under the receipt's lock, is the one plan
+                  printed: its digest covers each operation, the links
+                  owned and their MACs and names, the NICs absent and the
+                  receipt. Otherwise change nothing, print the new plan
+                  and exit 5
 
 The allowlist in force is printed on stderr. The defaults by platform:
 ` + defaultDriversHelp() + `
@@ -64,6 +75,8 @@ Exit status:
   3  usage: bad arguments
   4  apply only: some operations failed and the others were applied; each
      failure is printed with its operation
+  5  apply --expect: the plan is no longer the one that was read; nothing
+     was changed
 `
 
 // defaultDriversHelp lists the default allowlist of each platform, from
@@ -89,8 +102,21 @@ func runNet(args []string, stdout, stderr io.Writer) int {
 	config := fs.String("config", "", "")
 	drivers := fs.String("drivers", "", "")
 	root := fs.String("root", "", "")
+	asJSON := fs.Bool("json", false, "")
+	var expect *string
+	if sub == "apply" {
+		expect = fs.String("expect", "", "")
+	}
 	if code, ok := parseSubFlags(fs, args[1:], netUsage, stdout, stderr); !ok {
 		return code
+	}
+	opts := apply.SyncOptions{DryRun: sub == "plan"}
+	if expect != nil {
+		opts.Expect = *expect
+		if opts.Expect != "" && !validDigest(opts.Expect) {
+			fmt.Fprintf(stderr, "seedkeeper net apply: --expect: a digest is sha256: and 64 hex digits\n")
+			return exitUsage
+		}
 	}
 	if *config == "" {
 		fmt.Fprintf(stderr, "seedkeeper net %s: --config FILE is required\n", sub)
@@ -139,16 +165,27 @@ func runNet(args []string, stdout, stderr io.Writer) int {
 		allow = hotplug.NewAllowlist(hotplug.OriginFlag, names)
 		fmt.Fprintf(stderr, "seedkeeper net %s: driver allowlist %s\n", sub, safetext.Escape(allow.String()))
 	}
-	s, err := apply.Sync(ctx, cfg, apply.SyncOptions{
-		Receipt: sysroot.Root(*root).Path(agent.ReceiptPath),
-		Allow:   allow.Allows,
-		DryRun:  sub == "plan",
-	})
+	opts.Receipt = sysroot.Root(*root).Path(agent.ReceiptPath)
+	opts.Allow = allow.Allows
+	s, err := apply.Sync(ctx, cfg, opts)
+	if errors.Is(err, apply.ErrPlanChanged) {
+		fmt.Fprintf(stderr, "seedkeeper net apply: %v\nThe plan now:\n", err)
+		fmt.Fprint(stderr, s.Plan)
+		if *asJSON {
+			writeNetJSON(stdout, s, err)
+		}
+		return exitPlanChanged
+	}
 	if s == nil || s.Result == nil && sub == "apply" {
 		return fail(err)
 	}
+	if *asJSON {
+		writeNetJSON(stdout, s, err)
+		return exitCode(err)
+	}
 	if sub == "plan" {
 		fmt.Fprint(stdout, s.Plan)
+		fmt.Fprintf(stdout, "Plan digest: %s\n", s.Plan.Digest())
 		return exitOK
 	}
 	for _, o := range s.Result.Ops {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"net"
 	"os"
 	"path/filepath"
@@ -103,5 +104,64 @@ ethernets:
 		!strings.Contains(out, "done   eth0 (bc:24:11:aa:bb:01): remove route default via 192.0.2.1") ||
 		!strings.Contains(errs, "network applied partially: 1 of 2 operations failed") {
 		t.Errorf("apply with unreachable gateway = %d\nstdout %s\nstderr %s", code, out, errs)
+	}
+}
+
+// The plan is a precondition: apply --expect applies only the plan that
+// was read, and refuses (exit 5, nothing changed) when a link changed
+// between the two.
+func TestIntegrationNetApplyExpectRefusesAChangedPlan(t *testing.T) {
+	testenv.Integration(t)
+	nh := inNewNetns(t)
+	mac, _ := net.ParseMAC("bc:24:11:aa:bb:05")
+	peer, _ := net.ParseMAC("bc:24:11:00:00:05")
+	if err := nh.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "ens5", HardwareAddr: mac}, PeerName: "p5", PeerHardwareAddr: peer}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "network-config")
+	os.WriteFile(cfgPath, []byte("version: 2\nethernets:\n  lan:\n    match: {macaddress: \"bc:24:11:aa:bb:05\"}\n    set-name: eth5\n    addresses: [192.0.2.50/24]\n"), 0o644)
+	base := []string{"--config", cfgPath, "--drivers", "veth", "--root", filepath.Join(dir, "root")}
+
+	code, out, errs := runNetCapture(append([]string{"plan", "--json"}, base...)...)
+	var plan struct {
+		SchemaVersion int `json:"schema_version"`
+		Digest        string
+		Ops           []struct{ Op string }
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &plan) != nil || plan.SchemaVersion != 1 || !validDigest(plan.Digest) || len(plan.Ops) == 0 {
+		t.Fatalf("plan --json = %d\n%s%s", code, out, errs)
+	}
+	_, text, _ := runNetCapture(append([]string{"plan"}, base...)...)
+	if !strings.HasSuffix(text, "Plan digest: "+plan.Digest+"\n") {
+		t.Errorf("the text plan does not end with the same digest:\n%s", text)
+	}
+
+	// Between the plan and the apply, someone renames the NIC.
+	l, _ := nh.LinkByName("ens5")
+	if err := nh.LinkSetName(l, "other5"); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = runNetCapture(append([]string{"apply", "--expect", plan.Digest}, base...)...)
+	if code != exitPlanChanged || out != "" || !strings.Contains(errs, "the plan is no longer the one that was read") ||
+		!strings.Contains(errs, "rename other5 -> eth5") {
+		t.Fatalf("apply --expect after a change = %d\nstdout %s\nstderr %s", code, out, errs)
+	}
+	if addrs, _ := nh.AddrList(l, netlink.FAMILY_V4); len(addrs) != 0 {
+		t.Errorf("a refused apply added %v", addrs)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "root", receiptPath)); !os.IsNotExist(err) {
+		t.Errorf("a refused apply wrote the receipt (%v)", err)
+	}
+
+	// Planned and read again: the apply goes ahead.
+	_, out, _ = runNetCapture(append([]string{"plan", "--json"}, base...)...)
+	json.Unmarshal([]byte(out), &plan)
+	code, out, errs = runNetCapture(append([]string{"apply", "--expect", plan.Digest}, base...)...)
+	if code != 0 || !strings.Contains(out, "done   eth5 (bc:24:11:aa:bb:05): add address 192.0.2.50/24") {
+		t.Errorf("apply --expect the current digest = %d\n%s%s", code, out, errs)
+	}
+	if code, _, _ := runNetCapture(append([]string{"apply", "--expect", "sha256:1"}, base...)...); code != exitUsage {
+		t.Errorf("a malformed --expect: exit %d, want %d", code, exitUsage)
 	}
 }

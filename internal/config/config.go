@@ -5,15 +5,16 @@
 package config
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -161,51 +162,272 @@ func parse(path string, b []byte, err error) (*Config, error) {
 	if err != nil {
 		return c, fmt.Errorf("reading configuration: %w", err)
 	}
-	n := Default()
+	n, probs := read(b)
+	if len(probs) > 0 {
+		return c, &FileError{File: path, Problems: probs}
+	}
 	n.Path = path
-	// Parsed once bounded (its text, and its aliases expanded), then
-	// decoded strictly: the decoder's KnownFields has no node form.
-	if _, err := yamlx.Parse(b); err != nil {
-		if errors.Is(err, yamlx.ErrTooComplex) || errors.Is(err, yamlx.ErrTooLarge) {
-			return c, fmt.Errorf("%s: %w", path, err)
+	return n, nil
+}
+
+// Problem is one error of a configuration file: where it is and what is
+// wrong, in the file's own words (its keys, and the kinds of value it
+// wants), never quoting the value.
+type Problem struct {
+	// Line and Column (from 1) are where the key or value is.
+	Line, Column int
+	// Path names the key ("boot.wait", "sources[1]"); "" for the file.
+	Path string
+	// Msg says what is wrong, starting with Path when there is one.
+	Msg string
+}
+
+// FileError is a configuration file that cannot be used: every problem
+// found in it.
+type FileError struct {
+	File     string
+	Problems []Problem
+}
+
+// maxErrorProblems bounds how many problems FileError.Error says; the
+// rest are counted. Read (and seedkeeper validate) says every one.
+const maxErrorProblems = 8
+
+func (e *FileError) Error() string {
+	var b strings.Builder
+	for i, p := range e.Problems {
+		if i == maxErrorProblems {
+			fmt.Fprintf(&b, "; and %d more (seedkeeper validate says each)", len(e.Problems)-i)
+			break
 		}
-		return c, fmt.Errorf("%s: %w", path, describeYAML(err))
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "%s:%d:%d: %s", e.File, p.Line, p.Column, p.Msg)
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(n); err != nil && !errors.Is(err, io.EOF) {
-		return c, fmt.Errorf("%s: %w", path, describeYAML(err))
+	return b.String()
+}
+
+// Read decodes and checks the text of a configuration file: the
+// configuration (Path unset), or every problem Load would refuse it for,
+// each located in the text.
+func Read(b []byte) (*Config, []Problem) {
+	return read(b)
+}
+
+// TopKeys are the keys a configuration file may have at its top.
+func TopKeys() []string { return yamlKeys(reflect.TypeFor[Config]()) }
+
+func read(b []byte) (*Config, []Problem) {
+	n := Default()
+	if err := yamlx.Check(b); err != nil {
+		return nil, []Problem{{Line: 1, Column: 1, Msg: err.Error()}}
 	}
-	if err := n.validate(); err != nil {
-		return c, fmt.Errorf("%s: %w", path, err)
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		line, msg := yamlSyntax(err)
+		return nil, []Problem{{Line: line, Column: 1, Msg: "not YAML: " + msg}}
+	}
+	// Its aliases, expanded, within the limits before anything is
+	// decoded from it.
+	if err := yamlx.CheckExpanded(&doc); err != nil {
+		return nil, []Problem{{Line: 1, Column: 1, Msg: err.Error()}}
+	}
+	if len(doc.Content) == 0 {
+		return n, nil // empty, or only comments
+	}
+	top := doc.Content[0]
+	var probs []Problem
+	add := func(at *yaml.Node, path, msg string) {
+		if path != "" {
+			msg = path + ": " + msg
+		}
+		probs = append(probs, Problem{Line: at.Line, Column: at.Column, Path: path, Msg: msg})
+	}
+	if !checkNode(add, "", top, reflect.TypeFor[Config]()) {
+		return nil, probs
+	}
+	if err := doc.Decode(n); err != nil {
+		// checkNode knows every kind the fields take: this is a
+		// kind it did not foresee.
+		return nil, []Problem{{Line: top.Line, Column: top.Column, Msg: describeYAML(err).Error()}}
+	}
+	for _, p := range n.validate() {
+		at, _ := yamlx.Locate(top, p.path)
+		add(at, p.path, p.msg)
+	}
+	if len(probs) > 0 {
+		return nil, probs
 	}
 	return n, nil
 }
 
-func (c *Config) validate() error {
+var (
+	nodeType     = reflect.TypeFor[yaml.Node]()
+	durationType = reflect.TypeFor[Duration]()
+)
+
+// checkNode checks that n is of the kind the field of type t takes, and
+// for a section every key is one of its fields, saying each problem
+// with add. The keys and kinds come from Config itself: its yaml tags
+// are the file's keys. What is wrong is taken out of the tree (an
+// unknown key) or made null (a value of the wrong kind), so that the
+// rest decodes and its values are checked too; ok is false when n
+// itself is wrong.
+func checkNode(add func(at *yaml.Node, path, msg string), path string, n *yaml.Node, t reflect.Type) (ok bool) {
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	null := n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
+	bad := func(msg string) bool {
+		add(n, path, msg)
+		return false
+	}
+	switch {
+	case t == nodeType:
+		// Kept raw: its reader judges it (hotplug.drivers).
+	case t == durationType:
+		var d Duration
+		if err := d.UnmarshalYAML(n); err != nil {
+			return bad(err.Error())
+		}
+	case null:
+		// The key's default.
+	case t.Kind() == reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			return bad("want a mapping of " + strings.Join(yamlKeys(t), ", ") + ", not " + yamlx.NodeKind(n))
+		}
+		kept := n.Content[:0]
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			f, ok := yamlField(t, k)
+			if !ok {
+				what := "a key that is not one of the file's"
+				if k.Kind == yaml.ScalarNode && keyWord(k.Value) {
+					what = fmt.Sprintf("unknown key %q", k.Value)
+				}
+				where := "at the top"
+				if path != "" {
+					where = "in " + path
+				}
+				add(k, path, fmt.Sprintf("%s (the keys %s are %s)", what, where, strings.Join(yamlKeys(t), ", ")))
+				continue
+			}
+			if !checkNode(add, join(path, k.Value), v, f.Type) {
+				v = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Line: v.Line, Column: v.Column}
+			}
+			kept = append(kept, k, v)
+		}
+		n.Content = kept
+	case t.Kind() == reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			return bad("want a list of names, not " + yamlx.NodeKind(n))
+		}
+		ok = true
+		for i, e := range n.Content {
+			ok = checkNode(add, fmt.Sprintf("%s[%d]", path, i), e, t.Elem()) && ok
+		}
+		return ok
+	case t.Kind() == reflect.Bool:
+		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" {
+			return bad("want true or false, not " + yamlx.NodeKind(n))
+		}
+	case t.Kind() == reflect.String:
+		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
+			return bad("want a string, not " + yamlx.NodeKind(n))
+		}
+	}
+	return true
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// yamlField finds the field of struct t whose yaml tag is the key k.
+func yamlField(t reflect.Type, k *yaml.Node) (reflect.StructField, bool) {
+	if k.Kind != yaml.ScalarNode {
+		return reflect.StructField{}, false
+	}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if name, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); name == k.Value && name != "-" {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
+}
+
+// yamlKeys lists the keys of a section, as the file spells them.
+func yamlKeys(t reflect.Type) []string {
+	var out []string
+	for i := range t.NumField() {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ","); name != "" && name != "-" {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// keyWord reports whether a key the file has may be named in a message:
+// 1 to 40 of a-z, 0-9, '-' and '_', the alphabet of the file's own keys.
+func keyWord(s string) bool {
+	return s != "" && len(s) <= 40 && strings.Trim(s, "abcdefghijklmnopqrstuvwxyz0123456789-_") == ""
+}
+
+// yamlSyntax is the line a YAML syntax error names (1 when none) and what
+// it says, less anything it quotes.
+func yamlSyntax(err error) (int, string) {
+	s := strings.TrimPrefix(err.Error(), "yaml: ")
+	line := 1
+	if m := yamlLine.FindStringSubmatch(s); m != nil {
+		line, _ = strconv.Atoi(m[1])
+		s = s[len(m[0]):]
+	}
+	return max(line, 1), yamlQuoted.ReplaceAllString(s, "")
+}
+
+var (
+	yamlLine   = regexp.MustCompile(`^line (\d+): `)
+	yamlQuoted = regexp.MustCompile(` ?'[^']*'| ?"[^"]*"`)
+)
+
+// problem is what validate finds wrong with a key's value.
+type problem struct{ path, msg string }
+
+func (c *Config) validate() []problem {
 	// Errors name the key and what is wanted, never the value: the
 	// file named by --config may be anything.
+	var out []problem
 	for i, s := range c.Sources {
 		if !datasource.ValidSource(s) {
-			return fmt.Errorf("sources[%d]: unknown source (want one of %v)", i, datasource.Names())
+			out = append(out, problem{fmt.Sprintf("sources[%d]", i), fmt.Sprintf("unknown source (want one of %s)", strings.Join(datasource.Names(), ", "))})
 		}
 	}
 	if !slices.Contains(KnownOwners, c.Network.Owner) {
-		return fmt.Errorf("network.owner: not one of %v", KnownOwners)
+		out = append(out, problem{"network.owner", "not one of " + strings.Join(KnownOwners, ", ")})
 	}
 	for i, e := range c.Events.Network {
 		if !slices.Contains(KnownEvents, e) {
-			return fmt.Errorf("events.network[%d]: unknown event (want one of %v)", i, KnownEvents)
+			out = append(out, problem{fmt.Sprintf("events.network[%d]", i), "unknown event (want one of " + strings.Join(KnownEvents, ", ") + ")"})
 		}
 	}
 	// Every number and duration goes through the one range check.
-	if err := bound.CheckOff("boot.wait", time.Duration(c.Boot.Wait), bound.MinTimeout, bound.MaxTimeout); err != nil {
-		return err
+	for _, err := range []error{
+		bound.CheckOff("boot.wait", time.Duration(c.Boot.Wait), bound.MinTimeout, bound.MaxTimeout),
+		bound.Check("boot.device_wait", time.Duration(c.Boot.DeviceWait), 0, MaxDeviceWait),
+		bound.Check("vmware.network_wait", time.Duration(c.VMware.NetworkWait), 0, MaxNetworkWait),
+	} {
+		var be *bound.Error
+		if errors.As(err, &be) {
+			path, msg, _ := strings.Cut(be.Error(), ": ")
+			out = append(out, problem{path, msg})
+		}
 	}
-	if err := bound.Check("boot.device_wait", time.Duration(c.Boot.DeviceWait), 0, MaxDeviceWait); err != nil {
-		return err
-	}
-	return bound.Check("vmware.network_wait", time.Duration(c.VMware.NetworkWait), 0, MaxNetworkWait)
+	return out
 }
 
 // yamlExcerpt is how the YAML library quotes a value in a type error
@@ -243,11 +465,11 @@ type Duration time.Duration
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	var s string
 	if n.Kind != yaml.ScalarNode || n.Decode(&s) != nil {
-		return fmt.Errorf("line %d: want a duration such as 90s", n.Line)
+		return fmt.Errorf("want a duration such as 90s, not %s", yamlx.NodeKind(n))
 	}
 	v, ok := bound.Duration(s)
 	if !ok {
-		return fmt.Errorf("line %d: not a duration such as 90s, or beyond what a duration holds", n.Line)
+		return errors.New("not a duration such as 90s, or beyond what a duration holds")
 	}
 	*d = Duration(v)
 	return nil

@@ -2,8 +2,10 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -72,11 +74,11 @@ vmware: {redact: true, network_wait: 5s}
 
 func TestLoadErrorsNameTheProblem(t *testing.T) {
 	for in, want := range map[string]string{
-		"hotplug: {driver: [e1000]}\n":     "field driver not found",
+		"hotplug: {driver: [e1000]}\n":     `:1:11: hotplug: unknown key "driver" (the keys in hotplug are drivers)`,
 		"network: {owner: me}\n":           "network.owner: not one of",
 		"events: {network: [reboot]}\n":    "events.network[0]: unknown event",
 		"sources: [smartos, ec2]\n":        "sources[1]: unknown source",
-		"boot: {wait: soon}\n":             "line 1: not a duration",
+		"boot: {wait: soon}\n":             ":1:14: boot.wait: not a duration",
 		"boot: {device_wait: 1h}\n":        "boot.device_wait: out of range (want between 0s and 10m0s)",
 		"network: [\n":                     "yaml:",
 		"network: {owner: seedkeeper}\n\t": "yaml:",
@@ -176,17 +178,17 @@ func TestLoadDurationEdges(t *testing.T) {
 		"boot: {wait: 1e-10}\n":            "boot.wait: out of range",
 		"boot: {wait: 24h0m0.001s}\n":      "boot.wait: out of range",
 		"boot: {wait: 86401}\n":            "boot.wait: out of range",
-		"boot: {wait: 1e300}\n":            "line 1: not a duration",
-		"boot: {wait: .nan}\n":             "line 1: not a duration",
-		"boot: {wait: [1s]}\n":             "line 1: want a duration",
+		"boot: {wait: 1e300}\n":            "boot.wait: not a duration",
+		"boot: {wait: .nan}\n":             "boot.wait: not a duration",
+		"boot: {wait: [1s]}\n":             "boot.wait: want a duration such as 90s, not a list",
 		"boot: {device_wait: -1ns}\n":      "boot.device_wait: out of range (want between 0s and 10m0s)",
 		"boot: {device_wait: 10m0.1s}\n":   "boot.device_wait: out of range",
 		"boot: {device_wait: 601}\n":       "boot.device_wait: out of range",
 		"vmware: {network_wait: -1s}\n":    "vmware.network_wait: out of range (want between 0s and 10m0s)",
 		"vmware: {network_wait: 11m}\n":    "vmware.network_wait: out of range",
-		"boot: {wait: SECRETMARKER99}\n":   "line 1: not a duration",
-		"boot: {wait: 2562048h}\n":         "line 1: not a duration",
-		"boot: {device_wait: -1e400}\n":    "line 1: not a duration",
+		"boot: {wait: SECRETMARKER99}\n":   "boot.wait: not a duration",
+		"boot: {wait: 2562048h}\n":         "boot.wait: not a duration",
+		"boot: {device_wait: -1e400}\n":    "boot.device_wait: not a duration",
 		"boot: {wait: \"-9223372036s\"}\n": "boot.wait: out of range",
 	} {
 		_, err := Load(write(t, in))
@@ -204,5 +206,58 @@ func TestLoadDurationEdges(t *testing.T) {
 		if err != nil || time.Duration(c.Boot.Wait) != want[0] || time.Duration(c.Boot.DeviceWait) != want[1] {
 			t.Errorf("Load(%q) = %v, %v, %v; want %v", in, c.Boot.Wait, c.Boot.DeviceWait, err, want)
 		}
+	}
+}
+
+// The file's errors read as its author wrote it: every one, each at its
+// line and column, in the file's keys and kinds, not the Go types that
+// hold them (once "field driver not found in type struct { Drivers
+// yaml.Node ... }", and only the first).
+func TestLoadSaysEveryProblemInTheFilesWords(t *testing.T) {
+	p := write(t, `sources: [smartos, ec2]
+network:
+  owner: me
+hotplug:
+  driver: [e1000]
+vmware:
+  redact: maybe
+  network_wait: 11m
+boot: [1s]
+events: {network: boot}
+bogus: 1
+`)
+	_, err := Load(p)
+	want := []string{
+		p + ":1:20: sources[1]: unknown source (want one of smartos, vmware, nocloud)",
+		p + ":3:10: network.owner: not one of seedkeeper, cloud-init",
+		p + `:5:3: hotplug: unknown key "driver" (the keys in hotplug are drivers)`,
+		p + ":7:11: vmware.redact: want true or false, not a string of 5 bytes",
+		p + ":8:17: vmware.network_wait: out of range (want between 0s and 10m0s)",
+		p + ":9:7: boot: want a mapping of wait, device_wait, not a list",
+		p + ":10:19: events.network: want a list of names, not a string of 4 bytes",
+		p + `:11:1: unknown key "bogus" (the keys at the top are sources, mdata, boot, network, events, hotplug, vmware)`,
+	}
+	var fe *FileError
+	if !errors.As(err, &fe) {
+		t.Fatalf("Load = %v, want a *FileError", err)
+	}
+	var got []string
+	for _, pr := range fe.Problems {
+		got = append(got, fmt.Sprintf("%s:%d:%d: %s", p, pr.Line, pr.Column, pr.Msg))
+	}
+	// The kinds are checked first, the values of a file of the right
+	// kinds after: sort both sides to compare the sets.
+	slices.Sort(got)
+	slices.Sort(want)
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("problems:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	for _, bad := range []string{"struct", "yaml.Node", "[]string", "!!"} {
+		if strings.Contains(err.Error(), bad) {
+			t.Errorf("the error speaks Go or YAML tags (%q): %v", bad, err)
+		}
+	}
+	if _, ps := Read([]byte("network: {owner: cloud-init}\nboot: {wait: 90s}\n")); ps != nil {
+		t.Errorf("a good file: %+v", ps)
 	}
 }

@@ -14,13 +14,15 @@ import (
 // decodeAllowed are the files outside this package that call the YAML
 // library's own decoders or encoders, and why each call is bounded.
 var decodeAllowed = map[string]string{
-	"internal/config/config.go": "NewDecoder with KnownFields, after yamlx.Parse bounded the same text",
-	"agent/fetch.go":            "Unmarshal of seedkeeper's own rendering of a parsed network configuration",
-	"datasource/vmware.go":      "Marshal of a network mapping JSON cannot hold, after yamlx.Count",
-	"datasource/vmware_imc.go":  "Marshal of the cloud-config a customization spec gives: a fixed shape of at most three checked values",
-	"seed/seed.go":              "NewEncoder of the seed's meta-data and of a network config yamlx.Resolve bounded",
-	"netcfg/marshal.go":         "NewEncoder of seedkeeper's own v1 rendering of a parsed configuration",
-	"cmd/seedkeeper/fetch.go":   "Marshal of seedkeeper's own v1 rendering, for a person to read",
+	"internal/config/config.go":  "Unmarshal into a node tree after Check, then CheckExpanded before anything is decoded from it",
+	"netcfg/check.go":            "Unmarshal into a node tree after Check, then CheckExpanded before anything is decoded from it",
+	"cmd/seedkeeper/validate.go": "Marshal of a meta-data tree yamlx.Unmarshal bounded, within MaxEncodeValues",
+	"agent/fetch.go":             "Unmarshal of seedkeeper's own rendering of a parsed network configuration",
+	"datasource/vmware.go":       "Marshal of a network mapping JSON cannot hold, after yamlx.Count",
+	"datasource/vmware_imc.go":   "Marshal of the cloud-config a customization spec gives: a fixed shape of at most three checked values",
+	"seed/seed.go":               "NewEncoder of the seed's meta-data and of a network config yamlx.Resolve bounded",
+	"netcfg/marshal.go":          "NewEncoder of seedkeeper's own v1 rendering of a parsed configuration",
+	"cmd/seedkeeper/fetch.go":    "Marshal of seedkeeper's own v1 rendering, for a person to read",
 }
 
 // TestOneWayToDecode holds the rule where it lives: a YAML document from

@@ -24,6 +24,11 @@ type SyncOptions struct {
 	Only []string
 	// DryRun plans and changes nothing (no apply, no receipt saved).
 	DryRun bool
+	// Expect, when set, is the Digest of the plan that was read (a dry
+	// run's): when the plan made here, under the receipt's lock, is
+	// another, Sync changes nothing and returns it with an error
+	// wrapping ErrPlanChanged.
+	Expect string
 	// Namespace is the network namespace to work in; 0 or less is the
 	// calling thread's own.
 	Namespace netns.NsHandle
@@ -98,6 +103,9 @@ func Sync(ctx context.Context, cfg *netcfg.Config, o SyncOptions) (*Synced, erro
 	}
 	var applyErr error
 	if !o.DryRun {
+		if err := checkExpected(s.Plan, o.Expect); err != nil {
+			return s, err
+		}
 		s.Result, applyErr = h.Apply(ctx, s.Plan)
 		if _, err := s.Result.Receipt.Save(o.Receipt); err != nil {
 			return s, fmt.Errorf("saving the receipt: %w", err)
