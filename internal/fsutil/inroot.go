@@ -59,10 +59,14 @@ const (
 	// NoFollow refuses a symbolic link as the last component (ErrSymlink)
 	// instead of following it inside the root.
 	NoFollow
+	// BlockDevice: a block device (a disk, a partition, a CD-ROM), opened
+	// read-only and non-blocking; never a character device.
+	BlockDevice
 )
 
 func (k Kinds) accepts(m fs.FileMode) bool {
-	return (k&Regular != 0 && m.IsRegular()) || (k&Directory != 0 && m.IsDir())
+	return (k&Regular != 0 && m.IsRegular()) || (k&Directory != 0 && m.IsDir()) ||
+		(k&BlockDevice != 0 && m&fs.ModeDevice != 0 && m&fs.ModeCharDevice == 0)
 }
 
 func (k Kinds) String() string {
@@ -72,6 +76,9 @@ func (k Kinds) String() string {
 	}
 	if k&Directory != 0 {
 		s = append(s, "a directory")
+	}
+	if k&BlockDevice != 0 {
+		s = append(s, "a block device")
 	}
 	return strings.Join(s, " or ")
 }
@@ -180,6 +187,25 @@ func ReadDirIn(root, p string) ([]fs.DirEntry, error) {
 	}
 	sortEntries(ents)
 	return ents, nil
+}
+
+// NotLinkedIn checks that the directory at the system path p under root,
+// when it exists, is a directory and not a symbolic link (ErrSymlink):
+// seedkeeper never follows a link to a directory of its own. A link on
+// the way to p is followed inside the root, never out of it.
+func NotLinkedIn(root, p string) error {
+	fi, err := StatIn(root, p, false)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return fmt.Errorf("%s is a symbolic link; seedkeeper does not follow links to its own directories (remove the link): %w", p, ErrSymlink)
+	case !fi.IsDir():
+		return fmt.Errorf("%s: not a directory (a %s)", p, Kind(fi.Mode()))
+	}
+	return nil
 }
 
 // ReadlinkIn returns the target of the symbolic link at the system path p
