@@ -142,7 +142,7 @@ type Plan struct {
 	importNames []string // the files of a person's seed to import
 	claim       bool     // Dir has no marker: write an empty one first
 	fixDir      bool     // Dir is absent or its mode is not 0700
-	tempFiles   []string // host paths of temporaries a killed run left
+	tempFiles   []string // system paths of temporaries a killed run left
 	tempDirs    []string
 	markers     bool    // the marker changes: pending first, final last
 	pending     *marker // what the marker says while the files change
@@ -302,7 +302,7 @@ func (p *Plan) Apply() (Result, error) {
 	if err := ensureDir(root.Path(Dir), 0o700, true); err != nil {
 		return res, err
 	}
-	removeTemps(p.tempFiles, p.tempDirs)
+	removeTemps(root, p.tempFiles, p.tempDirs)
 	if p.Import {
 		imported, err := importSeed(root, p.importNames)
 		if err != nil {
@@ -536,6 +536,11 @@ func readOwn(path string) ([]byte, error) {
 	return fsutil.ReadFileNoFollow(context.Background(), path, maxFile)
 }
 
+// readOwnIn is readOwn for the system path p under root, confined to it.
+func readOwnIn(root sysroot.Root, p string) ([]byte, error) {
+	return fsutil.ReadFileInNoFollow(context.Background(), string(root), p, maxFile)
+}
+
 // managedPaths are the only system paths seed writes, and so the only
 // ones it may remove.
 var managedPaths = []string{
@@ -590,33 +595,51 @@ func confined(root sysroot.Root) error {
 // cleanTemps removes temporary files a killed run left next to the files
 // seed manages.
 func cleanTemps(root sysroot.Root) {
-	removeTemps(temps(root))
+	files, dirs := temps(root)
+	removeTemps(root, files, dirs)
 }
 
-// temps returns the host paths of the temporary files a killed run left
-// next to the files seed manages, and of its temporary import directories.
+// temps returns the system paths of the temporary files a killed run left
+// next to the files seed manages, and of its temporary import
+// directories, listed under root (confined to it).
 func temps(root sysroot.Root) (files, dirs []string) {
-	names := append(slices.Clone(seedFiles), MarkerName)
-	var globs []string
-	for _, n := range names {
-		globs = append(globs, filepath.Join(root.Path(Dir), "."+n+".tmp-*"))
+	byDir := map[string][]string{}
+	for _, n := range append(slices.Clone(seedFiles), MarkerName) {
+		byDir[Dir] = append(byDir[Dir], "."+n+".tmp-")
 	}
 	for _, p := range []string{OperatorScript, UserScript, LegacyUserData} {
-		globs = append(globs, filepath.Join(root.Path(filepath.Dir(p)), "."+filepath.Base(p)+".tmp-*"))
+		byDir[path.Dir(p)] = append(byDir[path.Dir(p)], "."+path.Base(p)+".tmp-")
 	}
-	for _, g := range globs {
-		matches, _ := filepath.Glob(g)
-		files = append(files, matches...)
+	importTmp := "." + path.Base(ImportDir) + ".tmp-"
+	byDir[path.Dir(ImportDir)] = append(byDir[path.Dir(ImportDir)], importTmp)
+	for _, d := range slices.Sorted(maps.Keys(byDir)) {
+		ents, err := fsutil.ReadDirIn(string(root), d)
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			for _, prefix := range byDir[d] {
+				if !strings.HasPrefix(e.Name(), prefix) || len(e.Name()) == len(prefix) {
+					continue
+				}
+				p := path.Join(d, e.Name())
+				if prefix == importTmp && e.IsDir() {
+					dirs = append(dirs, p)
+				} else if prefix != importTmp {
+					files = append(files, p)
+				}
+			}
+		}
 	}
-	dirs, _ = filepath.Glob(root.Path(filepath.Join(filepath.Dir(ImportDir), "."+filepath.Base(ImportDir)+".tmp-*")))
 	return files, dirs
 }
 
-func removeTemps(files, dirs []string) {
-	for _, m := range files {
-		os.Remove(m)
+// removeTemps removes what temps listed, confined to root.
+func removeTemps(root sysroot.Root, files, dirs []string) {
+	for _, p := range files {
+		fsutil.RemoveIn(string(root), p, false)
 	}
-	for _, m := range dirs {
-		os.RemoveAll(m)
+	for _, p := range dirs {
+		fsutil.RemoveIn(string(root), p, true)
 	}
 }

@@ -236,6 +236,59 @@ func RemoveIn(root, p string, tree bool) error {
 	return nil
 }
 
+// RemoveEmptyDirIn removes the directory at the system path p under root,
+// which must already be resolved (no link on the way), only when it is
+// empty: it reports whether it removed it. A directory that holds
+// anything is left (false, nil), as is a missing one; what is not a
+// directory is an error naming its kind.
+func RemoveEmptyDirIn(root, p string) (bool, error) {
+	if !strings.HasPrefix(p, "/") || path.Clean(p) == "/" {
+		return false, fmt.Errorf("removing %s: not a path below the root", p)
+	}
+	gone, err := removeEmptyDirIn(root, path.Clean(p))
+	if err != nil {
+		return false, inRootErr("removing", p, 0, err)
+	}
+	return gone, nil
+}
+
+// portableRemoveEmptyDir is removeEmptyDirIn done in user space.
+func portableRemoveEmptyDir(root, p string) (bool, error) {
+	if err := NoLinkOnTheWayIn(root, p); err != nil {
+		return false, err
+	}
+	fi, host, err := portableStat(root, p, false)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return false, nil
+	case err != nil:
+		return false, err
+	case !fi.IsDir():
+		return false, &kindError{fi.Mode()}
+	}
+	if err := os.Remove(host); err != nil {
+		if errors.Is(err, fs.ErrNotExist) || isNotEmpty(err) {
+			return false, nil
+		}
+		return false, err
+	}
+	return true, nil
+}
+
+// SyncDirIn syncs the directory at the system path p under root, so that
+// a removal or a rename in it lasts.
+func SyncDirIn(root, p string) error {
+	f, err := OpenIn(root, p, Directory)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("syncing %s: %w", p, err)
+	}
+	return nil
+}
+
 // TruncateIn empties the regular file at the system path p under root,
 // which must already be resolved (no link on the way), and syncs it.
 func TruncateIn(root, p string) error {

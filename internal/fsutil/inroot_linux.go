@@ -253,6 +253,50 @@ func removeIn(root, p string, tree bool) error {
 	return err
 }
 
+func removeEmptyDirIn(root, p string) (bool, error) {
+	var gone bool
+	ok, err := withRoot(root, func(rfd int) error {
+		dfd, base, err := parentFD(rfd, root, p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		defer unix.Close(dfd)
+		var st unix.Stat_t
+		if err := unix.Fstatat(dfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err == unix.ENOENT {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		if m := modeOf(st.Mode); !m.IsDir() {
+			return &kindError{m}
+		}
+		fd, err := openat2(dfd, base, unix.O_PATH|unix.O_NOFOLLOW, beneath)
+		if err != nil {
+			return err
+		}
+		unix.Close(fd)
+		switch err := unix.Unlinkat(dfd, base, unix.AT_REMOVEDIR); err {
+		case nil:
+			gone = true
+		case unix.ENOTEMPTY, unix.EEXIST, unix.ENOENT:
+		default:
+			return err
+		}
+		return nil
+	})
+	if !ok {
+		return portableRemoveEmptyDir(root, p)
+	}
+	return gone, err
+}
+
+func isNotEmpty(err error) bool {
+	return errors.Is(err, unix.ENOTEMPTY) || errors.Is(err, unix.EEXIST)
+}
+
 // removeTreeAt removes the directory name in the directory dfd and all it
 // holds, never following a link and never entering a mount. What cannot be
 // removed is reported by name, and the rest still goes. The directory is
@@ -450,6 +494,13 @@ func mkdirsAt(rfd int, root, dir string) (int, error) {
 		if err == unix.ENOENT {
 			if err = unix.Mkdirat(fd, c, 0o755); err == nil || err == unix.EEXIST {
 				next, err = openat2(fd, c, flags, stepFlags(root))
+			}
+		}
+		if err == unix.ENOTDIR {
+			// O_DIRECTORY may answer first for a link: say which.
+			var st unix.Stat_t
+			if unix.Fstatat(fd, c, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && modeOf(st.Mode)&fs.ModeSymlink != 0 {
+				err = unix.ELOOP
 			}
 		}
 		unix.Close(fd)
