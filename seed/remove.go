@@ -40,7 +40,7 @@ type Removal struct {
 // hashes no file can be told to be seedkeeper's.
 func Remove(root sysroot.Root) (Removal, error) {
 	var res Removal
-	if err := confined(root); err != nil {
+	if err := confined(root, "removing the seed"); err != nil {
 		return res, err
 	}
 	for _, d := range []string{Dir, ImportDir} {

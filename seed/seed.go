@@ -168,7 +168,7 @@ func PlanWrite(rootDir string, s Seed) (*Plan, error) {
 		return nil, err
 	}
 	p.Warnings = append(p.Warnings, warnings...)
-	if err := confined(root); err != nil {
+	if err := confined(root, "writing the seed"); err != nil {
 		return nil, err
 	}
 	dir := root.Path(Dir)
@@ -296,7 +296,7 @@ func (p *Plan) Apply() (Result, error) {
 		return res, nil
 	}
 	// The way may have changed since the plan: checked again.
-	if err := confined(root); err != nil {
+	if err := confined(root, "writing the seed"); err != nil {
 		return res, err
 	}
 	if err := ensureDir(root.Path(Dir), 0o700, true); err != nil {
@@ -580,13 +580,13 @@ var writtenDirs = []string{Dir, path.Dir(ImportDir), PerBootDir, path.Dir(Legacy
 // root, so that a link at /var/lib/cloud would make boot --root read and
 // write the host's seed. The machine's own root is not checked: its links
 // are the system's.
-func confined(root sysroot.Root) error {
+func confined(root sysroot.Root, op string) error {
 	if root.IsReal() {
 		return nil
 	}
 	for _, d := range writtenDirs {
 		if err := fsutil.NoLinkOnTheWayIn(string(root), d); err != nil {
-			return fmt.Errorf("writing the seed: %w", err)
+			return fmt.Errorf("%s: %w", op, err)
 		}
 	}
 	return nil
