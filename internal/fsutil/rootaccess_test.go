@@ -61,7 +61,6 @@ var notYetConfined = map[string]string{
 	"seed/seed.go exists os.Lstat":                  "seed's writer, checked by confined()",
 	"seed/seed.go ensureDir os.Lstat":               "seed's writer, checked by confined()",
 	"seed/seed.go ensureDir os.Chmod":               "seed's writer, checked by confined()",
-	"mdata/detect.go Detect os.Lstat":               "the zone socket, connected to by path",
 	"netcfg/netplan.go generatorMasked os.Readlink": "resolved in the root by fsutil.Resolve first",
 	"netcfg/netplan.go generatorMasked os.Lstat":    "resolved in the root by fsutil.Resolve first",
 	"netcfg/stack.go exists os.Stat":                "resolved in the root by fsutil.Resolve first",
