@@ -1,0 +1,106 @@
+package fsutil
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/seedkeeper/seedkeeper/internal/nohang"
+)
+
+// An open for an image or a block device (a seed device) takes a regular
+// file, refuses a FIFO without blocking on it, and never follows a link
+// out of the root.
+func TestOpenInBlockDevice(t *testing.T) {
+	forEachWalk(t, func(t *testing.T) {
+		root, _ := hostile(t)
+		f, err := OpenIn(root, "/etc/inside", Regular|BlockDevice)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		nohang.Run(t, "OpenIn of a FIFO", func() {
+			if f, err := OpenIn(root, "/fifo", Regular|BlockDevice); !errors.Is(err, ErrNotRegular) {
+				if f != nil {
+					f.Close()
+				}
+				t.Errorf("FIFO: %v, want ErrNotRegular", err)
+			}
+		})
+		for _, p := range []string{"/abs", "/up", "/var/lib/cloud/data/hostdir/secret"} {
+			if f, err := OpenIn(root, p, Regular|BlockDevice); err == nil {
+				f.Close()
+				t.Errorf("%s: opened out of the root", p)
+			}
+		}
+		if _, err := OpenIn(root, "/dev/null", BlockDevice); err == nil {
+			t.Error("/dev/null under the root: opened")
+		}
+	})
+	// The machine's own character device is no block device.
+	if f, err := OpenIn("", "/dev/null", Regular|BlockDevice); !errors.Is(err, ErrNotRegular) {
+		if f != nil {
+			f.Close()
+		}
+		t.Errorf("/dev/null: %v, want ErrNotRegular", err)
+	}
+}
+
+// RemoveEmptyDirIn removes an empty directory only, never through a link,
+// and leaves a full one.
+func TestRemoveEmptyDirIn(t *testing.T) {
+	forEachWalk(t, func(t *testing.T) {
+		root, secret := hostile(t)
+		if err := os.Mkdir(filepath.Join(root, "empty"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if gone, err := RemoveEmptyDirIn(root, "/empty"); !gone || err != nil {
+			t.Errorf("empty: %v, %v", gone, err)
+		}
+		if gone, err := RemoveEmptyDirIn(root, "/etc"); gone || err != nil {
+			t.Errorf("full: %v, %v", gone, err)
+		}
+		if gone, err := RemoveEmptyDirIn(root, "/missing"); gone || err != nil {
+			t.Errorf("missing: %v, %v", gone, err)
+		}
+		if _, err := RemoveEmptyDirIn(root, "/fifo"); err == nil {
+			t.Error("a FIFO removed as a directory")
+		}
+		// The host directory is emptied first: only the link may go.
+		host := filepath.Dir(secret)
+		os.Remove(secret)
+		if gone, err := RemoveEmptyDirIn(root, "/var/lib/cloud/data/hostdir"); gone || err == nil {
+			t.Errorf("a link to a directory: %v, %v", gone, err)
+		}
+		if _, err := os.Stat(host); err != nil {
+			t.Errorf("the directory out of the root: %v", err)
+		}
+	})
+}
+
+// NotLinkedIn refuses a link to a directory of seedkeeper's, and a path
+// that is no directory; a missing one is fine.
+func TestNotLinkedIn(t *testing.T) {
+	forEachWalk(t, func(t *testing.T) {
+		root, _ := hostile(t)
+		if err := NotLinkedIn(root, "/var/lib/cloud/data/hostdir"); !errors.Is(err, ErrSymlink) {
+			t.Errorf("linked: %v", err)
+		}
+		if err := NotLinkedIn(root, "/etc/inside"); err == nil {
+			t.Error("a file taken for a directory")
+		}
+		if err := NotLinkedIn(root, "/etc"); err != nil {
+			t.Errorf("/etc: %v", err)
+		}
+		if err := NotLinkedIn(root, "/nowhere/at/all"); err != nil {
+			t.Errorf("missing: %v", err)
+		}
+		if err := SyncDirIn(root, "/etc"); err != nil {
+			t.Errorf("SyncDirIn: %v", err)
+		}
+		if err := SyncDirIn(root, "/fifo"); err == nil {
+			t.Error("SyncDirIn of a FIFO")
+		}
+	})
+}
