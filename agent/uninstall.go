@@ -34,7 +34,8 @@ type Uninstalled struct {
 // /etc/resolv.conf is left, named: removing it would end name resolution
 // now, and the metadata's resolvers are still the right ones until the
 // next boot. The live network and the state in StateDir are not touched
-// (a purge removes the state).
+// (a purge removes the state, all but an import not given back). Every
+// path is reached under root through fsutil's in-root functions.
 func Uninstall(root sysroot.Root) (*Uninstalled, error) {
 	u := &Uninstalled{}
 	sr, err := seed.Remove(root)
