@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path"
 	"strings"
 	"syscall"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/seedkeeper/seedkeeper/datasource"
 	"github.com/seedkeeper/seedkeeper/hotplug"
 	"github.com/seedkeeper/seedkeeper/internal/config"
+	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 	"github.com/seedkeeper/seedkeeper/internal/safetext"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 	"github.com/seedkeeper/seedkeeper/netcfg"
@@ -138,6 +140,11 @@ func runNet(args []string, stdout, stderr io.Writer) int {
 		}
 		allow = hotplug.NewAllowlist(hotplug.OriginFlag, names)
 		fmt.Fprintf(stderr, "seedkeeper net %s: driver allowlist %s\n", sub, safetext.Escape(allow.String()))
+	}
+	// The receipt is read and written by its path: under a root no link
+	// or mount may lie on the way to it (as boot and the watch check).
+	if err := fsutil.NoLinkOnTheWayIn(*root, path.Dir(agent.ReceiptPath)); err != nil {
+		return fail(fmt.Errorf("the network receipt: %w", err))
 	}
 	s, err := apply.Sync(ctx, cfg, apply.SyncOptions{
 		Receipt: sysroot.Root(*root).Path(agent.ReceiptPath),
