@@ -175,7 +175,7 @@ func PlanWrite(rootDir string, s Seed) (*Plan, error) {
 	if err := fsutil.NotLinked(dir); err != nil {
 		return nil, err
 	}
-	if fi, err := os.Lstat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+	if fi, err := fsutil.StatIn(string(root), Dir, false); err != nil || fi.Mode().Perm() != 0o700 {
 		p.fixDir = true
 	}
 	p.tempFiles, p.tempDirs = temps(root)
@@ -202,7 +202,7 @@ func PlanWrite(rootDir string, s Seed) (*Plan, error) {
 	var stale []string
 	for _, name := range seedFiles {
 		sp := filepath.Join(Dir, name)
-		if _, ok := wantSum[sp]; !ok && exists(root.Path(sp)) {
+		if _, ok := wantSum[sp]; !ok && existsIn(root, sp) {
 			stale = append(stale, sp)
 		}
 	}
@@ -213,14 +213,14 @@ func PlanWrite(rootDir string, s Seed) (*Plan, error) {
 			p.Warnings = append(p.Warnings, fmt.Sprintf("the seed marker lists a path seedkeeper does not write (%d bytes); ignoring it", len(sp)))
 			continue
 		}
-		if _, ok := wantSum[sp]; !ok && !slices.Contains(stale, sp) && exists(root.Path(sp)) {
+		if _, ok := wantSum[sp]; !ok && !slices.Contains(stale, sp) && existsIn(root, sp) {
 			stale = append(stale, sp)
 		}
 	}
 	slices.Sort(stale)
 	var todo []file
 	for _, f := range want {
-		if !same(root.Path(f.path), f.data, f.perm) {
+		if !same(root, f.path, f.data, f.perm) {
 			todo = append(todo, f)
 		}
 	}
@@ -246,7 +246,7 @@ func PlanWrite(rootDir string, s Seed) (*Plan, error) {
 		return h == mk.Files[sp] || h == mk.Pending[sp], h == wantSum[sp]
 	}
 	for _, f := range todo {
-		if written, same := ours(f.path); !written && !same && exists(root.Path(f.path)) {
+		if written, same := ours(f.path); !written && !same && existsIn(root, f.path) {
 			p.Warnings = append(p.Warnings, fmt.Sprintf("%s was changed by hand since seedkeeper wrote it; overwriting it (change the metadata instead)", f.path))
 		}
 		p.write = append(p.write, f)
@@ -337,10 +337,10 @@ func (p *Plan) Apply() (Result, error) {
 		}
 	}
 	for _, sp := range p.Removes {
-		if err := os.Remove(root.Path(sp)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := fsutil.RemoveIn(string(root), sp, false); err != nil {
 			return res, fmt.Errorf("writing the seed: %w", err)
 		}
-		if err := fsutil.SyncDir(filepath.Dir(root.Path(sp))); err != nil {
+		if err := fsutil.SyncDirIn(string(root), filepath.Dir(sp)); err != nil {
 			return res, fmt.Errorf("writing the seed: %w", err)
 		}
 		res.Removed = append(res.Removed, sp)
@@ -516,13 +516,14 @@ func sum(b []byte) string {
 	return hex.EncodeToString(h[:])
 }
 
-// same reports whether path is a regular file holding data with mode perm.
-func same(path string, data []byte, perm fs.FileMode) bool {
-	fi, err := os.Lstat(path)
+// same reports whether the system path p under root is a regular file
+// holding data with mode perm.
+func same(root sysroot.Root, p string, data []byte, perm fs.FileMode) bool {
+	fi, err := fsutil.StatIn(string(root), p, false)
 	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != perm {
 		return false
 	}
-	cur, err := readOwn(path)
+	cur, err := readOwnIn(root, p)
 	return err == nil && bytes.Equal(cur, data)
 }
 
@@ -552,8 +553,10 @@ var managedPaths = []string{
 // managed reports whether p is a path seed writes.
 func managed(p string) bool { return slices.Contains(managedPaths, p) }
 
-func exists(path string) bool {
-	_, err := os.Lstat(path)
+// existsIn reports whether the system path p is there under root (a link
+// itself counts).
+func existsIn(root sysroot.Root, p string) bool {
+	_, err := fsutil.StatIn(string(root), p, false)
 	return err == nil
 }
 
