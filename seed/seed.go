@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -299,7 +298,7 @@ func (p *Plan) Apply() (Result, error) {
 	if err := confined(root, "writing the seed"); err != nil {
 		return res, err
 	}
-	if err := ensureDir(root.Path(Dir), 0o700, true); err != nil {
+	if err := ensureDir(root, Dir, 0o700, true); err != nil {
 		return res, err
 	}
 	removeTemps(root, p.tempFiles, p.tempDirs)
@@ -325,7 +324,7 @@ func (p *Plan) Apply() (Result, error) {
 		return res, err
 	}
 	for _, f := range p.write {
-		if err := ensureDir(filepath.Dir(root.Path(f.path)), 0o755, false); err != nil {
+		if err := ensureDir(root, path.Dir(f.path), 0o755, false); err != nil {
 			return res, err
 		}
 		changed, err := fsutil.WriteFile(root.Path(f.path), f.data, f.perm)
@@ -563,15 +562,10 @@ func existsIn(root sysroot.Root, p string) bool {
 // ensureDir makes dir a directory, refusing a symbolic link. A directory it
 // creates gets mode perm; an existing one is brought to perm only when
 // private is set (the seed directory), others keep the mode they have.
-func ensureDir(dir string, perm fs.FileMode, private bool) error {
-	_, absent := os.Lstat(dir)
-	if err := fsutil.MkdirNoFollow(dir, perm); err != nil {
-		return err
-	}
-	if errors.Is(absent, fs.ErrNotExist) || private {
-		return os.Chmod(dir, perm) // past the umask, or back from a hand edit
-	}
-	return nil
+func ensureDir(root sysroot.Root, dir string, perm fs.FileMode, private bool) error {
+	// Past the umask, or back from a hand edit.
+	_, err := fsutil.MkdirIn(string(root), dir, perm, private)
+	return err
 }
 
 // writtenDirs are the directories seed writes in, lists and removes from.

@@ -219,7 +219,8 @@ func ReadlinkIn(root, p string) (string, error) {
 }
 
 // RemoveIn removes the system path p under root, which must already be
-// resolved (no link on the way: one that appeared is refused). With tree
+// resolved (no link on the way: one that appeared is refused; on the real
+// root the machine's own links on the way are followed). With tree
 // false p must not be a directory (ErrIsDir): a file, a link (removed, not
 // followed), or a special file is unlinked. With tree true p must be a
 // directory, removed with all it holds; links inside are removed, never
@@ -273,6 +274,88 @@ func portableRemoveEmptyDir(root, p string) (bool, error) {
 		return false, err
 	}
 	return true, nil
+}
+
+// MkdirIn makes sure the system path p under root is a directory: when
+// it is absent it is made with exactly perm (past the umask; missing
+// directories above it are made 0755), and an existing one is brought to
+// perm only with setPerm. It reports whether it made p. Every directory on
+// the way is opened one component at a time and a link is refused
+// (ErrSymlink), also on the real root for p itself: seedkeeper's own
+// directories are never followed through a link.
+func MkdirIn(root, p string, perm fs.FileMode, setPerm bool) (bool, error) {
+	if !strings.HasPrefix(p, "/") || path.Clean(p) == "/" {
+		return false, fmt.Errorf("making %s: not a path below the root", p)
+	}
+	made, err := mkdirIn(root, path.Clean(p), perm, setPerm)
+	if err != nil {
+		return false, inRootErr("making", p, 0, err)
+	}
+	return made, nil
+}
+
+// portableMkdir is mkdirIn done in user space.
+func portableMkdir(root, p string, perm fs.FileMode, setPerm bool) (bool, error) {
+	if err := NoLinkOnTheWayIn(root, p); err != nil {
+		return false, err
+	}
+	proot, err := portableRoot(root)
+	if err != nil {
+		return false, err
+	}
+	host := hostPath(proot, p)
+	if err := os.MkdirAll(filepath.Dir(host), 0o755); err != nil {
+		return false, err
+	}
+	made := false
+	if err := os.Mkdir(host, perm.Perm()); err == nil {
+		made = true
+	} else if !errors.Is(err, fs.ErrExist) {
+		return false, err
+	}
+	fi, err := os.Lstat(host)
+	switch {
+	case err != nil:
+		return false, err
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return false, ErrSymlink
+	case !fi.IsDir():
+		return false, &kindError{fi.Mode()}
+	}
+	if made || setPerm {
+		return made, os.Chmod(host, perm.Perm())
+	}
+	return made, nil
+}
+
+// RenameIn renames the system path from to the name to in the same
+// directory under root (already resolved: a link on the way is refused),
+// replacing what is there as rename(2) does (a directory only when it is
+// empty: otherwise an error that is fs.ErrExist), and syncs the directory.
+func RenameIn(root, from, to string) error {
+	from, to = path.Clean(from), path.Clean(to)
+	if !strings.HasPrefix(from, "/") || from == "/" || path.Dir(from) != path.Dir(to) {
+		return fmt.Errorf("renaming %s to %s: not two names in one directory below the root", from, to)
+	}
+	if err := renameIn(root, from, to); err != nil {
+		return inRootErr("renaming", from, 0, err)
+	}
+	return nil
+}
+
+// portableRename is renameIn done in user space.
+func portableRename(root, from, to string) error {
+	if err := NoLinkOnTheWayIn(root, path.Dir(from)); err != nil {
+		return err
+	}
+	proot, err := portableRoot(root)
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(hostPath(proot, from), hostPath(proot, to)); err != nil {
+		return err
+	}
+	return SyncDir(hostPath(proot, path.Dir(from)))
 }
 
 // SyncDirIn syncs the directory at the system path p under root, so that
@@ -581,6 +664,8 @@ func portableRemove(root, p string, tree bool) error {
 	}
 	if sys, err := ResolveIn(root, p, false); err != nil {
 		return err
+	} else if isRealRoot(root) {
+		p = sys // the machine's own links on the way are followed
 	} else if sys != p {
 		return ErrSymlink
 	}
@@ -676,6 +761,8 @@ func portableTruncate(root, p string) error {
 	}
 	if sys, err := ResolveIn(root, p, false); err != nil {
 		return err
+	} else if isRealRoot(root) {
+		p = sys // the machine's own links on the way are followed
 	} else if sys != p {
 		return ErrSymlink
 	}

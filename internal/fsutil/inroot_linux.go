@@ -202,11 +202,16 @@ func readlinkIn(root, p string) (string, error) {
 }
 
 // parentFD opens the directory of the resolved path p under rfd, refusing
-// a link on the way (it would mean the path changed since it was
-// resolved).
+// a link on the way under an image root (it would mean the path changed
+// since it was resolved); on the real root the machine's own links on the
+// way are followed, as the kernel follows them.
 func parentFD(rfd int, root, p string) (int, string, error) {
 	dir, base := path.Dir(p), path.Base(p)
-	fd, err := openat2(rfd, rel(dir), unix.O_RDONLY|unix.O_DIRECTORY, resolveFlags(root)|unix.RESOLVE_NO_SYMLINKS)
+	flags := resolveFlags(root)
+	if !isRealRoot(root) {
+		flags |= unix.RESOLVE_NO_SYMLINKS
+	}
+	fd, err := openat2(rfd, rel(dir), unix.O_RDONLY|unix.O_DIRECTORY, flags)
 	if err == unix.ELOOP {
 		err = fmt.Errorf("a symbolic link on the way to it: %w", ErrSymlink)
 	}
@@ -291,6 +296,70 @@ func removeEmptyDirIn(root, p string) (bool, error) {
 		return portableRemoveEmptyDir(root, p)
 	}
 	return gone, err
+}
+
+func mkdirIn(root, p string, perm fs.FileMode, setPerm bool) (bool, error) {
+	if isRealRoot(root) {
+		// The machine's own links on the way are followed.
+		return portableMkdir(root, p, perm, setPerm)
+	}
+	made := false
+	ok, err := withRoot(root, func(rfd int) error {
+		dfd, err := mkdirsAt(rfd, root, path.Dir(p))
+		if err != nil {
+			return err
+		}
+		defer unix.Close(dfd)
+		base := path.Base(p)
+		switch err := unix.Mkdirat(dfd, base, uint32(perm.Perm())); err {
+		case nil:
+			made = true
+		case unix.EEXIST:
+		default:
+			return err
+		}
+		var st unix.Stat_t
+		if err := unix.Fstatat(dfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return err
+		}
+		switch m := modeOf(st.Mode); {
+		case m&fs.ModeSymlink != 0:
+			return ErrSymlink
+		case !m.IsDir():
+			return &kindError{m}
+		}
+		fd, err := openat2(dfd, base, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW, beneath)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		if made || setPerm {
+			return unix.Fchmod(fd, uint32(perm.Perm()))
+		}
+		return nil
+	})
+	if !ok {
+		return portableMkdir(root, p, perm, setPerm)
+	}
+	return made, err
+}
+
+func renameIn(root, from, to string) error {
+	ok, err := withRoot(root, func(rfd int) error {
+		dfd, base, err := parentFD(rfd, root, from)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(dfd)
+		if err := unix.Renameat(dfd, base, dfd, path.Base(to)); err != nil {
+			return err
+		}
+		return unix.Fsync(dfd)
+	})
+	if !ok {
+		return portableRename(root, from, to)
+	}
+	return err
 }
 
 func isNotEmpty(err error) bool {

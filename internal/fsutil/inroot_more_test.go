@@ -104,3 +104,62 @@ func TestNotLinkedIn(t *testing.T) {
 		}
 	})
 }
+
+// MkdirIn makes a directory with exactly its mode, never through a link,
+// and leaves an existing one's mode unless asked.
+func TestMkdirIn(t *testing.T) {
+	forEachWalk(t, func(t *testing.T) {
+		root, secret := hostile(t)
+		made, err := MkdirIn(root, "/new/private", 0o700, false)
+		if err != nil || !made {
+			t.Fatalf("MkdirIn = %v, %v", made, err)
+		}
+		if fi, err := os.Stat(filepath.Join(root, "new/private")); err != nil || fi.Mode().Perm() != 0o700 {
+			t.Errorf("made %v, %v; want 0700", fi.Mode(), err)
+		}
+		os.Chmod(filepath.Join(root, "new/private"), 0o755)
+		if made, err := MkdirIn(root, "/new/private", 0o700, false); made || err != nil {
+			t.Errorf("again: %v, %v", made, err)
+		}
+		if fi, _ := os.Stat(filepath.Join(root, "new/private")); fi.Mode().Perm() != 0o755 {
+			t.Errorf("mode changed without setPerm: %v", fi.Mode())
+		}
+		if _, err := MkdirIn(root, "/new/private", 0o700, true); err != nil {
+			t.Fatal(err)
+		}
+		if fi, _ := os.Stat(filepath.Join(root, "new/private")); fi.Mode().Perm() != 0o700 {
+			t.Errorf("mode not set with setPerm: %v", fi.Mode())
+		}
+		if _, err := MkdirIn(root, "/var/lib/cloud/data/hostdir/made", 0o755, false); err == nil {
+			t.Error("made a directory through a link out of the root")
+		}
+		if _, err := os.Lstat(filepath.Join(filepath.Dir(secret), "made")); err == nil {
+			t.Error("a directory was made out of the root")
+		}
+		if _, err := MkdirIn(root, "/fifo", 0o755, false); err == nil {
+			t.Error("a FIFO taken for a directory")
+		}
+	})
+}
+
+// RenameIn renames within one directory, never through a link on the way.
+func TestRenameIn(t *testing.T) {
+	forEachWalk(t, func(t *testing.T) {
+		root, secret := hostile(t)
+		if err := RenameIn(root, "/etc/inside", "/etc/renamed"); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := os.ReadFile(filepath.Join(root, "etc/renamed")); err != nil || string(b) != "inside" {
+			t.Errorf("renamed: %q, %v", b, err)
+		}
+		if err := RenameIn(root, "/var/lib/cloud/data/hostdir/secret", "/var/lib/cloud/data/hostdir/gone"); err == nil {
+			t.Error("renamed through a link out of the root")
+		}
+		if _, err := os.Stat(secret); err != nil {
+			t.Errorf("the file out of the root: %v", err)
+		}
+		if err := RenameIn(root, "/etc/renamed", "/srv/elsewhere"); err == nil {
+			t.Error("renamed across directories")
+		}
+	})
+}

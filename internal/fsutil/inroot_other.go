@@ -28,6 +28,12 @@ func isNotEmpty(err error) bool {
 	return errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST)
 }
 
+func mkdirIn(root, p string, perm fs.FileMode, setPerm bool) (bool, error) {
+	return portableMkdir(root, p, perm, setPerm)
+}
+
+func renameIn(root, from, to string) error { return portableRename(root, from, to) }
+
 func truncateIn(root, p string) error { return portableTruncate(root, p) }
 
 func writeIn(root, p string, data []byte, perm fs.FileMode) error {

@@ -47,16 +47,6 @@ var hostOnly = map[string]string{
 // functions: a link swapped in between the check and the call is
 // followed. Each is to move; none may be added.
 var notYetConfined = map[string]string{
-	"agent/smartos.go markProvisioned os.Rename":    "checked by NoLinkOnTheWayIn(/var/svc)",
-	"seed/import.go importable os.ReadDir":          "seed's writer, checked by confined()",
-	"seed/import.go importable os.Lstat":            "seed's writer, checked by confined()",
-	"seed/import.go importSeed os.Lstat":            "seed's writer, checked by confined()",
-	"seed/import.go importSeed os.MkdirTemp":        "seed's writer, checked by confined()",
-	"seed/import.go importSeed os.RemoveAll":        "seed's writer, checked by confined()",
-	"seed/import.go importSeed os.Chmod":            "seed's writer, checked by confined()",
-	"seed/import.go importSeed os.Rename":           "seed's writer, checked by confined()",
-	"seed/seed.go ensureDir os.Lstat":               "seed's writer, checked by confined()",
-	"seed/seed.go ensureDir os.Chmod":               "seed's writer, checked by confined()",
 	"netcfg/netplan.go generatorMasked os.Readlink": "resolved in the root by fsutil.Resolve first",
 	"netcfg/netplan.go generatorMasked os.Lstat":    "resolved in the root by fsutil.Resolve first",
 	"netcfg/stack.go exists os.Stat":                "resolved in the root by fsutil.Resolve first",
