@@ -38,15 +38,15 @@ var hostOnly = map[string]string{
 	"datasource/nocloud.go DetectNoCloud os.Stat":     "the same explicit --seed path",
 	"datasource/vmware_guestinfo.go lookPath os.Stat": "the machine's $PATH, searched for vmware-rpctool to run",
 	"image/check.go isRoot os.Stat":                   "the root directory itself, as the caller named it",
-	"hotplug/watch.go settled os.Stat":                "udev's data directory of the running machine: the watch never runs under a root",
 }
 
 // notYetConfined are the plain calls on paths under a root that are still
-// made after a check of the whole way (fsutil.NoLinkOnTheWayIn: no link
-// and no mount on the way under the root), not through the in-root
-// functions: a link swapped in between the check and the call is
-// followed. Each is to move; none may be added.
+// made by a host path (resolved inside the root first where the comment
+// says so), not through the in-root functions: a link swapped in between
+// the resolution and the call is followed. Each is to move; none may be
+// added.
 var notYetConfined = map[string]string{
+	"hotplug/watch.go settled os.Stat":              "udev's data directory, named by its host path in hotplug.Options (a stat for the settle wait, nothing opened)",
 	"netcfg/netplan.go generatorMasked os.Readlink": "resolved in the root by fsutil.Resolve first",
 	"netcfg/netplan.go generatorMasked os.Lstat":    "resolved in the root by fsutil.Resolve first",
 	"netcfg/stack.go exists os.Stat":                "resolved in the root by fsutil.Resolve first",
