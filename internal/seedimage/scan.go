@@ -19,7 +19,9 @@ type Device struct {
 	// Name is the kernel name ("sr0", "vdb1").
 	Name string
 	// Dev is the device node as the system names it ("/dev/sr0"), and
-	// Path where it is opened (Dev under the scan's root).
+	// Path the same under the scan's root, lexically, for messages: open
+	// Dev with OpenIn under the root, never Path, which may lead through
+	// a link out of it.
 	Dev, Path string
 	Info
 }
