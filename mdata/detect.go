@@ -3,6 +3,7 @@ package mdata
 import (
 	"fmt"
 	"io/fs"
+	"path"
 	"runtime"
 	"strings"
 
@@ -74,7 +75,12 @@ func Detect(root, forced string) (t Transport, reason string, err error) {
 		if runtime.GOOS != "windows" && !r.IsReal() {
 			host, err := fsutil.Resolve(root, dev)
 			if err != nil {
-				return nil, "", fmt.Errorf("%w: %s under the root: %v", ErrNoTransport, dev, err)
+				// Missing on the way: named as it is, unless a link
+				// of the image's is on the way.
+				if lerr := fsutil.NoLinkOnTheWayIn(root, path.Dir(dev)); lerr != nil {
+					return nil, "", fmt.Errorf("%w: %s under the root: %v", ErrNoTransport, dev, lerr)
+				}
+				host = r.Path(dev)
 			}
 			dev = host
 		}
