@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
-	"os"
 	"path"
 	"slices"
 	"strings"
@@ -284,7 +283,7 @@ func (e *Env) renderNetworkd(cfg *netcfg.Config, owned func(*netcfg.Interface) b
 		changed = changed || c
 	}
 	for _, pl := range places {
-		ents, err := os.ReadDir(e.Root.Path(pl.Dir))
+		ents, err := fsutil.ReadDirIn(string(e.Root), pl.Dir)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return changed, fmt.Errorf("network: %w", err)
 		}
@@ -293,11 +292,10 @@ func (e *Env) renderNetworkd(cfg *netcfg.Config, owned func(*netcfg.Interface) b
 			if _, keep := want[sys]; keep || !ent.Type().IsRegular() {
 				continue
 			}
-			p := e.Root.Path(sys)
-			if b, err := fsutil.ReadFileNoFollow(context.Background(), p, fsutil.SmallFile); err != nil || !pl.Ours(ent.Name(), b) {
+			if b, err := fsutil.ReadFileInNoFollow(context.Background(), string(e.Root), sys, fsutil.SmallFile); err != nil || !pl.Ours(ent.Name(), b) {
 				continue // not written by us
 			}
-			if err := os.Remove(p); err != nil {
+			if err := fsutil.RemoveIn(string(e.Root), sys, false); err != nil {
 				return changed, fmt.Errorf("network: %w", err)
 			}
 			if pl.Dir == sf.Dir {
@@ -342,16 +340,16 @@ func (e *Env) writeResolvConf(cfg *netcfg.Config, owned []string, res *NetResult
 	case len(dns.Nameservers) == 0:
 		return skip("the metadata names no resolvers")
 	}
-	if _, err := os.Stat(e.Root.Path("/run/systemd/resolve")); err == nil {
+	if _, err := fsutil.StatIn(string(e.Root), "/run/systemd/resolve", true); err == nil {
 		return skip("systemd-resolved is in use")
 	}
 	p := e.Root.Path(path)
-	fi, err := os.Lstat(p)
+	fi, err := fsutil.StatIn(string(e.Root), path, false)
 	switch {
 	case err == nil && fi.Mode()&fs.ModeSymlink != 0:
 		return skip("it is a symbolic link (managed elsewhere)")
 	case err == nil:
-		b, err := fsutil.ReadFileNoFollow(context.Background(), p, fsutil.SmallFile)
+		b, err := fsutil.ReadFileInNoFollow(context.Background(), string(e.Root), path, fsutil.SmallFile)
 		if err != nil {
 			return fmt.Errorf("network: %w", err)
 		}
@@ -400,15 +398,14 @@ func ReadNetworkConfig(path string) (*netcfg.Config, error) {
 // place (a person's file of seedkeeper's name, or one without its
 // header): boot does not replace it, as it does not remove it.
 func (e *Env) someoneElses(places []netcfg.Place, sys string) bool {
-	p := e.Root.Path(sys)
-	if fi, err := os.Lstat(p); err != nil || !fi.Mode().IsRegular() {
+	if fi, err := fsutil.StatIn(string(e.Root), sys, false); err != nil || !fi.Mode().IsRegular() {
 		return false // missing, or WriteFile's to refuse
 	}
 	for _, pl := range places {
 		if pl.Dir != path.Dir(sys) {
 			continue
 		}
-		b, err := fsutil.ReadFileNoFollow(context.Background(), p, fsutil.SmallFile)
+		b, err := fsutil.ReadFileInNoFollow(context.Background(), string(e.Root), sys, fsutil.SmallFile)
 		return err != nil || !pl.Ours(path.Base(sys), b)
 	}
 	return false

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 )
@@ -36,7 +35,7 @@ func (e *Env) markProvisioned() (string, error) {
 	if err := fsutil.NoLinkOnTheWayIn(string(e.Root), "/var/svc"); err != nil {
 		return "", err
 	}
-	if err := os.Rename(e.Root.Path(ProvisioningPath), e.Root.Path(ProvisionSuccess)); err != nil {
+	if err := fsutil.RenameIn(string(e.Root), ProvisioningPath, ProvisionSuccess); err != nil {
 		return "", err
 	}
 	return "renamed " + ProvisioningPath + " to " + ProvisionSuccess + ": the host keeps the zone", nil

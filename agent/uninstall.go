@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
 
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
@@ -35,7 +34,8 @@ type Uninstalled struct {
 // /etc/resolv.conf is left, named: removing it would end name resolution
 // now, and the metadata's resolvers are still the right ones until the
 // next boot. The live network and the state in StateDir are not touched
-// (a purge removes the state).
+// (a purge removes the state, all but an import not given back). Every
+// path is reached under root through fsutil's in-root functions.
 func Uninstall(root sysroot.Root) (*Uninstalled, error) {
 	u := &Uninstalled{}
 	sr, err := seed.Remove(root)
@@ -46,13 +46,13 @@ func Uninstall(root sysroot.Root) (*Uninstalled, error) {
 	if err := removeRendered(root, u); err != nil {
 		return u, err
 	}
-	gate := root.Path(nosource.MarkerPath)
-	if err := os.Remove(gate); err == nil {
+	if _, err := fsutil.StatIn(string(root), nosource.MarkerPath, false); err == nil {
+		if err := fsutil.RemoveIn(string(root), nosource.MarkerPath, false); err != nil {
+			return u, err
+		}
 		u.Removed = append(u.Removed, nosource.MarkerPath)
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return u, fmt.Errorf("removing %s: %w", nosource.MarkerPath, err)
 	}
-	if writtenByUs(root.Path("/etc/resolv.conf")) {
+	if writtenByUs(root, "/etc/resolv.conf") {
 		u.Left = append(u.Left, "/etc/resolv.conf: written by seedkeeper from the metadata's resolvers; left in place so that names still resolve (cloud-init or the network stack manages it after the next boot)")
 	}
 	return u, nil
@@ -69,11 +69,10 @@ func removeRendered(root sysroot.Root, u *Uninstalled) error {
 			return fmt.Errorf("network files: %w", err)
 		}
 		for _, pl := range places {
-			dir := root.Path(pl.Dir)
-			if err := fsutil.NotLinked(dir); err != nil {
+			if err := fsutil.NotLinkedIn(string(root), pl.Dir); err != nil {
 				return fmt.Errorf("network files: %w", err)
 			}
-			ents, err := os.ReadDir(dir)
+			ents, err := fsutil.ReadDirIn(string(root), pl.Dir)
 			if err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return fmt.Errorf("network files: %w", err)
 			}
@@ -82,12 +81,12 @@ func removeRendered(root sysroot.Root, u *Uninstalled) error {
 					continue
 				}
 				sys := path.Join(pl.Dir, e.Name())
-				head, err := fsutil.ReadFileNoFollow(context.Background(), root.Path(sys), fsutil.SmallFile)
+				head, err := fsutil.ReadFileInNoFollow(context.Background(), string(root), sys, fsutil.SmallFile)
 				if err != nil || !pl.Ours(e.Name(), head) {
 					u.Left = append(u.Left, sys+": not written by seedkeeper (or changed since); left in place")
 					continue
 				}
-				if err := os.Remove(root.Path(sys)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				if err := fsutil.RemoveIn(string(root), sys, false); err != nil {
 					return fmt.Errorf("network files: %w", err)
 				}
 				u.Removed = append(u.Removed, sys)
@@ -97,9 +96,10 @@ func removeRendered(root sysroot.Root, u *Uninstalled) error {
 	return nil
 }
 
-// writtenByUs reports whether path is a regular file (not a link) that
-// starts with the header every network file seedkeeper writes starts with.
-func writtenByUs(path string) bool {
-	b, err := fsutil.ReadFileNoFollow(context.Background(), path, fsutil.SmallFile)
+// writtenByUs reports whether the system path p under root is a regular
+// file (not a link) that starts with the header every network file
+// seedkeeper writes starts with.
+func writtenByUs(root sysroot.Root, p string) bool {
+	b, err := fsutil.ReadFileInNoFollow(context.Background(), string(root), p, fsutil.SmallFile)
 	return err == nil && bytes.HasPrefix(b, []byte(netcfg.Header))
 }

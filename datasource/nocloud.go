@@ -253,7 +253,7 @@ func (o *NoCloudOptions) gather(ctx context.Context, m *noCloudMerge, log *slog.
 		log.Debug("block device skipped", "reason", why)
 	}
 	for _, d := range devs {
-		s, err := readSeedImage(d.Path, d.Dev, m.used)
+		s, err := readSeedImage(root, d.Dev, d.Dev, m.used)
 		if err != nil {
 			log.Warn("labelled filesystem cannot be read", "device", d.Dev, "err", err)
 			continue
@@ -286,7 +286,7 @@ func readSeedPath(ctx context.Context, p string) (noCloudSeed, error) {
 	case m.IsDir():
 		s, err = readSeedDir(ctx, "", p, 0)
 	case m.IsRegular() || (m&fs.ModeDevice != 0 && m&fs.ModeCharDevice == 0):
-		s, err = readSeedImage(p, p, 0)
+		s, err = readSeedImage("", p, p, 0)
 	default:
 		// Opening a FIFO or a terminal could block for ever.
 		return s, fmt.Errorf("nocloud seed %s: a %s is neither a seed directory nor an image", p, fsutil.Kind(m))
@@ -480,7 +480,7 @@ func DetectNoCloud(ctx context.Context, o Options) (Detection, error) {
 		}
 	}
 	for _, dir := range opt.seedDirs() {
-		if noCloudFileExists(root.Path(dir+"/"+ncMetaData)) && noCloudFileExists(root.Path(dir+"/"+ncUserData)) {
+		if noCloudFileExists(root, dir+"/"+ncMetaData) && noCloudFileExists(root, dir+"/"+ncUserData) {
 			return found("seed directory " + dir)
 		}
 	}
@@ -495,7 +495,9 @@ func DetectNoCloud(ctx context.Context, o Options) (Detection, error) {
 	return d, nil
 }
 
-func noCloudFileExists(p string) bool {
-	fi, err := os.Stat(p)
+// noCloudFileExists reports whether the system path p under root is a
+// regular file, links followed inside the root.
+func noCloudFileExists(root sysroot.Root, p string) bool {
+	fi, err := fsutil.StatIn(string(root), p, true)
 	return err == nil && fi.Mode().IsRegular()
 }

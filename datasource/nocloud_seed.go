@@ -157,11 +157,12 @@ func readSeedDir(ctx context.Context, root sysroot.Root, sysPath string, used in
 	return s, err
 }
 
-// readSeedImage reads the seed files from an ISO9660 or FAT image or
-// device, within what used leaves of MaxSeedTotal; dev is how the device
-// is named in Origin (its system path).
-func readSeedImage(p, dev string, used int64) (noCloudSeed, error) {
-	im, err := seedimage.Open(p)
+// readSeedImage reads the seed files from the ISO9660 or FAT image or
+// device at the system path p under root (opened confined to it), within
+// what used leaves of MaxSeedTotal; dev is how the device is named in
+// Origin (its system path).
+func readSeedImage(root sysroot.Root, p, dev string, used int64) (noCloudSeed, error) {
+	im, err := seedimage.OpenIn(root, p)
 	if err != nil {
 		return noCloudSeed{}, err
 	}

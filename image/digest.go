@@ -7,9 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"slices"
 	"strings"
+
+	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 )
 
 // ErrPlanChanged is wrapped by Seal when SealOptions.Expect is set and
@@ -20,8 +21,8 @@ var ErrPlanChanged = errors.New("the plan is no longer the one that was read")
 // file or directory its size and modification time, so that a file
 // written, grown or replaced between the dry run and the real run changes
 // the plan's digest.
-func pathState(full string) string {
-	fi, err := os.Lstat(full)
+func pathState(root, p string) string {
+	fi, err := fsutil.StatIn(root, p, false)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return "absent"
@@ -90,7 +91,7 @@ func DiffPlans(was, now []Action) []string {
 // stateAll records the state of every action's path.
 func (p *Plan) stateAll() {
 	for i := range p.Actions {
-		p.Actions[i].State = pathState(p.Root.Path(p.Actions[i].Path))
+		p.Actions[i].State = pathState(string(p.Root), p.Actions[i].Path)
 	}
 }
 

@@ -3,11 +3,12 @@ package mdata
 import (
 	"fmt"
 	"io/fs"
-	"os"
+	"path"
 	"runtime"
 	"strings"
 
 	"github.com/seedkeeper/seedkeeper/internal/dmi"
+	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
 
@@ -57,17 +58,31 @@ func Detect(root, forced string) (t Transport, reason string, err error) {
 		}
 		return t, "transport set explicitly", nil
 	}
+	// Under a root the socket and the serial port are resolved inside
+	// it (a link of the image's leads where it would inside the image,
+	// never out of it); the transport then reaches what was resolved.
 	for _, p := range ZoneSockets {
-		fi, err := os.Lstat(r.Path(p))
+		fi, err := fsutil.StatIn(root, p, false)
 		if err == nil && fi.Mode().Type() == fs.ModeSocket {
-			return Unix(r.Path(p)), "zone socket " + p + " exists", nil
+			if host, err := fsutil.Resolve(root, p); err == nil {
+				return Unix(host), "zone socket " + p + " exists", nil
+			}
 		}
 	}
 	product := DMIProductName(root)
 	if strings.HasPrefix(product, "SmartDC") {
 		dev := DefaultSerialPort()
-		if runtime.GOOS != "windows" {
-			dev = r.Path(dev)
+		if runtime.GOOS != "windows" && !r.IsReal() {
+			host, err := fsutil.Resolve(root, dev)
+			if err != nil {
+				// Missing on the way: named as it is, unless a link
+				// of the image's is on the way.
+				if lerr := fsutil.NoLinkOnTheWayIn(root, path.Dir(dev)); lerr != nil {
+					return nil, "", fmt.Errorf("%w: %s under the root: %v", ErrNoTransport, dev, lerr)
+				}
+				host = r.Path(dev)
+			}
+			dev = host
 		}
 		return Serial(dev), fmt.Sprintf("DMI product name is %q", product), nil
 	}

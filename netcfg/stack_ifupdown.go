@@ -2,7 +2,6 @@ package netcfg
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
@@ -52,10 +51,7 @@ func reloadIfupdown(root string, sf *StackFiles) Reload {
 	if !exists(root, ifupdownState) {
 		return Reload{Note: "ifupdown has not run yet; networking.service reads the stanzas"}
 	}
-	if root == "" {
-		root = "/"
-	}
-	state, _ := fsutil.ReadFileNoFollow(context.Background(), filepath.Join(root, ifupdownState), fsutil.SmallFile)
+	state, _ := fsutil.ReadFileInNoFollow(context.Background(), root, ifupdownState, fsutil.SmallFile)
 	up := map[string]bool{}
 	for _, l := range strings.Split(string(state), "\n") {
 		if n, _, ok := strings.Cut(l, "="); ok {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"strings"
 	"time"
 
@@ -75,17 +74,17 @@ func HoldCloudInit(root sysroot.Root, now time.Time) (Hold, error) {
 	}
 	// The marker first: it is what skips the units, and it records the
 	// switch of the status files before the switch is made.
-	enabled := exists(root.Path(cloudInitEnabled))
+	enabled := exists(root, cloudInitEnabled)
 	m.Switched = m.Switched || enabled
 	b, _ := json.Marshal(m)
-	if _, err := fsutil.WriteFile(root.Path(MarkerPath), append(b, '\n'), 0o644); err != nil {
+	if err := fsutil.WriteFileIn(string(root), MarkerPath, append(b, '\n'), 0o644); err != nil {
 		return h, fmt.Errorf("holding cloud-init back: %w", err)
 	}
 	if enabled {
-		if _, err := fsutil.WriteFile(root.Path(cloudInitDisabled), nil, 0o644); err != nil {
+		if err := fsutil.WriteFileIn(string(root), cloudInitDisabled, nil, 0o644); err != nil {
 			return h, fmt.Errorf("holding cloud-init back: %w", err)
 		}
-		if err := os.Remove(root.Path(cloudInitEnabled)); err != nil {
+		if err := fsutil.RemoveIn(string(root), cloudInitEnabled, false); err != nil {
 			return h, fmt.Errorf("holding cloud-init back: %w", err)
 		}
 	}
@@ -103,15 +102,15 @@ func Release(root sysroot.Root) error {
 	if m == nil {
 		return nil
 	}
-	if m.Switched && exists(root.Path(cloudInitDisabled)) {
-		if _, err := fsutil.WriteFile(root.Path(cloudInitEnabled), nil, 0o644); err != nil {
+	if m.Switched && exists(root, cloudInitDisabled) {
+		if err := fsutil.WriteFileIn(string(root), cloudInitEnabled, nil, 0o644); err != nil {
 			return fmt.Errorf("releasing cloud-init: %w", err)
 		}
-		if err := os.Remove(root.Path(cloudInitDisabled)); err != nil {
+		if err := fsutil.RemoveIn(string(root), cloudInitDisabled, false); err != nil {
 			return fmt.Errorf("releasing cloud-init: %w", err)
 		}
 	}
-	if err := os.Remove(root.Path(MarkerPath)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := fsutil.RemoveIn(string(root), MarkerPath, false); err != nil {
 		return fmt.Errorf("releasing cloud-init: %w", err)
 	}
 	return nil
@@ -121,7 +120,7 @@ func Release(root sysroot.Root) error {
 // cannot be parsed still holds cloud-init back (the units test only its
 // existence), and is an error here.
 func readMarker(root sysroot.Root) (*marker, error) {
-	b, err := fsutil.ReadFileNoFollow(context.Background(), root.Path(MarkerPath), fsutil.SmallFile)
+	b, err := fsutil.ReadFileInNoFollow(context.Background(), string(root), MarkerPath, fsutil.SmallFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -139,7 +138,7 @@ func readMarker(root sysroot.Root) (*marker, error) {
 // requires (meta-data and user-data), or "".
 func seedPresent(root sysroot.Root) string {
 	for _, d := range seedDirs {
-		if isFile(root.Path(d+"/meta-data")) && isFile(root.Path(d+"/user-data")) {
+		if isFile(root, d+"/meta-data") && isFile(root, d+"/user-data") {
 			return d
 		}
 	}
@@ -183,12 +182,16 @@ func policyRunsWithoutSource(root sysroot.Root) (string, bool) {
 	return policy, false
 }
 
-func exists(p string) bool {
-	_, err := os.Lstat(p)
+// exists reports whether the system path p is there under root (a link
+// itself counts).
+func exists(root sysroot.Root, p string) bool {
+	_, err := fsutil.StatIn(string(root), p, false)
 	return err == nil
 }
 
-func isFile(p string) bool {
-	fi, err := os.Stat(p)
+// isFile reports whether the system path p under root is a regular file,
+// links followed inside the root.
+func isFile(root sysroot.Root, p string) bool {
+	fi, err := fsutil.StatIn(string(root), p, true)
 	return err == nil && fi.Mode().IsRegular()
 }

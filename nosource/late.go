@@ -122,7 +122,7 @@ func stamp(t time.Time) string {
 
 // RecordLate keeps msg in LatePath for `seedkeeper status`.
 func RecordLate(root sysroot.Root, msg string) error {
-	if _, err := fsutil.WriteFile(root.Path(LatePath), []byte(msg+"\n"), 0o644); err != nil {
+	if err := fsutil.WriteFileIn(string(root), LatePath, []byte(msg+"\n"), 0o644); err != nil {
 		return fmt.Errorf("recording the late source: %w", err)
 	}
 	return nil
@@ -130,7 +130,7 @@ func RecordLate(root sysroot.Root, msg string) error {
 
 // ReadLate returns what RecordLate kept in this boot, "" when nothing.
 func ReadLate(root sysroot.Root) (string, error) {
-	b, err := fsutil.ReadFileNoFollow(context.Background(), root.Path(LatePath), fsutil.SmallFile)
+	b, err := fsutil.ReadFileInNoFollow(context.Background(), string(root), LatePath, fsutil.SmallFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}

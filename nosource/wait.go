@@ -3,10 +3,10 @@ package nosource
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
+	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
 
@@ -107,7 +107,7 @@ func WaitForDevices(ctx context.Context, o WaitOptions) Waited {
 	}
 	u := udev{root: o.Root}
 	running := u.busy() || u.daemon()
-	if !running && !exists(o.Root.Path(udevControl)) {
+	if !running && !exists(o.Root, udevControl) {
 		w.Outcome = "udev is not running (no " + udevControl + ", no udevd process): no device is coming"
 		return w
 	}
@@ -176,21 +176,22 @@ type udev struct {
 	root sysroot.Root
 }
 
-func (u udev) busy() bool { return exists(u.root.Path(UdevQueue)) }
+func (u udev) busy() bool { return exists(u.root, UdevQueue) }
 
 // daemon reports whether udevd is running: a udevd process in /proc, or,
 // when /proc cannot be listed, the control socket.
 func (u udev) daemon() bool {
-	proc := u.root.Path("/proc")
-	ents, err := os.ReadDir(proc)
+	ents, err := fsutil.ReadDirIn(string(u.root), "/proc")
 	if err != nil {
-		return exists(u.root.Path(udevControl))
+		return exists(u.root, udevControl)
 	}
 	for _, e := range ents {
 		if !isPID(e.Name()) {
 			continue
 		}
-		b, err := os.ReadFile(proc + "/" + e.Name() + "/comm")
+		// Under an image root /proc is the image's: a FIFO or a link
+		// out of it is refused, never waited on or followed.
+		b, err := fsutil.ReadFileIn(context.Background(), string(u.root), "/proc/"+e.Name()+"/comm", fsutil.TinyFile)
 		if err != nil {
 			continue // gone meanwhile, or not ours to read
 		}

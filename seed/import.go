@@ -1,13 +1,13 @@
 package seed
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
+	"math/rand/v2"
+	"path"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
@@ -19,7 +19,7 @@ import (
 // absent or holds no seed file) or an import already exists. It changes
 // nothing.
 func importable(root sysroot.Root) ([]string, error) {
-	entries, err := os.ReadDir(root.Path(Dir))
+	entries, err := fsutil.ReadDirIn(string(root), Dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -38,7 +38,7 @@ func importable(root sysroot.Root) ([]string, error) {
 	if !found {
 		return nil, nil
 	}
-	if _, err := os.Lstat(root.Path(ImportDir)); err == nil {
+	if existsIn(root, ImportDir) {
 		return nil, nil // imported by a run that was killed before claiming
 	}
 	return names, nil
@@ -48,46 +48,47 @@ func importable(root sysroot.Root) ([]string, error) {
 // ImportDir, once. It returns ImportDir when it imported now, "" when an
 // import already exists.
 func importSeed(root sysroot.Root, names []string) (string, error) {
-	dir := root.Path(Dir)
-	dst := root.Path(ImportDir)
-	if _, err := os.Lstat(dst); err == nil {
+	if existsIn(root, ImportDir) {
 		return "", nil
 	}
-	parent := filepath.Dir(dst)
-	if err := fsutil.MkdirNoFollow(parent, 0o755); err != nil {
+	fail := func(err error) (string, error) {
 		return "", fmt.Errorf("importing the seed in %s: %w", Dir, err)
 	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dst)+".tmp-*")
-	if err != nil {
-		return "", fmt.Errorf("importing the seed in %s: %w", Dir, err)
+	var tmp string
+	for i := 0; ; i++ {
+		tmp = path.Join(path.Dir(ImportDir), "."+path.Base(ImportDir)+".tmp-"+strconv.FormatUint(rand.Uint64(), 36))
+		made, err := fsutil.MkdirIn(string(root), tmp, 0o700, true)
+		if err != nil {
+			return fail(err)
+		}
+		if made {
+			break
+		}
+		if i == 16 {
+			return fail(errors.New("no free name for a temporary directory"))
+		}
 	}
 	ok := false
 	defer func() {
 		if !ok {
-			os.RemoveAll(tmp)
+			fsutil.RemoveIn(string(root), tmp, true)
 		}
 	}()
-	if err := os.Chmod(tmp, 0o700); err != nil {
-		return "", fmt.Errorf("importing the seed in %s: %w", Dir, err)
-	}
 	for _, n := range names {
-		data, err := fsutil.ReadFileNoFollow(context.Background(), filepath.Join(dir, n), maxFile)
+		data, err := readOwnIn(root, path.Join(Dir, n))
 		if err != nil {
-			return "", fmt.Errorf("importing the seed in %s: %w", Dir, err)
+			return fail(err)
 		}
-		if _, err := fsutil.WriteFile(filepath.Join(tmp, n), data, 0o600); err != nil {
-			return "", fmt.Errorf("importing the seed in %s: %w", Dir, err)
+		if err := fsutil.WriteFileIn(string(root), path.Join(tmp, n), data, 0o600); err != nil {
+			return fail(err)
 		}
 	}
-	if err := os.Rename(tmp, dst); err != nil {
+	if err := fsutil.RenameIn(string(root), tmp, ImportDir); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return "", nil
 		}
-		return "", fmt.Errorf("importing the seed in %s: %w", Dir, err)
+		return fail(err)
 	}
 	ok = true
-	if err := fsutil.SyncDir(parent); err != nil {
-		return "", fmt.Errorf("importing the seed in %s: %w", Dir, err)
-	}
 	return ImportDir, nil
 }

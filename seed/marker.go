@@ -32,8 +32,8 @@ func markerPath(root sysroot.Root) string {
 // readMarker returns the marker and whether there is one. A marker that
 // exists but cannot be parsed is an error (and still means "owned").
 func readMarker(root sysroot.Root) (*marker, bool, error) {
-	path := markerPath(root)
-	data, err := fsutil.ReadFileNoFollow(context.Background(), path, fsutil.SmallFile)
+	path := filepath.Join(Dir, MarkerName)
+	data, err := fsutil.ReadFileInNoFollow(context.Background(), string(root), path, fsutil.SmallFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return &marker{}, false, nil
 	}

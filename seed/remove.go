@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -41,9 +40,11 @@ type Removal struct {
 // hashes no file can be told to be seedkeeper's.
 func Remove(root sysroot.Root) (Removal, error) {
 	var res Removal
-	dir := root.Path(Dir)
-	for _, d := range []string{dir, root.Path(ImportDir)} {
-		if err := fsutil.NotLinked(d); err != nil {
+	if err := confined(root, "removing the seed"); err != nil {
+		return res, err
+	}
+	for _, d := range []string{Dir, ImportDir} {
+		if err := fsutil.NotLinkedIn(string(root), d); err != nil {
 			return res, fmt.Errorf("removing the seed: %w", err)
 		}
 	}
@@ -60,7 +61,7 @@ func Remove(root sysroot.Root) (Removal, error) {
 
 	// seedkeeper's files, where they still hold what it wrote.
 	for _, p := range managedPaths {
-		cur, err := readOwn(root.Path(p))
+		cur, err := readOwnIn(root, p)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -79,13 +80,13 @@ func Remove(root sysroot.Root) (Removal, error) {
 			res.Left = append(res.Left, fmt.Sprintf("%s: changed since seedkeeper wrote it; left in place (remove it by hand if cloud-init must not read it)", p))
 			continue
 		}
-		if err := removeFile(root.Path(p)); err != nil {
+		if err := removeFile(root, p); err != nil {
 			return res, err
 		}
 		res.Removed = append(res.Removed, p)
 	}
 	// Anything else in the seed directory is a person's.
-	ents, err := os.ReadDir(dir)
+	ents, err := fsutil.ReadDirIn(string(root), Dir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return res, fmt.Errorf("removing the seed: %w", err)
 	}
@@ -104,7 +105,7 @@ func Remove(root sysroot.Root) (Removal, error) {
 	complete := true
 	for _, n := range slices.Sorted(maps.Keys(imported)) {
 		p := filepath.Join(Dir, n)
-		cur, err := readOwn(root.Path(p))
+		cur, err := readOwnIn(root, p)
 		switch {
 		case err == nil && bytes.Equal(cur, imported[n]):
 			res.Restored = append(res.Restored, p)
@@ -114,10 +115,7 @@ func Remove(root sysroot.Root) (Removal, error) {
 			res.Left = append(res.Left, fmt.Sprintf("%s: not given back, %s is there and is not seedkeeper's; the imported copy stays in %s", filepath.Join(ImportDir, n), p, ImportDir))
 			continue
 		}
-		if err := ensureDir(dir, 0o755, false); err != nil {
-			return res, fmt.Errorf("giving back the imported seed: %w", err)
-		}
-		if _, err := fsutil.WriteFile(root.Path(p), imported[n], 0o600); err != nil {
+		if err := fsutil.WriteFileIn(string(root), p, imported[n], 0o600); err != nil {
 			return res, fmt.Errorf("giving back the imported seed: %w", err)
 		}
 		res.Restored = append(res.Restored, p)
@@ -125,18 +123,20 @@ func Remove(root sysroot.Root) (Removal, error) {
 
 	// The marker last: a run cut short is recognised by the next one.
 	if owned {
-		if err := removeFile(markerPath(root)); err != nil {
+		if err := removeFile(root, filepath.Join(Dir, MarkerName)); err != nil {
 			return res, err
 		}
 	}
 	if complete && imported != nil {
-		if err := os.RemoveAll(root.Path(ImportDir)); err != nil {
+		if err := fsutil.RemoveIn(string(root), ImportDir, true); err != nil {
 			return res, fmt.Errorf("removing the imported copy of the seed: %w", err)
 		}
 	}
 	// The directories seedkeeper made, when nothing is left in them.
-	if owned && os.Remove(dir) == nil {
-		os.Remove(filepath.Dir(dir))
+	if owned {
+		if gone, _ := fsutil.RemoveEmptyDirIn(string(root), Dir); gone {
+			fsutil.RemoveEmptyDirIn(string(root), filepath.Dir(Dir))
+		}
 	}
 	return res, nil
 }
@@ -144,8 +144,7 @@ func Remove(root sysroot.Root) (Removal, error) {
 // readImport returns the files of the imported seed by name, nil when
 // nothing was imported.
 func readImport(root sysroot.Root) (map[string][]byte, error) {
-	dir := root.Path(ImportDir)
-	ents, err := os.ReadDir(dir)
+	ents, err := fsutil.ReadDirIn(string(root), ImportDir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -157,7 +156,7 @@ func readImport(root sysroot.Root) (map[string][]byte, error) {
 		if !e.Type().IsRegular() || strings.HasPrefix(e.Name(), ".") {
 			continue
 		}
-		b, err := readOwn(filepath.Join(dir, e.Name()))
+		b, err := readOwnIn(root, filepath.Join(ImportDir, e.Name()))
 		if err != nil {
 			return nil, fmt.Errorf("reading the imported seed: %w", err)
 		}
@@ -166,11 +165,13 @@ func readImport(root sysroot.Root) (map[string][]byte, error) {
 	return files, nil
 }
 
-func removeFile(path string) error {
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+// removeFile removes the system path p under root and syncs its
+// directory.
+func removeFile(root sysroot.Root, p string) error {
+	if err := fsutil.RemoveIn(string(root), p, false); err != nil {
 		return fmt.Errorf("removing the seed: %w", err)
 	}
-	if err := fsutil.SyncDir(filepath.Dir(path)); err != nil {
+	if err := fsutil.SyncDirIn(string(root), filepath.Dir(p)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("removing the seed: %w", err)
 	}
 	return nil

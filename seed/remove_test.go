@@ -240,3 +240,10 @@ func TestRemoveRefusesALinkedSeedDirectory(t *testing.T) {
 		t.Error("removed through the link")
 	}
 }
+
+// exists reports whether the host path path is there (a link itself
+// counts).
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -142,7 +141,7 @@ type Plan struct {
 	importNames []string // the files of a person's seed to import
 	claim       bool     // Dir has no marker: write an empty one first
 	fixDir      bool     // Dir is absent or its mode is not 0700
-	tempFiles   []string // host paths of temporaries a killed run left
+	tempFiles   []string // system paths of temporaries a killed run left
 	tempDirs    []string
 	markers     bool    // the marker changes: pending first, final last
 	pending     *marker // what the marker says while the files change
@@ -168,14 +167,14 @@ func PlanWrite(rootDir string, s Seed) (*Plan, error) {
 		return nil, err
 	}
 	p.Warnings = append(p.Warnings, warnings...)
-	if err := confined(root); err != nil {
+	if err := confined(root, "writing the seed"); err != nil {
 		return nil, err
 	}
 	dir := root.Path(Dir)
 	if err := fsutil.NotLinked(dir); err != nil {
 		return nil, err
 	}
-	if fi, err := os.Lstat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+	if fi, err := fsutil.StatIn(string(root), Dir, false); err != nil || fi.Mode().Perm() != 0o700 {
 		p.fixDir = true
 	}
 	p.tempFiles, p.tempDirs = temps(root)
@@ -202,7 +201,7 @@ func PlanWrite(rootDir string, s Seed) (*Plan, error) {
 	var stale []string
 	for _, name := range seedFiles {
 		sp := filepath.Join(Dir, name)
-		if _, ok := wantSum[sp]; !ok && exists(root.Path(sp)) {
+		if _, ok := wantSum[sp]; !ok && existsIn(root, sp) {
 			stale = append(stale, sp)
 		}
 	}
@@ -213,14 +212,14 @@ func PlanWrite(rootDir string, s Seed) (*Plan, error) {
 			p.Warnings = append(p.Warnings, fmt.Sprintf("the seed marker lists a path seedkeeper does not write (%d bytes); ignoring it", len(sp)))
 			continue
 		}
-		if _, ok := wantSum[sp]; !ok && !slices.Contains(stale, sp) && exists(root.Path(sp)) {
+		if _, ok := wantSum[sp]; !ok && !slices.Contains(stale, sp) && existsIn(root, sp) {
 			stale = append(stale, sp)
 		}
 	}
 	slices.Sort(stale)
 	var todo []file
 	for _, f := range want {
-		if !same(root.Path(f.path), f.data, f.perm) {
+		if !same(root, f.path, f.data, f.perm) {
 			todo = append(todo, f)
 		}
 	}
@@ -246,7 +245,7 @@ func PlanWrite(rootDir string, s Seed) (*Plan, error) {
 		return h == mk.Files[sp] || h == mk.Pending[sp], h == wantSum[sp]
 	}
 	for _, f := range todo {
-		if written, same := ours(f.path); !written && !same && exists(root.Path(f.path)) {
+		if written, same := ours(f.path); !written && !same && existsIn(root, f.path) {
 			p.Warnings = append(p.Warnings, fmt.Sprintf("%s was changed by hand since seedkeeper wrote it; overwriting it (change the metadata instead)", f.path))
 		}
 		p.write = append(p.write, f)
@@ -296,13 +295,13 @@ func (p *Plan) Apply() (Result, error) {
 		return res, nil
 	}
 	// The way may have changed since the plan: checked again.
-	if err := confined(root); err != nil {
+	if err := confined(root, "writing the seed"); err != nil {
 		return res, err
 	}
-	if err := ensureDir(root.Path(Dir), 0o700, true); err != nil {
+	if err := ensureDir(root, Dir, 0o700, true); err != nil {
 		return res, err
 	}
-	removeTemps(p.tempFiles, p.tempDirs)
+	removeTemps(root, p.tempFiles, p.tempDirs)
 	if p.Import {
 		imported, err := importSeed(root, p.importNames)
 		if err != nil {
@@ -325,7 +324,7 @@ func (p *Plan) Apply() (Result, error) {
 		return res, err
 	}
 	for _, f := range p.write {
-		if err := ensureDir(filepath.Dir(root.Path(f.path)), 0o755, false); err != nil {
+		if err := ensureDir(root, path.Dir(f.path), 0o755, false); err != nil {
 			return res, err
 		}
 		changed, err := fsutil.WriteFile(root.Path(f.path), f.data, f.perm)
@@ -337,10 +336,10 @@ func (p *Plan) Apply() (Result, error) {
 		}
 	}
 	for _, sp := range p.Removes {
-		if err := os.Remove(root.Path(sp)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := fsutil.RemoveIn(string(root), sp, false); err != nil {
 			return res, fmt.Errorf("writing the seed: %w", err)
 		}
-		if err := fsutil.SyncDir(filepath.Dir(root.Path(sp))); err != nil {
+		if err := fsutil.SyncDirIn(string(root), filepath.Dir(sp)); err != nil {
 			return res, fmt.Errorf("writing the seed: %w", err)
 		}
 		res.Removed = append(res.Removed, sp)
@@ -516,13 +515,14 @@ func sum(b []byte) string {
 	return hex.EncodeToString(h[:])
 }
 
-// same reports whether path is a regular file holding data with mode perm.
-func same(path string, data []byte, perm fs.FileMode) bool {
-	fi, err := os.Lstat(path)
+// same reports whether the system path p under root is a regular file
+// holding data with mode perm.
+func same(root sysroot.Root, p string, data []byte, perm fs.FileMode) bool {
+	fi, err := fsutil.StatIn(string(root), p, false)
 	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != perm {
 		return false
 	}
-	cur, err := readOwn(path)
+	cur, err := readOwnIn(root, p)
 	return err == nil && bytes.Equal(cur, data)
 }
 
@@ -536,6 +536,11 @@ func readOwn(path string) ([]byte, error) {
 	return fsutil.ReadFileNoFollow(context.Background(), path, maxFile)
 }
 
+// readOwnIn is readOwn for the system path p under root, confined to it.
+func readOwnIn(root sysroot.Root, p string) ([]byte, error) {
+	return fsutil.ReadFileInNoFollow(context.Background(), string(root), p, maxFile)
+}
+
 // managedPaths are the only system paths seed writes, and so the only
 // ones it may remove.
 var managedPaths = []string{
@@ -547,23 +552,20 @@ var managedPaths = []string{
 // managed reports whether p is a path seed writes.
 func managed(p string) bool { return slices.Contains(managedPaths, p) }
 
-func exists(path string) bool {
-	_, err := os.Lstat(path)
+// existsIn reports whether the system path p is there under root (a link
+// itself counts).
+func existsIn(root sysroot.Root, p string) bool {
+	_, err := fsutil.StatIn(string(root), p, false)
 	return err == nil
 }
 
 // ensureDir makes dir a directory, refusing a symbolic link. A directory it
 // creates gets mode perm; an existing one is brought to perm only when
 // private is set (the seed directory), others keep the mode they have.
-func ensureDir(dir string, perm fs.FileMode, private bool) error {
-	_, absent := os.Lstat(dir)
-	if err := fsutil.MkdirNoFollow(dir, perm); err != nil {
-		return err
-	}
-	if errors.Is(absent, fs.ErrNotExist) || private {
-		return os.Chmod(dir, perm) // past the umask, or back from a hand edit
-	}
-	return nil
+func ensureDir(root sysroot.Root, dir string, perm fs.FileMode, private bool) error {
+	// Past the umask, or back from a hand edit.
+	_, err := fsutil.MkdirIn(string(root), dir, perm, private)
+	return err
 }
 
 // writtenDirs are the directories seed writes in, lists and removes from.
@@ -575,13 +577,13 @@ var writtenDirs = []string{Dir, path.Dir(ImportDir), PerBootDir, path.Dir(Legacy
 // root, so that a link at /var/lib/cloud would make boot --root read and
 // write the host's seed. The machine's own root is not checked: its links
 // are the system's.
-func confined(root sysroot.Root) error {
+func confined(root sysroot.Root, op string) error {
 	if root.IsReal() {
 		return nil
 	}
 	for _, d := range writtenDirs {
 		if err := fsutil.NoLinkOnTheWayIn(string(root), d); err != nil {
-			return fmt.Errorf("writing the seed: %w", err)
+			return fmt.Errorf("%s: %w", op, err)
 		}
 	}
 	return nil
@@ -590,33 +592,51 @@ func confined(root sysroot.Root) error {
 // cleanTemps removes temporary files a killed run left next to the files
 // seed manages.
 func cleanTemps(root sysroot.Root) {
-	removeTemps(temps(root))
+	files, dirs := temps(root)
+	removeTemps(root, files, dirs)
 }
 
-// temps returns the host paths of the temporary files a killed run left
-// next to the files seed manages, and of its temporary import directories.
+// temps returns the system paths of the temporary files a killed run left
+// next to the files seed manages, and of its temporary import
+// directories, listed under root (confined to it).
 func temps(root sysroot.Root) (files, dirs []string) {
-	names := append(slices.Clone(seedFiles), MarkerName)
-	var globs []string
-	for _, n := range names {
-		globs = append(globs, filepath.Join(root.Path(Dir), "."+n+".tmp-*"))
+	byDir := map[string][]string{}
+	for _, n := range append(slices.Clone(seedFiles), MarkerName) {
+		byDir[Dir] = append(byDir[Dir], "."+n+".tmp-")
 	}
 	for _, p := range []string{OperatorScript, UserScript, LegacyUserData} {
-		globs = append(globs, filepath.Join(root.Path(filepath.Dir(p)), "."+filepath.Base(p)+".tmp-*"))
+		byDir[path.Dir(p)] = append(byDir[path.Dir(p)], "."+path.Base(p)+".tmp-")
 	}
-	for _, g := range globs {
-		matches, _ := filepath.Glob(g)
-		files = append(files, matches...)
+	importTmp := "." + path.Base(ImportDir) + ".tmp-"
+	byDir[path.Dir(ImportDir)] = append(byDir[path.Dir(ImportDir)], importTmp)
+	for _, d := range slices.Sorted(maps.Keys(byDir)) {
+		ents, err := fsutil.ReadDirIn(string(root), d)
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			for _, prefix := range byDir[d] {
+				if !strings.HasPrefix(e.Name(), prefix) || len(e.Name()) == len(prefix) {
+					continue
+				}
+				p := path.Join(d, e.Name())
+				if prefix == importTmp && e.IsDir() {
+					dirs = append(dirs, p)
+				} else if prefix != importTmp {
+					files = append(files, p)
+				}
+			}
+		}
 	}
-	dirs, _ = filepath.Glob(root.Path(filepath.Join(filepath.Dir(ImportDir), "."+filepath.Base(ImportDir)+".tmp-*")))
 	return files, dirs
 }
 
-func removeTemps(files, dirs []string) {
-	for _, m := range files {
-		os.Remove(m)
+// removeTemps removes what temps listed, confined to root.
+func removeTemps(root sysroot.Root, files, dirs []string) {
+	for _, p := range files {
+		fsutil.RemoveIn(string(root), p, false)
 	}
-	for _, m := range dirs {
-		os.RemoveAll(m)
+	for _, p := range dirs {
+		fsutil.RemoveIn(string(root), p, true)
 	}
 }

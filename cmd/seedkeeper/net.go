@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path"
 	"strings"
 	"syscall"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/seedkeeper/seedkeeper/datasource"
 	"github.com/seedkeeper/seedkeeper/hotplug"
 	"github.com/seedkeeper/seedkeeper/internal/config"
+	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 	"github.com/seedkeeper/seedkeeper/internal/safetext"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 	"github.com/seedkeeper/seedkeeper/netcfg"
@@ -164,6 +166,11 @@ func runNet(args []string, stdout, stderr io.Writer) int {
 		}
 		allow = hotplug.NewAllowlist(hotplug.OriginFlag, names)
 		fmt.Fprintf(stderr, "seedkeeper net %s: driver allowlist %s\n", sub, safetext.Escape(allow.String()))
+	}
+	// The receipt is read and written by its path: under a root no link
+	// or mount may lie on the way to it (as boot and the watch check).
+	if err := fsutil.NoLinkOnTheWayIn(*root, path.Dir(agent.ReceiptPath)); err != nil {
+		return fail(fmt.Errorf("the network receipt: %w", err))
 	}
 	opts.Receipt = sysroot.Root(*root).Path(agent.ReceiptPath)
 	opts.Allow = allow.Allows

@@ -25,7 +25,10 @@ marker's hashes say so; a network file by its name and its first line).
 Anything else is left in place and named on stderr, as is
 /etc/resolv.conf when seedkeeper wrote it (removing it would end name
 resolution now). The live network and seedkeeper's own state in
-/var/lib/seedkeeper are not touched. Running it again changes nothing.
+/var/lib/seedkeeper are not touched; a purge removes that state, all but
+an imported seed that could not be given back, which it keeps. Under
+--root every path is reached inside DIR: a link of the image's is never
+followed out of it. Running it again changes nothing.
 
 The package's removal runs it (prerm of the .deb, %preun of the .rpm). The
 next boot is then plain cloud-init's: it decides the instance ID alone,

@@ -59,10 +59,14 @@ const (
 	// NoFollow refuses a symbolic link as the last component (ErrSymlink)
 	// instead of following it inside the root.
 	NoFollow
+	// BlockDevice: a block device (a disk, a partition, a CD-ROM), opened
+	// read-only and non-blocking; never a character device.
+	BlockDevice
 )
 
 func (k Kinds) accepts(m fs.FileMode) bool {
-	return (k&Regular != 0 && m.IsRegular()) || (k&Directory != 0 && m.IsDir())
+	return (k&Regular != 0 && m.IsRegular()) || (k&Directory != 0 && m.IsDir()) ||
+		(k&BlockDevice != 0 && m&fs.ModeDevice != 0 && m&fs.ModeCharDevice == 0)
 }
 
 func (k Kinds) String() string {
@@ -72,6 +76,9 @@ func (k Kinds) String() string {
 	}
 	if k&Directory != 0 {
 		s = append(s, "a directory")
+	}
+	if k&BlockDevice != 0 {
+		s = append(s, "a block device")
 	}
 	return strings.Join(s, " or ")
 }
@@ -182,6 +189,25 @@ func ReadDirIn(root, p string) ([]fs.DirEntry, error) {
 	return ents, nil
 }
 
+// NotLinkedIn checks that the directory at the system path p under root,
+// when it exists, is a directory and not a symbolic link (ErrSymlink):
+// seedkeeper never follows a link to a directory of its own. A link on
+// the way to p is followed inside the root, never out of it.
+func NotLinkedIn(root, p string) error {
+	fi, err := StatIn(root, p, false)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return fmt.Errorf("%s is a symbolic link; seedkeeper does not follow links to its own directories (remove the link): %w", p, ErrSymlink)
+	case !fi.IsDir():
+		return fmt.Errorf("%s: not a directory (a %s)", p, Kind(fi.Mode()))
+	}
+	return nil
+}
+
 // ReadlinkIn returns the target of the symbolic link at the system path p
 // under root (fs.ErrInvalid when p is not a link).
 func ReadlinkIn(root, p string) (string, error) {
@@ -193,7 +219,8 @@ func ReadlinkIn(root, p string) (string, error) {
 }
 
 // RemoveIn removes the system path p under root, which must already be
-// resolved (no link on the way: one that appeared is refused). With tree
+// resolved (no link on the way: one that appeared is refused; on the real
+// root the machine's own links on the way are followed). With tree
 // false p must not be a directory (ErrIsDir): a file, a link (removed, not
 // followed), or a special file is unlinked. With tree true p must be a
 // directory, removed with all it holds; links inside are removed, never
@@ -206,6 +233,141 @@ func RemoveIn(root, p string, tree bool) error {
 	}
 	if err := removeIn(root, path.Clean(p), tree); err != nil {
 		return inRootErr("removing", p, 0, err)
+	}
+	return nil
+}
+
+// RemoveEmptyDirIn removes the directory at the system path p under root,
+// which must already be resolved (no link on the way), only when it is
+// empty: it reports whether it removed it. A directory that holds
+// anything is left (false, nil), as is a missing one; what is not a
+// directory is an error naming its kind.
+func RemoveEmptyDirIn(root, p string) (bool, error) {
+	if !strings.HasPrefix(p, "/") || path.Clean(p) == "/" {
+		return false, fmt.Errorf("removing %s: not a path below the root", p)
+	}
+	gone, err := removeEmptyDirIn(root, path.Clean(p))
+	if err != nil {
+		return false, inRootErr("removing", p, 0, err)
+	}
+	return gone, nil
+}
+
+// portableRemoveEmptyDir is removeEmptyDirIn done in user space.
+func portableRemoveEmptyDir(root, p string) (bool, error) {
+	if err := NoLinkOnTheWayIn(root, p); err != nil {
+		return false, err
+	}
+	fi, host, err := portableStat(root, p, false)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return false, nil
+	case err != nil:
+		return false, err
+	case !fi.IsDir():
+		return false, &kindError{fi.Mode()}
+	}
+	if err := os.Remove(host); err != nil {
+		if errors.Is(err, fs.ErrNotExist) || isNotEmpty(err) {
+			return false, nil
+		}
+		return false, err
+	}
+	return true, nil
+}
+
+// MkdirIn makes sure the system path p under root is a directory: when
+// it is absent it is made with exactly perm (past the umask; missing
+// directories above it are made 0755), and an existing one is brought to
+// perm only with setPerm. It reports whether it made p. Every directory on
+// the way is opened one component at a time and a link is refused
+// (ErrSymlink), also on the real root for p itself: seedkeeper's own
+// directories are never followed through a link.
+func MkdirIn(root, p string, perm fs.FileMode, setPerm bool) (bool, error) {
+	if !strings.HasPrefix(p, "/") || path.Clean(p) == "/" {
+		return false, fmt.Errorf("making %s: not a path below the root", p)
+	}
+	made, err := mkdirIn(root, path.Clean(p), perm, setPerm)
+	if err != nil {
+		return false, inRootErr("making", p, 0, err)
+	}
+	return made, nil
+}
+
+// portableMkdir is mkdirIn done in user space.
+func portableMkdir(root, p string, perm fs.FileMode, setPerm bool) (bool, error) {
+	if err := NoLinkOnTheWayIn(root, p); err != nil {
+		return false, err
+	}
+	proot, err := portableRoot(root)
+	if err != nil {
+		return false, err
+	}
+	host := hostPath(proot, p)
+	if err := os.MkdirAll(filepath.Dir(host), 0o755); err != nil {
+		return false, err
+	}
+	made := false
+	if err := os.Mkdir(host, perm.Perm()); err == nil {
+		made = true
+	} else if !errors.Is(err, fs.ErrExist) {
+		return false, err
+	}
+	fi, err := os.Lstat(host)
+	switch {
+	case err != nil:
+		return false, err
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return false, ErrSymlink
+	case !fi.IsDir():
+		return false, &kindError{fi.Mode()}
+	}
+	if made || setPerm {
+		return made, os.Chmod(host, perm.Perm())
+	}
+	return made, nil
+}
+
+// RenameIn renames the system path from to the name to in the same
+// directory under root (already resolved: a link on the way is refused),
+// replacing what is there as rename(2) does (a directory only when it is
+// empty: otherwise an error that is fs.ErrExist), and syncs the directory.
+func RenameIn(root, from, to string) error {
+	from, to = path.Clean(from), path.Clean(to)
+	if !strings.HasPrefix(from, "/") || from == "/" || path.Dir(from) != path.Dir(to) {
+		return fmt.Errorf("renaming %s to %s: not two names in one directory below the root", from, to)
+	}
+	if err := renameIn(root, from, to); err != nil {
+		return inRootErr("renaming", from, 0, err)
+	}
+	return nil
+}
+
+// portableRename is renameIn done in user space.
+func portableRename(root, from, to string) error {
+	if err := NoLinkOnTheWayIn(root, path.Dir(from)); err != nil {
+		return err
+	}
+	proot, err := portableRoot(root)
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(hostPath(proot, from), hostPath(proot, to)); err != nil {
+		return err
+	}
+	return SyncDir(hostPath(proot, path.Dir(from)))
+}
+
+// SyncDirIn syncs the directory at the system path p under root, so that
+// a removal or a rename in it lasts.
+func SyncDirIn(root, p string) error {
+	f, err := OpenIn(root, p, Directory)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("syncing %s: %w", p, err)
 	}
 	return nil
 }
@@ -502,6 +664,8 @@ func portableRemove(root, p string, tree bool) error {
 	}
 	if sys, err := ResolveIn(root, p, false); err != nil {
 		return err
+	} else if isRealRoot(root) {
+		p = sys // the machine's own links on the way are followed
 	} else if sys != p {
 		return ErrSymlink
 	}
@@ -597,6 +761,8 @@ func portableTruncate(root, p string) error {
 	}
 	if sys, err := ResolveIn(root, p, false); err != nil {
 		return err
+	} else if isRealRoot(root) {
+		p = sys // the machine's own links on the way are followed
 	} else if sys != p {
 		return ErrSymlink
 	}

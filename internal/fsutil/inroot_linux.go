@@ -202,11 +202,16 @@ func readlinkIn(root, p string) (string, error) {
 }
 
 // parentFD opens the directory of the resolved path p under rfd, refusing
-// a link on the way (it would mean the path changed since it was
-// resolved).
+// a link on the way under an image root (it would mean the path changed
+// since it was resolved); on the real root the machine's own links on the
+// way are followed, as the kernel follows them.
 func parentFD(rfd int, root, p string) (int, string, error) {
 	dir, base := path.Dir(p), path.Base(p)
-	fd, err := openat2(rfd, rel(dir), unix.O_RDONLY|unix.O_DIRECTORY, resolveFlags(root)|unix.RESOLVE_NO_SYMLINKS)
+	flags := resolveFlags(root)
+	if !isRealRoot(root) {
+		flags |= unix.RESOLVE_NO_SYMLINKS
+	}
+	fd, err := openat2(rfd, rel(dir), unix.O_RDONLY|unix.O_DIRECTORY, flags)
 	if err == unix.ELOOP {
 		err = fmt.Errorf("a symbolic link on the way to it: %w", ErrSymlink)
 	}
@@ -251,6 +256,114 @@ func removeIn(root, p string, tree bool) error {
 		return portableRemove(root, p, tree)
 	}
 	return err
+}
+
+func removeEmptyDirIn(root, p string) (bool, error) {
+	var gone bool
+	ok, err := withRoot(root, func(rfd int) error {
+		dfd, base, err := parentFD(rfd, root, p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		defer unix.Close(dfd)
+		var st unix.Stat_t
+		if err := unix.Fstatat(dfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err == unix.ENOENT {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		if m := modeOf(st.Mode); !m.IsDir() {
+			return &kindError{m}
+		}
+		fd, err := openat2(dfd, base, unix.O_PATH|unix.O_NOFOLLOW, beneath)
+		if err != nil {
+			return err
+		}
+		unix.Close(fd)
+		switch err := unix.Unlinkat(dfd, base, unix.AT_REMOVEDIR); err {
+		case nil:
+			gone = true
+		case unix.ENOTEMPTY, unix.EEXIST, unix.ENOENT:
+		default:
+			return err
+		}
+		return nil
+	})
+	if !ok {
+		return portableRemoveEmptyDir(root, p)
+	}
+	return gone, err
+}
+
+func mkdirIn(root, p string, perm fs.FileMode, setPerm bool) (bool, error) {
+	if isRealRoot(root) {
+		// The machine's own links on the way are followed.
+		return portableMkdir(root, p, perm, setPerm)
+	}
+	made := false
+	ok, err := withRoot(root, func(rfd int) error {
+		dfd, err := mkdirsAt(rfd, root, path.Dir(p))
+		if err != nil {
+			return err
+		}
+		defer unix.Close(dfd)
+		base := path.Base(p)
+		switch err := unix.Mkdirat(dfd, base, uint32(perm.Perm())); err {
+		case nil:
+			made = true
+		case unix.EEXIST:
+		default:
+			return err
+		}
+		var st unix.Stat_t
+		if err := unix.Fstatat(dfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return err
+		}
+		switch m := modeOf(st.Mode); {
+		case m&fs.ModeSymlink != 0:
+			return ErrSymlink
+		case !m.IsDir():
+			return &kindError{m}
+		}
+		fd, err := openat2(dfd, base, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW, beneath)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		if made || setPerm {
+			return unix.Fchmod(fd, uint32(perm.Perm()))
+		}
+		return nil
+	})
+	if !ok {
+		return portableMkdir(root, p, perm, setPerm)
+	}
+	return made, err
+}
+
+func renameIn(root, from, to string) error {
+	ok, err := withRoot(root, func(rfd int) error {
+		dfd, base, err := parentFD(rfd, root, from)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(dfd)
+		if err := unix.Renameat(dfd, base, dfd, path.Base(to)); err != nil {
+			return err
+		}
+		return unix.Fsync(dfd)
+	})
+	if !ok {
+		return portableRename(root, from, to)
+	}
+	return err
+}
+
+func isNotEmpty(err error) bool {
+	return errors.Is(err, unix.ENOTEMPTY) || errors.Is(err, unix.EEXIST)
 }
 
 // removeTreeAt removes the directory name in the directory dfd and all it
@@ -450,6 +563,13 @@ func mkdirsAt(rfd int, root, dir string) (int, error) {
 		if err == unix.ENOENT {
 			if err = unix.Mkdirat(fd, c, 0o755); err == nil || err == unix.EEXIST {
 				next, err = openat2(fd, c, flags, stepFlags(root))
+			}
+		}
+		if err == unix.ENOTDIR {
+			// O_DIRECTORY may answer first for a link: say which.
+			var st unix.Stat_t
+			if unix.Fstatat(fd, c, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && modeOf(st.Mode)&fs.ModeSymlink != 0 {
+				err = unix.ELOOP
 			}
 		}
 		unix.Close(fd)

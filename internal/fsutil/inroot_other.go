@@ -3,8 +3,10 @@
 package fsutil
 
 import (
+	"errors"
 	"io/fs"
 	"os"
+	"syscall"
 )
 
 // Where the kernel has no confined lookup, the walk is done in user space.
@@ -19,6 +21,18 @@ func statIn(root, p string, follow bool) (fs.FileInfo, error) {
 func readlinkIn(root, p string) (string, error) { return portableReadlink(root, p) }
 
 func removeIn(root, p string, tree bool) error { return portableRemove(root, p, tree) }
+
+func removeEmptyDirIn(root, p string) (bool, error) { return portableRemoveEmptyDir(root, p) }
+
+func isNotEmpty(err error) bool {
+	return errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST)
+}
+
+func mkdirIn(root, p string, perm fs.FileMode, setPerm bool) (bool, error) {
+	return portableMkdir(root, p, perm, setPerm)
+}
+
+func renameIn(root, from, to string) error { return portableRename(root, from, to) }
 
 func truncateIn(root, p string) error { return portableTruncate(root, p) }
 

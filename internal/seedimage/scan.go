@@ -1,6 +1,7 @@
 package seedimage
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -18,7 +19,9 @@ type Device struct {
 	// Name is the kernel name ("sr0", "vdb1").
 	Name string
 	// Dev is the device node as the system names it ("/dev/sr0"), and
-	// Path where it is opened (Dev under the scan's root).
+	// Path the same under the scan's root, lexically, for messages: open
+	// Dev with OpenIn under the root, never Path, which may lead through
+	// a link out of it.
 	Dev, Path string
 	Info
 }
@@ -50,11 +53,11 @@ func Scan(root sysroot.Root, labels ...string) (found []Device, skipped []string
 		if slices.ContainsFunc(skipPrefixes, func(p string) bool { return strings.HasPrefix(name, p) }) {
 			continue
 		}
-		if sectors, err := os.ReadFile(root.Path("/sys/class/block/" + name + "/size")); err == nil && strings.TrimSpace(string(sectors)) == "0" {
+		if sectors, err := fsutil.ReadFileIn(context.Background(), string(root), "/sys/class/block/"+name+"/size", fsutil.TinyFile); err == nil && strings.TrimSpace(string(sectors)) == "0" {
 			continue
 		}
 		path := root.Path(dev)
-		info, err := Probe(path)
+		info, err := probeIn(root, dev)
 		if err != nil {
 			if !errors.Is(err, ErrUnknownFormat) {
 				skipped = append(skipped, fmt.Sprintf("%s: %v", dev, err))
@@ -71,7 +74,7 @@ func Scan(root sysroot.Root, labels ...string) (found []Device, skipped []string
 // blockDevices returns the kernel names in /sys/class/block, reverse
 // sorted.
 func blockDevices(root sysroot.Root) ([]string, error) {
-	des, err := os.ReadDir(root.Path("/sys/class/block"))
+	des, err := fsutil.ReadDirIn(string(root), "/sys/class/block")
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -91,11 +94,26 @@ func blockDevices(root sysroot.Root) ([]string, error) {
 // file or block device) from its first sectors, without reading any
 // directory but the FAT root's first cluster.
 func Probe(path string) (info Info, err error) {
-	defer recoverError(&err, path, "probing")
 	f, err := fsutil.OpenImage(path)
 	if err != nil {
 		return Info{}, err
 	}
+	return probeFile(f, path)
+}
+
+// probeIn is Probe for the system path p under root, opened confined to
+// it (see OpenIn).
+func probeIn(root sysroot.Root, p string) (Info, error) {
+	f, err := fsutil.OpenIn(string(root), p, fsutil.Regular|fsutil.BlockDevice)
+	if err != nil {
+		return Info{}, err
+	}
+	return probeFile(f, p)
+}
+
+// probeFile probes the image in f, which it closes.
+func probeFile(f *os.File, path string) (info Info, err error) {
+	defer recoverError(&err, path, "probing")
 	defer f.Close()
 	size, err := f.Seek(0, io.SeekEnd)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"strings"
 	"sync"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/diskfs/go-diskfs/filesystem/iso9660"
 
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
+	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
 
 // Image is an open seed filesystem. Its methods are safe for concurrent
@@ -48,6 +50,24 @@ func Open(path string) (*Image, error) {
 	if err != nil {
 		return nil, err
 	}
+	return openFile(f, path)
+}
+
+// OpenIn opens the image file or block device at the system path p under
+// root, confined to it (fsutil.OpenIn: no link followed out of the root,
+// nothing but a regular file or a block device opened), and reads its
+// root directory.
+func OpenIn(root sysroot.Root, p string) (*Image, error) {
+	f, err := fsutil.OpenIn(string(root), p, fsutil.Regular|fsutil.BlockDevice)
+	if err != nil {
+		return nil, err
+	}
+	return openFile(f, p)
+}
+
+// openFile reads the image in f, which it closes on error and Close
+// closes.
+func openFile(f *os.File, path string) (*Image, error) {
 	// Stat reports 0 for a block device; its end is its size.
 	size, err := f.Seek(0, io.SeekEnd)
 	if err != nil {

@@ -6,7 +6,6 @@ package unit
 
 import (
 	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -84,7 +83,7 @@ func (r Root) dirs() []dir {
 		if err != nil || seen[host] {
 			continue // missing, or the same directory (/lib -> usr/lib)
 		}
-		if fi, err := os.Stat(host); err != nil || !fi.IsDir() {
+		if fi, err := fsutil.StatIn(r.Dir, d, true); err != nil || !fi.IsDir() {
 			continue
 		}
 		seen[host] = true
@@ -117,7 +116,7 @@ func Lookup(r Root, name string) State {
 	st.File = file
 	names := aliases(r, dirs, name, real)
 	for _, d := range dirs {
-		ents, _ := os.ReadDir(d.host)
+		ents, _ := fsutil.ReadDirIn(r.Dir, d.sys)
 		for _, e := range ents {
 			target, ok := strings.CutSuffix(e.Name(), ".wants")
 			if !ok {
@@ -127,7 +126,7 @@ func Lookup(r Root, name string) State {
 				continue
 			}
 			for _, n := range names {
-				if addsDependency(r, filepath.Join(d.host, e.Name(), n), path.Join(d.sys, e.Name(), n)) {
+				if addsDependency(r, path.Join(d.sys, e.Name(), n)) {
 					st.Enabled = true
 					st.Why = name + " is enabled: " + target + " wants it (" + path.Join(d.sys, e.Name(), n) + ")"
 					return st
@@ -148,19 +147,18 @@ func Lookup(r Root, name string) State {
 func find(r Root, dirs []dir, name string) (file, real string, masked bool) {
 	null := filepath.Join(orRoot(r.Dir), "dev/null")
 	for _, d := range dirs {
-		p := filepath.Join(d.host, name)
-		fi, err := os.Lstat(p)
+		sys := path.Join(d.sys, name)
+		fi, err := fsutil.StatIn(r.Dir, sys, false)
 		if err != nil {
 			continue
 		}
-		sys := path.Join(d.sys, name)
 		link := fi.Mode()&fs.ModeSymlink != 0
 		if link && linksToNull(r.Dir, sys) {
 			return sys, "", true
 		}
 		real, err := fsutil.Resolve(r.Dir, sys)
 		if err == nil {
-			fi, err = os.Stat(real)
+			fi, err = fsutil.StatIn(r.Dir, sys, true)
 		}
 		switch {
 		case err == nil && real == null, err == nil && fi.Mode()&fs.ModeCharDevice != 0:
@@ -209,7 +207,7 @@ func aliases(r Root, dirs []dir, name, real string) []string {
 		return slices.ContainsFunc(dirs, func(d dir) bool { return filepath.Dir(p) == d.host })
 	}
 	for _, d := range dirs {
-		ents, _ := os.ReadDir(d.host)
+		ents, _ := fsutil.ReadDirIn(r.Dir, d.sys)
 		for _, e := range ents {
 			if e.Type()&fs.ModeSymlink == 0 {
 				continue
@@ -230,11 +228,7 @@ func aliases(r Root, dirs []dir, name, real string) []string {
 // /dev/null, also in an image whose /dev is missing.
 func linksToNull(root, sys string) bool {
 	for range maxLinks {
-		dir, err := fsutil.Resolve(root, path.Dir(sys))
-		if err != nil {
-			return false
-		}
-		t, err := os.Readlink(filepath.Join(dir, path.Base(sys)))
+		t, err := fsutil.ReadlinkIn(root, sys)
 		if err != nil {
 			return false // not a link: the end of the chain
 		}
@@ -251,12 +245,12 @@ func linksToNull(root, sys string) bool {
 // maxLinks is how many links linksToNull follows, as the kernel does.
 const maxLinks = 40
 
-// addsDependency reports whether p, an entry of a .wants or .requires directory,
-// adds a dependency: systemd takes the name of a link there whether or not
-// its target exists, ignores anything but a link, and a link to /dev/null
-// masks the dependency.
-func addsDependency(r Root, p, sys string) bool {
-	fi, err := os.Lstat(p)
+// addsDependency reports whether sys, an entry of a .wants or .requires
+// directory, adds a dependency: systemd takes the name of a link there
+// whether or not its target exists, ignores anything but a link, and a
+// link to /dev/null masks the dependency.
+func addsDependency(r Root, sys string) bool {
+	fi, err := fsutil.StatIn(r.Dir, sys, false)
 	if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
 		return false
 	}
