@@ -442,6 +442,12 @@ func TestIntegrationRPMLifecycle(t *testing.T) {
 		return nil
 	})
 	if len(left) > 0 {
-		t.Errorf("after rpm -e, left behind: %v", left)
+		var state []string
+		if ents, err := os.ReadDir(filepath.Join(root, "var/lib/seedkeeper")); err == nil {
+			for _, e := range ents {
+				state = append(state, e.Name())
+			}
+		}
+		t.Errorf("after rpm -e, left behind: %v (in /var/lib/seedkeeper: %v)", left, state)
 	}
 }

@@ -309,8 +309,9 @@ func TestIntegrationRPMContents(t *testing.T) {
 		entry{path: "/usr/lib/systemd/system-preset/50-seedkeeper.preset", mode: 0o644})
 	// seedkeeper's state files are the package's (%ghost), so that rpm -e
 	// removes them: every file internal/paths keeps in the state directory
-	// but the imported seed, which "seedkeeper uninstall" gives back.
-	for _, f := range []string{paths.Identity, paths.Status, paths.Receipt, paths.Changes, paths.ChangesBad, paths.Sealed} {
+	// but the imported seed, which "seedkeeper uninstall" gives back, and
+	// the receipt's lock (netcfg/apply.LockReceipt).
+	for _, f := range []string{paths.Identity, paths.Status, paths.Receipt, paths.Receipt + ".lock", paths.Changes, paths.ChangesBad, paths.Sealed} {
 		want = append(want, entry{path: f, mode: 0o644})
 	}
 	// The rpm owns the drop-in directories it makes, so that rpm -e
