@@ -1,11 +1,20 @@
 package packaging
 
 import (
+	"go/ast"
+	"go/constant"
+	"go/parser"
+	"go/token"
+	"go/types"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/seedkeeper/seedkeeper/internal/paths"
 )
 
 // purgeState runs a removal script for real (args as the package manager
@@ -58,19 +67,86 @@ func TestPurgeKeepsTheImportedSeed(t *testing.T) {
 		t.Error("purge left the state directory")
 	}
 
-	// rpm's erase: the state path is rewritten into a scratch directory.
-	state = filepath.Join(t.TempDir(), "state")
-	mkfile(t, filepath.Join(state, "identity.json"), "{}\n")
-	mkfile(t, filepath.Join(state, "imported-seed/user-data"), "#cloud-config\n")
-	if _, code := scriptCalls(t, "rpm-postun", false, state, 0, "0"); code != 0 {
+	// rpm's erase: rpm itself removes the files the package declares
+	// (%ghost), and every state file seedkeeper writes is one of them,
+	// but the imported seed is not: it stays, and so does its directory.
+	ghosts := rpmGhosts(t)
+	for _, p := range stateFiles(t) {
+		if !ghosts[p] {
+			t.Errorf("%s is no %%ghost of the rpm: rpm -e would leave it", p)
+		}
+	}
+	for g := range ghosts {
+		if strings.HasPrefix(g, paths.ImportedSeed) {
+			t.Errorf("%s is a %%ghost of the rpm: rpm -e would remove the imported seed", g)
+		}
+	}
+	if _, code := scriptCalls(t, "rpm-postun", false, t.TempDir(), 0, "0"); code != 0 {
 		t.Fatalf("rpm-postun 0: exit %d", code)
 	}
-	if _, err := os.Stat(filepath.Join(state, "identity.json")); err == nil {
-		t.Error("rpm erase left the pinned identity")
+}
+
+// rpmGhosts are the rpm's %ghost files in nfpm.yaml.
+func rpmGhosts(t *testing.T) map[string]bool {
+	t.Helper()
+	b, err := os.ReadFile("nfpm.yaml")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(state, "imported-seed/user-data")); err != nil {
-		t.Errorf("rpm erase lost the imported seed: %v", err)
+	var cfg struct {
+		Contents []struct{ Dst, Type string }
 	}
+	if err := yaml.Unmarshal(b, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, c := range cfg.Contents {
+		if c.Type == "ghost" {
+			out[c.Dst] = true
+		}
+	}
+	return out
+}
+
+// stateFiles are the files seedkeeper writes in its state directory: every
+// constant of internal/paths in it but the imported seed (a directory,
+// kept), and the receipt's lock (netcfg/apply.LockReceipt).
+func stateFiles(t *testing.T) []string {
+	t.Helper()
+	fset := token.NewFileSet()
+	files, err := filepath.Glob(filepath.Join(repoRoot, "internal/paths/*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var afs []*ast.File
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		af, err := parser.ParseFile(fset, f, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		afs = append(afs, af)
+	}
+	pkg, err := (&types.Config{}).Check("paths", fset, afs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := []string{paths.Receipt + ".lock"}
+	for _, name := range pkg.Scope().Names() {
+		c, ok := pkg.Scope().Lookup(name).(*types.Const)
+		if !ok || c.Val().Kind() != constant.String {
+			continue
+		}
+		if v := constant.StringVal(c.Val()); strings.HasPrefix(v, paths.StateDir+"/") && v != paths.ImportedSeed {
+			out = append(out, v)
+		}
+	}
+	if len(out) < 6 {
+		t.Fatalf("found only %q in internal/paths", out)
+	}
+	return out
 }
 
 // Under DPKG_ROOT the scripts never act through a link of the image's:
