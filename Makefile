@@ -29,7 +29,7 @@ build:
 
 demo: build
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/seedkeeper-demo ./cmd/seedkeeper-demo
-	$(BIN)/seedkeeper-demo --bin $(BIN) --testdata testdata
+	$(BIN)/seedkeeper-demo --bin $(BIN) --testdata testdata --drop-in packaging/95-seedkeeper.cfg
 
 test-deps:
 	@sh scripts/test-deps.sh

@@ -47,9 +47,10 @@ func Watch(ctx context.Context, e Env, o WatchOptions) error {
 		e.Log.Error(msg, "err", err)
 		return fmt.Errorf("%s: %w", msg, err)
 	}
+	live := o.Network.live(&e)
 	idle := func(why string) error {
 		e.Log.Info("watch: " + why)
-		e.Notify("READY=1\nSTATUS=" + why)
+		e.watchReady(live, "\nSTATUS="+why)
 		return nil
 	}
 	if !e.Config.EventEnabled("hotplug") {
@@ -189,7 +190,7 @@ func Watch(ctx context.Context, e Env, o WatchOptions) error {
 		Apply:     applyFn,
 		// udev's records are a system path too: under the root.
 		UdevDataDir: e.Root.Path(hotplug.DefaultUdevDataDir),
-		Ready:       func() { e.Notify("READY=1") },
+		Ready:       func() { e.watchReady(live, "") },
 		Status:      func(s string) { e.notifyStatus("%s", s) },
 		Logger:      e.Log,
 		Outcome:     outcome,

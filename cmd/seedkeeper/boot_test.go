@@ -23,6 +23,7 @@ const fixtureSeed = "../../testdata/nocloud/seed"
 // after each boot, as text and as JSON.
 func TestBootNoCloudSeed(t *testing.T) {
 	root := scratchRoot(t, kvmProduct, kvmVendor, kvmUUID)
+	shipDropIn(t, root)
 	copyDir(t, fixtureSeed, filepath.Join(root, "var/lib/cloud/seed/nocloud"))
 
 	r := runBinary(t, nil, "boot", "--root", root)
@@ -103,6 +104,7 @@ func bootOK(t *testing.T, root string) procResult {
 // here, the command: exit 1, the log line, what status says.
 func TestBootNoSource(t *testing.T) {
 	root := scratchRoot(t, kvmProduct, kvmVendor, kvmUUID)
+	shipDropIn(t, root)
 	r := runBinary(t, nil, "boot", "--root", root)
 	if r.code != exitNoSource || !strings.Contains(r.stderr, "no metadata source on this machine; nothing to do") {
 		t.Fatalf("boot with no source: %v", r)
