@@ -1,13 +1,17 @@
 package agent_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/seedkeeper/seedkeeper/agent"
 	"github.com/seedkeeper/seedkeeper/internal/config"
+	"github.com/seedkeeper/seedkeeper/internal/journallog"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
 
@@ -42,5 +46,32 @@ func TestWatchReadyMark(t *testing.T) {
 		if agent.WatchIsReady(sysroot.Root(root), "0d3e5a71-c2b4-4f08-a9e6-7b1f3c5d8a20") {
 			t.Errorf("%s: the mark counts for another boot", mode)
 		}
+	}
+}
+
+// The log goes to the journal itself only when the writer is the stream
+// JOURNAL_STREAM names; any other writer keeps the text.
+func TestNewLoggerJournal(t *testing.T) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	t.Setenv("JOURNAL_STREAM", fmt.Sprintf("%d:%d", st.Dev, st.Ino))
+	if _, ok := agent.NewLogger(f).Handler().(*journallog.Handler); !ok {
+		t.Errorf("the journal's stream: handler %T", agent.NewLogger(f).Handler())
+	}
+	if _, ok := agent.NewLogger(os.Stdout).Handler().(*journallog.Handler); ok {
+		t.Errorf("another file went to the journal")
+	}
+	var buf bytes.Buffer
+	agent.NewLogger(&buf).Warn("hello", "nic", "eth1")
+	if buf.String() != "level=WARN msg=hello nic=eth1\n" {
+		t.Errorf("text under journald: %q", buf.String())
 	}
 }
