@@ -18,7 +18,7 @@ import (
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
 
-const statusHelp = `Usage: seedkeeper status [--root DIR] [--json] [--wait [--timeout D]]
+const statusHelp = `Usage: seedkeeper status [--root DIR] [--json | --format text|json|prometheus] [--wait [--timeout D]]
 
 Says what the last "seedkeeper boot" decided and why: the metadata source
 and transport, the instance ID reported and the one handed to cloud-init
@@ -46,7 +46,15 @@ or failed before saving, status says so first and exits 5.
 Options:
   --root DIR     resolve every system path under DIR
   --json         print the report as JSON ("verdict" and "problems" say
-                 what the exit status says)
+                 what the exit status says); the same as --format json
+  --format F     text (the default), json, or prometheus: the metrics of
+                 the report in the text format node_exporter's textfile
+                 collector reads (seedkeeper_status_verdict, the last
+                 boot's outcome and time, how long reading the metadata
+                 took, the instance ID and whether it changed, the changes
+                 held or failed, the network operations, each hot-added
+                 NIC's applies and failures); metrics.textfile_dir in the
+                 configuration has seedkeeper watch keep them in a file
   --wait         first wait until seedkeeper boot has finished in this boot
                  and, when its unit is enabled, seedkeeper watch is ready
   --timeout D    with --wait, wait at most D (such as 90s or 5m); 0, the
@@ -83,10 +91,21 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 	flags := newFlags("status", stderr)
 	root := flags.String("root", "", "")
 	asJSON := flags.Bool("json", false, "")
+	format := flags.String("format", "text", "")
 	wait := flags.Bool("wait", false, "")
 	timeout := flags.Duration("timeout", 0, "")
 	if code, ok := parseFlags(flags, args, statusHelp, stdout, stderr); !ok {
 		return code
+	}
+	switch {
+	case *asJSON && *format != "text" && *format != "json":
+		fmt.Fprintln(stderr, "seedkeeper status: --json and another --format ask for two forms")
+		return exitUsage
+	case *asJSON:
+		*format = "json"
+	case *format != "text" && *format != "json" && *format != "prometheus":
+		fmt.Fprintln(stderr, "seedkeeper status: --format: want text, json or prometheus")
+		return exitUsage
 	}
 	if *timeout < 0 || (*timeout > 0 && !*wait) {
 		fmt.Fprintln(stderr, "seedkeeper status: --timeout wants --wait and a duration of 0 or more")
@@ -110,6 +129,12 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		fmt.Fprintln(stderr, "seedkeeper boot has not run on this machine yet")
+		if *format == "prometheus" {
+			notThis := false
+			if err := (&report.Report{ThisBoot: &notThis}).WritePrometheus(stdout); err != nil {
+				return exitError
+			}
+		}
 		return exitStatusNotRun
 	case err != nil:
 		fmt.Fprintf(stderr, "seedkeeper status: %s\n", safetext.Escape(err.Error()))
@@ -117,7 +142,13 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 	}
 	v := rep.Verdict()
 	code := statusExit[v]
-	if *asJSON {
+	switch *format {
+	case "prometheus":
+		if err := rep.WritePrometheus(stdout); err != nil {
+			return exitError
+		}
+		return code
+	case "json":
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false)

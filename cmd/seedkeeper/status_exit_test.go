@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -157,5 +158,51 @@ func TestStatusWaitTimesOut(t *testing.T) {
 		if r := runBinary(t, nil, append([]string{"status", "--root", root}, args...)...); r.code != exitUsage {
 			t.Errorf("status %q: %v", args, r)
 		}
+	}
+}
+
+// --format prometheus prints the metrics and exits as status does; with
+// no record at all, the not-run verdict alone.
+func TestStatusPrometheus(t *testing.T) {
+	root := statusRoot(t, &agent.Status{Version: 1, BootID: statusBootA, Outcome: "error", Error: "boom"})
+	r := runBinary(t, nil, "status", "--root", root, "--format", "prometheus")
+	if r.code != exitStatusFailed || !strings.Contains(r.stdout, "# TYPE seedkeeper_status_verdict gauge\n") ||
+		!strings.Contains(r.stdout, "seedkeeper_status_verdict{verdict=\"failed\"} 1\n") ||
+		!strings.Contains(r.stdout, "seedkeeper_last_boot_outcome{outcome=\"error\"} 1\n") {
+		t.Errorf("status --format prometheus: %v", r)
+	}
+	r = runBinary(t, nil, "status", "--root", statusRoot(t, nil), "--format", "prometheus")
+	if r.code != exitStatusNotRun || !strings.Contains(r.stdout, "seedkeeper_status_verdict{verdict=\"not-run\"} 1\n") || strings.Contains(r.stdout, "outcome") {
+		t.Errorf("status --format prometheus before any boot: %v", r)
+	}
+	for _, args := range [][]string{{"--format", "xml"}, {"--json", "--format", "prometheus"}} {
+		if r := runBinary(t, nil, append([]string{"status", "--root", root}, args...)...); r.code != exitUsage || strings.Contains(r.stderr, "xml") {
+			t.Errorf("status %q: %v", args, r)
+		}
+	}
+}
+
+// With metrics.textfile_dir set, the watch keeps seedkeeper.prom there:
+// here a watch with nothing to watch, which writes it once ready.
+func TestWatchKeepsMetricsTextfile(t *testing.T) {
+	root := statusRoot(t, &agent.Status{Version: 1, BootID: statusBootA, Outcome: "ok"})
+	writeFile(t, filepath.Join(root, "etc/seedkeeper/config.yaml"), "events: {network: [boot]}\nmetrics: {textfile_dir: /var/lib/node-exporter}\n", 0o644)
+	r := runInProcess("watch", "--root", root, "--network", "apply")
+	if r.code != exitOK {
+		t.Fatalf("watch: %v", r)
+	}
+	got := readFile(t, filepath.Join(root, "var/lib/node-exporter/seedkeeper.prom"))
+	want := runInProcess("status", "--root", root, "--format", "prometheus").stdout
+	if got != want || !strings.Contains(got, "seedkeeper_status_verdict{verdict=\"ok\"} 1\n") {
+		t.Errorf("the textfile:\n%s\nwant what status prints:\n%s", got, want)
+	}
+	// Only planning, the watch writes nothing.
+	root = statusRoot(t, &agent.Status{Version: 1, BootID: statusBootA, Outcome: "ok"})
+	writeFile(t, filepath.Join(root, "etc/seedkeeper/config.yaml"), "events: {network: [boot]}\nmetrics: {textfile_dir: /var/lib/node-exporter}\n", 0o644)
+	if r := runInProcess("watch", "--root", root, "--network", "plan"); r.code != exitOK {
+		t.Fatalf("watch: %v", r)
+	}
+	if _, err := os.Stat(filepath.Join(root, "var/lib/node-exporter/seedkeeper.prom")); !os.IsNotExist(err) {
+		t.Errorf("a watch that only plans wrote the textfile: %v", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -83,6 +84,13 @@ type Config struct {
 		// that stays down, or a duplicate address, pays the bound.
 		NetworkWait Duration `yaml:"network_wait"`
 	} `yaml:"vmware"`
+
+	Metrics struct {
+		// TextfileDir is the directory of node_exporter's textfile
+		// collector, where seedkeeper watch keeps seedkeeper.prom
+		// current; "" writes none.
+		TextfileDir string `yaml:"textfile_dir"`
+	} `yaml:"metrics"`
 
 	// Path is the file this was read from; empty for the defaults.
 	Path string `yaml:"-"`
@@ -192,6 +200,9 @@ func (c *Config) validate() error {
 		if !slices.Contains(KnownEvents, e) {
 			return fmt.Errorf("events.network[%d]: unknown event (want one of %v)", i, KnownEvents)
 		}
+	}
+	if d := c.Metrics.TextfileDir; d != "" && (!path.IsAbs(d) || path.Clean(d) != d || d == "/") {
+		return errors.New("metrics.textfile_dir: not an absolute, clean path of a directory")
 	}
 	// Every number and duration goes through the one range check.
 	if err := bound.CheckOff("boot.wait", time.Duration(c.Boot.Wait), bound.MinTimeout, bound.MaxTimeout); err != nil {

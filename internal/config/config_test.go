@@ -72,14 +72,17 @@ vmware: {redact: true, network_wait: 5s}
 
 func TestLoadErrorsNameTheProblem(t *testing.T) {
 	for in, want := range map[string]string{
-		"hotplug: {driver: [e1000]}\n":     "field driver not found",
-		"network: {owner: me}\n":           "network.owner: not one of",
-		"events: {network: [reboot]}\n":    "events.network[0]: unknown event",
-		"sources: [smartos, ec2]\n":        "sources[1]: unknown source",
-		"boot: {wait: soon}\n":             "line 1: not a duration",
-		"boot: {device_wait: 1h}\n":        "boot.device_wait: out of range (want between 0s and 10m0s)",
-		"network: [\n":                     "yaml:",
-		"network: {owner: seedkeeper}\n\t": "yaml:",
+		"hotplug: {driver: [e1000]}\n":       "field driver not found",
+		"network: {owner: me}\n":             "network.owner: not one of",
+		"events: {network: [reboot]}\n":      "events.network[0]: unknown event",
+		"sources: [smartos, ec2]\n":          "sources[1]: unknown source",
+		"boot: {wait: soon}\n":               "line 1: not a duration",
+		"boot: {device_wait: 1h}\n":          "boot.device_wait: out of range (want between 0s and 10m0s)",
+		"metrics: {textfile_dir: var/lib}\n": "metrics.textfile_dir: not an absolute, clean path",
+		"metrics: {textfile_dir: /a/../b}\n": "metrics.textfile_dir: not an absolute, clean path",
+		"metrics: {textfile_dir: /}\n":       "metrics.textfile_dir: not an absolute, clean path",
+		"network: [\n":                       "yaml:",
+		"network: {owner: seedkeeper}\n\t":   "yaml:",
 	} {
 		p := write(t, in)
 		c, err := Load(p)
@@ -204,5 +207,15 @@ func TestLoadDurationEdges(t *testing.T) {
 		if err != nil || time.Duration(c.Boot.Wait) != want[0] || time.Duration(c.Boot.DeviceWait) != want[1] {
 			t.Errorf("Load(%q) = %v, %v, %v; want %v", in, c.Boot.Wait, c.Boot.DeviceWait, err, want)
 		}
+	}
+}
+
+func TestMetricsTextfileDir(t *testing.T) {
+	c, err := Load(write(t, "metrics: {textfile_dir: /var/lib/prometheus/node-exporter}\n"))
+	if err != nil || c.Metrics.TextfileDir != "/var/lib/prometheus/node-exporter" {
+		t.Errorf("metrics.textfile_dir: %q, %v", c.Metrics.TextfileDir, err)
+	}
+	if Default().Metrics.TextfileDir != "" {
+		t.Errorf("the default writes a textfile")
 	}
 }
