@@ -23,6 +23,8 @@ need="
 /usr/bin/rpm:rpm
 /usr/bin/lintian:lintian
 /usr/libexec/netplan/generate:netplan.io
+/usr/bin/zsh:zsh
+/usr/bin/fish:fish
 "
 
 missing=""

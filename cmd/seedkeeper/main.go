@@ -40,10 +40,11 @@ type command struct {
 
 func commands() map[string]command {
 	return map[string]command{
-		"boot":     {"detect, read, decide the instance ID, write the seed, apply the network (once per boot)", runBoot},
-		"fetch":    {"print the normalized metadata, writing nothing", runFetch},
-		"identity": {"show, reset or pin the instance ID pinned for this machine", runIdentity},
-		"image":    {"check what a clone of this image will do, or seal it for cloning", runImage},
+		"boot":       {"detect, read, decide the instance ID, write the seed, apply the network (once per boot)", runBoot},
+		"completion": {"print the shell completion script for bash, zsh or fish", runCompletion},
+		"fetch":      {"print the normalized metadata, writing nothing", runFetch},
+		"identity":   {"show, reset or pin the instance ID pinned for this machine", runIdentity},
+		"image":      {"check what a clone of this image will do, or seal it for cloning", runImage},
 		"mdata": {"get, put, delete or list metadata keys (as the mdata-* tools)", func(args []string, stdout, stderr io.Writer) int {
 			return runMdataSub(args, os.Stdin, stdout, stderr)
 		}},
@@ -67,21 +68,44 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		usage(stderr)
 		return exitUsage
 	}
+	args := argv[2:]
 	switch argv[1] {
-	case "-h", "--help", "help":
+	case "-h", "--help":
 		usage(stdout)
 		return exitOK
+	case "help":
+		// "help CMD" is "CMD --help": one text, one exit status.
+		if len(args) == 0 {
+			usage(stdout)
+			return exitOK
+		}
+		argv, args = argv[1:], []string{"--help"}
 	case "--version", "-version":
 		fmt.Fprintln(stdout, "seedkeeper", version)
 		return exitOK
 	}
 	cmd, ok := commands()[argv[1]]
 	if !ok {
-		fmt.Fprintf(stderr, "seedkeeper: unknown command %q\n", argv[1])
-		usage(stderr)
+		fmt.Fprintln(stderr, unknownCommand(argv[1]))
 		return exitUsage
 	}
-	return cmd.run(argv[2:], stdout, stderr)
+	return cmd.run(args, stdout, stderr)
+}
+
+// unknownCommand is the one line said of a command that is not one: the
+// command meant when one is close, and where the commands are listed.
+func unknownCommand(name string) string {
+	msg := fmt.Sprintf("seedkeeper: unknown command %q", name)
+	best, bestDist := "", 3
+	for n := range commands() {
+		if d := editDistance(name, n); d < bestDist || (d == bestDist && n < best) {
+			best, bestDist = n, d
+		}
+	}
+	if best != "" {
+		msg += "; did you mean " + best + "?"
+	}
+	return msg + " (\"seedkeeper --help\" lists the commands)"
 }
 
 func usage(w io.Writer) {
