@@ -120,4 +120,32 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-10s %s\n", n, cmds[n].summary)
 	}
 	fmt.Fprintf(w, "\nInvoked as mdata-get, mdata-put, mdata-delete or mdata-list it acts as that tool.\nRun \"seedkeeper COMMAND --help\" for a command's options.\n")
+	fmt.Fprint(w, usageEnvFiles)
 }
+
+// usageEnvFiles ends the top-level help: the ENVIRONMENT and FILES of
+// seedkeeper(8) (packaging/genman makes sections of them).
+const usageEnvFiles = `
+Environment:
+  SEEDKEEPER_MDATA   the mdata transport: serial:PATH, unix:PATH or
+                     vsock:CID:PORT (wins over mdata.transport)
+  VMX_GUESTINFO      with VMX_GUESTINFO_METADATA, _USERDATA or _VENDORDATA:
+                     VMware guestinfo from the environment, as cloud-init's
+                     envvar transport
+  JOURNAL_STREAM     set by systemd: when it names stderr, log records go
+                     to the journal with their priority and fields
+  GOMEMLIMIT         the Go runtime's soft memory limit (default 40MiB)
+
+Files:
+  /etc/seedkeeper/config.yaml        the configuration (seedkeeper-config(5))
+  /var/lib/seedkeeper/status.json    what the last boot decided (status)
+  /var/lib/seedkeeper/identity.json  the pinned instance ID
+  /var/lib/seedkeeper/network-receipt.json  the NICs seedkeeper configured
+  /var/lib/seedkeeper/changes.json   the metadata of the last boot, per setting
+  /var/lib/cloud/seed/nocloud/       the NoCloud seed written for cloud-init
+  /etc/cloud/cloud.cfg.d/95-seedkeeper.cfg  the package's cloud-init drop-in
+  /run/seedkeeper/watch.json         what seedkeeper watch did in this boot
+  /run/seedkeeper/watch.ready        seedkeeper watch is ready in this boot
+  /run/seedkeeper/no-source          cloud-init is skipped in this boot
+  /run/systemd/network/              the networkd files of owned NICs
+`
