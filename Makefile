@@ -78,11 +78,18 @@ clean:
 # made from VERSION by packaging/pkgversion.sh.
 PKGDIR      := $(BIN)/pkg
 MANDIR      := $(BIN)/man
+COMPDIR     := $(BIN)/completion
 PKG_VERSION ?= $(shell sh packaging/pkgversion.sh '$(VERSION)')
 PKG_ARCH    ?= $(shell $(GO) env GOARCH)
 NFPM        := $(GO) tool -modfile=tools/go.mod nfpm
 
-.PHONY: package deb cross e2e pkgdoc
+.PHONY: package deb cross e2e pkgdoc completion
+
+# The shell completion scripts the packages ship, made by the built binary
+# from its command table.
+completion:
+	@mkdir -p $(COMPDIR)
+	@for s in bash zsh fish; do $(BIN)/seedkeeper completion $$s > $(COMPDIR)/seedkeeper.$$s || exit 1; done
 
 # The packages' changelogs: CHANGELOG.md as the upstream changelog, and a
 # one-entry Debian changelog for this build's version (dated by the last
@@ -100,20 +107,22 @@ pkgdoc:
 		'$(PKG_VERSION)' '$(VERSION)' '$(PKG_MAINTAINER)' '$(PKG_DATE)' | gzip -9n > $(DOCDIR)/changelog.Debian.gz
 
 package: build pkgdoc
-	rm -rf $(MANDIR) $(PKGDIR)
+	rm -rf $(MANDIR) $(PKGDIR) $(COMPDIR)
 	$(GO) run ./packaging/genman -bin $(BIN)/seedkeeper -out $(MANDIR)
+	$(MAKE) --no-print-directory completion
 	@mkdir -p $(PKGDIR)
 	@for p in deb rpm; do \
-		SEEDKEEPER_VERSION='$(PKG_VERSION)' SEEDKEEPER_BIN='$(BIN)/seedkeeper' \
+		SEEDKEEPER_VERSION='$(PKG_VERSION)' SEEDKEEPER_BIN='$(BIN)/seedkeeper' SEEDKEEPER_COMPLETION='$(COMPDIR)' \
 		SEEDKEEPER_MAN='$(MANDIR)' SEEDKEEPER_ARCH='$(PKG_ARCH)' SEEDKEEPER_DOC='$(DOCDIR)' SEEDKEEPER_MAINTAINER='$(PKG_MAINTAINER)' \
 		$(NFPM) package -f packaging/nfpm.yaml -p $$p -t $(PKGDIR)/ || exit 1; \
 	done
 
 deb: build pkgdoc
-	rm -rf $(MANDIR) $(PKGDIR)
+	rm -rf $(MANDIR) $(PKGDIR) $(COMPDIR)
 	$(GO) run ./packaging/genman -bin $(BIN)/seedkeeper -out $(MANDIR)
+	$(MAKE) --no-print-directory completion
 	@mkdir -p $(PKGDIR)
-	SEEDKEEPER_VERSION='$(PKG_VERSION)' SEEDKEEPER_BIN='$(BIN)/seedkeeper' \
+	SEEDKEEPER_VERSION='$(PKG_VERSION)' SEEDKEEPER_BIN='$(BIN)/seedkeeper' SEEDKEEPER_COMPLETION='$(COMPDIR)' \
 	SEEDKEEPER_MAN='$(MANDIR)' SEEDKEEPER_ARCH='$(PKG_ARCH)' SEEDKEEPER_DOC='$(DOCDIR)' SEEDKEEPER_MAINTAINER='$(PKG_MAINTAINER)' \
 	$(NFPM) package -f packaging/nfpm.yaml -p deb -t $(PKGDIR)/
 
