@@ -157,7 +157,7 @@ func formatValue(v float64) string {
 	case math.IsNaN(v):
 		return "NaN"
 	}
-	return strconv.FormatFloat(v, 'g', -1, 64)
+	return strconv.FormatFloat(v, 'f', -1, 64)
 }
 
 func bool01(b bool) float64 {
