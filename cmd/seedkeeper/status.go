@@ -18,7 +18,8 @@ import (
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
 
-const statusHelp = `Usage: seedkeeper status [--root DIR] [--json | --format text|json|prometheus] [--wait [--timeout D]]
+const statusHelp = `Usage: seedkeeper status [--root DIR] [--json | --format text|json|prometheus]
+                         [--wait [--timeout D]]
 
 Says what the last "seedkeeper boot" decided and why: the metadata source
 and transport, the instance ID reported and the one handed to cloud-init
@@ -66,9 +67,9 @@ or its record cannot be read; 2 it finished with problems a person or a
 later boot can put right (the configuration not used, network operations
 or changed settings that failed, the seed's warnings, a NIC the watch
 could not apply, a guestinfo key not set, cloud-init's settings not
-leaving the seed to seedkeeper: "problems" in --json); 3 usage; 5 seedkeeper boot
-has not run in this boot (or on this machine); 10 --timeout ran out;
-128+N stopped by signal N.
+leaving the seed to seedkeeper: "problems" in --json); 3 usage; 5
+seedkeeper boot has not run in this boot (or on this machine); 10
+--timeout ran out; 128+N stopped by signal N.
 `
 
 // statusExit is the exit status of each verdict.
