@@ -24,7 +24,7 @@ const (
 var manPages = []string{
 	"seedkeeper", "seedkeeper-boot", "seedkeeper-watch", "seedkeeper-status",
 	"seedkeeper-fetch", "seedkeeper-identity", "seedkeeper-image", "seedkeeper-net",
-	"seedkeeper-uninstall", "mdata-get", "mdata-put", "mdata-delete", "mdata-list",
+	"seedkeeper-uninstall", "seedkeeper-completion", "mdata-get", "mdata-put", "mdata-delete", "mdata-list",
 }
 
 // entry is one thing a package installs.
