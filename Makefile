@@ -43,7 +43,7 @@ build:
 
 demo: build
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/seedkeeper-demo ./cmd/seedkeeper-demo
-	$(BIN)/seedkeeper-demo --bin $(BIN) --testdata testdata
+	$(BIN)/seedkeeper-demo --bin $(BIN) --testdata testdata --drop-in packaging/95-seedkeeper.cfg
 
 test-deps:
 	@sh scripts/test-deps.sh
@@ -101,11 +101,18 @@ clean:
 # made from VERSION by packaging/pkgversion.sh.
 PKGDIR      := $(BIN)/pkg
 MANDIR      := $(BIN)/man
+COMPDIR     := $(BIN)/completion
 PKG_VERSION ?= $(shell sh packaging/pkgversion.sh '$(VERSION)')
 PKG_ARCH    ?= $(shell $(GO) env GOARCH)
 NFPM        := $(GO) tool -modfile=tools/go.mod nfpm
 
-.PHONY: package deb cross e2e pkgdoc man release
+.PHONY: package deb cross e2e pkgdoc man release completion
+
+# The shell completion scripts the packages ship, made by the built binary
+# from its command table.
+completion: build
+	@rm -rf $(COMPDIR) && mkdir -p $(COMPDIR)
+	@for s in bash zsh fish; do $(BIN)/seedkeeper completion $$s > $(COMPDIR)/seedkeeper.$$s || exit 1; done
 
 # What the packages carry besides the binary and the man pages, in
 # $(DOCDIR): CHANGELOG.md as the upstream changelog; the README,
@@ -121,7 +128,7 @@ PKG_DATE    := $(shell date -u -d @$(SOURCE_DATE_EPOCH) +%Y-%m-%dT%H:%M:%SZ)
 PKG_MAINTAINER ?= seedkeeper developers <seedkeeper@seedkeeper.invalid>
 NFPM_ENV = SEEDKEEPER_VERSION='$(PKG_VERSION)' SEEDKEEPER_BIN='$(BIN)/seedkeeper' \
 	SEEDKEEPER_MAN='$(MANDIR)' SEEDKEEPER_ARCH='$(PKG_ARCH)' SEEDKEEPER_DOC='$(DOCDIR)' \
-	SEEDKEEPER_MAINTAINER='$(PKG_MAINTAINER)'
+	SEEDKEEPER_MAINTAINER='$(PKG_MAINTAINER)' SEEDKEEPER_COMPLETION='$(COMPDIR)'
 pkgdoc:
 	rm -rf $(DOCDIR) && mkdir -p $(DOCDIR)/share/docs
 	gzip -9n < CHANGELOG.md > $(DOCDIR)/changelog.gz
@@ -136,7 +143,7 @@ man: build
 	rm -rf $(MANDIR)
 	$(GO) run ./packaging/genman -bin $(BIN)/seedkeeper -out $(MANDIR) -src .
 
-package: build pkgdoc man
+package: build pkgdoc man completion
 	sh packaging/nfpmconfig.sh $(DOCDIR) $(MANDIR) > $(DOCDIR)/nfpm.yaml
 	rm -rf $(PKGDIR) && mkdir -p $(PKGDIR)
 	$(NFPM_ENV) $(NFPM) package -f $(DOCDIR)/nfpm.yaml -p deb -t $(PKGDIR)/
@@ -151,7 +158,7 @@ release:
 	sh scripts/release.sh '$(RELEASE)'
 	$(MAKE) --no-print-directory package SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct)
 
-deb: build pkgdoc man
+deb: build pkgdoc man completion
 	sh packaging/nfpmconfig.sh $(DOCDIR) $(MANDIR) > $(DOCDIR)/nfpm.yaml
 	rm -rf $(PKGDIR) && mkdir -p $(PKGDIR)
 	$(NFPM_ENV) $(NFPM) package -f $(DOCDIR)/nfpm.yaml -p deb -t $(PKGDIR)/

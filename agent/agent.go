@@ -11,6 +11,7 @@ import (
 	"github.com/seedkeeper/seedkeeper/hotplug"
 	"github.com/seedkeeper/seedkeeper/intent"
 	"github.com/seedkeeper/seedkeeper/internal/config"
+	"github.com/seedkeeper/seedkeeper/internal/journallog"
 	"github.com/seedkeeper/seedkeeper/internal/paths"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 	"github.com/seedkeeper/seedkeeper/mdata"
@@ -88,18 +89,17 @@ func (e *Env) init() {
 }
 
 // NewLogger logs one line per event to w: key=value text, without a
-// timestamp when journald (which adds its own) is reading.
+// timestamp when journald (which adds its own) is reading. When w is the
+// stream journald reads (JOURNAL_STREAM names it), each record goes to the
+// journal itself instead, at its level's priority and with its attributes
+// as SEEDKEEPER_<KEY> fields (internal/journallog); a record the journal
+// does not take is written as text.
 func NewLogger(w io.Writer) *slog.Logger {
-	opts := &slog.HandlerOptions{}
-	if os.Getenv("JOURNAL_STREAM") != "" {
-		opts.ReplaceAttr = func(groups []string, a slog.Attr) slog.Attr {
-			if len(groups) == 0 && a.Key == slog.TimeKey {
-				return slog.Attr{}
-			}
-			return a
-		}
+	text := journallog.NewTextHandler(w, os.Getenv(journallog.EnvStream) != "")
+	if f, ok := w.(*os.File); ok && journallog.IsStream(f) {
+		return slog.New(journallog.New(nil, slog.LevelInfo, text))
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return slog.New(text)
 }
 
 // notifyStatus sends a STATUS line.

@@ -83,6 +83,7 @@ func (e *Env) boot(ctx context.Context, st *Status, netMode NetworkMode) error {
 	fctx, cancel := e.fetchContext(ctx)
 	defer cancel()
 	opts := e.SourceOptions()
+	fetchStart := time.Now()
 	md, cands, err := datasource.Fetch(fctx, opts)
 	st.Candidates = cands
 	if errors.Is(err, datasource.ErrNoSource) {
@@ -98,6 +99,7 @@ func (e *Env) boot(ctx context.Context, st *Status, netMode NetworkMode) error {
 			st.Candidates = cands
 		}
 	}
+	st.MetadataSeconds = time.Since(fetchStart).Seconds()
 	if errors.Is(err, datasource.ErrNoSource) {
 		st.Outcome = "no-source"
 		e.Log.Info("no metadata source on this machine; nothing to do")

@@ -29,14 +29,17 @@ type Status struct {
 	Source      string                 `json:"source,omitempty"`
 	Transport   string                 `json:"transport,omitempty"`
 	Candidates  []datasource.Candidate `json:"candidates,omitempty"`
-	CloudInit   *nosource.Hold         `json:"cloud_init,omitempty"`
-	DeviceWait  string                 `json:"device_wait,omitempty"`
-	Dropped     []string               `json:"dropped,omitempty"` // fields of the metadata not used, and why
-	Identity    *identity.Decision     `json:"identity,omitempty"`
-	Seed        *SeedStatus            `json:"seed,omitempty"`
-	Provision   string                 `json:"provision,omitempty"` // SmartOS: what was done to the zone's provisioning state
-	Network     *NetResult             `json:"network,omitempty"`
-	VMware      *VMwareStatus          `json:"vmware,omitempty"`
+	// MetadataSeconds is how long finding and reading the metadata
+	// took, waits for a silent host or late devices included.
+	MetadataSeconds float64            `json:"metadata_seconds,omitempty"`
+	CloudInit       *nosource.Hold     `json:"cloud_init,omitempty"`
+	DeviceWait      string             `json:"device_wait,omitempty"`
+	Dropped         []string           `json:"dropped,omitempty"` // fields of the metadata not used, and why
+	Identity        *identity.Decision `json:"identity,omitempty"`
+	Seed            *SeedStatus        `json:"seed,omitempty"`
+	Provision       string             `json:"provision,omitempty"` // SmartOS: what was done to the zone's provisioning state
+	Network         *NetResult         `json:"network,omitempty"`
+	VMware          *VMwareStatus      `json:"vmware,omitempty"`
 	// Changes is what changed in the metadata since the last boot, what
 	// of it was applied and what waits for a new instance.
 	Changes *intent.Result `json:"changes,omitempty"`

@@ -21,6 +21,12 @@ type WatchOptions struct {
 	// Drivers, when not nil, is the allowlist for this run (overriding
 	// the metadata and the configuration).
 	Drivers *hotplug.Allowlist
+	// Recorded, when not nil, is called once the watch is ready and
+	// after each change to its record (WatchRecordPath), when it changes
+	// the machine (not NetworkPlan): the command keeps the metrics
+	// textfile current with it. It is called with the record's lock held:
+	// it may read the record's file, not record.
+	Recorded func()
 	// Network is NetworkAuto ("" too), NetworkApply or NetworkPlan (log
 	// what would change).
 	Network NetworkMode
@@ -47,9 +53,16 @@ func Watch(ctx context.Context, e Env, o WatchOptions) error {
 		e.Log.Error(msg, "err", err)
 		return fmt.Errorf("%s: %w", msg, err)
 	}
+	live := o.Network.live(&e)
+	recorded := func() {
+		if live && o.Recorded != nil {
+			o.Recorded()
+		}
+	}
 	idle := func(why string) error {
 		e.Log.Info("watch: " + why)
-		e.Notify("READY=1\nSTATUS=" + why)
+		e.watchReady(live, "\nSTATUS="+why)
+		recorded()
 		return nil
 	}
 	if !e.Config.EventEnabled("hotplug") {
@@ -137,6 +150,7 @@ func Watch(ctx context.Context, e Env, o WatchOptions) error {
 	var ips *localIPWatch
 	if o.Network.live(&e) {
 		rec := newWatchRecorder(e.Root, e.Log)
+		rec.after = o.Recorded
 		st, err := ReadStatus(e.Root)
 		if err != nil || !decided.Ran {
 			st = nil
@@ -189,7 +203,7 @@ func Watch(ctx context.Context, e Env, o WatchOptions) error {
 		Apply:     applyFn,
 		// udev's records are a system path too: under the root.
 		UdevDataDir: e.Root.Path(hotplug.DefaultUdevDataDir),
-		Ready:       func() { e.Notify("READY=1") },
+		Ready:       func() { e.watchReady(live, ""); recorded() },
 		Status:      func(s string) { e.notifyStatus("%s", s) },
 		Logger:      e.Log,
 		Outcome:     outcome,

@@ -350,6 +350,8 @@ type watchRecorder struct {
 	// bootLinks are the NICs boot applied (Status.Network.Links): their
 	// apply as the watch starts is boot's work, on status's Network line.
 	bootLinks []string
+	// after, when not nil, is called after each write of the record.
+	after func()
 
 	mu      sync.Mutex
 	rec     WatchRecord
@@ -473,4 +475,7 @@ func (w *watchRecorder) save() {
 	}
 	w.failing = false
 	w.saved = b
+	if w.after != nil {
+		w.after()
+	}
 }

@@ -94,6 +94,25 @@ func checkUnits(in *inspection) Item {
 
 // The drop-in and what overrides it.
 
+// reinstallFix is how to get the package's drop-in back: reinstall the
+// package with its missing configuration files, from the file it was
+// installed from (the README's flow: a local .deb or .rpm), or from a
+// repository. apt-get install --reinstall alone fails after a local
+// install: apt knows no source of the package. Under --root, each runs
+// in the image (chroot).
+func (in *inspection) reinstallFix() string {
+	c := func(s string) string {
+		if in.root.IsReal() {
+			return s
+		}
+		return "chroot " + string(in.root) + " " + s
+	}
+	return "reinstall the package with its configuration files: " +
+		c("dpkg -i --force-confmiss FILE.deb") + " with the seedkeeper .deb it was installed from (from an apt repository: " +
+		c("apt-get install --reinstall -o Dpkg::Options::=--force-confmiss seedkeeper") + "); on rpm: " +
+		c("rpm -U --replacepkgs FILE.rpm") + " (from a repository: " + c("dnf reinstall seedkeeper") + ")"
+}
+
 func checkDropIn(in *inspection) Item {
 	it := Item{Verdict: OK, Paths: []string{DropIn}}
 	if in.ccErr != nil {
@@ -105,7 +124,7 @@ func checkDropIn(in *inspection) Item {
 	if !in.exists(DropIn) {
 		finding = true
 		found = append(found, DropIn+" is missing")
-		fixes = append(fixes, "reinstall the package with its configuration files: apt-get install --reinstall -o Dpkg::Options::=--force-confmiss seedkeeper (dnf reinstall seedkeeper)")
+		fixes = append(fixes, in.reinstallFix())
 	}
 	override := func(s setting) {
 		if s.File != DropIn {

@@ -14,9 +14,11 @@ doc() {
 }
 
 cat "$(dirname "$0")/nfpm.yaml"
-for f in "$mandir"/*.8.gz; do
-	[ -e "$f" ] || { echo "nfpmconfig.sh: no man pages in $mandir" >&2; exit 1; }
-	doc "$f" "/usr/share/man/man8/${f##*/}"
+for sec in 8 5; do
+	for f in "$mandir"/*.$sec.gz; do
+		[ -e "$f" ] || { echo "nfpmconfig.sh: no section $sec man pages in $mandir" >&2; exit 1; }
+		doc "$f" "/usr/share/man/man$sec/${f##*/}"
+	done
 done
 for f in "$docdir"/share/*.md; do
 	doc "$f" "/usr/share/doc/seedkeeper/${f##*/}"

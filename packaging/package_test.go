@@ -28,7 +28,7 @@ const (
 var manPages = []string{
 	"seedkeeper", "seedkeeper-boot", "seedkeeper-watch", "seedkeeper-status",
 	"seedkeeper-fetch", "seedkeeper-identity", "seedkeeper-image", "seedkeeper-net",
-	"seedkeeper-uninstall", "seedkeeper-validate", "seedkeeper-collect-logs",
+	"seedkeeper-uninstall", "seedkeeper-validate", "seedkeeper-collect-logs", "seedkeeper-completion",
 	"mdata-get", "mdata-put", "mdata-delete", "mdata-list",
 }
 
@@ -64,6 +64,9 @@ func contents(unitDir, smartdc string) []entry {
 	for _, m := range manPages {
 		e = append(e, entry{path: "/usr/share/man/man8/" + m + ".8.gz", mode: 0o644})
 	}
+	e = append(e, entry{path: "/usr/share/man/man5/seedkeeper-config.5.gz", mode: 0o644},
+		entry{path: "/usr/share/bash-completion/completions/seedkeeper", mode: 0o644},
+		entry{path: "/usr/share/fish/vendor_completions.d/seedkeeper.fish", mode: 0o644})
 	for _, u := range gatedUnits {
 		e = append(e, entry{path: unitDir + "/" + u + ".d/" + noSourceDropIn, mode: 0o644, same: noSourceDropIn})
 	}
@@ -122,6 +125,7 @@ func TestIntegrationDebInstall(t *testing.T) {
 	dpkg("--install", deb)
 	checkTree(t, root, append(contents("/lib/systemd/system", "/lib/smartdc"),
 		entry{path: "/usr/share/doc/seedkeeper/copyright", mode: 0o644, same: "copyright"},
+		entry{path: "/usr/share/zsh/vendor-completions/_seedkeeper", mode: 0o644},
 		entry{path: "/usr/share/doc/seedkeeper/changelog.Debian.gz", mode: 0o644},
 		entry{path: "/usr/share/lintian/overrides/seedkeeper", mode: 0o644, same: "lintian-overrides"}))
 	for _, u := range units {
@@ -144,6 +148,23 @@ func TestIntegrationDebInstall(t *testing.T) {
 	}
 	if out := run(t, nil, filepath.Join(root, "usr/sbin/mdata-get"), "--help"); !strings.HasPrefix(out, "Usage: mdata-get") {
 		t.Errorf("/usr/sbin/mdata-get --help = %q", out)
+	}
+
+	// The fix image check prints for a missing drop-in works in this
+	// flow, a local .deb: apt-get install --reinstall does not (apt knows
+	// no source of the package).
+	cfgPath := filepath.Join(root, "etc/cloud/cloud.cfg.d", dropIn)
+	if err := os.Remove(cfgPath); err != nil {
+		t.Fatal(err)
+	}
+	check, _ := exec.Command(filepath.Join(root, "usr/sbin/seedkeeper"), "image", "check", "--root", root).CombinedOutput()
+	if !strings.Contains(string(check), "chroot "+root+" dpkg -i --force-confmiss FILE.deb") {
+		t.Errorf("image check does not print the dpkg fix:\n%s", check)
+	}
+	dpkg("--install", "--force-confmiss", deb) // the fix, with FILE.deb, dpkg --root as above
+	want, _ := os.ReadFile(dropIn)
+	if b, err := os.ReadFile(cfgPath); err != nil || !bytes.Equal(b, want) {
+		t.Errorf("after the printed fix, the drop-in holds %q (%v)", b, err)
 	}
 
 	// An upgrade keeps an admin's choice.
@@ -306,12 +327,13 @@ func TestIntegrationRPMContents(t *testing.T) {
 		// The rpm owns the directories of its cloud-init drop-in.
 		entry{path: "/etc/cloud", mode: fs.ModeDir | 0o755},
 		entry{path: "/etc/cloud/cloud.cfg.d", mode: fs.ModeDir | 0o755},
-		entry{path: "/usr/lib/systemd/system-preset/50-seedkeeper.preset", mode: 0o644})
+		entry{path: "/usr/lib/systemd/system-preset/50-seedkeeper.preset", mode: 0o644},
+		entry{path: "/usr/share/zsh/site-functions/_seedkeeper", mode: 0o644})
 	// seedkeeper's state files are the package's (%ghost), so that rpm -e
 	// removes them: every file internal/paths keeps in the state directory
 	// but the imported seed, which "seedkeeper uninstall" gives back, and
 	// the receipt's lock (netcfg/apply.LockReceipt).
-	for _, f := range []string{paths.Identity, paths.Status, paths.Receipt, paths.Receipt + ".lock", paths.Changes, paths.ChangesBad, paths.Sealed} {
+	for _, f := range []string{paths.Identity, paths.Status, paths.Receipt, paths.Receipt + ".lock", paths.Changes, paths.ChangesBad, paths.VMwareIMCMarker, paths.Sealed} {
 		want = append(want, entry{path: f, mode: 0o644})
 	}
 	// The rpm owns the drop-in directories it makes, so that rpm -e

@@ -27,6 +27,8 @@ need="
 /usr/bin/cpio:cpio
 /usr/bin/rpm2cpio:rpm2cpio
 /usr/libexec/netplan/generate:netplan.io
+/usr/bin/zsh:zsh
+/usr/bin/fish:fish
 "
 
 missing=""

@@ -5,7 +5,9 @@
 // decided, what seedkeeper watch did after boot (agent.WatchRecord, from
 // /run/seedkeeper/watch.json, when it is this boot's), the pinned instance
 // ID when the record holds no decision, and the cloud-init settings that do not leave the seed to seedkeeper (the
-// drop-in item of image.Check). cmd/seedkeeper only prints it.
+// drop-in item of image.Check). It also judges it (Verdict, Problems: what
+// status exits with) and writes it as Prometheus metrics. cmd/seedkeeper
+// only prints it.
 //
 // It is a package of its own rather than part of agent because image,
 // whose check it runs, imports agent.

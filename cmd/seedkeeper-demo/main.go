@@ -22,18 +22,31 @@ import (
 func main() {
 	bin := flag.String("bin", "bin", "directory holding the built seedkeeper and its mdata-* links")
 	testdata := flag.String("testdata", "testdata", "the repository's testdata directory (for the sample seed)")
+	dropIn := flag.String("drop-in", "packaging/95-seedkeeper.cfg", "the cloud-init drop-in the package ships, put in each guest as an installed image has it")
 	keep := flag.Bool("keep", true, "keep the scratch folder to look at afterwards")
 	flag.Parse()
-	if err := run(*bin, *testdata, *keep); err != nil {
+	if err := run(*bin, *testdata, *dropIn, *keep); err != nil {
 		fmt.Fprintln(os.Stderr, "seedkeeper-demo:", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin, testdata string, keep bool) error {
+func run(bin, testdata, dropIn string, keep bool) error {
 	bin, err := filepath.Abs(bin)
 	if err != nil {
 		return err
+	}
+	// Each guest is an image with cloud-init and seedkeeper's package
+	// installed: cloud-init's own configuration (a default user, as
+	// distributions ship it) and the package's drop-in. Without them
+	// boot and status warn of what only the demo's root lacks.
+	drop, err := os.ReadFile(dropIn)
+	if err != nil {
+		return fmt.Errorf("the drop-in: %w (run from the repository root)", err)
+	}
+	cloudInit := map[string]string{
+		"etc/cloud/cloud.cfg":                     "datasource_list: [NoCloud, None]\nsystem_info:\n  default_user:\n    name: admin\n",
+		"etc/cloud/cloud.cfg.d/95-seedkeeper.cfg": string(drop),
 	}
 	scratch, err := os.MkdirTemp("", "seedkeeper-demo-")
 	if err != nil {
@@ -65,6 +78,9 @@ func run(bin, testdata string, keep bool) error {
 	show(bin, env, "mdata-get", "no-such-key") // exit 1, "No metadata for ..."
 
 	smart := filepath.Join(scratch, "smartos")
+	if err := writeFiles(smart, cloudInit); err != nil {
+		return err
+	}
 	if err := writeFiles(smart, map[string]string{
 		"sys/class/dmi/id/product_name": "SmartDC HVM\n",
 		"sys/class/dmi/id/sys_vendor":   "Joyent\n",
@@ -92,6 +108,9 @@ func run(bin, testdata string, keep bool) error {
 
 	// Part 2: a NoCloud seed on a cidata ISO, read without mounting.
 	nc := filepath.Join(scratch, "nocloud")
+	if err := writeFiles(nc, cloudInit); err != nil {
+		return err
+	}
 	iso, err := gunzip(filepath.Join(testdata, "nocloud/cloud-localds.iso.gz"))
 	if err != nil {
 		return fmt.Errorf("the sample seed: %w (run from the repository root)", err)

@@ -38,7 +38,7 @@ func newEnv(root, cfgPath string, stderr io.Writer) agent.Env {
 // by parseFlags, once: to stdout on --help, to stderr after a bad flag.
 func newFlags(name string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard) // parseFlags says what is wrong, in one line
 	fs.Usage = func() {}
 	return fs
 }
@@ -51,14 +51,64 @@ func parseFlags(fs *flag.FlagSet, args []string, help string, stdout, stderr io.
 			fmt.Fprint(stdout, help)
 			return exitOK, false
 		}
-		fmt.Fprint(stderr, help)
+		fmt.Fprintln(stderr, flagError(fs, "seedkeeper "+fs.Name(), err))
 		return exitUsage, false
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "seedkeeper %s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
+		fmt.Fprintf(stderr, "seedkeeper %s: unexpected argument %q (\"seedkeeper %s --help\" lists the options)\n", fs.Name(), fs.Arg(0), fs.Name())
 		return exitUsage, false
 	}
 	return exitOK, true
+}
+
+// flagError is the one line that says what is wrong with a command line
+// (cmd is "seedkeeper status"): the flag package's error, the option
+// meant when one is close to a mistyped one, and where the options are.
+func flagError(fs *flag.FlagSet, cmd string, err error) string {
+	msg := cmd + ": " + err.Error()
+	if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: "); ok {
+		if near := nearestFlag(fs, strings.TrimLeft(name, "-")); near != "" {
+			return msg + "; did you mean --" + near + "? (\"" + cmd + " --help\" lists the options)"
+		}
+	}
+	return msg + " (\"" + cmd + " --help\" lists the options)"
+}
+
+// nearestFlag is the flag of fs closest to name: one that begins with it,
+// or is at most two edits away; "" when none is.
+func nearestFlag(fs *flag.FlagSet, name string) string {
+	best, bestDist := "", 3
+	fs.VisitAll(func(f *flag.Flag) {
+		d := editDistance(name, f.Name)
+		if len(name) >= 2 && strings.HasPrefix(f.Name, name) {
+			d = 1
+		}
+		if d < bestDist {
+			best, bestDist = f.Name, d
+		}
+	})
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
 
 // subcommand reads the SUB of "seedkeeper NAME SUB [FLAGS]" and returns
@@ -96,11 +146,11 @@ func parseSubFlags(fs *flag.FlagSet, args []string, usage string, stdout, stderr
 			fmt.Fprint(stdout, usage)
 			return exitOK, false
 		}
-		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
+		fmt.Fprintln(stderr, flagError(fs, fs.Name(), err))
 		return exitUsage, false
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "%s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
+		fmt.Fprintf(stderr, "%s: unexpected argument %q (\"%s --help\" lists the options)\n", fs.Name(), fs.Arg(0), fs.Name())
 		return exitUsage, false
 	}
 	return exitOK, true

@@ -21,6 +21,15 @@ const (
 	exitTryAgain = 10
 )
 
+// Exit codes of status, as cloud-init status's (0 ok, 1 failed, 2
+// recoverable problems), with one of its own for a boot seedkeeper boot
+// has not run in; 3 stays usage, 10 a --timeout that ran out.
+const (
+	exitStatusFailed   = 1
+	exitStatusDegraded = 2
+	exitStatusNotRun   = 5
+)
+
 // errTimedOut marks an error that ended a wait the user bounded (--timeout,
 // or the mdata host still unavailable when it ran out): "try again".
 type errTimedOut struct{ error }

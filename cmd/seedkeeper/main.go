@@ -40,10 +40,11 @@ type command struct {
 
 func commands() map[string]command {
 	return map[string]command{
-		"boot":     {"detect, read, decide the instance ID, write the seed, apply the network (once per boot)", runBoot},
-		"fetch":    {"print the normalized metadata, writing nothing", runFetch},
-		"identity": {"show, reset or pin the instance ID pinned for this machine", runIdentity},
-		"image":    {"check what a clone of this image will do, or seal it for cloning", runImage},
+		"boot":       {"detect, read, decide the instance ID, write the seed, apply the network (once per boot)", runBoot},
+		"completion": {"print the shell completion script for bash, zsh or fish", runCompletion},
+		"fetch":      {"print the normalized metadata, writing nothing", runFetch},
+		"identity":   {"show, reset or pin the instance ID pinned for this machine", runIdentity},
+		"image":      {"check what a clone of this image will do, or seal it for cloning", runImage},
 		"mdata": {"get, put, delete or list metadata keys (as the mdata-* tools)", func(args []string, stdout, stderr io.Writer) int {
 			return runMdataSub(args, os.Stdin, stdout, stderr)
 		}},
@@ -67,21 +68,44 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		usage(stderr)
 		return exitUsage
 	}
+	args := argv[2:]
 	switch argv[1] {
-	case "-h", "--help", "help":
+	case "-h", "--help":
 		usage(stdout)
 		return exitOK
+	case "help":
+		// "help CMD" is "CMD --help": one text, one exit status.
+		if len(args) == 0 {
+			usage(stdout)
+			return exitOK
+		}
+		argv, args = argv[1:], []string{"--help"}
 	case "--version", "-version":
 		fmt.Fprintln(stdout, "seedkeeper", version)
 		return exitOK
 	}
 	cmd, ok := commands()[argv[1]]
 	if !ok {
-		fmt.Fprintf(stderr, "seedkeeper: unknown command %q\n", argv[1])
-		usage(stderr)
+		fmt.Fprintln(stderr, unknownCommand(argv[1]))
 		return exitUsage
 	}
-	return cmd.run(argv[2:], stdout, stderr)
+	return cmd.run(args, stdout, stderr)
+}
+
+// unknownCommand is the one line said of a command that is not one: the
+// command meant when one is close, and where the commands are listed.
+func unknownCommand(name string) string {
+	msg := fmt.Sprintf("seedkeeper: unknown command %q", name)
+	best, bestDist := "", 3
+	for n := range commands() {
+		if d := editDistance(name, n); d < bestDist || (d == bestDist && n < best) {
+			best, bestDist = n, d
+		}
+	}
+	if best != "" {
+		msg += "; did you mean " + best + "?"
+	}
+	return msg + " (\"seedkeeper --help\" lists the commands)"
 }
 
 func usage(w io.Writer) {
@@ -96,4 +120,32 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-10s %s\n", n, cmds[n].summary)
 	}
 	fmt.Fprintf(w, "\nInvoked as mdata-get, mdata-put, mdata-delete or mdata-list it acts as that tool.\nRun \"seedkeeper COMMAND --help\" for a command's options.\n")
+	fmt.Fprint(w, usageEnvFiles)
 }
+
+// usageEnvFiles ends the top-level help: the ENVIRONMENT and FILES of
+// seedkeeper(8) (packaging/genman makes sections of them).
+const usageEnvFiles = `
+Environment:
+  SEEDKEEPER_MDATA   the mdata transport: serial:PATH, unix:PATH or
+                     vsock:CID:PORT (wins over mdata.transport)
+  VMX_GUESTINFO      with VMX_GUESTINFO_METADATA, _USERDATA or _VENDORDATA:
+                     VMware guestinfo from the environment, as cloud-init's
+                     envvar transport
+  JOURNAL_STREAM     set by systemd: when it names stderr, log records go
+                     to the journal with their priority and fields
+  GOMEMLIMIT         the Go runtime's soft memory limit (default 40MiB)
+
+Files:
+  /etc/seedkeeper/config.yaml        the configuration (seedkeeper-config(5))
+  /var/lib/seedkeeper/status.json    what the last boot decided (status)
+  /var/lib/seedkeeper/identity.json  the pinned instance ID
+  /var/lib/seedkeeper/network-receipt.json  the NICs seedkeeper configured
+  /var/lib/seedkeeper/changes.json   the metadata of the last boot, per setting
+  /var/lib/cloud/seed/nocloud/       the NoCloud seed written for cloud-init
+  /etc/cloud/cloud.cfg.d/95-seedkeeper.cfg  the package's cloud-init drop-in
+  /run/seedkeeper/watch.json         what seedkeeper watch did in this boot
+  /run/seedkeeper/watch.ready        seedkeeper watch is ready in this boot
+  /run/seedkeeper/no-source          cloud-init is skipped in this boot
+  /run/systemd/network/              the networkd files of owned NICs
+`

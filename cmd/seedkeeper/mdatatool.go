@@ -23,9 +23,23 @@ func isMdataTool(name string) bool {
 }
 
 // runMdataSub runs "seedkeeper mdata get|put|delete|list ARGS".
+const mdataSubHelp = `Usage: seedkeeper mdata get|put|delete|list [ARGS]
+
+Gets, puts, deletes or lists the metadata keys of a SmartOS host, as the
+mdata-get, mdata-put, mdata-delete and mdata-list tools do (the same
+binary under those names). "seedkeeper mdata get --help" says each one's
+arguments and options.
+
+Exit status: 0 success, 1 no such key, 2 error, 3 usage, 10 timed out.
+`
+
 func runMdataSub(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+		fmt.Fprint(stdout, mdataSubHelp)
+		return exitOK
+	}
 	if len(args) == 0 || !isMdataTool(args[0]) {
-		fmt.Fprintln(stderr, "Usage: seedkeeper mdata get|put|delete|list [ARGS]")
+		fmt.Fprint(stderr, mdataSubHelp)
 		return exitUsage
 	}
 	return runMdataTool(args[0], "seedkeeper mdata "+args[0], args[1:], stdin, stdout, stderr)

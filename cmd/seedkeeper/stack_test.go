@@ -27,6 +27,7 @@ func TestStackMaskedNetworkManagerSameAnswer(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := scratchRoot(t, kvmProduct, kvmVendor, kvmUUID)
+			shipDropIn(t, root)
 			copyDir(t, fixtureSeed, filepath.Join(root, "var/lib/cloud/seed/nocloud"))
 			for _, u := range []string{"NetworkManager.service", "systemd-networkd.service"} {
 				writeFile(t, filepath.Join(root, "lib/systemd/system", u), "[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n", 0o644)

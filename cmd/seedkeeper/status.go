@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,9 +15,11 @@ import (
 	"github.com/seedkeeper/seedkeeper/agent/report"
 	"github.com/seedkeeper/seedkeeper/hotplug"
 	"github.com/seedkeeper/seedkeeper/internal/safetext"
+	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
 
-const statusHelp = `Usage: seedkeeper status [--root DIR] [--json]
+const statusHelp = `Usage: seedkeeper status [--root DIR] [--json | --format text|json|prometheus]
+                         [--wait [--timeout D]]
 
 Says what the last "seedkeeper boot" decided and why: the metadata source
 and transport, the instance ID reported and the one handed to cloud-init
@@ -39,37 +42,118 @@ be read is a warning, and the rest is shown.
 
 The record names the boot it describes (the kernel's boot ID): when it is
 from an earlier boot, because seedkeeper boot has not run in this one yet
-or failed before saving, status says so first and exits 1.
+or failed before saving, status says so first and exits 5.
 
-Exit status: 0, or 1 when boot has not run yet (on this machine, or in this
-boot), 2 on error.
+Options:
+  --root DIR     resolve every system path under DIR
+  --json         print the report as JSON ("verdict" and "problems" say
+                 what the exit status says); the same as --format json
+  --format F     text (the default), json, or prometheus: the metrics of
+                 the report in the text format node_exporter's textfile
+                 collector reads (seedkeeper_status_verdict, the last
+                 boot's outcome and time, how long reading the metadata
+                 took, the instance ID and whether it changed, the changes
+                 held or failed, the network operations, each hot-added
+                 NIC's applies and failures); metrics.textfile_dir in the
+                 configuration has seedkeeper watch keep them in a file
+  --wait         first wait until seedkeeper boot has finished in this boot
+                 and, when its unit is enabled, seedkeeper watch is ready
+  --timeout D    with --wait, wait at most D (such as 90s or 5m); 0, the
+                 default, waits as long as it takes
+
+Exit status, as cloud-init status's: 0 the last boot finished without a
+problem (no metadata source on the machine is such a finish); 1 it failed,
+or its record cannot be read; 2 it finished with problems a person or a
+later boot can put right (the configuration not used, network operations
+or changed settings that failed, the seed's warnings, a NIC the watch
+could not apply, a guestinfo key not set, cloud-init's settings not
+leaving the seed to seedkeeper: "problems" in --json); 3 usage; 5
+seedkeeper boot has not run in this boot (or on this machine); 10
+--timeout ran out; 128+N stopped by signal N.
 `
+
+// statusExit is the exit status of each verdict.
+var statusExit = map[report.Verdict]int{
+	report.OK:       exitOK,
+	report.Failed:   exitStatusFailed,
+	report.Degraded: exitStatusDegraded,
+	report.NotRun:   exitStatusNotRun,
+}
+
+// statusJSONDoc is the --json form: the report, and what the exit status
+// says.
+type statusJSONDoc struct {
+	*report.Report
+	Verdict  string   `json:"verdict"`
+	Problems []string `json:"problems,omitempty"`
+}
 
 func runStatus(args []string, stdout, stderr io.Writer) int {
 	flags := newFlags("status", stderr)
 	root := flags.String("root", "", "")
 	asJSON := flags.Bool("json", false, "")
+	format := flags.String("format", "text", "")
+	wait := flags.Bool("wait", false, "")
+	timeout := flags.Duration("timeout", 0, "")
 	if code, ok := parseFlags(flags, args, statusHelp, stdout, stderr); !ok {
 		return code
 	}
-	rep, err := report.Read(newEnv(*root, "", io.Discard))
+	switch {
+	case *asJSON && *format != "text" && *format != "json":
+		fmt.Fprintln(stderr, "seedkeeper status: --json and another --format ask for two forms")
+		return exitUsage
+	case *asJSON:
+		*format = "json"
+	case *format != "text" && *format != "json" && *format != "prometheus":
+		fmt.Fprintln(stderr, "seedkeeper status: --format: want text, json or prometheus")
+		return exitUsage
+	}
+	if *timeout < 0 || (*timeout > 0 && !*wait) {
+		fmt.Fprintln(stderr, "seedkeeper status: --timeout wants --wait and a duration of 0 or more")
+		return exitUsage
+	}
+	e := newEnv(*root, "", io.Discard)
+	if *wait {
+		ctx, caught, stop := signalContext()
+		defer stop()
+		err := waitForBoot(ctx, e, *timeout)
+		if code, ok := caught(); ok {
+			fmt.Fprintln(stderr, "seedkeeper status: stopped by a signal")
+			return code
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "seedkeeper status: %s\n", err)
+			return exitCode(err)
+		}
+	}
+	rep, err := report.Read(e)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		fmt.Fprintln(stderr, "seedkeeper boot has not run on this machine yet")
-		return exitNotFound
+		if *format == "prometheus" {
+			notThis := false
+			if err := (&report.Report{ThisBoot: &notThis}).WritePrometheus(stdout); err != nil {
+				return exitError
+			}
+		}
+		return exitStatusNotRun
 	case err != nil:
 		fmt.Fprintf(stderr, "seedkeeper status: %s\n", safetext.Escape(err.Error()))
-		return exitError
+		return exitStatusFailed
 	}
-	code := exitOK
-	if !rep.Current() {
-		code = exitNotFound
-	}
-	if *asJSON {
+	v := rep.Verdict()
+	code := statusExit[v]
+	switch *format {
+	case "prometheus":
+		if err := rep.WritePrometheus(stdout); err != nil {
+			return exitError
+		}
+		return code
+	case "json":
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false)
-		if err := enc.Encode(rep); err != nil {
+		if err := enc.Encode(statusJSONDoc{Report: rep, Verdict: v.String(), Problems: rep.Problems()}); err != nil {
 			return exitError
 		}
 		return code
@@ -83,6 +167,59 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "Late source: %s\n", safetext.Escape(rep.LateSource))
 	}
 	return code
+}
+
+// waitPoll is how often --wait looks at the records again.
+const waitPoll = 200 * time.Millisecond
+
+// waitForBoot returns once seedkeeper boot has saved its record in this
+// boot and, when the watch's unit is enabled, seedkeeper watch has marked
+// itself ready in this boot. A record that cannot be told to be this
+// boot's or not (no boot ID to read) counts as this boot's. It returns an
+// errTimedOut saying what is still awaited when timeout (above 0) runs
+// out, and ctx's error when ctx ends.
+func waitForBoot(ctx context.Context, e agent.Env, timeout time.Duration) error {
+	var deadline <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		deadline = t.C
+	}
+	tick := time.NewTicker(waitPoll)
+	defer tick.Stop()
+	for {
+		awaited := bootAwaited(e.Root)
+		if awaited == "" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline:
+			return errTimedOut{fmt.Errorf("--timeout %s ran out before %s", timeout, awaited)}
+		case <-tick.C:
+		}
+	}
+}
+
+// bootAwaited says what --wait still waits for in the running boot, ""
+// when nothing.
+func bootAwaited(root sysroot.Root) string {
+	current := agent.CurrentBootID(root)
+	st, err := agent.ReadStatus(root)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "seedkeeper boot finished (it has not run on this machine yet)"
+	case err != nil:
+		return "" // what is wrong with the record, status says
+	}
+	if same, _ := st.ThisBoot(current); !same {
+		return "seedkeeper boot finished in this boot"
+	}
+	if agent.WatchEnabled(root) && !agent.WatchIsReady(root, current) {
+		return "seedkeeper watch was ready in this boot"
+	}
+	return ""
 }
 
 func printStatus(w io.Writer, rep *report.Report) {

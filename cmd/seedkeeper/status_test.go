@@ -20,13 +20,13 @@ import (
 func TestStatusBeforeBoot(t *testing.T) {
 	root := t.TempDir()
 	r := runInProcess("status", "--root", root)
-	if r.code != exitNotFound || r.stdout != "" || r.stderr != "seedkeeper boot has not run on this machine yet\n" {
+	if r.code != exitStatusNotRun || r.stdout != "" || r.stderr != "seedkeeper boot has not run on this machine yet\n" {
 		t.Errorf("status before boot: %v", r)
 	}
 	p := filepath.Join(root, statusPath)
 	writeFile(t, p, "{not json", 0o644)
 	r = runInProcess("status", "--root", root, "--json")
-	if r.code != exitError || !strings.Contains(r.stderr, p) {
+	if r.code != exitStatusFailed || !strings.Contains(r.stderr, p) {
 		t.Errorf("status with a corrupt status.json: %v", r)
 	}
 }
@@ -44,8 +44,9 @@ func TestStatusAfterFailedBoot(t *testing.T) {
 	if r.code != exitError || !strings.Contains(r.stderr, "meta-data must be a mapping") {
 		t.Fatalf("boot with a bad meta-data: %v", r)
 	}
+	shipDropIn(t, root)
 	s := runInProcess("status", "--root", root)
-	if s.code != exitOK || !strings.Contains(s.stdout, "): error\n") || !strings.Contains(s.stdout, "Error:       ") ||
+	if s.code != exitStatusFailed || !strings.Contains(s.stdout, "): error\n") || !strings.Contains(s.stdout, "Error:       ") ||
 		!strings.Contains(s.stdout, "/var/lib/cloud/seed/nocloud/meta-data") {
 		t.Errorf("status after a failed boot:\n%s", s.stdout)
 	}
@@ -62,13 +63,13 @@ func TestStatusCloudConfigWarnings(t *testing.T) {
 	const want = "95-seedkeeper.cfg is missing"
 	r := runInProcess("status", "--root", root, "--json")
 	var st statusJSON
-	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || r.code != exitOK {
+	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || r.code != exitStatusDegraded {
 		t.Fatalf("status --json: %v %v", err, r)
 	}
 	if len(st.Warnings) != 1 || !strings.Contains(st.Warnings[0], want) {
 		t.Errorf("status --json warnings: %q", st.Warnings)
 	}
-	if s := runInProcess("status", "--root", root); s.code != exitOK || !strings.Contains(s.stdout, "\nWarning:     ") || !strings.Contains(s.stdout, want) {
+	if s := runInProcess("status", "--root", root); s.code != exitStatusDegraded || !strings.Contains(s.stdout, "\nWarning:     ") || !strings.Contains(s.stdout, want) {
 		t.Errorf("status text:\n%s", s.stdout)
 	}
 }
@@ -111,13 +112,14 @@ func TestPrintStatusEscapesEveryLine(t *testing.T) {
 // After a reboot in which seedkeeper boot has not run (or failed
 // before saving), status showed the earlier boot's decision as if it were
 // this boot's. The record names its boot; status says plainly when that
-// is not the running one, and exits 1 as before any boot.
+// is not the running one, and exits 5 as before any boot.
 func TestStatusNotThisBoot(t *testing.T) {
 	const bootA, bootB = "9b1c4f2e-77a0-4d5c-8e3b-2f6a1d0c9e44", "0d3e5a71-c2b4-4f08-a9e6-7b1f3c5d8a20"
 	root := scratchRoot(t, kvmProduct, kvmVendor, kvmUUID)
 	copyDir(t, fixtureSeed, filepath.Join(root, "var/lib/cloud/seed/nocloud"))
 	bootID := filepath.Join(root, agent.BootIDPath)
 	writeFile(t, bootID, bootA+"\n", 0o444)
+	shipDropIn(t, root)
 	if r := runInProcess("boot", "--root", root); r.code != exitOK {
 		t.Fatalf("boot: %v", r)
 	}
@@ -150,13 +152,13 @@ func TestStatusNotThisBoot(t *testing.T) {
 	writeFile(t, bootID, bootB+"\n", 0o444)
 	text, js, b = status()
 	want := "NOT THIS BOOT: seedkeeper boot has not recorded this boot (boot ID " + bootB + "): it has not run yet, or it failed before saving. What follows is from an earlier boot (boot ID " + bootA + ").\nLast boot:"
-	if text.code != exitNotFound || !strings.HasPrefix(text.stdout, want) {
-		t.Errorf("status after a reboot: exit %d, want %d\n%s", text.code, exitNotFound, text.stdout)
+	if text.code != exitStatusNotRun || !strings.HasPrefix(text.stdout, want) {
+		t.Errorf("status after a reboot: exit %d, want %d\n%s", text.code, exitStatusNotRun, text.stdout)
 	}
 	if !strings.Contains(text.stdout, "Late source: a seed (nocloud) is here, but seedkeeper boot has not decided on a source in this boot; nothing from it is applied until seedkeeper boot has run\n") {
 		t.Errorf("status after a reboot does not say the seed is not decided on in this boot:\n%s", text.stdout)
 	}
-	if js.code != exitNotFound || b.BootID != bootA || b.ThisBoot == nil || *b.ThisBoot || b.CurrentBootID != bootB {
+	if js.code != exitStatusNotRun || b.BootID != bootA || b.ThisBoot == nil || *b.ThisBoot || b.CurrentBootID != bootB {
 		t.Errorf("status --json after a reboot: exit %d, %+v", js.code, b)
 	}
 
@@ -219,6 +221,7 @@ func watchRoot(t *testing.T, rec string) string {
 	const bootA = "9b1c4f2e-77a0-4d5c-8e3b-2f6a1d0c9e44"
 	root := scratchRoot(t, kvmProduct, kvmVendor, kvmUUID)
 	writeFile(t, filepath.Join(root, agent.BootIDPath), bootA+"\n", 0o444)
+	shipDropIn(t, root)
 	st := &agent.Status{Version: 1, BootID: bootA, Outcome: "ok", Source: "vmware", Transport: "vmware-rpctool",
 		Time:    time.Date(2026, 12, 1, 14, 0, 0, 0, time.UTC),
 		Network: &agent.NetResult{Action: "applied", Owned: []string{"lan"}, Links: []string{"eth0"}, Allowlist: "vmxnet3 (platform default)"},
@@ -254,7 +257,7 @@ const watchRecordJSON = `{"version": 1, "boot_id": "9b1c4f2e-77a0-4d5c-8e3b-2f6a
 func TestStatusWatchRecord(t *testing.T) {
 	root := watchRoot(t, watchRecordJSON)
 	r := runInProcess("status", "--root", root)
-	if r.code != exitOK {
+	if r.code != exitStatusDegraded { // eth3 applied in part, guestinfo.local-ipv6 not set
 		t.Fatalf("status: %v", r)
 	}
 	want := "Network:     applied: 0 operations, 0 failed; owned NICs: lan\n" +
@@ -275,7 +278,7 @@ func TestStatusWatchRecord(t *testing.T) {
 	var doc struct {
 		Watch *agent.WatchRecord `json:"watch"`
 	}
-	if err := json.Unmarshal([]byte(j.stdout), &doc); err != nil || j.code != exitOK || doc.Watch == nil ||
+	if err := json.Unmarshal([]byte(j.stdout), &doc); err != nil || j.code != exitStatusDegraded || doc.Watch == nil ||
 		len(doc.Watch.Hotplug) != 3 || len(doc.Watch.Hotplug[0].Events) != 2 || doc.Watch.Key("guestinfo.local-ipv4").Value != "192.0.2.10" {
 		t.Errorf("status --json: %v %+v\n%s", err, doc.Watch, j.stdout)
 	}
@@ -308,7 +311,7 @@ func TestStatusWatchRecordCorrupt(t *testing.T) {
 	r := runInProcess("status", "--root", root)
 	p := filepath.Join(root, agent.WatchRecordPath)
 	want := "Warning:     what seedkeeper watch did after boot is not shown: " + p + ": not JSON (at byte 29)\n"
-	if r.code != exitOK || !strings.HasPrefix(r.stdout, "Last boot:") || !strings.Contains(r.stdout, want) ||
+	if r.code != exitStatusDegraded || !strings.HasPrefix(r.stdout, "Last boot:") || !strings.Contains(r.stdout, want) ||
 		!strings.Contains(r.stdout, "Guestinfo:   published guestinfo.local-ipv4 192.0.2.71\n") {
 		t.Errorf("status with a corrupt watch record: %v\nwant %q", r, want)
 	}
@@ -335,7 +338,7 @@ func TestStatusWatchRecordEscapes(t *testing.T) {
     {"name": "eth\u001b[2J\u0008", "at": "2026-12-01T14:01:50Z", "result": "failed", "error": "busy \u001b[31mred\t"}]}]}`
 	root := watchRoot(t, rec)
 	r := runInProcess("status", "--root", root)
-	if r.code != exitOK {
+	if r.code != exitStatusDegraded {
 		t.Fatalf("status: %v", r)
 	}
 	for _, want := range []string{
@@ -358,7 +361,14 @@ func TestStatusWatchRecordFailureNotRetried(t *testing.T) {
   "failed": {"value": "2001:db8:7::99", "at": "2026-12-01T14:04:30Z", "error": "vmware-rpctool: Permission denied"}}]}`)
 	r := runInProcess("status", "--root", root)
 	want := "Guestinfo:   guestinfo.local-ipv6: setting failed (vmware-rpctool: Permission denied)\n"
-	if r.code != exitOK || !strings.Contains(r.stdout, want) || strings.Contains(r.stdout, "trying again") || strings.Contains(r.stdout, "watch.json") {
+	if r.code != exitStatusDegraded || !strings.Contains(r.stdout, want) || strings.Contains(r.stdout, "trying again") || strings.Contains(r.stdout, "watch.json") {
 		t.Errorf("status: %v\nwant in it %q", r, want)
 	}
+}
+
+// shipDropIn puts the drop-in the package ships under root, as an
+// installed image has it: without it status warns, and exits 2.
+func shipDropIn(t *testing.T, root string) {
+	t.Helper()
+	writeFile(t, filepath.Join(root, "etc/cloud/cloud.cfg.d/95-seedkeeper.cfg"), readFile(t, filepath.Join("..", "..", "packaging", "95-seedkeeper.cfg")), 0o644)
 }

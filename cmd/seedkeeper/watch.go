@@ -26,7 +26,11 @@ from a source that boot did not decide on (a seed that appeared after
 boot, a late CD-ROM): that takes effect on the next boot, and "seedkeeper
 status" says so. What it applies, and the guestinfo addresses it
 publishes again on VMware, it records for "seedkeeper status" in
-/run/seedkeeper/watch.json (nothing with --network plan).
+/run/seedkeeper/watch.json (nothing with --network plan). When
+metrics.textfile_dir is set in the configuration it keeps
+seedkeeper.prom there current ("seedkeeper status --format prometheus"),
+for node_exporter's textfile collector: once ready, and after each
+change to its record.
 
 Options:
   --root DIR       resolve every system path under DIR
@@ -65,5 +69,5 @@ func runWatch(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// Watch logs every failure itself; only the exit status is left.
-	return exitCode(agent.Watch(ctx, e, agent.WatchOptions{Drivers: flagAllow, Network: agent.NetworkMode(*netMode)}))
+	return exitCode(agent.Watch(ctx, e, agent.WatchOptions{Drivers: flagAllow, Network: agent.NetworkMode(*netMode), Recorded: metricsWriter(e)}))
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -84,6 +85,13 @@ type Config struct {
 		// that stays down, or a duplicate address, pays the bound.
 		NetworkWait Duration `yaml:"network_wait"`
 	} `yaml:"vmware"`
+
+	Metrics struct {
+		// TextfileDir is the directory of node_exporter's textfile
+		// collector, where seedkeeper watch keeps seedkeeper.prom
+		// current; "" writes none.
+		TextfileDir string `yaml:"textfile_dir"`
+	} `yaml:"metrics"`
 
 	// Path is the file this was read from; empty for the defaults.
 	Path string `yaml:"-"`
@@ -414,6 +422,9 @@ func (c *Config) validate() []problem {
 		if !slices.Contains(KnownEvents, e) {
 			out = append(out, problem{fmt.Sprintf("events.network[%d]", i), "unknown event (want one of " + strings.Join(KnownEvents, ", ") + ")"})
 		}
+	}
+	if d := c.Metrics.TextfileDir; d != "" && (!path.IsAbs(d) || path.Clean(d) != d || d == "/") {
+		out = append(out, problem{"metrics.textfile_dir", "not an absolute, clean path of a directory"})
 	}
 	// Every number and duration goes through the one range check.
 	for _, err := range []error{

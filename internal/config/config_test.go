@@ -74,14 +74,17 @@ vmware: {redact: true, network_wait: 5s}
 
 func TestLoadErrorsNameTheProblem(t *testing.T) {
 	for in, want := range map[string]string{
-		"hotplug: {driver: [e1000]}\n":     `:1:11: hotplug: unknown key "driver" (the keys in hotplug are drivers)`,
-		"network: {owner: me}\n":           "network.owner: not one of",
-		"events: {network: [reboot]}\n":    "events.network[0]: unknown event",
-		"sources: [smartos, ec2]\n":        "sources[1]: unknown source",
-		"boot: {wait: soon}\n":             ":1:14: boot.wait: not a duration",
-		"boot: {device_wait: 1h}\n":        "boot.device_wait: out of range (want between 0s and 10m0s)",
-		"network: [\n":                     "yaml:",
-		"network: {owner: seedkeeper}\n\t": "yaml:",
+		"hotplug: {driver: [e1000]}\n":       `:1:11: hotplug: unknown key "driver" (the keys in hotplug are drivers)`,
+		"network: {owner: me}\n":             "network.owner: not one of",
+		"events: {network: [reboot]}\n":      "events.network[0]: unknown event",
+		"sources: [smartos, ec2]\n":          "sources[1]: unknown source",
+		"boot: {wait: soon}\n":               ":1:14: boot.wait: not a duration",
+		"boot: {device_wait: 1h}\n":          "boot.device_wait: out of range (want between 0s and 10m0s)",
+		"metrics: {textfile_dir: var/lib}\n": "metrics.textfile_dir: not an absolute, clean path",
+		"metrics: {textfile_dir: /a/../b}\n": "metrics.textfile_dir: not an absolute, clean path",
+		"metrics: {textfile_dir: /}\n":       "metrics.textfile_dir: not an absolute, clean path",
+		"network: [\n":                       "yaml:",
+		"network: {owner: seedkeeper}\n\t":   "yaml:",
 	} {
 		p := write(t, in)
 		c, err := Load(p)
@@ -235,7 +238,7 @@ bogus: 1
 		p + ":8:17: vmware.network_wait: out of range (want between 0s and 10m0s)",
 		p + ":9:7: boot: want a mapping of wait, device_wait, not a list",
 		p + ":10:19: events.network: want a list of names, not a string of 4 bytes",
-		p + `:11:1: unknown key "bogus" (the keys at the top are sources, mdata, boot, network, events, hotplug, vmware)`,
+		p + `:11:1: unknown key "bogus" (the keys at the top are sources, mdata, boot, network, events, hotplug, vmware, metrics)`,
 	}
 	var fe *FileError
 	if !errors.As(err, &fe) {
@@ -259,5 +262,16 @@ bogus: 1
 	}
 	if _, ps := Read([]byte("network: {owner: cloud-init}\nboot: {wait: 90s}\n")); ps != nil {
 		t.Errorf("a good file: %+v", ps)
+	}
+}
+
+// metrics.textfile_dir is read as given; nothing is written by default.
+func TestMetricsTextfileDir(t *testing.T) {
+	c, err := Load(write(t, "metrics: {textfile_dir: /var/lib/prometheus/node-exporter}\n"))
+	if err != nil || c.Metrics.TextfileDir != "/var/lib/prometheus/node-exporter" {
+		t.Errorf("metrics.textfile_dir: %q, %v", c.Metrics.TextfileDir, err)
+	}
+	if Default().Metrics.TextfileDir != "" {
+		t.Errorf("the default writes a textfile")
 	}
 }

@@ -1,8 +1,11 @@
 // Command genman writes section 8 man pages for seedkeeper from the --help
 // text of a built seedkeeper binary: one page for seedkeeper itself, one per
 // command ("seedkeeper-boot" etc.) and one per mdata tool. The help text is
-// the single source, so the pages cannot drift from the program. Run by
-// "make package":
+// the single source, so the pages cannot drift from the program; its
+// "Environment:" and "Files:" paragraphs become the ENVIRONMENT and FILES
+// sections. It also writes seedkeeper-config(5), the configuration file's
+// page, from the configuration's reference (internal/config.Reference).
+// Run by "make package":
 //
 //	go run ./packaging/genman -bin bin/seedkeeper -out dist/man
 //
@@ -22,6 +25,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/seedkeeper/seedkeeper/internal/config"
 )
 
 // mdataTools are the names the binary answers to as the mdata tools.
@@ -64,6 +69,7 @@ func run(bin, out, src string) error {
 		}
 	}
 	see = append(see, mdataTools...)
+	see = append(see, "seedkeeper-config(5)")
 	pages = append(pages, Page{Name: "seedkeeper", Summary: "the guest-side metadata agent", Help: top, SeeAlso: see})
 	for _, c := range cmds {
 		if noPage[c.Name] {
@@ -106,12 +112,15 @@ func run(bin, out, src string) error {
 		}
 		pages = append(pages, Page{Name: t, Summary: sum, Help: h, SeeAlso: append(others, "seedkeeper")})
 	}
+	pages = append(pages, Page{Name: "seedkeeper-config", Section: 5, Summary: "the configuration file of seedkeeper",
+		Help:    "Usage: /etc/seedkeeper/config.yaml\n\n" + config.ReferenceIntro + "\n" + config.Reference,
+		SeeAlso: []string{"seedkeeper", "seedkeeper-boot", "seedkeeper-watch"}})
 	for _, p := range pages {
 		p.Version = version
 		if p.Help, err = cite(p.Help, src); err != nil {
 			return fmt.Errorf("%s: %w", p.Name, err)
 		}
-		if err := writeGz(filepath.Join(out, p.Name+".8.gz"), p.Roff()); err != nil {
+		if err := writeGz(filepath.Join(out, fmt.Sprintf("%s.%d.gz", p.Name, p.section())), p.Roff()); err != nil {
 			return err
 		}
 	}
@@ -208,26 +217,65 @@ func firstParagraph(h string) (string, error) {
 // Page is one man page made from a command's help text.
 type Page struct {
 	Name, Summary, Version string
+	Section                int    // 8 when 0
 	Help                   string // the --help output, verbatim
-	SeeAlso                []string
+	// SeeAlso names pages of section 8, or "NAME(N)" of another.
+	SeeAlso []string
 }
+
+func (p Page) section() int {
+	if p.Section == 0 {
+		return 8
+	}
+	return p.Section
+}
+
+// headings are the paragraphs of a help text that become sections of
+// their own, by their first line.
+var headings = map[string]string{"Environment:": "ENVIRONMENT", "Files:": "FILES"}
 
 // Roff renders p as a man(7) page. The help text is kept as it is, in a
 // no-fill block: its own layout (option tables, examples) is the layout.
 // The "Usage:" lines become the SYNOPSIS.
 func (p Page) Roff() []byte {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, ".TH %s 8 \"\" \"seedkeeper %s\" \"System Administration\"\n", esc(strings.ToUpper(p.Name)), esc(p.Version))
+	manual := "System Administration"
+	if p.section() == 5 {
+		manual = "File Formats"
+	}
+	fmt.Fprintf(&b, ".TH %s %d \"\" \"seedkeeper %s\" \"%s\"\n", esc(strings.ToUpper(p.Name)), p.section(), esc(p.Version), manual)
 	fmt.Fprintf(&b, ".SH NAME\n%s \\- %s\n", esc(p.Name), esc(p.Summary))
 	synopsis, body := splitUsage(p.Help)
 	if synopsis != "" {
 		fmt.Fprintf(&b, ".SH SYNOPSIS\n.nf\n%s.fi\n", verbatim(synopsis))
 	}
-	fmt.Fprintf(&b, ".SH DESCRIPTION\n.nf\n%s.fi\n", verbatim(body))
+	// A paragraph under a heading of its own (Environment:, Files:)
+	// is its own section, in the order of the text.
+	sections := []string{"DESCRIPTION"}
+	texts := []string{""}
+	for _, para := range strings.SplitAfter(body, "\n\n") {
+		first, rest, _ := strings.Cut(para, "\n")
+		if h, ok := headings[first]; ok {
+			sections, texts = append(sections, h), append(texts, rest)
+			continue
+		}
+		texts[len(texts)-1] += para
+	}
+	for i, sec := range sections {
+		text := strings.TrimRight(texts[i], "\n") + "\n"
+		if strings.TrimSpace(text) == "" {
+			continue
+		}
+		fmt.Fprintf(&b, ".SH %s\n.nf\n%s.fi\n", sec, verbatim(text))
+	}
 	if len(p.SeeAlso) > 0 {
 		refs := make([]string, len(p.SeeAlso))
 		for i, s := range p.SeeAlso {
-			refs[i] = ".BR " + esc(s) + " (8)"
+			name, sec := s, "8"
+			if n, rest, ok := strings.Cut(s, "("); ok {
+				name, sec = n, strings.TrimSuffix(rest, ")")
+			}
+			refs[i] = ".BR " + esc(name) + " (" + sec + ")"
 			if i < len(p.SeeAlso)-1 {
 				refs[i] += ","
 			}

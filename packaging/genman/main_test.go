@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/seedkeeper/seedkeeper/internal/config"
 )
 
 const topHelp = `seedkeeper v1.2.3: the guest-side metadata agent
@@ -77,6 +79,17 @@ a \eback slash
 	}
 }
 
+// The Environment: and Files: paragraphs of a help are the ENVIRONMENT
+// and FILES sections, where a reader of a man page looks for them.
+func TestRoffSections(t *testing.T) {
+	p := Page{Name: "seedkeeper", Summary: "agent", Version: "v1",
+		Help: "Usage: seedkeeper COMMAND\n\nDoes things.\n\nEnvironment:\n  SEEDKEEPER_MDATA  the transport\n\nFiles:\n  /etc/seedkeeper/config.yaml  the configuration\n"}
+	want := ".SH DESCRIPTION\n.nf\nDoes things.\n.fi\n.SH ENVIRONMENT\n.nf\n  SEEDKEEPER_MDATA  the transport\n.fi\n.SH FILES\n.nf\n  /etc/seedkeeper/config.yaml  the configuration\n.fi\n"
+	if got := string(p.Roff()); !strings.HasSuffix(got, want) {
+		t.Errorf("Roff:\n%s\nwant it to end:\n%s", got, want)
+	}
+}
+
 // TestRun makes the pages from a stand-in binary (a shell script printing
 // help) and checks the set of pages and that they are stable.
 func TestRun(t *testing.T) {
@@ -99,13 +112,22 @@ func TestRun(t *testing.T) {
 	for _, e := range entries {
 		names = append(names, e.Name())
 	}
-	want := "mdata-delete.8.gz mdata-get.8.gz mdata-list.8.gz mdata-put.8.gz seedkeeper-boot.8.gz seedkeeper.8.gz"
+	want := "mdata-delete.8.gz mdata-get.8.gz mdata-list.8.gz mdata-put.8.gz seedkeeper-boot.8.gz seedkeeper-config.5.gz seedkeeper.8.gz"
 	if strings.Join(names, " ") != want {
 		t.Errorf("pages %v; want %s", names, want)
 	}
 	first := readGz(t, filepath.Join(out, "mdata-put.8.gz"))
 	if !strings.Contains(first, "mdata\\-put \\- Does a thing\n") {
 		t.Errorf("mdata-put page:\n%s", first)
+	}
+	// The configuration's page: section 5, every line of the reference.
+	cfg := readGz(t, filepath.Join(out, "seedkeeper-config.5.gz"))
+	if !strings.HasPrefix(cfg, ".TH SEEDKEEPER\\-CONFIG 5 ") || !strings.Contains(cfg, ".SH SYNOPSIS\n.nf\n/etc/seedkeeper/config.yaml\n") ||
+		!strings.Contains(cfg, verbatim(config.Reference)) {
+		t.Errorf("seedkeeper-config(5):\n%s", cfg)
+	}
+	if top := readGz(t, filepath.Join(out, "seedkeeper.8.gz")); !strings.Contains(top, ".BR seedkeeper\\-config (5)") {
+		t.Errorf("seedkeeper(8) does not refer to seedkeeper-config(5):\n%s", top)
 	}
 	a, _ := os.ReadFile(filepath.Join(out, "seedkeeper.8.gz"))
 	if err := run(bin, out, "../.."); err != nil {
