@@ -23,7 +23,7 @@ func TestCompletionFromTheTable(t *testing.T) {
 	}
 	for name, want := range map[string]struct{ subs, flags []string }{
 		"status": {nil, []string{"--format", "--json", "--root", "--timeout", "--wait"}},
-		"image":  {[]string{"check", "seal"}, []string{"--dry-run", "--json", "--keep-ssh-host-keys", "--root"}},
+		"image":  {[]string{"check", "seal"}, []string{"--dry-run", "--expect", "--json", "--keep-ssh-host-keys", "--root"}},
 		"mdata":  {[]string{"get", "put", "delete", "list"}, nil},
 		"watch":  {nil, []string{"--config", "--drivers", "--network", "--root"}},
 	} {
@@ -59,9 +59,9 @@ func TestCompletionBash(t *testing.T) {
 		"seedkeeper st":            "status",
 		"seedkeeper image ":        "check seal",
 		"seedkeeper status --w":    "--wait",
-		"seedkeeper image seal --": "--dry-run --json --keep-ssh-host-keys --root",
+		"seedkeeper image seal --": "--dry-run --expect --json --keep-ssh-host-keys --root",
 		"seedkeeper help sta":      "status",
-		"seedkeeper c":             "completion",
+		"seedkeeper c":             "collect-logs completion",
 	} {
 		words := strings.Split(line, " ")
 		prog := `source "$1"; COMP_WORDS=(` + strings.Join(quoteAll(words), " ") + `); COMP_CWORD=` +
