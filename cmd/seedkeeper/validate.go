@@ -98,7 +98,7 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 				fmt.Fprint(stdout, validateHelp)
 				return exitOK
 			}
-			fmt.Fprint(stderr, validateHelp)
+			fmt.Fprintln(stderr, flagError(fs, "seedkeeper validate", err))
 			return exitUsage
 		}
 		if fs.NArg() == 0 {
