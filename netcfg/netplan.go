@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
-	"os"
 	"path"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -152,15 +150,11 @@ func generatorMasked(r unit.Root, name string) bool {
 		dirs = append(dirs, "/run/systemd/system-generators")
 	}
 	for _, d := range dirs {
-		sys, err := fsutil.ResolveIn(r.Dir, path.Join(d, name), false)
-		if err != nil {
-			continue
-		}
-		p := filepath.Join(r.Dir, sys)
-		if t, err := os.Readlink(p); err == nil && t == "/dev/null" {
+		p := path.Join(d, name)
+		if t, err := fsutil.ReadlinkIn(r.Dir, p); err == nil && t == "/dev/null" {
 			return true
 		}
-		if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() && fi.Size() == 0 {
+		if fi, err := fsutil.StatIn(r.Dir, p, false); err == nil && fi.Mode().IsRegular() && fi.Size() == 0 {
 			return true
 		}
 	}

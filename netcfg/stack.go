@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -181,11 +180,7 @@ func (s *Stack) enabled(r unit.Root) (on bool, why, file string) {
 // exists reports whether the system path p is there under root, links
 // resolved inside it.
 func exists(root, p string) bool {
-	rp, err := fsutil.Resolve(root, p)
-	if err != nil {
-		return false
-	}
-	_, err = os.Stat(rp)
+	_, err := fsutil.StatIn(root, p, true)
 	return err == nil
 }
 

@@ -52,10 +52,7 @@ var hostOnly = map[string]string{
 // the resolution and the call is followed. Each is to move; none may be
 // added.
 var notYetConfined = map[string]string{
-	"hotplug/watch.go settled os.Stat":              "udev's data directory, named by its host path in hotplug.Options (a stat for the settle wait, nothing opened)",
-	"netcfg/netplan.go generatorMasked os.Readlink": "resolved in the root by fsutil.Resolve first",
-	"netcfg/netplan.go generatorMasked os.Lstat":    "resolved in the root by fsutil.Resolve first",
-	"netcfg/stack.go exists os.Stat":                "resolved in the root by fsutil.Resolve first",
+	"hotplug/watch.go settled os.Stat": "udev's data directory, named by its host path in hotplug.Options (a stat for the settle wait, nothing opened)",
 }
 
 // plainCalls returns the plain os calls in the non-test sources of the
