@@ -178,3 +178,33 @@ func TestRemovalScriptsStayInDPKGRoot(t *testing.T) {
 		}
 	}
 }
+
+// preinst's putting back of the moved-aside drop-in stays in DPKG_ROOT
+// too: with the image's /etc/cloud a link out of it, the host's moved-aside
+// file is not moved.
+func TestPreinstStaysInDPKGRoot(t *testing.T) {
+	host := t.TempDir()
+	aside := filepath.Join(host, "cloud/cloud.cfg.d/95-seedkeeper.cfg.seedkeeper-removed")
+	mkfile(t, aside, "x\n")
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "etc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(host, "cloud"), filepath.Join(root, "etc/cloud")); err != nil {
+		t.Fatal(err)
+	}
+	out := purgeState(t, "deb-preinst", root, "install")
+	if !strings.Contains(out, "symbolic link") {
+		t.Errorf("preinst did not say why it left the linked path: %q", out)
+	}
+	if _, err := os.Stat(aside); err != nil {
+		t.Errorf("preinst moved the host's file: %v", err)
+	}
+	// Inside the root, it is put back.
+	root = t.TempDir()
+	mkfile(t, filepath.Join(root, "etc/cloud/cloud.cfg.d/95-seedkeeper.cfg.seedkeeper-removed"), "x\n")
+	purgeState(t, "deb-preinst", root, "install")
+	if _, err := os.Stat(filepath.Join(root, "etc/cloud/cloud.cfg.d/95-seedkeeper.cfg")); err != nil {
+		t.Errorf("preinst did not put the drop-in back: %v", err)
+	}
+}
