@@ -202,7 +202,8 @@ func Watch(ctx context.Context, e Env, o WatchOptions) error {
 		Fetch:     fetch,
 		Apply:     applyFn,
 		// udev's records are a system path too: under the root.
-		UdevDataDir: e.Root.Path(hotplug.DefaultUdevDataDir),
+		UdevDataDir: hotplug.DefaultUdevDataDir,
+		UdevRoot:    string(e.Root),
 		Ready:       func() { e.watchReady(live, ""); recorded() },
 		Status:      func(s string) { e.notifyStatus("%s", s) },
 		Logger:      e.Log,

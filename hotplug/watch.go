@@ -6,14 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 	"github.com/seedkeeper/seedkeeper/netcfg"
 	"github.com/seedkeeper/seedkeeper/netcfg/apply"
 )
@@ -75,6 +75,10 @@ type Options struct {
 	// Namespace is the current one, and no udev for another namespace
 	// (udev does not see links in other namespaces).
 	UdevDataDir string
+	// UdevRoot is the root UdevDataDir is a system path under (an image
+	// or a test's scratch root), reached through the in-root helpers so
+	// that no link of the root's leads out of it; "" is the machine's own.
+	UdevRoot string
 	// SettleTimeout bounds the wait for udev; zero means
 	// DefaultSettleTimeout.
 	SettleTimeout time.Duration
@@ -540,10 +544,11 @@ func (l *loop) settled(k *link, now time.Time) bool {
 	if dir == "" {
 		return true
 	}
-	if _, err := os.Stat(dir); err != nil {
+	root := l.w.opts.UdevRoot
+	if _, err := fsutil.StatIn(root, dir, true); err != nil {
 		return true // no udev here
 	}
-	if _, err := os.Stat(filepath.Join(dir, "n"+strconv.Itoa(k.Index))); err == nil {
+	if _, err := fsutil.StatIn(root, path.Join(dir, "n"+strconv.Itoa(k.Index)), true); err == nil {
 		return true
 	}
 	if now.Sub(k.firstSeen) >= l.w.opts.SettleTimeout {

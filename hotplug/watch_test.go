@@ -674,3 +674,36 @@ func TestWatchReportsOutcomes(t *testing.T) {
 		t.Errorf("%d applies, want 6 (eth0, eth1, eth2's four): each outcome but the last two is one", st.Applies)
 	}
 }
+
+// udev's records under a root are read inside it: a record that is a link
+// out of the root (to a file the host has) is not udev's record of the
+// NIC, so the NIC waits for the real one.
+func TestWatchUdevRecordInRoot(t *testing.T) {
+	root, host := t.TempDir(), t.TempDir()
+	dir := filepath.Join(root, "run/udev/data")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(host, "n15"), []byte("I:1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(host, "n15"), filepath.Join(dir, "n15")); err != nil {
+		t.Fatal(err)
+	}
+	src, md := newFakeSource(), &metadata{learnAt: map[string]int{"52:54:00:00:00:0f": 1}}
+	h := startHarness(t, src, md, Options{UdevRoot: root, UdevDataDir: "/run/udev/data", SettleTimeout: time.Hour, Debounce: time.Millisecond})
+	h.waitReady()
+	src.put(15, "eth0", "52:54:00:00:00:0f", "virtio_net", false)
+	waitFor(t, "the event", func() bool { return h.w.Stats().Events == 1 })
+	time.Sleep(50 * time.Millisecond)
+	if st := h.w.Stats(); st.Fetches != 0 {
+		t.Fatalf("took a link out of the root for udev's record: %+v", st)
+	}
+	if err := os.Remove(filepath.Join(dir, "n15")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "n15"), []byte("I:1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "an apply", func() bool { return h.w.Stats().Applied == 1 })
+}

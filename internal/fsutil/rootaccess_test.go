@@ -52,7 +52,6 @@ var hostOnly = map[string]string{
 // the resolution and the call is followed. Each is to move; none may be
 // added.
 var notYetConfined = map[string]string{
-	"hotplug/watch.go settled os.Stat": "udev's data directory, named by its host path in hotplug.Options (a stat for the settle wait, nothing opened)",
 }
 
 // plainCalls returns the plain os calls in the non-test sources of the
