@@ -46,14 +46,6 @@ var hostOnly = map[string]string{
 	"cmd/seedkeeper/validate.go checkMetaData os.WriteFile":     "the same scratch directory",
 }
 
-// notYetConfined are the plain calls on paths under a root that are still
-// made by a host path (resolved inside the root first where the comment
-// says so), not through the in-root functions: a link swapped in between
-// the resolution and the call is followed. Each is to move; none may be
-// added.
-var notYetConfined = map[string]string{
-}
-
 // plainCalls returns the plain os calls in the non-test sources of the
 // package in dir (relative to the module), keyed as hostOnly is.
 func plainCalls(t *testing.T, module, dir string) []string {
@@ -110,8 +102,7 @@ func plainCalls(t *testing.T, module, dir string) []string {
 
 // TestRootAccessIsConfined is a vet-style check over the sources: in the
 // packages that handle paths under a root, no file is reached by a plain
-// os call, except a path of the machine's own (hostOnly) and the listed
-// calls still to move (notYetConfined). A new command that reads, writes,
+// os call, except a path of the machine's own (hostOnly). A new command that reads, writes,
 // lists or removes under --root by a plain path fails here: use
 // ReadFileIn, ReadDirIn, StatIn, OpenIn, WriteFileIn or RemoveIn.
 func TestRootAccessIsConfined(t *testing.T) {
@@ -123,17 +114,12 @@ func TestRootAccessIsConfined(t *testing.T) {
 			if _, ok := hostOnly[c]; ok {
 				continue
 			}
-			if _, ok := notYetConfined[c]; ok {
-				continue
-			}
 			t.Errorf("%s: a plain os call in a package that works under a root; reach the path through fsutil's in-root functions (or, for a path of the machine itself, list it in hostOnly with why)", c)
 		}
 	}
-	for _, m := range []map[string]string{hostOnly, notYetConfined} {
-		for c := range m {
-			if !seen[c] {
-				t.Errorf("%s is listed but no longer there: take it off the list", c)
-			}
+	for c := range hostOnly {
+		if !seen[c] {
+			t.Errorf("%s is listed but no longer there: take it off the list", c)
 		}
 	}
 }
