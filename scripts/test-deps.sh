@@ -82,6 +82,14 @@ if [ ! -x "$nmcache/usr/sbin/NetworkManager" ]; then
 	fi
 fi
 
+# The tests that build the examples and a consumer from another module
+# run with GOPROXY=off: the module cache must hold the go.mod of every
+# module in the graph, old versions that no build downloads among them.
+if command -v go >/dev/null 2>&1; then
+	(cd "$(dirname "$0")/.." && go list -m all >/dev/null) ||
+		echo "test-deps: could not load the module graph; the outside-module tests will fail" >&2
+fi
+
 if [ -z "$missing" ]; then
 	exit 0
 fi
