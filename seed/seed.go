@@ -517,13 +517,14 @@ func sum(b []byte) string {
 }
 
 // same reports whether path is a regular file holding data with mode perm.
+// It compares as it reads: a value of many MiB is not held twice.
 func same(path string, data []byte, perm fs.FileMode) bool {
 	fi, err := os.Lstat(path)
 	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != perm {
 		return false
 	}
-	cur, err := readOwn(path)
-	return err == nil && bytes.Equal(cur, data)
+	eq, err := fsutil.SameFileNoFollow(context.Background(), path, data)
+	return err == nil && eq
 }
 
 // maxFile bounds every file seed reads back: its own output, a person's
