@@ -229,3 +229,24 @@ func TestLargestValueCostsItsLineOnce(t *testing.T) {
 		t.Errorf("the next Get = %q, %v; the first value intact: %v", w, err, bytes.Equal(v, value))
 	}
 }
+
+// BenchmarkGetLargestValue reads one value at maxValue on a new session
+// each time, from a host whose replies cost nothing: B/op is the client's
+// cost of the largest value.
+func BenchmarkGetLargestValue(b *testing.B) {
+	old := newRequestID
+	newRequestID = func() string { return "0000beef" }
+	b.Cleanup(func() { newRequestID = old })
+	value := bytes.Repeat([]byte("0123456789abcdef"), maxValue/16)
+	line := frameBytes("0000beef", "SUCCESS", value)
+	ctx := context.Background()
+	b.SetBytes(int64(len(value)))
+	b.ReportAllocs()
+	for b.Loop() {
+		c := New(&replayHost{replies: [][]byte{[]byte("invalid command\n"), []byte("V2_OK\n"), line}}, &Options{Timeouts: loadTimeouts})
+		if v, err := c.Get(ctx, "k"); err != nil || len(v) != len(value) {
+			b.Fatal(len(v), err)
+		}
+		c.Close()
+	}
+}
