@@ -54,8 +54,20 @@ type session struct {
 }
 
 // status is a protocol status line as the host agent compares it, without a
-// trailing CR.
-func status(line []byte) string { return string(bytes.TrimSuffix(line, []byte("\r"))) }
+// trailing CR. A line longer than any status line ("invalid command" is
+// the longest) is none: it is "", which no status equals, and it is never
+// copied into a string (an answer of many MiB is compared with
+// "invalid command" once a request has been nudged).
+func status(line []byte) string {
+	line = bytes.TrimSuffix(line, []byte("\r"))
+	if len(line) > maxStatus {
+		return ""
+	}
+	return string(line)
+}
+
+// maxStatus is longer than every status line the host sends.
+const maxStatus = 32
 
 // unexpectedError is a reply that makes no sense at this point of the
 // protocol; the session is reset.
