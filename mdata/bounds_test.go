@@ -29,9 +29,9 @@ const hostileLine = 8 << 20
 // One 8 MiB line from the host cost the client 225 MiB: the frame was
 // split at every space before its fields were counted (a slice header per
 // space). The fields are counted first now, so the cost of any line is a
-// small multiple of its length: the receive buffer as it grows, and the
-// script host's own copy of what it sends (about 5 times the line in all,
-// 40 MiB here; it was 225 MiB).
+// small multiple of its length: the receive buffer, and the script host's
+// own copy of what it sends (about twice the line in all, 16 MiB here; it
+// was 225 MiB).
 func TestHostileFrameCostsLittleMoreThanItsLength(t *testing.T) {
 	ctx := boundedCtx(t)
 	fixedIDs(t, "0000beef")
