@@ -54,8 +54,20 @@ type session struct {
 }
 
 // status is a protocol status line as the host agent compares it, without a
-// trailing CR.
-func status(line []byte) string { return string(bytes.TrimSuffix(line, []byte("\r"))) }
+// trailing CR. A line longer than any status line ("invalid command" is
+// the longest) is none: it is "", which no status equals, and it is never
+// copied into a string (an answer of many MiB is compared with
+// "invalid command" once a request has been nudged).
+func status(line []byte) string {
+	line = bytes.TrimSuffix(line, []byte("\r"))
+	if len(line) > maxStatus {
+		return ""
+	}
+	return string(line)
+}
+
+// maxStatus is longer than every status line the host sends.
+const maxStatus = 32
 
 // unexpectedError is a reply that makes no sense at this point of the
 // protocol; the session is reset.
@@ -202,6 +214,48 @@ func (s *session) trim() {
 	s.off = 0
 }
 
+// room returns the capacity the receive buffer needs before the next read.
+// A line that starts with a V2 frame's header says how long it is: the
+// buffer gets room for that line at once (a large value is read into one
+// buffer, not a chain of doubling copies that ends past it). Any other
+// line, or one that goes on past what its header said, doubles the buffer.
+// Never beyond the longest line allowed (and its "\n"): the buffer, not
+// the host, decides what is held.
+func (s *session) room() int {
+	c := cap(s.buf)
+	if c-len(s.buf) >= 4096 {
+		return c
+	}
+	if n := announced(s.buf); n > len(s.buf) {
+		if n <= c {
+			return c
+		}
+		return min(n, maxLine+1)
+	}
+	return min(2*c+8192, maxLine+1)
+}
+
+// announced returns the length of the line, "\r\n" included, that the V2
+// frame header at the start of b announces, or 0 when b does not start
+// with a whole header.
+func announced(b []byte) int {
+	rest, ok := bytes.CutPrefix(b, []byte("V2 "))
+	if !ok {
+		return 0
+	}
+	i := bytes.IndexByte(rest[:min(len(rest), 11)], ' ')
+	if i < 1 {
+		return 0
+	}
+	n, err := strconv.Atoi(string(rest[:i]))
+	if err != nil || n < 0 {
+		return 0
+	}
+	// "V2 ", the length and a space, the CRC and a space, the body, a CR
+	// the host may send, "\n".
+	return 3 + i + 1 + 8 + 1 + n + 2
+}
+
 func (s *session) write(ctx context.Context, b []byte) error {
 	// A host that stops reading must not hold us past the context's
 	// deadline (a cancelled context closes the connection instead).
@@ -247,10 +301,8 @@ func (s *session) readLine(ctx context.Context, step string, wait time.Duration,
 		if len(s.buf) > maxLine {
 			return nil, fmt.Errorf("reading %s: line longer than %d bytes", step, maxLine)
 		}
-		if cap(s.buf)-len(s.buf) < 4096 {
-			// Never beyond the longest line allowed (and its "\n"):
-			// the buffer, not the host, decides what is held.
-			nb := make([]byte, len(s.buf), min(2*cap(s.buf)+8192, maxLine+1))
+		if c := s.room(); c > cap(s.buf) {
+			nb := make([]byte, len(s.buf), c)
 			copy(nb, s.buf)
 			s.buf = nb
 		}
@@ -347,7 +399,7 @@ func (s *session) sendV2(ctx context.Context, r request, timeout time.Duration, 
 		}
 		switch reply.Code {
 		case wire.CodeSuccess:
-			v, err := reply.Payload()
+			v, err := s.payload(reply)
 			if err != nil {
 				// The CRC matched, so this is what the host sent.
 				return nil, fmt.Errorf("reading %s: the answer's payload is not base64", r.code)
@@ -360,6 +412,20 @@ func (s *session) sendV2(ctx context.Context, r request, timeout time.Duration, 
 		}
 	}
 	return nil, fmt.Errorf("%d lines without an answer to %s", maxSkipFrames, r.code)
+}
+
+// payload decodes the payload of a SUCCESS frame read into s.buf. A small
+// one is copied out; a large one is decoded over its own base64 and handed
+// out with the buffer that holds it, the session reading on into a new
+// one: a value of many MiB is never held twice.
+func (s *session) payload(f wire.Raw) ([]byte, error) {
+	if len(f.Encoded) < keepBuffer {
+		return f.Payload()
+	}
+	v, err := f.PayloadInPlace()
+	rest := s.buf[s.off:]
+	s.buf, s.off = append(make([]byte, 0, max(keepBuffer, len(rest))), rest...), 0
+	return v, err
 }
 
 // findFrame finds a valid frame with request ID id in line, allowing junk

@@ -516,14 +516,15 @@ func sum(b []byte) string {
 }
 
 // same reports whether the system path p under root is a regular file
-// holding data with mode perm.
+// holding data with mode perm. It compares as it reads: a value of many
+// MiB is not held twice.
 func same(root sysroot.Root, p string, data []byte, perm fs.FileMode) bool {
 	fi, err := fsutil.StatIn(string(root), p, false)
 	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != perm {
 		return false
 	}
-	cur, err := readOwnIn(root, p)
-	return err == nil && bytes.Equal(cur, data)
+	eq, err := fsutil.SameFileIn(context.Background(), string(root), p, data)
+	return err == nil && eq
 }
 
 // maxFile bounds every file seed reads back: its own output, a person's

@@ -16,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/seedkeeper/seedkeeper/datasource"
+	"github.com/seedkeeper/seedkeeper/internal/alloctest"
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 	"github.com/seedkeeper/seedkeeper/internal/yamlx"
@@ -690,5 +691,28 @@ func TestInterruptedWritesInARowAreNotHandEdits(t *testing.T) {
 	}
 	if len(res.Warnings) != 0 {
 		t.Errorf("warnings after interrupted writes: %q", res.Warnings)
+	}
+}
+
+// A second write of the same seed compares each file with what it would
+// write as it reads it: a 12 MiB legacy user-data is not read back whole
+// beside the value (a boot at the SmartOS total held it twice).
+func TestUnchangedLargeFileIsNotReadBackWhole(t *testing.T) {
+	root := sysroot.Root(t.TempDir())
+	s := testSeed()
+	big := bytes.Repeat([]byte("# legacy user-data\n"), 12<<20/19)
+	s.SmartOS = &datasource.SmartOSExtras{LegacyUserData: big, HasLegacyUser: true}
+	mustWrite(t, root, s)
+	var res Result
+	n := alloctest.Bytes(func() { res = mustWrite(t, root, s) })
+	if res.Changed() {
+		t.Errorf("the same seed again changed %+v", res)
+	}
+	if n > 2<<20 {
+		t.Errorf("writing the same seed again allocated %d bytes beside a %d-byte file, want under 2 MiB", n, len(big))
+	}
+	big[len(big)-2] = '!'
+	if res := mustWrite(t, root, s); !slices.Contains(res.Written, LegacyUserData) {
+		t.Errorf("a changed last byte: %+v, want %s written", res, LegacyUserData)
 	}
 }
