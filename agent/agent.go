@@ -90,16 +90,15 @@ func (e *Env) init() {
 
 // NewLogger logs one line per event to w: key=value text, without a
 // timestamp when journald (which adds its own) is reading. When w is the
-// stream journald reads (JOURNAL_STREAM names it), each record goes to the
-// journal itself instead, at its level's priority and with its attributes
-// as SEEDKEEPER_<KEY> fields (internal/journallog); a record the journal
-// does not take is written as text.
+// stream journald reads (JOURNAL_STREAM names it), each line carries its
+// level's priority ("<4>" for a warning, internal/journallog), so that
+// journalctl -p warning finds the warnings, while journald still
+// attributes every line to the unit and forwards it to the console.
 func NewLogger(w io.Writer) *slog.Logger {
-	text := journallog.NewTextHandler(w, os.Getenv(journallog.EnvStream) != "")
 	if f, ok := w.(*os.File); ok && journallog.IsStream(f) {
-		return slog.New(journallog.New(nil, slog.LevelInfo, text))
+		return slog.New(journallog.NewStreamHandler(w))
 	}
-	return slog.New(text)
+	return slog.New(journallog.NewTextHandler(w, os.Getenv(journallog.EnvStream) != ""))
 }
 
 // notifyStatus sends a STATUS line.

@@ -11,7 +11,6 @@ import (
 
 	"github.com/seedkeeper/seedkeeper/agent"
 	"github.com/seedkeeper/seedkeeper/internal/config"
-	"github.com/seedkeeper/seedkeeper/internal/journallog"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
 
@@ -49,8 +48,9 @@ func TestWatchReadyMark(t *testing.T) {
 	}
 }
 
-// The log goes to the journal itself only when the writer is the stream
-// JOURNAL_STREAM names; any other writer keeps the text.
+// On the stream JOURNAL_STREAM names, each line carries its level's
+// priority for journald ("<4>" a warning, "<6>" information), the text
+// otherwise as before; any other writer keeps the plain text.
 func TestNewLoggerJournal(t *testing.T) {
 	f, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
 	if err != nil {
@@ -63,11 +63,15 @@ func TestNewLoggerJournal(t *testing.T) {
 	}
 	st := fi.Sys().(*syscall.Stat_t)
 	t.Setenv("JOURNAL_STREAM", fmt.Sprintf("%d:%d", st.Dev, st.Ino))
-	if _, ok := agent.NewLogger(f).Handler().(*journallog.Handler); !ok {
-		t.Errorf("the journal's stream: handler %T", agent.NewLogger(f).Handler())
+	lg := agent.NewLogger(f)
+	lg.Warn("hello", "nic", "eth1")
+	lg.With("boot", "a").Info("read")
+	b, err := os.ReadFile(f.Name())
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, ok := agent.NewLogger(os.Stdout).Handler().(*journallog.Handler); ok {
-		t.Errorf("another file went to the journal")
+	if want := "<4>level=WARN msg=hello nic=eth1\n<6>level=INFO msg=read boot=a\n"; string(b) != want {
+		t.Errorf("the journal's stream got %q, want %q", b, want)
 	}
 	var buf bytes.Buffer
 	agent.NewLogger(&buf).Warn("hello", "nic", "eth1")

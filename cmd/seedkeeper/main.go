@@ -132,8 +132,8 @@ Environment:
   VMX_GUESTINFO      with VMX_GUESTINFO_METADATA, _USERDATA or _VENDORDATA:
                      VMware guestinfo from the environment, as cloud-init's
                      envvar transport
-  JOURNAL_STREAM     set by systemd: when it names stderr, log records go
-                     to the journal with their priority and fields
+  JOURNAL_STREAM     set by systemd: when it names stderr, each log line
+                     carries its priority for journald ("<4>" a warning)
   GOMEMLIMIT         the Go runtime's soft memory limit (default 40MiB)
 
 Files:

@@ -1,8 +1,7 @@
 // Package journallog is the log handler for seedkeeper's commands when
-// their stderr is the systemd journal (JOURNAL_STREAM names it): each
-// record goes to journald over its native socket (go-systemd's journal
-// package) at its level's priority, with its attributes as fields named
-// SEEDKEEPER_<KEY>, so that "journalctl -p warning" and "journalctl
-// SEEDKEEPER_NIC=eth1" find them. The console and a terminal keep the
-// text handler.
+// their stderr is the systemd journal's stream (JOURNAL_STREAM names it):
+// each line is the text handler's, prefixed with its level's priority as
+// journald reads it ("<4>" a warning), so that "journalctl -p warning"
+// finds it while journald still attributes it to the unit and forwards it
+// to the console. A terminal, a file or a pipe keeps the text handler.
 package journallog
