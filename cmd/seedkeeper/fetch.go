@@ -48,6 +48,9 @@ not used, and why; absent when none).
 Exit status: 0, 1 no metadata source, 2 error, 3 usage, 10 timed out.
 `
 
+// fetchSchemaVersion is the version of "fetch --json" (docs/json.md).
+const fetchSchemaVersion = 1
+
 func runFetch(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("fetch", stderr)
 	root, cfgPath := commonFlags(fs)
@@ -112,7 +115,11 @@ func runFetch(args []string, stdout, stderr io.Writer) int {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false) // "<redacted: ...>", not "\u003credacted"
-		if err := enc.Encode(out); err != nil {
+		doc := struct {
+			SchemaVersion int `json:"schema_version"`
+			*agent.Fetched
+		}{fetchSchemaVersion, out}
+		if err := enc.Encode(doc); err != nil {
 			fmt.Fprintf(stderr, "seedkeeper fetch: writing JSON: %v\n", err)
 			return exitError
 		}

@@ -37,6 +37,10 @@ Exit status:
 `
 
 // runIdentity implements "seedkeeper identity show|reset|pin".
+// identitySchemaVersion is the version of "identity show|reset|pin
+// --json" (docs/json.md).
+const identitySchemaVersion = 1
+
 func runIdentity(args []string, stdout, stderr io.Writer) int {
 	fs, code, ok := subcommand("identity", args, []string{"show", "reset", "pin"}, identityUsage, stdout, stderr)
 	if !ok {
@@ -74,10 +78,11 @@ func runIdentity(args []string, stdout, stderr io.Writer) int {
 
 	if *asJSON {
 		out := struct {
-			Path        string          `json:"path"`
-			State       *identity.State `json:"state"`
-			CloudInitID string          `json:"cloud_init_instance_id,omitempty"`
-		}{identity.StatePath, st, ciID}
+			SchemaVersion int             `json:"schema_version"`
+			Path          string          `json:"path"`
+			State         *identity.State `json:"state"`
+			CloudInitID   string          `json:"cloud_init_instance_id,omitempty"`
+		}{identitySchemaVersion, identity.StatePath, st, ciID}
 		b, err := json.MarshalIndent(out, "", "  ")
 		if err != nil {
 			return fail(err)

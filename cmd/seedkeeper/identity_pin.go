@@ -38,9 +38,10 @@ func runIdentityPin(root sysroot.Root, asJSON bool, stdout, stderr io.Writer) in
 	}
 	if asJSON {
 		b, err := json.MarshalIndent(struct {
-			Outcome identity.PinOutcome `json:"outcome"`
-			State   *identity.State     `json:"state"`
-		}{out, st}, "", "  ")
+			SchemaVersion int                 `json:"schema_version"`
+			Outcome       identity.PinOutcome `json:"outcome"`
+			State         *identity.State     `json:"state"`
+		}{identitySchemaVersion, out, st}, "", "  ")
 		if err != nil {
 			return fail(err)
 		}

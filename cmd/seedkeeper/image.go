@@ -91,6 +91,9 @@ Exit status:
      was changed
 `
 
+// checkSchemaVersion is the version of "image check --json" (docs/json.md).
+const checkSchemaVersion = 1
+
 // runImage implements "seedkeeper image check|seal".
 func runImage(args []string, stdout, stderr io.Writer) int {
 	flags, code, ok := subcommand("image", args, []string{"check", "seal"}, imageUsage, stdout, stderr)
@@ -136,9 +139,10 @@ func imageCheck(r sysroot.Root, asJSON bool, stdout, stderr io.Writer) int {
 	}
 	if asJSON {
 		out := struct {
+			SchemaVersion int `json:"schema_version"`
 			*image.Report
 			Verdict string `json:"verdict"`
-		}{rep, rep.Summary()}
+		}{checkSchemaVersion, rep, rep.Summary()}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false)

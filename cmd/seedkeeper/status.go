@@ -80,9 +80,13 @@ var statusExit = map[report.Verdict]int{
 	report.NotRun:   exitStatusNotRun,
 }
 
+// statusSchemaVersion is the version of "status --json" (docs/json.md).
+const statusSchemaVersion = 1
+
 // statusJSONDoc is the --json form: the report, and what the exit status
 // says.
 type statusJSONDoc struct {
+	SchemaVersion int `json:"schema_version"`
 	*report.Report
 	Verdict  string   `json:"verdict"`
 	Problems []string `json:"problems,omitempty"`
@@ -153,7 +157,7 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false)
-		if err := enc.Encode(statusJSONDoc{Report: rep, Verdict: v.String(), Problems: rep.Problems()}); err != nil {
+		if err := enc.Encode(statusJSONDoc{SchemaVersion: statusSchemaVersion, Report: rep, Verdict: v.String(), Problems: rep.Problems()}); err != nil {
 			return exitError
 		}
 		return code

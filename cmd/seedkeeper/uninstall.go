@@ -49,6 +49,9 @@ Options:
 Exit status: 0 when done (also when files were left), 2 on error, 3 usage.
 `
 
+// uninstallSchemaVersion is the version of "uninstall --json" (docs/json.md).
+const uninstallSchemaVersion = 1
+
 func runUninstall(args []string, stdout, stderr io.Writer) int {
 	flags := newFlags("uninstall", stderr)
 	root := flags.String("root", "", "")
@@ -65,7 +68,10 @@ func runUninstall(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	if *asJSON {
-		b, err := json.MarshalIndent(u, "", "  ")
+		b, err := json.MarshalIndent(struct {
+			SchemaVersion int `json:"schema_version"`
+			*agent.Uninstalled
+		}{uninstallSchemaVersion, u}, "", "  ")
 		if err != nil {
 			fmt.Fprintf(stderr, "seedkeeper uninstall: %v\n", err)
 			return exitError
