@@ -218,22 +218,37 @@ func parentFD(rfd int, root, p string) (int, string, error) {
 	return fd, base, err
 }
 
+// entryAt opens the directory of the system path p and describes its last
+// component without following it. A dfd of -1 with a nil error means p is
+// not there; otherwise the caller closes dfd.
+func entryAt(rfd int, root, p string) (int, string, unix.Stat_t, error) {
+	var st unix.Stat_t
+	dfd, base, err := parentFD(rfd, root, p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return -1, "", st, nil
+	}
+	if err != nil {
+		return -1, "", st, err
+	}
+	switch err := unix.Fstatat(dfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err {
+	case nil:
+		return dfd, base, st, nil
+	case unix.ENOENT:
+		unix.Close(dfd)
+		return -1, "", st, nil
+	default:
+		unix.Close(dfd)
+		return -1, "", st, err
+	}
+}
+
 func removeIn(root, p string, tree bool) error {
 	ok, err := withRoot(root, func(rfd int) error {
-		dfd, base, err := parentFD(rfd, root, p)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
-		if err != nil {
-			return err
+		dfd, base, st, err := entryAt(rfd, root, p)
+		if dfd < 0 || err != nil {
+			return err // nil: p is not there
 		}
 		defer unix.Close(dfd)
-		var st unix.Stat_t
-		if err := unix.Fstatat(dfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err == unix.ENOENT {
-			return nil
-		} else if err != nil {
-			return err
-		}
 		// A mount point (a bind-mounted file or directory) is refused
 		// whatever its kind: the lookup of it alone crosses the mount.
 		fd, err := openat2(dfd, base, unix.O_PATH|unix.O_NOFOLLOW, beneath)
@@ -261,20 +276,11 @@ func removeIn(root, p string, tree bool) error {
 func removeEmptyDirIn(root, p string) (bool, error) {
 	var gone bool
 	ok, err := withRoot(root, func(rfd int) error {
-		dfd, base, err := parentFD(rfd, root, p)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
-		if err != nil {
-			return err
+		dfd, base, st, err := entryAt(rfd, root, p)
+		if dfd < 0 || err != nil {
+			return err // nil: p is not there
 		}
 		defer unix.Close(dfd)
-		var st unix.Stat_t
-		if err := unix.Fstatat(dfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err == unix.ENOENT {
-			return nil
-		} else if err != nil {
-			return err
-		}
 		if m := modeOf(st.Mode); !m.IsDir() {
 			return &kindError{m}
 		}
