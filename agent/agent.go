@@ -65,9 +65,9 @@ func LoadEnv(rootDir, cfgPath string, log *slog.Logger) Env {
 	if cfgPath == "" {
 		// The image's own file: read confined to the root, so a link
 		// in it cannot make a file of the host its configuration.
-		e.Config, e.ConfigErr = config.LoadRoot(string(root))
+		e.Config, e.ConfigErr = config.LoadRoot(string(root), datasource.Names())
 	} else {
-		e.Config, e.ConfigErr = config.Load(cfgPath)
+		e.Config, e.ConfigErr = config.Load(cfgPath, datasource.Names())
 	}
 	e.init()
 	if e.ConfigErr != nil {

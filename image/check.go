@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 
+	"github.com/seedkeeper/seedkeeper/datasource"
 	"github.com/seedkeeper/seedkeeper/identity"
 	"github.com/seedkeeper/seedkeeper/internal/config"
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
@@ -118,7 +119,7 @@ func Check(rootDir string, ids ...string) (*Report, error) {
 	}
 	in := &inspection{root: root, seal: identity.ReadSeal(root)}
 	in.cc, in.ccErr = readCloudConfig(root)
-	in.cfg, in.cfgErr = config.LoadIn(string(root), config.DefaultPath)
+	in.cfg, in.cfgErr = config.LoadIn(string(root), config.DefaultPath, datasource.Names())
 	if in.cfg == nil {
 		in.cfg = config.Default()
 	}

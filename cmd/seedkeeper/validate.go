@@ -246,7 +246,7 @@ func fromNetcfg(ps []netcfg.Problem) []validateError {
 // checkConfig checks seedkeeper's configuration file as boot loads it,
 // and its hotplug.drivers as the hotplug allowlist reads it.
 func checkConfig(data []byte) []validateError {
-	_, ps := config.Read(data)
+	_, ps := config.Read(data, datasource.Names())
 	out := []validateError{}
 	for _, p := range ps {
 		out = append(out, validateError{p.Line, p.Column, p.Path, p.Msg})

@@ -20,7 +20,6 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/seedkeeper/seedkeeper/datasource"
 	"github.com/seedkeeper/seedkeeper/internal/bound"
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 	"github.com/seedkeeper/seedkeeper/internal/yamlx"
@@ -35,7 +34,8 @@ const MaxSize = fsutil.SmallFile
 // Config is the whole configuration.
 type Config struct {
 	// Sources are the metadata sources to detect, in order: names from
-	// the source table (datasource.Names), which is also the default.
+	// the source table (datasource.Names). Nil, the default, is every
+	// source in the table's order.
 	Sources []string `yaml:"sources"`
 
 	Mdata struct {
@@ -98,7 +98,8 @@ type Config struct {
 }
 
 // Names accepted in network.owner and events.network; the names sources
-// accepts are the source table's (datasource.Names).
+// accepts are the source table's, which the caller passes to Load (the
+// table lives above this package: datasource.Names).
 var (
 	KnownOwners = []string{"seedkeeper", "cloud-init"}
 	KnownEvents = []string{"boot-new-instance", "boot", "hotplug"}
@@ -106,7 +107,7 @@ var (
 
 // Default returns the configuration used when there is no file.
 func Default() *Config {
-	c := &Config{Sources: datasource.Names()}
+	c := &Config{}
 	c.Network.Owner = "seedkeeper"
 	c.Events.Network = []string{"boot", "hotplug"}
 	c.Boot.DeviceWait = Duration(60 * time.Second)
@@ -135,34 +136,35 @@ func (c *Config) EventEnabled(ev string) bool {
 // Load reads the file at path. A missing file gives the defaults. Any other
 // problem gives the defaults and an error that names the file, line and key:
 // the caller decides what may go on without it (the allowlist must then
-// allow nothing).
-func Load(path string) (*Config, error) {
+// allow nothing). The names sources may list are sources (the source
+// table's: datasource.Names).
+func Load(path string, sources []string) (*Config, error) {
 	// The one bounded reader: --config /dev/zero or a FIFO must not hang
 	// or fill memory.
 	b, err := fsutil.ReadFile(context.Background(), path, MaxSize)
-	return parse(path, b, err)
+	return parse(path, b, err, sources)
 }
 
 // LoadIn is Load for the system path p of an image under root (see
 // fsutil.ReadFileIn: no link or mount leads out of the root).
-func LoadIn(root, p string) (*Config, error) {
+func LoadIn(root, p string, sources []string) (*Config, error) {
 	b, err := fsutil.ReadFileIn(context.Background(), root, p, MaxSize)
-	return parse(p, b, err)
+	return parse(p, b, err, sources)
 }
 
 // LoadRoot is LoadIn for the default path under root, for the flows
 // (boot, watch, status): errors and Config.Path name the file as the
 // operator finds it on disk (root joined with DefaultPath).
-func LoadRoot(root string) (*Config, error) {
+func LoadRoot(root string, sources []string) (*Config, error) {
 	b, err := fsutil.ReadFileIn(context.Background(), root, DefaultPath, MaxSize)
 	name := DefaultPath
 	if root != "" && root != "/" {
 		name = filepath.Join(root, DefaultPath)
 	}
-	return parse(name, b, err)
+	return parse(name, b, err, sources)
 }
 
-func parse(path string, b []byte, err error) (*Config, error) {
+func parse(path string, b []byte, err error, sources []string) (*Config, error) {
 	c := Default()
 	if errors.Is(err, fs.ErrNotExist) {
 		return c, nil
@@ -170,7 +172,7 @@ func parse(path string, b []byte, err error) (*Config, error) {
 	if err != nil {
 		return c, fmt.Errorf("reading configuration: %w", err)
 	}
-	n, probs := read(b)
+	n, probs := read(b, sources)
 	if len(probs) > 0 {
 		return c, &FileError{File: path, Problems: probs}
 	}
@@ -218,15 +220,16 @@ func (e *FileError) Error() string {
 
 // Read decodes and checks the text of a configuration file: the
 // configuration (Path unset), or every problem Load would refuse it for,
-// each located in the text.
-func Read(b []byte) (*Config, []Problem) {
-	return read(b)
+// each located in the text. sources are the names sources may list, as
+// for Load.
+func Read(b []byte, sources []string) (*Config, []Problem) {
+	return read(b, sources)
 }
 
 // TopKeys are the keys a configuration file may have at its top.
 func TopKeys() []string { return yamlKeys(reflect.TypeFor[Config]()) }
 
-func read(b []byte) (*Config, []Problem) {
+func read(b []byte, sources []string) (*Config, []Problem) {
 	n := Default()
 	if err := yamlx.Check(b); err != nil {
 		return nil, []Problem{{Line: 1, Column: 1, Msg: err.Error()}}
@@ -260,7 +263,7 @@ func read(b []byte) (*Config, []Problem) {
 		// kind it did not foresee.
 		return nil, []Problem{{Line: top.Line, Column: top.Column, Msg: describeYAML(err).Error()}}
 	}
-	for _, p := range n.validate() {
+	for _, p := range n.validate(sources) {
 		at, _ := yamlx.Locate(top, p.path)
 		add(at, p.path, p.msg)
 	}
@@ -406,13 +409,13 @@ var (
 // problem is what validate finds wrong with a key's value.
 type problem struct{ path, msg string }
 
-func (c *Config) validate() []problem {
+func (c *Config) validate(sources []string) []problem {
 	// Errors name the key and what is wanted, never the value: the
 	// file named by --config may be anything.
 	var out []problem
 	for i, s := range c.Sources {
-		if !datasource.ValidSource(s) {
-			out = append(out, problem{fmt.Sprintf("sources[%d]", i), fmt.Sprintf("unknown source (want one of %s)", strings.Join(datasource.Names(), ", "))})
+		if !slices.Contains(sources, s) {
+			out = append(out, problem{fmt.Sprintf("sources[%d]", i), fmt.Sprintf("unknown source (want one of %s)", strings.Join(sources, ", "))})
 		}
 	}
 	if !slices.Contains(KnownOwners, c.Network.Owner) {

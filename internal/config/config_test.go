@@ -14,6 +14,10 @@ import (
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 )
 
+// sources stands for the source table's names (datasource.Names, which
+// the datasource tests pin to Load).
+var sources = []string{"smartos", "vmware", "nocloud"}
+
 func write(t *testing.T, s string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "config.yaml")
@@ -24,12 +28,12 @@ func write(t *testing.T, s string) string {
 }
 
 func TestMissingFileGivesDefaults(t *testing.T) {
-	c, err := Load(filepath.Join(t.TempDir(), "nope.yaml"))
+	c, err := Load(filepath.Join(t.TempDir(), "nope.yaml"), sources)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Network.Owner != "seedkeeper" || !c.EventEnabled("boot") || !c.EventEnabled("hotplug") ||
-		strings.Join(c.Sources, ",") != "smartos,vmware,nocloud" || c.HotplugDriversSet() ||
+		c.Sources != nil || c.HotplugDriversSet() ||
 		time.Duration(c.Boot.DeviceWait) != 60*time.Second || time.Duration(c.VMware.NetworkWait) != 60*time.Second {
 		t.Errorf("defaults = %+v", c)
 	}
@@ -44,7 +48,7 @@ network: {owner: cloud-init}
 events: {network: [boot]}
 hotplug: {drivers: [virtio_net, e1000]}
 vmware: {redact: true, network_wait: 5s}
-`))
+`), sources)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,12 +64,12 @@ vmware: {redact: true, network_wait: 5s}
 	if l, ok := v.([]any); !ok || len(l) != 2 || l[0] != "virtio_net" {
 		t.Errorf("drivers = %#v", v)
 	}
-	c, err = Load(write(t, "boot: {wait: 30}\n"))
+	c, err = Load(write(t, "boot: {wait: 30}\n"), sources)
 	if err != nil || time.Duration(c.Boot.Wait) != 30*time.Second || time.Duration(c.Boot.DeviceWait) != 60*time.Second {
 		t.Errorf("wait as seconds: %v %v %v", c.Boot.Wait, c.Boot.DeviceWait, err)
 	}
 	for in, want := range map[string]time.Duration{"boot: {device_wait: 0}\n": 0, "boot: {device_wait: 2.5s}\n": 2500 * time.Millisecond} {
-		c, err = Load(write(t, in))
+		c, err = Load(write(t, in), sources)
 		if err != nil || time.Duration(c.Boot.DeviceWait) != want {
 			t.Errorf("%q: device_wait %v, %v; want %v", in, c.Boot.DeviceWait, err, want)
 		}
@@ -87,7 +91,7 @@ func TestLoadErrorsNameTheProblem(t *testing.T) {
 		"network: {owner: seedkeeper}\n\t":   "yaml:",
 	} {
 		p := write(t, in)
-		c, err := Load(p)
+		c, err := Load(p, sources)
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), p) {
 			t.Errorf("Load(%q) err = %v, want it to name %s and %q", in, err, p, want)
 		}
@@ -104,7 +108,7 @@ func FuzzLoad(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		p := filepath.Join(t.TempDir(), "c.yaml")
 		os.WriteFile(p, []byte(s), 0o644)
-		c, err := Load(p)
+		c, err := Load(p, sources)
 		if c == nil {
 			t.Fatal("nil config")
 		}
@@ -121,7 +125,7 @@ func TestLoadReadsOnlyRegularFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range []string{"/dev/zero", fifo} {
-		c, err := Load(p)
+		c, err := Load(p, sources)
 		if !errors.Is(err, fsutil.ErrNotRegular) {
 			t.Errorf("Load(%s) = %v, want ErrNotRegular", p, err)
 		}
@@ -130,7 +134,7 @@ func TestLoadReadsOnlyRegularFiles(t *testing.T) {
 		}
 	}
 	big := write(t, "# "+strings.Repeat("x", MaxSize)+"\n")
-	if _, err := Load(big); !errors.Is(err, fsutil.ErrTooLarge) {
+	if _, err := Load(big, sources); !errors.Is(err, fsutil.ErrTooLarge) {
 		t.Errorf("Load(a file over %d bytes) = %v, want ErrTooLarge", MaxSize, err)
 	}
 }
@@ -146,7 +150,7 @@ func TestLoadErrorsDoNotQuote(t *testing.T) {
 		"events: {network: SECRETMARKER}\n",
 		"hotplug: SECRETMARKER\n",
 	} {
-		if _, err := Load(write(t, in)); err == nil || strings.Contains(err.Error(), "SECRETM") {
+		if _, err := Load(write(t, in), sources); err == nil || strings.Contains(err.Error(), "SECRETM") {
 			t.Errorf("Load(%q) err = %v", in, err)
 		}
 	}
@@ -161,7 +165,7 @@ func TestLoadHostileCorpus(t *testing.T) {
 		t.Fatalf("no corpus: %v", err)
 	}
 	for _, p := range files {
-		c, err := Load(p)
+		c, err := Load(p, sources)
 		if c == nil {
 			t.Errorf("Load(%s) = nil", p)
 		}
@@ -194,7 +198,7 @@ func TestLoadDurationEdges(t *testing.T) {
 		"boot: {device_wait: -1e400}\n":    "boot.device_wait: not a duration",
 		"boot: {wait: \"-9223372036s\"}\n": "boot.wait: out of range",
 	} {
-		_, err := Load(write(t, in))
+		_, err := Load(write(t, in), sources)
 		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "SECRETMARKER") {
 			t.Errorf("Load(%q) = %v, want %q", in, err, want)
 		}
@@ -205,7 +209,7 @@ func TestLoadDurationEdges(t *testing.T) {
 		"boot: {wait: 24h, device_wait: 10m}\n":   {24 * time.Hour, 10 * time.Minute},
 		"boot: {wait: 86400, device_wait: 600}\n": {24 * time.Hour, 10 * time.Minute},
 	} {
-		c, err := Load(write(t, in))
+		c, err := Load(write(t, in), sources)
 		if err != nil || time.Duration(c.Boot.Wait) != want[0] || time.Duration(c.Boot.DeviceWait) != want[1] {
 			t.Errorf("Load(%q) = %v, %v, %v; want %v", in, c.Boot.Wait, c.Boot.DeviceWait, err, want)
 		}
@@ -229,7 +233,7 @@ boot: [1s]
 events: {network: boot}
 bogus: 1
 `)
-	_, err := Load(p)
+	_, err := Load(p, sources)
 	want := []string{
 		p + ":1:20: sources[1]: unknown source (want one of smartos, vmware, nocloud)",
 		p + ":3:10: network.owner: not one of seedkeeper, cloud-init",
@@ -260,14 +264,14 @@ bogus: 1
 			t.Errorf("the error speaks Go or YAML tags (%q): %v", bad, err)
 		}
 	}
-	if _, ps := Read([]byte("network: {owner: cloud-init}\nboot: {wait: 90s}\n")); ps != nil {
+	if _, ps := Read([]byte("network: {owner: cloud-init}\nboot: {wait: 90s}\n"), sources); ps != nil {
 		t.Errorf("a good file: %+v", ps)
 	}
 }
 
 // metrics.textfile_dir is read as given; nothing is written by default.
 func TestMetricsTextfileDir(t *testing.T) {
-	c, err := Load(write(t, "metrics: {textfile_dir: /var/lib/prometheus/node-exporter}\n"))
+	c, err := Load(write(t, "metrics: {textfile_dir: /var/lib/prometheus/node-exporter}\n"), sources)
 	if err != nil || c.Metrics.TextfileDir != "/var/lib/prometheus/node-exporter" {
 		t.Errorf("metrics.textfile_dir: %q, %v", c.Metrics.TextfileDir, err)
 	}

@@ -53,7 +53,7 @@ func TestReferenceHasEveryKey(t *testing.T) {
 	if err := os.WriteFile(p, []byte(Reference), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Load(p); err != nil {
+	if _, err := Load(p, sources); err != nil {
 		t.Errorf("Load(Reference): %v", err)
 	}
 }
