@@ -5,9 +5,11 @@
 #   make test    install missing test tools (as root) and run every test
 #   make build   build the static binary into bin/
 #   make package build the .deb and .rpm into bin/pkg/ (nfpm, a Go tool in tools/)
-#   make release RELEASE=X.Y.Z  the release commit, its tag vX.Y.Z and its
+#   make release RELEASE=X.Y.Z  the release commit (with its API in api/), its tag vX.Y.Z and its
 #                packages (scripts/release.sh, then make package)
 #   make deb     build the .deb alone (what the systemd-booted test guest installs)
+#   make api     every change of the stable packages' API since the last
+#                release (api/), and whether CHANGELOG declares the breaking ones
 #   make e2e     the full matrix of the systemd-booted guests (test/vm, root, QEMU)
 #   make cross   build the binary for linux/amd64, linux/arm64, freebsd/amd64
 #                and windows/amd64 into bin/cross/
@@ -33,7 +35,7 @@ BIN       := bin
 TOOLS     := mdata-get mdata-put mdata-delete mdata-list
 TESTFLAGS ?= -race -count=1 -timeout 85m
 
-.PHONY: all build demo check test test-deps vet unit bench bench-report bench-hostile faults skbench fuzz clean
+.PHONY: all build demo check test test-deps vet api unit bench bench-report bench-hostile faults skbench fuzz clean
 
 all: build
 
@@ -61,6 +63,9 @@ check: vet
 
 test: test-deps vet
 	$(GO) test $(TESTFLAGS) ./...
+
+api:
+	$(GO) test -count=1 -v -run 'TestAPICompat$$' ./test/apicompat
 
 unit:
 	$(GO) test -short $(TESTFLAGS) ./...

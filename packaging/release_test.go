@@ -14,6 +14,7 @@ import (
 // one, sets Release, commits and makes the annotated tag, and the version
 // of the result is the bare release; it refuses a version that is not
 // after the current one, a dirty tree and empty notes, changing nothing.
+// The release commit holds the API snapshot of itself (api/).
 func TestReleaseScript(t *testing.T) {
 	r := newVersionRepo(t)
 	script, err := filepath.Abs(filepath.Join(repoRoot, "scripts", "release.sh"))
@@ -37,7 +38,11 @@ func TestReleaseScript(t *testing.T) {
 	if out, err := release("0.2.0"); err == nil || !strings.Contains(out, "uncommitted changes") {
 		t.Errorf("a dirty tree: %v %s; want a refusal", err, out)
 	}
-	r.git("commit", "-q", "-am", "notes")
+	// A stand-in for the API snapshot (the scratch repository has no Go
+	// packages): it records the version the release commit has.
+	r.write("scripts/apisnapshot.sh", "mkdir -p api && sed -n 's/^const Release = \"\\(.*\\)\"$/\\1/p' internal/version/version.go > api/release\n")
+	r.git("add", "-A")
+	r.git("commit", "-q", "-m", "notes")
 	for _, bad := range []string{"0.1.0", "0.0.9", "v0.2.0", "0.2"} {
 		if out, err := release(bad); err == nil {
 			t.Errorf("release.sh %s: no refusal\n%s", bad, out)
@@ -63,6 +68,9 @@ func TestReleaseScript(t *testing.T) {
 	}
 	if r.git("status", "--porcelain") != "" {
 		t.Error("release.sh left uncommitted changes")
+	}
+	if got := r.git("show", "v0.2.0:api/release"); got != "0.2.0" {
+		t.Errorf("the release commit's api/release = %q; want the API snapshot of 0.2.0 in it", got)
 	}
 	if d, p := r.version(); d != "v0.2.0" || p != "0.2.0" {
 		t.Errorf("the release commit's version is %s (%s); want v0.2.0 (0.2.0)", d, p)

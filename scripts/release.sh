@@ -4,7 +4,10 @@
 #   - CHANGELOG.md's "Unreleased" section becomes "X.Y.Z (today, UTC)",
 #     under a new, empty "Unreleased";
 #   - internal/version's Release becomes X.Y.Z;
-#   - both are committed as "Release X.Y.Z" and tagged vX.Y.Z (annotated).
+#   - api/ gets the exported API of the stable packages at that commit
+#     (scripts/apisnapshot.sh), which the API check compares with from
+#     then on;
+#   - all are committed as "Release X.Y.Z" and tagged vX.Y.Z (annotated).
 # The release commit is the one that changes Release: every build after it
 # counts its commits from there (packaging/pkgversion.sh). Push the commit
 # and the tag (git push origin HEAD vX.Y.Z) to publish them.
@@ -38,5 +41,8 @@ mv CHANGELOG.md.new CHANGELOG.md
 sed "s/^const Release = \"$old\"\$/const Release = \"$new\"/" "$version" > "$version.new"
 mv "$version.new" "$version"
 git commit -q -m "Release $new" -- CHANGELOG.md "$version"
+sh scripts/apisnapshot.sh HEAD || die "cannot write the API snapshot"
+git add api
+git commit -q --amend --no-edit
 git tag -a "v$new" -m "seedkeeper $new"
 echo "release.sh: committed and tagged v$new" >&2

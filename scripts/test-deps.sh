@@ -88,6 +88,9 @@ fi
 if command -v go >/dev/null 2>&1; then
 	(cd "$(dirname "$0")/.." && go list -m all >/dev/null) ||
 		echo "test-deps: could not load the module graph; the outside-module tests will fail" >&2
+	# apidiff, pinned in tools/apidiff, for the API check (test/apicompat).
+	(cd "$(dirname "$0")/../tools/apidiff" && go mod download) ||
+		echo "test-deps: could not download apidiff (tools/apidiff); the API check will fail" >&2
 fi
 
 if [ -z "$missing" ]; then
