@@ -16,6 +16,7 @@ import (
 	"github.com/coreos/go-systemd/v22/daemon"
 
 	"github.com/seedkeeper/seedkeeper/agent"
+	"github.com/seedkeeper/seedkeeper/hotplug"
 )
 
 // commonFlags adds --root and --config to fs.
@@ -23,6 +24,33 @@ func commonFlags(fs *flag.FlagSet) (root, cfgPath *string) {
 	root = fs.String("root", "", "resolve every system path under `DIR` (run against a scratch folder)")
 	cfgPath = fs.String("config", "", "configuration `FILE` (default /etc/seedkeeper/config.yaml under --root)")
 	return root, cfgPath
+}
+
+// driversFlag adds --drivers to fs, the one parser of it for every
+// command. After parsing, allowlist is what the flag gives: nil when it is
+// not given (the command decides as boot does); an allowlist allowing
+// nothing when it is given blank; else its names, read as the metadata's
+// and the configuration's strings are (hotplug.ParseDriverList: an empty
+// entry, as in "a,,b", is an error, which the command reports as a usage
+// error).
+func driversFlag(fs *flag.FlagSet) (allowlist func() (*hotplug.Allowlist, error)) {
+	v := fs.String("drivers", "", "")
+	return func() (*hotplug.Allowlist, error) {
+		given := false
+		fs.Visit(func(f *flag.Flag) { given = given || f.Name == "drivers" })
+		if !given {
+			return nil, nil
+		}
+		var names []string
+		if strings.TrimSpace(*v) != "" {
+			var err error
+			if names, err = hotplug.ParseDriverList(*v); err != nil {
+				return nil, fmt.Errorf("--drivers: %w", err)
+			}
+		}
+		a := hotplug.NewAllowlist(hotplug.OriginFlag, names)
+		return &a, nil
+	}
 }
 
 // newEnv loads the configuration, logs to stderr and notifies systemd when

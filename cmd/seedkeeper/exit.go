@@ -3,7 +3,9 @@ package main
 import (
 	"errors"
 
+	"github.com/seedkeeper/seedkeeper/agent/report"
 	"github.com/seedkeeper/seedkeeper/datasource"
+	"github.com/seedkeeper/seedkeeper/image"
 	"github.com/seedkeeper/seedkeeper/mdata"
 	"github.com/seedkeeper/seedkeeper/netcfg/apply"
 )
@@ -19,6 +21,12 @@ const (
 	exitUsage    = 3
 	exitPartial  = 4 // the network was applied only in part
 	exitTryAgain = 10
+	// exitPlanChanged: --expect named a plan, and the plan made right
+	// before acting is another; nothing was changed.
+	exitPlanChanged = 5
+	// exitFindings: image check found what a clone will not do right;
+	// validate found an error in a file.
+	exitFindings = 1
 )
 
 // Exit codes of status, as cloud-init status's (0 ok, 1 failed, 2
@@ -36,12 +44,18 @@ type errTimedOut struct{ error }
 
 func (e errTimedOut) Unwrap() error { return e.error }
 
+// Every exit status but exitOK, exitUsage and exitError is decided in this
+// file: exitCode for a command's error, and below it the verdicts of the
+// commands that report one (a test holds the other files to that).
+
 // exitCode is the one mapping of a command's error to its exit status.
 func exitCode(err error) int {
 	var timedOut errTimedOut
 	switch {
 	case err == nil:
 		return exitOK
+	case errors.Is(err, apply.ErrPlanChanged), errors.Is(err, image.ErrPlanChanged):
+		return exitPlanChanged
 	case errors.Is(err, datasource.ErrNoSource):
 		return exitNoSource
 	case errors.Is(err, mdata.ErrNotFound):
@@ -52,4 +66,35 @@ func exitCode(err error) int {
 		return exitTryAgain
 	}
 	return exitError
+}
+
+// checkExit is the exit status of an image check's report.
+func checkExit(rep *image.Report) int {
+	switch {
+	case rep.Count(image.Error) > 0:
+		return exitError
+	case rep.Count(image.Finding) > 0:
+		return exitFindings
+	}
+	return exitOK
+}
+
+// statusExit is the exit status of each verdict of status.
+var statusExit = map[report.Verdict]int{
+	report.OK:       exitOK,
+	report.Failed:   exitStatusFailed,
+	report.Degraded: exitStatusDegraded,
+	report.NotRun:   exitStatusNotRun,
+}
+
+// validateExit is the exit status of validate: failed, a file could not
+// be read or its kind told; invalid, a file has an error.
+func validateExit(failed, invalid bool) int {
+	switch {
+	case failed:
+		return exitError
+	case invalid:
+		return exitFindings
+	}
+	return exitOK
 }

@@ -6,11 +6,8 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
-	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
 
 	"go.yaml.in/yaml/v3"
 
@@ -45,13 +42,14 @@ sets one), nics, nics_dropped, waited; absent for other transports),
 meta_data, dropped (the metadata fields
 not used, and why; absent when none).
 
-Exit status: 0, 1 no metadata source, 2 error, 3 usage, 10 timed out.
+Exit status: 0, 1 no metadata source, 2 error, 3 usage, 10 timed out,
+128+N stopped by signal N (SIGINT, SIGTERM).
 `
 
 // fetchSchemaVersion is the version of "fetch --json" (docs/json.md).
 const fetchSchemaVersion = 1
 
-func runFetch(args []string, stdout, stderr io.Writer) int {
+func runFetch(args []string, stdout, stderr io.Writer) (code int) {
 	fs := newFlags("fetch", stderr)
 	root, cfgPath := commonFlags(fs)
 	source := fs.String("source", "", "")
@@ -79,8 +77,13 @@ func runFetch(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	e := newEnv(*root, *cfgPath, stderr)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, caught, stop := signalContext()
 	defer stop()
+	defer func() {
+		if c, ok := caught(); ok {
+			code = c
+		}
+	}()
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)

@@ -120,17 +120,6 @@ func runImage(args []string, stdout, stderr io.Writer) int {
 	return imageSeal(r, image.SealOptions{KeepSSHHostKeys: *keepKeys, DryRun: *dryRun}, *expect, *asJSON, stdout, stderr)
 }
 
-// checkExit maps a report to the exit status.
-func checkExit(rep *image.Report) int {
-	switch {
-	case rep.Count(image.Error) > 0:
-		return exitError
-	case rep.Count(image.Finding) > 0:
-		return exitNotFound
-	}
-	return exitOK
-}
-
 func imageCheck(r sysroot.Root, asJSON bool, stdout, stderr io.Writer) int {
 	rep, err := image.Check(string(r))
 	if err != nil {
@@ -200,7 +189,7 @@ func imageSeal(r sysroot.Root, opts image.SealOptions, expect string, asJSON boo
 		if asJSON {
 			writeSealJSON(stdout, r, opts, s, err)
 		}
-		return exitPlanChanged
+		return exitCode(err)
 	}
 	if asJSON {
 		writeSealJSON(stdout, r, opts, s, err)

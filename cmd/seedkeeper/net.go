@@ -1,16 +1,11 @@
 package main
 
 import (
-	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"path"
 	"strings"
-	"syscall"
 
 	"github.com/seedkeeper/seedkeeper/agent"
 	"github.com/seedkeeper/seedkeeper/datasource"
@@ -19,7 +14,6 @@ import (
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 	"github.com/seedkeeper/seedkeeper/internal/safetext"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
-	"github.com/seedkeeper/seedkeeper/netcfg"
 	"github.com/seedkeeper/seedkeeper/netcfg/apply"
 )
 
@@ -79,6 +73,7 @@ Exit status:
      failure is printed with its operation
   5  apply --expect: the plan is no longer the one that was read; nothing
      was changed
+  128+N  stopped by signal N (SIGINT, SIGTERM)
 `
 
 // defaultDriversHelp lists the default allowlist of each platform, from
@@ -95,14 +90,14 @@ func defaultDriversHelp() string {
 }
 
 // runNet implements "seedkeeper net plan|apply".
-func runNet(args []string, stdout, stderr io.Writer) int {
+func runNet(args []string, stdout, stderr io.Writer) (code int) {
 	fs, code, ok := subcommand("net", args, []string{"plan", "apply"}, netUsage, stdout, stderr)
 	if !ok {
 		return code
 	}
 	sub := args[0]
 	config := fs.String("config", "", "")
-	drivers := fs.String("drivers", "", "")
+	drivers := driversFlag(fs)
 	root := fs.String("root", "", "")
 	asJSON := fs.Bool("json", false, "")
 	var expect *string
@@ -124,6 +119,11 @@ func runNet(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "seedkeeper net %s: --config FILE is required\n", sub)
 		return exitUsage
 	}
+	flagAllow, err := drivers()
+	if err != nil {
+		fmt.Fprintf(stderr, "seedkeeper net %s: %v\n", sub, err)
+		return exitUsage
+	}
 	fail := func(err error) int {
 		fmt.Fprintf(stderr, "seedkeeper net %s: %v\n", sub, err)
 		return exitCode(err)
@@ -133,40 +133,24 @@ func runNet(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	driversSet := false
-	fs.Visit(func(f *flag.Flag) { driversSet = driversSet || f.Name == "drivers" })
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, caught, stop := signalContext()
 	defer stop()
-	var allow hotplug.Allowlist // the zero value allows nothing
-	switch {
-	case !driversSet:
+	defer func() {
+		if c, ok := caught(); ok {
+			code = c
+		}
+	}()
+	var allow hotplug.Allowlist
+	if flagAllow != nil {
+		allow = *flagAllow
+	} else {
 		// The allowlist boot decides, not one of this command's own.
 		allow, err = newEnv(*root, "", stderr).NetworkAllowlist(ctx)
 		if err != nil {
 			return fail(fmt.Errorf("%w (give --drivers to choose the allowlist)", err))
 		}
-		fmt.Fprintf(stderr, "seedkeeper net %s: driver allowlist %s\n", sub, safetext.Escape(allow.String()))
-	default:
-		// Empty entries ("a,,b", a trailing comma) are skipped, as they
-		// always were; a name that is not a driver name is a usage error.
-		var names []string
-		for i, d := range strings.Split(*drivers, ",") {
-			if d = strings.TrimSpace(d); d == "" {
-				continue
-			}
-			if err := netcfg.CheckDriverName(d); err != nil {
-				fmt.Fprintf(stderr, "seedkeeper net %s: --drivers: entry %d: %v\n", sub, i+1, err)
-				return exitUsage
-			}
-			names = append(names, d)
-		}
-		if len(names) == 0 {
-			fmt.Fprintf(stderr, "seedkeeper net %s: the driver allowlist is empty: no NIC will be touched\n", sub)
-			break
-		}
-		allow = hotplug.NewAllowlist(hotplug.OriginFlag, names)
-		fmt.Fprintf(stderr, "seedkeeper net %s: driver allowlist %s\n", sub, safetext.Escape(allow.String()))
 	}
+	fmt.Fprintf(stderr, "seedkeeper net %s: driver allowlist %s\n", sub, safetext.Escape(allow.String()))
 	// The receipt is read and written by its path: under a root no link
 	// or mount may lie on the way to it (as boot and the watch check).
 	if err := fsutil.NoLinkOnTheWayIn(*root, path.Dir(agent.ReceiptPath)); err != nil {
@@ -181,7 +165,7 @@ func runNet(args []string, stdout, stderr io.Writer) int {
 		if *asJSON {
 			writeNetJSON(stdout, s, err)
 		}
-		return exitPlanChanged
+		return exitCode(err)
 	}
 	if s == nil || s.Result == nil && sub == "apply" {
 		return fail(err)

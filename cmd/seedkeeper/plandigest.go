@@ -14,10 +14,6 @@ import (
 	"github.com/seedkeeper/seedkeeper/netcfg/apply"
 )
 
-// exitPlanChanged: --expect named a plan, and the plan made right before
-// acting is another; nothing was changed.
-const exitPlanChanged = 5
-
 // sealSchemaVersion is the version of "image seal --json".
 const sealSchemaVersion = 1
 

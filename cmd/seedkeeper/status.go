@@ -72,14 +72,6 @@ seedkeeper boot has not run in this boot (or on this machine); 10
 --timeout ran out; 128+N stopped by signal N.
 `
 
-// statusExit is the exit status of each verdict.
-var statusExit = map[report.Verdict]int{
-	report.OK:       exitOK,
-	report.Failed:   exitStatusFailed,
-	report.Degraded: exitStatusDegraded,
-	report.NotRun:   exitStatusNotRun,
-}
-
 // statusSchemaVersion is the version of "status --json" (docs/json.md).
 const statusSchemaVersion = 1
 
@@ -140,10 +132,10 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 				return exitError
 			}
 		}
-		return exitStatusNotRun
+		return statusExit[report.NotRun]
 	case err != nil:
 		fmt.Fprintf(stderr, "seedkeeper status: %s\n", safetext.Escape(err.Error()))
-		return exitStatusFailed
+		return statusExit[report.Failed]
 	}
 	v := rep.Verdict()
 	code := statusExit[v]

@@ -115,18 +115,14 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "seedkeeper validate: --kind: want one of %s\n", strings.Join(slices.Sorted(maps.Keys(validateKinds)), ", "))
 		return exitUsage
 	}
-	code := exitOK
+	failed, invalid := false, false
 	var results []validateFile
 	for _, f := range files {
 		r := validateOne(f, *kind)
-		switch {
-		case r.failed:
-			code = exitError
-		case !r.Valid && code == exitOK:
-			code = exitNotFound // 1: an error in a file
-		}
+		failed, invalid = failed || r.failed, invalid || !r.Valid
 		results = append(results, r)
 	}
+	code := validateExit(failed, invalid)
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")

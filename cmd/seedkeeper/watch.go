@@ -1,15 +1,10 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/seedkeeper/seedkeeper/agent"
-	"github.com/seedkeeper/seedkeeper/hotplug"
 )
 
 const watchHelp = `Usage: seedkeeper watch [--root DIR] [--config FILE] [--drivers LIST]
@@ -36,7 +31,8 @@ Options:
   --root DIR       resolve every system path under DIR
   --config FILE    configuration file (default /etc/seedkeeper/config.yaml)
   --drivers LIST   the driver allowlist for this run, comma-separated
-                   (overrides the metadata and the configuration)
+                   (overrides the metadata and the configuration); an
+                   empty list allows nothing
   --network MODE   auto (apply, or only log the plan when --root is set:
                    links are not paths), apply, or plan
 
@@ -46,7 +42,7 @@ Exit status: 0 stopped (SIGTERM) or nothing to watch, 2 error, 3 usage.
 func runWatch(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("watch", stderr)
 	root, cfgPath := commonFlags(fs)
-	drivers := fs.String("drivers", "", "")
+	drivers := driversFlag(fs)
 	netMode := fs.String("network", "auto", "")
 	if code, ok := parseFlags(fs, args, watchHelp, stdout, stderr); !ok {
 		return code
@@ -55,18 +51,14 @@ func runWatch(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "seedkeeper watch: --network %q: want auto, apply or plan\n", *netMode)
 		return exitUsage
 	}
-	var flagAllow *hotplug.Allowlist
-	if *drivers != "" {
-		list, err := hotplug.ParseDriverList(*drivers)
-		if err != nil {
-			fmt.Fprintf(stderr, "seedkeeper watch: --drivers: %v\n", err)
-			return exitUsage
-		}
-		a := hotplug.NewAllowlist(hotplug.OriginFlag, list)
-		flagAllow = &a
+	flagAllow, err := drivers()
+	if err != nil {
+		fmt.Fprintf(stderr, "seedkeeper watch: %v\n", err)
+		return exitUsage
 	}
 	e := newEnv(*root, *cfgPath, stderr)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// A signal is how the watch is stopped: exit 0, not 128+N.
+	ctx, _, stop := signalContext()
 	defer stop()
 	// Watch logs every failure itself; only the exit status is left.
 	return exitCode(agent.Watch(ctx, e, agent.WatchOptions{Drivers: flagAllow, Network: agent.NetworkMode(*netMode), Recorded: metricsWriter(e)}))
