@@ -43,7 +43,7 @@ func parseNoCloudMeta(data []byte, name string) (noCloudMeta, error) {
 				return md, nil
 			}
 		}
-		return md, fmt.Errorf("%s: meta-data is not YAML or JSON: %w", name, err)
+		return md, fmt.Errorf("%s: meta-data is not YAML or JSON: %w", name, yamlx.Describe(err))
 	}
 	doc := *pdoc
 	for _, d := range over {

@@ -117,7 +117,7 @@ func TestCheckDropInOverridden(t *testing.T) {
 		{"seedfrom replaced", "99-seed.cfg", "datasource:\n  NoCloud:\n    seedfrom: http://10.0.2.2:8000/\n", Finding,
 			[]string{"datasource.NoCloud.seedfrom is set last by /etc/cloud/cloud.cfg.d/99-seed.cfg", "not from the seed seedkeeper wrote"}},
 		{"bad yaml is skipped", "99-broken.cfg", "datasource_list: [Azure\nsecret-value: x: y\n", Note,
-			[]string{"cloud-init skips /etc/cloud/cloud.cfg.d/99-broken.cfg: not valid YAML (line"}},
+			[]string{"cloud-init skips /etc/cloud/cloud.cfg.d/99-broken.cfg: not valid YAML: line"}},
 		{"not a mapping", "99-list.cfg", "- Azure\n", Note, []string{"99-list.cfg: line 1: the top level is not a mapping"}},
 		{"own merge rules", "99-merge.cfg", "merge_how: 'dict(recurse_array)+list(append)'\n", Note, []string{"merge rules of their own in /etc/cloud/cloud.cfg.d/99-merge.cfg"}},
 	}

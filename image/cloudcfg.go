@@ -107,8 +107,6 @@ func readCfgFile(root sysroot.Root, b *fsutil.Budget, sys string, budget *yamlx.
 	return f, true
 }
 
-var yamlLine = regexp.MustCompile(`line \d+`)
-
 // parseCloudConfig parses one configuration file as cloud-init does: a
 // YAML mapping, or nothing. Errors say where, never quote the input.
 func parseCloudConfig(data []byte, budget *yamlx.Budget) (map[string]any, error) {
@@ -117,10 +115,7 @@ func parseCloudConfig(data []byte, budget *yamlx.Budget) (map[string]any, error)
 		if errors.Is(err, yamlx.ErrTooComplex) || errors.Is(err, yamlx.ErrTooLarge) {
 			return nil, err
 		}
-		if at := yamlLine.FindString(err.Error()); at != "" {
-			return nil, fmt.Errorf("not valid YAML (%s)", at)
-		}
-		return nil, errors.New("not valid YAML")
+		return nil, fmt.Errorf("not valid YAML: %w", yamlx.Describe(err))
 	}
 	if n.Kind == 0 || len(n.Content) == 0 {
 		return map[string]any{}, nil
@@ -134,10 +129,7 @@ func parseCloudConfig(data []byte, budget *yamlx.Budget) (map[string]any, error)
 	}
 	var doc map[string]any
 	if err := top.Decode(&doc); err != nil {
-		if at := yamlLine.FindString(err.Error()); at != "" {
-			return nil, fmt.Errorf("cannot be decoded (%s)", at)
-		}
-		return nil, errors.New("cannot be decoded")
+		return nil, fmt.Errorf("cannot be decoded: %w", yamlx.Describe(err))
 	}
 	return doc, nil
 }

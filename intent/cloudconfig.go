@@ -91,7 +91,7 @@ func ParseCloudConfig(b []byte) CloudConfig {
 	}
 	var doc yaml.Node
 	if err := yamlx.Unmarshal(b, &doc); err != nil {
-		cc.Warnings = append(cc.Warnings, "user-data: "+describeYAMLError(err))
+		cc.Warnings = append(cc.Warnings, "user-data: cannot be read as YAML: "+yamlx.Describe(err).Error())
 		cc.Broken = true
 		return cc
 	}
@@ -421,17 +421,4 @@ func safeKey(k string) string {
 		}
 	}
 	return fmt.Sprintf("(a key of %d bytes)", len(k))
-}
-
-var yamlLine = regexp.MustCompile(`line \d+`)
-
-// describeYAMLError says what is wrong and where, never what the text says.
-func describeYAMLError(err error) string {
-	if errors.Is(err, yamlx.ErrTooComplex) || errors.Is(err, yamlx.ErrTooLarge) {
-		return err.Error()
-	}
-	if at := yamlLine.FindString(err.Error()); at != "" {
-		return "not valid YAML (" + at + ")"
-	}
-	return "not valid YAML"
 }

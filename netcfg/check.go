@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"regexp"
-	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -134,21 +132,8 @@ func yamlProblem(err error) Problem {
 	if strings.Contains(err.Error(), "already defined") {
 		msg += ": a key is defined twice in one mapping"
 	}
-	return Problem{Line: yamlErrorLine(err), Column: 1, Msg: msg}
+	return Problem{Line: max(yamlx.Line(err), 1), Column: 1, Msg: msg}
 }
-
-// yamlErrorLine is the line a YAML syntax error names, 1 when it names
-// none. The rest of the error is not kept: some of the library's errors
-// quote the text (an anchor's name).
-func yamlErrorLine(err error) int {
-	if m := yamlSyntaxLine.FindStringSubmatch(err.Error()); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		return max(line, 1)
-	}
-	return 1
-}
-
-var yamlSyntaxLine = regexp.MustCompile(`line (\d+)`)
 
 // located turns the parser's notes and error into problems placed in
 // the tree top, where the parser's paths start after prefix.

@@ -169,7 +169,7 @@ func generatorMasked(r unit.Root, name string) bool {
 func ParseNetplan(file string, data []byte) ([]NetplanEntry, error) {
 	var doc any
 	if err := yamlx.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("netplan: %s is not YAML netplan can read: %w", file, yamlLine(err))
+		return nil, fmt.Errorf("netplan: %s is not YAML netplan can read: %w", file, yamlx.Describe(err))
 	}
 	nw := netplanMap(netplanMap(doc)["network"])
 	eths := netplanMap(nw["ethernets"])
@@ -204,21 +204,6 @@ func ParseNetplan(file string, data []byte) ([]NetplanEntry, error) {
 		out = append(out, ent)
 	}
 	return out, nil
-}
-
-// yamlLine keeps of a YAML error only where it is, not what it quotes.
-func yamlLine(err error) error {
-	s := err.Error()
-	if i := strings.Index(s, "line "); i >= 0 {
-		f := strings.FieldsFunc(s[i+5:], func(r rune) bool { return r < '0' || r > '9' })
-		if len(f) > 0 {
-			return fmt.Errorf("at line %s", f[0])
-		}
-	}
-	if errors.Is(err, yamlx.ErrTooComplex) {
-		return err
-	}
-	return errors.New("not a YAML document")
 }
 
 // netplanMap is the YAML mapping v with its keys as netplan reads them,

@@ -40,7 +40,7 @@ func Parse(data []byte) (*Config, error) {
 		if errors.Is(err, yamlx.ErrTooComplex) || errors.Is(err, yamlx.ErrTooLarge) {
 			return nil, fmt.Errorf("network configuration: %w", err)
 		}
-		return nil, fmt.Errorf("network configuration is not YAML or JSON: %w", err)
+		return nil, fmt.Errorf("network configuration is not YAML or JSON: %w", yamlx.Describe(err))
 	}
 	return ParseValue(doc)
 }

@@ -12,9 +12,7 @@ import (
 	"path"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -236,8 +234,9 @@ func read(b []byte, sources []string) (*Config, []Problem) {
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(b, &doc); err != nil {
-		line, msg := yamlSyntax(err)
-		return nil, []Problem{{Line: line, Column: 1, Msg: "not YAML: " + msg}}
+		var d *yamlx.Error
+		errors.As(yamlx.Describe(err), &d)
+		return nil, []Problem{{Line: max(d.Line, 1), Column: 1, Msg: "not YAML: " + d.Msg}}
 	}
 	// Its aliases, expanded, within the limits before anything is
 	// decoded from it.
@@ -261,7 +260,7 @@ func read(b []byte, sources []string) (*Config, []Problem) {
 	if err := doc.Decode(n); err != nil {
 		// checkNode knows every kind the fields take: this is a
 		// kind it did not foresee.
-		return nil, []Problem{{Line: top.Line, Column: top.Column, Msg: describeYAML(err).Error()}}
+		return nil, []Problem{{Line: top.Line, Column: top.Column, Msg: yamlx.Describe(err).Error()}}
 	}
 	for _, p := range n.validate(sources) {
 		at, _ := yamlx.Locate(top, p.path)
@@ -389,23 +388,6 @@ func keyWord(s string) bool {
 	return s != "" && len(s) <= 40 && strings.Trim(s, "abcdefghijklmnopqrstuvwxyz0123456789-_") == ""
 }
 
-// yamlSyntax is the line a YAML syntax error names (1 when none) and what
-// it says, less anything it quotes.
-func yamlSyntax(err error) (int, string) {
-	s := strings.TrimPrefix(err.Error(), "yaml: ")
-	line := 1
-	if m := yamlLine.FindStringSubmatch(s); m != nil {
-		line, _ = strconv.Atoi(m[1])
-		s = s[len(m[0]):]
-	}
-	return max(line, 1), yamlQuoted.ReplaceAllString(s, "")
-}
-
-var (
-	yamlLine   = regexp.MustCompile(`^line (\d+): `)
-	yamlQuoted = regexp.MustCompile(` ?'[^']*'| ?"[^"]*"`)
-)
-
 // problem is what validate finds wrong with a key's value.
 type problem struct{ path, msg string }
 
@@ -442,24 +424,6 @@ func (c *Config) validate(sources []string) []problem {
 		}
 	}
 	return out
-}
-
-// yamlExcerpt is how the YAML library quotes a value in a type error
-// ("cannot unmarshal !!str `SECRETM...` into []string").
-var yamlExcerpt = regexp.MustCompile(" `[^`]*`")
-
-// describeYAML drops the value excerpts of a YAML type error, keeping the
-// line, the kind and the wanted type: errors describe, never quote.
-func describeYAML(err error) error {
-	var te *yaml.TypeError
-	if !errors.As(err, &te) {
-		return err
-	}
-	msgs := make([]string, len(te.Errors))
-	for i, m := range te.Errors {
-		msgs[i] = yamlExcerpt.ReplaceAllString(m, "")
-	}
-	return &yaml.TypeError{Errors: msgs}
 }
 
 // MaxDeviceWait bounds boot.device_wait: the wait for late seed devices
