@@ -234,7 +234,9 @@ func fallback(in Input, ciID string, err error) Decision {
 }
 
 // decide applies the rules to the loaded state. It returns the decision and
-// the state to save.
+// the state to save. It reads as its steps: the facts the rules look at,
+// then the rules that pin nothing, the rules of a machine with no pin yet,
+// the rules of a pinned one, and the record of what was decided.
 //
 // Nothing that means "unknown" is pinned or adopted (see unknown.go): a
 // machine identity from unknownMachineIDs is no machine identity (rule
@@ -243,111 +245,157 @@ func fallback(in Input, ciID string, err error) Decision {
 // first boot with a real source is a first run (rule 6); and a placeholder
 // pinned by an earlier version is dropped the same way.
 func decide(st *State, ci CloudInit, in Input, now time.Time) (Decision, *State) {
-	kind := Classify(in)
-	d := Decision{ReportedID: in.ReportedID, ReportedKind: kind}
-	var next State
-	if st != nil {
-		next = *st
-		d.PreviousID = st.InstanceID
+	r := newRun(st, ci, in, now)
+	switch {
+	case r.passThrough():
+	case !r.hasPin:
+		r.firstPin()
+	default:
+		r.pinned()
 	}
-	rawMachineID := in.MachineID
-	machineUnknown, _ := unknownMachineID(rawMachineID)
-	in.MachineID = MachineIdentity(rawMachineID)
-	ciID := ci.Adoptable()
+	return r.record()
+}
+
+// run is one application of the rules: the facts they read, the decision
+// d and the state next to save.
+type run struct {
+	st           *State
+	in           Input // with MachineID as MachineIdentity reads it
+	rawMachineID string
+	kind         Kind
+	ciID         string // cloud-init's current ID, when it may be adopted
+	hasPin       bool
 	// notAdopted explains, in front of a first run, why cloud-init's ID
 	// or an old pin was not kept.
-	var notAdopted []string
+	notAdopted []string
+	src        string
+	now        time.Time
+	d          Decision
+	next       State
+}
+
+// newRun gathers the facts, and drops a pin that is a placeholder.
+func newRun(st *State, ci CloudInit, in Input, now time.Time) *run {
+	r := &run{st: st, in: in, rawMachineID: in.MachineID, kind: Classify(in), ciID: ci.Adoptable(), src: sourceName(in), now: now}
+	r.d = Decision{ReportedID: in.ReportedID, ReportedKind: r.kind}
+	if st != nil {
+		r.next = *st
+		r.d.PreviousID = st.InstanceID
+	}
+	r.in.MachineID = MachineIdentity(in.MachineID)
 	if ci.Placeholder != "" && ci.ID != "" {
-		notAdopted = append(notAdopted, fmt.Sprintf("cloud-init ran before with %q, but that is not an identity: %s, so it is not adopted and this boot is the first with a real source: a new instance for cloud-init, with new SSH host keys", ci.ID, ci.Placeholder))
+		r.notAdopted = append(r.notAdopted, fmt.Sprintf("cloud-init ran before with %q, but that is not an identity: %s, so it is not adopted and this boot is the first with a real source: a new instance for cloud-init, with new SSH host keys", ci.ID, ci.Placeholder))
 	} else if ci.Placeholder != "" {
-		notAdopted = append(notAdopted, ci.Placeholder+", which is no instance ID to adopt")
+		r.notAdopted = append(r.notAdopted, ci.Placeholder+", which is no instance ID to adopt")
 	}
-	hasPin := st != nil && st.InstanceID != ""
-	if why, ok := PlaceholderID(next.InstanceID); hasPin && ok {
-		notAdopted = append(notAdopted, fmt.Sprintf("the pin %q (pinned at %s) is %s, not an identity, so it is dropped", st.InstanceID, stamp(st.PinnedAt), why))
-		hasPin = false
-		next.InstanceID, next.MachineID, next.Rule, next.RuleName = "", "", 0, ""
+	r.hasPin = st != nil && st.InstanceID != ""
+	if why, ok := PlaceholderID(r.next.InstanceID); r.hasPin && ok {
+		r.notAdopted = append(r.notAdopted, fmt.Sprintf("the pin %q (pinned at %s) is %s, not an identity, so it is dropped", st.InstanceID, stamp(st.PinnedAt), why))
+		r.hasPin = false
+		r.next.InstanceID, r.next.MachineID, r.next.Rule, r.next.RuleName = "", "", 0, ""
 	}
-	src := sourceName(in)
+	return r
+}
 
-	pin := func(id string, r Rule) {
-		d.InstanceID, d.Rule = id, r
-		d.Changed = !hasPin || id != st.InstanceID || in.MachineID != st.MachineID
-		next.InstanceID, next.MachineID = id, in.MachineID
-		next.Rule, next.RuleName = r, r.String()
-		next.PinnedAt, next.ConfirmedAt = now, now
-		next.Reset = nil
-	}
+// pin decides id by rule and pins it for this machine.
+func (r *run) pin(id string, rule Rule) {
+	r.d.InstanceID, r.d.Rule = id, rule
+	r.d.Changed = !r.hasPin || id != r.st.InstanceID || r.in.MachineID != r.st.MachineID
+	r.next.InstanceID, r.next.MachineID = id, r.in.MachineID
+	r.next.Rule, r.next.RuleName = rule, rule.String()
+	r.next.PinnedAt, r.next.ConfirmedAt = r.now, r.now
+	r.next.Reset = nil
+}
 
-	reportedPlaceholder, isPlaceholder := PlaceholderID(in.ReportedID)
-	switch {
-	case isPlaceholder:
+// passThrough applies the rules that pin nothing: a placeholder reported
+// ID, and no machine identity. It reports whether one applied.
+func (r *run) passThrough() bool {
+	d, in, st := &r.d, r.in, r.st
+	if reportedPlaceholder, ok := PlaceholderID(in.ReportedID); ok {
 		d.InstanceID, d.Rule = in.ReportedID, RulePlaceholder
 		d.Explanation = fmt.Sprintf("Instance ID %q: the %s source reported %s, which names no instance, so it is passed through unchanged, as cloud-init itself would use it, and nothing is pinned or changed",
-			d.InstanceID, src, reportedPlaceholder)
+			d.InstanceID, r.src, reportedPlaceholder)
+		return true
+	}
+	if in.MachineID != "" {
+		return false
+	}
+	d.InstanceID, d.Rule = in.ReportedID, RulePassThrough
+	what := "no machine identity could be read"
+	if r.rawMachineID != "" {
+		machineUnknown, _ := unknownMachineID(r.rawMachineID)
+		what = fmt.Sprintf("no machine identity (the value read, %q, is %s)", strings.TrimSpace(r.rawMachineID), machineUnknown)
+	}
+	d.Explanation = fmt.Sprintf("Instance ID %q: %s, so seedkeeper cannot tell this machine from a clone and passes the ID the %s source reported through unchanged, as cloud-init itself would; nothing is pinned",
+		d.InstanceID, what, r.src)
+	if r.hasPin {
+		d.Explanation += fmt.Sprintf(" and the existing pin %q is left as it is", st.InstanceID)
+	}
+	if st != nil && st.Reset != nil {
+		d.Explanation += "; the pending reset stays pending"
+	}
+	if len(r.notAdopted) > 0 {
+		d.Explanation += "; " + strings.Join(r.notAdopted, "; ")
+	}
+	return true
+}
 
-	case in.MachineID == "":
-		d.InstanceID, d.Rule = in.ReportedID, RulePassThrough
-		what := "no machine identity could be read"
-		if rawMachineID != "" {
-			what = fmt.Sprintf("no machine identity (the value read, %q, is %s)", strings.TrimSpace(rawMachineID), machineUnknown)
-		}
-		d.Explanation = fmt.Sprintf("Instance ID %q: %s, so seedkeeper cannot tell this machine from a clone and passes the ID the %s source reported through unchanged, as cloud-init itself would; nothing is pinned",
-			d.InstanceID, what, src)
-		if hasPin {
-			d.Explanation += fmt.Sprintf(" and the existing pin %q is left as it is", st.InstanceID)
-		}
-		if st != nil && st.Reset != nil {
-			d.Explanation += "; the pending reset stays pending"
-		}
-		if len(notAdopted) > 0 {
-			d.Explanation += "; " + strings.Join(notAdopted, "; ")
-		}
-
-	case !hasPin && st != nil && st.Reset != nil:
+// firstPin applies the rules of a machine with no pin: a reset asked for
+// before, an explicit ID cloud-init did not run with, cloud-init's ID
+// adopted, or the reported ID pinned on a first run.
+func (r *run) firstPin() {
+	d, in, st, ciID := &r.d, r.in, r.st, r.ciID
+	switch {
+	case st != nil && st.Reset != nil:
 		id := resetID(in.ReportedID, st.Reset.Suffix, ciID)
 		req := st.Reset
-		pin(id, RuleReset)
+		r.pin(id, RuleReset)
 		d.Explanation = fmt.Sprintf("Instance ID %q: a reset was requested at %s, so this boot is a new instance on purpose: the new ID is the ID the %s source reported (%q) with the reset's random suffix",
-			id, stamp(req.RequestedAt), src, in.ReportedID)
+			id, stamp(req.RequestedAt), r.src, in.ReportedID)
 		if ciID != "" {
 			d.Explanation += fmt.Sprintf(", unlike cloud-init's current ID %q", ciID)
 		}
 		d.Explanation += fmt.Sprintf(". It is pinned for this machine (%s)", in.MachineID)
 
-	case !hasPin && ciID != "" && kind == KindExplicit && in.ReportedID != ciID:
+	case ciID != "" && r.kind == KindExplicit && in.ReportedID != ciID:
 		// cloud-init compares an explicit ID with its own and would make
 		// this boot a new instance itself: adopting its old ID here would
 		// let a clone of a template that ran cloud-init keep the
 		// template's identity.
-		pin(in.ReportedID, RuleExplicit)
+		r.pin(in.ReportedID, RuleExplicit)
 		d.Explanation = fmt.Sprintf("Instance ID %q: seedkeeper runs here for the first time; cloud-init ran before with %q, but the %s source now reports a different explicit ID, so this boot is a new instance (as cloud-init alone would decide) and the new ID is pinned for this machine (%s)",
-			in.ReportedID, ciID, src, in.MachineID)
+			in.ReportedID, ciID, r.src, in.MachineID)
 
-	case !hasPin && ciID != "":
-		pin(ciID, RuleAdopt)
+	case ciID != "":
+		r.pin(ciID, RuleAdopt)
 		d.Explanation = fmt.Sprintf("Instance ID %q: seedkeeper runs here for the first time and cloud-init already ran with this ID, so it is pinned for this machine (%s) and installing seedkeeper changes nothing. The %s source reported %q, %s",
-			ciID, in.MachineID, src, in.ReportedID, kindPhrase(kind))
+			ciID, in.MachineID, r.src, in.ReportedID, kindPhrase(r.kind))
 
-	case !hasPin && len(notAdopted) > 0:
-		pin(in.ReportedID, RuleFirstRun)
+	case len(r.notAdopted) > 0:
+		r.pin(in.ReportedID, RuleFirstRun)
 		d.Explanation = fmt.Sprintf("Instance ID %q: %s; so the ID the %s source reported (%s) is pinned for this machine (%s)",
-			in.ReportedID, strings.Join(notAdopted, "; "), src, kindPhrase(kind), in.MachineID)
+			in.ReportedID, strings.Join(r.notAdopted, "; "), r.src, kindPhrase(r.kind), in.MachineID)
 
-	case !hasPin:
-		pin(in.ReportedID, RuleFirstRun)
+	default:
+		r.pin(in.ReportedID, RuleFirstRun)
 		d.Explanation = fmt.Sprintf("Instance ID %q: seedkeeper runs here for the first time and cloud-init has never run, so the ID the %s source reported (%s) is pinned for this machine (%s)",
-			in.ReportedID, src, kindPhrase(kind), in.MachineID)
+			in.ReportedID, r.src, kindPhrase(r.kind), in.MachineID)
+	}
+}
 
-	case st.MachineID != in.MachineID:
-		old := *st
+// pinned applies the rules of a machine with a pin: another machine (a
+// clone), a reset asked for, a new explicit ID, or the pin kept.
+func (r *run) pinned() {
+	d, in, old, kind := &r.d, r.in, *r.st, r.kind
+	switch {
+	case old.MachineID != in.MachineID:
 		id := in.ReportedID
-		if id == old.InstanceID || id == ciID {
+		if id == old.InstanceID || id == r.ciID {
 			id = withSuffix(id, "-m"+DerivedID([]byte(in.MachineID), nil)[:8])
 		}
-		pin(id, RuleNewMachine)
+		r.pin(id, RuleNewMachine)
 		d.Explanation = fmt.Sprintf("Instance ID %q: this machine (%s) is not the one the pin %q belongs to (%s, pinned at %s): it is a clone or a copied disk, so the pin is dropped and this boot is a new instance, with new SSH host keys. The %s source reported %q",
-			id, in.MachineID, old.InstanceID, old.MachineID, stamp(old.PinnedAt), src, in.ReportedID)
+			id, in.MachineID, old.InstanceID, old.MachineID, stamp(old.PinnedAt), r.src, in.ReportedID)
 		if id != in.ReportedID {
 			d.Explanation += ", which equals the old instance's ID, so 8 hex digits of the machine identity's SHA-1 were appended"
 		}
@@ -355,33 +403,36 @@ func decide(st *State, ci CloudInit, in Input, now time.Time) (Decision, *State)
 			d.Explanation += "; the pending reset is satisfied by this"
 		}
 
-	case st.Reset != nil:
-		old := *st
-		id := resetID(in.ReportedID, st.Reset.Suffix, old.InstanceID, ciID)
-		pin(id, RuleReset)
+	case old.Reset != nil:
+		id := resetID(in.ReportedID, old.Reset.Suffix, old.InstanceID, r.ciID)
+		r.pin(id, RuleReset)
 		d.Explanation = fmt.Sprintf("Instance ID %q: a reset was requested at %s, so this boot is a new instance on purpose: the new ID is the ID the %s source reported (%q) with the reset's random suffix, replacing the pin %q (pinned at %s)",
-			id, stamp(old.Reset.RequestedAt), src, in.ReportedID, old.InstanceID, stamp(old.PinnedAt))
+			id, stamp(old.Reset.RequestedAt), r.src, in.ReportedID, old.InstanceID, stamp(old.PinnedAt))
 
-	case kind == KindExplicit && in.ReportedID != st.InstanceID && in.ReportedID != st.ReportedID:
-		old := *st
-		pin(in.ReportedID, RuleExplicit)
+	case kind == KindExplicit && in.ReportedID != old.InstanceID && in.ReportedID != old.ReportedID:
+		r.pin(in.ReportedID, RuleExplicit)
 		d.Explanation = fmt.Sprintf("Instance ID %q: the %s source reported this explicit ID, which differs from the pin %q (pinned at %s) and from the ID it reported before (%q): someone set a new ID, so this boot is a new instance and the new ID is pinned",
-			in.ReportedID, src, old.InstanceID, stamp(old.PinnedAt), old.ReportedID)
+			in.ReportedID, r.src, old.InstanceID, stamp(old.PinnedAt), old.ReportedID)
 
 	default:
-		d.InstanceID, d.Rule = st.InstanceID, RuleKeep
-		next.ConfirmedAt = now
+		d.InstanceID, d.Rule = old.InstanceID, RuleKeep
+		r.next.ConfirmedAt = r.now
 		why := kindPhrase(kind)
 		if kind == KindExplicit {
 			why = "an explicit ID that has not changed"
-			if in.ReportedID == st.InstanceID {
+			if in.ReportedID == old.InstanceID {
 				why = "the pinned ID itself"
 			}
 		}
 		d.Explanation = fmt.Sprintf("Instance ID %q: the %s source reported %q, %s; this is the machine the pin belongs to (%s), so the pin made at %s by rule %d (%s) is kept",
-			st.InstanceID, src, in.ReportedID, why, in.MachineID, stamp(st.PinnedAt), st.Rule, st.Rule)
+			old.InstanceID, r.src, in.ReportedID, why, in.MachineID, stamp(old.PinnedAt), old.Rule, old.Rule)
 	}
+}
 
+// record completes the decision with its rule, and the state to save with
+// what was pinned and this boot's decision.
+func (r *run) record() (Decision, *State) {
+	d, next, in := r.d, r.next, r.in
 	d.RuleName = d.Rule.String()
 	d.Explanation += fmt.Sprintf(" (rule %d, %s).", d.Rule, d.Rule)
 	if next.InstanceID != "" && in.MachineID != "" && d.Rule != RulePlaceholder {
@@ -390,7 +441,7 @@ func decide(st *State, ci CloudInit, in Input, now time.Time) (Decision, *State)
 		next.Source = in.Source
 	}
 	next.Last = &LastDecision{
-		At:          now,
+		At:          r.now,
 		ReportedID:  in.ReportedID,
 		InstanceID:  d.InstanceID,
 		Rule:        d.Rule,
