@@ -36,38 +36,50 @@ func TestAPICompat(t *testing.T) {
 		t.Fatal(err)
 	}
 	declared := breaking(changelog)
-	preOne := strings.HasPrefix(version.Release, "0.")
 	for _, p := range stable {
-		cmd := exec.Command(buildtest.GoTool(), "tool", "-modfile=tools/apidiff/go.mod", "apidiff",
-			filepath.Join("api", snapshot(p)), module+"/"+p)
-		cmd.Dir = root
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			msg := "apidiff (tools/apidiff) did not run: scripts/test-deps.sh downloads it"
-			if testing.Short() {
-				t.Skipf("%s: %v\n%s", msg, err, stderr.Bytes())
-			}
-			t.Fatalf("%s: %v\n%s", msg, err, stderr.Bytes())
+		t.Run(p, func(t *testing.T) {
+			t.Parallel() // apidiff loads each package from source: seconds each
+			comparePackage(t, root, p, release, declared[p])
+		})
+	}
+}
+
+// comparePackage compares package p with its snapshot of release, and
+// holds its incompatible changes to the names declared for it.
+func comparePackage(t *testing.T, root, p, release string, declared []string) {
+	snap := filepath.Join("api", snapshot(p))
+	if _, err := os.Stat(filepath.Join(root, snap)); err != nil {
+		t.Fatalf("%s has no API snapshot (scripts/apisnapshot.sh writes one for each stable package): %v", p, err)
+	}
+	cmd := exec.Command(buildtest.GoTool(), "tool", "-modfile=tools/apidiff/go.mod", "apidiff", snap, module+"/"+p)
+	cmd.Dir = root
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		msg := "apidiff (tools/apidiff) did not run: scripts/test-deps.sh downloads it"
+		if testing.Short() {
+			t.Skipf("%s: %v\n%s", msg, err, stderr.Bytes())
 		}
-		incompatible, compatible := parseReport(out)
-		t.Logf("%s against %s: %d incompatible, %d compatible changes", p, release, len(incompatible), len(compatible))
-		for _, c := range incompatible {
-			switch {
-			case !declaredIn(declared[p], c):
-				t.Errorf("%s: incompatible change since %s not declared in CHANGELOG.md: %s\n"+
-					"\t(before 1.0, name it under Unreleased in a line \"- Breaking: %s: ... %s ...\")",
-					p, release, c, p, subject(c))
-			case !preOne:
-				t.Errorf("%s: incompatible change since %s in major version %s: %s", p, release, version.Release, c)
-			default:
-				t.Logf("  declared: %s", c)
-			}
+		t.Fatalf("%s: %v\n%s", msg, err, stderr.Bytes())
+	}
+	preOne := strings.HasPrefix(version.Release, "0.")
+	incompatible, compatible := parseReport(out)
+	t.Logf("%s against %s: %d incompatible, %d compatible changes", p, release, len(incompatible), len(compatible))
+	for _, c := range incompatible {
+		switch {
+		case !declaredIn(declared, c):
+			t.Errorf("incompatible change since %s not declared in CHANGELOG.md: %s\n"+
+				"\t(before 1.0, name it under Unreleased in a line \"- Breaking: %s: ... %s ...\")",
+				release, c, p, subject(c))
+		case !preOne:
+			t.Errorf("incompatible change since %s in major version %s: %s", release, version.Release, c)
+		default:
+			t.Logf("  declared: %s", c)
 		}
-		for _, c := range compatible {
-			t.Logf("  compatible: %s", c)
-		}
+	}
+	for _, c := range compatible {
+		t.Logf("  compatible: %s", c)
 	}
 }
 
