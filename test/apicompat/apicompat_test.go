@@ -213,3 +213,15 @@ func TestBreaking(t *testing.T) {
 		}
 	}
 }
+
+// The snapshot script writes the packages this test compares.
+func TestSnapshotScriptHasTheStablePackages(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(buildtest.ModuleRoot(t), "scripts", "apisnapshot.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^stable="([^"]*)"$`).FindSubmatch(b)
+	if m == nil || !slices.Equal(strings.Fields(string(m[1])), stable) {
+		t.Errorf("scripts/apisnapshot.sh's stable=%q, want %q", m, strings.Join(stable, " "))
+	}
+}
