@@ -16,6 +16,7 @@ import (
 
 	"github.com/seedkeeper/seedkeeper/hotplug"
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
+	"github.com/seedkeeper/seedkeeper/internal/stacks"
 	"github.com/seedkeeper/seedkeeper/netcfg"
 	"github.com/seedkeeper/seedkeeper/netcfg/apply"
 )
@@ -235,7 +236,7 @@ func (e *Env) renderNetworkd(cfg *netcfg.Config, owned func(*netcfg.Interface) b
 		want[path.Join(sf.Dir, n)] = b
 	}
 	maps.Copy(want, sf.Extra)
-	places, err := det.Stack.Places(root)
+	places, err := stacks.Of(det.Stack.Name).Places(root)
 	if err != nil {
 		return false, fmt.Errorf("network: %w", err)
 	}
@@ -283,25 +284,21 @@ func (e *Env) renderNetworkd(cfg *netcfg.Config, owned func(*netcfg.Interface) b
 		changed = changed || c
 	}
 	for _, pl := range places {
-		ents, err := fsutil.ReadDirIn(string(e.Root), pl.Dir)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		found, err := stacks.Walk(string(e.Root), pl)
+		if err != nil {
 			return changed, fmt.Errorf("network: %w", err)
 		}
-		for _, ent := range ents {
-			sys := path.Join(pl.Dir, ent.Name())
-			if _, keep := want[sys]; keep || !ent.Type().IsRegular() {
-				continue
+		for _, f := range found {
+			if _, keep := want[f.Path]; keep || !f.Ours {
+				continue // wanted, or not written by us
 			}
-			if b, err := fsutil.ReadFileInNoFollow(context.Background(), string(e.Root), sys, fsutil.SmallFile); err != nil || !pl.Ours(ent.Name(), b) {
-				continue // not written by us
-			}
-			if err := fsutil.RemoveIn(string(e.Root), sys, false); err != nil {
+			if err := fsutil.RemoveIn(string(e.Root), f.Path, false); err != nil {
 				return changed, fmt.Errorf("network: %w", err)
 			}
 			if pl.Dir == sf.Dir {
-				res.Removed = append(res.Removed, ent.Name())
+				res.Removed = append(res.Removed, f.Name)
 			} else {
-				res.Removed = append(res.Removed, sys)
+				res.Removed = append(res.Removed, f.Path)
 			}
 			changed = true
 		}
@@ -397,7 +394,7 @@ func ReadNetworkConfig(path string) (*netcfg.Config, error) {
 // regular file already there that is not seedkeeper's by the rule of its
 // place (a person's file of seedkeeper's name, or one without its
 // header): boot does not replace it, as it does not remove it.
-func (e *Env) someoneElses(places []netcfg.Place, sys string) bool {
+func (e *Env) someoneElses(places []stacks.Place, sys string) bool {
 	if fi, err := fsutil.StatIn(string(e.Root), sys, false); err != nil || !fi.Mode().IsRegular() {
 		return false // missing, or WriteFile's to refuse
 	}

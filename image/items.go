@@ -13,6 +13,7 @@ import (
 	"github.com/seedkeeper/seedkeeper/internal/config"
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 	"github.com/seedkeeper/seedkeeper/internal/paths"
+	"github.com/seedkeeper/seedkeeper/internal/stacks"
 	"github.com/seedkeeper/seedkeeper/internal/unit"
 	"github.com/seedkeeper/seedkeeper/netcfg"
 	"github.com/seedkeeper/seedkeeper/seed"
@@ -553,10 +554,14 @@ func checkNetworkStack(in *inspection) Item {
 	}
 	d, err := detect(in.root.Path("/"))
 	if err != nil {
+		// Only a stack whose directory the image decides fails here,
+		// on the file that decides it.
 		it.Verdict, it.Found = Finding, err.Error()
 		it.Clone = "seedkeeper boot cannot tell where to write the persistent network configuration: its network step fails"
-		it.Fix = "fix the source line of " + netcfg.IfupdownInterfaces
-		it.Paths = []string{netcfg.IfupdownInterfaces}
+		if d.Stack != nil {
+			conf := stacks.Of(d.Stack.Name).Dir.Config
+			it.Fix, it.Paths = "fix "+conf, []string{conf}
+		}
 		return it
 	}
 	it.Paths = d.Paths
@@ -575,20 +580,20 @@ func checkNetworkStack(in *inspection) Item {
 		it.Clone = "seedkeeper leaves the network to cloud-init, which renders for the stack it finds"
 		return it
 	}
-	switch {
-	case d.Stack == nil:
+	if d.Stack == nil {
 		it.Verdict = Finding
 		it.Clone = "seedkeeper applies static addresses of the NICs it owns live, but nothing runs DHCP or reads its rendered files, and the links stay down for other software"
-		it.Fix = in.systemctl("enable " + netcfg.Networkd.Unit)
+		it.Fix = in.systemctl("enable " + netcfg.Networkd.Unit) // the stack boot renders for when none runs
 		return it
-	case d.Stack == netcfg.Ifupdown && d.IfupdownDir == "":
-		it.Found += "; " + netcfg.IfupdownInterfaces + " sources no directory"
-		it.Verdict = Finding
-		it.Clone = "seedkeeper applies owned NICs live, but has nowhere to write ifupdown stanzas for them: DHCP NICs get no lease"
-		it.Fix = "add \"source /etc/network/interfaces.d/*\" to " + netcfg.IfupdownInterfaces
-		return it
-	case d.Stack == netcfg.Ifupdown:
-		it.Found += "; ifupdown stanzas go in " + d.IfupdownDir
+	}
+	if w := stacks.Of(d.Stack.Name).Dir; w.Config != "" {
+		// A stack whose directory the image decides.
+		if d.Dir == "" {
+			it.Found += "; " + w.None
+			it.Verdict, it.Clone, it.Fix = Finding, w.Clone, w.Fix
+			return it
+		}
+		it.Found += "; " + fmt.Sprintf(w.Found, d.Dir)
 	}
 	if len(d.Enabled) > 1 {
 		it.Verdict = Note

@@ -30,7 +30,7 @@ import (
 //   - NetworkManager activates, of the profiles that may go on a device,
 //     the one of highest autoconnect-priority; netplan sets none (0),
 //     seedkeeper's profiles have 100 and match by MAC, and seedkeeper's
-//     drop-in allows no other profile on an owned NIC (RenderNMConf).
+//     drop-in allows no other profile on an owned NIC (renderNMConf).
 //
 // No person's netplan file is changed, and seedkeeper writes no netplan
 // YAML of its own: a file of seedkeeper's in /run/netplan would come out

@@ -264,7 +264,7 @@ func TestNetworkdFilesComeBeforeNetplans(t *testing.T) {
 		t.Fatal("netplan wrote no networkd file")
 	}
 	c := mustParse(t, "version: 2\nethernets:\n  eth0:\n    match: {macaddress: '52:54:00:12:34:56'}\n    set-name: eth0\n    addresses: [192.0.2.10/24]\n")
-	files, err := RenderNetworkd(c, nil)
+	files, err := renderNetworkd(c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,13 +301,13 @@ func TestNetworkManagerProfilesOutrankNetplans(t *testing.T) {
 	if out, err := exec.Command(np, "generate", "--root-dir", root).CombinedOutput(); err != nil {
 		t.Fatalf("netplan generate: %v\n%s", err, out)
 	}
-	dir := filepath.Join(root, NMConnectionDir)
+	dir := filepath.Join(root, nmConnectionDir)
 	ents, err := os.ReadDir(dir)
 	if err != nil || len(ents) == 0 {
 		t.Fatalf("netplan wrote no keyfile: %v", err)
 	}
 	c := mustParse(t, "version: 2\nethernets:\n  eth0:\n    match: {macaddress: '52:54:00:12:34:56'}\n    set-name: eth0\n    dhcp4: true\n")
-	ours, _, err := RenderNetworkManager(c, nil)
+	ours, _, err := renderNetworkManager(c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
