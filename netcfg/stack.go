@@ -77,6 +77,37 @@ func register(s *Stack) *Stack {
 // stackKeys are the keys of each stack by its name (see Stack.keys).
 var stackKeys = map[string]keySupport{}
 
+func init() { stacks.NewStack = newStack }
+
+// newStack makes the stack sp describes (internal/stacks.NewStack): a
+// stack of the tests' own, with its own render, keys and duties.
+func newStack(sp stacks.Spec) any {
+	s := &Stack{Name: sp.Name, Title: sp.Title, Unit: sp.Unit, Programs: sp.Programs, dir: sp.Dir, keys: except(Noted, sp.Noted...), duties: sp.Duties}
+	s.render = func(d Detection, c *Config, owned func(*Interface) bool) (*StackFiles, error) {
+		if owned == nil {
+			owned = func(*Interface) bool { return true }
+		}
+		dir, files, err := sp.Render(d.Dir, c, func(i any) bool { return owned(i.(*Interface)) })
+		if err != nil {
+			return nil, err
+		}
+		sf := &StackFiles{Dir: dir, Files: files, Mode: 0o644}
+		if dir == "" {
+			sf.Note = sp.Duties.Dir.None
+			return sf, nil
+		}
+		var links []*Interface
+		for i := range c.Interfaces {
+			if owned(&c.Interfaces[i]) {
+				links = append(links, &c.Interfaces[i])
+			}
+		}
+		sf.Notes = UnappliedBy(s.Name, links)
+		return sf, nil
+	}
+	return register(s)
+}
+
 // Stacks are the stacks seedkeeper knows, in the order boot prefers them
 // when several are enabled: NetworkManager manages every device it is not
 // told to leave alone, so it wins over systemd-networkd, and both win
@@ -86,8 +117,8 @@ var stackKeys = map[string]keySupport{}
 // for networkd or NetworkManager, which run it (see NetplanInfo).
 var Stacks = []*Stack{NetworkManager, Networkd, Ifupdown}
 
-// StackByName returns the stack called name, nil when there is none.
-func StackByName(name string) *Stack {
+// stackByName returns the stack called name, nil when there is none.
+func stackByName(name string) *Stack {
 	for _, s := range Stacks {
 		if s.Name == name {
 			return s

@@ -197,7 +197,7 @@ func TestStacksTable(t *testing.T) {
 			}
 			seen[k] = true
 		}
-		if StackByName(s.Name) != s || s.render == nil || s.duties.Places == nil || s.duties.Reload == nil {
+		if stackByName(s.Name) != s || s.render == nil || s.duties.Places == nil || s.duties.Reload == nil {
 			t.Errorf("%s: incomplete", s)
 		}
 		root := stackRoot(t, map[string]string{ifupdownInterfaces: debianIfs}, nil)
@@ -246,7 +246,7 @@ func TestStacksTable(t *testing.T) {
 	if pl, _ := stacks.Of("networkd").Places(""); !pl[0].Ours("10-seedkeeper-eth0.network", []byte(Header+"\n")) {
 		t.Error("networkd: a file of the old name is not seedkeeper's")
 	}
-	if StackByName("wicked") != nil {
+	if stackByName("wicked") != nil {
 		t.Error("an unknown stack by name")
 	}
 }

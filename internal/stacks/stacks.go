@@ -197,3 +197,30 @@ func Of(name string) Duties {
 	}
 	return d
 }
+
+// Spec is a stack made outside netcfg, by a test: what a stack of
+// netcfg's table holds, its render given in terms netcfg's types stand
+// behind (see NewStack).
+type Spec struct {
+	Name, Title, Unit string
+	// Programs, as netcfg.Stack's.
+	Programs []string
+	// Render renders c, a *netcfg.Config, for the interfaces owned
+	// (called with a *netcfg.Interface) accepts: the directory and the
+	// files in it by name. dir is the directory the image decides (Dir
+	// below), "" for a stack whose directory is its own.
+	Render func(dir string, c any, owned func(any) bool) (string, map[string][]byte, error)
+	// Dir, when not nil, finds on root the directory the image decides
+	// for the stack's files ("" when it gives none).
+	Dir func(root string) (string, error)
+	// Noted are the keys its files do not say, as netcfg's stacks
+	// declare them ("v2 dhcp4-overrides: use-ntp use-mtu").
+	Noted []string
+	Duties
+}
+
+// NewStack makes a *netcfg.Stack of sp and registers its duties and keys;
+// the caller adds it to netcfg.Stacks (and takes it away again). netcfg
+// sets it: only tests call it, to prove that a stack is its own value and
+// no flow names one.
+var NewStack func(sp Spec) any
