@@ -440,18 +440,12 @@ func netplanNotes(det netcfg.Detection, cfg *netcfg.Config, owned func(*netcfg.I
 					}
 				}
 			}
-			var wins string
-			switch {
-			case det.Stack == netcfg.NetworkManager && ent.Renderer == "networkd":
-				// netplan's udev rule for a networkd entry sets
-				// NM_UNMANAGED=1 on the NICs it matches.
-				wins = "netplan renders it for systemd-networkd and marks it unmanaged for NetworkManager, so NetworkManager does not activate seedkeeper's profile there; set renderer: NetworkManager for that entry, or narrow its match"
-			case det.Stack == netcfg.Networkd:
-				wins = "systemd-networkd gives it seedkeeper's file, which sorts before netplan's"
-			case det.Stack == netcfg.NetworkManager:
-				wins = "NetworkManager activates seedkeeper's profile, of higher autoconnect-priority, and allows no other profile on it"
-			default:
-				wins = "netplan renders for " + ent.Renderer + ", and seedkeeper renders for " + det.Stack.String()
+			wins := "netplan renders for " + ent.Renderer + ", and seedkeeper renders for " + det.Stack.String()
+			if np := stacks.Of(det.Stack.Name).Netplan; np != nil {
+				why, fix, ok := np(ent.Renderer)
+				if wins = why; !ok {
+					wins += "; " + fix
+				}
 			}
 			notes = append(notes, fmt.Sprintf("%s entry %s (%s) also matches %s, which seedkeeper owns: %s", ent.File, ent.ID, ent.Describe(), nic, wins))
 		}

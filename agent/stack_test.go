@@ -176,7 +176,7 @@ func TestRenderSaysNetplanKeepsNetworkManagerOff(t *testing.T) {
 	if _, err := e.renderNetworkd(cfg, nil, awaited{}, res); err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Netplan) != 2 || !strings.Contains(res.Netplan[0], "entry all-eth (match name eth*) also matches eth0") || !strings.Contains(res.Netplan[0], "marks it unmanaged for NetworkManager") ||
+	if len(res.Netplan) != 2 || !strings.Contains(res.Netplan[0], "entry all-eth (match name eth*) also matches eth0") || !strings.Contains(res.Netplan[0], "marks the NICs it matches unmanaged for NetworkManager") ||
 		!strings.Contains(res.Netplan[1], "entry nm-eth") || !strings.Contains(res.Netplan[1], "of higher autoconnect-priority") {
 		t.Errorf("netplan notes %q", res.Netplan)
 	}

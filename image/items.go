@@ -601,14 +601,15 @@ func checkNetworkStack(in *inspection) Item {
 		return it
 	}
 	it.Clone = "seedkeeper owns the NICs the metadata names (allowlisted drivers) and renders them for " + d.Stack.Title
-	if d.Stack == netcfg.NetworkManager && d.Netplan != nil && slices.ContainsFunc(d.Netplan.Entries, func(e netcfg.NetplanEntry) bool { return e.CatchAll() && e.Renderer == "networkd" }) {
-		// netplan's udev rule marks the NICs of a networkd entry
-		// NM_UNMANAGED=1: NetworkManager never activates seedkeeper's
-		// profiles on them.
-		it.Verdict = Finding
-		it.Clone += "; but netplan renders its catch-all for systemd-networkd and marks the NICs it matches unmanaged for NetworkManager, so NetworkManager never activates seedkeeper's profiles on them"
-		it.Fix = "set renderer: NetworkManager in the netplan file of the catch-all (or narrow its match)"
-		return it
+	if np := stacks.Of(d.Stack.Name).Netplan; np != nil && d.Netplan != nil {
+		for _, e := range d.Netplan.Entries {
+			if why, fix, ok := np(e.Renderer); e.CatchAll() && !ok {
+				it.Verdict = Finding
+				it.Clone += "; but the catch-all " + e.ID + ": " + why
+				it.Fix = fix
+				return it
+			}
+		}
 	}
 	if catchAll {
 		// Not a finding: seedkeeper's files come first on the NICs it

@@ -22,7 +22,12 @@ var Networkd = register(&Stack{
 	duties: networkdDuties,
 })
 
-var networkdDuties = stacks.Duties{Places: networkdPlaces, Reload: reloadNetworkd}
+var networkdDuties = stacks.Duties{
+	Places: networkdPlaces, Reload: reloadNetworkd,
+	Netplan: func(string) (string, string, bool) {
+		return "systemd-networkd gives it seedkeeper's file, which sorts before netplan's", "", true
+	},
+}
 
 // networkdDir is where seedkeeper writes systemd-networkd's files: the
 // runtime directory, which outranks /usr/lib and loses to /etc, so that a

@@ -24,7 +24,21 @@ var NetworkManager = register(&Stack{
 	duties: networkManagerDuties,
 })
 
-var networkManagerDuties = stacks.Duties{Places: networkManagerPlaces, Reload: reloadNetworkManager}
+var networkManagerDuties = stacks.Duties{
+	Places: networkManagerPlaces, Reload: reloadNetworkManager,
+	Netplan: networkManagerNetplan,
+}
+
+// networkManagerNetplan: netplan's udev rule for an entry rendered for
+// networkd sets NM_UNMANAGED=1 on the NICs it matches, and NetworkManager
+// then never activates seedkeeper's profile there.
+func networkManagerNetplan(renderer string) (why, fix string, ok bool) {
+	if renderer == "networkd" {
+		return "netplan renders it for systemd-networkd and marks the NICs it matches unmanaged for NetworkManager, so NetworkManager never activates seedkeeper's profiles on them",
+			"set renderer: NetworkManager for that entry in its netplan file, or narrow its match", false
+	}
+	return "NetworkManager activates seedkeeper's profile, of higher autoconnect-priority, and allows no other profile on it", "", true
+}
 
 func renderNetworkManagerFiles(d Detection, c *Config, owned func(*Interface) bool) (*StackFiles, error) {
 	files, skipped, err := renderNetworkManager(c, owned)

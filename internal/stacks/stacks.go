@@ -143,6 +143,12 @@ type Duties struct {
 	// Dir is, for a stack whose directory the image decides, what
 	// image check says of it.
 	Dir DirWording
+	// Netplan says what becomes of a NIC seedkeeper owns that a netplan
+	// entry rendered for renderer (netplan's backend, "networkd" or
+	// "NetworkManager") also matches: why seedkeeper's configuration
+	// wins (ok), or why it does not and the fix. nil: the stack says
+	// nothing of netplan.
+	Netplan func(renderer string) (why, fix string, ok bool)
 }
 
 // DirWording is what image check says of the directory of a stack whose
