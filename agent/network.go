@@ -17,6 +17,7 @@ import (
 	"github.com/seedkeeper/seedkeeper/hotplug"
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 	"github.com/seedkeeper/seedkeeper/internal/stacks"
+	"github.com/seedkeeper/seedkeeper/internal/unit"
 	"github.com/seedkeeper/seedkeeper/netcfg"
 	"github.com/seedkeeper/seedkeeper/netcfg/apply"
 )
@@ -214,7 +215,7 @@ func (e *Env) renderNetworkd(cfg *netcfg.Config, owned func(*netcfg.Interface) b
 		}
 	}
 	res.files = sf
-	res.Netplan = netplanNotes(det, cfg, owned, res.altNames)
+	res.Netplan = netplanNotes(root, det, cfg, owned, res.altNames)
 	for _, n := range res.Netplan {
 		e.Log.Info("network: " + n)
 	}
@@ -414,9 +415,9 @@ func (e *Env) someoneElses(places []stacks.Place, sys string) bool {
 // ID, which netplan's name globs match too: "en*" takes eth0 through
 // enp0s3) and what the stack does about it: seedkeeper's file or profile
 // comes first, so the entry takes only the NICs seedkeeper does not own
-// (netcfg.NetplanInfo).
-func netplanNotes(det netcfg.Detection, cfg *netcfg.Config, owned func(*netcfg.Interface) bool, alt map[string][]string) []string {
-	np := det.Netplan
+// (stacks.NetplanInfo).
+func netplanNotes(root string, det netcfg.Detection, cfg *netcfg.Config, owned func(*netcfg.Interface) bool, alt map[string][]string) []string {
+	np := stacks.DetectNetplan(unit.Root{Dir: root, Live: true})
 	if np == nil {
 		return nil
 	}
@@ -441,8 +442,8 @@ func netplanNotes(det netcfg.Detection, cfg *netcfg.Config, owned func(*netcfg.I
 				}
 			}
 			wins := "netplan renders for " + ent.Renderer + ", and seedkeeper renders for " + det.Stack.String()
-			if np := stacks.Of(det.Stack.Name).Netplan; np != nil {
-				why, fix, ok := np(ent.Renderer)
+			if over := stacks.Of(det.Stack.Name).Netplan; over != nil {
+				why, fix, ok := over(ent.Renderer)
 				if wins = why; !ok {
 					wins += "; " + fix
 				}

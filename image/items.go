@@ -573,7 +573,8 @@ func checkNetworkStack(in *inspection) Item {
 	for _, n := range d.Notes {
 		it.Found += "; " + n
 	}
-	catchAll := netplanFound(&it, d.Netplan)
+	np := stacks.DetectNetplan(unit.Root{Dir: in.root.Path("/"), Live: in.root.IsReal()})
+	catchAll := netplanFound(&it, np)
 	owner := in.cfg.Network.Owner
 	if owner == "cloud-init" {
 		it.Found += "; network.owner: cloud-init"
@@ -601,9 +602,9 @@ func checkNetworkStack(in *inspection) Item {
 		return it
 	}
 	it.Clone = "seedkeeper owns the NICs the metadata names (allowlisted drivers) and renders them for " + d.Stack.Title
-	if np := stacks.Of(d.Stack.Name).Netplan; np != nil && d.Netplan != nil {
-		for _, e := range d.Netplan.Entries {
-			if why, fix, ok := np(e.Renderer); e.CatchAll() && !ok {
+	if over := stacks.Of(d.Stack.Name).Netplan; over != nil && np != nil {
+		for _, e := range np.Entries {
+			if why, fix, ok := over(e.Renderer); e.CatchAll() && !ok {
 				it.Verdict = Finding
 				it.Clone += "; but the catch-all " + e.ID + ": " + why
 				it.Fix = fix
@@ -613,7 +614,7 @@ func checkNetworkStack(in *inspection) Item {
 	}
 	if catchAll {
 		// Not a finding: seedkeeper's files come first on the NICs it
-		// owns (netcfg.NetplanInfo), and the catch-all takes the others
+		// owns (stacks.NetplanInfo), and the catch-all takes the others
 		// as the image's builder meant.
 		it.Verdict = Note
 		it.Clone += "; netplan's catch-all also matches the NICs seedkeeper will own, but " + d.Stack.Title + " gives those seedkeeper's configuration (its files come first), so the catch-all configures only the NICs seedkeeper does not own; boot's status names each owned NIC it matches"
@@ -625,7 +626,7 @@ func checkNetworkStack(in *inspection) Item {
 // files (to Paths), what could not be read, and its catch-all entries,
 // which would take any NIC seedkeeper owns; it reports whether there is
 // one.
-func netplanFound(it *Item, np *netcfg.NetplanInfo) bool {
+func netplanFound(it *Item, np *stacks.NetplanInfo) bool {
 	if np == nil {
 		return false
 	}

@@ -114,7 +114,7 @@ func newStack(sp stacks.Spec) any {
 // over ifupdown, which manages only what its interfaces file names.
 // Adding a stack is the file that defines its value and one entry here
 // (docs/adding.md, "A network stack"). netplan is not one: it renders
-// for networkd or NetworkManager, which run it (see NetplanInfo).
+// for networkd or NetworkManager, which run it.
 var Stacks = []*Stack{NetworkManager, Networkd, Ifupdown}
 
 // stackByName returns the stack called name, nil when there is none.
@@ -150,9 +150,6 @@ type Detection struct {
 	Notes []string
 	// Paths are the unit files of the enabled stacks (system paths).
 	Paths []string
-	// Netplan is what netplan renders at boot on the root, when it is the
-	// configuration layer there (see NetplanInfo); nil when it is not.
-	Netplan *NetplanInfo
 	// Dir is, for a stack whose directory the image decides (ifupdown:
 	// the one its /etc/network/interfaces sources stanzas from), that
 	// directory, "" when the image gives none.
@@ -176,7 +173,6 @@ func DetectImageStack(root string) (Detection, error) { return detect(unit.Root{
 
 func detect(r unit.Root) (Detection, error) {
 	var d Detection
-	d.Netplan = detectNetplan(r)
 	for _, s := range Stacks {
 		on, why, file := s.enabled(r)
 		switch {

@@ -1,4 +1,4 @@
-package netcfg
+package stacks
 
 import (
 	"context"
@@ -79,11 +79,12 @@ var netplanGenerators = []string{"/usr/lib/systemd/system-generators/netplan", "
 // wins a name first.
 var netplanDirs = []string{"/run/netplan", "/etc/netplan", "/lib/netplan"}
 
-// detectNetplan says whether netplan is the configuration layer of r
-// (see DetectStack and DetectImageStack; an image's /run/netplan does not
-// count): its generator installed and not masked, and YAML files for it
-// to read. It returns nil when it is not.
-func detectNetplan(r unit.Root) *NetplanInfo {
+// DetectNetplan says whether netplan is the configuration layer of r (a
+// running system when r.Live, as netcfg.DetectStack; an image at rest
+// otherwise, whose /run/netplan does not count): its generator installed
+// and not masked, and YAML files for it to read. It returns nil when it
+// is not.
+func DetectNetplan(r unit.Root) *NetplanInfo {
 	var gen string
 	for _, g := range netplanGenerators {
 		if exists(r.Dir, g) {
@@ -313,4 +314,11 @@ func (e NetplanEntry) Describe() string {
 		return "every NIC"
 	}
 	return "match " + strings.Join(f, ", ")
+}
+
+// exists reports whether the system path p is there under root, links
+// resolved inside it.
+func exists(root, p string) bool {
+	_, err := fsutil.StatIn(root, p, true)
+	return err == nil
 }
