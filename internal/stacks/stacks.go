@@ -3,8 +3,9 @@
 // go in on a root and the rule that tells seedkeeper's files there
 // (Place), the one walker of those files (Walk), how to ask the running
 // manager to read them (Reload), and what image check tells a person to
-// fix. Each stack registers its duties here from its own file in netcfg;
-// the agent, image check and seal, and uninstall look them up by the
+// fix, and what netplan renders at boot beside it (DetectNetplan). Each
+// stack registers its duties here from its own file in netcfg; the agent,
+// image check and seal, uninstall and collect-logs look them up by the
 // stack's name.
 package stacks
 
@@ -227,6 +228,7 @@ type Spec struct {
 
 // NewStack makes a *netcfg.Stack of sp and registers its duties and keys;
 // the caller adds it to netcfg.Stacks (and takes it away again). netcfg
-// sets it: only tests call it, to prove that a stack is its own value and
-// no flow names one.
+// sets it: only tests call it (internal/stacks/stackstest), to prove that
+// a stack is its own value and no flow names one. The duties and keys stay
+// registered under sp.Name for the rest of the process.
 var NewStack func(sp Spec) any
