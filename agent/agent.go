@@ -15,7 +15,6 @@ import (
 	"github.com/seedkeeper/seedkeeper/internal/paths"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 	"github.com/seedkeeper/seedkeeper/mdata"
-	"github.com/seedkeeper/seedkeeper/netcfg"
 	"github.com/seedkeeper/seedkeeper/seed"
 )
 
@@ -24,7 +23,9 @@ const (
 	StateDir    = paths.StateDir
 	StatusPath  = paths.Status
 	ReceiptPath = paths.Receipt
-	NetworkDir  = netcfg.NetworkdDir
+	// NetworkDir is where the networkd stack's files go (its place,
+	// which a test pins).
+	NetworkDir = "/run/systemd/network"
 )
 
 // Env is what every flow shares: the root, the configuration, the log and

@@ -16,6 +16,8 @@ import (
 
 	"github.com/seedkeeper/seedkeeper/hotplug"
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
+	"github.com/seedkeeper/seedkeeper/internal/stacks"
+	"github.com/seedkeeper/seedkeeper/internal/unit"
 	"github.com/seedkeeper/seedkeeper/netcfg"
 	"github.com/seedkeeper/seedkeeper/netcfg/apply"
 )
@@ -213,7 +215,7 @@ func (e *Env) renderNetworkd(cfg *netcfg.Config, owned func(*netcfg.Interface) b
 		}
 	}
 	res.files = sf
-	res.Netplan = netplanNotes(det, cfg, owned, res.altNames)
+	res.Netplan = netplanNotes(root, det, cfg, owned, res.altNames)
 	for _, n := range res.Netplan {
 		e.Log.Info("network: " + n)
 	}
@@ -235,7 +237,7 @@ func (e *Env) renderNetworkd(cfg *netcfg.Config, owned func(*netcfg.Interface) b
 		want[path.Join(sf.Dir, n)] = b
 	}
 	maps.Copy(want, sf.Extra)
-	places, err := det.Stack.Places(root)
+	places, err := stacks.Of(det.Stack.Name).Places(root)
 	if err != nil {
 		return false, fmt.Errorf("network: %w", err)
 	}
@@ -283,25 +285,21 @@ func (e *Env) renderNetworkd(cfg *netcfg.Config, owned func(*netcfg.Interface) b
 		changed = changed || c
 	}
 	for _, pl := range places {
-		ents, err := fsutil.ReadDirIn(string(e.Root), pl.Dir)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		found, err := stacks.Walk(string(e.Root), pl)
+		if err != nil {
 			return changed, fmt.Errorf("network: %w", err)
 		}
-		for _, ent := range ents {
-			sys := path.Join(pl.Dir, ent.Name())
-			if _, keep := want[sys]; keep || !ent.Type().IsRegular() {
-				continue
+		for _, f := range found {
+			if _, keep := want[f.Path]; keep || !f.Ours {
+				continue // wanted, or not written by us
 			}
-			if b, err := fsutil.ReadFileInNoFollow(context.Background(), string(e.Root), sys, fsutil.SmallFile); err != nil || !pl.Ours(ent.Name(), b) {
-				continue // not written by us
-			}
-			if err := fsutil.RemoveIn(string(e.Root), sys, false); err != nil {
+			if err := fsutil.RemoveIn(string(e.Root), f.Path, false); err != nil {
 				return changed, fmt.Errorf("network: %w", err)
 			}
 			if pl.Dir == sf.Dir {
-				res.Removed = append(res.Removed, ent.Name())
+				res.Removed = append(res.Removed, f.Name)
 			} else {
-				res.Removed = append(res.Removed, sys)
+				res.Removed = append(res.Removed, f.Path)
 			}
 			changed = true
 		}
@@ -397,7 +395,7 @@ func ReadNetworkConfig(path string) (*netcfg.Config, error) {
 // regular file already there that is not seedkeeper's by the rule of its
 // place (a person's file of seedkeeper's name, or one without its
 // header): boot does not replace it, as it does not remove it.
-func (e *Env) someoneElses(places []netcfg.Place, sys string) bool {
+func (e *Env) someoneElses(places []stacks.Place, sys string) bool {
 	if fi, err := fsutil.StatIn(string(e.Root), sys, false); err != nil || !fi.Mode().IsRegular() {
 		return false // missing, or WriteFile's to refuse
 	}
@@ -417,9 +415,9 @@ func (e *Env) someoneElses(places []netcfg.Place, sys string) bool {
 // ID, which netplan's name globs match too: "en*" takes eth0 through
 // enp0s3) and what the stack does about it: seedkeeper's file or profile
 // comes first, so the entry takes only the NICs seedkeeper does not own
-// (netcfg.NetplanInfo).
-func netplanNotes(det netcfg.Detection, cfg *netcfg.Config, owned func(*netcfg.Interface) bool, alt map[string][]string) []string {
-	np := det.Netplan
+// (stacks.NetplanInfo).
+func netplanNotes(root string, det netcfg.Detection, cfg *netcfg.Config, owned func(*netcfg.Interface) bool, alt map[string][]string) []string {
+	np := stacks.DetectNetplan(unit.Root{Dir: root, Live: true})
 	if np == nil {
 		return nil
 	}
@@ -443,18 +441,12 @@ func netplanNotes(det netcfg.Detection, cfg *netcfg.Config, owned func(*netcfg.I
 					}
 				}
 			}
-			var wins string
-			switch {
-			case det.Stack == netcfg.NetworkManager && ent.Renderer == "networkd":
-				// netplan's udev rule for a networkd entry sets
-				// NM_UNMANAGED=1 on the NICs it matches.
-				wins = "netplan renders it for systemd-networkd and marks it unmanaged for NetworkManager, so NetworkManager does not activate seedkeeper's profile there; set renderer: NetworkManager for that entry, or narrow its match"
-			case det.Stack == netcfg.Networkd:
-				wins = "systemd-networkd gives it seedkeeper's file, which sorts before netplan's"
-			case det.Stack == netcfg.NetworkManager:
-				wins = "NetworkManager activates seedkeeper's profile, of higher autoconnect-priority, and allows no other profile on it"
-			default:
-				wins = "netplan renders for " + ent.Renderer + ", and seedkeeper renders for " + det.Stack.String()
+			wins := "netplan renders for " + ent.Renderer + ", and seedkeeper renders for " + det.Stack.String()
+			if over := stacks.Of(det.Stack.Name).Netplan; over != nil {
+				why, fix, ok := over(ent.Renderer)
+				if wins = why; !ok {
+					wins += "; " + fix
+				}
 			}
 			notes = append(notes, fmt.Sprintf("%s entry %s (%s) also matches %s, which seedkeeper owns: %s", ent.File, ent.ID, ent.Describe(), nic, wins))
 		}

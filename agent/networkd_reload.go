@@ -6,11 +6,11 @@ import (
 	"context"
 
 	"github.com/godbus/dbus/v5"
-	"github.com/seedkeeper/seedkeeper/netcfg"
+	"github.com/seedkeeper/seedkeeper/internal/stacks"
 )
 
 // callSystemBus makes a method call without arguments on the system D-Bus.
-func callSystemBus(ctx context.Context, c netcfg.BusCall) error {
+func callSystemBus(ctx context.Context, c stacks.BusCall) error {
 	conn, err := dbus.ConnectSystemBus(dbus.WithContext(ctx))
 	if err != nil {
 		return err

@@ -149,7 +149,7 @@ bonds:
 	want := map[string]string{
 		"networkd":       "/run/systemd/network/05-seedkeeper-e0.network",
 		"networkmanager": "/run/NetworkManager/system-connections/seedkeeper-e0.nmconnection",
-		"ifupdown":       "/etc/network/interfaces.d/" + netcfg.IfupdownFile,
+		"ifupdown":       "/etc/network/interfaces.d/" + "50-seedkeeper",
 	}
 	for stack, path := range want {
 		if _, ok := files[stack][path]; !ok {
@@ -309,7 +309,7 @@ ethernets:
 			t.Fatal(err)
 		}
 		files := map[string]string{}
-		for _, d := range []string{netcfg.NMConnectionDir, filepath.Dir(netcfg.NMConfFile)} {
+		for _, d := range []string{"/run/NetworkManager/system-connections", filepath.Dir("/run/NetworkManager/conf.d/50-seedkeeper.conf")} {
 			ents, _ := os.ReadDir(filepath.Join(nm, d))
 			for _, ent := range ents {
 				b, _ := os.ReadFile(filepath.Join(nm, d, ent.Name()))

@@ -8,11 +8,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/seedkeeper/seedkeeper/internal/stacks"
 	"github.com/seedkeeper/seedkeeper/netcfg"
 )
 
 // reloadStack asks the running network stack to read the files just
-// written, by the steps the stack names (netcfg.Stack.Reload): a D-Bus
+// written, by the steps the stack names (stacks.Duties.Reload): a D-Bus
 // call, or commands run without a shell. A stack that is not running yet
 // reads the files when it starts. It reports whether every step was
 // taken and succeeded.
@@ -22,7 +23,7 @@ func (e *Env) reloadStack(ctx context.Context, sf *netcfg.StackFiles) bool {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	r := sf.Stack.Reload(e.Root.Path("/"), sf)
+	r := stacks.Of(sf.Stack.Name).Reload(e.Root.Path("/"), sf.Files)
 	if len(r.Steps) == 0 {
 		e.Log.Info("network: " + r.Note)
 		return false

@@ -41,7 +41,7 @@ func TestRenderReplacesOnlyOurStaleFiles(t *testing.T) {
 		t.Fatalf("rendered for %q", res.Stack)
 	}
 	present := func(p string) bool { _, err := os.Lstat(filepath.Join(root, p)); return err == nil }
-	if !present(keyfile) || !present(netcfg.NMConfFile) || present(stale) || !present(theirs) || !present(other) {
+	if !present(keyfile) || !present("/run/NetworkManager/conf.d/50-seedkeeper.conf") || present(stale) || !present(theirs) || !present(other) {
 		t.Errorf("after the first render: rendered %q removed %q", res.Rendered, res.Removed)
 	}
 	if !slices.Equal(res.Removed, []string{"seedkeeper-old.nmconnection"}) {
@@ -54,10 +54,10 @@ func TestRenderReplacesOnlyOurStaleFiles(t *testing.T) {
 	if _, err := e.renderNetworkd(&netcfg.Config{}, nil, awaited{}, res); err != nil {
 		t.Fatal(err)
 	}
-	if present(keyfile) || present(netcfg.NMConfFile) || !present(theirs) || !present(other) {
+	if present(keyfile) || present("/run/NetworkManager/conf.d/50-seedkeeper.conf") || !present(theirs) || !present(other) {
 		t.Errorf("after the second render: removed %q", res.Removed)
 	}
-	if !slices.Equal(res.Removed, []string{"seedkeeper-eth0.nmconnection", netcfg.NMConfFile}) {
+	if !slices.Equal(res.Removed, []string{"seedkeeper-eth0.nmconnection", "/run/NetworkManager/conf.d/50-seedkeeper.conf"}) {
 		t.Errorf("removed %q", res.Removed)
 	}
 }
@@ -111,7 +111,7 @@ func TestRenderReplacesTheOldNetworkdNames(t *testing.T) {
 	if _, err := e.renderNetworkd(cfg, nil, awaited{}, res); err != nil {
 		t.Fatal(err)
 	}
-	ents, err := os.ReadDir(filepath.Join(root, netcfg.NetworkdDir))
+	ents, err := os.ReadDir(filepath.Join(root, "/run/systemd/network"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestRenderReplacesTheOldNetworkdNames(t *testing.T) {
 	}
 	want := []string{"05-seedkeeper-eth0.network", "10-netplan-all-en.network", "10-seedkeeper-mine.network"}
 	if !slices.Equal(names, want) {
-		t.Errorf("%s holds %q, want %q", netcfg.NetworkdDir, names, want)
+		t.Errorf("%s holds %q, want %q", "/run/systemd/network", names, want)
 	}
 	if !slices.Equal(res.Removed, []string{"10-seedkeeper-bond0.netdev", "10-seedkeeper-eth0.network"}) {
 		t.Errorf("removed %q", res.Removed)
@@ -176,7 +176,7 @@ func TestRenderSaysNetplanKeepsNetworkManagerOff(t *testing.T) {
 	if _, err := e.renderNetworkd(cfg, nil, awaited{}, res); err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Netplan) != 2 || !strings.Contains(res.Netplan[0], "entry all-eth (match name eth*) also matches eth0") || !strings.Contains(res.Netplan[0], "marks it unmanaged for NetworkManager") ||
+	if len(res.Netplan) != 2 || !strings.Contains(res.Netplan[0], "entry all-eth (match name eth*) also matches eth0") || !strings.Contains(res.Netplan[0], "marks the NICs it matches unmanaged for NetworkManager") ||
 		!strings.Contains(res.Netplan[1], "entry nm-eth") || !strings.Contains(res.Netplan[1], "of higher autoconnect-priority") {
 		t.Errorf("netplan notes %q", res.Netplan)
 	}

@@ -3,12 +3,10 @@ package agent
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"path"
 
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
+	"github.com/seedkeeper/seedkeeper/internal/stacks"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 	"github.com/seedkeeper/seedkeeper/netcfg"
 	"github.com/seedkeeper/seedkeeper/nosource"
@@ -60,11 +58,11 @@ func Uninstall(root sysroot.Root) (*Uninstalled, error) {
 
 // removeRendered removes the network files of ours in every place of
 // every stack (netcfg.Stacks), by the rule the renderers and seal use
-// (netcfg.Place.Ours: a name seedkeeper gives, its header in place); a
+// (stacks.Walk: a name seedkeeper gives, its header in place); a
 // file of such a name that is not ours is left and named.
 func removeRendered(root sysroot.Root, u *Uninstalled) error {
 	for _, s := range netcfg.Stacks {
-		places, err := s.Places(root.Path("/"))
+		places, err := stacks.Of(s.Name).Places(root.Path("/"))
 		if err != nil {
 			return fmt.Errorf("network files: %w", err)
 		}
@@ -72,24 +70,19 @@ func removeRendered(root sysroot.Root, u *Uninstalled) error {
 			if err := fsutil.NotLinkedIn(string(root), pl.Dir); err != nil {
 				return fmt.Errorf("network files: %w", err)
 			}
-			ents, err := fsutil.ReadDirIn(string(root), pl.Dir)
-			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			found, err := stacks.Walk(string(root), pl)
+			if err != nil {
 				return fmt.Errorf("network files: %w", err)
 			}
-			for _, e := range ents {
-				if !pl.Named(e.Name()) {
+			for _, f := range found {
+				if !f.Ours {
+					u.Left = append(u.Left, f.Path+": not written by seedkeeper (or changed since); left in place")
 					continue
 				}
-				sys := path.Join(pl.Dir, e.Name())
-				head, err := fsutil.ReadFileInNoFollow(context.Background(), string(root), sys, fsutil.SmallFile)
-				if err != nil || !pl.Ours(e.Name(), head) {
-					u.Left = append(u.Left, sys+": not written by seedkeeper (or changed since); left in place")
-					continue
-				}
-				if err := fsutil.RemoveIn(string(root), sys, false); err != nil {
+				if err := fsutil.RemoveIn(string(root), f.Path, false); err != nil {
 					return fmt.Errorf("network files: %w", err)
 				}
-				u.Removed = append(u.Removed, sys)
+				u.Removed = append(u.Removed, f.Path)
 			}
 		}
 	}

@@ -28,7 +28,7 @@ func writeT(t *testing.T, root sysroot.Root, p, content string) {
 func renderAll(t *testing.T, root sysroot.Root, cfg *netcfg.Config) []string {
 	t.Helper()
 	var paths []string
-	for _, d := range []netcfg.Detection{{Stack: netcfg.Networkd}, {Stack: netcfg.NetworkManager}, {Stack: netcfg.Ifupdown, IfupdownDir: "/etc/network/interfaces.d"}} {
+	for _, d := range []netcfg.Detection{{Stack: netcfg.Networkd}, {Stack: netcfg.NetworkManager}, {Stack: netcfg.Ifupdown, Dir: "/etc/network/interfaces.d"}} {
 		sf, err := d.Stack.Render(d, cfg, func(*netcfg.Interface) bool { return true })
 		if err != nil {
 			t.Fatal(err)

@@ -10,7 +10,6 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/seedkeeper/seedkeeper/internal/testenv"
-	"github.com/seedkeeper/seedkeeper/netcfg"
 )
 
 // cloud-init's fallback on VMware: metadata without a network key gets
@@ -127,7 +126,7 @@ INSTANCE-ID = imc-net-1
 	// Nor does the network stack get a DHCPv4 client for it.
 	var eth1 string
 	for _, p := range st.Network.Rendered {
-		b, err := os.ReadFile(filepath.Join(g.root, netcfg.NetworkdDir, p))
+		b, err := os.ReadFile(filepath.Join(g.root, "/run/systemd/network", p))
 		if err == nil && strings.Contains(string(b), "02:5e:00:00:08:02") {
 			eth1 = string(b)
 		}

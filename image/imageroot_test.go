@@ -33,7 +33,7 @@ var touchedPaths = []string{
 	MachineIDPath, DBusMachineIDPath, SSHDir + "/ssh_host_rsa_key",
 	"/lib/systemd/system/seedkeeper-boot.service", "/etc/systemd/system/sysinit.target.wants/seedkeeper-boot.service",
 	"/lib/systemd/system/cloud-init-local.service",
-	netcfg.IfupdownInterfaces, "/etc/network/interfaces.d/" + netcfg.IfupdownFile,
+	"/etc/network/interfaces", "/etc/network/interfaces.d/" + "50-seedkeeper",
 	seed.Dir + "/" + seed.MarkerName, seed.Dir + "/meta-data",
 	paths.CloudInitLog, "/var/log/cloud-init-output.log",
 }
@@ -61,8 +61,8 @@ var plants = map[string]plant{
 // file secret, outside the root.
 func hostileImage(t *testing.T) (img, string) {
 	m := bootedTemplate(t)
-	m.write(netcfg.IfupdownInterfaces, "source /etc/network/interfaces.d/*\n")
-	m.write("/etc/network/interfaces.d/"+netcfg.IfupdownFile, netcfg.Header+"\n")
+	m.write("/etc/network/interfaces", "source /etc/network/interfaces.d/*\n")
+	m.write("/etc/network/interfaces.d/"+"50-seedkeeper", netcfg.Header+"\n")
 	m.write(paths.CloudDir+"/instances/"+templateID+"/datasource", "DataSourceNoCloud: x\n")
 	m.write(CloudCfgD+"/50-extra.cfg", "ssh_deletekeys: true\n")
 	m.write(config.DefaultPath, "network:\n  owner: seedkeeper\n")

@@ -13,6 +13,7 @@ import (
 	"github.com/seedkeeper/seedkeeper/internal/config"
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 	"github.com/seedkeeper/seedkeeper/internal/paths"
+	"github.com/seedkeeper/seedkeeper/internal/stacks"
 	"github.com/seedkeeper/seedkeeper/internal/unit"
 	"github.com/seedkeeper/seedkeeper/netcfg"
 	"github.com/seedkeeper/seedkeeper/seed"
@@ -553,10 +554,14 @@ func checkNetworkStack(in *inspection) Item {
 	}
 	d, err := detect(in.root.Path("/"))
 	if err != nil {
+		// Only a stack whose directory the image decides fails here,
+		// on the file that decides it.
 		it.Verdict, it.Found = Finding, err.Error()
 		it.Clone = "seedkeeper boot cannot tell where to write the persistent network configuration: its network step fails"
-		it.Fix = "fix the source line of " + netcfg.IfupdownInterfaces
-		it.Paths = []string{netcfg.IfupdownInterfaces}
+		if d.Stack != nil {
+			conf := stacks.Of(d.Stack.Name).Dir.Config
+			it.Fix, it.Paths = "fix "+conf, []string{conf}
+		}
 		return it
 	}
 	it.Paths = d.Paths
@@ -568,27 +573,28 @@ func checkNetworkStack(in *inspection) Item {
 	for _, n := range d.Notes {
 		it.Found += "; " + n
 	}
-	catchAll := netplanFound(&it, d.Netplan)
+	np := stacks.DetectNetplan(unit.Root{Dir: in.root.Path("/"), Live: in.root.IsReal()})
+	catchAll := netplanFound(&it, np)
 	owner := in.cfg.Network.Owner
 	if owner == "cloud-init" {
 		it.Found += "; network.owner: cloud-init"
 		it.Clone = "seedkeeper leaves the network to cloud-init, which renders for the stack it finds"
 		return it
 	}
-	switch {
-	case d.Stack == nil:
+	if d.Stack == nil {
 		it.Verdict = Finding
 		it.Clone = "seedkeeper applies static addresses of the NICs it owns live, but nothing runs DHCP or reads its rendered files, and the links stay down for other software"
-		it.Fix = in.systemctl("enable " + netcfg.Networkd.Unit)
+		it.Fix = in.systemctl("enable " + netcfg.Networkd.Unit) // the stack boot renders for when none runs
 		return it
-	case d.Stack == netcfg.Ifupdown && d.IfupdownDir == "":
-		it.Found += "; " + netcfg.IfupdownInterfaces + " sources no directory"
-		it.Verdict = Finding
-		it.Clone = "seedkeeper applies owned NICs live, but has nowhere to write ifupdown stanzas for them: DHCP NICs get no lease"
-		it.Fix = "add \"source /etc/network/interfaces.d/*\" to " + netcfg.IfupdownInterfaces
-		return it
-	case d.Stack == netcfg.Ifupdown:
-		it.Found += "; ifupdown stanzas go in " + d.IfupdownDir
+	}
+	if w := stacks.Of(d.Stack.Name).Dir; w.Config != "" {
+		// A stack whose directory the image decides.
+		if d.Dir == "" {
+			it.Found += "; " + w.None
+			it.Verdict, it.Clone, it.Fix = Finding, w.Clone, w.Fix
+			return it
+		}
+		it.Found += "; " + fmt.Sprintf(w.Found, d.Dir)
 	}
 	if len(d.Enabled) > 1 {
 		it.Verdict = Note
@@ -596,18 +602,19 @@ func checkNetworkStack(in *inspection) Item {
 		return it
 	}
 	it.Clone = "seedkeeper owns the NICs the metadata names (allowlisted drivers) and renders them for " + d.Stack.Title
-	if d.Stack == netcfg.NetworkManager && d.Netplan != nil && slices.ContainsFunc(d.Netplan.Entries, func(e netcfg.NetplanEntry) bool { return e.CatchAll() && e.Renderer == "networkd" }) {
-		// netplan's udev rule marks the NICs of a networkd entry
-		// NM_UNMANAGED=1: NetworkManager never activates seedkeeper's
-		// profiles on them.
-		it.Verdict = Finding
-		it.Clone += "; but netplan renders its catch-all for systemd-networkd and marks the NICs it matches unmanaged for NetworkManager, so NetworkManager never activates seedkeeper's profiles on them"
-		it.Fix = "set renderer: NetworkManager in the netplan file of the catch-all (or narrow its match)"
-		return it
+	if over := stacks.Of(d.Stack.Name).Netplan; over != nil && np != nil {
+		for _, e := range np.Entries {
+			if why, fix, ok := over(e.Renderer); e.CatchAll() && !ok {
+				it.Verdict = Finding
+				it.Clone += "; but the catch-all " + e.ID + ": " + why
+				it.Fix = fix
+				return it
+			}
+		}
 	}
 	if catchAll {
 		// Not a finding: seedkeeper's files come first on the NICs it
-		// owns (netcfg.NetplanInfo), and the catch-all takes the others
+		// owns (stacks.NetplanInfo), and the catch-all takes the others
 		// as the image's builder meant.
 		it.Verdict = Note
 		it.Clone += "; netplan's catch-all also matches the NICs seedkeeper will own, but " + d.Stack.Title + " gives those seedkeeper's configuration (its files come first), so the catch-all configures only the NICs seedkeeper does not own; boot's status names each owned NIC it matches"
@@ -619,7 +626,7 @@ func checkNetworkStack(in *inspection) Item {
 // files (to Paths), what could not be read, and its catch-all entries,
 // which would take any NIC seedkeeper owns; it reports whether there is
 // one.
-func netplanFound(it *Item, np *netcfg.NetplanInfo) bool {
+func netplanFound(it *Item, np *stacks.NetplanInfo) bool {
 	if np == nil {
 		return false
 	}

@@ -1,7 +1,6 @@
 package image
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -13,6 +12,7 @@ import (
 	"github.com/seedkeeper/seedkeeper/identity"
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 	"github.com/seedkeeper/seedkeeper/internal/paths"
+	"github.com/seedkeeper/seedkeeper/internal/stacks"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 	"github.com/seedkeeper/seedkeeper/netcfg"
 	"github.com/seedkeeper/seedkeeper/seed"
@@ -366,25 +366,19 @@ func (b *planner) stackFiles() {
 	for _, s := range netcfg.Stacks {
 		// An interfaces file that names no usable directory holds no
 		// stanzas of ours: nothing to remove there.
-		places, _ := s.Places(b.root.Path("/"))
+		places, _ := stacks.Of(s.Name).Places(b.root.Path("/"))
 		for _, pl := range places {
 			if !b.live && strings.HasPrefix(pl.Dir, "/run/") {
 				continue
 			}
-			dir := b.dir(pl.Dir)
-			if dir == "" {
-				continue
+			found, err := stacks.Walk(string(b.root), pl)
+			if err != nil {
+				b.skip(pl.Dir, err)
 			}
-			for _, e := range b.list(dir) {
-				p := path.Join(dir, e.Name())
-				if !e.Type().IsRegular() {
-					continue
+			for _, f := range found {
+				if f.Ours {
+					b.remove(f.Path, file, "seedkeeper's "+s.Title+" configuration of this machine's NICs (boot writes it again from the clone's metadata)")
 				}
-				head, err := fsutil.ReadFileInNoFollow(context.Background(), string(b.root), p, fsutil.SmallFile)
-				if err != nil || !pl.Ours(e.Name(), head) {
-					continue
-				}
-				b.remove(p, file, "seedkeeper's "+s.Title+" configuration of this machine's NICs (boot writes it again from the clone's metadata)")
 			}
 		}
 	}

@@ -354,7 +354,7 @@ func TestSealRunFiles(t *testing.T) {
 // seal removes seedkeeper's file under any root, never a file of that
 // name someone else wrote, and nothing when interfaces sources no dir.
 func TestSealIfupdownStanzas(t *testing.T) {
-	const stanzas = "/etc/network/interfaces.d/" + netcfg.IfupdownFile
+	const stanzas = "/etc/network/interfaces.d/" + "50-seedkeeper"
 	m := freshImage(t)
 	m.write("/etc/network/interfaces", "auto lo\niface lo inet loopback\nsource /etc/network/interfaces.d/*\n")
 	m.write(stanzas, netcfg.Header+"\nauto eth0\n")

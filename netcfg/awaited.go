@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// RenderNetworkdAwaited renders, for the configured NICs that are not
+// renderNetworkdAwaited renders, for the configured NICs that are not
 // present (absent returns true; apply.Plan.Absent), the networkd files
 // that configure each one the moment it is hot-added, so that networkd
 // never gives it, even for a moment, another file that matches it (an
@@ -21,13 +21,13 @@ import (
 // space-separated list (globs; a driver name has no glob character,
 // CheckDriverName), or the entry's own match driver when the allowlist
 // has it. A NIC of a driver that is not allowed never matches it. The
-// rest is the NIC's own file as RenderNetworkd writes it once the NIC is
+// rest is the NIC's own file as renderNetworkd writes it once the NIC is
 // owned (same name, so the watch's render replaces it): its addresses
 // and routes, DHCP if the configuration says DHCP. The global DNS and
 // routes are not on it (the live plan places them among the owned links;
 // the watch's render adds them), nor a VLAN over it (created by the live
 // apply first). The output is deterministic.
-func RenderNetworkdAwaited(c *Config, owned, absent func(*Interface) bool, drivers []string) (map[string][]byte, []string, error) {
+func renderNetworkdAwaited(c *Config, owned, absent func(*Interface) bool, drivers []string) (map[string][]byte, []string, error) {
 	owned = orAll(owned)
 	v := newView(c, owned)
 	files := map[string][]byte{}
@@ -48,7 +48,7 @@ func RenderNetworkdAwaited(c *Config, owned, absent func(*Interface) bool, drive
 	return files, notes, nil
 }
 
-// RenderNetworkManagerAwaited is RenderNetworkdAwaited for
+// renderNetworkManagerAwaited is renderNetworkdAwaited for
 // NetworkManager: for each configured NIC that is not present, the
 // profile seedkeeper writes once the NIC is owned (same file name and
 // UUID, so the watch's render replaces it), with a [match] driver= list
@@ -60,12 +60,12 @@ func RenderNetworkdAwaited(c *Config, owned, absent func(*Interface) bool, drive
 // appears, before a catch-all can; on a NIC of another driver it is not
 // available at all, so the image's own profiles take that NIC as before.
 // The global DNS and routes are not on it. The output is deterministic.
-func RenderNetworkManagerAwaited(c *Config, owned, absent func(*Interface) bool, drivers []string) (map[string][]byte, []string, error) {
+func renderNetworkManagerAwaited(c *Config, owned, absent func(*Interface) bool, drivers []string) (map[string][]byte, []string, error) {
 	files, notes, _ := renderNMAwaited(c, owned, absent, drivers)
 	return files, notes, nil
 }
 
-// renderNMAwaited is RenderNetworkManagerAwaited; it also returns the
+// renderNMAwaited is renderNetworkManagerAwaited; it also returns the
 // links whose profile it wrote.
 func renderNMAwaited(c *Config, owned, absent func(*Interface) bool, drivers []string) (map[string][]byte, []string, []awaitedLink) {
 	files := map[string][]byte{}
@@ -108,7 +108,7 @@ type awaitedLink struct {
 // not a driver name (there is no "any driver" to leave the driver match
 // out for); a NIC whose MAC another physical entry has too (the live
 // plan owns no NIC two entries select); unless vlanParents, the link of
-// a VLAN (NetworkManager leaves it unmanaged once owned, RenderNMConf,
+// a VLAN (NetworkManager leaves it unmanaged once owned, renderNMConf,
 // and has no profile of seedkeeper's for it; networkd's file ahead is
 // its own less the VLAN= line, which the watch's render adds). A file
 // written ahead owns nothing: the NIC that appears is owned by the live

@@ -28,7 +28,7 @@ nameservers: {addresses: [192.0.2.53]}
 
 func renderAwaited(t *testing.T, drivers ...string) (map[string][]byte, []string) {
 	t.Helper()
-	return renderAwaitedBy(t, RenderNetworkdAwaited, drivers...)
+	return renderAwaitedBy(t, renderNetworkdAwaited, drivers...)
 }
 
 type aheadFunc func(c *Config, owned, absent func(*Interface) bool, drivers []string) (map[string][]byte, []string, error)
@@ -104,7 +104,7 @@ Address=10.0.3.20/24
 // replaces it and allowed-connections names it), bound to the permanent
 // MAC and to the allowed drivers.
 func TestRenderNetworkManagerAwaited(t *testing.T) {
-	files, notes := renderAwaitedBy(t, RenderNetworkManagerAwaited, "vmxnet3", "virtio_net", "e1000", "virtio_net")
+	files, notes := renderAwaitedBy(t, renderNetworkManagerAwaited, "vmxnet3", "virtio_net", "e1000", "virtio_net")
 	if got, want := slices.Sorted(maps.Keys(files)), []string{"seedkeeper-hot.nmconnection", "seedkeeper-newmac.nmconnection", "seedkeeper-vm.nmconnection"}; !slices.Equal(got, want) {
 		t.Fatalf("files %q, want %q", got, want)
 	}
@@ -151,7 +151,7 @@ method=ignore
 	// Once owned, the watch writes the same file with the same UUID,
 	// without the driver match (the live plan has checked the driver).
 	c := mustParse(t, awaitedCfg)
-	owned, _, err := RenderNetworkManager(c, func(i *Interface) bool { return i.ID == "hot" })
+	owned, _, err := renderNetworkManager(c, func(i *Interface) bool { return i.ID == "hot" })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestRenderNetworkdAwaitedClosedAllowlist(t *testing.T) {
 		for _, r := range []struct {
 			render aheadFunc
 			what   string
-		}{{RenderNetworkdAwaited, "networkd file"}, {RenderNetworkManagerAwaited, "NetworkManager profile"}} {
+		}{{renderNetworkdAwaited, "networkd file"}, {renderNetworkManagerAwaited, "NetworkManager profile"}} {
 			files, notes := renderAwaitedBy(t, r.render, tc.drivers...)
 			if len(files) != 0 {
 				t.Errorf("%s %q: wrote %q", r.what, tc.drivers, slices.Sorted(maps.Keys(files)))
@@ -211,7 +211,7 @@ ethernets:
 	for _, r := range []struct {
 		render aheadFunc
 		want   string
-	}{{RenderNetworkdAwaited, "05-seedkeeper-c.network"}, {RenderNetworkManagerAwaited, "seedkeeper-c.nmconnection"}} {
+	}{{renderNetworkdAwaited, "05-seedkeeper-c.network"}, {renderNetworkManagerAwaited, "seedkeeper-c.nmconnection"}} {
 		files, notes, err := r.render(c, owned, absent, []string{"virtio_net"})
 		if err != nil {
 			t.Fatal(err)
@@ -231,13 +231,13 @@ ethernets:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := string(ahead.Extra[NMAheadConfFile]), Header+"\n[device-seedkeeper-ahead]\nmatch-device=mac:52:54:00:00:00:0c\nkeep-configuration=no\n"; got != want {
+	if got, want := string(ahead.Extra[nmAheadConfFile]), Header+"\n[device-seedkeeper-ahead]\nmatch-device=mac:52:54:00:00:00:0c\nkeep-configuration=no\n"; got != want {
 		t.Errorf("drop-in ahead:\n%s\nwant:\n%s", got, want)
 	}
 }
 
 // The parent of a VLAN gets no NetworkManager profile once owned (it is
-// unmanaged, RenderNMConf, as the VLAN seedkeeper makes live is), so it
+// unmanaged, renderNMConf, as the VLAN seedkeeper makes live is), so it
 // gets none ahead either, nor keep-configuration=no: NetworkManager
 // would activate on it a profile seedkeeper never writes for it, and
 // clean its configuration up once the watch makes the VLAN on it.
@@ -252,7 +252,7 @@ vlans:
 `)
 	absent := func(i *Interface) bool { return i.Kind == Physical }
 	owned := func(*Interface) bool { return false }
-	files, notes, err := RenderNetworkManagerAwaited(c, owned, absent, []string{"virtio_net"})
+	files, notes, err := renderNetworkManagerAwaited(c, owned, absent, []string{"virtio_net"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,18 +268,18 @@ vlans:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := string(ahead.Extra[NMAheadConfFile]); strings.Contains(got, "00:00:0b") {
+	if got := string(ahead.Extra[nmAheadConfFile]); strings.Contains(got, "00:00:0b") {
 		t.Errorf("drop-in ahead names the VLAN's parent:\n%s", got)
 	}
 	// Once owned, no profile for it indeed.
-	all, _, err := RenderNetworkManager(c, nil)
+	all, _, err := renderNetworkManager(c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := all["seedkeeper-trunk.nmconnection"]; ok {
 		t.Fatal("the owned VLAN parent has a profile: this test's premise is gone")
 	}
-	nd, _, err := RenderNetworkdAwaited(c, owned, absent, []string{"virtio_net"})
+	nd, _, err := renderNetworkdAwaited(c, owned, absent, []string{"virtio_net"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +304,7 @@ func TestRenderAwaitedBadFieldDegradesThatNIC(t *testing.T) {
 		render aheadFunc
 		what   string
 		file   string
-	}{{RenderNetworkdAwaited, "networkd file", "05-seedkeeper-newmac.network"}, {RenderNetworkManagerAwaited, "NetworkManager profile", "seedkeeper-newmac.nmconnection"}} {
+	}{{renderNetworkdAwaited, "networkd file", "05-seedkeeper-newmac.network"}, {renderNetworkManagerAwaited, "NetworkManager profile", "seedkeeper-newmac.nmconnection"}} {
 		files, notes, err := r.render(c, owned, absent, []string{"virtio_net", "vmxnet3"})
 		if err != nil {
 			t.Fatalf("%s: %v", r.what, err)
@@ -322,7 +322,7 @@ func TestRenderAwaitedBadFieldDegradesThatNIC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if conf := string(a.Extra[NMAheadConfFile]); strings.Contains(conf, "52:54:00:00:00:04") || !strings.Contains(conf, "mac:52:54:00:5e:ed:03") {
+	if conf := string(a.Extra[nmAheadConfFile]); strings.Contains(conf, "52:54:00:00:00:04") || !strings.Contains(conf, "mac:52:54:00:5e:ed:03") {
 		t.Errorf("drop-in ahead:\n%s", conf)
 	}
 }

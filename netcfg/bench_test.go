@@ -54,7 +54,7 @@ func BenchmarkRenderNetworkd64NICs(b *testing.B) {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		if _, err := RenderNetworkd(c, nil); err != nil {
+		if _, err := renderNetworkd(c, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -240,7 +240,7 @@ func runConformance(t *testing.T, bin []string, docs []conformDoc, deliberate, k
 			c, err = Parse(withVersion(t, d.data))
 		}
 		if err == nil {
-			ours, err = RenderNetworkd(c, nil)
+			ours, err = renderNetworkd(c, nil)
 		}
 		if err != nil {
 			diffs = append(diffs, conformDiff{doc: d.name, link: "*", field: "document", ours: []string{"refused"}, netplan: []string{"read"}})
@@ -356,7 +356,7 @@ func netplanGenerate(t *testing.T, bin []string, doc []byte) (map[string][]byte,
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("%v: %s", err, bytes.TrimSpace(out))
 	}
-	dir := filepath.Join(root, NetworkdDir)
+	dir := filepath.Join(root, networkdDir)
 	ents, err := os.ReadDir(dir)
 	if err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)

@@ -17,9 +17,8 @@
 // and leave out any string holding a line break or another control or
 // separator character (CheckLine); every link name takes one alphabet
 // (ValidLinkName), which no shell, glob or list language reads as syntax.
-// The writers (RenderNetworkd, RenderNetworkdAwaited, RenderNetworkManager,
-// RenderNetworkManagerAwaited, RenderIfupdown, RenderResolvConf) check every value again where they
-// write it, and networkd file names are derived and checked when the
+// The writers (Stack.Render and Stack.RenderAhead for each stack's
+// format, RenderResolvConf) check every value again where they write it, and networkd file names are derived and checked when the
 // configuration is read, before anything is applied. Whatever a parser accepts renders to
 // files that read back, as systemd splits them, to the same model. The
 // renderers write the interfaces their owned argument accepts, and never
@@ -41,9 +40,11 @@
 // Stacks is the table of the network managers an image can run
 // (systemd-networkd, NetworkManager, ifupdown). Each Stack says how to
 // tell that a root runs it (DetectStack for a running system,
-// DetectImageStack for an image at rest: a unit systemd would start), how
-// to render a configuration into its files, which files in its
-// directories are seedkeeper's, and how to ask it to read them.
+// DetectImageStack for an image at rest: a unit systemd would start), and
+// how to render a configuration into its files (Stack.Render). What
+// seedkeeper itself does with a stack beyond that (which files in its
+// directories are its own, how to ask the manager to read them) is not
+// part of this package's API.
 //
 // Only NICs the configuration names by MAC (or by name where it has no MAC)
 // and whose driver is allowed are ever touched.

@@ -6,13 +6,13 @@ import (
 	"unicode/utf8"
 )
 
-// MaxDriverName is the longest kernel driver name: ETHTOOL_GDRVINFO
+// maxDriverName is the longest kernel driver name: ETHTOOL_GDRVINFO
 // reports it in a 32-byte NUL-terminated field.
-const MaxDriverName = 31
+const maxDriverName = 31
 
 // CheckDriverName reports whether name can be the name of a kernel
 // network driver as ETHTOOL_GDRVINFO reports it, which is what a driver
-// allowlist is matched against: 1 to MaxDriverName bytes of lower-case
+// allowlist is matched against: 1 to maxDriverName bytes of lower-case
 // ASCII letters, digits, '_' and '-' (a module name, or a DRV_NAME string
 // such as "ne2k-pci" or "xen-netfront"). A capital is refused, not
 // matched: an allowlist with "E1000" or "VMXNET3" is a typo, and a typo
@@ -32,8 +32,8 @@ func CheckDriverName(name string) error {
 		r, _ := utf8.DecodeRuneInString(name[i:])
 		return fmt.Errorf("driver name has %U at byte %d (allowed: a-z 0-9 _ -)", r, i+1)
 	}
-	if len(name) > MaxDriverName {
-		return fmt.Errorf("driver name is %d bytes long, more than %d", len(name), MaxDriverName)
+	if len(name) > maxDriverName {
+		return fmt.Errorf("driver name is %d bytes long, more than %d", len(name), maxDriverName)
 	}
 	return nil
 }

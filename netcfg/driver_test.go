@@ -8,7 +8,7 @@ import (
 func TestCheckDriverName(t *testing.T) {
 	for _, ok := range []string{
 		"virtio_net", "e1000e", "vmxnet3", "mlx5_core", "ne2k-pci", "xen-netfront", "8139too",
-		strings.Repeat("x", MaxDriverName),
+		strings.Repeat("x", maxDriverName),
 	} {
 		if err := CheckDriverName(ok); err != nil {
 			t.Errorf("CheckDriverName(%q) = %v, want nil", ok, err)
@@ -27,7 +27,7 @@ func TestCheckDriverName(t *testing.T) {
 		"a.b":                                "U+002E",
 		"E1000":                              "U+0045 at byte 1",
 		"vmxNET3":                            "U+004E at byte 4",
-		strings.Repeat("x", MaxDriverName+1): "32 bytes long, more than 31",
+		strings.Repeat("x", maxDriverName+1): "32 bytes long, more than 31",
 	} {
 		err := CheckDriverName(in)
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -50,7 +50,7 @@ func FuzzCheckDriverName(f *testing.F) {
 		}
 		// What passes can go into a comma- or space-separated list, a
 		// log line and a networkd match without changing its structure.
-		if s == "" || len(s) > MaxDriverName || strings.ContainsAny(s, ", \t\n*?[]\\/.\"'") || CheckLine(s) != nil {
+		if s == "" || len(s) > maxDriverName || strings.ContainsAny(s, ", \t\n*?[]\\/.\"'") || CheckLine(s) != nil {
 			t.Fatalf("CheckDriverName accepted %q", s)
 		}
 	})

@@ -44,7 +44,9 @@ config:
 	// <nil> true [config[0].subnets[1].address: not an IP address; the subnet left out]
 }
 
-func ExampleRenderNetworkd() {
+// Rendering for a stack: the files of its directory, each named for its
+// link.
+func ExampleStack_Render() {
 	c, err := netcfg.Parse([]byte(`version: 2
 ethernets:
   net0:
@@ -58,20 +60,22 @@ ethernets:
 		fmt.Println(err)
 		return
 	}
-	files, err := netcfg.RenderNetworkd(c, nil)
+	sf, err := netcfg.Networkd.Render(netcfg.Detection{Stack: netcfg.Networkd}, c, nil)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	var names []string
-	for name := range files {
+	for name := range sf.Files {
 		names = append(names, name)
 	}
 	sort.Strings(names)
+	fmt.Println(sf.Dir)
 	for _, name := range names {
-		fmt.Printf("--- %s\n%s", name, files[name])
+		fmt.Printf("--- %s\n%s", name, sf.Files[name])
 	}
 	// Output:
+	// /run/systemd/network
 	// --- 05-seedkeeper-net0.network
 	// # Written by seedkeeper; changes will be overwritten.
 	//
@@ -94,7 +98,7 @@ ethernets:
 // A NIC the configuration names that is not present yet (the live plan's
 // apply.Plan.Absent) gets its networkd file ahead, matched so that only a
 // NIC of an allowed driver takes it.
-func ExampleRenderNetworkdAwaited() {
+func ExampleStack_RenderAhead() {
 	c, err := netcfg.Parse([]byte(`version: 2
 ethernets:
   net2:
@@ -108,12 +112,12 @@ ethernets:
 	}
 	notOwned := func(*netcfg.Interface) bool { return false }
 	absent := func(i *netcfg.Interface) bool { return i.ID == "net2" }
-	files, notes, err := netcfg.RenderNetworkdAwaited(c, notOwned, absent, []string{"virtio_net", "e1000"})
+	ahead, err := netcfg.Networkd.RenderAhead(c, notOwned, absent, []string{"virtio_net", "e1000"})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	fmt.Printf("%s%s\n", files["05-seedkeeper-net2.network"], notes[0])
+	fmt.Printf("%s%s\n", ahead.Files["05-seedkeeper-net2.network"], ahead.Notes[0])
 	// Output:
 	// # Written by seedkeeper; changes will be overwritten.
 	//

@@ -8,12 +8,12 @@ import (
 	"strings"
 )
 
-// IfupdownFile is the name of the stanza file RenderIfupdown's output goes
+// ifupdownFile is the name of the stanza file renderIfupdown's output goes
 // into, in the directory the image's /etc/network/interfaces sources
-// (Detection.IfupdownDir).
-const IfupdownFile = "50-seedkeeper"
+// (Detection.Dir).
+const ifupdownFile = "50-seedkeeper"
 
-// RenderIfupdown renders the physical interfaces for which owned returns
+// renderIfupdown renders the physical interfaces for which owned returns
 // true (all when owned is nil) as ifupdown stanzas (interfaces(5)), one
 // file's content. Interfaces are named by LinkName: seedkeeper renames the
 // links it owns to the configuration's names before ifupdown runs.
@@ -34,7 +34,7 @@ const IfupdownFile = "50-seedkeeper"
 // Bonds, bridges and VLANs are returned in skipped, and so is a link whose
 // name is not a ValidLinkName or is another's (a model built by hand; the
 // parsers and the plan never make one).
-func RenderIfupdown(c *Config, owned func(*Interface) bool) (file []byte, skipped []string, err error) {
+func renderIfupdown(c *Config, owned func(*Interface) bool) (file []byte, skipped []string, err error) {
 	links, dnsLinks, extraRoutes, skipped := physicalPlan(c, owned)
 	var b strings.Builder
 	b.WriteString(Header + "\n")

@@ -2,6 +2,7 @@ package netcfg
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 )
 
@@ -46,29 +47,97 @@ type Key struct {
 	Where string
 	// Name is the key as the document spells it.
 	Name string
-	// What the three stacks' files say of it, and the live apply.
-	Networkd, NetworkManager, Ifupdown, Live Support
-	// Why says, for a key that is noted, why it is not applied; it ends
-	// the Note.
+	// Why says, for a key that seedkeeper applies nowhere, why; it ends
+	// the Note. A key without one is applied by every stack's files and
+	// the live apply, but where one of them says otherwise (Stack's
+	// keys, liveKeys).
 	Why string
 }
 
 // Ignored reports whether seedkeeper does nothing with the key anywhere:
 // the parser notes it wherever it occurs.
 func (k Key) Ignored() bool {
-	for _, s := range []Support{k.Networkd, k.NetworkManager, k.Ifupdown, k.Live} {
-		if s == Applied {
+	if k.In("live") == Applied {
+		return false
+	}
+	for _, s := range Stacks {
+		if k.In(s.Name) == Applied {
 			return false
 		}
 	}
 	return true
 }
 
-// Short names for the table.
-const (
-	na = NotApplicable
-	ok = Applied
-	no = Noted
+// keySupport is what one stack's files, or the live apply, do with the
+// keys where that is not the default of the table (a key with a Why is
+// noted, every other key applied), by "v<format> <where>.<name>".
+type keySupport map[string]Support
+
+// except returns keySupport saying s of the keys of groups, each
+// "v<format> <where>: <name> <name>...".
+func except(s Support, groups ...string) keySupport {
+	ks := keySupport{}
+	for _, g := range groups {
+		head, names, _ := strings.Cut(g, ":")
+		for _, n := range strings.Fields(names) {
+			ks[head+"."+n] = s
+		}
+	}
+	return ks
+}
+
+// and returns the union of l.
+func and(l ...keySupport) keySupport {
+	ks := keySupport{}
+	for _, m := range l {
+		maps.Copy(ks, m)
+	}
+	return ks
+}
+
+// of returns what ks says of k.
+func (ks keySupport) of(k *Key) Support {
+	if s, ok := ks[k.id()]; ok {
+		return s
+	}
+	if k.Why != "" {
+		return Noted
+	}
+	return Applied
+}
+
+func (k *Key) id() string { return fmt.Sprintf("v%d %s.%s", k.Format, k.Where, k.Name) }
+
+// stackedDevices are the keys of bonds, bridges and VLANs, and of the
+// links' settings that only they use, which a stack that renders the
+// physical links only (NetworkManager, ifupdown: the live apply makes
+// the stacked devices) does not say.
+var stackedDevices = except(Noted,
+	"v2 network: bonds bridges vlans",
+	"v2 link: macaddress",
+	"v2 bonds: interfaces parameters",
+	"v2 bridges: interfaces parameters",
+	"v2 vlans: id link",
+	"v2 parameters: path-cost port-priority",
+	"v1 bond: bond_interfaces params",
+	"v1 bridge: bridge_interfaces params",
+	"v1 vlan: vlan_id vlan_link",
+)
+
+// liveKeys are what the live apply does with the keys: the DHCP
+// settings and resolvers mean nothing live (the stack runs the DHCP
+// client), and a NIC keeps its MAC until its stack sets the new one.
+var liveKeys = and(
+	except(NotApplicable,
+		"v2 link: dhcp4 dhcp6 accept-ra nameservers optional dhcp4-overrides dhcp6-overrides dhcp-identifier",
+		"v2 nameservers: addresses search",
+		"v2 dhcp4-overrides: use-dns use-ntp use-hostname use-domains use-routes use-mtu send-hostname hostname route-metric",
+		"v2 dhcp6-overrides: use-dns use-ntp use-hostname use-domains use-routes use-mtu send-hostname hostname route-metric",
+		"v1 config: accept-ra",
+		"v1 nameserver: type address search interface",
+		"v1 subnets: dns_nameservers dns_search",
+	),
+	except(Noted, "v2 ethernets: macaddress"),
 )
 
 // Keys is the one table of the configuration keys seedkeeper reads, per
@@ -78,172 +147,172 @@ const (
 // the key. The README's table and the tests derive from it.
 var Keys = []Key{
 	// netplan v2, top level.
-	{2, "network", "version", ok, ok, ok, ok, ""},
-	{2, "network", "renderer", no, no, no, no, "seedkeeper renders for the stack the image runs"},
-	{2, "network", "ethernets", ok, ok, ok, ok, ""},
-	{2, "network", "bonds", ok, no, no, ok, ""},
-	{2, "network", "bridges", ok, no, no, ok, ""},
-	{2, "network", "vlans", ok, no, no, ok, ""},
-	{2, "network", "tunnels", no, no, no, no, "a device type seedkeeper does not handle"},
-	{2, "network", "wifis", no, no, no, no, "a device type seedkeeper does not handle"},
-	{2, "network", "vrfs", no, no, no, no, "a device type seedkeeper does not handle"},
-	{2, "network", "modems", no, no, no, no, "a device type seedkeeper does not handle"},
-	{2, "network", "dummy-devices", no, no, no, no, "a device type seedkeeper does not handle"},
-	{2, "network", "virtual-ethernets", no, no, no, no, "a device type seedkeeper does not handle"},
-	{2, "network", "nm-devices", no, no, no, no, "a device type seedkeeper does not handle"},
-	{2, "network", "openvswitch", no, no, no, no, "Open vSwitch is not handled"},
+	{2, "network", "version", ""},
+	{2, "network", "renderer", "seedkeeper renders for the stack the image runs"},
+	{2, "network", "ethernets", ""},
+	{2, "network", "bonds", ""},
+	{2, "network", "bridges", ""},
+	{2, "network", "vlans", ""},
+	{2, "network", "tunnels", "a device type seedkeeper does not handle"},
+	{2, "network", "wifis", "a device type seedkeeper does not handle"},
+	{2, "network", "vrfs", "a device type seedkeeper does not handle"},
+	{2, "network", "modems", "a device type seedkeeper does not handle"},
+	{2, "network", "dummy-devices", "a device type seedkeeper does not handle"},
+	{2, "network", "virtual-ethernets", "a device type seedkeeper does not handle"},
+	{2, "network", "nm-devices", "a device type seedkeeper does not handle"},
+	{2, "network", "openvswitch", "Open vSwitch is not handled"},
 
 	// v2, every device type.
-	{2, "link", "dhcp4", ok, ok, ok, na, ""},
-	{2, "link", "dhcp6", ok, ok, ok, na, ""},
-	{2, "link", "accept-ra", ok, ok, ok, na, ""},
-	{2, "link", "addresses", ok, ok, ok, ok, ""},
-	{2, "link", "gateway4", ok, ok, ok, ok, ""},
-	{2, "link", "gateway6", ok, ok, ok, ok, ""},
-	{2, "link", "routes", ok, ok, ok, ok, ""},
-	{2, "link", "routing-policy", ok, ok, ok, ok, ""},
-	{2, "link", "nameservers", ok, ok, ok, na, ""},
-	{2, "link", "mtu", ok, ok, ok, ok, ""},
+	{2, "link", "dhcp4", ""},
+	{2, "link", "dhcp6", ""},
+	{2, "link", "accept-ra", ""},
+	{2, "link", "addresses", ""},
+	{2, "link", "gateway4", ""},
+	{2, "link", "gateway6", ""},
+	{2, "link", "routes", ""},
+	{2, "link", "routing-policy", ""},
+	{2, "link", "nameservers", ""},
+	{2, "link", "mtu", ""},
 	// The MAC a bond, bridge or VLAN is made with; an ethernet's below.
-	{2, "link", "macaddress", ok, no, no, ok, ""},
-	{2, "link", "optional", ok, na, ok, na, ""},
-	{2, "link", "dhcp4-overrides", ok, ok, ok, na, ""},
-	{2, "link", "dhcp6-overrides", ok, ok, ok, na, ""},
-	{2, "link", "dhcp-identifier", ok, ok, no, na, ""},
-	{2, "link", "renderer", no, no, no, no, "seedkeeper renders for the stack the image runs"},
-	{2, "link", "critical", no, no, no, no, "the stack's default for a lost lease is kept"},
-	{2, "link", "link-local", no, no, no, no, "the stack's default link-local addressing is kept"},
-	{2, "link", "ignore-carrier", no, no, no, no, "the stack's default carrier handling is kept"},
-	{2, "link", "ipv6-privacy", no, no, no, no, "privacy addresses are left at the stack's default"},
-	{2, "link", "ipv6-mtu", no, no, no, no, "the IPv6 MTU is left at the kernel's default"},
-	{2, "link", "ipv6-address-generation", no, no, no, no, "address generation is left at the stack's default"},
-	{2, "link", "ipv6-address-token", no, no, no, no, "address generation is left at the stack's default"},
-	{2, "link", "optional-addresses", no, no, no, no, "the stack waits as it does by default"},
-	{2, "link", "activation-mode", no, no, no, no, "every link seedkeeper owns is brought up"},
-	{2, "link", "neigh-suppress", no, no, no, no, "bridge port options other than cost and priority are not handled"},
-	{2, "link", "openvswitch", no, no, no, no, "Open vSwitch is not handled"},
+	{2, "link", "macaddress", ""},
+	{2, "link", "optional", ""},
+	{2, "link", "dhcp4-overrides", ""},
+	{2, "link", "dhcp6-overrides", ""},
+	{2, "link", "dhcp-identifier", ""},
+	{2, "link", "renderer", "seedkeeper renders for the stack the image runs"},
+	{2, "link", "critical", "the stack's default for a lost lease is kept"},
+	{2, "link", "link-local", "the stack's default link-local addressing is kept"},
+	{2, "link", "ignore-carrier", "the stack's default carrier handling is kept"},
+	{2, "link", "ipv6-privacy", "privacy addresses are left at the stack's default"},
+	{2, "link", "ipv6-mtu", "the IPv6 MTU is left at the kernel's default"},
+	{2, "link", "ipv6-address-generation", "address generation is left at the stack's default"},
+	{2, "link", "ipv6-address-token", "address generation is left at the stack's default"},
+	{2, "link", "optional-addresses", "the stack waits as it does by default"},
+	{2, "link", "activation-mode", "every link seedkeeper owns is brought up"},
+	{2, "link", "neigh-suppress", "bridge port options other than cost and priority are not handled"},
+	{2, "link", "openvswitch", "Open vSwitch is not handled"},
 
 	// v2 ethernets.
-	{2, "ethernets", "match", ok, ok, ok, ok, ""},
+	{2, "ethernets", "match", ""},
 	// Live, a NIC keeps its MAC until its stack sets the new one.
-	{2, "ethernets", "macaddress", ok, ok, ok, no, ""},
-	{2, "ethernets", "set-name", ok, ok, ok, ok, ""},
-	{2, "ethernets", "wakeonlan", no, no, no, no, "wake-on-LAN is left as the NIC has it"},
-	{2, "ethernets", "emit-lldp", no, no, no, no, "LLDP is left at the stack's default"},
-	{2, "ethernets", "receive-checksum-offload", no, no, no, no, "offloads are left as the driver sets them"},
-	{2, "ethernets", "transmit-checksum-offload", no, no, no, no, "offloads are left as the driver sets them"},
-	{2, "ethernets", "tcp-segmentation-offload", no, no, no, no, "offloads are left as the driver sets them"},
-	{2, "ethernets", "tcp6-segmentation-offload", no, no, no, no, "offloads are left as the driver sets them"},
-	{2, "ethernets", "generic-segmentation-offload", no, no, no, no, "offloads are left as the driver sets them"},
-	{2, "ethernets", "generic-receive-offload", no, no, no, no, "offloads are left as the driver sets them"},
-	{2, "ethernets", "large-receive-offload", no, no, no, no, "offloads are left as the driver sets them"},
-	{2, "ethernets", "infiniband-mode", no, no, no, no, "InfiniBand is not handled"},
-	{2, "ethernets", "link", no, no, no, no, "SR-IOV is not handled"},
-	{2, "ethernets", "virtual-function-count", no, no, no, no, "SR-IOV is not handled"},
-	{2, "ethernets", "embedded-switch-mode", no, no, no, no, "SR-IOV is not handled"},
-	{2, "ethernets", "delay-virtual-functions-rebind", no, no, no, no, "SR-IOV is not handled"},
-	{2, "ethernets", "auth", no, no, no, no, "802.1X is not handled"},
-	{2, "match", "macaddress", ok, ok, ok, ok, ""},
-	{2, "match", "name", ok, ok, ok, ok, ""},
-	{2, "match", "driver", ok, no, no, ok, ""},
+	{2, "ethernets", "macaddress", ""},
+	{2, "ethernets", "set-name", ""},
+	{2, "ethernets", "wakeonlan", "wake-on-LAN is left as the NIC has it"},
+	{2, "ethernets", "emit-lldp", "LLDP is left at the stack's default"},
+	{2, "ethernets", "receive-checksum-offload", "offloads are left as the driver sets them"},
+	{2, "ethernets", "transmit-checksum-offload", "offloads are left as the driver sets them"},
+	{2, "ethernets", "tcp-segmentation-offload", "offloads are left as the driver sets them"},
+	{2, "ethernets", "tcp6-segmentation-offload", "offloads are left as the driver sets them"},
+	{2, "ethernets", "generic-segmentation-offload", "offloads are left as the driver sets them"},
+	{2, "ethernets", "generic-receive-offload", "offloads are left as the driver sets them"},
+	{2, "ethernets", "large-receive-offload", "offloads are left as the driver sets them"},
+	{2, "ethernets", "infiniband-mode", "InfiniBand is not handled"},
+	{2, "ethernets", "link", "SR-IOV is not handled"},
+	{2, "ethernets", "virtual-function-count", "SR-IOV is not handled"},
+	{2, "ethernets", "embedded-switch-mode", "SR-IOV is not handled"},
+	{2, "ethernets", "delay-virtual-functions-rebind", "SR-IOV is not handled"},
+	{2, "ethernets", "auth", "802.1X is not handled"},
+	{2, "match", "macaddress", ""},
+	{2, "match", "name", ""},
+	{2, "match", "driver", ""},
 
 	// v2 bonds, bridges, VLANs (their links are not rendered for
 	// NetworkManager or ifupdown: the status names them).
-	{2, "bonds", "interfaces", ok, no, no, ok, ""},
-	{2, "bonds", "parameters", ok, no, no, ok, ""},
-	{2, "bridges", "interfaces", ok, no, no, ok, ""},
-	{2, "bridges", "parameters", ok, no, no, ok, ""},
-	{2, "vlans", "id", ok, no, no, ok, ""},
-	{2, "vlans", "link", ok, no, no, ok, ""},
+	{2, "bonds", "interfaces", ""},
+	{2, "bonds", "parameters", ""},
+	{2, "bridges", "interfaces", ""},
+	{2, "bridges", "parameters", ""},
+	{2, "vlans", "id", ""},
+	{2, "vlans", "link", ""},
 	// Bridge port settings go on the member's own file.
-	{2, "parameters", "path-cost", ok, no, no, ok, ""},
-	{2, "parameters", "port-priority", ok, no, no, ok, ""},
+	{2, "parameters", "path-cost", ""},
+	{2, "parameters", "port-priority", ""},
 
-	{2, "nameservers", "addresses", ok, ok, ok, na, ""},
-	{2, "nameservers", "search", ok, ok, ok, na, ""},
+	{2, "nameservers", "addresses", ""},
+	{2, "nameservers", "search", ""},
 
-	{2, "dhcp4-overrides", "use-dns", ok, ok, no, na, ""},
-	{2, "dhcp4-overrides", "use-ntp", ok, no, no, na, ""},
-	{2, "dhcp4-overrides", "use-hostname", ok, ok, no, na, ""},
-	{2, "dhcp4-overrides", "use-domains", ok, no, no, na, ""},
-	{2, "dhcp4-overrides", "use-routes", ok, ok, no, na, ""},
-	{2, "dhcp4-overrides", "use-mtu", ok, no, no, na, ""},
-	{2, "dhcp4-overrides", "send-hostname", ok, ok, no, na, ""},
-	{2, "dhcp4-overrides", "hostname", ok, ok, ok, na, ""},
-	{2, "dhcp4-overrides", "route-metric", ok, ok, ok, na, ""},
-	{2, "dhcp6-overrides", "use-dns", ok, ok, no, na, ""},
-	{2, "dhcp6-overrides", "use-ntp", ok, no, no, na, ""},
-	{2, "dhcp6-overrides", "use-hostname", ok, ok, no, na, ""},
-	{2, "dhcp6-overrides", "use-domains", ok, no, no, na, ""},
-	{2, "dhcp6-overrides", "use-routes", no, ok, no, na, ""},
-	{2, "dhcp6-overrides", "use-mtu", no, no, no, na, ""},
-	{2, "dhcp6-overrides", "send-hostname", no, ok, no, na, ""},
-	{2, "dhcp6-overrides", "hostname", no, ok, no, na, ""},
-	{2, "dhcp6-overrides", "route-metric", ok, ok, no, na, ""},
+	{2, "dhcp4-overrides", "use-dns", ""},
+	{2, "dhcp4-overrides", "use-ntp", ""},
+	{2, "dhcp4-overrides", "use-hostname", ""},
+	{2, "dhcp4-overrides", "use-domains", ""},
+	{2, "dhcp4-overrides", "use-routes", ""},
+	{2, "dhcp4-overrides", "use-mtu", ""},
+	{2, "dhcp4-overrides", "send-hostname", ""},
+	{2, "dhcp4-overrides", "hostname", ""},
+	{2, "dhcp4-overrides", "route-metric", ""},
+	{2, "dhcp6-overrides", "use-dns", ""},
+	{2, "dhcp6-overrides", "use-ntp", ""},
+	{2, "dhcp6-overrides", "use-hostname", ""},
+	{2, "dhcp6-overrides", "use-domains", ""},
+	{2, "dhcp6-overrides", "use-routes", ""},
+	{2, "dhcp6-overrides", "use-mtu", "DHCPv6 carries no MTU"},
+	{2, "dhcp6-overrides", "send-hostname", ""},
+	{2, "dhcp6-overrides", "hostname", ""},
+	{2, "dhcp6-overrides", "route-metric", ""},
 
-	{2, "addresses", "lifetime", no, no, no, no, "an address keeps the stack's default lifetime"},
-	{2, "addresses", "label", no, no, no, no, "address labels are not set"},
+	{2, "addresses", "lifetime", "an address keeps the stack's default lifetime"},
+	{2, "addresses", "label", "address labels are not set"},
 
-	{2, "routes", "to", ok, ok, ok, ok, ""},
-	{2, "routes", "via", ok, ok, ok, ok, ""},
-	{2, "routes", "metric", ok, ok, ok, ok, ""},
-	{2, "routes", "table", ok, ok, ok, ok, ""},
-	{2, "routes", "on-link", ok, ok, ok, ok, ""},
-	{2, "routes", "from", no, no, no, no, "the route's preferred source is left to the kernel"},
-	{2, "routes", "scope", no, no, no, no, "the scope follows from the gateway"},
-	{2, "routes", "mtu", no, no, no, no, "the route takes the link's MTU"},
-	{2, "routes", "congestion-window", no, no, no, no, "TCP window settings are left at the kernel's default"},
-	{2, "routes", "advertised-receive-window", no, no, no, no, "TCP window settings are left at the kernel's default"},
+	{2, "routes", "to", ""},
+	{2, "routes", "via", ""},
+	{2, "routes", "metric", ""},
+	{2, "routes", "table", ""},
+	{2, "routes", "on-link", ""},
+	{2, "routes", "from", "the route's preferred source is left to the kernel"},
+	{2, "routes", "scope", "the scope follows from the gateway"},
+	{2, "routes", "mtu", "the route takes the link's MTU"},
+	{2, "routes", "congestion-window", "TCP window settings are left at the kernel's default"},
+	{2, "routes", "advertised-receive-window", "TCP window settings are left at the kernel's default"},
 	// type: a unicast route is the only kind; another leaves the route
 	// out, with a note.
-	{2, "routes", "type", ok, ok, ok, ok, ""},
+	{2, "routes", "type", ""},
 
-	{2, "routing-policy", "from", ok, ok, ok, ok, ""},
-	{2, "routing-policy", "to", ok, ok, ok, ok, ""},
-	{2, "routing-policy", "table", ok, ok, ok, ok, ""},
-	{2, "routing-policy", "priority", ok, ok, ok, ok, ""},
-	{2, "routing-policy", "mark", ok, ok, ok, ok, ""},
-	{2, "routing-policy", "type-of-service", ok, ok, ok, ok, ""},
+	{2, "routing-policy", "from", ""},
+	{2, "routing-policy", "to", ""},
+	{2, "routing-policy", "table", ""},
+	{2, "routing-policy", "priority", ""},
+	{2, "routing-policy", "mark", ""},
+	{2, "routing-policy", "type-of-service", ""},
 
 	// cloud-init v1.
-	{1, "config", "type", ok, ok, ok, ok, ""},
-	{1, "config", "name", ok, ok, ok, ok, ""},
-	{1, "config", "mac_address", ok, ok, ok, ok, ""},
-	{1, "config", "mtu", ok, ok, ok, ok, ""},
-	{1, "config", "subnets", ok, ok, ok, ok, ""},
-	{1, "config", "accept-ra", ok, ok, ok, na, ""},
-	{1, "config", "keep_configuration", no, no, no, no, "the stack's default is kept"},
-	{1, "config", "wakeonlan", no, no, no, no, "wake-on-LAN is left as the NIC has it"},
-	{1, "bond", "bond_interfaces", ok, no, no, ok, ""},
-	{1, "bond", "params", ok, no, no, ok, ""},
-	{1, "bridge", "bridge_interfaces", ok, no, no, ok, ""},
-	{1, "bridge", "params", ok, no, no, ok, ""},
-	{1, "vlan", "vlan_id", ok, no, no, ok, ""},
-	{1, "vlan", "vlan_link", ok, no, no, ok, ""},
-	{1, "nameserver", "type", ok, ok, ok, na, ""},
-	{1, "nameserver", "address", ok, ok, ok, na, ""},
-	{1, "nameserver", "search", ok, ok, ok, na, ""},
-	{1, "nameserver", "interface", ok, ok, ok, na, ""},
-	{1, "route", "type", ok, ok, ok, ok, ""},
-	{1, "route", "destination", ok, ok, ok, ok, ""},
-	{1, "route", "network", ok, ok, ok, ok, ""},
-	{1, "route", "netmask", ok, ok, ok, ok, ""},
-	{1, "route", "prefix", ok, ok, ok, ok, ""},
-	{1, "route", "gateway", ok, ok, ok, ok, ""},
-	{1, "route", "metric", ok, ok, ok, ok, ""},
-	{1, "subnets", "type", ok, ok, ok, ok, ""},
-	{1, "subnets", "address", ok, ok, ok, ok, ""},
-	{1, "subnets", "netmask", ok, ok, ok, ok, ""},
-	{1, "subnets", "prefix", ok, ok, ok, ok, ""},
-	{1, "subnets", "gateway", ok, ok, ok, ok, ""},
-	{1, "subnets", "metric", ok, ok, ok, ok, ""},
-	{1, "subnets", "dns_nameservers", ok, ok, ok, na, ""},
-	{1, "subnets", "dns_search", ok, ok, ok, na, ""},
-	{1, "subnets", "routes", ok, ok, ok, ok, ""},
+	{1, "config", "type", ""},
+	{1, "config", "name", ""},
+	{1, "config", "mac_address", ""},
+	{1, "config", "mtu", ""},
+	{1, "config", "subnets", ""},
+	{1, "config", "accept-ra", ""},
+	{1, "config", "keep_configuration", "the stack's default is kept"},
+	{1, "config", "wakeonlan", "wake-on-LAN is left as the NIC has it"},
+	{1, "bond", "bond_interfaces", ""},
+	{1, "bond", "params", ""},
+	{1, "bridge", "bridge_interfaces", ""},
+	{1, "bridge", "params", ""},
+	{1, "vlan", "vlan_id", ""},
+	{1, "vlan", "vlan_link", ""},
+	{1, "nameserver", "type", ""},
+	{1, "nameserver", "address", ""},
+	{1, "nameserver", "search", ""},
+	{1, "nameserver", "interface", ""},
+	{1, "route", "type", ""},
+	{1, "route", "destination", ""},
+	{1, "route", "network", ""},
+	{1, "route", "netmask", ""},
+	{1, "route", "prefix", ""},
+	{1, "route", "gateway", ""},
+	{1, "route", "metric", ""},
+	{1, "subnets", "type", ""},
+	{1, "subnets", "address", ""},
+	{1, "subnets", "netmask", ""},
+	{1, "subnets", "prefix", ""},
+	{1, "subnets", "gateway", ""},
+	{1, "subnets", "metric", ""},
+	{1, "subnets", "dns_nameservers", ""},
+	{1, "subnets", "dns_search", ""},
+	{1, "subnets", "routes", ""},
 	// control: seedkeeper brings up every link it owns.
-	{1, "subnets", "control", no, no, no, no, "every link seedkeeper owns is brought up"},
+	{1, "subnets", "control", "every link seedkeeper owns is brought up"},
 	// broadcast: the kernel derives it from the prefix.
-	{1, "subnets", "broadcast", ok, ok, ok, ok, ""},
+	{1, "subnets", "broadcast", ""},
 }
 
 // keyIndex finds a Key by format, place and name.
@@ -295,17 +364,14 @@ func keyWord(s string) bool {
 }
 
 // In returns what the stack called name (Stack.Name), or the live apply
-// ("live"), does with the key.
+// ("live"), does with the key: each stack declares it (its keys), the
+// live apply in liveKeys.
 func (k Key) In(name string) Support {
-	switch name {
-	case "networkd":
-		return k.Networkd
-	case "networkmanager":
-		return k.NetworkManager
-	case "ifupdown":
-		return k.Ifupdown
-	case "live":
-		return k.Live
+	if name == "live" {
+		return liveKeys.of(&k)
+	}
+	if ks, ok := stackKeys[name]; ok {
+		return ks.of(&k)
 	}
 	return NotApplicable
 }

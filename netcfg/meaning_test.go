@@ -28,19 +28,19 @@ func renderStacks(t *testing.T, doc string) rendered {
 		t.Fatalf("%s\n%v", doc, err)
 	}
 	r := rendered{c: c, notes: map[string][]string{}}
-	if r.networkd, err = RenderNetworkd(c, nil); err != nil {
+	if r.networkd, err = renderNetworkd(c, nil); err != nil {
 		t.Fatal(err)
 	}
-	if r.nm, _, err = RenderNetworkManager(c, nil); err != nil {
+	if r.nm, _, err = renderNetworkManager(c, nil); err != nil {
 		t.Fatal(err)
 	}
-	b, _, err := RenderIfupdown(c, nil)
+	b, _, err := renderIfupdown(c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.ifupdown = string(b)
 	for _, s := range Stacks {
-		sf, err := s.Render(Detection{Stack: s, IfupdownDir: "/etc/network/interfaces.d"}, c, nil)
+		sf, err := s.Render(Detection{Stack: s, Dir: "/etc/network/interfaces.d"}, c, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -131,7 +131,7 @@ func TestOptionalLink(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, ifupdownState), []byte("lo=lo\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rl := reloadIfupdown(root, &StackFiles{Files: map[string][]byte{IfupdownFile: []byte(r.ifupdown)}})
+	rl := reloadIfupdown(root, map[string][]byte{ifupdownFile: []byte(r.ifupdown)})
 	var started []string
 	for _, s := range rl.Steps {
 		started = append(started, s.Command[len(s.Command)-1])
@@ -347,7 +347,7 @@ func TestRenderNamesOnlyWhatItDefines(t *testing.T) {
 			ownedSet[ifc.ID] = rng.IntN(3) != 0
 		}
 		owned := func(i *Interface) bool { return ownedSet[i.ID] }
-		files, err := RenderNetworkd(c, owned)
+		files, err := renderNetworkd(c, owned)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -375,7 +375,7 @@ func TestRenderNamesOnlyWhatItDefines(t *testing.T) {
 				}
 			}
 		}
-		nm, _, err := RenderNetworkManager(c, owned)
+		nm, _, err := renderNetworkManager(c, owned)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -384,7 +384,7 @@ func TestRenderNamesOnlyWhatItDefines(t *testing.T) {
 				t.Fatalf("iteration %d: %s names a master or parent:\n%s", iter, name, b)
 			}
 		}
-		ifup, _, err := RenderIfupdown(c, owned)
+		ifup, _, err := renderIfupdown(c, owned)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -443,9 +443,10 @@ func TestFieldKeysCoverTheTable(t *testing.T) {
 			continue
 		}
 		mixed := false
-		for _, s := range []string{"networkd", "networkmanager", "ifupdown", "live"} {
-			mixed = mixed || k.In(s) == Noted
+		for _, s := range Stacks {
+			mixed = mixed || k.In(s.Name) == Noted
 		}
+		mixed = mixed || k.In("live") == Noted
 		if mixed && !have[k.Where+" "+k.Name] {
 			t.Errorf("%s %s is applied by some stacks and noted by others, but no renderer can tell it is set", k.Where, k.Name)
 		}

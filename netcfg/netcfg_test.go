@@ -538,7 +538,7 @@ config:
 	}
 }
 
-// TestGolden keeps what MarshalV1 and RenderNetworkd make of every fixture
+// TestGolden keeps what MarshalV1 and renderNetworkd make of every fixture
 // in testdata/netcfg/golden, for review; -update rewrites them.
 func TestGolden(t *testing.T) {
 	for _, f := range validFixtures(t) {
@@ -548,7 +548,7 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			files, err := RenderNetworkd(c, nil)
+			files, err := renderNetworkd(c, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -644,16 +644,16 @@ func checkBadNameLeftOut(t *testing.T, doc, bad string, c *Config) {
 	if c.Lookup("good0") == nil || len(c.Notes) != 1 || bad != ".." && strings.Contains(c.Notes[0][strings.Index(c.Notes[0], ": "):], bad) {
 		t.Errorf("%s\ninterfaces %+v\nnotes %q: want good0 kept and one note that does not quote the name", doc, c.Interfaces, c.Notes)
 	}
-	files, err := RenderNetworkd(c, nil)
+	files, err := renderNetworkd(c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	nm, _, err := RenderNetworkManager(c, nil)
+	nm, _, err := renderNetworkManager(c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	maps.Copy(files, nm)
-	ifup, _, err := RenderIfupdown(c, nil)
+	ifup, _, err := renderIfupdown(c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

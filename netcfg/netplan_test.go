@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -14,6 +15,8 @@ import (
 	"testing"
 
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
+	"github.com/seedkeeper/seedkeeper/internal/stacks"
+	"github.com/seedkeeper/seedkeeper/internal/unit"
 )
 
 const (
@@ -34,6 +37,18 @@ const (
 `
 )
 
+// netplanOn is what netplan renders at boot on root, as boot (live) or
+// image check (an image at rest) sees it.
+func netplanOn(root string, live bool) *stacks.NetplanInfo {
+	return stacks.DetectNetplan(unit.Root{Dir: root, Live: live})
+}
+
+// globMatch is a glob of the tests' tables.
+func globMatch(pattern, name string) bool {
+	ok, err := path.Match(pattern, name)
+	return ok || err != nil && pattern == name
+}
+
 func TestDetectNetplan(t *testing.T) {
 	files := map[string]string{
 		netplanGen:                     "",
@@ -45,10 +60,10 @@ func TestDetectNetplan(t *testing.T) {
 	}
 	root := stackRoot(t, units(files, ndUnit), enabled(nil, ndUnit))
 	d, err := DetectStack(root)
-	if err != nil || d.Stack != Networkd || d.Netplan == nil {
-		t.Fatalf("DetectStack = %v %+v, %v", d.Stack, d.Netplan, err)
+	np := netplanOn(root, true)
+	if err != nil || d.Stack != Networkd || np == nil {
+		t.Fatalf("DetectStack = %v, netplan %+v, %v", d.Stack, np, err)
 	}
-	np := d.Netplan
 	if want := []string{"/lib/netplan/10-lib.yaml", "/run/netplan/50-run.yaml", "/etc/netplan/90-default.yaml"}; !slices.Equal(np.Files, want) || np.Generator != netplanGen || len(np.Notes) != 0 {
 		t.Errorf("files %q generator %q notes %q, want %q", np.Files, np.Generator, np.Notes, want)
 	}
@@ -62,31 +77,29 @@ func TestDetectNetplan(t *testing.T) {
 	}
 
 	// An image at rest: its /run/netplan does not boot.
-	d, _ = DetectImageStack(root)
-	if d.Netplan == nil || slices.Contains(d.Netplan.Files, "/run/netplan/50-run.yaml") {
-		t.Errorf("image netplan = %+v", d.Netplan)
+	if img := netplanOn(root, false); img == nil || slices.Contains(img.Files, "/run/netplan/50-run.yaml") {
+		t.Errorf("image netplan = %+v", img)
 	}
 
 	// A masked generator renders nothing; so does netplan without YAML.
 	masked := stackRoot(t, units(map[string]string{netplanGen: "", "/etc/netplan/90-default.yaml": catchAll}, ndUnit),
 		enabled(map[string]string{"/etc/systemd/system-generators/netplan": "/dev/null"}, ndUnit))
-	if d, _ := DetectStack(masked); d.Netplan != nil {
-		t.Errorf("masked generator: netplan %+v", d.Netplan)
+	if np := netplanOn(masked, true); np != nil {
+		t.Errorf("masked generator: netplan %+v", np)
 	}
 	bare := stackRoot(t, units(map[string]string{netplanGen: ""}, ndUnit), enabled(nil, ndUnit))
-	if d, _ := DetectStack(bare); d.Netplan != nil {
-		t.Errorf("no YAML: netplan %+v", d.Netplan)
+	if np := netplanOn(bare, true); np != nil {
+		t.Errorf("no YAML: netplan %+v", np)
 	}
 	noGen := stackRoot(t, units(map[string]string{"/etc/netplan/90-default.yaml": catchAll}, ndUnit), enabled(nil, ndUnit))
-	if d, _ := DetectStack(noGen); d.Netplan != nil {
-		t.Errorf("no generator: netplan %+v", d.Netplan)
+	if np := netplanOn(noGen, true); np != nil {
+		t.Errorf("no generator: netplan %+v", np)
 	}
 
 	// A file that cannot be read is a note that names it, not its text.
 	bad := stackRoot(t, units(map[string]string{netplanGen: "", "/etc/netplan/01-bad.yaml": "network: [secret: {"}, ndUnit), enabled(nil, ndUnit))
-	d, err = DetectStack(bad)
-	if err != nil || d.Netplan == nil || len(d.Netplan.Notes) != 1 || !strings.Contains(d.Netplan.Notes[0], "/etc/netplan/01-bad.yaml") || strings.Contains(d.Netplan.Notes[0], "secret") {
-		t.Errorf("bad file: %+v, %v", d.Netplan, err)
+	if bnp := netplanOn(bad, true); bnp == nil || len(bnp.Notes) != 1 || !strings.Contains(bnp.Notes[0], "/etc/netplan/01-bad.yaml") || strings.Contains(bnp.Notes[0], "secret") {
+		t.Errorf("bad file: %+v", bnp)
 	}
 }
 
@@ -100,23 +113,23 @@ func TestParseNetplanKeysOfAnyType(t *testing.T) {
 		"network:\n  true: x\n  ethernets:\n    all-en: {match: {name: 'en*', 2: x}}\n",
 		"1: x\nnetwork:\n  ethernets:\n    all-en: {match: {name: 'en*'}}\n",
 	} {
-		ents, err := ParseNetplan("/etc/netplan/k.yaml", []byte(doc))
+		ents, err := stacks.ParseNetplan("/etc/netplan/k.yaml", []byte(doc))
 		if err != nil {
 			t.Fatalf("%q: %v", doc, err)
 		}
-		i := slices.IndexFunc(ents, func(e NetplanEntry) bool { return e.ID == "all-en" })
+		i := slices.IndexFunc(ents, func(e stacks.NetplanEntry) bool { return e.ID == "all-en" })
 		if i < 0 || !ents[i].CatchAll() || !ents[i].Matches("52:54:00:00:00:01", "enp0s3") {
 			t.Errorf("%q: entries %+v, want the catch-all all-en", doc, ents)
 		}
 	}
-	ents, _ := ParseNetplan("/etc/netplan/k.yaml", []byte("network:\n  ethernets:\n    1: {dhcp4: true}\n"))
+	ents, _ := stacks.ParseNetplan("/etc/netplan/k.yaml", []byte("network:\n  ethernets:\n    1: {dhcp4: true}\n"))
 	if len(ents) != 1 || ents[0].ID != "1" || !ents[0].Matches("", "1") {
 		t.Errorf("entries %+v, want the link named 1", ents)
 	}
 }
 
 func TestNetplanEntryMatches(t *testing.T) {
-	ents, err := ParseNetplan("/etc/netplan/x.yaml", []byte(`network:
+	ents, err := stacks.ParseNetplan("/etc/netplan/x.yaml", []byte(`network:
   version: 2
   renderer: NetworkManager
   ethernets:
@@ -264,7 +277,7 @@ func TestNetworkdFilesComeBeforeNetplans(t *testing.T) {
 		t.Fatal("netplan wrote no networkd file")
 	}
 	c := mustParse(t, "version: 2\nethernets:\n  eth0:\n    match: {macaddress: '52:54:00:12:34:56'}\n    set-name: eth0\n    addresses: [192.0.2.10/24]\n")
-	files, err := RenderNetworkd(c, nil)
+	files, err := renderNetworkd(c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,13 +314,13 @@ func TestNetworkManagerProfilesOutrankNetplans(t *testing.T) {
 	if out, err := exec.Command(np, "generate", "--root-dir", root).CombinedOutput(); err != nil {
 		t.Fatalf("netplan generate: %v\n%s", err, out)
 	}
-	dir := filepath.Join(root, NMConnectionDir)
+	dir := filepath.Join(root, nmConnectionDir)
 	ents, err := os.ReadDir(dir)
 	if err != nil || len(ents) == 0 {
 		t.Fatalf("netplan wrote no keyfile: %v", err)
 	}
 	c := mustParse(t, "version: 2\nethernets:\n  eth0:\n    match: {macaddress: '52:54:00:12:34:56'}\n    set-name: eth0\n    dhcp4: true\n")
-	ours, _, err := RenderNetworkManager(c, nil)
+	ours, _, err := renderNetworkManager(c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,19 +372,19 @@ func TestDetectNetplanOnAnImageStaysInTheRoot(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(np, "12-fifo.yaml"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	d, err := DetectImageStack(root)
-	if err != nil || d.Netplan == nil {
-		t.Fatalf("DetectImageStack = %+v, %v", d.Netplan, err)
+	info := netplanOn(root, false)
+	if info == nil {
+		t.Fatal("no netplan found on the image")
 	}
 	var ids []string
-	for _, e := range d.Netplan.Entries {
+	for _, e := range info.Entries {
 		ids = append(ids, e.ID)
 	}
 	if !slices.Equal(ids, []string{"all-en", "all-eth"}) {
 		t.Errorf("entries %q: the host's file was read through a link, or the image's lost", ids)
 	}
-	if len(d.Netplan.Notes) != 3 {
-		t.Errorf("notes %q, want one for each link and the FIFO", d.Netplan.Notes)
+	if len(info.Notes) != 3 {
+		t.Errorf("notes %q, want one for each link and the FIFO", info.Notes)
 	}
 }
 
@@ -387,20 +400,20 @@ func TestDetectNetplanAggregateBound(t *testing.T) {
 	}
 	files["/etc/netplan/99-late.yaml"] = "network: {version: 2, ethernets: {late: {dhcp4: true}}}"
 	root := stackRoot(t, units(files, ndUnit), enabled(nil, ndUnit))
-	d, err := DetectStack(root)
-	if err != nil || d.Netplan == nil {
-		t.Fatalf("DetectStack = %+v, %v", d.Netplan, err)
+	info := netplanOn(root, true)
+	if info == nil {
+		t.Fatal("no netplan found")
 	}
 	var ids []string
-	for _, e := range d.Netplan.Entries {
+	for _, e := range info.Entries {
 		ids = append(ids, e.ID)
 	}
 	if slices.Contains(ids, "late") || !slices.Contains(ids, "all-en") {
 		t.Errorf("entries %q: want those before the bound only", ids)
 	}
-	if !slices.ContainsFunc(d.Netplan.Notes, func(n string) bool {
+	if !slices.ContainsFunc(info.Notes, func(n string) bool {
 		return strings.Contains(n, "aggregate bound") && strings.Contains(n, fmt.Sprint(fsutil.ConfigSetTotal))
 	}) {
-		t.Errorf("notes %q do not name the aggregate bound", d.Netplan.Notes)
+		t.Errorf("notes %q do not name the aggregate bound", info.Notes)
 	}
 }

@@ -12,11 +12,7 @@ import (
 	"strings"
 )
 
-// Header is the first line of every file RenderNetworkd and
-// RenderResolvConf write.
-const Header = "# Written by seedkeeper; changes will be overwritten."
-
-// RenderNetworkd renders the interfaces for which owned returns true (all
+// renderNetworkd renders the interfaces for which owned returns true (all
 // of them when owned is nil) as systemd-networkd files for
 // /run/systemd/network/: file name → content. Each link gets
 // 05-seedkeeper-<id>.network; bonds, bridges and VLANs also get a .netdev.
@@ -43,7 +39,7 @@ const Header = "# Written by seedkeeper; changes will be overwritten."
 //     addresses contain its gateway, else the first with addresses.
 //
 // The output is deterministic: same configuration, same bytes.
-func RenderNetworkd(c *Config, owned func(*Interface) bool) (map[string][]byte, error) {
+func renderNetworkd(c *Config, owned func(*Interface) bool) (map[string][]byte, error) {
 	if owned == nil {
 		owned = func(*Interface) bool { return true }
 	}

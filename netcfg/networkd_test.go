@@ -84,7 +84,7 @@ func renderAll(t *testing.T) map[string]map[string][]byte {
 	t.Helper()
 	out := map[string]map[string][]byte{}
 	for _, f := range validFixtures(t) {
-		files, err := RenderNetworkd(f.parse(t), nil)
+		files, err := renderNetworkd(f.parse(t), nil)
 		if err != nil {
 			t.Fatalf("%s: %v", f.name, err)
 		}
@@ -125,7 +125,7 @@ func TestRenderNetworkdINI(t *testing.T) {
 
 func TestRenderNetworkdContent(t *testing.T) {
 	c := fixture{data: readFixture(t, "valid/proxmox-static-dual.yaml")}.parse(t)
-	files, err := RenderNetworkd(c, nil)
+	files, err := renderNetworkd(c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func TestRenderNetworkdContent(t *testing.T) {
 	}
 
 	// Only owned links are rendered.
-	files, err = RenderNetworkd(c, func(i *Interface) bool { return i.MAC == "bc:24:11:aa:bb:02" })
+	files, err = renderNetworkd(c, func(i *Interface) bool { return i.MAC == "bc:24:11:aa:bb:02" })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +188,7 @@ func TestRenderNetworkdMembership(t *testing.T) {
 		Routes: []Route{{To: pfx("10.0.0.0/8"), Via: ip("10.42.0.1")}},
 		DNS:    DNS{Nameservers: ips("10.42.0.2")},
 	}
-	files, err := RenderNetworkd(c, nil)
+	files, err := renderNetworkd(c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +261,7 @@ Gateway=10.42.0.1
 		t.Errorf("files: %v", keys(files))
 	}
 	// Deterministic: rendering again gives the same bytes.
-	again, _ := RenderNetworkd(c, nil)
+	again, _ := renderNetworkd(c, nil)
 	if !reflect.DeepEqual(files, again) {
 		t.Error("second render differs")
 	}
@@ -387,7 +387,7 @@ func TestRenderNetworkdNamesOnlyWhatItDefines(t *testing.T) {
 		{ID: "bond0", Kind: Bond, Name: "bond0", Links: []string{"e0", "e1"}, DHCP4: true},
 		{ID: "v5", Kind: VLAN, Name: "e0.5", VLANLink: "e0", VLANID: 5},
 	}}
-	files, err := RenderNetworkd(c, func(i *Interface) bool { return i.ID == "e0" })
+	files, err := renderNetworkd(c, func(i *Interface) bool { return i.ID == "e0" })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -421,7 +421,7 @@ func TestParamsSafeAlphabet(t *testing.T) {
 	if len(c.Notes) != 4 {
 		t.Errorf("notes = %q, want one per bad parameter", c.Notes)
 	}
-	files, err := RenderNetworkd(c, nil)
+	files, err := renderNetworkd(c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -469,7 +469,7 @@ func TestRenderNetworkdNetplanDefaults(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			files, err := RenderNetworkd(&Config{Interfaces: []Interface{tc.ifc}}, nil)
+			files, err := renderNetworkd(&Config{Interfaces: []Interface{tc.ifc}}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -9,13 +9,13 @@ import (
 	"strings"
 )
 
-// NMConnectionDir is where NetworkManager reads volatile connection
+// nmConnectionDir is where NetworkManager reads volatile connection
 // profiles (keyfiles) from; they vanish with /run at the next boot.
-const NMConnectionDir = "/run/NetworkManager/system-connections"
+const nmConnectionDir = "/run/NetworkManager/system-connections"
 
-// RenderNetworkManager renders the physical interfaces for which owned
+// renderNetworkManager renders the physical interfaces for which owned
 // returns true (all when owned is nil) as NetworkManager keyfiles for
-// NMConnectionDir: file name → content. The files must be written 0600
+// nmConnectionDir: file name → content. The files must be written 0600
 // (NetworkManager ignores keyfiles others can read).
 //
 //   - One profile per link, "seedkeeper-<id>" (the ID hashed when it is
@@ -24,7 +24,7 @@ const NMConnectionDir = "/run/NetworkManager/system-connections"
 //     UUID made from the ID so the same configuration gives the same bytes.
 //   - Static addresses and DHCP as NetworkManager's ipv4/ipv6 methods;
 //     gateways and routes as routeN; DNS as dns=/dns-search= on the links
-//     RenderNetworkd would put it on.
+//     renderNetworkd would put it on.
 //   - A profile's autoconnect-priority is high, so NetworkManager picks
 //     it over the "Wired connection N" it would otherwise make.
 //
@@ -32,7 +32,7 @@ const NMConnectionDir = "/run/NetworkManager/system-connections"
 // (by ID) for the caller to report. A value NetworkManager could not read
 // back (a line break or other control character, which would start a new
 // key) is an error naming the interface and field.
-func RenderNetworkManager(c *Config, owned func(*Interface) bool) (files map[string][]byte, skipped []string, err error) {
+func renderNetworkManager(c *Config, owned func(*Interface) bool) (files map[string][]byte, skipped []string, err error) {
 	links, dnsLinks, extraRoutes, skipped := physicalPlan(c, owned)
 	files = map[string][]byte{}
 	for _, ifc := range links {
@@ -54,7 +54,7 @@ func RenderNetworkManager(c *Config, owned func(*Interface) bool) (files map[str
 }
 
 // physicalPlan picks the owned physical links, the ones that carry the
-// global DNS, and the link each global route goes on, as RenderNetworkd
+// global DNS, and the link each global route goes on, as renderNetworkd
 // does; it returns the IDs of the owned links of other kinds, and of the
 // members of an owned bond or bridge or the parents of an owned VLAN, as
 // skipped. A NIC whose bond is not owned is a plain link here.

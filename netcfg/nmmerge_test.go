@@ -141,8 +141,8 @@ func TestNMConfKeepsImageSettings(t *testing.T) {
 	for p, b := range ahead.Extra {
 		ours[p] = b
 	}
-	if ours[NMConfFile] == nil || ours[NMAheadConfFile] == nil {
-		t.Fatalf("rendered drop-ins %v; want both %s and %s", slices.Sorted(maps.Keys(ours)), NMConfFile, NMAheadConfFile)
+	if ours[nmConfFile] == nil || ours[nmAheadConfFile] == nil {
+		t.Fatalf("rendered drop-ins %v; want both %s and %s", slices.Sorted(maps.Keys(ours)), nmConfFile, nmAheadConfFile)
 	}
 	image := map[string]string{
 		"usr/lib/NetworkManager/conf.d/00-server.conf": "[main]\nno-auto-default=*\n",

@@ -68,9 +68,9 @@ func (f iniFile) sections() []string {
 // in).
 func checkNetworkdRoundTrip(t *testing.T, c *Config) {
 	t.Helper()
-	files, err := RenderNetworkd(c, nil)
+	files, err := renderNetworkd(c, nil)
 	if err != nil {
-		t.Fatalf("RenderNetworkd: %v", err)
+		t.Fatalf("renderNetworkd: %v", err)
 	}
 	want := map[string]bool{}
 	for i := range c.Interfaces {
@@ -346,7 +346,7 @@ func TestParseRefusesLineBreaks(t *testing.T) {
 			if len(c.Notes) != 1 || strings.Contains(c.Notes[0], lb) {
 				t.Errorf("%q: notes %q, want one that does not quote the character", src, c.Notes)
 			}
-			files, err := RenderNetworkd(c, nil)
+			files, err := renderNetworkd(c, nil)
 			if err != nil {
 				t.Errorf("%q: render: %v", src, err)
 			}
@@ -376,7 +376,7 @@ func TestRenderRefusesLineBreaks(t *testing.T) {
 			if lb == "\\" {
 				c.Interfaces[0].Params = map[string]string{"mode": "1\\"}
 			}
-			files, err := RenderNetworkd(c, nil)
+			files, err := renderNetworkd(c, nil)
 			if err == nil {
 				t.Errorf("%s with %q rendered:\n%s", name, lb, files)
 			}
@@ -410,7 +410,7 @@ func TestNetworkdFileNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, err := RenderNetworkd(c, nil)
+	files, err := renderNetworkd(c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -466,7 +466,7 @@ func FuzzRenderBond(f *testing.F) {
 			{ID: "bond0", Kind: Bond, Name: "bond0", Links: []string{"e0"}, DHCP4: true,
 				Params: map[string]string{name: value}, DNS: DNS{Search: []string{search}}},
 		}}
-		if _, err := RenderNetworkd(c, nil); err != nil {
+		if _, err := renderNetworkd(c, nil); err != nil {
 			return
 		}
 		checkNetworkdRoundTrip(t, c)

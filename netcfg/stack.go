@@ -11,8 +11,15 @@ import (
 	"strings"
 
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
+	"github.com/seedkeeper/seedkeeper/internal/stacks"
 	"github.com/seedkeeper/seedkeeper/internal/unit"
 )
+
+// Header is the first line of every file seedkeeper renders (the
+// stacks' files and RenderResolvConf's): a file is seedkeeper's only
+// while it still begins with it (the rule of internal/stacks, whose
+// Header a test pins to this one).
+const Header = "# Written by seedkeeper; changes will be overwritten."
 
 // A Stack is a network manager an image can run, for which seedkeeper
 // writes the persistent configuration of the NICs it owns, so that the
@@ -37,18 +44,68 @@ type Stack struct {
 	// live root it counts as enabled. "" when there is none.
 	Running string
 
+	// keys are what its files say of the configuration keys where that
+	// is not the table's default (Keys: a key with a Why noted, every
+	// other applied); README's key tables and the notes of what its
+	// files leave out derive from them (Key.In, UnappliedBy).
+	keys keySupport
 	// render writes c (the owned interfaces of it) into the stack's
 	// files; d is the detection of the image.
 	render func(d Detection, c *Config, owned func(*Interface) bool) (*StackFiles, error)
-	// places are the directories its files go in on root, and how
-	// seedkeeper's are told from others' by their names.
-	places func(root string) ([]Place, error)
-	// reload says how to ask the running manager to read sf.
-	reload func(root string, sf *StackFiles) Reload
 	// ahead renders the files of the configured NICs that are not
 	// present, so that the manager configures such a NIC the moment it
 	// appears (see RenderAhead); nil when the stack needs none.
-	ahead func(c *Config, owned, absent func(*Interface) bool, drivers []string) (*Ahead, error)
+	ahead func(c *Config, owned, absent func(*Interface) bool, drivers []string) (*StackFiles, error)
+	// dir, for a stack whose directory the image decides, finds it on
+	// root ("" when the image gives none: see Detection.Dir); nil when
+	// the stack's directory is its own.
+	dir func(root string) (string, error)
+	// duties are what seedkeeper's flows do with the stack beyond its
+	// files: its places, its reload, the wording of image check
+	// (internal/stacks, where they are registered under Name).
+	duties stacks.Duties
+}
+
+// register records s's duties for seedkeeper's flows (internal/stacks),
+// and its keys by its name (Key.In).
+func register(s *Stack) *Stack {
+	stacks.Register(s.Name, s.duties)
+	stackKeys[s.Name] = s.keys
+	return s
+}
+
+// stackKeys are the keys of each stack by its name (see Stack.keys).
+var stackKeys = map[string]keySupport{}
+
+func init() { stacks.NewStack = newStack }
+
+// newStack makes the stack sp describes (internal/stacks.NewStack): a
+// stack of the tests' own, with its own render, keys and duties.
+func newStack(sp stacks.Spec) any {
+	s := &Stack{Name: sp.Name, Title: sp.Title, Unit: sp.Unit, Programs: sp.Programs, dir: sp.Dir, keys: except(Noted, sp.Noted...), duties: sp.Duties}
+	s.render = func(d Detection, c *Config, owned func(*Interface) bool) (*StackFiles, error) {
+		if owned == nil {
+			owned = func(*Interface) bool { return true }
+		}
+		dir, files, err := sp.Render(d.Dir, c, func(i any) bool { return owned(i.(*Interface)) })
+		if err != nil {
+			return nil, err
+		}
+		sf := &StackFiles{Dir: dir, Files: files, Mode: 0o644}
+		if dir == "" {
+			sf.Note = sp.Duties.Dir.None
+			return sf, nil
+		}
+		var links []*Interface
+		for i := range c.Interfaces {
+			if owned(&c.Interfaces[i]) {
+				links = append(links, &c.Interfaces[i])
+			}
+		}
+		sf.Notes = UnappliedBy(s.Name, links)
+		return sf, nil
+	}
+	return register(s)
 }
 
 // Stacks are the stacks seedkeeper knows, in the order boot prefers them
@@ -57,11 +114,11 @@ type Stack struct {
 // over ifupdown, which manages only what its interfaces file names.
 // Adding a stack is the file that defines its value and one entry here
 // (docs/adding.md, "A network stack"). netplan is not one: it renders
-// for networkd or NetworkManager, which run it (see NetplanInfo).
+// for networkd or NetworkManager, which run it.
 var Stacks = []*Stack{NetworkManager, Networkd, Ifupdown}
 
-// StackByName returns the stack called name, nil when there is none.
-func StackByName(name string) *Stack {
+// stackByName returns the stack called name, nil when there is none.
+func stackByName(name string) *Stack {
 	for _, s := range Stacks {
 		if s.Name == name {
 			return s
@@ -93,12 +150,10 @@ type Detection struct {
 	Notes []string
 	// Paths are the unit files of the enabled stacks (system paths).
 	Paths []string
-	// Netplan is what netplan renders at boot on the root, when it is the
-	// configuration layer there (see NetplanInfo); nil when it is not.
-	Netplan *NetplanInfo
-	// IfupdownDir is the directory the image's /etc/network/interfaces
-	// sources stanzas from (for Ifupdown), "" when it sources none.
-	IfupdownDir string
+	// Dir is, for a stack whose directory the image decides (ifupdown:
+	// the one its /etc/network/interfaces sources stanzas from), that
+	// directory, "" when the image gives none.
+	Dir string
 }
 
 // DetectStack looks at a running system under root ("/" or "" is the
@@ -106,7 +161,9 @@ type Detection struct {
 // which network stack it runs. It runs before any of them has started
 // (seedkeeper-boot is ordered before network-pre.target), so it goes by
 // what systemd will start (see Stack.Unit), and by a Running file. (Not
-// /run/NetworkManager: seedkeeper's own keyfiles make it.)
+// /run/NetworkManager: seedkeeper's own keyfiles make it.) An error is
+// one reading the file of the image that decides the chosen stack's
+// directory; the Detection then names only that stack.
 func DetectStack(root string) (Detection, error) { return detect(unit.Root{Dir: root, Live: true}) }
 
 // DetectImageStack is DetectStack for an image at rest (a mounted or
@@ -116,7 +173,6 @@ func DetectImageStack(root string) (Detection, error) { return detect(unit.Root{
 
 func detect(r unit.Root) (Detection, error) {
 	var d Detection
-	d.Netplan = detectNetplan(r)
 	for _, s := range Stacks {
 		on, why, file := s.enabled(r)
 		switch {
@@ -140,14 +196,14 @@ func detect(r unit.Root) (Detection, error) {
 		d.Reason = "no " + orList(names) + " is enabled"
 		return d, nil
 	}
-	if d.Stack == Ifupdown {
-		dir, err := IfupdownSourceDir(r.Dir)
+	if d.Stack.dir != nil {
+		dir, err := d.Stack.dir(r.Dir)
 		if err != nil {
-			return Detection{}, err
+			return Detection{Stack: d.Stack}, err
 		}
-		d.IfupdownDir = dir
+		d.Dir = dir
 		if dir == "" {
-			d.Reason += "; " + IfupdownInterfaces + " sources no directory, so no stanzas can be added"
+			d.Reason += "; " + d.Stack.duties.Dir.None + ", so nothing can be written for it"
 		}
 	}
 	return d, nil
@@ -202,118 +258,54 @@ func (s *Stack) Render(d Detection, c *Config, owned func(*Interface) bool) (*St
 	return sf, nil
 }
 
-// Ahead is what a stack's files written ahead are (Stack.RenderAhead).
-type Ahead struct {
-	// Files are by name in the Dir of the stack's render.
-	Files map[string][]byte
-	// Extra are files outside it, by absolute path (mode 0644).
-	Extra map[string][]byte
-	// Notes say what was written ahead and what was not, and why.
-	Notes []string
-}
-
 // RenderAhead renders, for the configured NICs that are not present
 // (absent; apply.Plan.Absent) and not owned, the files the stack's
 // manager configures each one from the moment it is hot-added, before
 // seedkeeper's watch has applied it, matched so that only a NIC of one of
-// drivers (the hotplug allowlist in force) takes them
-// (RenderNetworkdAwaited, RenderNetworkManagerAwaited). A stack that
-// needs none (ifupdown configures a hot-added NIC only if an
-// allow-hotplug stanza names it) returns an empty Ahead.
-func (s *Stack) RenderAhead(c *Config, owned, absent func(*Interface) bool, drivers []string) (*Ahead, error) {
+// drivers (the hotplug allowlist in force) takes them. Its Files are by
+// name in the Dir of the stack's render, its Extra outside it, and its
+// Notes say what was written ahead and what was not, and why. A stack
+// that needs none (ifupdown configures a hot-added NIC only if an
+// allow-hotplug stanza names it) returns empty StackFiles.
+func (s *Stack) RenderAhead(c *Config, owned, absent func(*Interface) bool, drivers []string) (*StackFiles, error) {
 	if s == nil || s.ahead == nil {
-		return &Ahead{}, nil
+		return &StackFiles{Stack: s}, nil
 	}
-	return s.ahead(c, owned, absent, drivers)
-}
-
-// A Place is a directory a stack's files go in, and the rule that tells
-// seedkeeper's files there from everyone else's.
-type Place struct {
-	// Dir is the directory, as a system path.
-	Dir   string
-	match func(name string) bool
-}
-
-// Ours reports whether the file called name in the place, which begins
-// with head, is one seedkeeper wrote: its name is one seedkeeper gives,
-// and its content still begins with Header. Only such a file is ever
-// replaced or removed. A Place made outside this package (its rule
-// unset) claims no file.
-func (p Place) Ours(name string, head []byte) bool {
-	return p.match != nil && p.match(name) && bytes.HasPrefix(head, []byte(Header))
-}
-
-// Named reports whether name is one seedkeeper gives its files in the
-// place, whatever the file holds: a file so named that Ours refuses is
-// someone else's, or was changed since.
-func (p Place) Named(name string) bool { return p.match != nil && p.match(name) }
-
-// Places returns the directories the stack's files go in on root, whether
-// or not it runs there (seal removes seedkeeper's files from every one).
-func (s *Stack) Places(root string) ([]Place, error) { return s.places(root) }
-
-// Reload is how to ask a running stack to read the files just written:
-// the steps, in order, or none when it is not running yet (it reads the
-// files when it starts), and then Note says why.
-type Reload struct {
-	Steps []ReloadStep
-	Note  string
-}
-
-// A ReloadStep is one request to the running stack: a command, or a
-// D-Bus method call when Command is nil.
-type ReloadStep struct {
-	// Command is a program and its arguments, run without a shell.
-	Command []string
-	// Bus is a method call on the system bus.
-	Bus *BusCall
-}
-
-// BusCall is a D-Bus method call without arguments.
-type BusCall struct {
-	Dest, Path, Method string
-}
-
-func (st ReloadStep) String() string {
-	if st.Bus != nil {
-		return "D-Bus " + st.Bus.Method
+	sf, err := s.ahead(c, owned, absent, drivers)
+	if sf != nil {
+		sf.Stack = s
 	}
-	return strings.Join(st.Command, " ")
+	return sf, err
 }
-
-// Reload says how to ask the stack running on root to read sf, the files
-// just written (what the steps do is the caller's; this only reads).
-func (s *Stack) Reload(root string, sf *StackFiles) Reload { return s.reload(root, sf) }
 
 // systemBus is the socket of the system D-Bus; it exists once dbus.socket
 // has started, which is later than seedkeeper-boot.
 const systemBus = "/run/dbus/system_bus_socket"
 
-// IfupdownSourceDir reads root's /etc/network/interfaces (links resolved
+// ifupdownSourceDir reads root's /etc/network/interfaces (links resolved
 // inside root) and returns the directory its first "source DIR/*" or
 // "source-directory DIR" line names (as seen inside root), or "" when it
 // sources no directory. Relative paths are relative to /etc/network, as
 // ifupdown takes them.
-func IfupdownSourceDir(root string) (string, error) {
-	b, err := fsutil.ReadFileIn(context.Background(), root, IfupdownInterfaces, fsutil.SmallFile)
+func ifupdownSourceDir(root string) (string, error) {
+	b, err := fsutil.ReadFileIn(context.Background(), root, ifupdownInterfaces, fsutil.SmallFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}
 	if err != nil {
 		return "", err
 	}
-	return ParseIfupdownSource(b)
+	return parseIfupdownSource(b)
 }
 
-// IfupdownInterfaces is ifupdown's main configuration file.
-const IfupdownInterfaces = "/etc/network/interfaces"
+// ifupdownInterfaces is ifupdown's main configuration file.
+const ifupdownInterfaces = "/etc/network/interfaces"
 
-// ParseIfupdownSource returns the directory the first "source DIR/*" or
+// parseIfupdownSource returns the directory the first "source DIR/*" or
 // "source-directory DIR" line of an /etc/network/interfaces file names,
-// or "" when it sources none (see IfupdownSourceDir).
-func ParseIfupdownSource(b []byte) (string, error) {
-	const path = IfupdownInterfaces
+// or "" when it sources none (see ifupdownSourceDir).
+func parseIfupdownSource(b []byte) (string, error) {
+	const path = ifupdownInterfaces
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(make([]byte, 4096), 1<<20)
 	n := 0

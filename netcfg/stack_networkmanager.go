@@ -3,33 +3,58 @@ package netcfg
 import (
 	"path"
 	"strings"
+
+	"github.com/seedkeeper/seedkeeper/internal/stacks"
 )
 
 // NetworkManager (RHEL-family images, desktops): keyfiles in
 // /run/NetworkManager/system-connections, and a drop-in in
 // /run/NetworkManager/conf.d.
-var NetworkManager = &Stack{
+var NetworkManager = register(&Stack{
 	Name: "networkmanager", Title: "NetworkManager", Unit: "NetworkManager.service",
 	Programs: []string{"/usr/sbin/NetworkManager"},
-	render:   renderNetworkManagerFiles, places: networkManagerPlaces, reload: reloadNetworkManager,
-	ahead: networkManagerAhead,
+	render:   renderNetworkManagerFiles, ahead: networkManagerAhead,
+	keys: and(stackedDevices,
+		except(Noted,
+			"v2 match: driver",
+			"v2 dhcp4-overrides: use-ntp use-domains use-mtu",
+			"v2 dhcp6-overrides: use-ntp use-domains use-mtu"),
+		// A link NetworkManager does not wait for is its default.
+		except(NotApplicable, "v2 link: optional")),
+	duties: networkManagerDuties,
+})
+
+var networkManagerDuties = stacks.Duties{
+	Places: networkManagerPlaces, Reload: reloadNetworkManager,
+	Netplan: networkManagerNetplan,
+}
+
+// networkManagerNetplan: netplan's udev rule for an entry rendered for
+// networkd sets NM_UNMANAGED=1 on the NICs it matches, and NetworkManager
+// then never activates seedkeeper's profile there.
+func networkManagerNetplan(renderer string) (why, fix string, ok bool) {
+	if renderer == "networkd" {
+		return "netplan renders it for systemd-networkd and marks the NICs it matches unmanaged for NetworkManager, so NetworkManager never activates seedkeeper's profiles on them",
+			"set renderer: NetworkManager for that entry in its netplan file, or narrow its match", false
+	}
+	return "NetworkManager activates seedkeeper's profile, of higher autoconnect-priority, and allows no other profile on it", "", true
 }
 
 func renderNetworkManagerFiles(d Detection, c *Config, owned func(*Interface) bool) (*StackFiles, error) {
-	files, skipped, err := RenderNetworkManager(c, owned)
+	files, skipped, err := renderNetworkManager(c, owned)
 	if err != nil {
 		return nil, err
 	}
 	links, _, _, _ := physicalPlan(c, owned)
-	sf := &StackFiles{Dir: NMConnectionDir, Files: files, Mode: 0o600, Skipped: skipped, Notes: UnappliedBy("networkmanager", links)}
-	if conf := RenderNMConf(c, owned); conf != nil {
-		sf.Extra = map[string][]byte{NMConfFile: conf}
+	sf := &StackFiles{Dir: nmConnectionDir, Files: files, Mode: 0o600, Skipped: skipped, Notes: UnappliedBy("networkmanager", links)}
+	if conf := renderNMConf(c, owned); conf != nil {
+		sf.Extra = map[string][]byte{nmConfFile: conf}
 	}
 	return sf, nil
 }
 
 // networkManagerAhead writes the profiles of the NICs that are not
-// present (RenderNetworkManagerAwaited) and a drop-in that keeps
+// present (renderNetworkManagerAwaited) and a drop-in that keeps
 // NetworkManager from taking such a NIC, once it appears, as configured
 // by someone else: the watch may have renamed it and applied its
 // addresses before NetworkManager is done waiting for udev, and
@@ -40,38 +65,38 @@ func renderNetworkManagerFiles(d Detection, c *Config, owned func(*Interface) bo
 // driver the allowlist lacks is not kept as it is either, and gets the
 // image's own profile as a new NIC does (a device match cannot say
 // "and of these drivers").
-func networkManagerAhead(c *Config, owned, absent func(*Interface) bool, drivers []string) (*Ahead, error) {
+func networkManagerAhead(c *Config, owned, absent func(*Interface) bool, drivers []string) (*StackFiles, error) {
 	files, notes, written := renderNMAwaited(c, owned, absent, drivers)
 	if len(written) == 0 {
-		return &Ahead{Files: files, Notes: notes}, nil
+		return &StackFiles{Dir: nmConnectionDir, Files: files, Mode: 0o600, Notes: notes}, nil
 	}
 	var macs []string
 	for _, l := range written {
 		macs = appendNew(macs, "mac:"+l.MAC)
 	}
 	conf := Header + "\n[device-seedkeeper-ahead]\nmatch-device=" + strings.Join(macs, ";") + "\nkeep-configuration=no\n"
-	return &Ahead{Files: files, Extra: map[string][]byte{NMAheadConfFile: []byte(conf)}, Notes: notes}, nil
+	return &StackFiles{Dir: nmConnectionDir, Files: files, Mode: 0o600, Extra: map[string][]byte{nmAheadConfFile: []byte(conf)}, Notes: notes}, nil
 }
 
-func networkManagerPlaces(string) ([]Place, error) {
-	return []Place{
-		{Dir: NMConnectionDir, match: func(n string) bool {
+func networkManagerPlaces(string) ([]stacks.Place, error) {
+	return []stacks.Place{
+		{Dir: nmConnectionDir, Match: func(n string) bool {
 			return strings.HasPrefix(n, "seedkeeper-") && strings.HasSuffix(n, ".nmconnection")
 		}},
-		{Dir: path.Dir(NMConfFile), match: func(n string) bool { return n == path.Base(NMConfFile) || n == path.Base(NMAheadConfFile) }},
+		{Dir: path.Dir(nmConfFile), Match: func(n string) bool { return n == path.Base(nmConfFile) || n == path.Base(nmAheadConfFile) }},
 	}, nil
 }
 
 // reloadNetworkManager: "nmcli general reload conf" reads the drop-in and
 // "nmcli connection reload" the keyfiles; NetworkManager then
 // autoconnects the profiles by MAC.
-func reloadNetworkManager(root string, _ *StackFiles) Reload {
+func reloadNetworkManager(root string, _ map[string][]byte) stacks.Reload {
 	// Not /run/NetworkManager: the keyfiles just written made it. No
 	// system bus (early boot) means NetworkManager has not started.
 	if !exists(root, systemBus) {
-		return Reload{Note: "no system D-Bus yet; NetworkManager reads the keyfiles when it starts"}
+		return stacks.Reload{Note: "no system D-Bus yet; NetworkManager reads the keyfiles when it starts"}
 	}
-	return Reload{Steps: []ReloadStep{
+	return stacks.Reload{Steps: []stacks.ReloadStep{
 		{Command: []string{"nmcli", "general", "reload", "conf"}},
 		{Command: []string{"nmcli", "connection", "reload"}},
 	}}

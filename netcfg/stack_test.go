@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/seedkeeper/seedkeeper/internal/stacks"
 )
 
 // stackRoot makes a root of files and links (system path -> content or
@@ -128,8 +130,8 @@ func TestDetectStack(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if d.Stack != tc.want || d.IfupdownDir != tc.dir || d.Reason == "" {
-				t.Errorf("got %s (%s) dir %q, want %s dir %q", d.Stack, d.Reason, d.IfupdownDir, tc.want, tc.dir)
+			if d.Stack != tc.want || d.Dir != tc.dir || d.Reason == "" {
+				t.Errorf("got %s (%s) dir %q, want %s dir %q", d.Stack, d.Reason, d.Dir, tc.want, tc.dir)
 			}
 			if tc.enabled == nil && tc.want != nil {
 				tc.enabled = []*Stack{tc.want}
@@ -168,14 +170,14 @@ func TestDetectImageStackIgnoresRun(t *testing.T) {
 func TestIfupdownSourceDirStaysInRoot(t *testing.T) {
 	outside := filepath.Join(t.TempDir(), "interfaces")
 	os.WriteFile(outside, []byte("source /etc/network/elsewhere/*\n"), 0o644)
-	root := stackRoot(t, map[string]string{"/etc/net/interfaces": debianIfs}, map[string]string{IfupdownInterfaces: outside})
-	dir, err := IfupdownSourceDir(root)
+	root := stackRoot(t, map[string]string{"/etc/net/interfaces": debianIfs}, map[string]string{ifupdownInterfaces: outside})
+	dir, err := ifupdownSourceDir(root)
 	if err != nil || dir != "" {
 		t.Errorf("followed a link out of the root: %q, %v", dir, err)
 	}
-	os.Remove(filepath.Join(root, IfupdownInterfaces))
-	os.Symlink("/etc/net/interfaces", filepath.Join(root, IfupdownInterfaces))
-	if dir, err := IfupdownSourceDir(root); err != nil || dir != "/etc/network/interfaces.d" {
+	os.Remove(filepath.Join(root, ifupdownInterfaces))
+	os.Symlink("/etc/net/interfaces", filepath.Join(root, ifupdownInterfaces))
+	if dir, err := ifupdownSourceDir(root); err != nil || dir != "/etc/network/interfaces.d" {
 		t.Errorf("a link inside the root: %q, %v", dir, err)
 	}
 }
@@ -195,15 +197,15 @@ func TestStacksTable(t *testing.T) {
 			}
 			seen[k] = true
 		}
-		if StackByName(s.Name) != s || s.render == nil || s.places == nil || s.reload == nil {
+		if stackByName(s.Name) != s || s.render == nil || s.duties.Places == nil || s.duties.Reload == nil {
 			t.Errorf("%s: incomplete", s)
 		}
-		root := stackRoot(t, map[string]string{IfupdownInterfaces: debianIfs}, nil)
-		places, err := s.Places(root)
+		root := stackRoot(t, map[string]string{ifupdownInterfaces: debianIfs}, nil)
+		places, err := stacks.Of(s.Name).Places(root)
 		if err != nil || len(places) == 0 {
 			t.Fatalf("%s: places %v, %v", s, places, err)
 		}
-		d := Detection{Stack: s, IfupdownDir: "/etc/network/interfaces.d"}
+		d := Detection{Stack: s, Dir: "/etc/network/interfaces.d"}
 		sf, err := s.Render(d, c, nil)
 		if err != nil || sf.Stack != s || len(sf.Files) == 0 {
 			t.Fatalf("%s: render %+v, %v", s, sf, err)
@@ -241,10 +243,10 @@ func TestStacksTable(t *testing.T) {
 	}
 	// The networkd files seedkeeper wrote under its old "10-" name are
 	// still its own, to replace and remove after an upgrade.
-	if pl, _ := Networkd.Places(""); !pl[0].Ours("10-seedkeeper-eth0.network", []byte(Header+"\n")) {
+	if pl, _ := stacks.Of("networkd").Places(""); !pl[0].Ours("10-seedkeeper-eth0.network", []byte(Header+"\n")) {
 		t.Error("networkd: a file of the old name is not seedkeeper's")
 	}
-	if StackByName("wicked") != nil {
+	if stackByName("wicked") != nil {
 		t.Error("an unknown stack by name")
 	}
 }
@@ -259,12 +261,12 @@ func TestRenderForStack(t *testing.T) {
 		note  bool
 	}{
 		{d: Detection{Stack: Networkd}, dir: "/run/systemd/network", files: []string{"05-seedkeeper-eth0.network", "05-seedkeeper-eth1.network"}, mode: 0o644},
-		{d: Detection{Stack: NetworkManager}, dir: NMConnectionDir, files: []string{"seedkeeper-eth0.nmconnection", "seedkeeper-eth1.nmconnection"}, mode: 0o600},
-		{d: Detection{Stack: Ifupdown, IfupdownDir: "/etc/network/interfaces.d"}, dir: "/etc/network/interfaces.d", files: []string{IfupdownFile}, mode: 0o644},
+		{d: Detection{Stack: NetworkManager}, dir: nmConnectionDir, files: []string{"seedkeeper-eth0.nmconnection", "seedkeeper-eth1.nmconnection"}, mode: 0o600},
+		{d: Detection{Stack: Ifupdown, Dir: "/etc/network/interfaces.d"}, dir: "/etc/network/interfaces.d", files: []string{ifupdownFile}, mode: 0o644},
 		{d: Detection{Stack: Ifupdown}, note: true},
 		{d: Detection{}, note: true},
 	} {
-		sf, err := RenderForStack(tc.d, c, nil)
+		sf, err := renderForStack(tc.d, c, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -280,12 +282,12 @@ func TestRenderForStack(t *testing.T) {
 }
 
 func TestStackReload(t *testing.T) {
-	stanzas := &StackFiles{Files: map[string][]byte{IfupdownFile: []byte(Header + "\nauto eth0\niface eth0 inet dhcp\n\nauto eth1\niface eth1 inet dhcp\n")}}
+	stanzas := map[string][]byte{ifupdownFile: []byte(Header + "\nauto eth0\niface eth0 inet dhcp\n\nauto eth1\niface eth1 inet dhcp\n")}
 	for _, tc := range []struct {
 		name  string
 		s     *Stack
 		files map[string]string
-		sf    *StackFiles
+		sf    map[string][]byte
 		steps []string
 	}{
 		{name: "networkd not running", s: Networkd, files: map[string]string{systemBus: ""}},
@@ -298,7 +300,7 @@ func TestStackReload(t *testing.T) {
 		{name: "ifupdown all up", s: Ifupdown, files: map[string]string{ifupdownState: "eth0=eth0\neth1=eth1\n"}, sf: stanzas},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := tc.s.Reload(stackRoot(t, tc.files, nil), tc.sf)
+			r := tc.s.duties.Reload(stackRoot(t, tc.files, nil), tc.sf)
 			var got []string
 			for _, st := range r.Steps {
 				got = append(got, st.String())
@@ -318,9 +320,9 @@ func FuzzParseIfupdownSource(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		dir, err := ParseIfupdownSource(b)
+		dir, err := parseIfupdownSource(b)
 		if err != nil {
-			if dir != "" || !strings.HasPrefix(err.Error(), IfupdownInterfaces) {
+			if dir != "" || !strings.HasPrefix(err.Error(), ifupdownInterfaces) {
 				t.Fatalf("%q, %v", dir, err)
 			}
 			for _, w := range strings.Fields(string(b)) {
@@ -336,10 +338,10 @@ func FuzzParseIfupdownSource(f *testing.F) {
 	})
 }
 
-// A Place another module makes has no naming rule: it claims nothing
-// (and does not panic), whatever the file's header.
-func TestPlaceZeroValueClaimsNothing(t *testing.T) {
-	if (Place{Dir: NetworkdDir}).Ours("05-seedkeeper-eth0.network", []byte(Header+"\n")) {
-		t.Error("a Place without its rule claims a file")
+// The header the renderers write is the one the walker of seedkeeper's
+// files recognises.
+func TestHeaderIsTheWalkers(t *testing.T) {
+	if Header != stacks.Header {
+		t.Errorf("netcfg.Header %q, internal/stacks.Header %q", Header, stacks.Header)
 	}
 }

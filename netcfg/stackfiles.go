@@ -29,15 +29,15 @@ type StackFiles struct {
 	Extra map[string][]byte
 }
 
-// NMConfFile is the NetworkManager configuration drop-in for the NICs of
-// the metadata (see RenderNMConf).
-const NMConfFile = "/run/NetworkManager/conf.d/50-seedkeeper.conf"
+// nmConfFile is the NetworkManager configuration drop-in for the NICs of
+// the metadata (see renderNMConf).
+const nmConfFile = "/run/NetworkManager/conf.d/50-seedkeeper.conf"
 
-// NMAheadConfFile is the NetworkManager configuration drop-in for the
+// nmAheadConfFile is the NetworkManager configuration drop-in for the
 // configured NICs that are not present (see Stack.RenderAhead).
-const NMAheadConfFile = "/run/NetworkManager/conf.d/50-seedkeeper-ahead.conf"
+const nmAheadConfFile = "/run/NetworkManager/conf.d/50-seedkeeper-ahead.conf"
 
-// RenderNMConf renders a NetworkManager drop-in for the owned physical
+// renderNMConf renders a NetworkManager drop-in for the owned physical
 // NICs (all when owned is nil; a NIC seedkeeper does not own keeps
 // NetworkManager's defaults): no "Wired connection N" made for them
 // (no-auto-default), and, for those with a profile,
@@ -59,11 +59,11 @@ const NMAheadConfFile = "/run/NetworkManager/conf.d/50-seedkeeper-ahead.conf"
 // every NIC seedkeeper does not own. The device sections are named for
 // seedkeeper and match only its NICs. It returns nil when there is
 // nothing to say.
-func RenderNMConf(c *Config, owned func(*Interface) bool) []byte {
+func renderNMConf(c *Config, owned func(*Interface) bool) []byte {
 	if owned == nil {
 		owned = func(*Interface) bool { return true }
 	}
-	// The NICs with a profile are those RenderNetworkManager writes one
+	// The NICs with a profile are those renderNetworkManager writes one
 	// for, by the one rule (physicalPlan), bound to the MAC.
 	links, _, _, _ := physicalPlan(c, owned)
 	var macs, profiled, uuids, unmanaged []string
@@ -113,11 +113,11 @@ func appendNew(l []string, s string) []string {
 	return append(l, s)
 }
 
-// RenderForStack renders the owned interfaces (all when owned is nil) for
+// renderForStack renders the owned interfaces (all when owned is nil) for
 // the stack d detected (see Stack.Render). With no stack it renders
 // nothing and says why: static addresses are still applied live, but a
 // DHCP NIC gets no lease.
-func RenderForStack(d Detection, c *Config, owned func(*Interface) bool) (*StackFiles, error) {
+func renderForStack(d Detection, c *Config, owned func(*Interface) bool) (*StackFiles, error) {
 	if d.Stack == nil {
 		return &StackFiles{Note: "no network manager is enabled; DHCP NICs get no lease"}, nil
 	}

@@ -48,7 +48,7 @@ func mustParse(t testing.TB, doc string) *Config {
 }
 
 func TestRenderNetworkManagerProxmox(t *testing.T) {
-	files, skipped, err := RenderNetworkManager(mustParse(t, proxmoxV1), nil)
+	files, skipped, err := renderNetworkManager(mustParse(t, proxmoxV1), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ addr-gen-mode=eui64
 }
 
 func TestRenderIfupdownProxmox(t *testing.T) {
-	b, skipped, err := RenderIfupdown(mustParse(t, proxmoxV1), nil)
+	b, skipped, err := renderIfupdown(mustParse(t, proxmoxV1), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,14 +162,14 @@ ethernets:
 bonds:
   bond0: {interfaces: [e0, e1], addresses: [192.0.2.5/24]}
 `)
-	_, skipped, err := RenderNetworkManager(c, nil)
+	_, skipped, err := renderNetworkManager(c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(skipped, []string{"e0", "e1", "bond0"}) {
 		t.Errorf("NetworkManager skipped %v", skipped)
 	}
-	b, skipped, err := RenderIfupdown(c, nil)
+	b, skipped, err := renderIfupdown(c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,19 +188,19 @@ func TestRenderStacksRefuseLineBreaks(t *testing.T) {
 	// not the whole file.
 	c := &Config{Interfaces: []Interface{{ID: "x", Kind: Physical, Name: "eth0\nauto evil", DHCP4: true},
 		{ID: "y", Kind: Physical, Name: "eth1", DHCP4: true}}}
-	if b, skipped, err := RenderIfupdown(c, nil); err != nil || !slices.Equal(skipped, []string{"x"}) ||
+	if b, skipped, err := renderIfupdown(c, nil); err != nil || !slices.Equal(skipped, []string{"x"}) ||
 		strings.Contains(string(b), "evil") || !strings.Contains(string(b), "iface eth1 inet dhcp\n") {
 		t.Errorf("ifupdown: err %v, skipped %q:\n%s", err, skipped, b)
 	}
 	c = &Config{Interfaces: []Interface{{ID: "x\n[vpn]", Kind: Physical, DHCP4: true}}}
-	if _, _, err := RenderNetworkManager(c, nil); err == nil || strings.Contains(err.Error(), "vpn") && !strings.Contains(err.Error(), `\n`) {
+	if _, _, err := renderNetworkManager(c, nil); err == nil || strings.Contains(err.Error(), "vpn") && !strings.Contains(err.Error(), `\n`) {
 		t.Errorf("NetworkManager: err %v", err)
 	}
 	c = &Config{Interfaces: []Interface{{ID: "x", Kind: Physical, DHCP4: true, DNS: DNS{Search: []string{"a.example\nb"}, Nameservers: []netip.Addr{netip.MustParseAddr("192.0.2.1")}}}}}
-	if _, _, err := RenderNetworkManager(c, nil); err == nil {
+	if _, _, err := renderNetworkManager(c, nil); err == nil {
 		t.Error("NetworkManager: a search domain with a line break was written")
 	}
-	if _, _, err := RenderIfupdown(c, nil); err == nil {
+	if _, _, err := renderIfupdown(c, nil); err == nil {
 		t.Error("ifupdown: a search domain with a line break was written")
 	}
 }
@@ -251,7 +251,7 @@ func FuzzRenderStacksParseBack(f *testing.F) {
 			ifc.Addresses = []netip.Prefix{netip.MustParsePrefix("192.0.2.10/24")}
 		}
 		c := &Config{Interfaces: []Interface{ifc}}
-		if files, _, err := RenderNetworkManager(c, nil); err == nil {
+		if files, _, err := renderNetworkManager(c, nil); err == nil {
 			for _, b := range files {
 				kf := parseKeyfile(t, b)
 				if got := kf["connection"]["id"]; got != fileBase(name) {
@@ -267,7 +267,7 @@ func FuzzRenderStacksParseBack(f *testing.F) {
 		} else if strings.Contains(err.Error(), "\n") {
 			t.Fatalf("error with a line break: %q", err)
 		}
-		b, skipped, err := RenderIfupdown(c, nil)
+		b, skipped, err := renderIfupdown(c, nil)
 		if err != nil {
 			if strings.Contains(err.Error(), "\n") {
 				t.Fatalf("error with a line break: %q", err)
@@ -311,8 +311,8 @@ func FuzzRenderStacksParseBack(f *testing.F) {
 // UUIDs of allowed-connections are those of the keyfiles written beside
 // it, each bound to its NIC's MAC.
 func TestRenderNMConf(t *testing.T) {
-	got := string(RenderNMConf(mustParse(t, proxmoxV1), nil))
-	files, _, err := RenderNetworkManager(mustParse(t, proxmoxV1), nil)
+	got := string(renderNMConf(mustParse(t, proxmoxV1), nil))
+	files, _, err := renderNetworkManager(mustParse(t, proxmoxV1), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,14 +337,14 @@ allowed-connections=` + strings.Join(uuids, ";") + "\n"
 	if got != want {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)
 	}
-	sf, err := RenderForStack(Detection{Stack: NetworkManager}, mustParse(t, proxmoxV1), nil)
+	sf, err := renderForStack(Detection{Stack: NetworkManager}, mustParse(t, proxmoxV1), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(sf.Extra[NMConfFile]) != want {
-		t.Errorf("RenderForStack extra files: %v", sf.Extra)
+	if string(sf.Extra[nmConfFile]) != want {
+		t.Errorf("renderForStack extra files: %v", sf.Extra)
 	}
-	if RenderNMConf(&Config{Interfaces: []Interface{{ID: "x", Kind: Physical, MatchName: "en*"}}}, nil) != nil {
+	if renderNMConf(&Config{Interfaces: []Interface{{ID: "x", Kind: Physical, MatchName: "en*"}}}, nil) != nil {
 		t.Error("a drop-in for a configuration without MACs")
 	}
 }
@@ -377,13 +377,13 @@ match-device=mac:bc:24:11:aa:bb:03
 keep-configuration=no
 allowed-connections=uuid:` + nmUUID("lan") + `
 `
-	if got := string(RenderNMConf(c, owned)); got != want {
+	if got := string(renderNMConf(c, owned)); got != want {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)
 	}
 }
 
-// allowed-connections names only profiles RenderNetworkManager writes:
-// a NIC it writes none for (an entry of no kind, which RenderNMConf
+// allowed-connections names only profiles renderNetworkManager writes:
+// a NIC it writes none for (an entry of no kind, which renderNMConf
 // took for a physical one) is not restricted to a UUID no profile has,
 // which would leave it with no connection at all.
 func TestRenderNMConfAllowsOnlyWrittenProfiles(t *testing.T) {
@@ -391,11 +391,11 @@ func TestRenderNMConfAllowsOnlyWrittenProfiles(t *testing.T) {
 		{ID: "eth0", Kind: Physical, MAC: "52:54:00:00:00:01", DHCP4: true},
 		{ID: "eth1", MAC: "52:54:00:00:00:02", DHCP4: true},
 	}}
-	files, _, err := RenderNetworkManager(c, nil)
+	files, _, err := renderNetworkManager(c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	conf := string(RenderNMConf(c, nil))
+	conf := string(renderNMConf(c, nil))
 	_, allowed, _ := strings.Cut(conf, "\nallowed-connections=")
 	allowed, _, _ = strings.Cut(allowed, "\n")
 	_, devices, _ := strings.Cut(conf, "\nmatch-device=")

@@ -273,12 +273,12 @@ func ourStanza(t *testing.T, root string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sf, err := netcfg.Ifupdown.Render(netcfg.Detection{Stack: netcfg.Ifupdown, IfupdownDir: "/etc/network/interfaces.d"}, cfg, func(*netcfg.Interface) bool { return true })
+	sf, err := netcfg.Ifupdown.Render(netcfg.Detection{Stack: netcfg.Ifupdown, Dir: "/etc/network/interfaces.d"}, cfg, func(*netcfg.Interface) bool { return true })
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := filepath.Join(sf.Dir, netcfg.IfupdownFile)
-	writeFileT(t, filepath.Join(root, p), string(sf.Files[netcfg.IfupdownFile]))
+	p := filepath.Join(sf.Dir, "50-seedkeeper")
+	writeFileT(t, filepath.Join(root, p), string(sf.Files["50-seedkeeper"]))
 	return p
 }
 

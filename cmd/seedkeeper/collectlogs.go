@@ -11,7 +11,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path"
 	"regexp"
 	"strings"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 	"github.com/seedkeeper/seedkeeper/internal/paths"
 	"github.com/seedkeeper/seedkeeper/internal/redact"
+	"github.com/seedkeeper/seedkeeper/internal/stacks"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 	"github.com/seedkeeper/seedkeeper/netcfg"
 )
@@ -150,26 +150,29 @@ func collectLogs(w io.Writer, r sysroot.Root, secrets bool) error {
 	}
 	// The network files seedkeeper wrote, in each stack's places.
 	for _, s := range netcfg.Stacks {
-		places, err := s.Places(string(r))
+		places, err := stacks.Of(s.Name).Places(string(r))
 		if err != nil {
 			skip(s.Name+" files", err)
 			continue
 		}
 		for _, pl := range places {
-			ents, err := fsutil.ReadDirIn(string(r), pl.Dir)
+			found, err := stacks.Walk(string(r), pl)
 			if err != nil {
-				continue // the stack is not there
+				skip(pl.Dir, err)
+				continue
 			}
-			for _, e := range ents {
-				p := path.Join(pl.Dir, e.Name())
-				data, err := fsutil.ReadFileIn(context.Background(), string(r), p, collectLimit)
-				if err != nil || !pl.Ours(e.Name(), data) {
+			for _, f := range found {
+				if !f.Ours {
+					continue
+				}
+				data, err := fsutil.ReadFileInNoFollow(context.Background(), string(r), f.Path, collectLimit)
+				if err != nil {
 					continue
 				}
 				if !secrets {
 					data = redactFile(data, false)
 				}
-				if err := add("network"+p, data); err != nil {
+				if err := add("network"+f.Path, data); err != nil {
 					return err
 				}
 			}

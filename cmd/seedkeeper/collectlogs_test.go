@@ -49,9 +49,9 @@ func TestCollectLogs(t *testing.T) {
 	// A link that climbs out of the root resolves inside it.
 	os.MkdirAll(filepath.Join(root, "var/log"), 0o755)
 	os.Symlink(filepath.Join(outside, "host-secret"), filepath.Join(root, "var/log/cloud-init-output.log"))
-	writeFile(t, filepath.Join(root, netcfg.NetworkdDir, "05-seedkeeper-lan.network"), netcfg.Header+"\n[Match]\nMACAddress=bc:24:11:aa:bb:01\n", 0o644)
-	writeFile(t, filepath.Join(root, netcfg.NetworkdDir, "10-netplan-lan.network"), "[Match]\nName=eth0\n", 0o644)
-	writeFile(t, filepath.Join(root, netcfg.NetworkdDir, "05-seedkeeper-old.network"), "edited by a person\n", 0o644)
+	writeFile(t, filepath.Join(root, "/run/systemd/network", "05-seedkeeper-lan.network"), netcfg.Header+"\n[Match]\nMACAddress=bc:24:11:aa:bb:01\n", 0o644)
+	writeFile(t, filepath.Join(root, "/run/systemd/network", "10-netplan-lan.network"), "[Match]\nName=eth0\n", 0o644)
+	writeFile(t, filepath.Join(root, "/run/systemd/network", "05-seedkeeper-old.network"), "edited by a person\n", 0o644)
 
 	out := filepath.Join(t.TempDir(), "logs.tar.gz")
 	r := runInProcess("collect-logs", "--root", root, "--output", out)
@@ -63,7 +63,7 @@ func TestCollectLogs(t *testing.T) {
 	}
 	files := readTarGz(t, out)
 	for _, name := range []string{"var/lib/seedkeeper/identity.json", "var/lib/seedkeeper/status.json", "var/log/cloud-init.log", "status.json",
-		"network" + netcfg.NetworkdDir + "/05-seedkeeper-lan.network", "MANIFEST"} {
+		"network" + "/run/systemd/network" + "/05-seedkeeper-lan.network", "MANIFEST"} {
 		if _, ok := files[name]; !ok {
 			t.Errorf("the tar file lacks %s; it has %v", name, keysOf(files))
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/seedkeeper/seedkeeper/internal/stacks"
 	"github.com/seedkeeper/seedkeeper/netcfg"
 )
 
@@ -105,7 +106,7 @@ func TestStackListsFollowTheTable(t *testing.T) {
 		if !strings.Contains(section, "\n| "+s.Title) || !strings.Contains(section, "`"+s.Unit+"`") {
 			t.Errorf("README's table of network stacks has no row for %s (%s)", s.Title, s.Unit)
 		}
-		places, err := s.Places(t.TempDir())
+		places, err := stacks.Of(s.Name).Places(t.TempDir())
 		if err != nil {
 			t.Fatal(err)
 		}

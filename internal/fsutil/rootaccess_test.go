@@ -17,7 +17,7 @@ import (
 // there goes through the in-root functions of this package.
 var rootPackages = []string{
 	"agent", "cmd/seedkeeper", "datasource", "hotplug", "image",
-	"internal/seedimage", "internal/unit", "mdata", "netcfg", "nosource",
+	"internal/seedimage", "internal/stacks", "internal/unit", "mdata", "netcfg", "nosource",
 	"seed",
 }
 

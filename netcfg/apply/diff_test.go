@@ -438,7 +438,11 @@ func TestDiffRenameToAForeignName(t *testing.T) {
 	if ifc := pinned.Lookup("lan"); ifc.LinkName() != "ens4" || ifc.MAC != mac1 {
 		t.Errorf("pinned %+v", ifc)
 	}
-	b, _, err := netcfg.RenderIfupdown(pinned, p.Owns)
+	sf, err := netcfg.Ifupdown.Render(netcfg.Detection{Stack: netcfg.Ifupdown, Dir: "/etc/network/interfaces.d"}, pinned, p.Owns)
+	var b []byte
+	if err == nil {
+		b = sf.Files["50-seedkeeper"]
+	}
 	if err != nil || strings.Contains(string(b), "eth9") || !strings.Contains(string(b), "iface ens4 inet dhcp\n") {
 		t.Errorf("ifupdown (%v):\n%s", err, b)
 	}

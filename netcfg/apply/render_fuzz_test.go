@@ -70,7 +70,7 @@ func checkRenderedOwned(t *testing.T, cfg *netcfg.Config, live []Link) {
 	}
 	checkAwaited(t, cfg, p, name)
 	for _, stack := range []*netcfg.Stack{netcfg.Networkd, netcfg.NetworkManager, netcfg.Ifupdown} {
-		sf, err := stack.Render(netcfg.Detection{Stack: stack, IfupdownDir: "/etc/network/interfaces.d"}, pinned, p.Owns)
+		sf, err := stack.Render(netcfg.Detection{Stack: stack, Dir: "/etc/network/interfaces.d"}, pinned, p.Owns)
 		if err != nil {
 			continue // refusing to write is safe; writing a wrong file is not
 		}
@@ -160,7 +160,7 @@ func checkAwaited(t *testing.T, cfg *netcfg.Config, p *Plan, name func(where, n 
 			}
 		}
 		var owned map[string][]byte
-		if sf, err := stack.Render(netcfg.Detection{Stack: stack, IfupdownDir: "/etc/network/interfaces.d"}, pinned, p.Owns); err == nil {
+		if sf, err := stack.Render(netcfg.Detection{Stack: stack, Dir: "/etc/network/interfaces.d"}, pinned, p.Owns); err == nil {
 			owned = sf.Files
 		}
 		for fn, b := range ahead.Files {

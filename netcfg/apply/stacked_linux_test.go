@@ -391,9 +391,9 @@ func TestIntegrationStackedNeverAdoptsForeignBridge(t *testing.T) {
 				t.Errorf("operation on docker0: %s", op)
 			}
 		}
-		files, err := netcfg.RenderNetworkd(s.Plan.Pinned(cfg), s.Plan.Owns)
+		sf, err := netcfg.Networkd.Render(netcfg.Detection{Stack: netcfg.Networkd}, s.Plan.Pinned(cfg), s.Plan.Owns)
 		must(t, err)
-		for name, b := range files {
+		for name, b := range sf.Files {
 			if strings.Contains(string(b), "docker0") {
 				t.Errorf("%s names docker0:\n%s", name, b)
 			}

@@ -26,11 +26,11 @@ func TestStackedSeedsAgree(t *testing.T) {
 		}
 		p := apply.Diff(c, live, apply.Drivers("virtio_net"), nil)
 		plans[v] = p.String()
-		files, err := netcfg.RenderNetworkd(p.Pinned(c), p.Owns)
+		sf, err := netcfg.Networkd.Render(netcfg.Detection{Stack: netcfg.Networkd}, p.Pinned(c), p.Owns)
 		if err != nil {
 			t.Fatalf("v%d: %v", v, err)
 		}
-		return files
+		return sf.Files
 	}
 	v1, v2 := render(1), render(2)
 	if plans[1] != plans[2] || len(plans[1]) == 0 {

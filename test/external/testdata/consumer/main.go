@@ -88,12 +88,12 @@ func main() {
 	}
 	nic := cfg.ByMAC(strings.ToUpper(mac))
 	fmt.Println("netcfg:", nic.Name, nic.Addresses)
-	files, err := netcfg.RenderNetworkd(cfg, nil)
+	sf, err := netcfg.Networkd.Render(netcfg.Detection{Stack: netcfg.Networkd}, cfg, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
-	names := make([]string, 0, len(files))
-	for n := range files {
+	names := make([]string, 0, len(sf.Files))
+	for n := range sf.Files {
 		names = append(names, n)
 	}
 	sort.Strings(names)

@@ -1,4 +1,4 @@
-package netcfg
+package stacks
 
 import (
 	"context"
@@ -30,7 +30,7 @@ import (
 //   - NetworkManager activates, of the profiles that may go on a device,
 //     the one of highest autoconnect-priority; netplan sets none (0),
 //     seedkeeper's profiles have 100 and match by MAC, and seedkeeper's
-//     drop-in allows no other profile on an owned NIC (RenderNMConf).
+//     drop-in allows no other profile on an owned NIC (renderNMConf).
 //
 // No person's netplan file is changed, and seedkeeper writes no netplan
 // YAML of its own: a file of seedkeeper's in /run/netplan would come out
@@ -79,11 +79,12 @@ var netplanGenerators = []string{"/usr/lib/systemd/system-generators/netplan", "
 // wins a name first.
 var netplanDirs = []string{"/run/netplan", "/etc/netplan", "/lib/netplan"}
 
-// detectNetplan says whether netplan is the configuration layer of r
-// (see DetectStack and DetectImageStack; an image's /run/netplan does not
-// count): its generator installed and not masked, and YAML files for it
-// to read. It returns nil when it is not.
-func detectNetplan(r unit.Root) *NetplanInfo {
+// DetectNetplan says whether netplan is the configuration layer of r (a
+// running system when r.Live, as netcfg.DetectStack; an image at rest
+// otherwise, whose /run/netplan does not count): its generator installed
+// and not masked, and YAML files for it to read. It returns nil when it
+// is not.
+func DetectNetplan(r unit.Root) *NetplanInfo {
 	var gen string
 	for _, g := range netplanGenerators {
 		if exists(r.Dir, g) {
@@ -298,4 +299,11 @@ func (e NetplanEntry) Describe() string {
 		return "every NIC"
 	}
 	return "match " + strings.Join(f, ", ")
+}
+
+// exists reports whether the system path p is there under root, links
+// resolved inside it.
+func exists(root, p string) bool {
+	_, err := fsutil.StatIn(root, p, true)
+	return err == nil
 }
