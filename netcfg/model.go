@@ -100,6 +100,10 @@ type Interface struct {
 // (true for every one of them).
 type DHCPOverrides struct {
 	UseDNS, UseNTP, UseHostname, UseDomains, UseRoutes, UseMTU, SendHostname *bool
+	// RouteDomains, with UseDomains true, says the lease's domains route
+	// DNS queries only and are not searched (netplan's use-domains:
+	// route, networkd's UseDomains=route).
+	RouteDomains bool
 	// Hostname is the name sent instead of the machine's, "" for that.
 	Hostname string
 	// RouteMetric is the metric of the routes DHCPv6 learns; 0 means the

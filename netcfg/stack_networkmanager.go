@@ -20,7 +20,7 @@ func renderNetworkManagerFiles(d Detection, c *Config, owned func(*Interface) bo
 	if err != nil {
 		return nil, err
 	}
-	links, _, _, _ := physicalPlan(c, owned)
+	links := plainLinks(c, owned)
 	sf := &StackFiles{Dir: NMConnectionDir, Files: files, Mode: 0o600, Skipped: skipped, Notes: UnappliedBy("networkmanager", links)}
 	if conf := RenderNMConf(c, owned); conf != nil {
 		sf.Extra = map[string][]byte{NMConfFile: conf}
