@@ -186,7 +186,6 @@ func (st *stanza) options() {
 // routes writes an "ip route replace" for each of the family's routes:
 // at up, or after the DHCP client has set its own routes at post-up.
 func (st *stanza) routes() {
-	ifc := st.lp.Interface
 	for _, r := range st.lp.Routes {
 		if r.To.Addr().Is4() != (st.fam == 4) {
 			continue
@@ -194,7 +193,7 @@ func (st *stanza) routes() {
 		cmd := "ip -" + st.f + " route replace " + r.To.String()
 		if r.Via.IsValid() {
 			cmd += " via " + r.Via.String()
-			if r.OnLink || !containsAddr(st.addrs, r.Via) && !r.Via.IsLinkLocalUnicast() && !dynamicFor(ifc, r.Via) {
+			if r.OnLink {
 				cmd += " onlink"
 			}
 		}

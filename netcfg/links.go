@@ -37,6 +37,12 @@ type LinkPlan struct {
 //     member, with a static address whose subnet holds its gateway; a
 //     route with no such link, or with no gateway, is left out: no link
 //     is known to reach it.
+//   - A route's gateway is on-link (Route.OnLink) when the configuration
+//     says so, or when it is not link-local and outside every static
+//     address of the link, unless the link may get an address of the
+//     gateway's family from DHCP or SLAAC beside static ones (a /32 with
+//     the gateway beside it; a DHCP-only link, which networkd takes as
+//     on-link too): the kernel refuses such a gateway otherwise.
 func (c *Config) Plan(owned func(*Interface) bool) ([]LinkPlan, []string) {
 	v := newView(c, owned)
 	plans := make([]LinkPlan, len(v.links))
@@ -54,7 +60,7 @@ func (c *Config) Plan(owned func(*Interface) bool) ([]LinkPlan, []string) {
 			notes = append(notes, fmt.Sprintf("route %s: no owned link has an address on the way to its gateway; left out", routeText(r)))
 			continue
 		}
-		home.Routes = append(home.Routes, r)
+		home.Routes = append(home.Routes, home.onLink(r))
 	}
 	return plans, notes
 }
@@ -65,11 +71,22 @@ func (v *view) plan(ifc *Interface) LinkPlan {
 	lp := LinkPlan{Interface: ifc, Master: v.master(ifc), VLANs: v.vlans(ifc)}
 	if lp.Master == nil {
 		lp.Addresses = ifc.Addresses
-		lp.Routes = slices.Clone(ifc.Routes)
+		for _, r := range ifc.Routes {
+			lp.Routes = append(lp.Routes, lp.onLink(r))
+		}
 		lp.Rules = ifc.RoutingPolicy
 		lp.DNS = DNS{Nameservers: dedupe(slices.Clone(ifc.DNS.Nameservers)), Search: dedupe(slices.Clone(ifc.DNS.Search))}
 	}
 	return lp
+}
+
+// onLink is r with its gateway on-link where the link needs it (Plan).
+func (lp *LinkPlan) onLink(r Route) Route {
+	if r.Via.IsValid() && !r.Via.IsLinkLocalUnicast() && !containsAddr(lp.Addresses, r.Via) &&
+		(!dynamicFor(lp.Interface, r.Via) || len(lp.Addresses) == 0) {
+		r.OnLink = true
+	}
+	return r
 }
 
 // routeHome is the link a global route goes on (Plan), nil for none.

@@ -408,13 +408,12 @@ func writeRoutes(w *ini, lp *LinkPlan) {
 		}
 		if r.Via.IsValid() {
 			w.kv("Gateway", r.Via.String())
-			if r.OnLink || !r.Via.IsLinkLocalUnicast() && !containsAddr(lp.Addresses, r.Via) &&
-				(!dynamicFor(lp.Interface, r.Via) || len(lp.Addresses) == 0) {
+			if r.OnLink {
 				// A gateway outside every address (a /32 with a
 				// gateway beside it, or a DHCP-only link) is
 				// reachable on the link only; networkd assumes so
 				// on a link without static addresses, with a
-				// warning, so say it.
+				// warning, so say it (the plan's decision).
 				w.kv("GatewayOnLink", "yes")
 			}
 		} else {

@@ -272,7 +272,7 @@ func nmFamily(w *keyfile, lp *LinkPlan, fam int) {
 	for i, a := range addrs {
 		w.kv("address"+strconv.Itoa(i+1), a.String())
 	}
-	nmRoutes(w, lp, fam, addrs)
+	nmRoutes(w, lp, fam)
 	var ns []string
 	for _, a := range lp.DNS.Nameservers {
 		if a.Is4() == (fam == 4) {
@@ -307,7 +307,7 @@ func nmFamily(w *keyfile, lp *LinkPlan, fam int) {
 }
 
 // nmRoutes writes the routeN keys of the family's routes (fam 4 or 6).
-func nmRoutes(w *keyfile, lp *LinkPlan, fam int, addrs []netip.Prefix) {
+func nmRoutes(w *keyfile, lp *LinkPlan, fam int) {
 	n := 0
 	for _, r := range lp.Routes {
 		if r.To.Addr().Is4() != (fam == 4) {
@@ -326,7 +326,7 @@ func nmRoutes(w *keyfile, lp *LinkPlan, fam int, addrs []netip.Prefix) {
 		}
 		w.kv("route"+strconv.Itoa(n), v)
 		var opts []string
-		if r.OnLink || r.Via.IsValid() && !r.Via.IsLinkLocalUnicast() && !containsAddr(addrs, r.Via) && !dynamicFor(lp.Interface, r.Via) {
+		if r.OnLink {
 			opts = append(opts, "onlink=true")
 		}
 		if r.Table != 0 {

@@ -52,7 +52,7 @@ func (f linkFacts) equal(g linkFacts) bool {
 // kernel's (normRoute).
 func factRoute(r netcfg.Route) string {
 	r = normRoute(r)
-	return fmt.Sprintf("%s via %s metric %d table %d", r.To, r.Via, r.Metric, r.Table)
+	return fmt.Sprintf("%s via %s metric %d table %d onlink %t", r.To, r.Via, r.Metric, r.Table, r.OnLink)
 }
 
 func factRule(r netcfg.Rule) string { return normRule(r).String() }
@@ -148,6 +148,7 @@ func networkdFacts(t *testing.T, files map[string][]byte, ids []string) map[stri
 				}
 				r.Metric, _ = strconv.Atoi(kv["Metric"])
 				r.Table, _ = strconv.Atoi(kv["Table"])
+				r.OnLink = kv["GatewayOnLink"] == "yes"
 				f.routes = append(f.routes, factRoute(r))
 			case "RoutingPolicyRule":
 				var r netcfg.Rule
@@ -227,6 +228,7 @@ func keyfileFacts(t *testing.T, files map[string][]byte, ids []string) map[strin
 					if n, ok := strings.CutPrefix(o, "table="); ok {
 						r.Table, _ = strconv.Atoi(n)
 					}
+					r.OnLink = r.OnLink || o == "onlink=true"
 				}
 				f.routes = append(f.routes, factRoute(r))
 			}
@@ -292,6 +294,8 @@ func ifupdownFacts(t *testing.T, file []byte, byName map[string]string) map[stri
 						r.Metric, _ = strconv.Atoi(w[i+1])
 					case "table":
 						r.Table, _ = strconv.Atoi(w[i+1])
+					case "onlink":
+						r.OnLink = true
 					}
 				}
 				f.routes = append(f.routes, factRoute(r))
@@ -442,6 +446,20 @@ config:
 - type: route
   destination: 198.51.100.0/24
   gateway: 192.0.2.1
+`,
+	"dhcp-route-outside": `
+network:
+  version: 2
+  ethernets:
+    eth0:
+      match: {macaddress: "bc:24:11:aa:bb:01"}
+      dhcp4: true
+      routes: [{to: 198.51.100.0/24, via: 10.9.9.1}]
+    eth1:
+      match: {macaddress: "bc:24:11:aa:bb:02"}
+      dhcp4: true
+      addresses: [192.0.2.10/24]
+      routes: [{to: 203.0.113.0/24, via: 10.9.9.1}, {to: 198.51.100.0/24, via: 192.0.2.1}]
 `,
 	"dhcp-only-global-route": `
 version: 1
