@@ -663,12 +663,14 @@ func (p *Plan) planRenames(own []*owned, live []Link) {
 // is left out.
 func (p *Plan) assignPlan(cfg *netcfg.Config, own []*owned) {
 	plans, notes := cfg.Plan(p.Owns)
-	byID := map[string]*netcfg.LinkPlan{}
+	// By entry, not by ID: a configuration built by hand may leave IDs
+	// empty.
+	of := map[*netcfg.Interface]*netcfg.LinkPlan{}
 	for i := range plans {
-		byID[plans[i].ID] = &plans[i]
+		of[plans[i].Interface] = &plans[i]
 	}
 	for _, o := range own {
-		if lp := byID[o.ifc.ID]; lp != nil {
+		if lp := of[o.ifc]; lp != nil {
 			o.addrs, o.routes, o.rules = lp.Addresses, lp.Routes, lp.Rules
 		}
 	}

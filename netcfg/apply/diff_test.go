@@ -533,3 +533,17 @@ func TestDiffRenamedTwiceKeepsTheFirstName(t *testing.T) {
 		t.Errorf("alternative names after the plan %q, want [ens4 eth0]", got)
 	}
 }
+
+// A configuration built by hand may leave the IDs empty: each entry
+// still gets what the plan decides for it, not another entry's.
+func TestDiffEntriesWithoutIDs(t *testing.T) {
+	cfg := &netcfg.Config{Interfaces: []netcfg.Interface{
+		{Kind: netcfg.Physical, MAC: mac1, Addresses: []netip.Prefix{pfx("192.0.2.10/24")}},
+		{Kind: netcfg.Physical, MAC: mac2},
+	}}
+	live := []Link{
+		{Index: 2, Name: "eth0", MAC: mac1, Driver: "virtio_net", Up: true},
+		{Index: 3, Name: "eth1", MAC: mac2, Driver: "virtio_net", Up: true},
+	}
+	wantOps(t, Diff(cfg, live, virtio, nil), "eth0 (bc:24:11:aa:bb:01): add address 192.0.2.10/24")
+}
