@@ -3,6 +3,7 @@ package netcfg
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -73,7 +74,7 @@ func writeStanzas(b *strings.Builder, lp *LinkPlan, name string, who string) err
 		// Static addresses are "manual" with "ip ... replace" commands:
 		// seedkeeper has usually applied them already, and ifupdown's
 		// "static" method fails the whole interface on "File exists".
-		st.method = ifupdownMethod(lp.Interface, fam, st.addrs)
+		st.method = ifupdownMethod(lp, fam, st.addrs)
 		if st.method == "" {
 			continue
 		}
@@ -95,8 +96,11 @@ func writeStanzas(b *strings.Builder, lp *LinkPlan, name string, who string) err
 
 // ifupdownMethod is the method of the family's stanza (fam 4 or 6), ""
 // for none: DHCP, SLAAC ("auto"), or "manual" for static addresses; a
-// link with no IPv4 at all is brought up by a manual inet stanza too.
-func ifupdownMethod(ifc *Interface, fam int, addrs []netip.Prefix) string {
+// link with no IPv4 at all is brought up by a manual inet stanza too,
+// and a link with IPv6 routes or rules but no IPv6 addresses gets a
+// manual inet6 stanza for them.
+func ifupdownMethod(lp *LinkPlan, fam int, addrs []netip.Prefix) string {
+	ifc := lp.Interface
 	switch {
 	case fam == 4 && ifc.DHCP4:
 		return "dhcp"
@@ -105,6 +109,9 @@ func ifupdownMethod(ifc *Interface, fam int, addrs []netip.Prefix) string {
 	case fam == 6 && (ifc.SLAAC || ifc.DHCP6):
 		return "auto"
 	case len(addrs) > 0 || fam == 4:
+		return "manual"
+	case slices.ContainsFunc(lp.Routes, func(r Route) bool { return r.To.Addr().Is6() }),
+		slices.ContainsFunc(lp.Rules, func(r Rule) bool { return ruleOfFamily(r, 6) }):
 		return "manual"
 	}
 	return ""

@@ -37,6 +37,8 @@ type LinkPlan struct {
 //     member, with a static address whose subnet holds its gateway; a
 //     route with no such link, or with no gateway, is left out: no link
 //     is known to reach it.
+//   - A link carries an address, route or rule once, however often the
+//     configuration gives it.
 //   - A route's gateway is on-link (Route.OnLink) when the configuration
 //     says so, or when it is not link-local and outside every static
 //     address of the link, unless the link may get an address of the
@@ -60,7 +62,9 @@ func (c *Config) Plan(owned func(*Interface) bool) ([]LinkPlan, []string) {
 			notes = append(notes, fmt.Sprintf("route %s: no owned link has an address on the way to its gateway; left out", routeText(r)))
 			continue
 		}
-		home.Routes = append(home.Routes, home.onLink(r))
+		if r = home.onLink(r); !slices.Contains(home.Routes, r) {
+			home.Routes = append(home.Routes, r)
+		}
 	}
 	return plans, notes
 }
@@ -70,11 +74,12 @@ func (c *Config) Plan(owned func(*Interface) bool) ([]LinkPlan, []string) {
 func (v *view) plan(ifc *Interface) LinkPlan {
 	lp := LinkPlan{Interface: ifc, Master: v.master(ifc), VLANs: v.vlans(ifc)}
 	if lp.Master == nil {
-		lp.Addresses = ifc.Addresses
+		lp.Addresses = dedupe(slices.Clone(ifc.Addresses))
 		for _, r := range ifc.Routes {
 			lp.Routes = append(lp.Routes, lp.onLink(r))
 		}
-		lp.Rules = ifc.RoutingPolicy
+		lp.Routes = dedupe(lp.Routes)
+		lp.Rules = dedupe(slices.Clone(ifc.RoutingPolicy))
 		lp.DNS = DNS{Nameservers: dedupe(slices.Clone(ifc.DNS.Nameservers)), Search: dedupe(slices.Clone(ifc.DNS.Search))}
 	}
 	return lp
@@ -82,7 +87,7 @@ func (v *view) plan(ifc *Interface) LinkPlan {
 
 // onLink is r with its gateway on-link where the link needs it (Plan).
 func (lp *LinkPlan) onLink(r Route) Route {
-	if r.Via.IsValid() && !r.Via.IsLinkLocalUnicast() && !containsAddr(lp.Addresses, r.Via) &&
+	if r.Via.IsValid() && !r.Via.IsUnspecified() && !r.Via.IsLinkLocalUnicast() && !containsAddr(lp.Addresses, r.Via) &&
 		(!dynamicFor(lp.Interface, r.Via) || len(lp.Addresses) == 0) {
 		r.OnLink = true
 	}

@@ -32,26 +32,34 @@ var viewCorpus = []string{
 // string in one form for all views.
 type linkFacts struct {
 	addrs, routes, rules []string
+	mtu                  string
 }
 
+// sort puts the facts in order, each once: a fact given twice (two
+// forms of one route) is one fact.
 func (f *linkFacts) sort() {
-	slices.Sort(f.addrs)
-	slices.Sort(f.routes)
-	slices.Sort(f.rules)
+	f.addrs = slices.Compact(slices.Sorted(slices.Values(f.addrs)))
+	f.routes = slices.Compact(slices.Sorted(slices.Values(f.routes)))
+	f.rules = slices.Compact(slices.Sorted(slices.Values(f.rules)))
 }
 
 func (f linkFacts) String() string {
-	return fmt.Sprintf("addresses %q routes %q rules %q", f.addrs, f.routes, f.rules)
+	return fmt.Sprintf("addresses %q routes %q rules %q mtu %q", f.addrs, f.routes, f.rules, f.mtu)
 }
 
 func (f linkFacts) equal(g linkFacts) bool {
-	return slices.Equal(f.addrs, g.addrs) && slices.Equal(f.routes, g.routes) && slices.Equal(f.rules, g.rules)
+	return slices.Equal(f.addrs, g.addrs) && slices.Equal(f.routes, g.routes) && slices.Equal(f.rules, g.rules) && f.mtu == g.mtu
 }
 
 // factRoute is a route in the form every view is compared in: the
 // kernel's (normRoute).
 func factRoute(r netcfg.Route) string {
 	r = normRoute(r)
+	if r.Via.IsUnspecified() {
+		// A gateway of 0.0.0.0 or :: is none: NetworkManager's
+		// keyfile says so with it.
+		r.Via = netip.Addr{}
+	}
 	return fmt.Sprintf("%s via %s metric %d table %d onlink %t", r.To, r.Via, r.Metric, r.Table, r.OnLink)
 }
 
@@ -88,7 +96,7 @@ func fakeLinks(cfg *netcfg.Config) []Link {
 		if ifc.MatchDriver != "" {
 			drv = ifc.MatchDriver
 		}
-		live = append(live, Link{Index: 10 + i, Name: name, MAC: normMAC(mac), Kind: "device", MTU: 1500, Driver: drv, Up: true})
+		live = append(live, Link{Index: 10 + i, Name: name, MAC: normMAC(mac), Kind: "device", Driver: drv, Up: true})
 	}
 	return live
 }
@@ -115,6 +123,8 @@ func liveFacts(p *Plan) map[string]*linkFacts {
 			f.routes = append(f.routes, factRoute(op.Route))
 		case op.Kind == AddRule:
 			f.rules = append(f.rules, factRule(op.Rule))
+		case op.Kind == SetMTU:
+			f.mtu = strconv.Itoa(op.MTU)
 		}
 	}
 	return out
@@ -175,6 +185,9 @@ func networkdFacts(t *testing.T, files map[string][]byte, ids []string) map[stri
 			if !ok || strings.HasPrefix(line, "#") {
 				continue
 			}
+			if sec == "Link" && k == "MTUBytes" {
+				f.mtu = v
+			}
 			if sec == "Network" && k == "Address" {
 				f.addrs = append(f.addrs, normPrefix(netip.MustParsePrefix(v)).String())
 			}
@@ -209,6 +222,8 @@ func keyfileFacts(t *testing.T, files map[string][]byte, ids []string) map[strin
 		for k, v := range kv {
 			_, key, _ := strings.Cut(k, ".")
 			switch {
+			case k == "ethernet.mtu":
+				f.mtu = v
 			case strings.HasPrefix(key, "address"):
 				f.addrs = append(f.addrs, normPrefix(netip.MustParsePrefix(v)).String())
 			case strings.HasPrefix(key, "routing-rule"):
@@ -277,6 +292,8 @@ func ifupdownFacts(t *testing.T, file []byte, byName map[string]string) map[stri
 				out[id] = &linkFacts{}
 			}
 			f = out[id]
+		case len(w) == 2 && w[0] == "mtu":
+			f.mtu = w[1]
 		case len(w) >= 4 && (w[0] == "up" || w[0] == "post-up") && w[1] == "ip":
 			w = slices.DeleteFunc(w[3:], func(s string) bool { return s == "||" || s == "true" })
 			switch {
@@ -307,7 +324,7 @@ func ifupdownFacts(t *testing.T, file []byte, byName map[string]string) map[stri
 
 // viewsDiffer renders cfg through the four views over fake live NICs and
 // returns every link on which two of them disagree.
-func viewsDiffer(t *testing.T, cfg *netcfg.Config) []string {
+func viewsDiffer(t *testing.T, cfg *netcfg.Config, seen *linkFacts) []string {
 	t.Helper()
 	p := Diff(cfg, fakeLinks(cfg), func(string) bool { return true }, nil)
 	pinned := p.Pinned(cfg)
@@ -332,6 +349,10 @@ func viewsDiffer(t *testing.T, cfg *netcfg.Config) []string {
 	for _, id := range p.Owned {
 		want := live[id]
 		want.sort()
+		seen.addrs = append(seen.addrs, want.addrs...)
+		seen.routes = append(seen.routes, want.routes...)
+		seen.rules = append(seen.rules, want.rules...)
+		seen.mtu += want.mtu
 		for _, v := range slices.Sorted(func(yield func(string) bool) {
 			for k := range views {
 				if !yield(k) {
@@ -357,6 +378,7 @@ func viewsDiffer(t *testing.T, cfg *netcfg.Config) []string {
 
 func TestViewsAgreeOnCorpus(t *testing.T) {
 	n := 0
+	var seen linkFacts
 	for _, g := range viewCorpus {
 		files, err := filepath.Glob(g)
 		if err != nil || len(files) == 0 {
@@ -372,12 +394,16 @@ func TestViewsAgreeOnCorpus(t *testing.T) {
 				continue // a document the parser refuses renders nothing
 			}
 			n++
-			for _, d := range viewsDiffer(t, cfg) {
+			for _, d := range viewsDiffer(t, cfg, &seen) {
 				t.Errorf("%s: %s", f, d)
 			}
 		}
 	}
-	t.Logf("%d documents through four views", n)
+	// Not a vacuous comparison: the corpus sets each kind of fact.
+	if len(seen.addrs) == 0 || len(seen.routes) == 0 || len(seen.rules) == 0 || seen.mtu == "" {
+		t.Errorf("the corpus compared no address, route, rule or MTU: %v", seen)
+	}
+	t.Logf("%d documents through four views: %d addresses, %d routes, %d rules", n, len(seen.addrs), len(seen.routes), len(seen.rules))
 }
 
 // viewCases are what the corpora do not hold: a bond or bridge member
@@ -486,8 +512,33 @@ func TestViewsAgreeOnCases(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		for _, d := range viewsDiffer(t, cfg) {
+		for _, d := range viewsDiffer(t, cfg, &linkFacts{}) {
 			t.Errorf("%s: %s", name, d)
 		}
 	}
+}
+
+// FuzzViewsAgree holds the four views to one decision on any document
+// the parser takes.
+func FuzzViewsAgree(f *testing.F) {
+	for _, doc := range viewCases {
+		f.Add([]byte(doc))
+	}
+	for _, g := range viewCorpus {
+		files, _ := filepath.Glob(g)
+		for _, fn := range files {
+			if b, err := os.ReadFile(fn); err == nil {
+				f.Add(b)
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		cfg, err := netcfg.Parse(b)
+		if err != nil {
+			return
+		}
+		for _, d := range viewsDiffer(t, cfg, &linkFacts{}) {
+			t.Error(d)
+		}
+	})
 }
