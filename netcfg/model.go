@@ -154,8 +154,9 @@ type Route struct {
 	Metric int
 	Table  int
 	// OnLink says the gateway is reachable on the link though no address
-	// of it holds the gateway (v2 on-link). The renderers also make a
-	// gateway outside every static address on-link without it.
+	// of it holds the gateway (v2 on-link). Config.Plan also makes a
+	// gateway outside every static address on-link without it, for the
+	// live apply and every renderer.
 	OnLink bool
 }
 
