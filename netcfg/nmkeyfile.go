@@ -4,6 +4,7 @@ import (
 	"crypto/sha1"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -242,8 +243,12 @@ func ruleOfFamily(r Rule, fam int) bool {
 }
 
 // nmMethod is NetworkManager's method of the family (4 or 6) for the
-// link: DHCP, SLAAC ("auto"), static addresses ("manual"), or none.
-func nmMethod(ifc *Interface, fam int, addrs []netip.Prefix) string {
+// link: DHCP, SLAAC ("auto"), static addresses ("manual"), or none. A
+// link with IPv6 routes or rules but no other IPv6 configuration is
+// "link-local": with "ignore" NetworkManager leaves out its routes,
+// which the live apply adds.
+func nmMethod(lp *LinkPlan, fam int, addrs []netip.Prefix) string {
+	ifc := lp.Interface
 	switch {
 	case fam == 4 && ifc.DHCP4:
 		return "auto"
@@ -258,6 +263,9 @@ func nmMethod(ifc *Interface, fam int, addrs []netip.Prefix) string {
 		return "manual"
 	case fam == 4:
 		return "disabled"
+	case slices.ContainsFunc(lp.Routes, func(r Route) bool { return r.To.Addr().Is6() }),
+		slices.ContainsFunc(lp.Rules, func(r Rule) bool { return ruleOfFamily(r, 6) }):
+		return "link-local"
 	}
 	return "ignore"
 }
@@ -266,13 +274,15 @@ func nmMethod(ifc *Interface, fam int, addrs []netip.Prefix) string {
 func nmFamily(w *keyfile, lp *LinkPlan, fam int) {
 	ifc := lp.Interface
 	addrs := ofFamily(lp.Addresses, fam)
-	method := nmMethod(ifc, fam, addrs)
+	method := nmMethod(lp, fam, addrs)
 	w.section(map[int]string{4: "ipv4", 6: "ipv6"}[fam])
 	w.kv("method", method)
 	for i, a := range addrs {
 		w.kv("address"+strconv.Itoa(i+1), a.String())
 	}
-	nmRoutes(w, lp, fam)
+	if method != "disabled" {
+		nmRoutes(w, lp, fam)
+	}
 	var ns []string
 	for _, a := range lp.DNS.Nameservers {
 		if a.Is4() == (fam == 4) {
@@ -296,7 +306,7 @@ func nmFamily(w *keyfile, lp *LinkPlan, fam int) {
 	}
 	n := 0
 	for _, r := range lp.Rules {
-		if ruleOfFamily(r, fam) {
+		if ruleOfFamily(r, fam) && method != "disabled" {
 			n++
 			w.kv("routing-rule"+strconv.Itoa(n), nmRule(r))
 		}
@@ -304,6 +314,25 @@ func nmFamily(w *keyfile, lp *LinkPlan, fam int) {
 	if fam == 6 && method != "ignore" {
 		w.kv("addr-gen-mode", "eui64")
 	}
+}
+
+// nmUnwritten says, per link, what the plan has a link carry that its
+// profile cannot: IPv4 routes and rules on a link without IPv4 addresses
+// or DHCP (NetworkManager configures no IPv4 with method=disabled, and
+// method=manual needs an address).
+func nmUnwritten(c *Config, owned func(*Interface) bool) []string {
+	links, _ := physicalPlan(c, owned)
+	var out []string
+	for _, lp := range links {
+		if nmMethod(lp, 4, ofFamily(lp.Addresses, 4)) != "disabled" {
+			continue
+		}
+		if slices.ContainsFunc(lp.Routes, func(r Route) bool { return r.To.Addr().Is4() }) ||
+			slices.ContainsFunc(lp.Rules, func(r Rule) bool { return ruleOfFamily(r, 4) }) {
+			out = append(out, lp.ID+": not applied by networkmanager: IPv4 routes and rules on a link without IPv4 addresses or DHCP")
+		}
+	}
+	return out
 }
 
 // nmRoutes writes the routeN keys of the family's routes (fam 4 or 6).

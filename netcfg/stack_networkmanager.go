@@ -21,7 +21,8 @@ func renderNetworkManagerFiles(d Detection, c *Config, owned func(*Interface) bo
 		return nil, err
 	}
 	links := plainLinks(c, owned)
-	sf := &StackFiles{Dir: NMConnectionDir, Files: files, Mode: 0o600, Skipped: skipped, Notes: UnappliedBy("networkmanager", links)}
+	sf := &StackFiles{Dir: NMConnectionDir, Files: files, Mode: 0o600, Skipped: skipped,
+		Notes: append(UnappliedBy("networkmanager", links), nmUnwritten(c, owned)...)}
 	if conf := RenderNMConf(c, owned); conf != nil {
 		sf.Extra = map[string][]byte{NMConfFile: conf}
 	}

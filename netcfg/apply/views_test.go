@@ -220,7 +220,11 @@ func keyfileFacts(t *testing.T, files map[string][]byte, ids []string) map[strin
 			}
 		}
 		for k, v := range kv {
-			_, key, _ := strings.Cut(k, ".")
+			sec, key, _ := strings.Cut(k, ".")
+			if m := kv[sec+".method"]; m == "ignore" || m == "disabled" {
+				// NetworkManager configures nothing of the family.
+				continue
+			}
 			switch {
 			case k == "ethernet.mtu":
 				f.mtu = v
@@ -339,8 +343,12 @@ func viewsDiffer(t *testing.T, cfg *netcfg.Config, seen *linkFacts) []string {
 	}
 	views := map[string]map[string]*linkFacts{"networkd": networkdFacts(t, nd, p.Owned)}
 	var skipped = map[string][]string{}
+	var nmNotes []string
 	if nm, sk, err := netcfg.RenderNetworkManager(pinned, p.Owns); err == nil {
 		views["NetworkManager"], skipped["NetworkManager"] = keyfileFacts(t, nm, p.Owned), sk
+		if sf, err := netcfg.NetworkManager.Render(netcfg.Detection{Stack: netcfg.NetworkManager}, pinned, p.Owns); err == nil {
+			nmNotes = sf.Notes
+		}
 	}
 	if iu, sk, err := netcfg.RenderIfupdown(pinned, p.Owns); err == nil {
 		views["ifupdown"], skipped["ifupdown"] = ifupdownFacts(t, iu, byName), sk
@@ -361,6 +369,9 @@ func viewsDiffer(t *testing.T, cfg *netcfg.Config, seen *linkFacts) []string {
 			}
 		}) {
 			got := views[v][id]
+			if got == nil && !plainID(id) && v != "ifupdown" {
+				continue // its file's name is hashed: not read here
+			}
 			if got == nil {
 				if v == "networkd" || !slices.Contains(skipped[v], id) {
 					out = append(out, fmt.Sprintf("%s: %s: no file, and not reported skipped", id, v))
@@ -368,12 +379,26 @@ func viewsDiffer(t *testing.T, cfg *netcfg.Config, seen *linkFacts) []string {
 				continue
 			}
 			got.sort()
+			want := want
+			if v == "NetworkManager" && slices.Contains(nmNotes, id+": not applied by networkmanager: IPv4 routes and rules on a link without IPv4 addresses or DHCP") {
+				// What a profile cannot say is said in a note: the
+				// rest must agree.
+				w := *want
+				w.routes = slices.DeleteFunc(slices.Clone(w.routes), func(r string) bool { return !strings.Contains(strings.Fields(r)[0], ":") })
+				w.rules = slices.DeleteFunc(slices.Clone(w.rules), func(r string) bool { return !strings.Contains(r, ":") })
+				want = &w
+			}
 			if !got.equal(*want) {
 				out = append(out, fmt.Sprintf("%s: %s configures %v; live: %v", id, v, got, want))
 			}
 		}
 	}
 	return out
+}
+
+// plainID reports whether the ID is used as it is in a file name.
+func plainID(id string) bool {
+	return len(id) <= 64 && id != "." && id != ".." && strings.Trim(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_") == ""
 }
 
 func TestViewsAgreeOnCorpus(t *testing.T) {
