@@ -192,26 +192,8 @@ func (e *Env) renderNetworkd(cfg *netcfg.Config, owned func(*netcfg.Interface) b
 		return false, fmt.Errorf("network: rendering %s files: %w", det.Stack, err)
 	}
 	if sf.Dir != "" {
-		ahead, err := det.Stack.RenderAhead(cfg, owned, aw.absent, aw.drivers)
-		if err != nil {
-			return false, fmt.Errorf("network: rendering %s files: %w", det.Stack, err)
-		}
-		for n, b := range ahead.Files {
-			if _, dup := sf.Files[n]; !dup {
-				sf.Files[n] = b
-			}
-		}
-		if sf.Extra == nil && len(ahead.Extra) > 0 {
-			sf.Extra = map[string][]byte{}
-		}
-		for p, b := range ahead.Extra {
-			if _, dup := sf.Extra[p]; !dup {
-				sf.Extra[p] = b
-			}
-		}
-		for _, n := range ahead.Notes {
-			e.Log.Info("network: " + n)
-			res.Notes = append(res.Notes, n)
+		if err := e.addAhead(det, cfg, owned, aw, sf, res); err != nil {
+			return false, err
 		}
 	}
 	res.files = sf
@@ -308,6 +290,33 @@ func (e *Env) renderNetworkd(cfg *netcfg.Config, owned func(*netcfg.Interface) b
 		e.Log.Info("network: "+det.Stack.Name+" files written", "dir", sf.Dir, "files", len(sf.Files), "removed", len(res.Removed))
 	}
 	return changed, nil
+}
+
+// addAhead adds to sf the files the stack writes ahead of the awaited
+// NICs (netcfg.Stack.RenderAhead), where sf has no file of that name.
+func (e *Env) addAhead(det netcfg.Detection, cfg *netcfg.Config, owned func(*netcfg.Interface) bool, aw awaited, sf *netcfg.StackFiles, res *NetResult) error {
+	ahead, err := det.Stack.RenderAhead(cfg, owned, aw.absent, aw.drivers)
+	if err != nil {
+		return fmt.Errorf("network: rendering %s files: %w", det.Stack, err)
+	}
+	for n, b := range ahead.Files {
+		if _, dup := sf.Files[n]; !dup {
+			sf.Files[n] = b
+		}
+	}
+	if sf.Extra == nil && len(ahead.Extra) > 0 {
+		sf.Extra = map[string][]byte{}
+	}
+	for p, b := range ahead.Extra {
+		if _, dup := sf.Extra[p]; !dup {
+			sf.Extra[p] = b
+		}
+	}
+	for _, n := range ahead.Notes {
+		e.Log.Info("network: " + n)
+		res.Notes = append(res.Notes, n)
+	}
+	return nil
 }
 
 // writeResolvConf writes /etc/resolv.conf from the DNS of the metadata when

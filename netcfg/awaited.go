@@ -34,7 +34,8 @@ func renderNetworkdAwaited(c *Config, owned, absent func(*Interface) bool, drive
 	links, notes := awaitedLinks(c, owned, absent, drivers, "networkd file", true)
 	for _, aw := range links {
 		base := networkdBase(aw.ID)
-		b, err := renderNetwork(v, &aw.Interface, DNS{}, nil)
+		lp := v.plan(&aw.Interface)
+		b, err := renderNetwork(&lp)
 		if err != nil {
 			// One NIC's bad field costs that NIC its file ahead, not
 			// the others theirs (nor the owned NICs' files).
@@ -73,7 +74,8 @@ func renderNMAwaited(c *Config, owned, absent func(*Interface) bool, drivers []s
 	links, notes := awaitedLinks(c, owned, absent, drivers, "NetworkManager profile", false)
 	for _, aw := range links {
 		name := fileBase(aw.ID) + ".nmconnection"
-		b, err := renderKeyfile(&aw.Interface, DNS{}, nil, aw.drivers)
+		lp := newView(c, orAll(owned)).plan(&aw.Interface)
+		b, err := renderKeyfile(&lp, aw.drivers)
 		if err != nil {
 			// One NIC's bad field costs that NIC its profile ahead.
 			notes = append(notes, fmt.Sprintf("%s: not present; no NetworkManager profile until it appears: %v", aw.LinkName(), err))

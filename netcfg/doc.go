@@ -26,7 +26,9 @@
 // plan's verdict (apply.Plan.Owns, on apply.Plan.Pinned); to the
 // renderers of files written ahead (Stack.RenderAhead) also the NICs it
 // found absent (apply.Plan.Absent), whose files can take only a NIC it
-// would own.
+// would own. What each owned link carries (its addresses, routes and
+// rules; none on a bond or bridge member; the link of a global route) is
+// decided once, by Config.Plan, for the live apply and every renderer.
 //
 // A document means what its format's owner says: v2 as netplan reads it
 // (a route to an address without a prefix length is that one host), v1

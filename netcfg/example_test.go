@@ -146,3 +146,29 @@ ethernets:
 	// Output:
 	// 4:12: ethernets.eth0.dhcp4: not a boolean; the setting left out
 }
+
+func ExampleConfig_Plan() {
+	// A bond with an address on a member, and a global route that only
+	// the bond's subnet reaches.
+	c, err := netcfg.Parse([]byte(`version: 1
+config:
+- {type: physical, name: eth0, mac_address: 'bc:24:11:aa:bb:01', subnets: [{type: static, address: 10.9.0.5/24}]}
+- {type: physical, name: eth1, mac_address: 'bc:24:11:aa:bb:02'}
+- {type: bond, name: bond0, bond_interfaces: [eth0, eth1], subnets: [{type: static, address: 192.0.2.10/24}]}
+- {type: route, destination: 198.51.100.0/24, gateway: 192.0.2.1}
+`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	links, notes := c.Plan(nil)
+	for _, l := range links {
+		fmt.Println(l.ID, l.Addresses, len(l.Routes))
+	}
+	fmt.Println(notes)
+	// Output:
+	// eth0 [] 0
+	// eth1 [] 0
+	// bond0 [192.0.2.10/24] 1
+	// [eth0: a member of bond0: its own addresses, routes, rules and DNS are left out (the bond carries them)]
+}

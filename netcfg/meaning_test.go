@@ -212,6 +212,24 @@ func TestKeyTableIgnoredKeysNoted(t *testing.T) {
 	}
 }
 
+// use-domains: route, a valid netplan value (the lease's domains route
+// DNS queries and are not searched), was refused as "not a boolean".
+func TestDHCPOverridesUseDomainsRoute(t *testing.T) {
+	r := renderStacks(t, "version: 2\nethernets:\n  eth0:\n    dhcp4: true\n    dhcp6: true\n"+
+		"    dhcp4-overrides: {use-domains: route}\n    dhcp6-overrides: {use-domains: route}\n")
+	if len(r.c.Notes) > 0 {
+		t.Errorf("notes: %q", r.c.Notes)
+	}
+	nd := string(r.networkd["05-seedkeeper-eth0.network"])
+	v4, v6, _ := strings.Cut(nd, "[DHCPv6]")
+	wantIn(t, "networkd [DHCPv4]", v4[strings.Index(v4, "[DHCPv4]"):], "UseDomains=route")
+	wantIn(t, "networkd [DHCPv6]", v6, "UseDomains=route")
+	// The stacks without the setting name it, as for true and false.
+	if n := strings.Join(r.notes["networkmanager"], "\n"); !strings.Contains(n, "dhcp4-overrides.use-domains, ") || !strings.Contains(n, "dhcp6-overrides.use-domains") {
+		t.Errorf("NetworkManager notes do not name use-domains: %q", n)
+	}
+}
+
 // dhcp4-overrides and dhcp6-overrides other than route-metric were
 // dropped: use-dns: false still took the DHCP server's resolvers.
 func TestDHCPOverrides(t *testing.T) {

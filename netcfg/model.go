@@ -100,6 +100,10 @@ type Interface struct {
 // (true for every one of them).
 type DHCPOverrides struct {
 	UseDNS, UseNTP, UseHostname, UseDomains, UseRoutes, UseMTU, SendHostname *bool
+	// RouteDomains, with UseDomains true, says the lease's domains route
+	// DNS queries only and are not searched (netplan's use-domains:
+	// route, networkd's UseDomains=route).
+	RouteDomains bool
 	// Hostname is the name sent instead of the machine's, "" for that.
 	Hostname string
 	// RouteMetric is the metric of the routes DHCPv6 learns; 0 means the
@@ -150,8 +154,9 @@ type Route struct {
 	Metric int
 	Table  int
 	// OnLink says the gateway is reachable on the link though no address
-	// of it holds the gateway (v2 on-link). The renderers also make a
-	// gateway outside every static address on-link without it.
+	// of it holds the gateway (v2 on-link). Config.Plan also makes a
+	// gateway outside every static address on-link without it, for the
+	// live apply and every renderer.
 	OnLink bool
 }
 

@@ -35,50 +35,35 @@ import (
 //     defines.
 //   - Global DNS goes on every owned link that can reach a default router
 //     (a static gateway, DHCP or SLAAC), or on every link with addresses
-//     if none can. A global route goes on the first owned link whose
-//     addresses contain its gateway, else the first with addresses.
+//     if none can. What each link carries (a member's addresses, the
+//     link of a global route) is Config.Plan's decision, the live
+//     apply's too.
 //
 // The output is deterministic: same configuration, same bytes.
 func renderNetworkd(c *Config, owned func(*Interface) bool) (map[string][]byte, error) {
 	if owned == nil {
 		owned = func(*Interface) bool { return true }
 	}
-	v := newView(c, owned)
-	links := v.links
-
-	// Where global DNS and routes go.
-	var dnsLinks []*Interface
-	for _, ifc := range links {
-		if v.master(ifc) == nil && (hasDefaultRoute(ifc) || ifc.DHCP4 || ifc.DHCP6 || ifc.SLAAC) {
-			dnsLinks = append(dnsLinks, ifc)
-		}
+	plans, _ := c.Plan(owned)
+	all := make([]*LinkPlan, len(plans))
+	for i := range plans {
+		all[i] = &plans[i]
 	}
-	if len(dnsLinks) == 0 {
-		for _, ifc := range links {
-			if v.master(ifc) == nil && ifc.HasL3() {
-				dnsLinks = append(dnsLinks, ifc)
-			}
-		}
-	}
-	extraRoutes := v.routeHomes()
+	placeDNS(all, c.DNS)
 
 	files := map[string][]byte{}
-	for _, ifc := range links {
-		base := networkdBase(ifc.ID)
+	for _, lp := range all {
+		base := networkdBase(lp.ID)
 		if _, dup := files[base+".network"]; dup {
 			return nil, fmt.Errorf("render networkd: two links map to file %s.network", base)
 		}
-		var extraDNS DNS
-		if slices.Contains(dnsLinks, ifc) {
-			extraDNS = c.DNS
-		}
-		b, err := renderNetwork(v, ifc, extraDNS, extraRoutes[ifc])
+		b, err := renderNetwork(lp)
 		if err != nil {
 			return nil, fmt.Errorf("render networkd: %s.network: %w", base, err)
 		}
 		files[base+".network"] = b
-		if ifc.Kind != Physical {
-			if b, err = renderNetdev(ifc); err != nil {
+		if lp.Kind != Physical {
+			if b, err = renderNetdev(lp.Interface); err != nil {
 				return nil, fmt.Errorf("render networkd: %s.netdev: %w", base, err)
 			}
 			files[base+".netdev"] = b
@@ -236,9 +221,46 @@ func checkINIValue(v string) error {
 	return nil
 }
 
-func renderNetwork(v *view, ifc *Interface, extraDNS DNS, extraRoutes []Route) ([]byte, error) {
+// renderNetwork writes the .network file of one link as the plan has
+// it: its [Match], [Link], [Network], a member's [Bridge], and a link's
+// DHCP clients, routes and rules.
+func renderNetwork(lp *LinkPlan) ([]byte, error) {
 	w := &ini{}
 	w.WriteString(Header + "\n")
+	writeMatch(w, lp.Interface)
+	writeLink(w, lp.Interface)
+	w.section("Network")
+	// seedkeeper applies these addresses and routes live before networkd
+	// takes the link (at boot, and when a NIC is hot-added while networkd
+	// runs). Without this, networkd (252, Debian 12) takes them for
+	// foreign ones, removes them and adds them again as its own: a moment
+	// in which the NIC has no address, seen on a hot-added NIC. Static
+	// configuration another program or a person added stays too;
+	// seedkeeper removes what it added itself (the receipt).
+	w.kv("KeepConfiguration", "static")
+	if lp.Kind != Physical {
+		// As netplan: a bond, bridge or VLAN is configured before it
+		// has carrier (a bridge without ports never has one).
+		w.kv("ConfigureWithoutCarrier", "yes")
+	}
+	if lp.Master != nil {
+		writeMember(w, lp)
+		return w.result()
+	}
+	writeNetwork(w, lp)
+	for _, vl := range lp.VLANs {
+		w.kv("VLAN", vl.LinkName())
+	}
+	writeDHCPClients(w, lp.Interface)
+	writeRoutes(w, lp)
+	writeRules(w, lp.Rules)
+	return w.result()
+}
+
+// writeMatch writes the [Match] section: a stacked link by its name, a
+// NIC by its MAC (the one it was made with, when it is to get another),
+// else by its name or glob, and by its driver when it asks.
+func writeMatch(w *ini, ifc *Interface) {
 	w.section("Match")
 	switch {
 	case ifc.Kind != Physical:
@@ -259,168 +281,172 @@ func renderNetwork(v *view, ifc *Interface, extraDNS DNS, extraRoutes []Route) (
 	if ifc.Kind == Physical && ifc.MatchDriver != "" {
 		w.kv("Driver", ifc.MatchDriver)
 	}
+}
+
+// writeLink writes the [Link] section, when the link has one: its MTU,
+// the MAC it is given, and RequiredForOnline=no for an optional link.
+func writeLink(w *ini, ifc *Interface) {
 	setMAC := ifc.SetMAC
 	if ifc.Kind != Physical {
 		setMAC = ifc.MAC
 	}
-	if ifc.MTU != 0 || setMAC != "" || ifc.Optional {
-		w.section("Link")
-		if ifc.MTU != 0 {
-			w.kv("MTUBytes", strconv.Itoa(ifc.MTU))
-		}
-		if setMAC != "" {
-			w.kv("MACAddress", setMAC)
-		}
-		if ifc.Optional {
-			// network-online.target does not wait for it.
-			w.kv("RequiredForOnline", "no")
-		}
+	if ifc.MTU == 0 && setMAC == "" && !ifc.Optional {
+		return
 	}
+	w.section("Link")
+	if ifc.MTU != 0 {
+		w.kv("MTUBytes", strconv.Itoa(ifc.MTU))
+	}
+	if setMAC != "" {
+		w.kv("MACAddress", setMAC)
+	}
+	if ifc.Optional {
+		// network-online.target does not wait for it.
+		w.kv("RequiredForOnline", "no")
+	}
+}
 
-	w.section("Network")
-	// seedkeeper applies these addresses and routes live before networkd
-	// takes the link (at boot, and when a NIC is hot-added while networkd
-	// runs). Without this, networkd (252, Debian 12) takes them for
-	// foreign ones, removes them and adds them again as its own: a moment
-	// in which the NIC has no address, seen on a hot-added NIC. Static
-	// configuration another program or a person added stays too;
-	// seedkeeper removes what it added itself (the receipt).
-	w.kv("KeepConfiguration", "static")
-	if ifc.Kind != Physical {
-		// As netplan: a bond, bridge or VLAN is configured before it
-		// has carrier (a bridge without ports never has one).
-		w.kv("ConfigureWithoutCarrier", "yes")
-	}
-	master := v.master(ifc)
-	if master != nil {
-		// A member carries no addresses of its own.
-		if master.Kind == Bond {
-			w.kv("Bond", master.LinkName())
-			if p := master.Params["primary"]; p != "" && (p == ifc.ID || p == ifc.LinkName()) {
-				w.kv("PrimarySlave", "yes")
-			}
-		} else {
-			w.kv("Bridge", master.LinkName())
+// writeMember writes the rest of a bond or bridge member's file: its
+// master, no addresses of its own (the plan gives it none), and a
+// bridge port's [Bridge] settings.
+func writeMember(w *ini, lp *LinkPlan) {
+	master := lp.Master
+	if master.Kind == Bond {
+		w.kv("Bond", master.LinkName())
+		if p := master.Params["primary"]; p != "" && (p == lp.ID || p == lp.LinkName()) {
+			w.kv("PrimarySlave", "yes")
 		}
-		w.kv("DHCP", "no")
-		w.kv("LinkLocalAddressing", "no")
-		w.kv("IPv6AcceptRA", "no")
 	} else {
-		dhcp := "no"
-		switch {
-		case ifc.DHCP4 && ifc.DHCP6:
-			dhcp = "yes"
-		case ifc.DHCP4:
-			dhcp = "ipv4"
-		case ifc.DHCP6:
-			dhcp = "ipv6"
-		}
-		w.kv("DHCP", dhcp)
-		if ra, set := acceptRA(ifc); set {
-			w.kv("IPv6AcceptRA", yesNo(ra))
-		}
-		for _, a := range ifc.Addresses {
-			w.kv("Address", a.String())
-		}
-		dns := DNS{
-			Nameservers: dedupe(slices.Concat(ifc.DNS.Nameservers, extraDNS.Nameservers)),
-			Search:      dedupe(slices.Concat(ifc.DNS.Search, extraDNS.Search)),
-		}
-		for _, ns := range dns.Nameservers {
-			w.kv("DNS", ns.String())
-		}
-		for _, d := range dns.Search {
-			if err := checkDomain(d); err != nil {
-				w.fail(fmt.Errorf("Domains: %w", err))
-			}
-		}
-		if len(dns.Search) > 0 {
-			w.kv("Domains", strings.Join(dns.Search, " "))
-		}
+		w.kv("Bridge", master.LinkName())
 	}
-	for _, vl := range v.vlans(ifc) {
+	w.kv("DHCP", "no")
+	w.kv("LinkLocalAddressing", "no")
+	w.kv("IPv6AcceptRA", "no")
+	for _, vl := range lp.VLANs {
 		w.kv("VLAN", vl.LinkName())
 	}
-	if master != nil && master.Kind == Bridge {
-		cost, prio := portParams(master, ifc)
-		if cost != "" || prio != "" {
-			w.section("Bridge")
-			if cost != "" {
-				w.kv("Cost", cost)
-			}
-			if prio != "" {
-				w.kv("Priority", prio)
-			}
+	if master.Kind != Bridge {
+		return
+	}
+	cost, prio := portParams(master, lp.Interface)
+	if cost != "" || prio != "" {
+		w.section("Bridge")
+		if cost != "" {
+			w.kv("Cost", cost)
+		}
+		if prio != "" {
+			w.kv("Priority", prio)
 		}
 	}
-	if master == nil {
-		m4, m6 := dhcpMetrics(ifc)
-		if ifc.DHCP4 {
-			o := ifc.DHCP4Overrides
-			if o.UseMTU == nil && ifc.MTU == 0 {
-				// netplan's default: the MTU the DHCP server offers
-				// is the link's (networkd's own is not to take it);
-				// a link's own MTU wins.
-				o.UseMTU = &[]bool{true}[0]
-			}
-			writeDHCP(w, "DHCPv4", o, m4, ifc.DHCPIdentifier, true)
-		}
-		if ifc.DHCP4 || ifc.DHCP6 {
-			o := ifc.DHCP6Overrides
-			if !ifc.DHCP6 {
-				o = DHCPOverrides{}
-			}
-			writeDHCP(w, "DHCPv6", o, m6, "", false)
-		}
-		for _, r := range slices.Concat(ifc.Routes, extraRoutes) {
-			w.section("Route")
-			if r.To.Bits() != 0 || !r.Via.IsValid() {
-				w.kv("Destination", r.To.String())
-			}
-			if r.Via.IsValid() {
-				w.kv("Gateway", r.Via.String())
-				if r.OnLink || !r.Via.IsLinkLocalUnicast() && !containsAddr(ifc.Addresses, r.Via) &&
-					(!dynamicFor(ifc, r.Via) || len(ifc.Addresses) == 0) {
-					// A gateway outside every address (a /32 with a
-					// gateway beside it, or a DHCP-only link) is
-					// reachable on the link only; networkd assumes so
-					// on a link without static addresses, with a
-					// warning, so say it.
-					w.kv("GatewayOnLink", "yes")
-				}
-			} else {
-				w.kv("Scope", "link")
-			}
-			if r.Metric != 0 {
-				w.kv("Metric", strconv.Itoa(r.Metric))
-			}
-			if r.Table != 0 {
-				w.kv("Table", strconv.Itoa(r.Table))
-			}
-		}
-		for _, r := range ifc.RoutingPolicy {
-			w.section("RoutingPolicyRule")
-			if r.From.IsValid() {
-				w.kv("From", r.From.String())
-			}
-			if r.To.IsValid() {
-				w.kv("To", r.To.String())
-			}
-			if r.Table != 0 {
-				w.kv("Table", strconv.Itoa(r.Table))
-			}
-			if r.Priority != 0 {
-				w.kv("Priority", strconv.Itoa(r.Priority))
-			}
-			if r.Mark != 0 {
-				w.kv("FirewallMark", strconv.Itoa(r.Mark))
-			}
-			if r.TOS != 0 {
-				w.kv("TypeOfService", strconv.Itoa(r.TOS))
-			}
+}
+
+// writeNetwork writes a link's DHCP, router advertisements, addresses
+// and DNS in its [Network] section.
+func writeNetwork(w *ini, lp *LinkPlan) {
+	dhcp := "no"
+	switch {
+	case lp.DHCP4 && lp.DHCP6:
+		dhcp = "yes"
+	case lp.DHCP4:
+		dhcp = "ipv4"
+	case lp.DHCP6:
+		dhcp = "ipv6"
+	}
+	w.kv("DHCP", dhcp)
+	if ra, set := acceptRA(lp.Interface); set {
+		w.kv("IPv6AcceptRA", yesNo(ra))
+	}
+	for _, a := range lp.Addresses {
+		w.kv("Address", a.String())
+	}
+	for _, ns := range lp.DNS.Nameservers {
+		w.kv("DNS", ns.String())
+	}
+	for _, d := range lp.DNS.Search {
+		if err := checkDomain(d); err != nil {
+			w.fail(fmt.Errorf("Domains: %w", err))
 		}
 	}
-	return w.result()
+	if len(lp.DNS.Search) > 0 {
+		w.kv("Domains", strings.Join(lp.DNS.Search, " "))
+	}
+}
+
+// writeDHCPClients writes the [DHCPv4] and [DHCPv6] sections of a DHCP
+// link.
+func writeDHCPClients(w *ini, ifc *Interface) {
+	m4, m6 := dhcpMetrics(ifc)
+	if ifc.DHCP4 {
+		o := ifc.DHCP4Overrides
+		if o.UseMTU == nil && ifc.MTU == 0 {
+			// netplan's default: the MTU the DHCP server offers
+			// is the link's (networkd's own is not to take it);
+			// a link's own MTU wins.
+			o.UseMTU = &[]bool{true}[0]
+		}
+		writeDHCP(w, "DHCPv4", o, m4, ifc.DHCPIdentifier, true)
+	}
+	if ifc.DHCP4 || ifc.DHCP6 {
+		o := ifc.DHCP6Overrides
+		if !ifc.DHCP6 {
+			o = DHCPOverrides{}
+		}
+		writeDHCP(w, "DHCPv6", o, m6, "", false)
+	}
+}
+
+// writeRoutes writes a [Route] section for each route the link carries.
+func writeRoutes(w *ini, lp *LinkPlan) {
+	for _, r := range lp.Routes {
+		w.section("Route")
+		if r.To.Bits() != 0 || !r.Via.IsValid() {
+			w.kv("Destination", r.To.String())
+		}
+		if r.Via.IsValid() {
+			w.kv("Gateway", r.Via.String())
+			if r.OnLink {
+				// A gateway outside every address (a /32 with a
+				// gateway beside it, or a DHCP-only link) is
+				// reachable on the link only; networkd assumes so
+				// on a link without static addresses, with a
+				// warning, so say it (the plan's decision).
+				w.kv("GatewayOnLink", "yes")
+			}
+		} else {
+			w.kv("Scope", "link")
+		}
+		if r.Metric != 0 {
+			w.kv("Metric", strconv.Itoa(r.Metric))
+		}
+		if r.Table != 0 {
+			w.kv("Table", strconv.Itoa(r.Table))
+		}
+	}
+}
+
+// writeRules writes a [RoutingPolicyRule] section for each rule.
+func writeRules(w *ini, rules []Rule) {
+	for _, r := range rules {
+		w.section("RoutingPolicyRule")
+		if r.From.IsValid() {
+			w.kv("From", r.From.String())
+		}
+		if r.To.IsValid() {
+			w.kv("To", r.To.String())
+		}
+		if r.Table != 0 {
+			w.kv("Table", strconv.Itoa(r.Table))
+		}
+		if r.Priority != 0 {
+			w.kv("Priority", strconv.Itoa(r.Priority))
+		}
+		if r.Mark != 0 {
+			w.kv("FirewallMark", strconv.Itoa(r.Mark))
+		}
+		if r.TOS != 0 {
+			w.kv("TypeOfService", strconv.Itoa(r.TOS))
+		}
+	}
 }
 
 // portParams are the path cost and port priority a bridge gives its
@@ -516,7 +542,11 @@ func writeDHCP(w *ini, sec string, o DHCPOverrides, metric int, clientID string,
 		{"SendHostname", o.SendHostname, false},
 	}
 	for _, f := range flags {
-		if f.b != nil && (v4 || f.v6) {
+		switch {
+		case f.b == nil || !v4 && !f.v6:
+		case f.key == "UseDomains" && *f.b && o.RouteDomains:
+			kv(f.key, "route")
+		default:
 			kv(f.key, yesNo(*f.b))
 		}
 	}
@@ -698,31 +728,4 @@ func (v *view) vlans(ifc *Interface) []*Interface {
 		}
 	}
 	return out
-}
-
-// routeHomes puts each of the global routes on one of the owned links
-// (every renderer's rule): the first link with layer-3 settings whose
-// addresses hold the route's gateway, else the first link with layer-3
-// settings; a bond or bridge member never carries one.
-func (v *view) routeHomes() map[*Interface][]Route {
-	placed := map[*Interface][]Route{}
-	for _, r := range v.c.Routes {
-		var best *Interface
-		for _, ifc := range v.links {
-			if v.master(ifc) != nil || !ifc.HasL3() {
-				continue
-			}
-			if best == nil {
-				best = ifc
-			}
-			if r.Via.IsValid() && containsAddr(ifc.Addresses, r.Via) {
-				best = ifc
-				break
-			}
-		}
-		if best != nil {
-			placed[best] = append(placed[best], r)
-		}
-	}
-	return placed
 }

@@ -33,18 +33,14 @@ const nmConnectionDir = "/run/NetworkManager/system-connections"
 // back (a line break or other control character, which would start a new
 // key) is an error naming the interface and field.
 func renderNetworkManager(c *Config, owned func(*Interface) bool) (files map[string][]byte, skipped []string, err error) {
-	links, dnsLinks, extraRoutes, skipped := physicalPlan(c, owned)
+	links, skipped := physicalPlan(c, owned)
 	files = map[string][]byte{}
-	for _, ifc := range links {
-		name := fileBase(ifc.ID) + ".nmconnection"
+	for _, lp := range links {
+		name := fileBase(lp.ID) + ".nmconnection"
 		if _, dup := files[name]; dup {
 			return nil, nil, fmt.Errorf("render NetworkManager: two links map to file %s", name)
 		}
-		var extraDNS DNS
-		if slices.Contains(dnsLinks, ifc) {
-			extraDNS = c.DNS
-		}
-		b, err := renderKeyfile(ifc, extraDNS, extraRoutes[ifc], nil)
+		b, err := renderKeyfile(lp, nil)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -53,35 +49,35 @@ func renderNetworkManager(c *Config, owned func(*Interface) bool) (files map[str
 	return files, skipped, nil
 }
 
-// physicalPlan picks the owned physical links, the ones that carry the
-// global DNS, and the link each global route goes on, as renderNetworkd
-// does; it returns the IDs of the owned links of other kinds, and of the
-// members of an owned bond or bridge or the parents of an owned VLAN, as
-// skipped. A NIC whose bond is not owned is a plain link here.
-func physicalPlan(c *Config, owned func(*Interface) bool) (links, dnsLinks []*Interface, extraRoutes map[*Interface][]Route, skipped []string) {
-	v := newView(c, owned)
-	var plain []*Interface
-	for _, ifc := range v.links {
-		if ifc.Kind != Physical || v.master(ifc) != nil || len(v.vlans(ifc)) > 0 {
-			skipped = append(skipped, ifc.ID)
+// physicalPlan is the plan (Config.Plan) of the owned links a stack that
+// renders plain NICs only (NetworkManager, ifupdown) writes, with the
+// global DNS placed among them; it returns the IDs of the owned links of
+// other kinds, and of the members of an owned bond or bridge or the
+// parents of an owned VLAN, as skipped. A NIC whose bond is not owned is
+// a plain link here. A global route the plan puts on a link it skips is
+// not written: the stack that configures that link has it.
+func physicalPlan(c *Config, owned func(*Interface) bool) (links []*LinkPlan, skipped []string) {
+	plans, _ := c.Plan(owned)
+	for i := range plans {
+		lp := &plans[i]
+		if lp.Kind != Physical || lp.Master != nil || len(lp.VLANs) > 0 {
+			skipped = append(skipped, lp.ID)
 			continue
 		}
-		plain = append(plain, ifc)
+		links = append(links, lp)
 	}
-	v.links = plain
-	for _, ifc := range plain {
-		if hasDefaultRoute(ifc) || ifc.DHCP4 || ifc.DHCP6 || ifc.SLAAC {
-			dnsLinks = append(dnsLinks, ifc)
-		}
+	placeDNS(links, c.DNS)
+	return links, skipped
+}
+
+// plainLinks are the interfaces of physicalPlan's links.
+func plainLinks(c *Config, owned func(*Interface) bool) []*Interface {
+	links, _ := physicalPlan(c, owned)
+	out := make([]*Interface, len(links))
+	for i, lp := range links {
+		out[i] = lp.Interface
 	}
-	if len(dnsLinks) == 0 {
-		for _, ifc := range plain {
-			if ifc.HasL3() {
-				dnsLinks = append(dnsLinks, ifc)
-			}
-		}
-	}
-	return plain, dnsLinks, v.routeHomes(), skipped
+	return out
 }
 
 // keyfile writes a GKeyFile as NetworkManager reads it. Values are
@@ -168,26 +164,16 @@ func nmUUID(id string) string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", h[0:4], h[4:6], h[6:8], h[8:10], h[10:16])
 }
 
-// renderKeyfile renders one profile; matchDrivers, when there are any,
-// are the only drivers of a NIC it may go on ([match] driver=).
-func renderKeyfile(ifc *Interface, extraDNS DNS, extraRoutes []Route, matchDrivers []string) ([]byte, error) {
+// renderKeyfile renders one profile of a link as the plan has it;
+// matchDrivers, when there are any, are the only drivers of a NIC it may
+// go on ([match] driver=).
+func renderKeyfile(lp *LinkPlan, matchDrivers []string) ([]byte, error) {
+	ifc := lp.Interface
 	w := &keyfile{who: "render NetworkManager: interface " + strconv.Quote(ifc.ID)}
 	w.WriteString(Header + "\n")
-	w.section("connection")
-	w.kv("id", fileBase(ifc.ID))
-	w.kv("uuid", nmUUID(ifc.ID))
-	w.kv("type", "ethernet")
-	switch {
-	case ifc.MAC != "":
-	case ifc.MatchName != "" && !strings.ContainsAny(ifc.MatchName, "*?["):
-		w.kv("interface-name", ifc.MatchName)
-	case ifc.MatchName == "" && ifc.MatchDriver == "":
-		w.kv("interface-name", ifc.LinkName())
-	default:
-		return nil, fmt.Errorf("%s: matched by glob or driver only, which a keyfile cannot say", w.who)
+	if err := nmConnection(w, ifc); err != nil {
+		return nil, err
 	}
-	w.kv("autoconnect", "true")
-	w.kv("autoconnect-priority", "100")
 	if len(matchDrivers) > 0 {
 		w.section("match")
 		w.list("driver", matchDrivers)
@@ -202,99 +188,8 @@ func renderKeyfile(ifc *Interface, extraDNS DNS, extraRoutes []Route, matchDrive
 	if ifc.SetMAC != "" {
 		w.kv("cloned-mac-address", strings.ToUpper(ifc.SetMAC))
 	}
-
-	dns := DNS{
-		Nameservers: dedupe(slices.Concat(ifc.DNS.Nameservers, extraDNS.Nameservers)),
-		Search:      dedupe(slices.Concat(ifc.DNS.Search, extraDNS.Search)),
-	}
-	routes := slices.Concat(ifc.Routes, extraRoutes)
 	for _, fam := range []int{4, 6} {
-		is := func(a netip.Addr) bool { return a.Is4() == (fam == 4) }
-		var addrs []netip.Prefix
-		for _, a := range ifc.Addresses {
-			if is(a.Addr()) {
-				addrs = append(addrs, a)
-			}
-		}
-		var method string
-		switch {
-		case fam == 4 && ifc.DHCP4, fam == 6 && ifc.DHCP6:
-			method = map[int]string{4: "auto", 6: "dhcp"}[fam]
-			if fam == 6 && (ifc.SLAAC || ifc.AcceptRA == nil || *ifc.AcceptRA) {
-				method = "auto" // RA first, then DHCPv6 as it says
-			}
-		case fam == 6 && ifc.SLAAC:
-			method = "auto"
-		case len(addrs) > 0:
-			method = "manual"
-		default:
-			method = map[int]string{4: "disabled", 6: "ignore"}[fam]
-		}
-		w.section(map[int]string{4: "ipv4", 6: "ipv6"}[fam])
-		w.kv("method", method)
-		for i, a := range addrs {
-			w.kv("address"+strconv.Itoa(i+1), a.String())
-		}
-		n := 0
-		for _, r := range routes {
-			if !is(r.To.Addr()) {
-				continue
-			}
-			n++
-			v := r.To.String()
-			if r.Via.IsValid() {
-				v += "," + r.Via.String()
-			}
-			if r.Metric != 0 {
-				if !r.Via.IsValid() {
-					v += "," + map[int]string{4: "0.0.0.0", 6: "::"}[fam]
-				}
-				v += "," + strconv.Itoa(r.Metric)
-			}
-			w.kv("route"+strconv.Itoa(n), v)
-			var opts []string
-			if r.OnLink || r.Via.IsValid() && !r.Via.IsLinkLocalUnicast() && !containsAddr(addrs, r.Via) && !dynamicFor(ifc, r.Via) {
-				opts = append(opts, "onlink=true")
-			}
-			if r.Table != 0 {
-				opts = append(opts, "table="+strconv.Itoa(r.Table))
-			}
-			if len(opts) > 0 {
-				w.kv("route"+strconv.Itoa(n)+"_options", strings.Join(opts, ","))
-			}
-		}
-		var ns []string
-		for _, a := range dns.Nameservers {
-			if is(a) {
-				ns = append(ns, a.String())
-			}
-		}
-		if method != "disabled" && method != "ignore" {
-			w.list("dns", ns)
-			if fam == 4 || len(ns) > 0 {
-				w.list("dns-search", dns.Search)
-			}
-		}
-		if fam == 4 && ifc.DHCP4 {
-			nmDHCP(w, ifc.DHCP4Overrides, ifc.DHCPMetric)
-			if ifc.DHCPIdentifier == "mac" {
-				w.kv("dhcp-client-id", "mac")
-			}
-		}
-		if fam == 6 && ifc.DHCP6 {
-			nmDHCP(w, ifc.DHCP6Overrides, ifc.DHCP6Overrides.RouteMetric)
-		}
-		n = 0
-		for _, r := range ifc.RoutingPolicy {
-			if a := r.From; (a.IsValid() && !is(a.Addr())) || (r.To.IsValid() && !is(r.To.Addr())) {
-				continue
-			}
-			n++
-			w.kv("routing-rule"+strconv.Itoa(n), nmRule(r))
-		}
-		if fam == 6 && method != "ignore" {
-			w.kv("addr-gen-mode", "eui64")
-		}
+		nmFamily(w, lp, fam)
 	}
 	// The host name from a lease is one setting of the profile
 	// (NetworkManager 1.30 and later), for both families.
@@ -307,4 +202,167 @@ func renderKeyfile(ifc *Interface, extraDNS DNS, extraRoutes []Route, matchDrive
 		return nil, w.err
 	}
 	return []byte(w.String()), nil
+}
+
+// nmConnection writes the [connection] section: the profile's name and
+// UUID, and the interface name a NIC without a MAC is matched by.
+func nmConnection(w *keyfile, ifc *Interface) error {
+	w.section("connection")
+	w.kv("id", fileBase(ifc.ID))
+	w.kv("uuid", nmUUID(ifc.ID))
+	w.kv("type", "ethernet")
+	switch {
+	case ifc.MAC != "":
+	case ifc.MatchName != "" && !strings.ContainsAny(ifc.MatchName, "*?["):
+		w.kv("interface-name", ifc.MatchName)
+	case ifc.MatchName == "" && ifc.MatchDriver == "":
+		w.kv("interface-name", ifc.LinkName())
+	default:
+		return fmt.Errorf("%s: matched by glob or driver only, which a keyfile cannot say", w.who)
+	}
+	w.kv("autoconnect", "true")
+	w.kv("autoconnect-priority", "100")
+	return nil
+}
+
+// ofFamily are the addresses of the family (4 or 6) among as.
+func ofFamily(as []netip.Prefix, fam int) []netip.Prefix {
+	var out []netip.Prefix
+	for _, a := range as {
+		if a.Addr().Is4() == (fam == 4) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// ruleOfFamily reports whether a rule is one of the family (4 or 6).
+func ruleOfFamily(r Rule, fam int) bool {
+	is := func(p netip.Prefix) bool { return !p.IsValid() || p.Addr().Is4() == (fam == 4) }
+	return is(r.From) && is(r.To)
+}
+
+// nmMethod is NetworkManager's method of the family (4 or 6) for the
+// link: DHCP, SLAAC ("auto"), static addresses ("manual"), or none. A
+// link with IPv6 routes or rules but no other IPv6 configuration is
+// "link-local": with "ignore" NetworkManager leaves out its routes,
+// which the live apply adds.
+func nmMethod(lp *LinkPlan, fam int, addrs []netip.Prefix) string {
+	ifc := lp.Interface
+	switch {
+	case fam == 4 && ifc.DHCP4:
+		return "auto"
+	case fam == 6 && ifc.DHCP6:
+		if ifc.SLAAC || ifc.AcceptRA == nil || *ifc.AcceptRA {
+			return "auto" // RA first, then DHCPv6 as it says
+		}
+		return "dhcp"
+	case fam == 6 && ifc.SLAAC:
+		return "auto"
+	case len(addrs) > 0:
+		return "manual"
+	case fam == 4:
+		return "disabled"
+	case slices.ContainsFunc(lp.Routes, func(r Route) bool { return r.To.Addr().Is6() }),
+		slices.ContainsFunc(lp.Rules, func(r Rule) bool { return ruleOfFamily(r, 6) }):
+		return "link-local"
+	}
+	return "ignore"
+}
+
+// nmFamily writes the [ipv4] or [ipv6] section (fam 4 or 6).
+func nmFamily(w *keyfile, lp *LinkPlan, fam int) {
+	ifc := lp.Interface
+	addrs := ofFamily(lp.Addresses, fam)
+	method := nmMethod(lp, fam, addrs)
+	w.section(map[int]string{4: "ipv4", 6: "ipv6"}[fam])
+	w.kv("method", method)
+	for i, a := range addrs {
+		w.kv("address"+strconv.Itoa(i+1), a.String())
+	}
+	if method != "disabled" {
+		nmRoutes(w, lp, fam)
+	}
+	var ns []string
+	for _, a := range lp.DNS.Nameservers {
+		if a.Is4() == (fam == 4) {
+			ns = append(ns, a.String())
+		}
+	}
+	if method != "disabled" && method != "ignore" {
+		w.list("dns", ns)
+		if fam == 4 || len(ns) > 0 {
+			w.list("dns-search", lp.DNS.Search)
+		}
+	}
+	if fam == 4 && ifc.DHCP4 {
+		nmDHCP(w, ifc.DHCP4Overrides, ifc.DHCPMetric)
+		if ifc.DHCPIdentifier == "mac" {
+			w.kv("dhcp-client-id", "mac")
+		}
+	}
+	if fam == 6 && ifc.DHCP6 {
+		nmDHCP(w, ifc.DHCP6Overrides, ifc.DHCP6Overrides.RouteMetric)
+	}
+	n := 0
+	for _, r := range lp.Rules {
+		if ruleOfFamily(r, fam) && method != "disabled" {
+			n++
+			w.kv("routing-rule"+strconv.Itoa(n), nmRule(r))
+		}
+	}
+	if fam == 6 && method != "ignore" {
+		w.kv("addr-gen-mode", "eui64")
+	}
+}
+
+// nmUnwritten says, per link, what the plan has a link carry that its
+// profile cannot: IPv4 routes and rules on a link without IPv4 addresses
+// or DHCP (NetworkManager configures no IPv4 with method=disabled, and
+// method=manual needs an address).
+func nmUnwritten(c *Config, owned func(*Interface) bool) []string {
+	links, _ := physicalPlan(c, owned)
+	var out []string
+	for _, lp := range links {
+		if nmMethod(lp, 4, ofFamily(lp.Addresses, 4)) != "disabled" {
+			continue
+		}
+		if slices.ContainsFunc(lp.Routes, func(r Route) bool { return r.To.Addr().Is4() }) ||
+			slices.ContainsFunc(lp.Rules, func(r Rule) bool { return ruleOfFamily(r, 4) }) {
+			out = append(out, lp.ID+": not applied by networkmanager: IPv4 routes and rules on a link without IPv4 addresses or DHCP")
+		}
+	}
+	return out
+}
+
+// nmRoutes writes the routeN keys of the family's routes (fam 4 or 6).
+func nmRoutes(w *keyfile, lp *LinkPlan, fam int) {
+	n := 0
+	for _, r := range lp.Routes {
+		if r.To.Addr().Is4() != (fam == 4) {
+			continue
+		}
+		n++
+		v := r.To.String()
+		if r.Via.IsValid() {
+			v += "," + r.Via.String()
+		}
+		if r.Metric != 0 {
+			if !r.Via.IsValid() {
+				v += "," + map[int]string{4: "0.0.0.0", 6: "::"}[fam]
+			}
+			v += "," + strconv.Itoa(r.Metric)
+		}
+		w.kv("route"+strconv.Itoa(n), v)
+		var opts []string
+		if r.OnLink {
+			opts = append(opts, "onlink=true")
+		}
+		if r.Table != 0 {
+			opts = append(opts, "table="+strconv.Itoa(r.Table))
+		}
+		if len(opts) > 0 {
+			w.kv("route"+strconv.Itoa(n)+"_options", strings.Join(opts, ","))
+		}
+	}
 }

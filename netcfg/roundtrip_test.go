@@ -110,123 +110,154 @@ func checkNetworkdRoundTrip(t *testing.T, c *Config) {
 
 func checkNetworkFile(t *testing.T, c *Config, ifc *Interface, f iniFile, base string) {
 	t.Helper()
-	fail := func(format string, args ...any) {
-		t.Helper()
-		t.Fatalf("%s.network: %s\n%+v", base, fmt.Sprintf(format, args...), f)
-	}
-	one := func(sec, key string) string {
-		t.Helper()
-		v := f.get(sec, key)
-		if len(v) > 1 {
-			fail("%s.%s given %d times", sec, key, len(v))
-		}
-		if len(v) == 0 {
-			return ""
-		}
-		return v[0]
-	}
+	k := fileCheck{t: t, f: f, name: base + ".network"}
 	for _, s := range f.sections() {
 		if !slices.Contains([]string{"Match", "Link", "Network", "DHCPv4", "DHCPv6", "Route", "RoutingPolicyRule", "Bridge"}, s) {
-			fail("unexpected section [%s]", s)
+			k.fail("unexpected section [%s]", s)
 		}
 	}
-	// The selector.
-	switch {
-	case ifc.Kind != Physical:
-		if one("Match", "Name") != ifc.LinkName() {
-			fail("Match.Name %q, want %q", one("Match", "Name"), ifc.LinkName())
-		}
-	case ifc.MAC != "" && ifc.SetMAC != "":
-		if one("Match", "PermanentMACAddress") != ifc.MAC {
-			fail("Match.PermanentMACAddress %q, want %q", one("Match", "PermanentMACAddress"), ifc.MAC)
-		}
-	case ifc.MAC != "":
-		if one("Match", "MACAddress") != ifc.MAC {
-			fail("Match.MACAddress %q, want %q", one("Match", "MACAddress"), ifc.MAC)
-		}
-	case ifc.MatchName != "":
-		if one("Match", "Name") != ifc.MatchName {
-			fail("Match.Name %q, want %q", one("Match", "Name"), ifc.MatchName)
-		}
-	}
-	if ifc.Kind == Physical && one("Match", "Driver") != ifc.MatchDriver {
-		fail("Match.Driver %q, want %q", one("Match", "Driver"), ifc.MatchDriver)
-	}
-	if mtu := one("Link", "MTUBytes"); mtu != "" && mtu != strconv.Itoa(ifc.MTU) || mtu == "" && ifc.MTU != 0 {
-		fail("Link.MTUBytes %q, want %d", mtu, ifc.MTU)
-	}
-	setMAC := ifc.SetMAC
-	if ifc.Kind != Physical {
-		setMAC = ifc.MAC
-	}
-	if got := one("Link", "MACAddress"); got != setMAC {
-		fail("Link.MACAddress %q, want %q", got, setMAC)
-	}
-	if got, want := one("Link", "RequiredForOnline"), map[bool]string{true: "no"}[ifc.Optional]; got != want {
-		fail("Link.RequiredForOnline %q, want %q", got, want)
-	}
-	if ra, set := acceptRA(ifc); c.Master(ifc) == nil && set && one("Network", "IPv6AcceptRA") != yesNo(ra) {
-		fail("IPv6AcceptRA %q, want %s", one("Network", "IPv6AcceptRA"), yesNo(ra))
+	k.checkMatch(ifc)
+	k.checkLink(ifc)
+	if ra, set := acceptRA(ifc); c.Master(ifc) == nil && set && k.one("Network", "IPv6AcceptRA") != yesNo(ra) {
+		k.fail("IPv6AcceptRA %q, want %s", k.one("Network", "IPv6AcceptRA"), yesNo(ra))
 	}
 	if n := len(f.get("RoutingPolicyRule", "Table")) + len(f.get("RoutingPolicyRule", "From")) + len(f.get("RoutingPolicyRule", "To")); c.Master(ifc) == nil && n < len(ifc.RoutingPolicy) {
-		fail("%d routing rules written, want %d", n, len(ifc.RoutingPolicy))
+		k.fail("%d routing rules written, want %d", n, len(ifc.RoutingPolicy))
 	}
 	var vlans []string
 	for _, v := range c.VLANs(ifc) {
 		vlans = append(vlans, v.LinkName())
 	}
 	if got := f.get("Network", "VLAN"); !slices.Equal(got, vlans) {
-		fail("VLAN=%q, want %q", got, vlans)
+		k.fail("VLAN=%q, want %q", got, vlans)
 	}
 	if m := c.Master(ifc); m != nil {
 		key := "Bridge"
 		if m.Kind == Bond {
 			key = "Bond"
 		}
-		if one("Network", key) != m.LinkName() {
-			fail("%s=%q, want %q", key, one("Network", key), m.LinkName())
+		if k.one("Network", key) != m.LinkName() {
+			k.fail("%s=%q, want %q", key, k.one("Network", key), m.LinkName())
 		}
 		if len(f.get("Network", "Address"))+len(f.get("Network", "DNS"))+len(f.get("Route", "Gateway")) > 0 {
-			fail("a member has addresses, DNS or routes")
+			k.fail("a member has addresses, DNS or routes")
 		}
 		return
 	}
+	k.checkL3(c, ifc)
+}
+
+// fileCheck checks one rendered file, failing the test with its name
+// and content.
+type fileCheck struct {
+	t    *testing.T
+	f    iniFile
+	name string
+}
+
+func (k fileCheck) fail(format string, args ...any) {
+	k.t.Helper()
+	k.t.Fatalf("%s: %s\n%+v", k.name, fmt.Sprintf(format, args...), k.f)
+}
+
+// one is the value of a key given at most once, "" when it is not.
+func (k fileCheck) one(sec, key string) string {
+	k.t.Helper()
+	v := k.f.get(sec, key)
+	if len(v) > 1 {
+		k.fail("%s.%s given %d times", sec, key, len(v))
+	}
+	if len(v) == 0 {
+		return ""
+	}
+	return v[0]
+}
+
+// checkMatch checks the selector of a .network file.
+func (k fileCheck) checkMatch(ifc *Interface) {
+	k.t.Helper()
+	switch {
+	case ifc.Kind != Physical:
+		if k.one("Match", "Name") != ifc.LinkName() {
+			k.fail("Match.Name %q, want %q", k.one("Match", "Name"), ifc.LinkName())
+		}
+	case ifc.MAC != "" && ifc.SetMAC != "":
+		if k.one("Match", "PermanentMACAddress") != ifc.MAC {
+			k.fail("Match.PermanentMACAddress %q, want %q", k.one("Match", "PermanentMACAddress"), ifc.MAC)
+		}
+	case ifc.MAC != "":
+		if k.one("Match", "MACAddress") != ifc.MAC {
+			k.fail("Match.MACAddress %q, want %q", k.one("Match", "MACAddress"), ifc.MAC)
+		}
+	case ifc.MatchName != "":
+		if k.one("Match", "Name") != ifc.MatchName {
+			k.fail("Match.Name %q, want %q", k.one("Match", "Name"), ifc.MatchName)
+		}
+	}
+	if ifc.Kind == Physical && k.one("Match", "Driver") != ifc.MatchDriver {
+		k.fail("Match.Driver %q, want %q", k.one("Match", "Driver"), ifc.MatchDriver)
+	}
+}
+
+// checkLink checks the [Link] section of a .network file.
+func (k fileCheck) checkLink(ifc *Interface) {
+	k.t.Helper()
+	if mtu := k.one("Link", "MTUBytes"); mtu != "" && mtu != strconv.Itoa(ifc.MTU) || mtu == "" && ifc.MTU != 0 {
+		k.fail("Link.MTUBytes %q, want %d", mtu, ifc.MTU)
+	}
+	setMAC := ifc.SetMAC
+	if ifc.Kind != Physical {
+		setMAC = ifc.MAC
+	}
+	if got := k.one("Link", "MACAddress"); got != setMAC {
+		k.fail("Link.MACAddress %q, want %q", got, setMAC)
+	}
+	if got, want := k.one("Link", "RequiredForOnline"), map[bool]string{true: "no"}[ifc.Optional]; got != want {
+		k.fail("Link.RequiredForOnline %q, want %q", got, want)
+	}
+}
+
+// checkL3 checks the addresses, DNS and routes of a link that is no
+// member.
+func (k fileCheck) checkL3(c *Config, ifc *Interface) {
+	k.t.Helper()
+	f := k.f
 	var addrs []netip.Prefix
 	for _, a := range f.get("Network", "Address") {
 		p, err := netip.ParsePrefix(a)
 		if err != nil {
-			fail("Address %q: %v", a, err)
+			k.fail("Address %q: %v", a, err)
 		}
 		addrs = append(addrs, p)
 	}
 	if !slices.Equal(addrs, ifc.Addresses) {
-		fail("addresses %v, want %v", addrs, ifc.Addresses)
+		k.fail("addresses %v, want %v", addrs, ifc.Addresses)
 	}
 	allNS := slices.Concat(ifc.DNS.Nameservers, c.DNS.Nameservers)
 	for _, d := range f.get("Network", "DNS") {
 		a, err := netip.ParseAddr(d)
 		if err != nil || !slices.Contains(allNS, a) {
-			fail("DNS %q is not one of the configuration's", d)
+			k.fail("DNS %q is not one of the configuration's", d)
 		}
 	}
 	for _, ns := range ifc.DNS.Nameservers {
 		if !slices.Contains(f.get("Network", "DNS"), ns.String()) {
-			fail("DNS %s missing", ns)
+			k.fail("DNS %s missing", ns)
 		}
 	}
-	words := strings.Fields(one("Network", "Domains"))
+	words := strings.Fields(k.one("Network", "Domains"))
 	for _, w := range words {
 		if !slices.Contains(ifc.DNS.Search, w) && !slices.Contains(c.DNS.Search, w) {
-			fail("search domain %q is not one of the configuration's", w)
+			k.fail("search domain %q is not one of the configuration's", w)
 		}
 	}
 	for _, d := range ifc.DNS.Search {
 		if !slices.Contains(words, d) {
-			fail("search domain %q missing", d)
+			k.fail("search domain %q missing", d)
 		}
 	}
 	if n := len(f.get("Route", "Gateway")) + len(f.get("Route", "Scope")); n < len(ifc.Routes) {
-		fail("%d routes written, want at least %d", n, len(ifc.Routes))
+		k.fail("%d routes written, want at least %d", n, len(ifc.Routes))
 	}
 }
 

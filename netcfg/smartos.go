@@ -258,7 +258,8 @@ func smartosArray(key string, data []byte) ([]field, error) {
 // with a static address; the kernel refuses a gateway that is not on the
 // link (ENETUNREACH), so a second NIC made every boot a partial failure.
 // A route whose gateway is on no NIC's subnet becomes a global route,
-// which the apply reports as not applied live.
+// which Config.Plan leaves out with a note (a DHCP NIC's subnet is not
+// known; cloud-init gives such a NIC no routes either).
 func placeRoutes(c *Config, routes []Route) {
 	for _, r := range routes {
 		placed := false

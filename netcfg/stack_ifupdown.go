@@ -45,7 +45,7 @@ func renderIfupdownFiles(d Detection, c *Config, owned func(*Interface) bool) (*
 	if err != nil {
 		return nil, err
 	}
-	links, _, _, _ := physicalPlan(c, owned)
+	links := plainLinks(c, owned)
 	sf.Dir, sf.Skipped, sf.Notes = d.Dir, skipped, UnappliedBy("ifupdown", links)
 	sf.Files = map[string][]byte{ifupdownFile: b}
 	return sf, nil

@@ -45,8 +45,9 @@ func renderNetworkManagerFiles(d Detection, c *Config, owned func(*Interface) bo
 	if err != nil {
 		return nil, err
 	}
-	links, _, _, _ := physicalPlan(c, owned)
-	sf := &StackFiles{Dir: nmConnectionDir, Files: files, Mode: 0o600, Skipped: skipped, Notes: UnappliedBy("networkmanager", links)}
+	links := plainLinks(c, owned)
+	sf := &StackFiles{Dir: nmConnectionDir, Files: files, Mode: 0o600, Skipped: skipped,
+		Notes: append(UnappliedBy("networkmanager", links), nmUnwritten(c, owned)...)}
 	if conf := renderNMConf(c, owned); conf != nil {
 		sf.Extra = map[string][]byte{nmConfFile: conf}
 	}

@@ -64,8 +64,8 @@ func renderNMConf(c *Config, owned func(*Interface) bool) []byte {
 		owned = func(*Interface) bool { return true }
 	}
 	// The NICs with a profile are those renderNetworkManager writes one
-	// for, by the one rule (physicalPlan), bound to the MAC.
-	links, _, _, _ := physicalPlan(c, owned)
+	// for, by the one rule (plainLinks), bound to the MAC.
+	links := plainLinks(c, owned)
 	var macs, profiled, uuids, unmanaged []string
 	for i := range c.Interfaces {
 		ifc := &c.Interfaces[i]

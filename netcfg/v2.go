@@ -486,11 +486,14 @@ func v2Overrides(f field, where string, n *notes) DHCPOverrides {
 		{"use-dns", &o.UseDNS}, {"use-ntp", &o.UseNTP}, {"use-hostname", &o.UseHostname}, {"use-domains", &o.UseDomains},
 		{"use-routes", &o.UseRoutes}, {"use-mtu", &o.UseMTU}, {"send-hostname", &o.SendHostname},
 	} {
-		// netplan's use-domains may also be "route" (a routing-only
-		// domain), which seedkeeper does not make: not a boolean, so
-		// noted and left at the default.
 		kf := om.get(b.key)
 		if !kf.present() {
+			continue
+		}
+		// netplan's use-domains may also be "route": the domains
+		// route DNS queries and are not searched.
+		if s, err := kf.str(); err == nil && s == "route" && b.key == "use-domains" {
+			o.UseDomains, o.RouteDomains = &[]bool{true}[0], true
 			continue
 		}
 		v, err := kf.boolean()

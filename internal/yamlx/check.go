@@ -181,7 +181,48 @@ func (sc *scanner) pushDash(col int) {
 
 func isBlank(c byte) bool { return c == ' ' || c == '\t' || c == '\r' }
 
+// scanLine counts the nodes of one line and follows the collections it
+// opens and closes: the start of the line (lineStart), then each of its
+// characters, inside a quote (inQuote) or not (token).
 func (sc *scanner) scanLine(line []byte) {
+	i, ok := sc.lineStart(line)
+	if !ok {
+		return
+	}
+	cur := cursor{expect: true, tok: i}
+	for ; i < len(line); i++ {
+		next := byte(' ')
+		if i+1 < len(line) {
+			next = line[i+1]
+		}
+		if sc.quote != 0 {
+			i += sc.inQuote(&cur, line[i], next)
+			continue
+		}
+		quoted := cur.afterQuote
+		cur.afterQuote = false
+		var stop bool
+		if i, stop = sc.token(&cur, line, i, next, quoted); stop {
+			return
+		}
+	}
+}
+
+// cursor is where the scan of a line is: whether a value may start at
+// the next character, where the last scalar started, and whether the
+// character before closed a quote.
+type cursor struct {
+	expect     bool
+	tok        int
+	afterQuote bool
+}
+
+// lineStart reads the start of a line: its indentation, the end of a
+// block scalar, a document marker or a directive, and the block
+// collections the indentation closes. It returns where the line's
+// tokens start, and false when it has none (a blank line, a directive,
+// a line of a block scalar).
+func (sc *scanner) lineStart(line []byte) (int, bool) {
 	indent := 0
 	for indent < len(line) && line[indent] == ' ' {
 		indent++
@@ -196,119 +237,127 @@ func (sc *scanner) scanLine(line []byte) {
 	marker := len(line) >= 3 && (string(line[:3]) == "---" || string(line[:3]) == "...") && (len(line) == 3 || isBlank(line[3]))
 	if sc.block {
 		if blank || indent > sc.parent && !marker {
-			return
+			return 0, false
 		}
 		sc.block = false
 	}
-	if blank {
+	switch {
+	case blank:
+		return 0, false
+	case sc.quote != 0 || sc.flow != 0:
+		return indent, true
+	case marker:
+		sc.stack = sc.stack[:0]
+		sc.count(1) // a new document
+		return 3, true
+	case indent == 0 && line[0] == '%':
+		return 0, false // a directive
+	}
+	for n := len(sc.stack); n > 0 && sc.stack[n-1].col > indent; n-- {
+		sc.stack = sc.stack[:n-1]
+	}
+	return indent, true
+}
+
+// inQuote reads c inside a quote, or what may be one: every indicator
+// counts, so that text taken for a quote is never less. It returns how
+// many characters after c it took too (an escape).
+func (sc *scanner) inQuote(cur *cursor, c, next byte) int {
+	switch {
+	case sc.quote == '"' && c == '\\':
+		return 1
+	case c == sc.quote && c == '\'' && next == '\'':
+		return 1
+	case c == sc.quote:
+		sc.quote, cur.expect, cur.afterQuote = 0, false, true
+	case c == '[' || c == '{' || c == ',' || c == ':' || c == '-' || c == '?' || c == '*':
+		sc.count(1)
+	}
+	return 0
+}
+
+// token reads the character at i outside a quote; quoted says a quote
+// ended just before it. It returns the index of the last character it
+// took, and true when the rest of the line is not scanned (a comment, a
+// block scalar's header).
+func (sc *scanner) token(cur *cursor, line []byte, i int, next byte, quoted bool) (int, bool) {
+	c := line[i]
+	switch {
+	case isBlank(c):
+	case c == '#' && (i == 0 || isBlank(line[i-1])):
+		return i, true // a comment
+	case sc.flowToken(cur, c):
+	case (c == '"' || c == '\'') && cur.expect:
+		sc.quote, cur.tok = c, i
+		sc.count(1)
+	case (c == '-' || c == '?') && cur.expect && isBlank(next):
+		sc.entry(c, i)
+		cur.tok = i + 2
+	case c == ':' && (isBlank(next) || sc.flow > 0 || quoted):
+		sc.count(1)
+		if sc.flow == 0 {
+			sc.pushKey(cur.tok)
+		}
+		cur.expect = true
+	case (c == '|' || c == '>') && cur.expect && sc.flow == 0:
+		sc.count(1)
+		sc.block, sc.parent = true, -1
+		if n := len(sc.stack); n > 0 {
+			sc.parent = sc.stack[n-1].col
+		}
+		return i, true // the rest is the header and a comment
+	case (c == '*' || c == '&' || c == '!') && cur.expect:
+		// An alias is the value; an anchor or a tag: the value
+		// follows, or an empty one is made for it.
+		sc.count(1)
+		cur.expect = c != '*'
+		for i+1 < len(line) && !endsName(line[i+1]) {
+			i++
+		}
+	case cur.expect:
+		sc.count(1)
+		cur.tok = i
+		cur.expect = false
+	}
+	return i, false
+}
+
+// flowToken reads a flow collection's indicator, and reports whether c
+// was one.
+func (sc *scanner) flowToken(cur *cursor, c byte) bool {
+	switch {
+	case (c == '[' || c == '{') && (cur.expect || sc.flow > 0):
+		sc.flow++
+		sc.count(1)
+		sc.deeper()
+		cur.expect = true
+	case (c == ']' || c == '}') && sc.flow > 0:
+		sc.flow--
+		sc.count(1) // an implicit null before it
+		cur.expect = false
+	case c == ',' && sc.flow > 0:
+		sc.count(1) // an implicit null before it
+		cur.expect = true
+	default:
+		return false
+	}
+	return true
+}
+
+// entry notes a block sequence entry ("- ") or an explicit key ("? ")
+// at i.
+func (sc *scanner) entry(c byte, i int) {
+	sc.count(1)
+	if c == '?' {
+		sc.count(1) // a key and its value, either may be empty
+	}
+	if sc.flow > 0 {
 		return
 	}
-	i := indent
-	if sc.quote == 0 && sc.flow == 0 {
-		if marker {
-			sc.stack = sc.stack[:0]
-			sc.count(1) // a new document
-			i = 3
-		} else if indent == 0 && line[0] == '%' {
-			return // a directive
-		} else {
-			for n := len(sc.stack); n > 0 && sc.stack[n-1].col > indent; n-- {
-				sc.stack = sc.stack[:n-1]
-			}
-		}
-	}
-	expect := true // a value may start here
-	tok := i       // where the last scalar started
-	afterQuote := false
-	for ; i < len(line); i++ {
-		c := line[i]
-		next := byte(' ')
-		if i+1 < len(line) {
-			next = line[i+1]
-		}
-		if sc.quote != 0 {
-			// Inside a quote, or what may be one: every indicator
-			// counts, so that text taken for a quote is never less.
-			switch {
-			case sc.quote == '"' && c == '\\':
-				i++
-			case c == sc.quote && c == '\'' && next == '\'':
-				i++
-			case c == sc.quote:
-				sc.quote, expect, afterQuote = 0, false, true
-				continue
-			case c == '[' || c == '{' || c == ',' || c == ':' || c == '-' || c == '?' || c == '*':
-				sc.count(1)
-			}
-			continue
-		}
-		quoted := afterQuote
-		afterQuote = false
-		switch {
-		case isBlank(c):
-		case c == '#' && (i == 0 || isBlank(line[i-1])):
-			return // a comment
-		case (c == '"' || c == '\'') && expect:
-			sc.quote, tok = c, i
-			sc.count(1)
-		case (c == '[' || c == '{') && (expect || sc.flow > 0):
-			sc.flow++
-			sc.count(1)
-			sc.deeper()
-			expect = true
-		case (c == ']' || c == '}') && sc.flow > 0:
-			sc.flow--
-			sc.count(1) // an implicit null before it
-			expect = false
-		case c == ',' && sc.flow > 0:
-			sc.count(1) // an implicit null before it
-			expect = true
-		case (c == '-' || c == '?') && expect && isBlank(next):
-			sc.count(1)
-			if c == '?' {
-				sc.count(1) // a key and its value, either may be empty
-			}
-			if sc.flow == 0 {
-				if c == '-' {
-					sc.pushDash(i)
-				} else {
-					sc.pushKey(i)
-				}
-			}
-			tok = i + 2
-		case c == ':' && (isBlank(next) || sc.flow > 0 || quoted):
-			sc.count(1)
-			if sc.flow == 0 {
-				sc.pushKey(tok)
-			}
-			expect = true
-		case (c == '|' || c == '>') && expect && sc.flow == 0:
-			sc.count(1)
-			sc.block, sc.parent = true, -1
-			if n := len(sc.stack); n > 0 {
-				sc.parent = sc.stack[n-1].col
-			}
-			return // the rest is the header and a comment
-		case c == '*' && expect:
-			sc.count(1)
-			expect = false
-			for i+1 < len(line) && !endsName(line[i+1]) {
-				i++
-			}
-		case (c == '&' || c == '!') && expect:
-			// An anchor or a tag: the value follows, or an empty
-			// one is made for it.
-			sc.count(1)
-			for i+1 < len(line) && !endsName(line[i+1]) {
-				i++
-			}
-		default:
-			if expect {
-				sc.count(1)
-				tok = i
-				expect = false
-			}
-		}
+	if c == '-' {
+		sc.pushDash(i)
+	} else {
+		sc.pushKey(i)
 	}
 }
 

@@ -159,7 +159,11 @@ type owned struct {
 	// flushed is set when the link is renamed while up: taking it down
 	// drops its routes and IPv6 addresses.
 	flushed bool
-	routes  []netcfg.Route
+	// addrs, routes and rules are what the link carries (netcfg's
+	// Config.Plan, the one decision the stacks' files are views of too).
+	addrs  []netip.Prefix
+	routes []netcfg.Route
+	rules  []netcfg.Rule
 }
 
 // Diff plans cfg against the live links, keyed by MAC. live must carry the
@@ -199,7 +203,7 @@ func diff(cfg *netcfg.Config, live []Link, allow Allowlist, rc *Receipt, part bo
 		p.OwnedName[o.ifc.ID] = o.name
 	}
 	p.planAltNames(own)
-	p.assignRoutes(cfg, own)
+	p.assignPlan(cfg, own)
 	links := make([]*netcfg.Interface, len(own))
 	for i, o := range own {
 		links[i] = o.ifc
@@ -353,7 +357,7 @@ func (p *Plan) planObjects(o *owned) (adds, addRoutes []Op) {
 		}
 	}
 	want := map[netip.Prefix]bool{}
-	for _, a := range o.ifc.Addresses {
+	for _, a := range o.addrs {
 		a = normPrefix(a)
 		if want[a] {
 			continue
@@ -432,7 +436,7 @@ func (p *Plan) planRules(o *owned, prior Added, next *Added) (adds []Op) {
 		return slices.ContainsFunc(live, func(l netcfg.Rule) bool { return sameRule(r, l) })
 	}
 	var want []netcfg.Rule
-	for _, r := range o.ifc.RoutingPolicy {
+	for _, r := range o.rules {
 		r = normRule(r)
 		if slices.Contains(want, r) {
 			continue
@@ -652,30 +656,26 @@ func (p *Plan) planRenames(own []*owned, live []Link) {
 	}
 }
 
-// assignRoutes gives every owned link its own routes plus the global routes
-// whose gateway lies in one of its configured subnets.
-func (p *Plan) assignRoutes(cfg *netcfg.Config, own []*owned) {
-	for _, o := range own {
-		o.routes = append(o.routes, o.ifc.Routes...)
+// assignPlan gives every owned link what the configuration's plan
+// (netcfg.Config.Plan, over the links the plan owns) has it carry: the
+// addresses, routes and rules of its own, none on a bond or bridge
+// member, and the global routes placed on it; the plan's notes say what
+// is left out.
+func (p *Plan) assignPlan(cfg *netcfg.Config, own []*owned) {
+	plans, notes := cfg.Plan(p.Owns)
+	// By entry, not by ID: a configuration built by hand may leave IDs
+	// empty.
+	of := map[*netcfg.Interface]*netcfg.LinkPlan{}
+	for i := range plans {
+		of[plans[i].Interface] = &plans[i]
 	}
-	for _, r := range cfg.Routes {
-		var to *owned
-		for _, o := range own {
-			for _, a := range o.ifc.Addresses {
-				if r.Via.IsValid() && a.Masked().Contains(r.Via.Unmap()) {
-					to = o
-					break
-				}
-			}
-			if to != nil {
-				break
-			}
+	for _, o := range own {
+		if lp := of[o.ifc]; lp != nil {
+			o.addrs, o.routes, o.rules = lp.Addresses, lp.Routes, lp.Rules
 		}
-		if to == nil {
-			p.notef("route %s: no owned link has an address on the way to its gateway; not applied live", routeString(r))
-			continue
-		}
-		to.routes = append(to.routes, r)
+	}
+	for _, n := range notes {
+		p.notef("%s", n)
 	}
 }
 

@@ -312,8 +312,11 @@ func TestDiffGlobalRoutesAndOtherKinds(t *testing.T) {
 		"bond0 (bond): create",
 		"eth0 (bc:24:11:aa:bb:01): enslave to bond0",
 		"eth1 (bc:24:11:aa:bb:02): enslave to bond0",
-		"bond0 (bond): link up",
-		"eth1 (bc:24:11:aa:bb:02): add route 10.0.0.0/8 via 198.51.100.1")
+		"bond0 (bond): link up")
+	// A bond member carries none of its own addresses, so no global
+	// route either: the live apply leaves out what the files leave out.
+	wantNote(t, p, "b: a member of bond0: its own addresses")
+	wantNote(t, p, "route 10.0.0.0/8 via 198.51.100.1: no owned link")
 	wantNote(t, p, "route 172.16.0.0/12 via 203.0.113.1: no owned link")
 }
 
@@ -533,4 +536,18 @@ func TestDiffRenamedTwiceKeepsTheFirstName(t *testing.T) {
 	if got := p.OwnedAltNames["a"]; !slices.Equal(got, []string{"ens4", "eth0"}) {
 		t.Errorf("alternative names after the plan %q, want [ens4 eth0]", got)
 	}
+}
+
+// A configuration built by hand may leave the IDs empty: each entry
+// still gets what the plan decides for it, not another entry's.
+func TestDiffEntriesWithoutIDs(t *testing.T) {
+	cfg := &netcfg.Config{Interfaces: []netcfg.Interface{
+		{Kind: netcfg.Physical, MAC: mac1, Addresses: []netip.Prefix{pfx("192.0.2.10/24")}},
+		{Kind: netcfg.Physical, MAC: mac2},
+	}}
+	live := []Link{
+		{Index: 2, Name: "eth0", MAC: mac1, Driver: "virtio_net", Up: true},
+		{Index: 3, Name: "eth1", MAC: mac2, Driver: "virtio_net", Up: true},
+	}
+	wantOps(t, Diff(cfg, live, virtio, nil), "eth0 (bc:24:11:aa:bb:01): add address 192.0.2.10/24")
 }

@@ -317,14 +317,18 @@ func TestIntegrationUnreachableGatewayIsPartial(t *testing.T) {
 	cfg := &netcfg.Config{Interfaces: []netcfg.Interface{{Kind: netcfg.Physical, MAC: mac1,
 		Addresses: []netip.Prefix{pfx("192.0.2.10/24")},
 		Routes: []netcfg.Route{
-			route("0.0.0.0/0", "203.0.113.1", 0), // not on any link
+			// A link-local gateway is taken as on the link, never
+			// made on-link (a gateway outside every address is:
+			// netcfg.Config.Plan); without an address in
+			// 169.254.0.0/16 the kernel cannot reach it.
+			route("0.0.0.0/0", "169.254.0.1", 0),
 			route("198.51.100.0/24", "192.0.2.254", 0),
 		}}}}
 	p, res, err := planApply(t, h, cfg, Drivers("veth"), nil)
 	if !errors.Is(err, ErrPartial) || !errors.Is(err, syscall.ENETUNREACH) || !res.Failed() {
 		t.Fatalf("Apply error = %v, failed %v; want partial with ENETUNREACH", err, res.Failed())
 	}
-	if want := "eth0 (bc:24:11:aa:bb:01): add route default via 203.0.113.1: network is unreachable"; !strings.Contains(err.Error(), want) {
+	if want := "eth0 (bc:24:11:aa:bb:01): add route default via 169.254.0.1: network is unreachable"; !strings.Contains(err.Error(), want) {
 		t.Errorf("error %q does not name the operation (%q)", err, want)
 	}
 	var failed []string
@@ -333,7 +337,7 @@ func TestIntegrationUnreachableGatewayIsPartial(t *testing.T) {
 			failed = append(failed, o.Op.String())
 		}
 	}
-	if len(res.Ops) != len(p.Ops) || !slices.Equal(failed, []string{"eth0 (bc:24:11:aa:bb:01): add route default via 203.0.113.1"}) {
+	if len(res.Ops) != len(p.Ops) || !slices.Equal(failed, []string{"eth0 (bc:24:11:aa:bb:01): add route default via 169.254.0.1"}) {
 		t.Errorf("failed ops = %q of %d results for %d ops", failed, len(res.Ops), len(p.Ops))
 	}
 	if got := addrs(t, nh, "eth0"); !slices.Equal(got, []string{"192.0.2.10/24"}) {
@@ -348,7 +352,35 @@ func TestIntegrationUnreachableGatewayIsPartial(t *testing.T) {
 	// The next run tries the failed route again, and only it.
 	p2, err := h.Plan(context.Background(), cfg, Drivers("veth"), res.Receipt)
 	must(t, err)
-	wantOps(t, p2, "eth0 (bc:24:11:aa:bb:01): add route default via 203.0.113.1")
+	wantOps(t, p2, "eth0 (bc:24:11:aa:bb:01): add route default via 169.254.0.1")
+}
+
+// A gateway outside every address of its link (a /32 with the gateway
+// beside it, as hosting providers give) is on-link live, as the stacks'
+// files have it: the live apply once added it without, which the kernel
+// refuses, while networkd's file said GatewayOnLink=yes.
+func TestIntegrationGatewayBesideA32IsOnLink(t *testing.T) {
+	testenv.Integration(t)
+	ns, nh := newNS(t)
+	addVeth(t, nh, "eth0", mac1, "peer0", "bc:24:11:00:00:01")
+	h := openAt(t, ns)
+	cfg := &netcfg.Config{Interfaces: []netcfg.Interface{{ID: "eth0", Kind: netcfg.Physical, MAC: mac1,
+		Addresses: []netip.Prefix{pfx("203.0.113.7/32")},
+		Routes:    []netcfg.Route{route("0.0.0.0/0", "172.31.1.1", 0)}}}}
+	p, res, err := planApply(t, h, cfg, Drivers("veth"), nil)
+	if err != nil {
+		t.Fatalf("apply: %v\nops %q", err, opStrings(p))
+	}
+	wantOp := "eth0 (bc:24:11:aa:bb:01): add route default via 172.31.1.1 onlink"
+	if !slices.Contains(opStrings(p), wantOp) {
+		t.Errorf("ops %q lack %q", opStrings(p), wantOp)
+	}
+	if got := routes(t, nh, "eth0"); !hasAll(got, "default via 172.31.1.1") {
+		t.Errorf("routes = %q", got)
+	}
+	p, err = h.Plan(context.Background(), cfg, Drivers("veth"), res.Receipt)
+	must(t, err)
+	wantOps(t, p)
 }
 
 // Renaming a link that is up takes it down, which drops its routes and IPv6

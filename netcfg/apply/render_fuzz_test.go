@@ -146,18 +146,7 @@ func checkAwaited(t *testing.T, cfg *netcfg.Config, p *Plan, name func(where, n 
 			continue // refusing to write is safe
 		}
 		for fn, b := range ahead.Extra {
-			// A drop-in ahead names the absent NICs' MACs, nothing else.
-			for _, l := range strings.Split(string(b), "\n") {
-				k, v, _ := strings.Cut(l, "=")
-				if k != "match-device" {
-					continue
-				}
-				for _, spec := range strings.Split(v, ";") {
-					if m, ok := strings.CutPrefix(spec, "mac:"); !ok || !absent[strings.ToLower(m)] {
-						t.Fatalf("%s (ahead) %s: device spec %q is not the MAC of an absent NIC", stack.Name, fn, spec)
-					}
-				}
-			}
+			checkAheadDropIn(t, stack.Name+" (ahead) "+fn, b, absent)
 		}
 		var owned map[string][]byte
 		if sf, err := stack.Render(netcfg.Detection{Stack: stack, Dir: "/etc/network/interfaces.d"}, pinned, p.Owns); err == nil {
@@ -168,23 +157,7 @@ func checkAwaited(t *testing.T, cfg *netcfg.Config, p *Plan, name func(where, n 
 			if _, dup := owned[fn]; dup {
 				t.Fatalf("%s: also the file of an owned link", where)
 			}
-			section, match := "", map[string]string{}
-			for _, l := range strings.Split(string(b), "\n") {
-				if strings.HasPrefix(l, "[") {
-					section = l
-				}
-				k, v, _ := strings.Cut(l, "=")
-				switch {
-				case stack == netcfg.Networkd && section == "[Match]" && k != "" && !strings.HasPrefix(l, "["):
-					match[k] = v
-				case stack == netcfg.NetworkManager && (section == "[match]" || k == "mac-address" || k == "type" || k == "interface-name"):
-					if k != "" && !strings.HasPrefix(l, "[") {
-						match[k] = v
-					}
-				case k == "Name" || k == "Bond" || k == "Bridge" || k == "VLAN":
-					name(where, v)
-				}
-			}
+			match := aheadMatch(stack, where, b, name)
 			var m string
 			var ok bool
 			switch stack {
@@ -205,6 +178,46 @@ func checkAwaited(t *testing.T, cfg *netcfg.Config, p *Plan, name func(where, n 
 			}
 		}
 	}
+}
+
+// checkAheadDropIn checks that a drop-in written ahead names the absent
+// NICs' MACs, nothing else.
+func checkAheadDropIn(t *testing.T, where string, b []byte, absent map[string]bool) {
+	t.Helper()
+	for _, l := range strings.Split(string(b), "\n") {
+		k, v, _ := strings.Cut(l, "=")
+		if k != "match-device" {
+			continue
+		}
+		for _, spec := range strings.Split(v, ";") {
+			if m, ok := strings.CutPrefix(spec, "mac:"); !ok || !absent[strings.ToLower(m)] {
+				t.Fatalf("%s: device spec %q is not the MAC of an absent NIC", where, spec)
+			}
+		}
+	}
+}
+
+// aheadMatch reads what a file written ahead matches by, and passes
+// every link name it gives to name.
+func aheadMatch(stack *netcfg.Stack, where string, b []byte, name func(where, n string)) map[string]string {
+	section, match := "", map[string]string{}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "[") {
+			section = l
+		}
+		k, v, _ := strings.Cut(l, "=")
+		switch {
+		case stack == netcfg.Networkd && section == "[Match]" && k != "" && !strings.HasPrefix(l, "["):
+			match[k] = v
+		case stack == netcfg.NetworkManager && (section == "[match]" || k == "mac-address" || k == "type" || k == "interface-name"):
+			if k != "" && !strings.HasPrefix(l, "[") {
+				match[k] = v
+			}
+		case k == "Name" || k == "Bond" || k == "Bridge" || k == "VLAN":
+			name(where, v)
+		}
+	}
+	return match
 }
 
 // checkAheadBecomesOwned checks that the NetworkManager profile fn (b)
