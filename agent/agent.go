@@ -91,12 +91,23 @@ func (e *Env) init() {
 
 // NewLogger logs one line per event to w: key=value text, without a
 // timestamp when journald (which adds its own) is reading. When w is the
-// stream journald reads (JOURNAL_STREAM names it), each line carries its
-// level's priority ("<4>" for a warning, internal/journallog), so that
-// journalctl -p warning finds the warnings, while journald still
-// attributes every line to the unit and forwards it to the console.
+// stream journald reads (JOURNAL_STREAM names it) of a service running as
+// root, each record goes to the journal's socket instead, with its
+// level's priority, its attributes as fields (SEEDKEEPER_IFACE=...) and
+// its unit as OBJECT_SYSTEMD_UNIT, which "journalctl -u" matches also
+// after the process has exited; with SEEDKEEPER_LOG_CONSOLE=1 (the boot
+// unit's journal+console) the text line goes to the console too. Where
+// the socket cannot be used, each line carries its level's priority
+// ("<4>" for a warning) on the stream (internal/journallog).
 func NewLogger(w io.Writer) *slog.Logger {
 	if f, ok := w.(*os.File); ok && journallog.IsStream(f) {
+		if unit, ok := journallog.NativeUnit(f); ok {
+			var console io.Writer
+			if os.Getenv(journallog.EnvConsole) == "1" {
+				console = journallog.OpenConsole()
+			}
+			return slog.New(journallog.NewJournalHandler(unit, w, console))
+		}
 		return slog.New(journallog.NewStreamHandler(w))
 	}
 	return slog.New(journallog.NewTextHandler(w, os.Getenv(journallog.EnvStream) != ""))

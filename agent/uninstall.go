@@ -3,7 +3,12 @@ package agent
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 	"github.com/seedkeeper/seedkeeper/internal/stacks"
@@ -20,7 +25,54 @@ type Uninstalled struct {
 	// Left names, with the reason, every file of seedkeeper's kind that
 	// was left in place.
 	Left []string `json:"left"`
+	// Plan is the plan that was carried out (or, refused by an expected
+	// digest, the plan made instead).
+	Plan *UninstallPlan `json:"-"`
 }
+
+// UninstallAction is one step of an uninstall plan.
+type UninstallAction struct {
+	// Op is what the step does: "remove", "remove-tree",
+	// "remove-if-empty", "give-back" (a person's seed written back),
+	// "given-back" (already there: nothing is done).
+	Op string `json:"op"`
+	// Path is the system path acted on.
+	Path string `json:"path"`
+	// Why says what the path is and why uninstall acts on it.
+	Why string `json:"why"`
+	// State is what the path was when the plan was made (its kind, size
+	// and modification time, or "absent"; for a file whose content
+	// decides the step, its hash too): part of the plan's Digest.
+	State string `json:"state"`
+}
+
+// UninstallPlan is what Uninstall does under Root: the dry run prints
+// it, and Apply carries out exactly it.
+type UninstallPlan struct {
+	Root sysroot.Root `json:"-"`
+	// Actions are the steps, in the order they are taken.
+	Actions []UninstallAction `json:"actions"`
+	// Left names, with the reason, every file of seedkeeper's kind that
+	// the plan leaves in place.
+	Left []string `json:"left"`
+
+	seed     *seed.RemovalPlan
+	rendered []string // network files of ours, removed after the seed
+	gate     bool     // the no-source gate is there, removed last
+}
+
+// Digest is a digest of exactly what the plan does: each action with the
+// state of its path when the plan was made, in order. Two plans with one
+// digest do the same to the same files.
+func (p *UninstallPlan) Digest() string {
+	h := sha256.New()
+	json.NewEncoder(h).Encode(p.Actions)
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// ErrPlanChanged is wrapped by UninstallExpecting when the plan made
+// right before acting is not the one that was read.
+var ErrPlanChanged = errors.New("the plan is no longer the one that was read")
 
 // Uninstall takes away what seedkeeper wrote outside its own state
 // directory, for a package removal: the seed, its marker and the SmartOS
@@ -33,34 +85,86 @@ type Uninstalled struct {
 // now, and the metadata's resolvers are still the right ones until the
 // next boot. The live network and the state in StateDir are not touched
 // (a purge removes the state, all but an import not given back). Every
-// path is reached under root through fsutil's in-root functions.
+// path is reached under root through fsutil's in-root functions. It is
+// PlanUninstall then Apply.
 func Uninstall(root sysroot.Root) (*Uninstalled, error) {
-	u := &Uninstalled{}
-	sr, err := seed.Remove(root)
-	u.Removed, u.Restored, u.Left = sr.Removed, sr.Restored, sr.Left
+	return UninstallExpecting(root, "")
+}
+
+// UninstallExpecting is Uninstall when expect is empty; otherwise expect
+// is the Digest of the plan that was read (a dry run's), and when the
+// plan made right before acting has another digest nothing is changed:
+// it returns that plan and an error wrapping ErrPlanChanged.
+func UninstallExpecting(root sysroot.Root, expect string) (*Uninstalled, error) {
+	p, err := PlanUninstall(root)
+	if err != nil {
+		return &Uninstalled{Left: p.Left}, err
+	}
+	if expect != "" && !strings.EqualFold(p.Digest(), expect) {
+		return &Uninstalled{Plan: p}, fmt.Errorf("%w: its digest is %s, not %s; nothing was changed", ErrPlanChanged, p.Digest(), expect)
+	}
+	return p.Apply()
+}
+
+// PlanUninstall plans Uninstall under root: it reads, and changes
+// nothing.
+func PlanUninstall(root sysroot.Root) (*UninstallPlan, error) {
+	p := &UninstallPlan{Root: root, Actions: []UninstallAction{}}
+	sp, err := seed.PlanRemove(root)
+	p.seed = sp
+	for _, s := range sp.Steps {
+		p.Actions = append(p.Actions, UninstallAction{Op: s.Op, Path: s.Path, Why: s.Why, State: s.State})
+	}
+	p.Left = append(p.Left, sp.Left...)
+	if err != nil {
+		return p, err
+	}
+	if err := planRendered(root, p); err != nil {
+		return p, err
+	}
+	if _, err := fsutil.StatIn(string(root), nosource.MarkerPath, false); err == nil {
+		p.gate = true
+		p.add(seed.RemoveFile, nosource.MarkerPath, "the no-source gate")
+	}
+	if writtenByUs(root, "/etc/resolv.conf") {
+		p.Left = append(p.Left, "/etc/resolv.conf: written by seedkeeper from the metadata's resolvers; left in place so that names still resolve (cloud-init or the network stack manages it after the next boot)")
+	}
+	return p, nil
+}
+
+func (p *UninstallPlan) add(op, sys, why string) {
+	p.Actions = append(p.Actions, UninstallAction{Op: op, Path: sys, Why: why, State: fsutil.StateIn(string(p.Root), sys)})
+}
+
+// Apply carries out the plan in its order: the seed's steps, the network
+// files, the no-source gate.
+func (p *UninstallPlan) Apply() (*Uninstalled, error) {
+	u := &Uninstalled{Plan: p}
+	sr, err := p.seed.Apply()
+	u.Removed, u.Restored, u.Left = sr.Removed, sr.Restored, append(sr.Left, p.Left[len(p.seed.Left):]...)
 	if err != nil {
 		return u, err
 	}
-	if err := removeRendered(root, u); err != nil {
-		return u, err
+	for _, sys := range p.rendered {
+		if err := fsutil.RemoveIn(string(p.Root), sys, false); err != nil {
+			return u, fmt.Errorf("network files: %w", err)
+		}
+		u.Removed = append(u.Removed, sys)
 	}
-	if _, err := fsutil.StatIn(string(root), nosource.MarkerPath, false); err == nil {
-		if err := fsutil.RemoveIn(string(root), nosource.MarkerPath, false); err != nil {
+	if p.gate {
+		if err := fsutil.RemoveIn(string(p.Root), nosource.MarkerPath, false); err != nil {
 			return u, err
 		}
 		u.Removed = append(u.Removed, nosource.MarkerPath)
 	}
-	if writtenByUs(root, "/etc/resolv.conf") {
-		u.Left = append(u.Left, "/etc/resolv.conf: written by seedkeeper from the metadata's resolvers; left in place so that names still resolve (cloud-init or the network stack manages it after the next boot)")
-	}
 	return u, nil
 }
 
-// removeRendered removes the network files of ours in every place of
-// every stack (netcfg.Stacks), by the rule the renderers and seal use
-// (stacks.Walk: a name seedkeeper gives, its header in place); a
-// file of such a name that is not ours is left and named.
-func removeRendered(root sysroot.Root, u *Uninstalled) error {
+// planRendered plans the removal of the network files of ours in every
+// place of every stack (netcfg.Stacks), by the rule the renderers and
+// seal use (stacks.Walk: a name seedkeeper gives, its header in place);
+// a file of such a name that is not ours is left and named.
+func planRendered(root sysroot.Root, p *UninstallPlan) error {
 	for _, s := range netcfg.Stacks {
 		places, err := stacks.Of(s.Name).Places(root.Path("/"))
 		if err != nil {
@@ -76,13 +180,11 @@ func removeRendered(root sysroot.Root, u *Uninstalled) error {
 			}
 			for _, f := range found {
 				if !f.Ours {
-					u.Left = append(u.Left, f.Path+": not written by seedkeeper (or changed since); left in place")
+					p.Left = append(p.Left, f.Path+": not written by seedkeeper (or changed since); left in place")
 					continue
 				}
-				if err := fsutil.RemoveIn(string(root), f.Path, false); err != nil {
-					return fmt.Errorf("network files: %w", err)
-				}
-				u.Removed = append(u.Removed, f.Path)
+				p.rendered = append(p.rendered, f.Path)
+				p.add(seed.RemoveFile, f.Path, "a network file seedkeeper rendered (its name and header)")
 			}
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -419,4 +420,21 @@ func TestCheckNetworkStackNetplanKeepsNetworkManagerOff(t *testing.T) {
 	expectItem(t, check(t, m), "network-stack", Finding, "NetworkManager enabled", "marks the NICs it matches unmanaged for NetworkManager", "set renderer: NetworkManager")
 	m.write("/etc/netplan/90-default.yaml", "network:\n  version: 2\n  renderer: NetworkManager\n  ethernets:\n    all-en: {match: {name: 'en*'}, dhcp4: true}\n")
 	expectItem(t, check(t, m), "network-stack", Note, "netplan catch-all", "for NetworkManager)", "gives those seedkeeper's configuration")
+}
+
+// systemd's unit directories over one lookup's budget in all: the units
+// item is an error that names the bound, never a unit taken as missing
+// or disabled.
+func TestCheckUnitsOverTheLookupBudget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("makes 65537 files: run without -short")
+	}
+	m := freshImage(t)
+	dir := filepath.Join(m.dir, "etc/systemd/system")
+	for i := range 65537 {
+		if err := os.WriteFile(filepath.Join(dir, "u"+strconv.Itoa(i)+".service"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	expectItem(t, check(t, m), "units", Error, "could not be judged: the unit directories hold more than 65536 entries in all")
 }

@@ -38,6 +38,8 @@ func checkUnits(in *inspection) Item {
 	for _, u := range Units {
 		st := in.unit(u)
 		switch {
+		case st.Err != nil:
+			return Item{Verdict: Error, Found: st.Why, Clone: "not known: the image's unit directories could not be read"}
 		case st.File == "":
 			missing = append(missing, u)
 		case st.Masked:

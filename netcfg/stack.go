@@ -217,6 +217,8 @@ func (s *Stack) enabled(r unit.Root) (on bool, why, file string) {
 	}
 	st := unit.Lookup(r, s.Unit)
 	switch {
+	case st.Err != nil:
+		return false, st.Why, ""
 	case st.Masked:
 		return false, st.Why + ": " + s.Title + " does not start, whatever links want it", ""
 	case !st.Enabled:

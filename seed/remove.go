@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -28,6 +29,50 @@ type Removal struct {
 	Left []string
 }
 
+// Removal steps, in the order a RemovalPlan lists them.
+const (
+	// RemoveFile removes a file of seedkeeper's (or a temporary file a
+	// run cut short left).
+	RemoveFile = "remove"
+	// RemoveTree removes a directory with what is in it: the imported
+	// copy once given back, a temporary import directory.
+	RemoveTree = "remove-tree"
+	// RemoveIfEmpty removes a directory seedkeeper made when nothing is
+	// left in it.
+	RemoveIfEmpty = "remove-if-empty"
+	// GiveBack writes a file of a person's imported seed back to Dir.
+	GiveBack = "give-back"
+	// GivenBack is a file of the imported seed already in Dir, byte for
+	// byte: nothing is done to it.
+	GivenBack = "given-back"
+)
+
+// Step is one step of a RemovalPlan.
+type Step struct {
+	Op string `json:"op"`
+	// Path is the system path acted on.
+	Path string `json:"path"`
+	// Why says what the path is and why the step acts on it.
+	Why string `json:"why"`
+	// State is what the path was when the plan was made (its kind, size
+	// and modification time, or "absent"; for a file whose content
+	// decides the step, its hash too).
+	State string `json:"state"`
+
+	data []byte // GiveBack: the content written
+	hash string // RemoveFile of a file of seedkeeper's: its content's hash
+}
+
+// RemovalPlan is what Remove does under Root, in order: the dry run of
+// an uninstall prints it, and Apply carries out exactly it.
+type RemovalPlan struct {
+	Root  sysroot.Root
+	Steps []Step
+	// Left names, with the reason, every file found that the plan does
+	// not remove or give back.
+	Left []string
+}
+
 // Remove undoes what Write did under root, for a package removal: it
 // removes every file of seedkeeper's (seed files, SmartOS per-boot
 // scripts and legacy user-data) whose content is still what the marker
@@ -37,105 +82,177 @@ type Removal struct {
 // place and named in Left, as is an imported file that cannot be given
 // back because another file now has its name. Running it again changes
 // nothing. A marker that cannot be read removes nothing: without its
-// hashes no file can be told to be seedkeeper's.
+// hashes no file can be told to be seedkeeper's. It is PlanRemove then
+// Apply.
 func Remove(root sysroot.Root) (Removal, error) {
-	var res Removal
+	p, err := PlanRemove(root)
+	if err != nil {
+		return Removal{}, err
+	}
+	return p.Apply()
+}
+
+// PlanRemove plans Remove: it reads, and changes nothing.
+func PlanRemove(root sysroot.Root) (*RemovalPlan, error) {
+	p := &RemovalPlan{Root: root}
 	if err := confined(root, "removing the seed"); err != nil {
-		return res, err
+		return p, err
 	}
 	for _, d := range []string{Dir, ImportDir} {
 		if err := fsutil.NotLinkedIn(string(root), d); err != nil {
-			return res, fmt.Errorf("removing the seed: %w", err)
+			return p, fmt.Errorf("removing the seed: %w", err)
 		}
 	}
-	cleanTemps(root)
+	files, dirs := temps(root)
+	for _, t := range files {
+		p.add(Step{Op: RemoveFile, Path: t, Why: "a temporary file a run cut short left"})
+	}
+	for _, t := range dirs {
+		p.add(Step{Op: RemoveTree, Path: t, Why: "a temporary import directory a run cut short left"})
+	}
 	imported, err := readImport(root)
 	if err != nil {
-		return res, err
+		return p, err
 	}
 	mk, owned, err := readMarker(root)
 	if err != nil {
-		res.Left = append(res.Left, fmt.Sprintf("%s: %v; without it no file can be told to be seedkeeper's, so nothing in %s was removed", filepath.Join(Dir, MarkerName), err, Dir))
-		return res, nil
+		p.Left = append(p.Left, fmt.Sprintf("%s: %v; without it no file can be told to be seedkeeper's, so nothing in %s was removed", filepath.Join(Dir, MarkerName), err, Dir))
+		return p, nil
 	}
 
 	// seedkeeper's files, where they still hold what it wrote.
-	for _, p := range managedPaths {
-		cur, err := readOwnIn(root, p)
+	for _, f := range managedPaths {
+		cur, err := readOwnIn(root, f)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
-		_, listed := mk.Files[p]
-		if !owned || (!listed && !strings.HasPrefix(p, Dir+"/") && p != OperatorScript && p != UserScript) {
+		_, listed := mk.Files[f]
+		if !owned || (!listed && !strings.HasPrefix(f, Dir+"/") && f != OperatorScript && f != UserScript) {
 			continue // not seedkeeper's to judge: another tool's file
 		}
 		if err != nil {
-			res.Left = append(res.Left, fmt.Sprintf("%s: %v; left in place", p, err))
+			p.Left = append(p.Left, fmt.Sprintf("%s: %v; left in place", f, err))
 			continue
 		}
-		if b, ok := imported[filepath.Base(p)]; ok && filepath.Dir(p) == Dir && bytes.Equal(b, cur) {
+		if b, ok := imported[filepath.Base(f)]; ok && filepath.Dir(f) == Dir && bytes.Equal(b, cur) {
 			continue // given back by a run that was cut short
 		}
-		if h := sum(cur); h != mk.Files[p] && h != mk.Pending[p] {
-			res.Left = append(res.Left, fmt.Sprintf("%s: changed since seedkeeper wrote it; left in place (remove it by hand if cloud-init must not read it)", p))
+		h := sum(cur)
+		if h != mk.Files[f] && h != mk.Pending[f] {
+			p.Left = append(p.Left, fmt.Sprintf("%s: changed since seedkeeper wrote it; left in place (remove it by hand if cloud-init must not read it)", f))
 			continue
 		}
-		if err := removeFile(root, p); err != nil {
-			return res, err
-		}
-		res.Removed = append(res.Removed, p)
+		p.add(Step{Op: RemoveFile, Path: f, Why: "written by seedkeeper, unchanged since (the marker's hash)", hash: h})
 	}
 	// Anything else in the seed directory is a person's.
 	ents, err := fsutil.ReadDirIn(string(root), Dir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return res, fmt.Errorf("removing the seed: %w", err)
+		return p, fmt.Errorf("removing the seed: %w", err)
 	}
 	for _, e := range ents {
-		p := filepath.Join(Dir, e.Name())
-		if e.Name() == MarkerName || slices.Contains(managedPaths, p) {
+		f := filepath.Join(Dir, e.Name())
+		if e.Name() == MarkerName || slices.Contains(managedPaths, f) || isTemp(files, f) {
 			continue
 		}
 		if _, ok := imported[e.Name()]; ok {
 			continue // judged below
 		}
-		res.Left = append(res.Left, fmt.Sprintf("%s: not written by seedkeeper; left in place", p))
+		p.Left = append(p.Left, fmt.Sprintf("%s: not written by seedkeeper; left in place", f))
 	}
 
 	// The person's seed, given back.
 	complete := true
 	for _, n := range slices.Sorted(maps.Keys(imported)) {
-		p := filepath.Join(Dir, n)
-		cur, err := readOwnIn(root, p)
+		f := filepath.Join(Dir, n)
+		cur, err := readOwnIn(root, f)
 		switch {
 		case err == nil && bytes.Equal(cur, imported[n]):
-			res.Restored = append(res.Restored, p)
+			p.add(Step{Op: GivenBack, Path: f, Why: "the imported seed's, already given back"})
 			continue
-		case !errors.Is(err, fs.ErrNotExist):
+		case !errors.Is(err, fs.ErrNotExist) && !p.removes(f):
 			complete = false
-			res.Left = append(res.Left, fmt.Sprintf("%s: not given back, %s is there and is not seedkeeper's; the imported copy stays in %s", filepath.Join(ImportDir, n), p, ImportDir))
+			p.Left = append(p.Left, fmt.Sprintf("%s: not given back, %s is there and is not seedkeeper's; the imported copy stays in %s", filepath.Join(ImportDir, n), f, ImportDir))
 			continue
 		}
-		if err := fsutil.WriteFileIn(string(root), p, imported[n], 0o600); err != nil {
-			return res, fmt.Errorf("giving back the imported seed: %w", err)
-		}
-		res.Restored = append(res.Restored, p)
+		p.add(Step{Op: GiveBack, Path: f, Why: "a person's seed, from " + filepath.Join(ImportDir, n) + " (sha256 " + sum(imported[n]) + ")", data: imported[n]})
 	}
 
 	// The marker last: a run cut short is recognised by the next one.
 	if owned {
-		if err := removeFile(root, filepath.Join(Dir, MarkerName)); err != nil {
-			return res, err
-		}
+		p.add(Step{Op: RemoveFile, Path: filepath.Join(Dir, MarkerName), Why: "seedkeeper's marker of the seed"})
 	}
 	if complete && imported != nil {
-		if err := fsutil.RemoveIn(string(root), ImportDir, true); err != nil {
-			return res, fmt.Errorf("removing the imported copy of the seed: %w", err)
-		}
+		p.add(Step{Op: RemoveTree, Path: ImportDir, Why: "the imported copy of the seed, given back"})
 	}
 	// The directories seedkeeper made, when nothing is left in them.
 	if owned {
-		if gone, _ := fsutil.RemoveEmptyDirIn(string(root), Dir); gone {
-			fsutil.RemoveEmptyDirIn(string(root), filepath.Dir(Dir))
+		p.add(Step{Op: RemoveIfEmpty, Path: Dir, Why: "the seed directory seedkeeper made"})
+		p.add(Step{Op: RemoveIfEmpty, Path: filepath.Dir(Dir), Why: "the seed directory's parent, with it"})
+	}
+	return p, nil
+}
+
+// add appends s with the state of its path.
+func (p *RemovalPlan) add(s Step) {
+	s.State = fsutil.StateIn(string(p.Root), s.Path)
+	if s.hash != "" {
+		s.State += " sha256=" + s.hash
+	}
+	p.Steps = append(p.Steps, s)
+}
+
+// removes reports whether the plan removes the file f.
+func (p *RemovalPlan) removes(f string) bool {
+	return slices.ContainsFunc(p.Steps, func(s Step) bool { return s.Op == RemoveFile && s.Path == f })
+}
+
+func isTemp(files []string, f string) bool { return slices.Contains(files, f) }
+
+// Apply carries out the plan, step by step in its order, and says what
+// was done. A file of seedkeeper's is removed only when it still holds
+// what the plan read (otherwise it is left and named); a step that fails
+// ends the run with the error.
+func (p *RemovalPlan) Apply() (Removal, error) {
+	res := Removal{Left: slices.Clone(p.Left)}
+	root := p.Root
+	for _, s := range p.Steps {
+		switch s.Op {
+		case RemoveFile:
+			if s.hash != "" {
+				cur, err := readOwnIn(root, s.Path)
+				if errors.Is(err, fs.ErrNotExist) {
+					continue
+				}
+				if err != nil || sum(cur) != s.hash {
+					res.Left = append(res.Left, fmt.Sprintf("%s: changed since the plan was made; left in place", s.Path))
+					continue
+				}
+			} else if strings.Contains(path.Base(s.Path), ".tmp-") {
+				fsutil.RemoveIn(string(root), s.Path, false)
+				continue
+			}
+			if err := removeFile(root, s.Path); err != nil {
+				return res, err
+			}
+			if s.hash != "" {
+				res.Removed = append(res.Removed, s.Path)
+			}
+		case RemoveTree:
+			err := fsutil.RemoveIn(string(root), s.Path, true)
+			if s.Path == ImportDir && err != nil {
+				return res, fmt.Errorf("removing the imported copy of the seed: %w", err)
+			}
+		case GiveBack:
+			if err := fsutil.WriteFileIn(string(root), s.Path, s.data, 0o600); err != nil {
+				return res, fmt.Errorf("giving back the imported seed: %w", err)
+			}
+			res.Restored = append(res.Restored, s.Path)
+		case GivenBack:
+			res.Restored = append(res.Restored, s.Path)
+		case RemoveIfEmpty:
+			if gone, _ := fsutil.RemoveEmptyDirIn(string(root), s.Path); !gone {
+				return res, nil // the parent is not empty either
+			}
 		}
 	}
 	return res, nil

@@ -132,8 +132,16 @@ Environment:
   VMX_GUESTINFO      with VMX_GUESTINFO_METADATA, _USERDATA or _VENDORDATA:
                      VMware guestinfo from the environment, as cloud-init's
                      envvar transport
-  JOURNAL_STREAM     set by systemd: when it names stderr, each log line
-                     carries its priority for journald ("<4>" a warning)
+  JOURNAL_STREAM     set by systemd: when it names stderr of a service
+                     run as root, each record goes to the journal's socket
+                     with its priority, its unit (OBJECT_SYSTEMD_UNIT) and
+                     each attribute as a field: SEEDKEEPER_IFACE=eth1,
+                     SEEDKEEPER_SOURCE=..., CODE_FILE, SYSLOG_IDENTIFIER=
+                     seedkeeper; where the socket cannot be used each line
+                     on stderr carries its priority ("<4>" a warning)
+  SEEDKEEPER_LOG_CONSOLE
+                     1 (set by seedkeeper-boot.service): the records sent
+                     to the journal's socket go to /dev/console as text too
   GOMEMLIMIT         the Go runtime's soft memory limit (default 40MiB)
 
 Files:

@@ -1,16 +1,22 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/seedkeeper/seedkeeper/agent"
+	"github.com/seedkeeper/seedkeeper/image"
+	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 	"github.com/seedkeeper/seedkeeper/internal/safetext"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
 
-const uninstallHelp = `Usage: seedkeeper uninstall [--root DIR] [--json]
+const uninstallHelp = `Usage: seedkeeper uninstall [--root DIR] [--dry-run] [--expect DIGEST|FILE]
+                            [--json]
 
 Takes away what seedkeeper wrote for cloud-init and the network stacks, so
 that cloud-init sees what it would had seedkeeper never been installed: the
@@ -42,41 +48,128 @@ kept ID would make cloud-init restore its cached datasource on every boot
 read, and it would render no network (seedkeeper owned it), leaving the
 machine without one.
 
-Options:
-  --root DIR  work under DIR instead of /
-  --json      print what was done as JSON
+Uninstall plans, then carries out exactly the plan: every file removed,
+every file given back, in order, each with the state of its path (kind,
+size, modification time, and for a file of seedkeeper's its hash) when
+the plan was made, and a digest over it. --dry-run prints the plan and
+changes nothing; --expect acts only when the plan made right before
+acting is the one that was read.
 
-Exit status: 0 when done (also when files were left), 2 on error, 3 usage.
+Options:
+  --root DIR             work under DIR instead of /
+  --dry-run              print the plan and its digest, change nothing
+  --expect DIGEST|FILE   act only if the plan made right before acting is
+                         the one that was read: its digest, or a file
+                         holding "uninstall --dry-run --json"'s output (then
+                         what changed is said action by action); otherwise
+                         change nothing and exit 5
+  --json                 print as JSON (schema_version, root, dry_run,
+                         digest, actions with op, path, why, state; removed,
+                         restored, left; plan_changed, error)
+
+Exit status:
+  0  done (also when files were left), or the plan printed (--dry-run)
+  2  error
+  3  usage error
+  5  (--expect) the plan is no longer the one that was read; nothing was
+     changed
 `
 
 // uninstallSchemaVersion is the version of "uninstall --json" (docs/json.md).
 const uninstallSchemaVersion = 1
 
+// uninstallJSON is "uninstall --json" (and --dry-run --json).
+type uninstallJSON struct {
+	SchemaVersion int                     `json:"schema_version"`
+	Root          string                  `json:"root"`
+	DryRun        bool                    `json:"dry_run"`
+	Digest        string                  `json:"digest"`
+	Actions       []agent.UninstallAction `json:"actions"`
+	Removed       []string                `json:"removed"`
+	Restored      []string                `json:"restored"`
+	Left          []string                `json:"left"`
+	// PlanChanged: --expect named another plan; nothing was changed.
+	PlanChanged bool   `json:"plan_changed,omitempty"`
+	Error       string `json:"error,omitempty"`
+}
+
 func runUninstall(args []string, stdout, stderr io.Writer) int {
 	flags := newFlags("uninstall", stderr)
 	root := flags.String("root", "", "")
+	dryRun := flags.Bool("dry-run", false, "")
+	expect := flags.String("expect", "", "")
 	asJSON := flags.Bool("json", false, "")
 	if code, ok := parseFlags(flags, args, uninstallHelp, stdout, stderr); !ok {
 		return code
 	}
-	u, err := agent.Uninstall(sysroot.Root(*root))
-	for _, l := range u.Left {
-		fmt.Fprintf(stderr, "seedkeeper uninstall: left %s\n", safetext.Escape(l))
+	r := sysroot.Root(*root)
+	var read []agent.UninstallAction // the plan that was read, when --expect names a file
+	var digest string
+	if *expect != "" {
+		var err error
+		if digest, read, err = readExpectedUninstall(*expect); err != nil {
+			fmt.Fprintf(stderr, "seedkeeper uninstall: --expect: %s\n", safetext.Escape(err.Error()))
+			return exitUsage
+		}
+	}
+	var u *agent.Uninstalled
+	var err error
+	if *dryRun {
+		var p *agent.UninstallPlan
+		p, err = agent.PlanUninstall(r)
+		u = &agent.Uninstalled{Plan: p, Left: p.Left}
+	} else {
+		u, err = agent.UninstallExpecting(r, digest)
+	}
+	changed := errors.Is(err, agent.ErrPlanChanged)
+	if !*asJSON || !changed {
+		for _, l := range u.Left {
+			fmt.Fprintf(stderr, "seedkeeper uninstall: left %s\n", safetext.Escape(l))
+		}
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "seedkeeper uninstall: %s\n", safetext.Escape(err.Error()))
-		return exitError
+	}
+	if changed && read != nil {
+		for _, l := range image.DiffPlans(asSealActions(read), asSealActions(u.Plan.Actions)) {
+			fmt.Fprintf(stderr, "  %s\n", safetext.Escape(l))
+		}
+	} else if changed && !*asJSON {
+		fmt.Fprintln(stderr, "The plan now (give --expect the dry run's --json output to be told what changed):")
+		printUninstallPlan(stderr, u.Plan)
 	}
 	if *asJSON {
-		b, err := json.MarshalIndent(struct {
-			SchemaVersion int `json:"schema_version"`
-			*agent.Uninstalled
-		}{uninstallSchemaVersion, u}, "", "  ")
+		out := uninstallJSON{SchemaVersion: uninstallSchemaVersion, Root: r.Path("/"), DryRun: *dryRun,
+			Actions: []agent.UninstallAction{}, Removed: nonNil(u.Removed), Restored: nonNil(u.Restored), Left: nonNil(u.Left),
+			PlanChanged: changed}
+		if u.Plan != nil {
+			out.Digest, out.Actions = u.Plan.Digest(), u.Plan.Actions
+		}
 		if err != nil {
+			out.Error = err.Error()
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(out); err != nil {
 			fmt.Fprintf(stderr, "seedkeeper uninstall: %v\n", err)
 			return exitError
 		}
-		fmt.Fprintf(stdout, "%s\n", b)
+	}
+	switch {
+	case changed:
+		return exitPlanChanged
+	case err != nil:
+		return exitError
+	case *asJSON:
+		return exitOK
+	case *dryRun:
+		where := safetext.Escape(r.Path("/"))
+		if r.IsReal() {
+			where = "/ (the running system)"
+		}
+		fmt.Fprintf(stdout, "Dry run: uninstall under %s would do this, and nothing else:\n", where)
+		printUninstallPlan(stdout, u.Plan)
 		return exitOK
 	}
 	for _, p := range u.Removed {
@@ -86,4 +179,49 @@ func runUninstall(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "gave back %s\n", safetext.Escape(p))
 	}
 	return exitOK
+}
+
+func printUninstallPlan(w io.Writer, p *agent.UninstallPlan) {
+	for _, a := range p.Actions {
+		fmt.Fprintf(w, "  %-15s %s: %s\n", a.Op, safetext.Escape(a.Path), safetext.Escape(a.Why))
+	}
+	fmt.Fprintf(w, "Plan digest: %s\n", p.Digest())
+}
+
+// asSealActions gives an uninstall plan's actions the type image.DiffPlans
+// compares: the same op, path, why and state.
+func asSealActions(l []agent.UninstallAction) []image.Action {
+	out := make([]image.Action, len(l))
+	for i, a := range l {
+		out[i] = image.Action{Op: image.Op(a.Op), Path: a.Path, Why: a.Why, State: a.State}
+	}
+	return out
+}
+
+// readExpectedUninstall reads uninstall's --expect: a digest ("sha256:"
+// and 64 hex digits), or a file holding a dry run's --json output, whose
+// digest and actions are then the plan that was read.
+func readExpectedUninstall(v string) (string, []agent.UninstallAction, error) {
+	if strings.HasPrefix(v, "sha256:") {
+		if !validDigest(v) {
+			return "", nil, errors.New("a digest is sha256: and 64 hex digits")
+		}
+		return v, nil, nil
+	}
+	b, err := fsutil.ReadFile(context.Background(), v, fsutil.SmallFile)
+	if err != nil {
+		return "", nil, err
+	}
+	var plan uninstallJSON
+	if err := json.Unmarshal(b, &plan); err != nil || !validDigest(plan.Digest) {
+		return "", nil, fmt.Errorf("%s: want a digest, or the output of uninstall --dry-run --json", v)
+	}
+	return plan.Digest, plan.Actions, nil
+}
+
+func nonNil(l []string) []string {
+	if l == nil {
+		return []string{}
+	}
+	return l
 }

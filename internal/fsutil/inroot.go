@@ -166,6 +166,15 @@ var dirChunk = 1024
 // the bound; it is read a chunk at a time, so it costs no more than the
 // bound and a chunk before it fails.
 func ReadDirIn(root, p string) ([]fs.DirEntry, error) {
+	return ReadDirInMax(root, p, maxDirEntries)
+}
+
+// ReadDirInMax is ReadDirIn with a bound of max entries, lower than
+// maxDirEntries (an aggregate budget's remainder, when a command lists
+// several directories): more is ErrTooManyEntries, after reading no
+// more than max and a chunk.
+func ReadDirInMax(root, p string, max int) ([]fs.DirEntry, error) {
+	max = min(max, maxDirEntries)
 	f, err := OpenIn(root, p, Directory)
 	if err != nil {
 		return nil, err
@@ -175,8 +184,8 @@ func ReadDirIn(root, p string) ([]fs.DirEntry, error) {
 	for {
 		chunk, err := f.ReadDir(dirChunk)
 		ents = append(ents, chunk...)
-		if len(ents) > maxDirEntries {
-			return nil, fmt.Errorf("listing %s: %w: more than %d entries", p, ErrTooManyEntries, maxDirEntries)
+		if len(ents) > max {
+			return nil, fmt.Errorf("listing %s: %w: more than %d entries", p, ErrTooManyEntries, max)
 		}
 		if errors.Is(err, io.EOF) {
 			break

@@ -5,6 +5,8 @@
 package unit
 
 import (
+	"errors"
+	"fmt"
 	"io/fs"
 	"path"
 	"path/filepath"
@@ -54,6 +56,45 @@ type State struct {
 	// Why says in a few words what decided: the mask, or the link that
 	// enables it.
 	Why string
+	// Err is set when the search path could not be read within its
+	// bounds (ErrTooManyEntries): the unit is then not said to be
+	// enabled, and Why says which bound.
+	Err error
+}
+
+// maxLookupEntries bounds the listings of one Lookup together: each
+// directory of the search path is listed once, and all of them may hold
+// no more than this many entries in all (a real system holds a few
+// thousand). A variable so that a test can lower it.
+var maxLookupEntries = 65536
+
+// lister lists the directories of the search path for one Lookup: each
+// once, against one budget of entries.
+type lister struct {
+	r     Root
+	left  int
+	cache map[string][]fs.DirEntry
+	err   error
+}
+
+func newLister(r Root) *lister {
+	return &lister{r: r, left: maxLookupEntries, cache: map[string][]fs.DirEntry{}}
+}
+
+// list returns the entries of d (none when it cannot be read, as systemd
+// ignores it); past the budget it returns none and keeps the error.
+func (l *lister) list(d dir) []fs.DirEntry {
+	if ents, ok := l.cache[d.sys]; ok || l.err != nil {
+		return ents
+	}
+	ents, err := fsutil.ReadDirInMax(l.r.Dir, d.sys, l.left)
+	if errors.Is(err, fsutil.ErrTooManyEntries) {
+		l.err = fmt.Errorf("the unit directories hold more than %d entries in all (%s and those before it in the search path): %w", maxLookupEntries, d.sys, fsutil.ErrTooManyEntries)
+		return nil
+	}
+	l.left -= len(ents)
+	l.cache[d.sys] = ents
+	return ents
 }
 
 // Root is a directory systemd's paths are read under.
@@ -114,9 +155,14 @@ func Lookup(r Root, name string) State {
 		return st
 	}
 	st.File = file
-	names := aliases(r, dirs, name, real)
+	l := newLister(r)
+	names := aliases(r, l, dirs, name, real)
+	if l.err != nil {
+		st.Err, st.Why = l.err, name+" could not be judged: "+l.err.Error()
+		return st
+	}
 	for _, d := range dirs {
-		ents, _ := fsutil.ReadDirIn(r.Dir, d.sys)
+		ents := l.list(d)
 		for _, e := range ents {
 			target, ok := strings.CutSuffix(e.Name(), ".wants")
 			if !ok {
@@ -133,6 +179,10 @@ func Lookup(r Root, name string) State {
 				}
 			}
 		}
+	}
+	if l.err != nil {
+		st.Err, st.Why = l.err, name+" could not be judged: "+l.err.Error()
+		return st
 	}
 	st.Why = name + " is not enabled (no .wants or .requires link)"
 	return st
@@ -182,7 +232,7 @@ func find(r Root, dirs []dir, name string) (file, real string, masked bool) {
 // defined by its template is known by the template's names with its own
 // instance (u@.service -> t@.service makes t@x.service u@x.service), never
 // by another instance's.
-func aliases(r Root, dirs []dir, name, real string) []string {
+func aliases(r Root, l *lister, dirs []dir, name, real string) []string {
 	names := []string{name}
 	add := func(n string) {
 		if template(name) != "" {
@@ -207,8 +257,7 @@ func aliases(r Root, dirs []dir, name, real string) []string {
 		return slices.ContainsFunc(dirs, func(d dir) bool { return filepath.Dir(p) == d.host })
 	}
 	for _, d := range dirs {
-		ents, _ := fsutil.ReadDirIn(r.Dir, d.sys)
-		for _, e := range ents {
+		for _, e := range l.list(d) {
 			if e.Type()&fs.ModeSymlink == 0 {
 				continue
 			}

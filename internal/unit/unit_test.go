@@ -1,12 +1,15 @@
 package unit
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 	"github.com/seedkeeper/seedkeeper/internal/testenv"
 )
 
@@ -180,5 +183,53 @@ func TestIntegrationLookupAgreesWithSystemctl(t *testing.T) {
 				t.Errorf("Lookup says %s, systemctl %s", got, oracle)
 			}
 		})
+	}
+}
+
+// The listings of one lookup share one budget: unit directories that
+// each stay under the bound of one listing but pass it together are
+// refused with an error that names the bound, and the unit is not said
+// to be enabled; so is one directory over it. Under the budget the same
+// root is judged as before.
+func TestLookupBoundsAllListingsTogether(t *testing.T) {
+	old := maxLookupEntries
+	t.Cleanup(func() { maxLookupEntries = old })
+	maxLookupEntries = 100
+
+	root := t.TempDir()
+	mk := func(sys, content string) {
+		p := filepath.Join(root, sys)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk(lib+"a.service", unitText)
+	os.MkdirAll(filepath.Join(root, wants), 0o755)
+	if err := os.Symlink(lib+"a.service", filepath.Join(root, wants, "a.service")); err != nil {
+		t.Fatal(err)
+	}
+	r := Root{Dir: root}
+	if st := Lookup(r, "a.service"); !st.Enabled || st.Err != nil {
+		t.Fatalf("under the budget: %+v; want enabled", st)
+	}
+
+	// 60 entries in each of two directories: each under 100, 120 in all.
+	for i := range 60 {
+		mk(fmt.Sprintf("%sfiller%02d.service", etc, i), unitText)
+		mk(fmt.Sprintf("%sfiller%02d.service", lib, i), unitText)
+	}
+	st := Lookup(r, "a.service")
+	if st.Err == nil || !errors.Is(st.Err, fsutil.ErrTooManyEntries) || st.Enabled ||
+		!strings.Contains(st.Why, "the unit directories hold more than 100 entries in all (/lib/systemd/system") {
+		t.Errorf("over the budget in all: %+v; want an error naming the bound, not enabled", st)
+	}
+
+	// One directory over the budget alone.
+	maxLookupEntries = 50
+	if st := Lookup(r, "a.service"); st.Err == nil || st.Enabled || !strings.Contains(st.Why, "more than 50 entries in all (/etc/systemd/system") {
+		t.Errorf("one directory over the budget: %+v; want an error naming it", st)
 	}
 }

@@ -49,7 +49,7 @@ func (c *hostileCase) peak() int64 {
 }
 
 // hostileColumns are the commands a case may run, in the table's order.
-var hostileColumns = []string{"fetch", "boot", "second boot", "status", "image check", "image seal"}
+var hostileColumns = []string{"fetch", "boot", "second boot", "status", "watch", "image check", "image seal"}
 
 // runStep runs one command of a case and records it.
 func (c *hostileCase) runStep(ctx context.Context, col string, env []string, argv ...string) {
@@ -345,8 +345,12 @@ read at their 16 MiB total over a unix socket), so the per-file limits are
 measured summed, in one process; the ` + "`limits/image`" + ` cases run boot, status,
 ` + "`image check`" + ` and ` + "`image seal`" + ` over an image root at the aggregate bound of
 its cloud-init configuration (4 MiB, 512 files) and past it, with every 1 MiB
-file it reads at and past its bound, and with a unit directory of 65536 and
-65537 entries. Peak RSS is the child's ru_maxrss from wait4 (for the
+file it reads at and past its bound, and with systemd's unit directories at
+65536 entries in all (one unit lookup's budget) and 65537. Each nocloud case
+also runs ` + "`seedkeeper watch --root ROOT --drivers veth`" + ` in a network
+namespace of its own (root only) on a small seed, delivers the case's files
+while it runs and adds a veth NIC, so that it reads the metadata again; its
+peak is the whole daemon's life. Peak RSS is the child's ru_maxrss from wait4 (for the
 guestinfo cases that takes in the stub shell scripts seedkeeper waited for,
 which are smaller), beside its wall time. Largest case first; a cell in bold
 reached the budget, and then skbench exits 1.
