@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 
+	"github.com/seedkeeper/seedkeeper/agent"
 	"github.com/seedkeeper/seedkeeper/agent/report"
 	"github.com/seedkeeper/seedkeeper/datasource"
 	"github.com/seedkeeper/seedkeeper/image"
@@ -54,7 +55,7 @@ func exitCode(err error) int {
 	switch {
 	case err == nil:
 		return exitOK
-	case errors.Is(err, apply.ErrPlanChanged), errors.Is(err, image.ErrPlanChanged):
+	case errors.Is(err, apply.ErrPlanChanged), errors.Is(err, image.ErrPlanChanged), errors.Is(err, agent.ErrPlanChanged):
 		return exitPlanChanged
 	case errors.Is(err, datasource.ErrNoSource):
 		return exitNoSource

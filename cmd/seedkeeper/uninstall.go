@@ -158,7 +158,7 @@ func runUninstall(args []string, stdout, stderr io.Writer) int {
 	}
 	switch {
 	case changed:
-		return exitPlanChanged
+		return exitCode(err)
 	case err != nil:
 		return exitError
 	case *asJSON:

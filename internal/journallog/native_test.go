@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/coreos/go-systemd/v22/journal"
+
+	"github.com/seedkeeper/seedkeeper/internal/testenv"
 )
 
 type sent struct {
@@ -123,6 +125,7 @@ const envJournalChild = "SEEDKEEPER_TEST_JOURNAL_UNIT"
 // from uid 0), by -p warning at their priority, and by their fields; a
 // record sent without the unit is not found by -u.
 func TestIntegrationJournalFields(t *testing.T) {
+	testenv.Integration(t)
 	if unit := os.Getenv(envJournalChild); unit != "" {
 		log := slog.New(NewJournalHandler(unit, os.Stderr, nil))
 		log.Warn("apply failed", "iface", "eth1", "instance-id", "i-test")
@@ -131,8 +134,6 @@ func TestIntegrationJournalFields(t *testing.T) {
 		return
 	}
 	switch {
-	case testing.Short():
-		t.Skip("integration test: run without -short, as root, where journald reads /run/systemd/journal/socket")
 	case os.Geteuid() != 0:
 		t.Skip("integration test: needs root (journalctl -u trusts OBJECT_SYSTEMD_UNIT from uid 0 only); run as root")
 	case !journal.Enabled():
