@@ -137,8 +137,13 @@ var noCloud = Source{
 	DriversKey: KeyNetworkDrivers,
 	// network-config is cloud-init network config.
 	RawNetwork: true,
-	detect:     func(ctx context.Context, o *Options) (Detection, error) { return DetectNoCloud(ctx, *o) },
-	read:       readNoCloud,
+	// meta-data's instance-id may be Proxmox's hash of the seed, or
+	// missing (cloud-init's default); a seed is read from the places
+	// Origin.Transport lists.
+	DerivedID: true,
+	Seeds:     true,
+	detect:    func(ctx context.Context, o *Options) (Detection, error) { return DetectNoCloud(ctx, *o) },
+	read:      readNoCloud,
 }
 
 // readNoCloud is ReadNoCloud going on from what detection read (d's probe;

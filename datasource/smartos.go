@@ -55,6 +55,7 @@ var smartOS = Source{
 	RawNetwork: false,
 	detect:     func(ctx context.Context, o *Options) (Detection, error) { return DetectSmartOS(ctx, *o) },
 	read:       readSmartOS,
+	duties:     smartOSDuties,
 }
 
 // DetectSmartOS reports whether this machine is a SmartOS/Triton guest and

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+
+	"github.com/seedkeeper/seedkeeper/internal/sourceduty"
 )
 
 // A Source is one metadata source, described once. Everything else that
@@ -12,8 +14,10 @@ import (
 // detection order (Names again), the default hotplug driver allowlist of
 // each platform (PlatformDrivers), which metadata key sets the allowlist
 // (DriversKey) and what cloud-init is handed as network-config
-// (RawNetwork). Adding a source is one file that defines its Source and
-// its detect and read functions, and one entry in sources.
+// (RawNetwork), what kind of instance ID it reports (DerivedID), and
+// what the flows do for it beyond its read (its duties). Adding a source
+// is one file that defines its Source and its detect and read functions,
+// and one entry in sources.
 type Source struct {
 	// Name names the source in the configuration, on the command line,
 	// in logs and status, and in Metadata.Source.
@@ -35,6 +39,16 @@ type Source struct {
 	// is false, the document is in the platform's own format and
 	// cloud-init is handed Metadata.Network as version 1 instead.
 	RawNetwork bool
+	// DerivedID says that the instance ID the source reports may not be
+	// an identity: derived from the seed's content (the SHA-1 of
+	// user-data and network-config, as Proxmox makes it) or cloud-init's
+	// default for a seed that gives none. The instance ID of a source
+	// without it is always one someone chose.
+	DerivedID bool
+	// Seeds says that the source is read from seeds (directories, disks)
+	// that Metadata.Origin.Transport lists, comma-separated, so that a
+	// seed that appears later is told from the ones read before.
+	Seeds bool
 
 	// detect makes the source's cheap checks (see Detect): a source that
 	// is not here is a Detection with Found false and the reason; the
@@ -43,6 +57,31 @@ type Source struct {
 	// read reads the source, going on from what detect found in d (a
 	// zero d: look again).
 	read func(ctx context.Context, d Detection, o *Options) (*Metadata, error)
+
+	// What the source does in seedkeeper's flows beyond its read
+	// (internal/sourceduty): duties binds its duties in a boot to the
+	// metadata read, watcher makes what runs beside the watch that
+	// follows a boot that read it. nil: nothing.
+	duties  func(md *Metadata, h *sourceduty.Host) sourceduty.Duties
+	watcher func(h *sourceduty.Host, b sourceduty.Boot, rec sourceduty.Recorder) sourceduty.Watcher
+}
+
+func init() {
+	sourceduty.Set(func(md any, h *sourceduty.Host) sourceduty.Duties {
+		m, _ := md.(*Metadata)
+		if m == nil {
+			return sourceduty.Duties{}
+		}
+		if s, ok := Lookup(m.Source); ok && s.duties != nil {
+			return s.duties(m, h)
+		}
+		return sourceduty.Duties{}
+	}, func(h *sourceduty.Host, b sourceduty.Boot, rec sourceduty.Recorder) sourceduty.Watcher {
+		if s, ok := Lookup(b.Source); ok && s.watcher != nil {
+			return s.watcher(h, b, rec)
+		}
+		return nil
+	})
 }
 
 // sources is the table, in detection order: cheap, positive checks first.

@@ -95,6 +95,8 @@ var vmware = Source{
 	read: func(ctx context.Context, _ Detection, o *Options) (*Metadata, error) {
 		return ReadVMware(ctx, *o)
 	},
+	duties:  vmwareDuties,
+	watcher: newLocalIPWatch,
 }
 
 // DetectVMware reports cheaply, without running any tool, whether this
