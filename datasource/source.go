@@ -81,7 +81,33 @@ func init() {
 			return s.watcher(h, b, rec)
 		}
 		return nil
-	})
+	}, addSpec)
+}
+
+// addSpec adds a source defined outside the package (only tests do) at
+// the end of the table, until remove is called.
+func addSpec(sp sourceduty.Spec) (remove func()) {
+	s := Source{Name: sp.Name, Platforms: sp.Platforms, Drivers: sp.Drivers, DriversKey: sp.DriversKey,
+		RawNetwork: sp.RawNetwork, DerivedID: sp.DerivedID, Seeds: sp.Seeds, watcher: sp.Watcher,
+		detect: func(ctx context.Context, o *Options) (Detection, error) {
+			found, reason, err := sp.Detect(ctx, o.Root)
+			return Detection{Candidate: Candidate{Source: sp.Name, Found: found, Reason: reason}}, err
+		},
+		read: func(ctx context.Context, _ Detection, o *Options) (*Metadata, error) {
+			md, err := sp.Read(ctx, o.Root)
+			m, _ := md.(*Metadata)
+			if err == nil && m == nil {
+				err = fmt.Errorf("%s: read returned no metadata", sp.Name)
+			}
+			return m, err
+		},
+	}
+	if sp.Duties != nil {
+		s.duties = func(md *Metadata, h *sourceduty.Host) sourceduty.Duties { return sp.Duties(md, h) }
+	}
+	saved := sources
+	sources = append(slices.Clone(sources), s)
+	return func() { sources = saved }
 }
 
 // sources is the table, in detection order: cheap, positive checks first.

@@ -93,6 +93,9 @@ type Extra struct {
 	Provision string `json:"provision,omitempty"`
 	// VMware is what boot did on VMware beyond the seed and the network.
 	VMware *VMwareStatus `json:"vmware,omitempty"`
+	// Duties says what the duties of a source without fields of its own
+	// did, one line each.
+	Duties []string `json:"duties,omitempty"`
 }
 
 // VMwareStatus is what boot did on VMware beyond the seed and the network.
@@ -158,14 +161,36 @@ type Watcher interface {
 var (
 	duties  func(md any, h *Host) Duties
 	watcher func(h *Host, b Boot, rec Recorder) Watcher
+	add     func(Spec) (remove func())
 )
 
 // Set is called by datasource once: d binds the duties of a metadata
 // value's source (a *datasource.Metadata) to it and h, w makes the watcher
-// of the source of the boot b.
-func Set(d func(md any, h *Host) Duties, w func(h *Host, b Boot, rec Recorder) Watcher) {
-	duties, watcher = d, w
+// of the source of the boot b, a adds a Spec to the table.
+func Set(d func(md any, h *Host) Duties, w func(h *Host, b Boot, rec Recorder) Watcher, a func(Spec) (remove func())) {
+	duties, watcher, add = d, w, a
 }
+
+// A Spec is a source defined outside package datasource, with the fields
+// of a datasource.Source: only tests add one (internal/testsource), to
+// drive the flows through every duty a source can have.
+type Spec struct {
+	Name                         string
+	Platforms, Drivers           []string
+	DriversKey                   string
+	RawNetwork, DerivedID, Seeds bool
+	// Detect makes the source's checks under root.
+	Detect func(ctx context.Context, root string) (found bool, reason string, err error)
+	// Read reads it: a *datasource.Metadata.
+	Read func(ctx context.Context, root string) (md any, err error)
+	// Duties binds its duties to md (a *datasource.Metadata) and h.
+	Duties func(md any, h *Host) Duties
+	// Watcher makes what runs beside the watch that follows the boot b.
+	Watcher func(h *Host, b Boot, rec Recorder) Watcher
+}
+
+// Add adds s at the end of the source table until remove is called.
+func Add(s Spec) (remove func()) { return add(s) }
 
 // For returns the duties of md, a *datasource.Metadata, bound to it and h.
 func For(md any, h *Host) Duties { return duties(md, h) }
