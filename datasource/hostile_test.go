@@ -72,7 +72,7 @@ func TestNoCloudPublicKeysAliasBomb(t *testing.T) {
 		"meta-data": "instance-id: i-1\nlocal-hostname: h\n" + aliasBomb("public-keys", 1000, ""),
 		"user-data": "",
 	})
-	md, err := ReadNoCloud(context.Background(), r.opts())
+	md, err := readNoCloud(context.Background(), r.opts())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -84,7 +84,7 @@ func TestIntegrationNoCloudProxmoxDisk(t *testing.T) {
 	}
 	runTool(t, "genisoimage", "-quiet", "-J", "-R", "-V", "cidata", "-o", filepath.Join(r.dir, "dev/vdb"), onlyMeta)
 
-	md, err := ReadNoCloud(context.Background(), r.opts())
+	md, err := readNoCloud(context.Background(), r.opts())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestIntegrationNoCloudProxmoxDisk(t *testing.T) {
 }
 
 // TestIntegrationNoCloudMatchesCloudInit reads one seed directory with
-// Debian's cloud-init 22.4.2 and with ReadNoCloud and compares what both
+// Debian's cloud-init 22.4.2 and with readNoCloud and compares what both
 // report.
 func TestIntegrationNoCloudMatchesCloudInit(t *testing.T) {
 	testenv.Integration(t)
@@ -141,7 +141,7 @@ print(json.dumps({"ok": ok, "iid": ds.get_instance_id(),
 	r := newNCRoot(t)
 	o := r.opts()
 	o.NoCloud.SeedPath = seed
-	md, err := ReadNoCloud(context.Background(), o)
+	md, err := readNoCloud(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}

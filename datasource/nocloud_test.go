@@ -68,9 +68,9 @@ func (r *ncRoot) opts() Options {
 	return Options{Root: r.dir, Logger: testLogger(r.t)}
 }
 
-// foundNoCloud is DetectNoCloud's answer.
+// foundNoCloud is detectNoCloud's answer.
 func foundNoCloud(o Options) (bool, string) {
-	d, err := DetectNoCloud(context.Background(), o)
+	d, err := detectNoCloud(context.Background(), o)
 	if err != nil {
 		panic(err) // only a cancelled context makes it fail
 	}
@@ -195,7 +195,7 @@ func TestReadNoCloudSeedDir(t *testing.T) {
 	r := newNCRoot(t)
 	r.seed(NoCloudSeedDir, seedFiles)
 	r.write("/sys/class/dmi/id/product_uuid", []byte("4C4C4544-0042-3010-8036-B4C04F4B4E32\n"))
-	md, err := ReadNoCloud(context.Background(), r.opts())
+	md, err := readNoCloud(context.Background(), r.opts())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,12 +226,12 @@ func TestReadNoCloudNothing(t *testing.T) {
 	// A seed directory with meta-data only is not a seed.
 	r.seed(NoCloudSeedDir, map[string]string{"meta-data": "instance-id: x\n"})
 	r.write(cmdlinePath, []byte("root=/dev/vda1 ro ds=ec2\n"))
-	_, err := ReadNoCloud(context.Background(), r.opts())
+	_, err := readNoCloud(context.Background(), r.opts())
 	if !errors.Is(err, ErrNoSource) || !strings.Contains(err.Error(), "labelled cidata") {
 		t.Fatalf("err = %v, want ErrNoSource with a reason", err)
 	}
 	if found, why := foundNoCloud(r.opts()); found || !strings.Contains(why, "no ds=nocloud") {
-		t.Errorf("DetectNoCloud = %v, %q", found, why)
+		t.Errorf("detectNoCloud = %v, %q", found, why)
 	}
 }
 
@@ -240,7 +240,7 @@ func TestReadNoCloudCmdlineOnly(t *testing.T) {
 	// user-data.
 	r := newNCRoot(t)
 	r.write(cmdlinePath, []byte("BOOT_IMAGE=/vmlinuz ds=nocloud;h=cmdhost\n"))
-	md, err := ReadNoCloud(context.Background(), r.opts())
+	md, err := readNoCloud(context.Background(), r.opts())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +274,7 @@ func TestReadNoCloudPrecedence(t *testing.T) {
 	// user-data and meta-data only.
 	r.device("vdb", fixture(t, "cloud-localds.vfat.gz"))
 
-	md, err := ReadNoCloud(context.Background(), r.opts())
+	md, err := readNoCloud(context.Background(), r.opts())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,7 +312,7 @@ func TestReadNoCloudEmptyNetworkConfigReplacesNothing(t *testing.T) {
 	r := newNCRoot(t)
 	r.seed(NoCloudSeedDir, map[string]string{"meta-data": "seedfrom: /srv/later/\n", "user-data": "", "network-config": "version: 1\nconfig: []\n"})
 	r.seed("/srv/later", map[string]string{"meta-data": "", "user-data": "", "network-config": " \n"})
-	md, err := ReadNoCloud(context.Background(), r.opts())
+	md, err := readNoCloud(context.Background(), r.opts())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +332,7 @@ func TestReadNoCloudLabelScan(t *testing.T) {
 	r.write("/sys/class/block/sr1/size", []byte("0\n"))
 	r.write("/dev/sr1", iso) // an empty drive: size 0
 
-	md, err := ReadNoCloud(context.Background(), r.opts())
+	md, err := readNoCloud(context.Background(), r.opts())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,7 +342,7 @@ func TestReadNoCloudLabelScan(t *testing.T) {
 	}
 	found, why := foundNoCloud(r.opts())
 	if !found || why != "iso9660 filesystem labelled cidata on /dev/vda" {
-		t.Errorf("DetectNoCloud = %v, %q", found, why)
+		t.Errorf("detectNoCloud = %v, %q", found, why)
 	}
 }
 
@@ -363,7 +363,7 @@ func TestReadNoCloudProxmox(t *testing.T) {
 	if err := os.WriteFile(o.NoCloud.SeedPath, fixture(t, "proxmox.iso.gz"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	md, err := ReadNoCloud(context.Background(), o)
+	md, err := readNoCloud(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,7 +395,7 @@ func TestReadNoCloudSeedPathDir(t *testing.T) {
 	r.write(cmdlinePath, []byte("ds=nocloud;i=ignored\n"))
 	o := r.opts()
 	o.NoCloud.SeedPath = filepath.Join(ncFixtures, "seed") // relative to the working directory
-	md, err := ReadNoCloud(context.Background(), o)
+	md, err := readNoCloud(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -403,12 +403,12 @@ func TestReadNoCloudSeedPathDir(t *testing.T) {
 		t.Errorf("md = %+v; only the seed path is read", md)
 	}
 	o.NoCloud.SeedPath = filepath.Join(r.dir, "missing")
-	if _, err := ReadNoCloud(context.Background(), o); !errors.Is(err, os.ErrNotExist) {
+	if _, err := readNoCloud(context.Background(), o); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing seed path: %v", err)
 	}
 	r.seed("/half", map[string]string{"meta-data": "{}"})
 	o.NoCloud.SeedPath = filepath.Join(r.dir, "half")
-	if _, err := ReadNoCloud(context.Background(), o); err == nil || !strings.Contains(err.Error(), "no user-data") {
+	if _, err := readNoCloud(context.Background(), o); err == nil || !strings.Contains(err.Error(), "no user-data") {
 		t.Errorf("seed without user-data: %v", err)
 	}
 }
@@ -418,27 +418,27 @@ func TestReadNoCloudSkipDirs(t *testing.T) {
 	r.seed(NoCloudSeedDir, seedFiles)
 	o := r.opts()
 	o.NoCloud.SkipDirs = true
-	if _, err := ReadNoCloud(context.Background(), o); !errors.Is(err, ErrNoSource) {
+	if _, err := readNoCloud(context.Background(), o); !errors.Is(err, ErrNoSource) {
 		t.Errorf("err = %v, want ErrNoSource", err)
 	}
 	if found, _ := foundNoCloud(o); found {
-		t.Error("DetectNoCloud found the skipped directory")
+		t.Error("detectNoCloud found the skipped directory")
 	}
 	o.NoCloud.SkipDirs = false
 	if found, why := foundNoCloud(o); !found || why != "seed directory /var/lib/cloud/seed/nocloud" {
-		t.Errorf("DetectNoCloud = %v, %q", found, why)
+		t.Errorf("detectNoCloud = %v, %q", found, why)
 	}
 	// SeedDirs replaces the defaults: seedkeeper passes an imported copy
 	// instead of the directory it writes itself.
 	r.seed("/var/lib/seedkeeper/imported", map[string]string{"meta-data": "instance-id: iid-imported\n", "user-data": ""})
 	o.NoCloud.SeedDirs = []string{"/var/lib/seedkeeper/imported", NoCloudNetSeedDir}
-	md, err := ReadNoCloud(context.Background(), o)
+	md, err := readNoCloud(context.Background(), o)
 	if err != nil || md.InstanceID != "iid-imported" || md.Origin.Transport != "dir:/var/lib/seedkeeper/imported" {
-		t.Errorf("ReadNoCloud = %+v, %v", md, err)
+		t.Errorf("readNoCloud = %+v, %v", md, err)
 	}
 	o.NoCloud.SeedDirs = []string{}
 	if found, _ := foundNoCloud(o); found {
-		t.Error("DetectNoCloud found a seed with no seed directories to look at")
+		t.Error("detectNoCloud found a seed with no seed directories to look at")
 	}
 }
 
@@ -563,7 +563,7 @@ func TestReadNoCloudMetaData(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newNCRoot(t)
 			r.seed(NoCloudSeedDir, map[string]string{"meta-data": tt.meta, "user-data": "#cloud-config\n"})
-			md, err := ReadNoCloud(context.Background(), r.opts())
+			md, err := readNoCloud(context.Background(), r.opts())
 			if tt.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.err) {
 					t.Fatalf("err = %v, want %q", err, tt.err)
@@ -590,7 +590,7 @@ func TestReadNoCloudNetworkConfig(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newNCRoot(t)
 			r.seed(NoCloudSeedDir, map[string]string{"meta-data": "", "user-data": "", "network-config": tt.doc})
-			md, err := ReadNoCloud(context.Background(), r.opts())
+			md, err := readNoCloud(context.Background(), r.opts())
 			if tt.err != "" {
 				// The seed is still read; the network
 				// is left alone and the warning says why.
@@ -651,7 +651,7 @@ func TestReadNoCloudSeedfromHTTP(t *testing.T) {
 	o := r.opts()
 	o.NoCloud.HTTPClient = srv.Client()
 	o.NoCloud.SeedfromBackoff = time.Millisecond
-	md, err := ReadNoCloud(context.Background(), o)
+	md, err := readNoCloud(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -689,7 +689,7 @@ func TestReadNoCloudSeedfromHTTPErrors(t *testing.T) {
 			o := r.opts()
 			o.NoCloud.HTTPClient = srv.Client()
 			o.NoCloud.SeedfromBackoff = time.Millisecond
-			_, err := ReadNoCloud(context.Background(), o)
+			_, err := readNoCloud(context.Background(), o)
 			if err == nil || !strings.Contains(err.Error(), tt.err) {
 				t.Fatalf("err = %v, want %q", err, tt.err)
 			}
@@ -709,7 +709,7 @@ func TestReadNoCloudSeedfromCancel(t *testing.T) {
 	o.NoCloud.SeedfromBackoff = time.Hour
 	ctx, cancel := context.WithCancel(context.Background())
 	o.Logger = slog.New(cancelOnRetry{cancel})
-	_, err := ReadNoCloud(ctx, o)
+	_, err := readNoCloud(ctx, o)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
@@ -739,7 +739,7 @@ func TestReadNoCloudSeedfromLocal(t *testing.T) {
 			r := newNCRoot(t)
 			r.seed("/srv/seed", map[string]string{"meta-data": "instance-id: iid-local\n", "user-data": "# local\n", "vendor-data": "# v\n"})
 			r.seed(NoCloudSeedDir, map[string]string{"meta-data": "seedfrom: " + tt.seedfrom + "\n", "user-data": "# dir\n"})
-			md, err := ReadNoCloud(context.Background(), r.opts())
+			md, err := readNoCloud(context.Background(), r.opts())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -750,7 +750,7 @@ func TestReadNoCloudSeedfromLocal(t *testing.T) {
 	}
 	r := newNCRoot(t)
 	r.write(cmdlinePath, []byte("ds=nocloud;s=ftp://h/seed/\n"))
-	if _, err := ReadNoCloud(context.Background(), r.opts()); err == nil || !strings.Contains(err.Error(), `unsupported scheme "ftp"`) {
+	if _, err := readNoCloud(context.Background(), r.opts()); err == nil || !strings.Contains(err.Error(), `unsupported scheme "ftp"`) {
 		t.Errorf("ftp seedfrom: %v", err)
 	}
 }
@@ -763,7 +763,7 @@ func TestReadNoCloudCorruptDisk(t *testing.T) {
 	bad = bad[:50000] // cut the files off
 	r.device("vdb", bad)
 	r.device("vda", fixture(t, "cloud-localds.vfat.gz"))
-	md, err := ReadNoCloud(context.Background(), r.opts())
+	md, err := readNoCloud(context.Background(), r.opts())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -813,7 +813,7 @@ func BenchmarkReadNoCloud(b *testing.B) {
 			b.ReportAllocs()
 			o := Options{Root: b.TempDir(), NoCloud: NoCloudOptions{SeedPath: p}}
 			for b.Loop() {
-				if _, err := ReadNoCloud(context.Background(), o); err != nil {
+				if _, err := readNoCloud(context.Background(), o); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -53,19 +53,19 @@ var smartOS = Source{
 	DriversKey: KeyNetworkDrivers,
 	// sdc:nics is SmartOS's own format: cloud-init gets it as v1.
 	RawNetwork: false,
-	detect:     func(ctx context.Context, o *Options) (Detection, error) { return DetectSmartOS(ctx, *o) },
+	detect:     func(ctx context.Context, o *Options) (Detection, error) { return detectSmartOS(ctx, *o) },
 	read:       readSmartOS,
 	duties:     smartOSDuties,
 }
 
-// DetectSmartOS reports whether this machine is a SmartOS/Triton guest and
+// detectSmartOS reports whether this machine is a SmartOS/Triton guest and
 // how to reach its metadata host (Detection.Transport), without talking to
 // it. o.MdataTransport, an explicit transport from the environment or the
 // configuration, alone decides when set. LX zones are recognised by their
 // socket (and uname -v "BrandZ virtual linux"), KVM and bhyve guests by
 // the DMI product name under o.Root. When there is no transport the
 // Detection says why; the error is for checks that could not be made.
-func DetectSmartOS(ctx context.Context, o Options) (Detection, error) {
+func detectSmartOS(ctx context.Context, o Options) (Detection, error) {
 	d := Detection{Candidate: Candidate{Source: SourceSmartOS}}
 	if err := ctx.Err(); err != nil {
 		return d, err
@@ -87,7 +87,7 @@ func DetectSmartOS(ctx context.Context, o Options) (Detection, error) {
 
 // ReadSmartOS reads the instance's metadata in one mdata session: through
 // o.MdataClient when set, else through a client it opens on the transport
-// DetectSmartOS finds (and closes). Values come back byte for byte; the
+// detectSmartOS finds (and closes). Values come back byte for byte; the
 // optional base64 encoding the metadata can ask for (base64_all,
 // base64_keys, b64-KEY) is undone for customer keys only, as documented
 // for the SmartOS datasource. A cancelled ctx ends the read with ctx's
@@ -104,7 +104,7 @@ func readSmartOS(ctx context.Context, d Detection, o *Options) (*Metadata, error
 	if c == nil {
 		t := d.transport
 		if t == nil {
-			sd, err := DetectSmartOS(ctx, *o)
+			sd, err := detectSmartOS(ctx, *o)
 			if err != nil {
 				return nil, err
 			}
@@ -184,7 +184,7 @@ func readSmartOSClient(ctx context.Context, c *mdata.Client, log *slog.Logger) (
 		// name for the setting; without it a malformed list would
 		// allow nothing without saying why.
 		md.MetaData = map[string]any{"network-drivers": string(v)}
-		drivers, err := ParseNetworkDrivers(string(v))
+		drivers, err := parseNetworkDrivers(string(v))
 		if err != nil {
 			log.Warn("metadata key has a malformed driver list; hotplug will allow no driver",
 				"key", KeyNetworkDrivers, "err", err)

@@ -129,14 +129,14 @@ func TestCancelledContext(t *testing.T) {
 		}
 	}
 	for name, f := range map[string]func(context.Context, Options) (Detection, error){
-		"DetectSmartOS": DetectSmartOS, "DetectVMware": DetectVMware, "DetectNoCloud": DetectNoCloud,
+		"detectSmartOS": detectSmartOS, "detectVMware": detectVMware, "detectNoCloud": detectNoCloud,
 	} {
 		if _, err := f(ctx, o); !errors.Is(err, context.Canceled) {
 			t.Errorf("%s: %v, want context.Canceled", name, err)
 		}
 	}
 	for name, f := range map[string]func(context.Context, Options) (*Metadata, error){
-		"ReadSmartOS": ReadSmartOS, "ReadVMware": ReadVMware, "ReadNoCloud": ReadNoCloud,
+		"ReadSmartOS": ReadSmartOS, "ReadVMware": ReadVMware, "readNoCloud": readNoCloud,
 	} {
 		if md, err := f(ctx, o); !errors.Is(err, context.Canceled) || md != nil {
 			t.Errorf("%s: %v, %v; want context.Canceled", name, md, err)

@@ -105,10 +105,10 @@ func vmwareFindings(ctx context.Context, h *sourceduty.Host, md *Metadata) *sour
 }
 
 // sourceduty.ToolBudget bounds every info-set call of one boot together
-// (a tool run is bounded by DefaultToolTimeout, the same): four of them,
+// (a tool run is bounded by defaultToolTimeout, the same): four of them,
 // each waiting out the bound on a tool that hangs, would hold back
 // cloud-init by four times as long.
-func init() { sourceduty.ToolBudget.Store(int64(DefaultToolTimeout)) }
+func init() { sourceduty.ToolBudget.Store(int64(defaultToolTimeout)) }
 
 // guestinfoWriter makes the info-set calls of one boot, through the tool
 // that read the guestinfo, within sourceduty.ToolBudget. Once a tool run
@@ -410,7 +410,7 @@ func vmwareCustomization(h *sourceduty.Host) []string {
 			}
 		}
 		if spec {
-			out = append(out, "a VMware customization spec (cust.cfg) is waiting under "+vmwareIMCDir+" and is not applied: seedkeeper reads a spec only as "+IMCDir+"/"+IMCSpecFile+", and only when guestinfo holds no metadata, user-data or vendor-data; vCenter will report the customization as not done")
+			out = append(out, "a VMware customization spec (cust.cfg) is waiting under "+vmwareIMCDir+" and is not applied: seedkeeper reads a spec only as "+iMCDir+"/"+iMCSpecFile+", and only when guestinfo holds no metadata, user-data or vendor-data; vCenter will report the customization as not done")
 		}
 	case !errors.Is(err, fs.ErrNotExist):
 		out = append(out, "cannot look for a VMware customization spec: "+err.Error())

@@ -14,7 +14,7 @@ import (
 	"github.com/seedkeeper/seedkeeper/netcfg"
 )
 
-// What boot does for a VMware customization spec (TransportIMC)
+// What boot does for a VMware customization spec (transportIMC)
 // beyond the seed and the network, as cloud-init's VMware datasource did:
 // apply it once per MARKER-ID (the marker kept in paths.VMwareIMCMarker)
 // and report to vCenter through vmware-rpctool, so that vCenter shows the
@@ -35,14 +35,14 @@ func vmwareIMCBegin(ctx context.Context, h *sourceduty.Host, vs *sourceduty.VMwa
 	if spec.MarkerID != "" {
 		head += ", marker " + spec.MarkerID
 	}
-	head += ") read from " + IMCDir
+	head += ") read from " + iMCDir
 	if spec.Waited != "" {
 		head += ", after waiting " + spec.Waited + " for VMware Tools to write it"
 	}
 	vs.Customization = append(vs.Customization, head)
 	if spec.MarkerID != "" && imcMarker(h) == spec.MarkerID {
 		msg := "customization " + spec.MarkerID + " was applied on an earlier boot"
-		if DropIMCPassword(md) {
+		if dropIMCPassword(md) {
 			msg += ": the root password is not set again"
 		}
 		vs.Customization = append(vs.Customization, msg)
@@ -53,7 +53,7 @@ func vmwareIMCBegin(ctx context.Context, h *sourceduty.Host, vs *sourceduty.VMwa
 	if !h.Live {
 		return
 	}
-	imcReport(ctx, h, vs, IMCStateRunning, IMCSuccess, "")
+	imcReport(ctx, h, vs, iMCStateRunning, iMCSuccess, "")
 	imcGCStatus(ctx, h, vs, spec, "Started")
 }
 
@@ -67,16 +67,16 @@ func vmwareIMCEnd(ctx context.Context, h *sourceduty.Host, outcome string, vs *s
 	}
 	switch {
 	case outcome == "ok" && spec.CustomScript:
-		imcReport(ctx, h, vs, IMCStateRunning, IMCErrScriptDisabled, "script disabled")
+		imcReport(ctx, h, vs, iMCStateRunning, iMCErrScriptDisabled, "script disabled")
 		imcGCStatus(ctx, h, vs, spec, "Custom script is disabled")
 	case outcome == "ok":
-		imcReport(ctx, h, vs, IMCStateDone, IMCSuccess, "")
+		imcReport(ctx, h, vs, iMCStateDone, iMCSuccess, "")
 		imcGCStatus(ctx, h, vs, spec, "Successful")
 	case outcome == "partial":
-		imcReport(ctx, h, vs, IMCStateRunning, IMCEventNetworkFail, "network setup failed")
+		imcReport(ctx, h, vs, iMCStateRunning, iMCEventNetworkFail, "network setup failed")
 		imcGCStatus(ctx, h, vs, spec, "Network setup failed")
 	default:
-		imcReport(ctx, h, vs, IMCStateRunning, IMCEventCustomizeFail, "customization failed")
+		imcReport(ctx, h, vs, iMCStateRunning, iMCEventCustomizeFail, "customization failed")
 		imcGCStatus(ctx, h, vs, spec, "Customization failed")
 	}
 	if (outcome == "ok" || outcome == "partial") && spec.MarkerID != "" && imcMarker(h) != spec.MarkerID {
@@ -114,7 +114,7 @@ func imcReport(ctx context.Context, h *sourceduty.Host, vs *sourceduty.VMwareSta
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(sourceduty.ToolBudget.Load()))
 	defer cancel()
 	line := fmt.Sprintf("deployPkg.update.state %d %d %s", state, code, msg)
-	if err := ReportIMC(ctx, nil, state, code, msg); err != nil {
+	if err := reportIMC(ctx, nil, state, code, msg); err != nil {
 		vs.Notes = append(vs.Notes, "reporting to vCenter failed: "+err.Error())
 		h.Log.Warn("vmware: reporting to vCenter failed", "err", err)
 		return
@@ -138,7 +138,7 @@ func imcGCStatus(ctx context.Context, h *sourceduty.Host, vs *sourceduty.VMwareS
 // found the tool while it looked at guestinfo first); "envvar" for the
 // environment, which is not written.
 func guestinfoToolOf(md *Metadata) string {
-	if md.Origin.Transport == TransportIMC {
+	if md.Origin.Transport == transportIMC {
 		return ToolRPCTool
 	}
 	return md.Origin.Transport

@@ -378,7 +378,7 @@ func checkMetaData(data []byte) []validateError {
 	os.WriteFile(filepath.Join(dir, "meta-data"), seed, 0o600)
 	os.WriteFile(filepath.Join(dir, "user-data"), []byte("#cloud-config\n"), 0o600)
 	var warnings warnCollector
-	md, err := datasource.ReadNoCloud(context.Background(), datasource.Options{Root: root, Logger: slog.New(&warnings)})
+	md, err := datasource.Read(context.Background(), datasource.SourceNoCloud, datasource.Options{Root: root, Logger: slog.New(&warnings)})
 	for _, w := range warnings {
 		out = append(out, at(w))
 	}

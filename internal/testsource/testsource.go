@@ -77,7 +77,7 @@ func read(ctx context.Context, root string) (any, error) {
 	}
 	if b, err := file(ctx, root, "drivers"); err == nil {
 		md.NetworkDriversSet = true
-		md.NetworkDrivers, _ = datasource.ParseNetworkDrivers(strings.TrimSpace(string(b)))
+		md.NetworkDrivers = strings.Fields(strings.ReplaceAll(string(b), ",", " "))
 	}
 	return md, nil
 }
