@@ -17,6 +17,7 @@ import (
 
 	"github.com/seedkeeper/seedkeeper/internal/dmi"
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
+	"github.com/seedkeeper/seedkeeper/internal/nocloudline"
 	"github.com/seedkeeper/seedkeeper/internal/seedimage"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 	"github.com/seedkeeper/seedkeeper/internal/yamlx"
@@ -97,7 +98,7 @@ func (o *NoCloudOptions) logger() *slog.Logger {
 //
 //  1. the SMBIOS system serial number (/sys/class/dmi/id/product_serial)
 //     and 2. the kernel command line (/proc/cmdline), each holding a
-//     ds=nocloud[;key=value...] token (see ParseNoCloudLine);
+//     ds=nocloud[;key=value...] token (see internal/nocloudline);
 //  3. the first of the seed directories (SeedDirs; by default
 //     NoCloudSeedDir, then NoCloudNetSeedDir) that has both meta-data and
 //     user-data;
@@ -229,7 +230,7 @@ func (o *NoCloudOptions) gather(ctx context.Context, m *noCloudMerge, log *slog.
 			}
 			continue
 		}
-		if md, ok := ParseNoCloudLine(l.value); ok {
+		if md, ok := nocloudline.Parse(l.value); ok {
 			m.addMeta(noCloudMeta{values: md}, l.transport)
 			m.items = append(m.items, l.path)
 		}
@@ -480,7 +481,7 @@ func detectNoCloud(ctx context.Context, o Options) (Detection, error) {
 	d.nocloud = opt.probe()
 	why := map[string]string{"dmi": "ds=nocloud in the SMBIOS system serial number", "cmdline": "ds=nocloud on the kernel command line"}
 	for _, l := range d.nocloud.lines {
-		if _, ok := ParseNoCloudLine(l.value); ok && l.err == nil {
+		if _, ok := nocloudline.Parse(l.value); ok && l.err == nil {
 			return found(why[l.transport])
 		}
 	}

@@ -10,12 +10,6 @@ import (
 	"github.com/seedkeeper/seedkeeper/datasource"
 )
 
-func ExampleParseNoCloudLine() {
-	md, found := datasource.ParseNoCloudLine("ro quiet ds=nocloud;i=iid-01;h=web1;s=http://192.0.2.1/seeds/")
-	fmt.Println(found, md["instance-id"], md["local-hostname"], md["seedfrom"], md["dsmode"])
-	// Output: true iid-01 web1 http://192.0.2.1/seeds/ net
-}
-
 // Reading NoCloud with a scratch root: a seed directory, and an instance
 // ID on the kernel command line that beats the one in the directory.
 func ExampleRead_noCloud() {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/seedkeeper/seedkeeper/internal/nocloudline"
 	"github.com/seedkeeper/seedkeeper/internal/testenv"
 )
 
@@ -195,7 +196,7 @@ print(json.dumps(out))
 		t.Fatalf("%v: %s", err, out)
 	}
 	for i, line := range lines {
-		md, found := ParseNoCloudLine(line)
+		md, found := nocloudline.Parse(line)
 		if found != ci[i].Found {
 			t.Errorf("%q: found %v, cloud-init %v", line, found, ci[i].Found)
 			continue
