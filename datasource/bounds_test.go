@@ -147,7 +147,7 @@ func TestSeedsBoundedTogetherInTheMerge(t *testing.T) {
 		t.Fatal("the seeds must each fit and together pass the total")
 	}
 	r := newNCRoot(t)
-	r.seed(NoCloudSeedDir, map[string]string{
+	r.seed(noCloudSeedDir, map[string]string{
 		"meta-data": "instance-id: iid-dir\nseedfrom: " + srv.URL + "/seed/\n",
 		"user-data": dirUser,
 	})

@@ -19,7 +19,8 @@ import (
 // normalise) a value that cannot be used, say so in Metadata.Warnings and
 // the log, and go on with the rest.
 
-// Limits on what a source may hand over, once YAML aliases are expanded.
+// Limits on what a source may hand over (a document's once YAML aliases
+// are expanded).
 const (
 	// MaxMetaDataExpanded bounds one meta-data document (NoCloud
 	// meta-data, VMware guestinfo metadata): a key whose value would
@@ -33,6 +34,12 @@ const (
 	// MaxInstanceID is the longest instance ID: cloud-init makes a
 	// directory of that name.
 	MaxInstanceID = 255
+	// MaxSmartOSTotal bounds the values of one SmartOS read taken
+	// together (every key seedkeeper reads, as received). The mdata
+	// client bounds each value; without a total a hostile host could make
+	// boot hold fifteen of the largest values at once. It is the bound of
+	// one NoCloud seed file.
+	MaxSmartOSTotal = 16 << 20
 )
 
 // CheckInstanceID reports why id cannot be handed to cloud-init as an

@@ -68,7 +68,7 @@ func TestVMwareNetworkAliasBomb(t *testing.T) {
 // string were written out in full into meta-data.
 func TestNoCloudPublicKeysAliasBomb(t *testing.T) {
 	r := newNCRoot(t)
-	r.seed(NoCloudSeedDir, map[string]string{
+	r.seed(noCloudSeedDir, map[string]string{
 		"meta-data": "instance-id: i-1\nlocal-hostname: h\n" + aliasBomb("public-keys", 1000, ""),
 		"user-data": "",
 	})

@@ -18,6 +18,7 @@ import (
 	"github.com/seedkeeper/seedkeeper/internal/dmi"
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 	"github.com/seedkeeper/seedkeeper/internal/nocloudline"
+	"github.com/seedkeeper/seedkeeper/internal/paths"
 	"github.com/seedkeeper/seedkeeper/internal/seedimage"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 	"github.com/seedkeeper/seedkeeper/internal/yamlx"
@@ -26,8 +27,8 @@ import (
 
 // NoCloud seed locations (system paths, read under Options.Root).
 const (
-	NoCloudSeedDir    = "/var/lib/cloud/seed/nocloud"
-	NoCloudNetSeedDir = "/var/lib/cloud/seed/nocloud-net"
+	noCloudSeedDir    = paths.SeedDir    // /var/lib/cloud/seed/nocloud
+	noCloudNetSeedDir = paths.SeedNetDir // /var/lib/cloud/seed/nocloud-net
 	cmdlinePath       = "/proc/cmdline"
 	dmiSerialFile     = "product_serial"
 )
@@ -45,7 +46,8 @@ type NoCloudOptions struct {
 	// seedfrom in its meta-data still is.
 	SeedPath string
 	// SeedDirs are the seed directories tried, in order (system paths,
-	// read under Root); nil means NoCloudSeedDir, then NoCloudNetSeedDir.
+	// read under Root); nil means /var/lib/cloud/seed/nocloud, then
+	// /var/lib/cloud/seed/nocloud-net.
 	// seedkeeper writes the one cloud-init reads and must not read its own
 	// output back, so it passes the others here.
 	SeedDirs []string
@@ -83,7 +85,7 @@ func (o *NoCloudOptions) seedDirs() []string {
 	case o.SeedDirs != nil:
 		return o.SeedDirs
 	}
-	return []string{NoCloudSeedDir, NoCloudNetSeedDir}
+	return []string{noCloudSeedDir, noCloudNetSeedDir}
 }
 
 func (o *NoCloudOptions) logger() *slog.Logger {
@@ -100,7 +102,7 @@ func (o *NoCloudOptions) logger() *slog.Logger {
 //     and 2. the kernel command line (/proc/cmdline), each holding a
 //     ds=nocloud[;key=value...] token (see internal/nocloudline);
 //  3. the first of the seed directories (SeedDirs; by default
-//     NoCloudSeedDir, then NoCloudNetSeedDir) that has both meta-data and
+//     noCloudSeedDir, then noCloudNetSeedDir) that has both meta-data and
 //     user-data;
 //  4. the first block device, in reverse name order, whose ISO9660 or FAT
 //     label is one of noCloudLabels and that has both files, read in

@@ -86,7 +86,7 @@ func TestMetaDataErrorsDescribeNotQuote(t *testing.T) {
 		"SECRETMARKER: [1\n",
 	} {
 		r := newNCRoot(t)
-		r.seed(NoCloudSeedDir, map[string]string{"meta-data": md, "user-data": "#\n"})
+		r.seed(noCloudSeedDir, map[string]string{"meta-data": md, "user-data": "#\n"})
 		_, err := readNoCloud(context.Background(), r.opts())
 		if err == nil {
 			t.Errorf("meta-data %q read without error", md)
@@ -103,7 +103,7 @@ func TestMetaDataErrorsDescribeNotQuote(t *testing.T) {
 		"public-keys: [{SECRETMARKER: 1}]\n",
 	} {
 		r := newNCRoot(t)
-		r.seed(NoCloudSeedDir, map[string]string{"meta-data": md, "user-data": "#\n"})
+		r.seed(noCloudSeedDir, map[string]string{"meta-data": md, "user-data": "#\n"})
 		got, err := readNoCloud(context.Background(), r.opts())
 		if err != nil {
 			t.Errorf("meta-data %q: %v", md, err)
@@ -143,7 +143,7 @@ func TestSeedfromHTTPErrorHidesQuery(t *testing.T) {
 func TestSeedfromNotAURLNotQuoted(t *testing.T) {
 	for _, v := range []string{"SECRETMARKER", "SECRETMARKER:x", "hunter2 SECRETMARKER://x"} {
 		r := newNCRoot(t)
-		r.seed(NoCloudSeedDir, map[string]string{"meta-data": "seedfrom: \"" + v + "\"\n", "user-data": "#\n"})
+		r.seed(noCloudSeedDir, map[string]string{"meta-data": "seedfrom: \"" + v + "\"\n", "user-data": "#\n"})
 		_, err := readNoCloud(context.Background(), r.opts())
 		if err == nil || strings.Contains(err.Error(), "SECRETMARKER") {
 			t.Errorf("seedfrom %q: %v", v, err)

@@ -126,7 +126,7 @@ var seedFiles = map[string]string{
 
 func TestReadNoCloudSeedDir(t *testing.T) {
 	r := newNCRoot(t)
-	r.seed(NoCloudSeedDir, seedFiles)
+	r.seed(noCloudSeedDir, seedFiles)
 	r.write("/sys/class/dmi/id/product_uuid", []byte("4C4C4544-0042-3010-8036-B4C04F4B4E32\n"))
 	md, err := readNoCloud(context.Background(), r.opts())
 	if err != nil {
@@ -157,7 +157,7 @@ func TestReadNoCloudSeedDir(t *testing.T) {
 func TestReadNoCloudNothing(t *testing.T) {
 	r := newNCRoot(t)
 	// A seed directory with meta-data only is not a seed.
-	r.seed(NoCloudSeedDir, map[string]string{"meta-data": "instance-id: x\n"})
+	r.seed(noCloudSeedDir, map[string]string{"meta-data": "instance-id: x\n"})
 	r.write(cmdlinePath, []byte("root=/dev/vda1 ro ds=ec2\n"))
 	_, err := readNoCloud(context.Background(), r.opts())
 	if !errors.Is(err, ErrNoSource) || !strings.Contains(err.Error(), "labelled cidata") {
@@ -195,14 +195,14 @@ func TestReadNoCloudPrecedence(t *testing.T) {
 	r := newNCRoot(t)
 	r.write("/sys/class/dmi/id/product_serial", []byte("ds=nocloud;h=dmihost\n"))
 	r.write(cmdlinePath, []byte("ro ds=nocloud;i=iid-cmdline;h=cmdhost\n"))
-	r.seed(NoCloudSeedDir, map[string]string{
+	r.seed(noCloudSeedDir, map[string]string{
 		"meta-data":      "instance-id: iid-dir\nlocal-hostname: dirhost\nfrom-dir: true\n",
 		"user-data":      "#cloud-config\n# dir\n",
 		"vendor-data":    "#cloud-config\n# dir vendor\n",
 		"network-config": "version: 1\nconfig:\n- type: physical\n  name: eth0\n  mac_address: '52:54:00:00:00:0a'\n",
 	})
 	// The nocloud-net directory is not read once nocloud was used.
-	r.seed(NoCloudNetSeedDir, map[string]string{"meta-data": "from-net-dir: yes\n", "user-data": "# net dir\n"})
+	r.seed(noCloudNetSeedDir, map[string]string{"meta-data": "from-net-dir: yes\n", "user-data": "# net dir\n"})
 	// The disk (cloud-localds -f vfat of testdata/nocloud/seed) has
 	// user-data and meta-data only.
 	r.device("vdb", fixture(t, "cloud-localds.vfat.gz"))
@@ -243,7 +243,7 @@ func TestReadNoCloudPrecedence(t *testing.T) {
 
 func TestReadNoCloudEmptyNetworkConfigReplacesNothing(t *testing.T) {
 	r := newNCRoot(t)
-	r.seed(NoCloudSeedDir, map[string]string{"meta-data": "seedfrom: /srv/later/\n", "user-data": "", "network-config": "version: 1\nconfig: []\n"})
+	r.seed(noCloudSeedDir, map[string]string{"meta-data": "seedfrom: /srv/later/\n", "user-data": "", "network-config": "version: 1\nconfig: []\n"})
 	r.seed("/srv/later", map[string]string{"meta-data": "", "user-data": "", "network-config": " \n"})
 	md, err := readNoCloud(context.Background(), r.opts())
 	if err != nil {
@@ -348,7 +348,7 @@ func TestReadNoCloudSeedPathDir(t *testing.T) {
 
 func TestReadNoCloudSkipDirs(t *testing.T) {
 	r := newNCRoot(t)
-	r.seed(NoCloudSeedDir, seedFiles)
+	r.seed(noCloudSeedDir, seedFiles)
 	o := r.opts()
 	o.NoCloud.SkipDirs = true
 	if _, err := readNoCloud(context.Background(), o); !errors.Is(err, ErrNoSource) {
@@ -364,7 +364,7 @@ func TestReadNoCloudSkipDirs(t *testing.T) {
 	// SeedDirs replaces the defaults: seedkeeper passes an imported copy
 	// instead of the directory it writes itself.
 	r.seed("/var/lib/seedkeeper/imported", map[string]string{"meta-data": "instance-id: iid-imported\n", "user-data": ""})
-	o.NoCloud.SeedDirs = []string{"/var/lib/seedkeeper/imported", NoCloudNetSeedDir}
+	o.NoCloud.SeedDirs = []string{"/var/lib/seedkeeper/imported", noCloudNetSeedDir}
 	md, err := readNoCloud(context.Background(), o)
 	if err != nil || md.InstanceID != "iid-imported" || md.Origin.Transport != "dir:/var/lib/seedkeeper/imported" {
 		t.Errorf("readNoCloud = %+v, %v", md, err)
@@ -495,7 +495,7 @@ func TestReadNoCloudMetaData(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newNCRoot(t)
-			r.seed(NoCloudSeedDir, map[string]string{"meta-data": tt.meta, "user-data": "#cloud-config\n"})
+			r.seed(noCloudSeedDir, map[string]string{"meta-data": tt.meta, "user-data": "#cloud-config\n"})
 			md, err := readNoCloud(context.Background(), r.opts())
 			if tt.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.err) {
@@ -522,7 +522,7 @@ func TestReadNoCloudNetworkConfig(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newNCRoot(t)
-			r.seed(NoCloudSeedDir, map[string]string{"meta-data": "", "user-data": "", "network-config": tt.doc})
+			r.seed(noCloudSeedDir, map[string]string{"meta-data": "", "user-data": "", "network-config": tt.doc})
 			md, err := readNoCloud(context.Background(), r.opts())
 			if tt.err != "" {
 				// The seed is still read; the network
@@ -580,7 +580,7 @@ func TestReadNoCloudSeedfromHTTP(t *testing.T) {
 	r := newNCRoot(t)
 	r.write("/sys/class/dmi/id/chassis_serial", []byte("CH-42\n"))
 	r.write(cmdlinePath, []byte("ds=nocloud;s="+srv.URL+"/__dmi.chassis-serial-number__/;h=cmdhost\n"))
-	r.seed(NoCloudSeedDir, map[string]string{"meta-data": "", "user-data": "# dir\n", "vendor-data": "# dir vendor\n"})
+	r.seed(noCloudSeedDir, map[string]string{"meta-data": "", "user-data": "# dir\n", "vendor-data": "# dir vendor\n"})
 	o := r.opts()
 	o.NoCloud.HTTPClient = srv.Client()
 	o.NoCloud.SeedfromBackoff = time.Millisecond
@@ -671,7 +671,7 @@ func TestReadNoCloudSeedfromLocal(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newNCRoot(t)
 			r.seed("/srv/seed", map[string]string{"meta-data": "instance-id: iid-local\n", "user-data": "# local\n", "vendor-data": "# v\n"})
-			r.seed(NoCloudSeedDir, map[string]string{"meta-data": "seedfrom: " + tt.seedfrom + "\n", "user-data": "# dir\n"})
+			r.seed(noCloudSeedDir, map[string]string{"meta-data": "seedfrom: " + tt.seedfrom + "\n", "user-data": "# dir\n"})
 			md, err := readNoCloud(context.Background(), r.opts())
 			if err != nil {
 				t.Fatal(err)

@@ -23,12 +23,6 @@ const KeyNetworkDrivers = "seedkeeper:network-drivers"
 // smartosKeys are the keys read at boot, in the order cloud-init's SmartOS
 // datasource asks for them (so the host sees the same sequence), plus our
 // own allowlist key.
-// MaxSmartOSTotal bounds the values of one SmartOS read taken together
-// (every key seedkeeper reads, as received). The mdata client bounds each
-// value; without a total a hostile host could make boot hold fifteen of
-// the largest values at once. It is the bound of one NoCloud seed file.
-const MaxSmartOSTotal = 16 << 20
-
 var smartosKeys = []string{
 	"sdc:uuid", "hostname", "root_authorized_keys", "user-script", "user-data",
 	"cloud-init:user-data", "sdc:datacenter_name", "sdc:vendor-data",

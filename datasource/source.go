@@ -12,7 +12,7 @@ import (
 // must agree with the set of sources derives from this table: the names
 // the configuration's sources key and --source accept (Names), the
 // detection order (Names again), the default hotplug driver allowlist of
-// each platform (PlatformDrivers), which metadata key sets the allowlist
+// each platform (PlatformSource), which metadata key sets the allowlist
 // (DriversKey) and what cloud-init is handed as network-config
 // (RawNetwork), what kind of instance ID it reports (DerivedID), and
 // what the flows do for it beyond its read (its duties). Adding a source
@@ -154,23 +154,22 @@ func lookup(name string) (Source, error) {
 	return s, nil
 }
 
-// PlatformDrivers returns the default hotplug driver allowlist on a
-// platform (a name Platform returns), from the source whose guests run
-// there; false when no source claims the platform.
-func PlatformDrivers(platform string) ([]string, bool) {
+// PlatformSource returns the source whose guests run on platform (a name
+// Platform returns): its Drivers are the platform's default hotplug
+// driver allowlist, its DriversKey the metadata key that sets it there.
+// False when no source claims the platform. Its lists are copies.
+func PlatformSource(platform string) (Source, bool) {
 	s, ok := platformSource(platform)
 	if !ok {
-		return nil, false
+		return Source{}, false
 	}
-	return slices.Clone(s.Drivers), true
+	return Lookup(s.Name)
 }
 
-// PlatformDriversKey returns the metadata key that sets the driver
-// allowlist on a platform, from the source whose guests run there; ""
-// when no source claims the platform.
-func PlatformDriversKey(platform string) string {
-	s, _ := platformSource(platform)
-	return s.DriversKey
+// platformDrivers is the default hotplug driver allowlist on platform.
+func platformDrivers(platform string) ([]string, bool) {
+	s, ok := PlatformSource(platform)
+	return s.Drivers, ok
 }
 
 func platformSource(platform string) (Source, bool) {
