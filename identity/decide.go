@@ -256,20 +256,7 @@ func decide(st *State, ci CloudInit, in Input, now time.Time) (Decision, *State)
 	machineUnknown, _ := unknownMachineID(rawMachineID)
 	in.MachineID = MachineIdentity(rawMachineID)
 	ciID := ci.Adoptable()
-	// notAdopted explains, in front of a first run, why cloud-init's ID
-	// or an old pin was not kept.
-	var notAdopted []string
-	if ci.Placeholder != "" && ci.ID != "" {
-		notAdopted = append(notAdopted, fmt.Sprintf("cloud-init ran before with %q, but that is not an identity: %s, so it is not adopted and this boot is the first with a real source: a new instance for cloud-init, with new SSH host keys", ci.ID, ci.Placeholder))
-	} else if ci.Placeholder != "" {
-		notAdopted = append(notAdopted, ci.Placeholder+", which is no instance ID to adopt")
-	}
-	hasPin := st != nil && st.InstanceID != ""
-	if why, ok := PlaceholderID(next.InstanceID); hasPin && ok {
-		notAdopted = append(notAdopted, fmt.Sprintf("the pin %q (pinned at %s) is %s, not an identity, so it is dropped", st.InstanceID, stamp(st.PinnedAt), why))
-		hasPin = false
-		next.InstanceID, next.MachineID, next.Rule, next.RuleName = "", "", 0, ""
-	}
+	notAdopted, hasPin := notAdoptedReasons(st, ci, &next)
 	src := sourceName(in)
 
 	pin := func(id string, r Rule) {
@@ -290,21 +277,7 @@ func decide(st *State, ci CloudInit, in Input, now time.Time) (Decision, *State)
 
 	case in.MachineID == "":
 		d.InstanceID, d.Rule = in.ReportedID, RulePassThrough
-		what := "no machine identity could be read"
-		if rawMachineID != "" {
-			what = fmt.Sprintf("no machine identity (the value read, %q, is %s)", strings.TrimSpace(rawMachineID), machineUnknown)
-		}
-		d.Explanation = fmt.Sprintf("Instance ID %q: %s, so seedkeeper cannot tell this machine from a clone and passes the ID the %s source reported through unchanged, as cloud-init itself would; nothing is pinned",
-			d.InstanceID, what, src)
-		if hasPin {
-			d.Explanation += fmt.Sprintf(" and the existing pin %q is left as it is", st.InstanceID)
-		}
-		if st != nil && st.Reset != nil {
-			d.Explanation += "; the pending reset stays pending"
-		}
-		if len(notAdopted) > 0 {
-			d.Explanation += "; " + strings.Join(notAdopted, "; ")
-		}
+		d.Explanation = passThroughExplanation(st, in.ReportedID, src, rawMachineID, machineUnknown, hasPin, notAdopted)
 
 	case !hasPin && st != nil && st.Reset != nil:
 		id := resetID(in.ReportedID, st.Reset.Suffix, ciID)
@@ -455,4 +428,43 @@ func repeats(st, next *State) bool {
 	ja, errA := json.Marshal(a)
 	jb, errB := json.Marshal(b)
 	return errA == nil && errB == nil && bytes.Equal(ja, jb)
+}
+
+// notAdoptedReasons says, in front of a first run, why cloud-init's ID or an old
+// pin is not kept, and whether the pin in st stands; a pin that is a
+// placeholder is dropped from next.
+func notAdoptedReasons(st *State, ci CloudInit, next *State) (why []string, hasPin bool) {
+	if ci.Placeholder != "" && ci.ID != "" {
+		why = append(why, fmt.Sprintf("cloud-init ran before with %q, but that is not an identity: %s, so it is not adopted and this boot is the first with a real source: a new instance for cloud-init, with new SSH host keys", ci.ID, ci.Placeholder))
+	} else if ci.Placeholder != "" {
+		why = append(why, ci.Placeholder+", which is no instance ID to adopt")
+	}
+	hasPin = st != nil && st.InstanceID != ""
+	if p, ok := PlaceholderID(next.InstanceID); hasPin && ok {
+		why = append(why, fmt.Sprintf("the pin %q (pinned at %s) is %s, not an identity, so it is dropped", st.InstanceID, stamp(st.PinnedAt), p))
+		hasPin = false
+		next.InstanceID, next.MachineID, next.Rule, next.RuleName = "", "", 0, ""
+	}
+	return why, hasPin
+}
+
+// passThroughExplanation explains RulePassThrough: no machine identity
+// (raw is what was read, unknown why it is none).
+func passThroughExplanation(st *State, id, src, raw, unknown string, hasPin bool, notAdopted []string) string {
+	what := "no machine identity could be read"
+	if raw != "" {
+		what = fmt.Sprintf("no machine identity (the value read, %q, is %s)", strings.TrimSpace(raw), unknown)
+	}
+	e := fmt.Sprintf("Instance ID %q: %s, so seedkeeper cannot tell this machine from a clone and passes the ID the %s source reported through unchanged, as cloud-init itself would; nothing is pinned",
+		id, what, src)
+	if hasPin {
+		e += fmt.Sprintf(" and the existing pin %q is left as it is", st.InstanceID)
+	}
+	if st != nil && st.Reset != nil {
+		e += "; the pending reset stays pending"
+	}
+	if len(notAdopted) > 0 {
+		e += "; " + strings.Join(notAdopted, "; ")
+	}
+	return e
 }
