@@ -54,10 +54,10 @@ func vmwareDuties(md *Metadata, h *sourceduty.Host) sourceduty.Duties {
 }
 
 // vmwareStep runs after the network step of a boot that read VMware
-// guestinfo, filling vs (begun by vmwareFindings): res is that step's result (nil when the network was not
-// handled), live whether the boot changes this machine (nothing is
-// written to the VMX of a boot that only plans). It never fails the boot:
-// what went wrong is in the status.
+// guestinfo, filling vs (begun by vmwareFindings): res is that step's
+// result (nil when the network was not handled); nothing is written to
+// the VMX of a boot that does not change this machine (h.Live). It never
+// fails the boot: what went wrong is in the status.
 func vmwareStep(ctx context.Context, h *sourceduty.Host, vs *sourceduty.VMwareStatus, md *Metadata, res *sourceduty.Net) {
 	live := h.Live
 	want := md.WaitOnNetwork
@@ -87,8 +87,7 @@ func vmwareStep(ctx context.Context, h *sourceduty.Host, vs *sourceduty.VMwareSt
 
 // vmwareFindings starts the VMware status of a boot with what is found of
 // VMware Tools' guest customization, logged, and begins applying the
-// customization spec md was read from, if it was (live: the boot changes
-// this machine).
+// customization spec md was read from, if it was.
 func vmwareFindings(ctx context.Context, h *sourceduty.Host, md *Metadata) *sourceduty.VMwareStatus {
 	vs := &sourceduty.VMwareStatus{}
 	if md.VMwareIMC == nil {
