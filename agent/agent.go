@@ -162,9 +162,9 @@ func (e Env) SourceOptions() datasource.Options {
 	switch dir {
 	case seed.Dir: // not written by seedkeeper yet: a person's seed, if any
 	case "": // only our own output there
-		o.NoCloud.SeedDirs = []string{datasource.NoCloudNetSeedDir}
+		o.NoCloud.SeedDirs = []string{paths.SeedNetDir}
 	default: // the person's seed, imported on the first run
-		o.NoCloud.SeedDirs = []string{dir, datasource.NoCloudNetSeedDir}
+		o.NoCloud.SeedDirs = []string{dir, paths.SeedNetDir}
 	}
 	return o
 }

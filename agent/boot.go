@@ -10,6 +10,8 @@ import (
 	"github.com/seedkeeper/seedkeeper/hotplug"
 	"github.com/seedkeeper/seedkeeper/identity"
 	"github.com/seedkeeper/seedkeeper/intent"
+	"github.com/seedkeeper/seedkeeper/internal/linkaddr"
+	"github.com/seedkeeper/seedkeeper/internal/sourceduty"
 	"github.com/seedkeeper/seedkeeper/netcfg/apply"
 	"github.com/seedkeeper/seedkeeper/nosource"
 	"github.com/seedkeeper/seedkeeper/seed"
@@ -70,15 +72,76 @@ func Boot(ctx context.Context, e Env, o BootOptions) (*Status, error) {
 	return st, err
 }
 
+// boot is the boot flow's steps. The source's duties (internal/sourceduty)
+// run between them: after the read, after the seed, after the network,
+// and at the end, with the outcome.
 func (e *Env) boot(ctx context.Context, st *Status, netMode NetworkMode) error {
-	fail := func(err error) error {
-		st.Outcome, st.Error = "error", err.Error()
-		e.Log.Error("boot failed", "err", err)
-		e.notifyStatus("failed: %v", err)
+	live := netMode.live(e)
+	md, err := e.readMetadata(ctx, st)
+	if md == nil {
 		return err
 	}
+	duty := sourceduty.For(md, e.dutyHost(md, live))
+	if duty.AfterRead != nil {
+		duty.AfterRead(ctx, &st.Extra)
+	}
+	if duty.End != nil {
+		defer func() { duty.End(ctx, st.Outcome, &st.Extra) }()
+	}
+	e.Log.Info("metadata read", "source", md.Source, "transport", md.Origin.Transport,
+		"instance_id", md.InstanceID, "keys", len(md.Origin.Items))
 
-	// Detect and fetch.
+	d, err := e.decideIdentity(st, md)
+	if err != nil {
+		return e.bootFailed(st, err)
+	}
+	cloudID, _ := identity.CloudInitID(e.Root)
+	newInstance := cloudID != d.InstanceID
+
+	if err := e.writeSeed(st, md, d.InstanceID); err != nil {
+		return e.bootFailed(st, err)
+	}
+	if duty.AfterSeed != nil {
+		duty.AfterSeed(ctx, &st.Extra)
+	}
+
+	e.applyChanges(ctx, st, md, d, newInstance, duty.Redacted)
+
+	if err := e.bootNetwork(ctx, st, md, netMode, newInstance); err != nil {
+		return e.bootFailed(st, err)
+	}
+	if duty.AfterNetwork != nil {
+		var net *sourceduty.Net
+		if r := st.Network; r != nil {
+			net = &sourceduty.Net{Action: r.Action, Reason: r.Reason, Links: r.Links, Owned: r.Owned}
+		}
+		duty.AfterNetwork(ctx, net, &st.Extra)
+	}
+
+	if res := st.Network; res != nil && res.Partial() {
+		st.Outcome = "partial"
+		e.notifyStatus("instance %s; network applied in part (%d failed)", d.InstanceID, len(res.Failed))
+		return fmt.Errorf("instance %s: %w (%d operations failed)", d.InstanceID, apply.ErrPartial, len(res.Failed))
+	}
+	st.Outcome = "ok"
+	e.notifyStatus("instance %s from %s", d.InstanceID, md.Source)
+	return nil
+}
+
+// bootFailed records err as the boot's failure.
+func (e *Env) bootFailed(st *Status, err error) error {
+	st.Outcome, st.Error = "error", err.Error()
+	e.Log.Error("boot failed", "err", err)
+	e.notifyStatus("failed: %v", err)
+	return err
+}
+
+// readMetadata detects and reads the metadata, waiting for late seed
+// devices when no source is found at first. With no source, it holds
+// cloud-init back and returns the error with a nil Metadata; with a
+// source, it lets cloud-init go. A nil Metadata comes with the error,
+// already recorded in st.
+func (e *Env) readMetadata(ctx context.Context, st *Status) (*datasource.Metadata, error) {
 	e.notifyStatus("looking for a metadata source")
 	fctx, cancel := e.fetchContext(ctx)
 	defer cancel()
@@ -110,30 +173,43 @@ func (e *Env) boot(ctx context.Context, st *Status, netMode NetworkMode) error {
 			e.Log.Error("cloud-init", "err", herr)
 		}
 		e.Log.Info("cloud-init: " + h.Reason)
-		return err
+		return nil, err
 	}
 	if err := nosource.Release(e.Root); err != nil {
 		e.Log.Error("cloud-init", "err", err)
 	}
 	if err != nil {
-		return fail(err)
+		return nil, e.bootFailed(st, err)
 	}
 	st.Source, st.Transport, st.Dropped = md.Source, md.Origin.Transport, md.Warnings
-	if md.Source == datasource.SourceVMware {
-		// Found first, so that a boot failing later keeps it: what
-		// Tools' customization does to the network matters most then.
-		st.VMware = e.vmwareFindings(ctx, md, netMode.live(e))
-		defer e.vmwareIMCEnd(ctx, st, md, netMode.live(e))
-	}
-	e.Log.Info("metadata read", "source", md.Source, "transport", md.Origin.Transport,
-		"instance_id", md.InstanceID, "keys", len(md.Origin.Items))
+	return md, nil
+}
 
-	// Decide the identity. A decision comes back even with an error (a
-	// corrupt state file, a stored ID cloud-init could not use): it is the
-	// safe one, so go on with it.
+// dutyHost is what the source's duties get of this boot (live: it changes
+// this machine).
+func (e *Env) dutyHost(md *datasource.Metadata, live bool) *sourceduty.Host {
+	return &sourceduty.Host{
+		Root: e.Root, Log: e.Log, Live: live, Netns: e.Netns, Waiting: e.notifyWaiting,
+		Allowlist: func() (func(string) bool, string) {
+			a := e.Allowlist(md)
+			return a.Allows, a.String()
+		},
+		Links:              linkaddr.Links{Netns: e.Netns},
+		NetworkByCloudInit: e.Config.Network.Owner == "cloud-init",
+		NetworkEvents:      e.Config.Events.Network,
+		NetworkWait:        time.Duration(e.Config.VMware.NetworkWait),
+		Redact:             e.Config.VMware.Redact,
+	}
+}
+
+// decideIdentity decides the instance ID. A decision comes back even with
+// an error (a corrupt state file, a stored ID cloud-init could not use):
+// it is the safe one, so go on with it. The error is for a decision that
+// could not be made.
+func (e *Env) decideIdentity(st *Status, md *datasource.Metadata) (identity.Decision, error) {
 	d, err := identity.Decide(identity.FromMetadata(string(e.Root), md))
 	if d.InstanceID == "" {
-		return fail(fmt.Errorf("deciding the instance ID: %w", err))
+		return d, fmt.Errorf("deciding the instance ID: %w", err)
 	}
 	if err != nil {
 		e.Log.Error("identity: stored state not usable; going on with the safe ID", "err", err)
@@ -141,22 +217,26 @@ func (e *Env) boot(ctx context.Context, st *Status, netMode NetworkMode) error {
 	st.Identity = &d
 	e.Log.Info("instance ID decided", "instance_id", d.InstanceID, "reported", d.ReportedID,
 		"rule", d.RuleName, "changed", d.Changed)
-	cloudID, _ := identity.CloudInitID(e.Root)
-	newInstance := cloudID != d.InstanceID
+	return d, nil
+}
 
-	// Write the seed.
-	s := seed.FromMetadata(md, d.InstanceID)
+// writeSeed writes the seed for cloud-init.
+func (e *Env) writeSeed(st *Status, md *datasource.Metadata, instanceID string) error {
+	s := seed.FromMetadata(md, instanceID)
 	if e.Config.Network.Owner == "cloud-init" && md.Network != nil {
 		// The source says whether its document is cloud-init's own.
 		if src, _ := datasource.Lookup(md.Source); src.RawNetwork && md.NetworkConfigRaw != nil {
 			s.NetworkConfig = md.NetworkConfigRaw
-		} else if s.NetworkConfig, err = md.Network.MarshalV1(); err != nil {
-			return fail(fmt.Errorf("writing the network-config for cloud-init: %w", err))
+		} else {
+			var err error
+			if s.NetworkConfig, err = md.Network.MarshalV1(); err != nil {
+				return fmt.Errorf("writing the network-config for cloud-init: %w", err)
+			}
 		}
 	}
 	sr, err := seed.Write(string(e.Root), s)
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	st.Seed = &SeedStatus{Dir: seed.Dir, Written: sr.Written, Removed: sr.Removed, Imported: sr.Imported, Warnings: sr.Warnings}
 	for _, w := range sr.Warnings {
@@ -170,24 +250,15 @@ func (e *Env) boot(ctx context.Context, st *Status, netMode NetworkMode) error {
 	} else {
 		e.Log.Info("seed unchanged", "dir", seed.Dir)
 	}
-	if md.Source == datasource.SourceSmartOS {
-		// What cloud-init's SmartOS datasource did once it had read the
-		// metadata; with its NoCloud, boot does.
-		msg, err := e.markProvisioned()
-		if err != nil {
-			msg = "the zone's provisioning state not changed: " + err.Error()
-			e.Log.Warn("smartos: " + msg)
-		} else if msg != "" {
-			e.Log.Info("smartos: " + msg)
-		}
-		st.Provision = msg
-	}
+	return nil
+}
 
-	// What the admin changed on purpose since the last boot of a kept
-	// instance (docs/changes.md). Not fatal: what failed is in the status
-	// and is tried again at the next boot.
+// applyChanges applies what the admin changed on purpose since the last
+// boot of a kept instance (docs/changes.md). Not fatal: what failed is in
+// the status and is tried again at the next boot.
+func (e *Env) applyChanges(ctx context.Context, st *Status, md *datasource.Metadata, d identity.Decision, newInstance, redacted bool) {
 	ch, err := intent.Apply(ctx, intent.Options{Root: e.Root, Metadata: md, InstanceID: d.InstanceID, NewInstance: newInstance,
-		Redacted:           md.Source == datasource.SourceVMware && e.Config.VMware.Redact,
+		Redacted:           redacted,
 		Placeholder:        d.Rule == identity.RulePlaceholder,
 		NetworkByCloudInit: e.Config.Network.Owner == "cloud-init", Run: e.RunCommand, Log: e.Log})
 	st.Changes = ch
@@ -199,8 +270,11 @@ func (e *Env) boot(ctx context.Context, st *Status, netMode NetworkMode) error {
 	} else {
 		e.Log.Info("changes since the last boot", "changed", len(ch.Changed), "applied", len(ch.Applied), "waiting", len(ch.Waiting), "failed", len(ch.Failed))
 	}
+}
 
-	// The network (the BOOT event).
+// bootNetwork is the network of the BOOT event, in st.Network; the error
+// is a failure of the boot.
+func (e *Env) bootNetwork(ctx context.Context, st *Status, md *datasource.Metadata, netMode NetworkMode, newInstance bool) error {
 	allow := e.Allowlist(md)
 	switch {
 	case netMode == NetworkOff:
@@ -218,24 +292,12 @@ func (e *Env) boot(ctx context.Context, st *Status, netMode NetworkMode) error {
 		res, err := e.networkStep(ctx, md.Network, allow, netMode.live(e))
 		st.Network = res
 		if err != nil {
-			return fail(err)
+			return err
 		}
 	}
 	if st.Network != nil && st.Network.Action == "skipped" && st.Network.Reason != "" {
 		e.Log.Info("network: " + st.Network.Reason)
 	}
-	// cloud-init's VMware datasource waited for the network and published
-	// the guest's addresses; with its NoCloud, boot does.
-	if md.Source == datasource.SourceVMware {
-		e.vmwareStep(ctx, st.VMware, md, st.Network, netMode.live(e))
-	}
-	if res := st.Network; res != nil && res.Partial() {
-		st.Outcome = "partial"
-		e.notifyStatus("instance %s; network applied in part (%d failed)", d.InstanceID, len(res.Failed))
-		return fmt.Errorf("instance %s: %w (%d operations failed)", d.InstanceID, apply.ErrPartial, len(res.Failed))
-	}
-	st.Outcome = "ok"
-	e.notifyStatus("instance %s from %s", d.InstanceID, md.Source)
 	return nil
 }
 

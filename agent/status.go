@@ -11,6 +11,7 @@ import (
 	"github.com/seedkeeper/seedkeeper/identity"
 	"github.com/seedkeeper/seedkeeper/intent"
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
+	"github.com/seedkeeper/seedkeeper/internal/sourceduty"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 	"github.com/seedkeeper/seedkeeper/nosource"
 )
@@ -37,9 +38,10 @@ type Status struct {
 	Dropped         []string           `json:"dropped,omitempty"` // fields of the metadata not used, and why
 	Identity        *identity.Decision `json:"identity,omitempty"`
 	Seed            *SeedStatus        `json:"seed,omitempty"`
-	Provision       string             `json:"provision,omitempty"` // SmartOS: what was done to the zone's provisioning state
 	Network         *NetResult         `json:"network,omitempty"`
-	VMware          *VMwareStatus      `json:"vmware,omitempty"`
+	// What the source's duties did beyond the seed and the network
+	// (provision on SmartOS, vmware on VMware).
+	sourceduty.Extra
 	// Changes is what changed in the metadata since the last boot, what
 	// of it was applied and what waits for a new instance.
 	Changes *intent.Result `json:"changes,omitempty"`

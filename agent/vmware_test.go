@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/seedkeeper/seedkeeper/agent"
+	"github.com/seedkeeper/seedkeeper/internal/sourceduty"
 	"github.com/seedkeeper/seedkeeper/internal/syncbuf"
 )
 
@@ -230,7 +231,7 @@ func TestBootVMwareSetsShareOneBound(t *testing.T) {
 	agent.SetGuestinfoSetBudget(t, 500*time.Millisecond)
 	g := newVMwareGuest(t, "")
 	g.set(t, "metadata", "instance-id: i-hang\n")
-	for _, k := range []string{agent.GuestinfoUpdatesSupported, agent.GuestinfoUpdatesEnabled} {
+	for _, k := range []string{sourceduty.GuestinfoUpdatesSupported, sourceduty.GuestinfoUpdatesEnabled} {
 		g.set(t, k+".hang-vmware-rpctool", "")
 	}
 	st, err := agent.Boot(context.Background(), agent.LoadEnv(g.root, "", nil), agent.BootOptions{Network: agent.NetworkApply})

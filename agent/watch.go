@@ -4,16 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
+	"slices"
 
 	"github.com/vishvananda/netns"
 
 	"github.com/seedkeeper/seedkeeper/datasource"
 	"github.com/seedkeeper/seedkeeper/hotplug"
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
+	"github.com/seedkeeper/seedkeeper/internal/sourceduty"
 	"github.com/seedkeeper/seedkeeper/mdata"
 	"github.com/seedkeeper/seedkeeper/netcfg"
 	"github.com/seedkeeper/seedkeeper/netcfg/apply"
+	"github.com/seedkeeper/seedkeeper/nosource"
 )
 
 // WatchOptions are the choices of one hotplug daemon run.
@@ -88,25 +92,8 @@ func Watch(ctx context.Context, e Env, o WatchOptions) error {
 		return idle(msg)
 	}
 
-	// The first read goes on from what detection found; every re-fetch
-	// reads afresh (a seed may have changed).
-	readFirst := func(ctx context.Context) (*datasource.Metadata, error) {
-		return datasource.ReadDetected(ctx, found, opts)
-	}
-	read := func(ctx context.Context) (*datasource.Metadata, error) { return datasource.Read(ctx, source, opts) }
-	if t := found.Transport(); t != nil {
-		// A source read over mdata gets one session for the daemon's
-		// life: no handshake per event, and the port let go between
-		// requests (mdata.Options.Yield).
-		mo := opts.Mdata
-		mo.Logger, mo.Yield = e.Log, true
-		c := mdata.New(t, &mo)
-		defer c.Close()
-		so := opts
-		so.MdataClient = c
-		read = func(ctx context.Context) (*datasource.Metadata, error) { return datasource.Read(ctx, source, so) }
-		readFirst = read
-	}
+	readFirst, read, done := e.watchReaders(found, opts)
+	defer done()
 
 	var allow hotplug.Allowlist
 	if o.Drivers != nil {
@@ -142,60 +129,14 @@ func Watch(ctx context.Context, e Env, o WatchOptions) error {
 		return fail("watch: the network receipt", err)
 	}
 	receipt := e.Root.Path(ReceiptPath)
-	// What the watch does to the machine is recorded for seedkeeper
-	// status (WatchRecordPath); a watch that only plans changes nothing,
-	// and records nothing.
-	var outcome func(hotplug.Outcome)
-	// What boot published in guestinfo is kept current (VMware only).
-	var ips *localIPWatch
-	if o.Network.live(&e) {
-		rec := newWatchRecorder(e.Root, e.Log)
-		rec.after = o.Recorded
-		st, err := ReadStatus(e.Root)
-		if err != nil || !decided.Ran {
-			st = nil
-		}
-		if st != nil && st.Network != nil {
-			rec.bootLinks = st.Network.Links
-		}
-		outcome = rec.hotplug
-		if st != nil {
-			ips = e.newLocalIPWatch(st)
-		}
-		if ips != nil {
-			ips.rec = rec
-		}
-	}
-	if ips != nil {
-		ictx, stop := context.WithCancel(ctx)
+	outcome, beside := e.watchRecording(live, decided, o.Recorded)
+	if beside != nil {
+		bctx, stop := context.WithCancel(ctx)
 		ran := make(chan struct{})
-		go func() { ips.run(ictx); close(ran) }()
+		go func() { beside.Run(bctx); close(ran) }()
 		defer func() { stop(); <-ran }()
 	}
-	applyFn := hotplug.NetlinkApplierThen(e.Netns, allow, receipt, e.Log,
-		func(ctx context.Context, cfg *netcfg.Config, whole *apply.Plan) error {
-			err := e.render(ctx, cfg, whole, allow, &NetResult{}, true)
-			if ips != nil {
-				ips.setLinks(whole)
-			}
-			return err
-		})
-	if !o.Network.live(&e) {
-		e.Log.Info("watch: the network is only planned (--root is set, or --network plan)")
-		applyFn = func(ctx context.Context, cfg *netcfg.Config, macs []string) error {
-			s, err := apply.Sync(ctx, hotplug.Only(cfg, macs), apply.SyncOptions{Receipt: receipt, Allow: allow.Allows, DryRun: true, Namespace: netns.NsHandle(e.Netns)})
-			if err != nil {
-				return err
-			}
-			for _, n := range s.Plan.Notes {
-				e.Log.Info("network: " + n)
-			}
-			for _, o := range s.Plan.Ops {
-				e.Log.Info("network: would " + o.String())
-			}
-			return nil
-		}
-	}
+	applyFn := e.watchApplier(live, allow, receipt, beside)
 	err = hotplug.Watch(ctx, hotplug.Options{
 		Namespace: e.Netns,
 		Allowlist: allow,
@@ -214,4 +155,88 @@ func Watch(ctx context.Context, e Env, o WatchOptions) error {
 		return fail("watch stopped", err)
 	}
 	return nil
+}
+
+// watchReaders are the reads of the watch: the first goes on from what
+// detection found, every re-fetch reads afresh (a seed may have changed).
+// done ends what they hold.
+func (e *Env) watchReaders(found datasource.Detection, opts datasource.Options) (first, read func(context.Context) (*datasource.Metadata, error), done func()) {
+	first = func(ctx context.Context) (*datasource.Metadata, error) {
+		return datasource.ReadDetected(ctx, found, opts)
+	}
+	read = func(ctx context.Context) (*datasource.Metadata, error) {
+		return datasource.Read(ctx, found.Source, opts)
+	}
+	t := found.Transport()
+	if t == nil {
+		return first, read, func() {}
+	}
+	// A source read over mdata gets one session for the daemon's life:
+	// no handshake per event, and the port let go between requests
+	// (mdata.Options.Yield).
+	mo := opts.Mdata
+	mo.Logger, mo.Yield = e.Log, true
+	c := mdata.New(t, &mo)
+	so := opts
+	so.MdataClient = c
+	read = func(ctx context.Context) (*datasource.Metadata, error) { return datasource.Read(ctx, found.Source, so) }
+	return read, read, func() { c.Close() }
+}
+
+// watchRecording is what records the watch's work: what it does to the
+// machine is recorded for seedkeeper status (WatchRecordPath), and what
+// runs beside it for the source of the boot it follows (VMware keeps the
+// addresses boot published current) records there too. A watch that only
+// plans changes nothing, and records nothing. Both are nil then.
+func (e *Env) watchRecording(live bool, decided nosource.Boot, after func()) (func(hotplug.Outcome), sourceduty.Watcher) {
+	if !live {
+		return nil, nil
+	}
+	rec := newWatchRecorder(e.Root, e.Log)
+	rec.after = after
+	st, err := ReadStatus(e.Root)
+	if err != nil || !decided.Ran {
+		return rec.hotplug, nil
+	}
+	b := sourceduty.Boot{Source: st.Source, Transport: st.Transport, Extra: st.Extra}
+	if n := st.Network; n != nil {
+		rec.bootLinks = n.Links
+		b.Net = sourceduty.Net{Action: n.Action, Reason: n.Reason, Links: n.Links, Owned: n.Owned}
+	}
+	return rec.hotplug, sourceduty.WatcherFor(e.dutyHost(nil, live), b, rec)
+}
+
+// watchApplier applies what the watch decided: the new NICs and the
+// networkd files of what is owned, telling beside (may be nil) the owned
+// links of each new plan; or, when the watch only plans, logs what it
+// would do.
+func (e *Env) watchApplier(live bool, allow hotplug.Allowlist, receipt string, beside sourceduty.Watcher) func(context.Context, *netcfg.Config, []string) error {
+	if live {
+		return hotplug.NetlinkApplierThen(e.Netns, allow, receipt, e.Log,
+			func(ctx context.Context, cfg *netcfg.Config, whole *apply.Plan) error {
+				err := e.render(ctx, cfg, whole, allow, &NetResult{}, true)
+				if beside != nil {
+					var names []string
+					for _, id := range slices.Sorted(maps.Keys(whole.OwnedName)) {
+						names = append(names, whole.OwnedName[id])
+					}
+					beside.SetLinks(names)
+				}
+				return err
+			})
+	}
+	e.Log.Info("watch: the network is only planned (--root is set, or --network plan)")
+	return func(ctx context.Context, cfg *netcfg.Config, macs []string) error {
+		s, err := apply.Sync(ctx, hotplug.Only(cfg, macs), apply.SyncOptions{Receipt: receipt, Allow: allow.Allows, DryRun: true, Namespace: netns.NsHandle(e.Netns)})
+		if err != nil {
+			return err
+		}
+		for _, n := range s.Plan.Notes {
+			e.Log.Info("network: " + n)
+		}
+		for _, o := range s.Plan.Ops {
+			e.Log.Info("network: would " + o.String())
+		}
+		return nil
+	}
 }

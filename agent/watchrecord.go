@@ -17,6 +17,7 @@ import (
 
 	"github.com/seedkeeper/seedkeeper/hotplug"
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
+	"github.com/seedkeeper/seedkeeper/internal/sourceduty"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
 
@@ -138,7 +139,7 @@ func (r *WatchRecord) ThisBoot(current, statusBoot string) bool {
 }
 
 // watchKeys are the guestinfo keys the watch sets.
-var watchKeys = []string{"guestinfo." + GuestinfoLocalIPv4, "guestinfo." + GuestinfoLocalIPv6}
+var watchKeys = []string{"guestinfo." + sourceduty.GuestinfoLocalIPv4, "guestinfo." + sourceduty.GuestinfoLocalIPv6}
 
 var watchResults = []string{hotplug.Applied, hotplug.Partial, hotplug.Failed, hotplug.GaveUp, hotplug.Removed}
 
@@ -374,8 +375,8 @@ func newWatchRecorder(root sysroot.Root, log *slog.Logger) *watchRecorder {
 // stamp is now, to the second, without the monotonic reading.
 func (w *watchRecorder) stamp() time.Time { return w.now().Truncate(time.Second).Round(0) }
 
-// published records that key ("guestinfo.local-ipv4") was set to value.
-func (w *watchRecorder) published(key, value string) {
+// Published records that key ("guestinfo.local-ipv4") was set to value.
+func (w *watchRecorder) Published(key, value string) {
 	if w == nil {
 		return
 	}
@@ -386,9 +387,9 @@ func (w *watchRecorder) published(key, value string) {
 	w.save()
 }
 
-// setFailed records that setting key to value failed with err, and is
+// SetFailed records that setting key to value failed with err, and is
 // tried again at retry at the earliest.
-func (w *watchRecorder) setFailed(key, value string, err error, retry time.Time) {
+func (w *watchRecorder) SetFailed(key, value string, err error, retry time.Time) {
 	if w == nil {
 		return
 	}
@@ -398,9 +399,9 @@ func (w *watchRecorder) setFailed(key, value string, err error, retry time.Time)
 	w.save()
 }
 
-// retryEnded records that key, whose set failed, is not tried again:
+// RetryEnded records that key, whose set failed, is not tried again:
 // what it was to be set to is no longer wanted. The failure is kept.
-func (w *watchRecorder) retryEnded(key string) {
+func (w *watchRecorder) RetryEnded(key string) {
 	if w == nil {
 		return
 	}

@@ -56,7 +56,7 @@ func readRecord(t *testing.T, root string) *WatchRecord {
 func TestWatchRecorderWritesOnChangeOnly(t *testing.T) {
 	root, w, now, _ := recorderRoot(t, testBootA)
 	p := filepath.Join(root, WatchRecordPath)
-	w.published("guestinfo.local-ipv4", "192.0.2.10")
+	w.Published("guestinfo.local-ipv4", "192.0.2.10")
 	fi, err := os.Lstat(p)
 	if err != nil || fi.Mode() != 0o600 {
 		t.Fatalf("record after a set: %v, mode %v", err, fi.Mode())
@@ -69,12 +69,12 @@ func TestWatchRecorderWritesOnChangeOnly(t *testing.T) {
 	if err := os.Link(p, old); err != nil {
 		t.Fatal(err)
 	}
-	w.published("guestinfo.local-ipv4", "192.0.2.10") // the same: no write
+	w.Published("guestinfo.local-ipv4", "192.0.2.10") // the same: no write
 	if fi, _ := os.Lstat(p); !os.SameFile(fi, mustLstat(t, old)) {
 		t.Error("the record was written again with the same content")
 	}
 	*now = now.Add(time.Minute)
-	w.published("guestinfo.local-ipv4", "192.0.2.11")
+	w.Published("guestinfo.local-ipv4", "192.0.2.11")
 	if fi, _ := os.Lstat(p); os.SameFile(fi, mustLstat(t, old)) {
 		t.Error("the record was changed in place, not replaced")
 	}
@@ -101,17 +101,17 @@ func mustLstat(t *testing.T, p string) os.FileInfo {
 // A failure keeps the value set before it; a success clears the failure.
 func TestWatchRecorderFailureAndRecovery(t *testing.T) {
 	root, w, now, _ := recorderRoot(t, testBootA)
-	w.published("guestinfo.local-ipv6", "2001:db8::1")
+	w.Published("guestinfo.local-ipv6", "2001:db8::1")
 	*now = now.Add(time.Minute)
 	retry := now.Add(30 * time.Second)
-	w.setFailed("guestinfo.local-ipv6", "2001:db8::2", errors.New("vmware-rpctool: Permission denied\nsecond line"), retry)
+	w.SetFailed("guestinfo.local-ipv6", "2001:db8::2", errors.New("vmware-rpctool: Permission denied\nsecond line"), retry)
 	g := readRecord(t, root).Key("guestinfo.local-ipv6")
 	if g == nil || g.Value != "2001:db8::1" || g.Failed == nil ||
 		*g.Failed != (WatchFailure{Value: "2001:db8::2", At: *now, Error: "vmware-rpctool: Permission denied", RetryAt: retry}) {
 		t.Fatalf("after a failed set: %+v", g)
 	}
 	*now = now.Add(time.Minute)
-	w.published("guestinfo.local-ipv6", "2001:db8::2")
+	w.Published("guestinfo.local-ipv6", "2001:db8::2")
 	if g := readRecord(t, root).Key("guestinfo.local-ipv6"); g.Value != "2001:db8::2" || g.Failed != nil || !g.At.Equal(*now) {
 		t.Errorf("after the set worked: %+v", g)
 	}
@@ -166,9 +166,9 @@ func TestWatchRecorderRefusesLink(t *testing.T) {
 	if err := os.Symlink(target, p); err != nil {
 		t.Fatal(err)
 	}
-	w.published("guestinfo.local-ipv4", "192.0.2.10")
+	w.Published("guestinfo.local-ipv4", "192.0.2.10")
 	*now = now.Add(time.Second)
-	w.published("guestinfo.local-ipv4", "192.0.2.11")
+	w.Published("guestinfo.local-ipv4", "192.0.2.11")
 	if b, _ := os.ReadFile(target); string(b) != "keep\n" {
 		t.Errorf("written through the link: %q", b)
 	}
@@ -389,7 +389,7 @@ func TestWatchRecorderConcurrent(t *testing.T) {
 	go func() {
 		defer close(done)
 		for i := range n {
-			w.published("guestinfo.local-ipv4", fmt.Sprintf("192.0.2.%d", i+1))
+			w.Published("guestinfo.local-ipv4", fmt.Sprintf("192.0.2.%d", i+1))
 		}
 	}()
 	for i := range n {

@@ -133,7 +133,7 @@ func readSeed(img []byte, name string) (map[string][]byte, error) {
 
 // RunSeedMatrix corrupts each fixture deterministically and reads it with
 // the in-process image reader (seedimage) and with the whole NoCloud
-// reader (datasource.ReadNoCloud on the image file). A read must end in
+// reader (datasource.Read of NoCloud on the image file). A read must end in
 // a clean error or return the pristine files; it may return other bytes
 // only when the mutation touched the image before the end of the files'
 // data (ISO9660 and FAT have no checksums: a flip in a file or its
@@ -265,7 +265,7 @@ func noCloudRead(row *Row, path string, deadline time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
 	err, p, hung, took := guarded(deadline+time.Second, func() error {
-		_, err := datasource.ReadNoCloud(ctx, datasource.Options{NoCloud: datasource.NoCloudOptions{SeedPath: path, SkipDirs: true}})
+		_, err := datasource.Read(ctx, datasource.SourceNoCloud, datasource.Options{NoCloud: datasource.NoCloudOptions{SeedPath: path, SkipDirs: true}})
 		return err
 	})
 	row.Runs++

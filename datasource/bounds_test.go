@@ -107,7 +107,7 @@ func TestSeedFilesBoundedTogether(t *testing.T) {
 		r.seed("/var/lib/cloud/seed/nocloud", files)
 		var md *Metadata
 		var err error
-		n := alloctest.Bytes(func() { md, err = ReadNoCloud(context.Background(), r.opts()) })
+		n := alloctest.Bytes(func() { md, err = readNoCloud(context.Background(), r.opts()) })
 		check(t, md, err)
 		// user-data once, as it is read; not vendor-data, nor growing copies.
 		if n > maxSeedFile+maxSeedFile/2 {
@@ -124,7 +124,7 @@ func TestSeedFilesBoundedTogether(t *testing.T) {
 		r.write(cmdlinePath, []byte("ds=nocloud;s="+srv.URL+"/seed/\n"))
 		o := r.opts()
 		o.NoCloud.HTTPClient = srv.Client()
-		md, err := ReadNoCloud(context.Background(), o)
+		md, err := readNoCloud(context.Background(), o)
 		check(t, md, err)
 	})
 }
@@ -143,17 +143,17 @@ func TestSeedsBoundedTogetherInTheMerge(t *testing.T) {
 		"/seed/network-config": "version: 2\nethernets: {}\n",
 	}, nil)
 	dirUser := "#cloud-config\n" + strings.Repeat("x", maxSeedFile-len("#cloud-config\n"))
-	if len(dirUser)+len(vendor) <= MaxSeedTotal || len(vendor) > maxSeedFile {
+	if len(dirUser)+len(vendor) <= maxSeedTotal || len(vendor) > maxSeedFile {
 		t.Fatal("the seeds must each fit and together pass the total")
 	}
 	r := newNCRoot(t)
-	r.seed(NoCloudSeedDir, map[string]string{
+	r.seed(noCloudSeedDir, map[string]string{
 		"meta-data": "instance-id: iid-dir\nseedfrom: " + srv.URL + "/seed/\n",
 		"user-data": dirUser,
 	})
 	o := r.opts()
 	o.NoCloud.HTTPClient = srv.Client()
-	md, err := ReadNoCloud(context.Background(), o)
+	md, err := readNoCloud(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}

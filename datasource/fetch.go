@@ -9,7 +9,7 @@ import (
 
 // Options say where and how the sources are detected and read. The same
 // value serves Fetch, Detect and every source's own Detect and Read
-// functions (DetectSmartOS, ReadNoCloud, ...), which use the fields that
+// functions (detectSmartOS, readNoCloud, ...), which use the fields that
 // concern them.
 type Options struct {
 	// Root is the directory under which system paths (/proc, /sys, /dev,

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/seedkeeper/seedkeeper/internal/pubkey"
 	"github.com/seedkeeper/seedkeeper/internal/yamlx"
 	"github.com/seedkeeper/seedkeeper/netcfg"
 )
@@ -18,7 +19,8 @@ import (
 // normalise) a value that cannot be used, say so in Metadata.Warnings and
 // the log, and go on with the rest.
 
-// Limits on what a source may hand over, once YAML aliases are expanded.
+// Limits on what a source may hand over (a document's once YAML aliases
+// are expanded).
 const (
 	// MaxMetaDataExpanded bounds one meta-data document (NoCloud
 	// meta-data, VMware guestinfo metadata): a key whose value would
@@ -26,12 +28,18 @@ const (
 	MaxMetaDataExpanded = 1 << 20
 	// MaxPublicKey bounds one SSH public key line (sshd's own limit on a
 	// key blob is 16 KiB).
-	MaxPublicKey = 16 << 10
+	MaxPublicKey = pubkey.MaxKey
 	// MaxPublicKeys bounds all of them together.
-	MaxPublicKeys = 256 << 10
+	MaxPublicKeys = pubkey.MaxKeys
 	// MaxInstanceID is the longest instance ID: cloud-init makes a
 	// directory of that name.
 	MaxInstanceID = 255
+	// MaxSmartOSTotal bounds the values of one SmartOS read taken
+	// together (every key seedkeeper reads, as received). The mdata
+	// client bounds each value; without a total a hostile host could make
+	// boot hold fifteen of the largest values at once. It is the bound of
+	// one NoCloud seed file.
+	MaxSmartOSTotal = 16 << 20
 )
 
 // CheckInstanceID reports why id cannot be handed to cloud-init as an
@@ -132,53 +140,12 @@ func (md *Metadata) setPublicKeys(log *slog.Logger, keys []string, where []strin
 			md.warn(log, name(i)+": a TAB between fields was replaced by a space")
 		}
 	}
-	var dropped []DroppedKey
-	md.PublicKeys, dropped = FilterPublicKeys(keys)
+	var dropped []pubkey.Dropped
+	md.PublicKeys, dropped = pubkey.Filter(keys)
 	md.PublicKeysDropped = len(dropped)
 	for _, d := range dropped {
 		md.warn(log, fmt.Sprintf("%s dropped: %v", name(d.Index), d.Err))
 	}
-}
-
-// DroppedKey is a public key FilterPublicKeys left out: its index in the
-// keys given, and why (the error describes the key, never quotes it).
-type DroppedKey struct {
-	Index int
-	Err   error
-}
-
-// FilterPublicKeys returns, in order, the SSH public keys that can be
-// written one per line into authorized_keys (and into meta-data, from
-// which cloud-init writes them there): each key trimmed of surrounding
-// space. Blank entries are skipped without a word. A key longer than
-// MaxPublicKey, or with a control or line-separator character
-// (netcfg.CheckLine; a TAB too: the readers turn one between fields into
-// a space first), is left out, and so is every key that would take the
-// kept keys beyond MaxPublicKeys in all; dropped says which and why. It
-// is the one filter the readers and the seed writer share.
-func FilterPublicKeys(keys []string) (kept []string, dropped []DroppedKey) {
-	total := 0
-	for i, k := range keys {
-		k = strings.TrimSpace(k)
-		var err error
-		switch {
-		case k == "":
-			continue
-		case len(k) > MaxPublicKey:
-			err = fmt.Errorf("%d bytes long, more than %d", len(k), MaxPublicKey)
-		case total+len(k) > MaxPublicKeys:
-			err = fmt.Errorf("the keys before it already take %d bytes of %d", total, MaxPublicKeys)
-		default:
-			err = netcfg.CheckLine(k)
-		}
-		if err != nil {
-			dropped = append(dropped, DroppedKey{Index: i, Err: err})
-			continue
-		}
-		total += len(k)
-		kept = append(kept, k)
-	}
-	return kept, dropped
 }
 
 // boundMetaData drops, in key order, every key of a meta-data document
@@ -213,7 +180,7 @@ func checkUsable(md *Metadata) error {
 	if err := netcfg.CheckLine(md.Hostname); err != nil {
 		return fmt.Errorf("hostname: %w", err)
 	}
-	kept, dropped := FilterPublicKeys(md.PublicKeys)
+	kept, dropped := pubkey.Filter(md.PublicKeys)
 	if len(dropped) > 0 {
 		d := dropped[0]
 		return fmt.Errorf("public key %d: %w (%d bytes)", d.Index, d.Err, len(md.PublicKeys[d.Index]))

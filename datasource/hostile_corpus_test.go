@@ -12,7 +12,7 @@ import (
 const hostileCorpus = "../testdata/hostile"
 
 // The hostile-input corpus (testdata/hostile) through the readers
-// themselves: each NoCloud seed through ReadNoCloud, each guestinfo
+// themselves: each NoCloud seed through readNoCloud, each guestinfo
 // metadata document through the VMware parser. Every read ends before its
 // context does, and no error quotes a secret.
 func TestHostileCorpusReaders(t *testing.T) {
@@ -25,7 +25,7 @@ func TestHostileCorpusReaders(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			o := Options{NoCloud: NoCloudOptions{SeedPath: filepath.Join(hostileCorpus, "nocloud", e.Name()), SeedfromTries: 1}, Logger: discardLog()}
-			_, err := ReadNoCloud(ctx, o)
+			_, err := readNoCloud(ctx, o)
 			if ctx.Err() != nil {
 				t.Fatalf("the read ran into its deadline")
 			}

@@ -68,11 +68,11 @@ func TestVMwareNetworkAliasBomb(t *testing.T) {
 // string were written out in full into meta-data.
 func TestNoCloudPublicKeysAliasBomb(t *testing.T) {
 	r := newNCRoot(t)
-	r.seed(NoCloudSeedDir, map[string]string{
+	r.seed(noCloudSeedDir, map[string]string{
 		"meta-data": "instance-id: i-1\nlocal-hostname: h\n" + aliasBomb("public-keys", 1000, ""),
 		"user-data": "",
 	})
-	md, err := ReadNoCloud(context.Background(), r.opts())
+	md, err := readNoCloud(context.Background(), r.opts())
 	if err != nil {
 		t.Fatal(err)
 	}

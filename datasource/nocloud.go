@@ -17,6 +17,8 @@ import (
 
 	"github.com/seedkeeper/seedkeeper/internal/dmi"
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
+	"github.com/seedkeeper/seedkeeper/internal/nocloudline"
+	"github.com/seedkeeper/seedkeeper/internal/paths"
 	"github.com/seedkeeper/seedkeeper/internal/seedimage"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 	"github.com/seedkeeper/seedkeeper/internal/yamlx"
@@ -25,15 +27,15 @@ import (
 
 // NoCloud seed locations (system paths, read under Options.Root).
 const (
-	NoCloudSeedDir    = "/var/lib/cloud/seed/nocloud"
-	NoCloudNetSeedDir = "/var/lib/cloud/seed/nocloud-net"
+	noCloudSeedDir    = paths.SeedDir    // /var/lib/cloud/seed/nocloud
+	noCloudNetSeedDir = paths.SeedNetDir // /var/lib/cloud/seed/nocloud-net
 	cmdlinePath       = "/proc/cmdline"
 	dmiSerialFile     = "product_serial"
 )
 
-// NoCloudLabels are the filesystem labels of a NoCloud seed disk, exactly
+// noCloudLabels are the filesystem labels of a NoCloud seed disk, exactly
 // as cloud-init accepts them (its fs_label "cidata" upper- and lower-case).
-var NoCloudLabels = []string{"cidata", "CIDATA"}
+var noCloudLabels = []string{"cidata", "CIDATA"}
 
 // NoCloudOptions are the options of the NoCloud source (Options.NoCloud):
 // where and how it looks.
@@ -44,7 +46,8 @@ type NoCloudOptions struct {
 	// seedfrom in its meta-data still is.
 	SeedPath string
 	// SeedDirs are the seed directories tried, in order (system paths,
-	// read under Root); nil means NoCloudSeedDir, then NoCloudNetSeedDir.
+	// read under Root); nil means /var/lib/cloud/seed/nocloud, then
+	// /var/lib/cloud/seed/nocloud-net.
 	// seedkeeper writes the one cloud-init reads and must not read its own
 	// output back, so it passes the others here.
 	SeedDirs []string
@@ -82,7 +85,7 @@ func (o *NoCloudOptions) seedDirs() []string {
 	case o.SeedDirs != nil:
 		return o.SeedDirs
 	}
-	return []string{NoCloudSeedDir, NoCloudNetSeedDir}
+	return []string{noCloudSeedDir, noCloudNetSeedDir}
 }
 
 func (o *NoCloudOptions) logger() *slog.Logger {
@@ -92,17 +95,17 @@ func (o *NoCloudOptions) logger() *slog.Logger {
 	return o.log
 }
 
-// ReadNoCloud reads the NoCloud seed the way cloud-init's NoCloud datasource
+// readNoCloud reads the NoCloud seed the way cloud-init's NoCloud datasource
 // does (docs/cloud-init.md, "NoCloud"), from these sources in this order:
 //
 //  1. the SMBIOS system serial number (/sys/class/dmi/id/product_serial)
 //     and 2. the kernel command line (/proc/cmdline), each holding a
-//     ds=nocloud[;key=value...] token (see ParseNoCloudLine);
+//     ds=nocloud[;key=value...] token (see internal/nocloudline);
 //  3. the first of the seed directories (SeedDirs; by default
-//     NoCloudSeedDir, then NoCloudNetSeedDir) that has both meta-data and
+//     noCloudSeedDir, then noCloudNetSeedDir) that has both meta-data and
 //     user-data;
 //  4. the first block device, in reverse name order, whose ISO9660 or FAT
-//     label is one of NoCloudLabels and that has both files, read in
+//     label is one of noCloudLabels and that has both files, read in
 //     process (see seedimage.Scan);
 //  5. the seedfrom location named in the meta-data gathered so far
 //     (file://, an absolute path, or http(s)://, with __dmi.<key>__
@@ -123,8 +126,8 @@ func (o *NoCloudOptions) logger() *slog.Logger {
 // error wrapping ErrNoSource. The options are o.NoCloud, the system paths
 // under o.Root. A cancelled ctx ends the read (a seedfrom fetch, a seed
 // file being read) with ctx's error.
-func ReadNoCloud(ctx context.Context, o Options) (*Metadata, error) {
-	return readNoCloud(ctx, Detection{}, &o)
+func readNoCloud(ctx context.Context, o Options) (*Metadata, error) {
+	return readNoCloudDetected(ctx, Detection{}, &o)
 }
 
 // noCloud is the NoCloud source: a seed on the kernel command line, in
@@ -137,13 +140,18 @@ var noCloud = Source{
 	DriversKey: KeyNetworkDrivers,
 	// network-config is cloud-init network config.
 	RawNetwork: true,
-	detect:     func(ctx context.Context, o *Options) (Detection, error) { return DetectNoCloud(ctx, *o) },
-	read:       readNoCloud,
+	// meta-data's instance-id may be Proxmox's hash of the seed, or
+	// missing (cloud-init's default); a seed is read from the places
+	// Origin.Transport lists.
+	DerivedID: true,
+	Seeds:     true,
+	detect:    func(ctx context.Context, o *Options) (Detection, error) { return detectNoCloud(ctx, *o) },
+	read:      readNoCloudDetected,
 }
 
-// readNoCloud is ReadNoCloud going on from what detection read (d's probe;
-// none reads afresh).
-func readNoCloud(ctx context.Context, d Detection, o *Options) (*Metadata, error) {
+// readNoCloudDetected is readNoCloud going on from what detection read
+// (d's probe; none reads afresh).
+func readNoCloudDetected(ctx context.Context, d Detection, o *Options) (*Metadata, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -208,7 +216,7 @@ func (o *NoCloudOptions) probe() *noCloudProbe {
 // scan lists the labelled block devices, once.
 func (p *noCloudProbe) scan(root sysroot.Root) ([]seedimage.Device, []string, error) {
 	if !p.scanned {
-		p.devs, p.skipped, p.scanErr = seedimage.Scan(root, NoCloudLabels...)
+		p.devs, p.skipped, p.scanErr = seedimage.Scan(root, noCloudLabels...)
 		p.scanned = true
 	}
 	return p.devs, p.skipped, p.scanErr
@@ -224,7 +232,7 @@ func (o *NoCloudOptions) gather(ctx context.Context, m *noCloudMerge, log *slog.
 			}
 			continue
 		}
-		if md, ok := ParseNoCloudLine(l.value); ok {
+		if md, ok := nocloudline.Parse(l.value); ok {
 			m.addMeta(noCloudMeta{values: md}, l.transport)
 			m.items = append(m.items, l.path)
 		}
@@ -271,7 +279,7 @@ func (o *NoCloudOptions) gather(ctx context.Context, m *noCloudMerge, log *slog.
 }
 
 // readSeedPath reads an explicit seed: a directory or an image. It is the
-// first seed of its merge, so it has the whole of MaxSeedTotal.
+// first seed of its merge, so it has the whole of maxSeedTotal.
 func readSeedPath(ctx context.Context, p string) (noCloudSeed, error) {
 	p, err := filepath.Abs(p)
 	if err != nil {
@@ -331,7 +339,7 @@ type noCloudMerge struct {
 	hasUser, hasVendor, hasNetwork    bool
 	// used is how many bytes of seed files the merge has taken in, all
 	// seeds together: the next seed reads within what it leaves of
-	// MaxSeedTotal.
+	// maxSeedTotal.
 	used              int64
 	transports, items []string
 	warnings          []string
@@ -353,7 +361,7 @@ func (m *noCloudMerge) addMeta(md noCloudMeta, transport string) {
 }
 
 // add merges a seed: its meta-data under what is there, its files over it.
-// Its files count against MaxSeedTotal for the seeds after it.
+// Its files count against maxSeedTotal for the seeds after it.
 func (m *noCloudMerge) add(s noCloudSeed) error {
 	m.used += int64(len(s.meta) + len(s.user) + len(s.vendor) + len(s.network))
 	var md noCloudMeta
@@ -440,7 +448,7 @@ func (m *noCloudMerge) metadata(root sysroot.Root, log *slog.Logger) (*Metadata,
 	}
 	if v, ok := m.meta[KeyNetworkDrivers]; ok {
 		md.NetworkDriversSet = true
-		drivers, err := ParseNetworkDrivers(v)
+		drivers, err := parseNetworkDrivers(v)
 		if err != nil {
 			log.Warn("hotplug driver allowlist is malformed; it allows nothing", "key", KeyNetworkDrivers, "err", err)
 		}
@@ -450,14 +458,14 @@ func (m *noCloudMerge) metadata(root sysroot.Root, log *slog.Logger) (*Metadata,
 	return md, nil
 }
 
-// DetectNoCloud reports, from cheap local checks only, whether a NoCloud
+// detectNoCloud reports, from cheap local checks only, whether a NoCloud
 // seed is present, and why: o.NoCloud.SeedPath exists; a ds=nocloud token
 // in the SMBIOS serial or on the kernel command line; a seed directory
 // with meta-data and user-data (see SeedDirs); a filesystem labelled
 // cidata. It does not fetch a seedfrom or read seed files. A seed that is
 // not here is a Detection with Found false; the error is ctx's, the only
 // one it returns.
-func DetectNoCloud(ctx context.Context, o Options) (Detection, error) {
+func detectNoCloud(ctx context.Context, o Options) (Detection, error) {
 	d := Detection{Candidate: Candidate{Source: SourceNoCloud}}
 	if err := ctx.Err(); err != nil {
 		return d, err
@@ -475,7 +483,7 @@ func DetectNoCloud(ctx context.Context, o Options) (Detection, error) {
 	d.nocloud = opt.probe()
 	why := map[string]string{"dmi": "ds=nocloud in the SMBIOS system serial number", "cmdline": "ds=nocloud on the kernel command line"}
 	for _, l := range d.nocloud.lines {
-		if _, ok := ParseNoCloudLine(l.value); ok && l.err == nil {
+		if _, ok := nocloudline.Parse(l.value); ok && l.err == nil {
 			return found(why[l.transport])
 		}
 	}

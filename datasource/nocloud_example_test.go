@@ -10,15 +10,9 @@ import (
 	"github.com/seedkeeper/seedkeeper/datasource"
 )
 
-func ExampleParseNoCloudLine() {
-	md, found := datasource.ParseNoCloudLine("ro quiet ds=nocloud;i=iid-01;h=web1;s=http://192.0.2.1/seeds/")
-	fmt.Println(found, md["instance-id"], md["local-hostname"], md["seedfrom"], md["dsmode"])
-	// Output: true iid-01 web1 http://192.0.2.1/seeds/ net
-}
-
-// ReadNoCloud with a scratch root: a seed directory, and an instance ID on
-// the kernel command line that beats the one in the directory.
-func ExampleReadNoCloud() {
+// Reading NoCloud with a scratch root: a seed directory, and an instance
+// ID on the kernel command line that beats the one in the directory.
+func ExampleRead_noCloud() {
 	root, err := os.MkdirTemp("", "nocloud")
 	if err != nil {
 		log.Fatal(err)
@@ -37,7 +31,7 @@ func ExampleReadNoCloud() {
 	write("/var/lib/cloud/seed/nocloud/meta-data", "instance-id: iid-from-dir\nlocal-hostname: web1\n")
 	write("/var/lib/cloud/seed/nocloud/user-data", "#cloud-config\n")
 
-	md, err := datasource.ReadNoCloud(context.Background(), datasource.Options{Root: root})
+	md, err := datasource.Read(context.Background(), datasource.SourceNoCloud, datasource.Options{Root: root})
 	if err != nil {
 		log.Fatal(err)
 	}

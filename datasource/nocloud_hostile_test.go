@@ -21,7 +21,7 @@ func TestSeedfromLocalResolvedAsTheKernelDoes(t *testing.T) {
 	r := newNCRoot(t)
 	r.write("/etc/ssh/ssh_host_rsa_key", []byte("-----BEGIN OPENSSH PRIVATE KEY-----\nSECRETMARKER\n"))
 	r.write(cmdlinePath, []byte("ds=nocloud;s=/etc/ssh/ssh_host_rsa_key/%s/..\n"))
-	_, err := ReadNoCloud(context.Background(), r.opts())
+	_, err := readNoCloud(context.Background(), r.opts())
 	if !errors.Is(err, syscall.ENOTDIR) {
 		t.Fatalf("err = %v, want ENOTDIR as the kernel gives", err)
 	}
@@ -40,7 +40,7 @@ func TestSeedfromFIFODoesNotBlock(t *testing.T) {
 	r.write(cmdlinePath, []byte("ds=nocloud;s=/srv/seed/\n"))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	_, err := ReadNoCloud(ctx, r.opts())
+	_, err := readNoCloud(ctx, r.opts())
 	if !errors.Is(err, fsutil.ErrNotRegular) {
 		t.Fatalf("err = %v, want ErrNotRegular", err)
 	}
@@ -60,7 +60,7 @@ func TestSeedfromDeviceRefused(t *testing.T) {
 	o := r.opts()
 	o.Root = ""
 	o.NoCloud.SeedPath = filepath.Join(r.dir, "srv/seed")
-	_, err := ReadNoCloud(context.Background(), o)
+	_, err := readNoCloud(context.Background(), o)
 	if !errors.Is(err, fsutil.ErrNotRegular) {
 		t.Fatalf("err = %v, want ErrNotRegular", err)
 	}
@@ -71,7 +71,7 @@ func TestSeedPathFIFORefused(t *testing.T) {
 	if err := syscall.Mkfifo(p, 0o600); err != nil {
 		t.Skipf("cannot make a FIFO here: %v", err)
 	}
-	_, err := ReadNoCloud(context.Background(), Options{NoCloud: NoCloudOptions{SeedPath: p}, Logger: testLogger(t)})
+	_, err := readNoCloud(context.Background(), Options{NoCloud: NoCloudOptions{SeedPath: p}, Logger: testLogger(t)})
 	if err == nil || !strings.Contains(err.Error(), "a FIFO is neither a seed directory nor an image") {
 		t.Fatalf("err = %v", err)
 	}
@@ -86,8 +86,8 @@ func TestMetaDataErrorsDescribeNotQuote(t *testing.T) {
 		"SECRETMARKER: [1\n",
 	} {
 		r := newNCRoot(t)
-		r.seed(NoCloudSeedDir, map[string]string{"meta-data": md, "user-data": "#\n"})
-		_, err := ReadNoCloud(context.Background(), r.opts())
+		r.seed(noCloudSeedDir, map[string]string{"meta-data": md, "user-data": "#\n"})
+		_, err := readNoCloud(context.Background(), r.opts())
 		if err == nil {
 			t.Errorf("meta-data %q read without error", md)
 			continue
@@ -103,8 +103,8 @@ func TestMetaDataErrorsDescribeNotQuote(t *testing.T) {
 		"public-keys: [{SECRETMARKER: 1}]\n",
 	} {
 		r := newNCRoot(t)
-		r.seed(NoCloudSeedDir, map[string]string{"meta-data": md, "user-data": "#\n"})
-		got, err := ReadNoCloud(context.Background(), r.opts())
+		r.seed(noCloudSeedDir, map[string]string{"meta-data": md, "user-data": "#\n"})
+		got, err := readNoCloud(context.Background(), r.opts())
 		if err != nil {
 			t.Errorf("meta-data %q: %v", md, err)
 			continue
@@ -127,7 +127,7 @@ func TestSeedfromHTTPErrorHidesQuery(t *testing.T) {
 	r.write(cmdlinePath, []byte("ds=nocloud;s=http://u:SECRETMARKER1@127.0.0.1:1/%s?sig=SECRETMARKER2\n"))
 	o := r.opts()
 	o.NoCloud.SeedfromTries = 1
-	_, err := ReadNoCloud(context.Background(), o)
+	_, err := readNoCloud(context.Background(), o)
 	if err == nil {
 		t.Fatal("no error from a closed port")
 	}
@@ -143,8 +143,8 @@ func TestSeedfromHTTPErrorHidesQuery(t *testing.T) {
 func TestSeedfromNotAURLNotQuoted(t *testing.T) {
 	for _, v := range []string{"SECRETMARKER", "SECRETMARKER:x", "hunter2 SECRETMARKER://x"} {
 		r := newNCRoot(t)
-		r.seed(NoCloudSeedDir, map[string]string{"meta-data": "seedfrom: \"" + v + "\"\n", "user-data": "#\n"})
-		_, err := ReadNoCloud(context.Background(), r.opts())
+		r.seed(noCloudSeedDir, map[string]string{"meta-data": "seedfrom: \"" + v + "\"\n", "user-data": "#\n"})
+		_, err := readNoCloud(context.Background(), r.opts())
 		if err == nil || strings.Contains(err.Error(), "SECRETMARKER") {
 			t.Errorf("seedfrom %q: %v", v, err)
 		}
@@ -180,7 +180,7 @@ func TestSeedfromHTTPStatusLineBounded(t *testing.T) {
 	r.write(cmdlinePath, []byte("ds=nocloud-net;s=http://"+ln.Addr().String()+"/s/\n"))
 	o := r.opts()
 	o.NoCloud.SeedfromTries = 1
-	_, err = ReadNoCloud(context.Background(), o)
+	_, err = readNoCloud(context.Background(), o)
 	if err == nil {
 		t.Fatal("no error from a 403")
 	}

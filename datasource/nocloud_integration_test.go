@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/seedkeeper/seedkeeper/internal/nocloudline"
 	"github.com/seedkeeper/seedkeeper/internal/testenv"
 )
 
@@ -84,7 +85,7 @@ func TestIntegrationNoCloudProxmoxDisk(t *testing.T) {
 	}
 	runTool(t, "genisoimage", "-quiet", "-J", "-R", "-V", "cidata", "-o", filepath.Join(r.dir, "dev/vdb"), onlyMeta)
 
-	md, err := ReadNoCloud(context.Background(), r.opts())
+	md, err := readNoCloud(context.Background(), r.opts())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +101,7 @@ func TestIntegrationNoCloudProxmoxDisk(t *testing.T) {
 }
 
 // TestIntegrationNoCloudMatchesCloudInit reads one seed directory with
-// Debian's cloud-init 22.4.2 and with ReadNoCloud and compares what both
+// Debian's cloud-init 22.4.2 and with readNoCloud and compares what both
 // report.
 func TestIntegrationNoCloudMatchesCloudInit(t *testing.T) {
 	testenv.Integration(t)
@@ -141,7 +142,7 @@ print(json.dumps({"ok": ok, "iid": ds.get_instance_id(),
 	r := newNCRoot(t)
 	o := r.opts()
 	o.NoCloud.SeedPath = seed
-	md, err := ReadNoCloud(context.Background(), o)
+	md, err := readNoCloud(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +196,7 @@ print(json.dumps(out))
 		t.Fatalf("%v: %s", err, out)
 	}
 	for i, line := range lines {
-		md, found := ParseNoCloudLine(line)
+		md, found := nocloudline.Parse(line)
 		if found != ci[i].Found {
 			t.Errorf("%q: found %v, cloud-init %v", line, found, ci[i].Found)
 			continue

@@ -28,23 +28,23 @@ const (
 // maxSeedFile bounds every seed file read, local or fetched.
 const maxSeedFile = seedimage.MaxFileSize
 
-// MaxSeedTotal bounds the seed files a NoCloud read holds, all its seeds
+// maxSeedTotal bounds the seed files a NoCloud read holds, all its seeds
 // (a directory, an image, a seedfrom location) taken together: what the
 // merge already holds counts against what the next seed may read. It
 // leaves room for user-data at maxSeedFile beside meta-data and
 // network-config at the document limit of yamlx, and keeps the merged
 // seed, with what decoding and writing it costs, inside boot's 64 MiB
 // peak-RSS budget (SECURITY.md).
-const MaxSeedTotal = 24 << 20
+const maxSeedTotal = 24 << 20
 
 // seedReadOrder are the files of a seed in the order they are read: what the
 // seed cannot do without first, so that, when the files add up to more
-// than MaxSeedTotal, what matters least (vendor-data, then
+// than maxSeedTotal, what matters least (vendor-data, then
 // network-config) is what no longer fits.
 var seedReadOrder = []string{ncMetaData, ncUserData, ncNetworkConfig, ncVendorData}
 
 // readSeedFiles fills s with seedReadOrder, each read by get(file, limit)
-// within maxSeedFile and what is left of MaxSeedTotal once the used bytes
+// within maxSeedFile and what is left of maxSeedTotal once the used bytes
 // the merge already holds and the files read before it are counted, so
 // that no file is read past the total. get gives an error matching fs.ErrNotExist for
 // an absent file (skipped) and an ErrTooLarge for one over limit. An
@@ -53,16 +53,16 @@ var seedReadOrder = []string{ncMetaData, ncUserData, ncNetworkConfig, ncVendorDa
 func readSeedFiles(s *noCloudSeed, used int64, get func(file string, limit int64) (name string, data []byte, err error)) error {
 	total := used
 	for _, file := range seedReadOrder {
-		limit := max(0, min(maxSeedFile, MaxSeedTotal-total))
+		limit := max(0, min(maxSeedFile, maxSeedTotal-total))
 		name, b, err := get(file, limit)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil && limit < maxSeedFile && tooLarge(err) {
 			if file == ncMetaData || file == ncUserData {
-				return fmt.Errorf("%s: the seed files, with those already merged, add up to more than the %d byte limit for the NoCloud seeds", name, MaxSeedTotal)
+				return fmt.Errorf("%s: the seed files, with those already merged, add up to more than the %d byte limit for the NoCloud seeds", name, maxSeedTotal)
 			}
-			s.warnings = append(s.warnings, fmt.Sprintf("%s dropped: the seed files, with those already merged, add up to more than the %d byte limit for the NoCloud seeds (%d bytes were left for it)", name, MaxSeedTotal, limit))
+			s.warnings = append(s.warnings, fmt.Sprintf("%s dropped: the seed files, with those already merged, add up to more than the %d byte limit for the NoCloud seeds (%d bytes were left for it)", name, maxSeedTotal, limit))
 			continue
 		}
 		if err != nil {
@@ -142,7 +142,7 @@ func readSysFile(root sysroot.Root, p string) ([]byte, error) {
 }
 
 // readSeedDir reads the seed files in the directory sysPath (a system path,
-// read under root), within what used leaves of MaxSeedTotal. A missing
+// read under root), within what used leaves of maxSeedTotal. A missing
 // file is simply absent.
 func readSeedDir(ctx context.Context, root sysroot.Root, sysPath string, used int64) (noCloudSeed, error) {
 	s := noCloudSeed{transport: "dir:" + sysPath}
@@ -159,7 +159,7 @@ func readSeedDir(ctx context.Context, root sysroot.Root, sysPath string, used in
 
 // readSeedImage reads the seed files from the ISO9660 or FAT image or
 // device at the system path p under root (opened confined to it), within
-// what used leaves of MaxSeedTotal; dev is how the device is named in
+// what used leaves of maxSeedTotal; dev is how the device is named in
 // Origin (its system path).
 func readSeedImage(root sysroot.Root, p, dev string, used int64) (noCloudSeed, error) {
 	im, err := seedimage.OpenIn(root, p)
@@ -200,7 +200,7 @@ func seedfromURLs(base string) map[string]string {
 
 // readSeedfrom reads a seed from a seedfrom location: file://, an absolute
 // path (both under root) or http(s)://, within what used leaves of
-// MaxSeedTotal. meta-data and user-data must exist; vendor-data and
+// maxSeedTotal. meta-data and user-data must exist; vendor-data and
 // network-config may not.
 func (o *NoCloudOptions) readSeedfrom(ctx context.Context, base string, used int64) (noCloudSeed, error) {
 	s := noCloudSeed{transport: "seedfrom:" + redact.URL(base)}
@@ -247,9 +247,9 @@ func (o *NoCloudOptions) readSeedfrom(ctx context.Context, base string, used int
 
 // Defaults for fetching an http(s) seedfrom.
 const (
-	DefaultSeedfromTries   = 3
-	DefaultSeedfromBackoff = time.Second
-	DefaultSeedfromTimeout = 10 * time.Second
+	defaultSeedfromTries   = 3
+	defaultSeedfromBackoff = time.Second
+	defaultSeedfromTimeout = 10 * time.Second
 )
 
 // fetchURL GETs u with the options' retry policy: up to SeedfromTries
@@ -260,13 +260,13 @@ const (
 func (o *NoCloudOptions) fetchURL(ctx context.Context, u string, limit int64) ([]byte, error) {
 	tries, wait, timeout := o.SeedfromTries, o.SeedfromBackoff, o.SeedfromTimeout
 	if tries <= 0 {
-		tries = DefaultSeedfromTries
+		tries = defaultSeedfromTries
 	}
 	if wait <= 0 {
-		wait = DefaultSeedfromBackoff
+		wait = defaultSeedfromBackoff
 	}
 	if timeout <= 0 {
-		timeout = DefaultSeedfromTimeout
+		timeout = defaultSeedfromTimeout
 	}
 	client := o.HTTPClient
 	if client == nil {

@@ -15,7 +15,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -68,9 +67,9 @@ func (r *ncRoot) opts() Options {
 	return Options{Root: r.dir, Logger: testLogger(r.t)}
 }
 
-// foundNoCloud is DetectNoCloud's answer.
+// foundNoCloud is detectNoCloud's answer.
 func foundNoCloud(o Options) (bool, string) {
-	d, err := DetectNoCloud(context.Background(), o)
+	d, err := detectNoCloud(context.Background(), o)
 	if err != nil {
 		panic(err) // only a cancelled context makes it fail
 	}
@@ -108,42 +107,6 @@ func fixture(t testing.TB, name string) []byte {
 	return b
 }
 
-func TestParseNoCloudLine(t *testing.T) {
-	tests := []struct {
-		line string
-		want map[string]any // nil: not found
-	}{
-		{"root=/dev/vda1 ro ds=nocloud", map[string]any{"dsmode": "local"}},
-		{"ds=nocloud-net", map[string]any{"dsmode": "net"}},
-		{"ds=nocloud;s=https://10.42.42.42/configs/;i=iid-01;h=myhost", map[string]any{
-			"seedfrom": "https://10.42.42.42/configs/", "instance-id": "iid-01", "local-hostname": "myhost", "dsmode": "net"}},
-		{"quiet ds=nocloud-net;s=http://10.0.0.1:8000/__dmi.chassis-serial-number__/ console=ttyS0", map[string]any{
-			"seedfrom": "http://10.0.0.1:8000/__dmi.chassis-serial-number__/", "dsmode": "net"}},
-		{"ds=nocloud-net;s=file:///srv/seed/", map[string]any{"seedfrom": "file:///srv/seed/", "dsmode": "local"}},
-		{"ds=nocloud;s=/srv/seed/;dsmode=net", map[string]any{"seedfrom": "/srv/seed/", "dsmode": "net"}},
-		{"ds=nocloud;s=ftp://h/x/", map[string]any{"seedfrom": "ftp://h/x/", "dsmode": "net"}},
-		{"ds=nocloud;s=gopher://h/", map[string]any{"seedfrom": "gopher://h/", "dsmode": "local"}},
-		{"ds=nocloud;flag;k=v=w;;", map[string]any{"flag": nil, "k": "v=w", "dsmode": "local"}},
-		{"ds=nocloud;i=", map[string]any{"instance-id": "", "dsmode": "local"}},
-		// The last token starting with the matched prefix is used.
-		{"ds=nocloud;i=first ds=nocloud-net;i=second", map[string]any{"instance-id": "second", "dsmode": "local"}},
-		{"ds=nocloud;i=a ds=nocloud;i=b", map[string]any{"instance-id": "b", "dsmode": "local"}},
-		{"", nil},
-		{"ds=nocloudx", nil},
-		{"xds=nocloud", nil},
-		{"ds=nocloud-netx;i=a", nil},
-		{"ds=NoCloud", nil},
-		{"ci.ds=nocloud", nil},
-		{"ds=ec2;i=x", nil},
-	}
-	for _, tt := range tests {
-		got, found := ParseNoCloudLine(tt.line)
-		if found != (tt.want != nil) || tt.want != nil && !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("ParseNoCloudLine(%q) = %v, %v; want %v", tt.line, got, found, tt.want)
-		}
-	}
-}
-
 func TestSubstDMI(t *testing.T) {
 	r := newNCRoot(t)
 	r.write("/sys/class/dmi/id/chassis_serial", []byte("CH-42\n"))
@@ -152,36 +115,6 @@ func TestSubstDMI(t *testing.T) {
 	if want := "http://h/CH-42/ABC/__dmi.board-serial__//"; got != want || !slices.Equal(unknown, []string{"board-serial"}) {
 		t.Errorf("substDMI = %q, %q; want %q, [board-serial]", got, unknown, want)
 	}
-}
-
-func FuzzParseNoCloudLine(f *testing.F) {
-	for _, s := range []string{
-		"ds=nocloud", "root=/dev/sda ds=nocloud-net;s=http://h/;i=x;h=y",
-		"ds=nocloud;;;=;a=b=c;i", "ds=nocloud;s=file:///x/%s", " ds=nocloud;dsmode=disabled ",
-		"ds=nocloud\tds=nocloud-net;i=\u00e9",
-	} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, line string) {
-		md, found := ParseNoCloudLine(line)
-		if !found {
-			if md != nil {
-				t.Fatal("meta-data without a token")
-			}
-			return
-		}
-		if !strings.Contains(line, "ds=nocloud") {
-			t.Fatalf("found in %q", line)
-		}
-		if _, ok := md["dsmode"]; !ok {
-			t.Fatalf("no dsmode for %q", line)
-		}
-		for k, v := range md {
-			if v != nil && strings.ContainsAny(v.(string), "; \t\n") || strings.ContainsAny(k, "; \t\n") {
-				t.Fatalf("%q: pair %q=%q holds a separator", line, k, v)
-			}
-		}
-	})
 }
 
 var seedFiles = map[string]string{
@@ -193,9 +126,9 @@ var seedFiles = map[string]string{
 
 func TestReadNoCloudSeedDir(t *testing.T) {
 	r := newNCRoot(t)
-	r.seed(NoCloudSeedDir, seedFiles)
+	r.seed(noCloudSeedDir, seedFiles)
 	r.write("/sys/class/dmi/id/product_uuid", []byte("4C4C4544-0042-3010-8036-B4C04F4B4E32\n"))
-	md, err := ReadNoCloud(context.Background(), r.opts())
+	md, err := readNoCloud(context.Background(), r.opts())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,14 +157,14 @@ func TestReadNoCloudSeedDir(t *testing.T) {
 func TestReadNoCloudNothing(t *testing.T) {
 	r := newNCRoot(t)
 	// A seed directory with meta-data only is not a seed.
-	r.seed(NoCloudSeedDir, map[string]string{"meta-data": "instance-id: x\n"})
+	r.seed(noCloudSeedDir, map[string]string{"meta-data": "instance-id: x\n"})
 	r.write(cmdlinePath, []byte("root=/dev/vda1 ro ds=ec2\n"))
-	_, err := ReadNoCloud(context.Background(), r.opts())
+	_, err := readNoCloud(context.Background(), r.opts())
 	if !errors.Is(err, ErrNoSource) || !strings.Contains(err.Error(), "labelled cidata") {
 		t.Fatalf("err = %v, want ErrNoSource with a reason", err)
 	}
 	if found, why := foundNoCloud(r.opts()); found || !strings.Contains(why, "no ds=nocloud") {
-		t.Errorf("DetectNoCloud = %v, %q", found, why)
+		t.Errorf("detectNoCloud = %v, %q", found, why)
 	}
 }
 
@@ -240,7 +173,7 @@ func TestReadNoCloudCmdlineOnly(t *testing.T) {
 	// user-data.
 	r := newNCRoot(t)
 	r.write(cmdlinePath, []byte("BOOT_IMAGE=/vmlinuz ds=nocloud;h=cmdhost\n"))
-	md, err := ReadNoCloud(context.Background(), r.opts())
+	md, err := readNoCloud(context.Background(), r.opts())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,19 +195,19 @@ func TestReadNoCloudPrecedence(t *testing.T) {
 	r := newNCRoot(t)
 	r.write("/sys/class/dmi/id/product_serial", []byte("ds=nocloud;h=dmihost\n"))
 	r.write(cmdlinePath, []byte("ro ds=nocloud;i=iid-cmdline;h=cmdhost\n"))
-	r.seed(NoCloudSeedDir, map[string]string{
+	r.seed(noCloudSeedDir, map[string]string{
 		"meta-data":      "instance-id: iid-dir\nlocal-hostname: dirhost\nfrom-dir: true\n",
 		"user-data":      "#cloud-config\n# dir\n",
 		"vendor-data":    "#cloud-config\n# dir vendor\n",
 		"network-config": "version: 1\nconfig:\n- type: physical\n  name: eth0\n  mac_address: '52:54:00:00:00:0a'\n",
 	})
 	// The nocloud-net directory is not read once nocloud was used.
-	r.seed(NoCloudNetSeedDir, map[string]string{"meta-data": "from-net-dir: yes\n", "user-data": "# net dir\n"})
+	r.seed(noCloudNetSeedDir, map[string]string{"meta-data": "from-net-dir: yes\n", "user-data": "# net dir\n"})
 	// The disk (cloud-localds -f vfat of testdata/nocloud/seed) has
 	// user-data and meta-data only.
 	r.device("vdb", fixture(t, "cloud-localds.vfat.gz"))
 
-	md, err := ReadNoCloud(context.Background(), r.opts())
+	md, err := readNoCloud(context.Background(), r.opts())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,9 +243,9 @@ func TestReadNoCloudPrecedence(t *testing.T) {
 
 func TestReadNoCloudEmptyNetworkConfigReplacesNothing(t *testing.T) {
 	r := newNCRoot(t)
-	r.seed(NoCloudSeedDir, map[string]string{"meta-data": "seedfrom: /srv/later/\n", "user-data": "", "network-config": "version: 1\nconfig: []\n"})
+	r.seed(noCloudSeedDir, map[string]string{"meta-data": "seedfrom: /srv/later/\n", "user-data": "", "network-config": "version: 1\nconfig: []\n"})
 	r.seed("/srv/later", map[string]string{"meta-data": "", "user-data": "", "network-config": " \n"})
-	md, err := ReadNoCloud(context.Background(), r.opts())
+	md, err := readNoCloud(context.Background(), r.opts())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +265,7 @@ func TestReadNoCloudLabelScan(t *testing.T) {
 	r.write("/sys/class/block/sr1/size", []byte("0\n"))
 	r.write("/dev/sr1", iso) // an empty drive: size 0
 
-	md, err := ReadNoCloud(context.Background(), r.opts())
+	md, err := readNoCloud(context.Background(), r.opts())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,7 +275,7 @@ func TestReadNoCloudLabelScan(t *testing.T) {
 	}
 	found, why := foundNoCloud(r.opts())
 	if !found || why != "iso9660 filesystem labelled cidata on /dev/vda" {
-		t.Errorf("DetectNoCloud = %v, %q", found, why)
+		t.Errorf("detectNoCloud = %v, %q", found, why)
 	}
 }
 
@@ -363,7 +296,7 @@ func TestReadNoCloudProxmox(t *testing.T) {
 	if err := os.WriteFile(o.NoCloud.SeedPath, fixture(t, "proxmox.iso.gz"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	md, err := ReadNoCloud(context.Background(), o)
+	md, err := readNoCloud(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,7 +328,7 @@ func TestReadNoCloudSeedPathDir(t *testing.T) {
 	r.write(cmdlinePath, []byte("ds=nocloud;i=ignored\n"))
 	o := r.opts()
 	o.NoCloud.SeedPath = filepath.Join(ncFixtures, "seed") // relative to the working directory
-	md, err := ReadNoCloud(context.Background(), o)
+	md, err := readNoCloud(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -403,42 +336,42 @@ func TestReadNoCloudSeedPathDir(t *testing.T) {
 		t.Errorf("md = %+v; only the seed path is read", md)
 	}
 	o.NoCloud.SeedPath = filepath.Join(r.dir, "missing")
-	if _, err := ReadNoCloud(context.Background(), o); !errors.Is(err, os.ErrNotExist) {
+	if _, err := readNoCloud(context.Background(), o); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing seed path: %v", err)
 	}
 	r.seed("/half", map[string]string{"meta-data": "{}"})
 	o.NoCloud.SeedPath = filepath.Join(r.dir, "half")
-	if _, err := ReadNoCloud(context.Background(), o); err == nil || !strings.Contains(err.Error(), "no user-data") {
+	if _, err := readNoCloud(context.Background(), o); err == nil || !strings.Contains(err.Error(), "no user-data") {
 		t.Errorf("seed without user-data: %v", err)
 	}
 }
 
 func TestReadNoCloudSkipDirs(t *testing.T) {
 	r := newNCRoot(t)
-	r.seed(NoCloudSeedDir, seedFiles)
+	r.seed(noCloudSeedDir, seedFiles)
 	o := r.opts()
 	o.NoCloud.SkipDirs = true
-	if _, err := ReadNoCloud(context.Background(), o); !errors.Is(err, ErrNoSource) {
+	if _, err := readNoCloud(context.Background(), o); !errors.Is(err, ErrNoSource) {
 		t.Errorf("err = %v, want ErrNoSource", err)
 	}
 	if found, _ := foundNoCloud(o); found {
-		t.Error("DetectNoCloud found the skipped directory")
+		t.Error("detectNoCloud found the skipped directory")
 	}
 	o.NoCloud.SkipDirs = false
 	if found, why := foundNoCloud(o); !found || why != "seed directory /var/lib/cloud/seed/nocloud" {
-		t.Errorf("DetectNoCloud = %v, %q", found, why)
+		t.Errorf("detectNoCloud = %v, %q", found, why)
 	}
 	// SeedDirs replaces the defaults: seedkeeper passes an imported copy
 	// instead of the directory it writes itself.
 	r.seed("/var/lib/seedkeeper/imported", map[string]string{"meta-data": "instance-id: iid-imported\n", "user-data": ""})
-	o.NoCloud.SeedDirs = []string{"/var/lib/seedkeeper/imported", NoCloudNetSeedDir}
-	md, err := ReadNoCloud(context.Background(), o)
+	o.NoCloud.SeedDirs = []string{"/var/lib/seedkeeper/imported", noCloudNetSeedDir}
+	md, err := readNoCloud(context.Background(), o)
 	if err != nil || md.InstanceID != "iid-imported" || md.Origin.Transport != "dir:/var/lib/seedkeeper/imported" {
-		t.Errorf("ReadNoCloud = %+v, %v", md, err)
+		t.Errorf("readNoCloud = %+v, %v", md, err)
 	}
 	o.NoCloud.SeedDirs = []string{}
 	if found, _ := foundNoCloud(o); found {
-		t.Error("DetectNoCloud found a seed with no seed directories to look at")
+		t.Error("detectNoCloud found a seed with no seed directories to look at")
 	}
 }
 
@@ -562,8 +495,8 @@ func TestReadNoCloudMetaData(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newNCRoot(t)
-			r.seed(NoCloudSeedDir, map[string]string{"meta-data": tt.meta, "user-data": "#cloud-config\n"})
-			md, err := ReadNoCloud(context.Background(), r.opts())
+			r.seed(noCloudSeedDir, map[string]string{"meta-data": tt.meta, "user-data": "#cloud-config\n"})
+			md, err := readNoCloud(context.Background(), r.opts())
 			if tt.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.err) {
 					t.Fatalf("err = %v, want %q", err, tt.err)
@@ -589,8 +522,8 @@ func TestReadNoCloudNetworkConfig(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newNCRoot(t)
-			r.seed(NoCloudSeedDir, map[string]string{"meta-data": "", "user-data": "", "network-config": tt.doc})
-			md, err := ReadNoCloud(context.Background(), r.opts())
+			r.seed(noCloudSeedDir, map[string]string{"meta-data": "", "user-data": "", "network-config": tt.doc})
+			md, err := readNoCloud(context.Background(), r.opts())
 			if tt.err != "" {
 				// The seed is still read; the network
 				// is left alone and the warning says why.
@@ -647,11 +580,11 @@ func TestReadNoCloudSeedfromHTTP(t *testing.T) {
 	r := newNCRoot(t)
 	r.write("/sys/class/dmi/id/chassis_serial", []byte("CH-42\n"))
 	r.write(cmdlinePath, []byte("ds=nocloud;s="+srv.URL+"/__dmi.chassis-serial-number__/;h=cmdhost\n"))
-	r.seed(NoCloudSeedDir, map[string]string{"meta-data": "", "user-data": "# dir\n", "vendor-data": "# dir vendor\n"})
+	r.seed(noCloudSeedDir, map[string]string{"meta-data": "", "user-data": "# dir\n", "vendor-data": "# dir vendor\n"})
 	o := r.opts()
 	o.NoCloud.HTTPClient = srv.Client()
 	o.NoCloud.SeedfromBackoff = time.Millisecond
-	md, err := ReadNoCloud(context.Background(), o)
+	md, err := readNoCloud(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -689,7 +622,7 @@ func TestReadNoCloudSeedfromHTTPErrors(t *testing.T) {
 			o := r.opts()
 			o.NoCloud.HTTPClient = srv.Client()
 			o.NoCloud.SeedfromBackoff = time.Millisecond
-			_, err := ReadNoCloud(context.Background(), o)
+			_, err := readNoCloud(context.Background(), o)
 			if err == nil || !strings.Contains(err.Error(), tt.err) {
 				t.Fatalf("err = %v, want %q", err, tt.err)
 			}
@@ -709,7 +642,7 @@ func TestReadNoCloudSeedfromCancel(t *testing.T) {
 	o.NoCloud.SeedfromBackoff = time.Hour
 	ctx, cancel := context.WithCancel(context.Background())
 	o.Logger = slog.New(cancelOnRetry{cancel})
-	_, err := ReadNoCloud(ctx, o)
+	_, err := readNoCloud(ctx, o)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
@@ -738,8 +671,8 @@ func TestReadNoCloudSeedfromLocal(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newNCRoot(t)
 			r.seed("/srv/seed", map[string]string{"meta-data": "instance-id: iid-local\n", "user-data": "# local\n", "vendor-data": "# v\n"})
-			r.seed(NoCloudSeedDir, map[string]string{"meta-data": "seedfrom: " + tt.seedfrom + "\n", "user-data": "# dir\n"})
-			md, err := ReadNoCloud(context.Background(), r.opts())
+			r.seed(noCloudSeedDir, map[string]string{"meta-data": "seedfrom: " + tt.seedfrom + "\n", "user-data": "# dir\n"})
+			md, err := readNoCloud(context.Background(), r.opts())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -750,7 +683,7 @@ func TestReadNoCloudSeedfromLocal(t *testing.T) {
 	}
 	r := newNCRoot(t)
 	r.write(cmdlinePath, []byte("ds=nocloud;s=ftp://h/seed/\n"))
-	if _, err := ReadNoCloud(context.Background(), r.opts()); err == nil || !strings.Contains(err.Error(), `unsupported scheme "ftp"`) {
+	if _, err := readNoCloud(context.Background(), r.opts()); err == nil || !strings.Contains(err.Error(), `unsupported scheme "ftp"`) {
 		t.Errorf("ftp seedfrom: %v", err)
 	}
 }
@@ -763,7 +696,7 @@ func TestReadNoCloudCorruptDisk(t *testing.T) {
 	bad = bad[:50000] // cut the files off
 	r.device("vdb", bad)
 	r.device("vda", fixture(t, "cloud-localds.vfat.gz"))
-	md, err := ReadNoCloud(context.Background(), r.opts())
+	md, err := readNoCloud(context.Background(), r.opts())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -813,7 +746,7 @@ func BenchmarkReadNoCloud(b *testing.B) {
 			b.ReportAllocs()
 			o := Options{Root: b.TempDir(), NoCloud: NoCloudOptions{SeedPath: p}}
 			for b.Loop() {
-				if _, err := ReadNoCloud(context.Background(), o); err != nil {
+				if _, err := readNoCloud(context.Background(), o); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -30,7 +30,7 @@ type platformCheck struct {
 // are under root ("" or "/" is this machine) from its DMI product name and
 // vendor: vmware, smartos, bhyve, proxmox, qemu or kvm, or "" when it
 // cannot tell. It picks the default hotplug driver allowlist
-// (PlatformDrivers); which source is read is Detect's decision.
+// (PlatformSource); which source is read is Detect's decision.
 func Platform(root string) string {
 	r := sysroot.Root(root)
 	product := strings.ToLower(dmi.Value(r, "product_name"))

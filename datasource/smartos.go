@@ -23,12 +23,6 @@ const KeyNetworkDrivers = "seedkeeper:network-drivers"
 // smartosKeys are the keys read at boot, in the order cloud-init's SmartOS
 // datasource asks for them (so the host sees the same sequence), plus our
 // own allowlist key.
-// MaxSmartOSTotal bounds the values of one SmartOS read taken together
-// (every key seedkeeper reads, as received). The mdata client bounds each
-// value; without a total a hostile host could make boot hold fifteen of
-// the largest values at once. It is the bound of one NoCloud seed file.
-const MaxSmartOSTotal = 16 << 20
-
 var smartosKeys = []string{
 	"sdc:uuid", "hostname", "root_authorized_keys", "user-script", "user-data",
 	"cloud-init:user-data", "sdc:datacenter_name", "sdc:vendor-data",
@@ -53,18 +47,19 @@ var smartOS = Source{
 	DriversKey: KeyNetworkDrivers,
 	// sdc:nics is SmartOS's own format: cloud-init gets it as v1.
 	RawNetwork: false,
-	detect:     func(ctx context.Context, o *Options) (Detection, error) { return DetectSmartOS(ctx, *o) },
+	detect:     func(ctx context.Context, o *Options) (Detection, error) { return detectSmartOS(ctx, *o) },
 	read:       readSmartOS,
+	duties:     smartOSDuties,
 }
 
-// DetectSmartOS reports whether this machine is a SmartOS/Triton guest and
+// detectSmartOS reports whether this machine is a SmartOS/Triton guest and
 // how to reach its metadata host (Detection.Transport), without talking to
 // it. o.MdataTransport, an explicit transport from the environment or the
 // configuration, alone decides when set. LX zones are recognised by their
 // socket (and uname -v "BrandZ virtual linux"), KVM and bhyve guests by
 // the DMI product name under o.Root. When there is no transport the
 // Detection says why; the error is for checks that could not be made.
-func DetectSmartOS(ctx context.Context, o Options) (Detection, error) {
+func detectSmartOS(ctx context.Context, o Options) (Detection, error) {
 	d := Detection{Candidate: Candidate{Source: SourceSmartOS}}
 	if err := ctx.Err(); err != nil {
 		return d, err
@@ -86,7 +81,7 @@ func DetectSmartOS(ctx context.Context, o Options) (Detection, error) {
 
 // ReadSmartOS reads the instance's metadata in one mdata session: through
 // o.MdataClient when set, else through a client it opens on the transport
-// DetectSmartOS finds (and closes). Values come back byte for byte; the
+// detectSmartOS finds (and closes). Values come back byte for byte; the
 // optional base64 encoding the metadata can ask for (base64_all,
 // base64_keys, b64-KEY) is undone for customer keys only, as documented
 // for the SmartOS datasource. A cancelled ctx ends the read with ctx's
@@ -103,7 +98,7 @@ func readSmartOS(ctx context.Context, d Detection, o *Options) (*Metadata, error
 	if c == nil {
 		t := d.transport
 		if t == nil {
-			sd, err := DetectSmartOS(ctx, *o)
+			sd, err := detectSmartOS(ctx, *o)
 			if err != nil {
 				return nil, err
 			}
@@ -183,7 +178,7 @@ func readSmartOSClient(ctx context.Context, c *mdata.Client, log *slog.Logger) (
 		// name for the setting; without it a malformed list would
 		// allow nothing without saying why.
 		md.MetaData = map[string]any{"network-drivers": string(v)}
-		drivers, err := ParseNetworkDrivers(string(v))
+		drivers, err := parseNetworkDrivers(string(v))
 		if err != nil {
 			log.Warn("metadata key has a malformed driver list; hotplug will allow no driver",
 				"key", KeyNetworkDrivers, "err", err)

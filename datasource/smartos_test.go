@@ -603,7 +603,7 @@ func TestReadSmartOSNetworkDrivers(t *testing.T) {
 	}{
 		{name: "absent"},
 		{name: "list", value: ptr("virtio_net, e1000,virtio_net\n"), set: true, drivers: []string{"virtio_net", "e1000"}},
-		// An empty string is a malformed list (ParseNetworkDrivers), not
+		// An empty string is a malformed list (parseNetworkDrivers), not
 		// an empty one: it allows nothing, and says why.
 		{name: "empty", value: ptr(""), set: true, bad: true},
 		{name: "malformed", value: ptr("virtio_net;e1000"), set: true, bad: true},
@@ -829,19 +829,19 @@ func TestDetectSmartOS(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(t, root)
 			}
-			d, err := DetectSmartOS(context.Background(), Options{Root: root, MdataTransport: tc.forced})
+			d, err := detectSmartOS(context.Background(), Options{Root: root, MdataTransport: tc.forced})
 			tr, reason := d.Transport(), d.Reason
 			if err != nil {
 				t.Fatal(err)
 			}
 			if tc.transport == "" {
 				if d.Found || tr != nil || !strings.Contains(reason, tc.reason) {
-					t.Fatalf("DetectSmartOS = %+v; want not found, saying %q", d, tc.reason)
+					t.Fatalf("detectSmartOS = %+v; want not found, saying %q", d, tc.reason)
 				}
 				return
 			}
 			if !d.Found {
-				t.Fatalf("DetectSmartOS = %+v, want found", d)
+				t.Fatalf("detectSmartOS = %+v, want found", d)
 			}
 			if want := strings.ReplaceAll(tc.transport, "ROOT", root); tr.String() != want {
 				t.Errorf("transport %q, want %q", tr, want)
@@ -853,7 +853,7 @@ func TestDetectSmartOS(t *testing.T) {
 	}
 
 	t.Run("bad forced transport", func(t *testing.T) {
-		_, err := DetectSmartOS(context.Background(), Options{Root: smTempDir(t), MdataTransport: "tcp:192.0.2.1:80"})
+		_, err := detectSmartOS(context.Background(), Options{Root: smTempDir(t), MdataTransport: "tcp:192.0.2.1:80"})
 		if err == nil || errors.Is(err, ErrNoSource) || !strings.Contains(err.Error(), "unknown kind") || strings.Contains(err.Error(), "192.0.2.1") {
 			t.Errorf("err = %v, want a configuration error that describes the transport without quoting it", err)
 		}

@@ -51,11 +51,11 @@ func TestSourceTable(t *testing.T) {
 		if _, ok := claimed[p.name]; !ok {
 			t.Errorf("platform %q is claimed by no source: it has no default allowlist", p.name)
 		}
-		if d, ok := PlatformDrivers(p.name); !ok || len(d) == 0 {
-			t.Errorf("PlatformDrivers(%q) = %v, %v", p.name, d, ok)
+		if d, ok := platformDrivers(p.name); !ok || len(d) == 0 {
+			t.Errorf("platformDrivers(%q) = %v, %v", p.name, d, ok)
 		}
 	}
-	if _, ok := PlatformDrivers(""); ok {
+	if _, ok := platformDrivers(""); ok {
 		t.Error("the unknown platform has a default allowlist")
 	}
 	if _, ok := Lookup("ec2"); ok || ValidSource("") {
@@ -78,7 +78,7 @@ func TestSourceTable(t *testing.T) {
 func TestLookupReturnsACopy(t *testing.T) {
 	s, _ := Lookup(SourceVMware)
 	s.Drivers[0], s.Platforms[0] = "veth", "kvm"
-	if d, _ := PlatformDrivers("vmware"); !slices.Equal(d, vmware.Drivers) || d[0] != "e1000" {
+	if d, _ := platformDrivers("vmware"); !slices.Equal(d, vmware.Drivers) || d[0] != "e1000" {
 		t.Errorf("a caller's write reached the table: vmware defaults %v", d)
 	}
 	if again, _ := Lookup(SourceVMware); !slices.Equal(again.Platforms, []string{"vmware"}) {
@@ -115,9 +115,9 @@ func TestCancelledContext(t *testing.T) {
 	// A root where every source would be found: a zone socket path is
 	// not needed, a forced transport is; a VMware envvar; a seed dir.
 	root := t.TempDir()
-	os.MkdirAll(filepath.Join(root, NoCloudSeedDir), 0o755)
-	os.WriteFile(filepath.Join(root, NoCloudSeedDir, "meta-data"), []byte("instance-id: i\n"), 0o644)
-	os.WriteFile(filepath.Join(root, NoCloudSeedDir, "user-data"), []byte(""), 0o644)
+	os.MkdirAll(filepath.Join(root, noCloudSeedDir), 0o755)
+	os.WriteFile(filepath.Join(root, noCloudSeedDir, "meta-data"), []byte("instance-id: i\n"), 0o644)
+	os.WriteFile(filepath.Join(root, noCloudSeedDir, "user-data"), []byte(""), 0o644)
 	o := Options{Root: root, MdataTransport: "unix:" + filepath.Join(root, "md.sock"),
 		VMware: VMwareOptions{Getenv: func(k string) string { return map[string]string{"VMX_GUESTINFO": "1"}[k] }}}
 	for _, s := range sources {
@@ -129,14 +129,14 @@ func TestCancelledContext(t *testing.T) {
 		}
 	}
 	for name, f := range map[string]func(context.Context, Options) (Detection, error){
-		"DetectSmartOS": DetectSmartOS, "DetectVMware": DetectVMware, "DetectNoCloud": DetectNoCloud,
+		"detectSmartOS": detectSmartOS, "detectVMware": detectVMware, "detectNoCloud": detectNoCloud,
 	} {
 		if _, err := f(ctx, o); !errors.Is(err, context.Canceled) {
 			t.Errorf("%s: %v, want context.Canceled", name, err)
 		}
 	}
 	for name, f := range map[string]func(context.Context, Options) (*Metadata, error){
-		"ReadSmartOS": ReadSmartOS, "ReadVMware": ReadVMware, "ReadNoCloud": ReadNoCloud,
+		"ReadSmartOS": ReadSmartOS, "ReadVMware": ReadVMware, "readNoCloud": readNoCloud,
 	} {
 		if md, err := f(ctx, o); !errors.Is(err, context.Canceled) || md != nil {
 			t.Errorf("%s: %v, %v; want context.Canceled", name, md, err)

@@ -56,7 +56,7 @@ var testSource = Source{
 		}
 		if v, err := testSourceFile(ctx, o, "drivers"); err == nil {
 			md.NetworkDriversSet = true
-			md.NetworkDrivers, _ = ParseNetworkDrivers(strings.TrimSpace(string(v)))
+			md.NetworkDrivers, _ = parseNetworkDrivers(strings.TrimSpace(string(v)))
 		}
 		return md, nil
 	},

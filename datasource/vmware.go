@@ -29,7 +29,7 @@ import (
 // (docs/cloud-init.md, "VMware guestinfo"): the envvar transport first, then
 // vmware-rpctool with vmtoolsd as the fallback.
 
-// ErrBadNetworkDrivers wraps every error of ParseNetworkDrivers: the
+// ErrBadNetworkDrivers wraps every error of parseNetworkDrivers: the
 // metadata's network-drivers value is not a list of driver names. An
 // allowlist built from such a value must allow nothing.
 var ErrBadNetworkDrivers = errors.New("bad network-drivers")
@@ -38,7 +38,7 @@ var ErrBadNetworkDrivers = errors.New("bad network-drivers")
 // The zero value reads through the tools in $PATH and does not redact.
 type VMwareOptions struct {
 	// Runner runs vmware-rpctool and vmtoolsd; nil means ExecRunner{}
-	// ($PATH, DefaultToolTimeout per call).
+	// ($PATH, defaultToolTimeout per call).
 	Runner CommandRunner
 	// Getenv reads the environment for the envvar transport; nil means
 	// os.Getenv.
@@ -63,7 +63,7 @@ type VMwareOptions struct {
 	// IMCWait bounds the wait for a customization spec when guestinfo
 	// has nothing and VMware Tools' deployPkg plugin is installed (Tools
 	// may still be writing the spec), as cloud-init's
-	// vmware_cust_file_max_wait does; 0 means DefaultIMCWait, a negative
+	// vmware_cust_file_max_wait does; 0 means defaultIMCWait, a negative
 	// value no wait.
 	IMCWait time.Duration
 }
@@ -91,20 +91,22 @@ var vmware = Source{
 	DriversKey: "network-drivers",
 	// guestinfo.metadata's network is cloud-init network config.
 	RawNetwork: true,
-	detect:     func(ctx context.Context, o *Options) (Detection, error) { return DetectVMware(ctx, *o) },
+	detect:     func(ctx context.Context, o *Options) (Detection, error) { return detectVMware(ctx, *o) },
 	read: func(ctx context.Context, _ Detection, o *Options) (*Metadata, error) {
 		return ReadVMware(ctx, *o)
 	},
+	duties:  vmwareDuties,
+	watcher: newLocalIPWatch,
 }
 
-// DetectVMware reports cheaply, without running any tool, whether this
+// detectVMware reports cheaply, without running any tool, whether this
 // looks like a VMware guest, and why: the DMI product name under o.Root
 // contains "vmware" (any case), or the envvar transport is set
 // (VMX_GUESTINFO, read through o.VMware.Getenv, and one of
 // VMX_GUESTINFO_{METADATA,USERDATA,VENDORDATA}). It makes no check that
 // can fail: the error is for the shape all detectors share, and is only
 // ever ctx's.
-func DetectVMware(ctx context.Context, o Options) (Detection, error) {
+func detectVMware(ctx context.Context, o Options) (Detection, error) {
 	d := Detection{Candidate: Candidate{Source: SourceVMware}}
 	if err := ctx.Err(); err != nil {
 		return d, err
@@ -150,7 +152,7 @@ func vmwarePlatform(root sysroot.Root) (bool, string) {
 // document that does not parse, is an error naming the key. Unlike
 // cloud-init, a gzip+base64 value that is not gzip is an error rather than
 // silently used as it is. The values are decoded as they are read, in
-// the order metadata, userdata, vendordata, within MaxGuestinfoTotal
+// the order metadata, userdata, vendordata, within maxGuestinfoTotal
 // together: vendordata that no longer fits is dropped with a warning,
 // metadata or userdata that does not fit is an error.
 //
@@ -332,7 +334,7 @@ func applyVMwareMetaData(md *Metadata, doc []byte, log *slog.Logger) error {
 	}
 	if v, ok := m["network-drivers"]; ok {
 		md.NetworkDriversSet = true
-		md.NetworkDrivers, err = ParseNetworkDrivers(v)
+		md.NetworkDrivers, err = parseNetworkDrivers(v)
 		if err != nil {
 			// nil drivers with NetworkDriversSet: the allowlist allows nothing.
 			md.NetworkDrivers = nil
@@ -340,7 +342,7 @@ func applyVMwareMetaData(md *Metadata, doc []byte, log *slog.Logger) error {
 		}
 	}
 	if v, ok := m["wait-on-network"]; ok {
-		md.WaitOnNetwork, err = ParseWaitOnNetwork(v)
+		md.WaitOnNetwork, err = parseWaitOnNetwork(v)
 		if err != nil {
 			md.warn(log, fmt.Sprintf("%v; waiting for %s", err, md.WaitOnNetwork))
 		}
@@ -546,13 +548,13 @@ func vmwareNetworkRaw(m map[string]any) ([]byte, error) {
 	}
 }
 
-// ParseNetworkDrivers reads a network-drivers metadata value: a list of
+// parseNetworkDrivers reads a network-drivers metadata value: a list of
 // driver names, or one string of comma-separated names; each is trimmed
 // and duplicates are dropped. An empty list is valid and allows nothing.
 // Anything else (another type, a null, a name netcfg.CheckDriverName
 // refuses) is an error wrapping ErrBadNetworkDrivers, and must allow
 // nothing either: a typo must never open the hotplug gate.
-func ParseNetworkDrivers(v any) ([]string, error) {
+func parseNetworkDrivers(v any) ([]string, error) {
 	var names []string
 	switch t := v.(type) {
 	case []any:
@@ -598,7 +600,7 @@ func NetworkDriversError(md *Metadata) error {
 			return nil
 		}
 	}
-	_, err := ParseNetworkDrivers(v)
+	_, err := parseNetworkDrivers(v)
 	return err
 }
 

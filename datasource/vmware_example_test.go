@@ -66,27 +66,50 @@ func ExampleRunnerFunc() {
 	// Output: vmware-rpctool i-7 [vmxnet3]
 }
 
-func ExampleParseNetworkDrivers() {
-	drivers, err := datasource.ParseNetworkDrivers("vmxnet3, e1000e")
-	fmt.Println(drivers, err)
-
-	// A typo allows nothing.
-	drivers, err = datasource.ParseNetworkDrivers("vmxnet3 e1000e")
-	fmt.Println(drivers == nil, errors.Is(err, datasource.ErrBadNetworkDrivers))
+// The metadata sets the hotplug driver allowlist; a typo in it allows
+// nothing, and NetworkDriversError says why.
+func ExampleNetworkDriversError() {
+	for _, drivers := range []string{"vmxnet3, e1000e", "vmxnet3 e1000e"} {
+		env := map[string]string{
+			"VMX_GUESTINFO":          "1",
+			"VMX_GUESTINFO_METADATA": "instance-id: vm-42\nnetwork-drivers: " + drivers + "\n",
+		}
+		md, err := datasource.ReadVMware(context.Background(), datasource.Options{
+			Root:   "/nonexistent",
+			VMware: datasource.VMwareOptions{Getenv: func(k string) string { return env[k] }},
+		})
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		err = datasource.NetworkDriversError(md)
+		fmt.Println(md.NetworkDrivers, errors.Is(err, datasource.ErrBadNetworkDrivers))
+	}
 	// Output:
-	// [vmxnet3 e1000e] <nil>
-	// true true
+	// [vmxnet3 e1000e] false
+	// [] true
 }
 
 // wait-on-network takes cloud-init's boolean words; a family that is not
-// one waits for nothing, and the error says which.
-func ExampleParseWaitOnNetwork() {
-	w, err := datasource.ParseWaitOnNetwork(map[string]any{"ipv4": "yes", "ipv6": "perhaps"})
-	fmt.Println("waiting for", w)
-	fmt.Println(err)
+// one waits for nothing, and a warning says which.
+func ExampleWaitOnNetwork() {
+	env := map[string]string{
+		"VMX_GUESTINFO":          "1",
+		"VMX_GUESTINFO_METADATA": "instance-id: vm-42\nwait-on-network: {ipv4: \"yes\", ipv6: perhaps}\n",
+	}
+	md, err := datasource.ReadVMware(context.Background(), datasource.Options{
+		Root:   "/nonexistent",
+		VMware: datasource.VMwareOptions{Getenv: func(k string) string { return env[k] }},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("waiting for", md.WaitOnNetwork)
+	fmt.Println(md.Warnings)
 	// Output:
 	// waiting for ipv4
-	// bad wait-on-network: ipv6: a string of 7 bytes that is not a boolean word (want true, false, yes, no, on, off, 1 or 0)
+	// [bad wait-on-network: ipv6: a string of 7 bytes that is not a boolean word (want true, false, yes, no, on, off, 1 or 0); waiting for ipv4]
 }
 
 // SetGuestinfo sends the RPC as cloud-init does: one argument to

@@ -41,13 +41,13 @@ const guestinfoEmpty = "---"
 // both bounds hold while decoding, not after it.
 const maxGuestinfoDecoded = 16 << 20
 
-// MaxGuestinfoTotal bounds the decoded values of one guestinfo read
-// (metadata, userdata, vendordata) taken together, as MaxSeedTotal does
+// maxGuestinfoTotal bounds the decoded values of one guestinfo read
+// (metadata, userdata, vendordata) taken together, as maxSeedTotal does
 // the files of the NoCloud seeds merged, which they become: room for userdata at
 // maxGuestinfoDecoded beside the metadata document, and a whole read, with
 // what decoding and writing it costs, inside boot's 64 MiB peak-RSS budget
 // (SECURITY.md).
-const MaxGuestinfoTotal = 24 << 20
+const maxGuestinfoTotal = 24 << 20
 
 // guestinfoLimit is what key may decode to.
 func guestinfoLimit(key string) int {
@@ -57,9 +57,9 @@ func guestinfoLimit(key string) int {
 	return maxGuestinfoDecoded
 }
 
-// DefaultToolTimeout bounds each run of a guestinfo tool when
+// defaultToolTimeout bounds each run of a guestinfo tool when
 // ExecRunner.Timeout is zero.
-const DefaultToolTimeout = 10 * time.Second
+const defaultToolTimeout = 10 * time.Second
 
 // ErrNoVMwareTools means neither vmware-rpctool nor vmtoolsd is installed,
 // so guestinfo cannot be read. ReadVMware returns it together with
@@ -90,9 +90,9 @@ func (f RunnerFunc) Run(ctx context.Context, argv []string) (CommandResult, erro
 
 // ExecRunner runs commands with os/exec. The zero value looks commands up
 // in $PATH, inherits this process's environment and gives each run
-// DefaultToolTimeout.
+// defaultToolTimeout.
 type ExecRunner struct {
-	// Timeout bounds one run; 0 means DefaultToolTimeout.
+	// Timeout bounds one run; 0 means defaultToolTimeout.
 	Timeout time.Duration
 	// Path is the list of directories searched for the command, in
 	// $PATH syntax; "" means $PATH.
@@ -118,7 +118,7 @@ func (r ExecRunner) run(ctx context.Context, argv []string, maxOut int) (Command
 	}
 	timeout := r.Timeout
 	if timeout <= 0 {
-		timeout = DefaultToolTimeout
+		timeout = defaultToolTimeout
 	}
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -325,7 +325,7 @@ type rawGuestinfo struct {
 // its encoding key, and decodes each value as soon as its encoding is
 // read, so that one value's text is held at a time and never beside its
 // copy. The values are read in guestinfoValueKeys order, each within its
-// own limit and what is left of MaxGuestinfoTotal: vendordata that no
+// own limit and what is left of maxGuestinfoTotal: vendordata that no
 // longer fits is dropped with a warning naming it and the bound; metadata
 // or userdata that does not fit fails the read. name is how the
 // transport names a key. An error of get is returned as it is; any other
@@ -334,16 +334,16 @@ func fetchGuestinfo(get func(key string, limit int) ([]byte, bool, error), name 
 	g := &rawGuestinfo{data: map[string][]byte{}}
 	total := 0
 	for _, k := range guestinfoValueKeys {
-		limit := min(guestinfoLimit(k), MaxGuestinfoTotal-total)
+		limit := min(guestinfoLimit(k), maxGuestinfoTotal-total)
 		b, ok, err := fetchGuestinfoValue(g, get, name, k, limit, log)
 		if err == nil && !ok {
 			continue
 		}
 		if err != nil && limit < guestinfoLimit(k) && errors.Is(err, errOverLimit) {
 			if k != "vendordata" {
-				return nil, fmt.Errorf("%s: the values of one guestinfo read add up to more than the %d byte limit", name(k), MaxGuestinfoTotal)
+				return nil, fmt.Errorf("%s: the values of one guestinfo read add up to more than the %d byte limit", name(k), maxGuestinfoTotal)
 			}
-			g.warnings = append(g.warnings, fmt.Sprintf("%s dropped: the values of one guestinfo read add up to more than the %d byte limit (%d bytes were left for it)", name(k), MaxGuestinfoTotal, limit))
+			g.warnings = append(g.warnings, fmt.Sprintf("%s dropped: the values of one guestinfo read add up to more than the %d byte limit (%d bytes were left for it)", name(k), maxGuestinfoTotal, limit))
 			g.data[k] = nil
 			continue
 		}

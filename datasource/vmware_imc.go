@@ -30,7 +30,7 @@ import (
 )
 
 // VMware Guest OS Customization (IMC): the specification vCenter attaches
-// to a VM, which VMware Tools' deployPkg plugin leaves in IMCDir as
+// to a VM, which VMware Tools' deployPkg plugin leaves in iMCDir as
 // cust.cfg (and the files it names) when the image hands customization to
 // the guest's agent. It is the VMware source's third transport, read as
 // cloud-init's VMware datasource reads it (docs/cloud-init.md, "VMware
@@ -38,10 +38,10 @@ import (
 
 // Where Tools leaves the spec, and what the transport is called.
 const (
-	IMCDir        = "/var/run/vmware-imc"
-	IMCSpecFile   = "cust.cfg"
-	TransportIMC  = "imc"
-	imcSpecPath   = IMCDir + "/" + IMCSpecFile
+	iMCDir        = "/var/run/vmware-imc"
+	iMCSpecFile   = "cust.cfg"
+	transportIMC  = "imc"
+	imcSpecPath   = iMCDir + "/" + iMCSpecFile
 	imcKindTrad   = "traditional"
 	imcKindCloud  = "cloud-init"
 	imcPassKey    = "-PASS"
@@ -53,16 +53,16 @@ const (
 // for ten NICs with every address they can have and refuse what no
 // vCenter writes.
 const (
-	// MaxIMCSpec bounds cust.cfg.
-	MaxIMCSpec = 64 << 10
-	// MaxIMCSections and MaxIMCKeys bound its sections and its keys in
+	// maxIMCSpec bounds cust.cfg.
+	maxIMCSpec = 64 << 10
+	// maxIMCSections and maxIMCKeys bound its sections and its keys in
 	// all; a spec with more is refused.
-	MaxIMCSections = 64
-	MaxIMCKeys     = 1024
-	// MaxIMCValue bounds one value: a longer one is dropped.
-	MaxIMCValue = 1024
-	// MaxIMCNICs bounds the NICs of NIC-CONFIG NICS (a VM has at most 10).
-	MaxIMCNICs = 16
+	maxIMCSections = 64
+	maxIMCKeys     = 1024
+	// maxIMCValue bounds one value: a longer one is dropped.
+	maxIMCValue = 1024
+	// maxIMCNICs bounds the NICs of NIC-CONFIG NICS (a VM has at most 10).
+	maxIMCNICs = 16
 )
 
 // ErrBadIMCSpec wraps the errors of a spec that cannot be read at all
@@ -136,8 +136,8 @@ func (s *imcINI) get(section, key string) (string, bool) {
 // of a spec has more than one line); a value is taken as written, without
 // "%" interpolation. Warnings name the line and section, never its text.
 func parseIMCINI(b []byte) (*imcINI, error) {
-	if len(b) > MaxIMCSpec {
-		return nil, fmt.Errorf("%w: %d bytes, more than %d", ErrBadIMCSpec, len(b), MaxIMCSpec)
+	if len(b) > maxIMCSpec {
+		return nil, fmt.Errorf("%w: %d bytes, more than %d", ErrBadIMCSpec, len(b), maxIMCSpec)
 	}
 	if !utf8.Valid(b) {
 		return nil, fmt.Errorf("%w: not UTF-8 text", ErrBadIMCSpec)
@@ -172,8 +172,8 @@ func parseIMCINI(b []byte) (*imcINI, error) {
 				cur = &imcSection{name: name, keys: map[string]string{}} // read and dropped
 				continue
 			}
-			if len(ini.order) >= MaxIMCSections {
-				return nil, fmt.Errorf("%w: more than %d sections", ErrBadIMCSpec, MaxIMCSections)
+			if len(ini.order) >= maxIMCSections {
+				return nil, fmt.Errorf("%w: more than %d sections", ErrBadIMCSpec, maxIMCSections)
 			}
 			cur = &imcSection{name: name, keys: map[string]string{}}
 			ini.sections[name] = cur
@@ -191,8 +191,8 @@ func parseIMCINI(b []byte) (*imcINI, error) {
 			continue
 		}
 		key, val := strings.TrimSpace(trimmed[:j]), strings.TrimSpace(trimmed[j+1:])
-		if nkeys++; nkeys > MaxIMCKeys {
-			return nil, fmt.Errorf("%w: more than %d keys", ErrBadIMCSpec, MaxIMCKeys)
+		if nkeys++; nkeys > maxIMCKeys {
+			return nil, fmt.Errorf("%w: more than %d keys", ErrBadIMCSpec, maxIMCKeys)
 		}
 		lastKey = ""
 		if _, dup := cur.keys[key]; dup {
@@ -200,8 +200,8 @@ func parseIMCINI(b []byte) (*imcINI, error) {
 			delete(cur.keys, key)
 			continue
 		}
-		if len(val) > MaxIMCValue {
-			cur.bad = append(cur.bad, fmt.Sprintf("key %s on line %d is %d bytes long, more than %d", safeIMCName(key), n, len(val), MaxIMCValue))
+		if len(val) > maxIMCValue {
+			cur.bad = append(cur.bad, fmt.Sprintf("key %s on line %d is %d bytes long, more than %d", safeIMCName(key), n, len(val), maxIMCValue))
 			continue
 		}
 		cur.keys[key] = val
@@ -367,8 +367,8 @@ func checkMarkerID(s string) error {
 	return nil
 }
 
-// DefaultIMCWait is cloud-init's default vmware_cust_file_max_wait.
-const DefaultIMCWait = 15 * time.Second
+// defaultIMCWait is cloud-init's default vmware_cust_file_max_wait.
+const defaultIMCWait = 15 * time.Second
 
 // imcPoll is how often the spec is looked for while waiting.
 const imcPoll = 500 * time.Millisecond
@@ -384,7 +384,7 @@ var deployPkgPlugin = []string{
 	"/usr/lib64/vmware-tools/plugins/vmsvc/libdeployPkgPlugin.so",
 }
 
-// waitIMC waits, at most wait (0: DefaultIMCWait), for the spec to appear
+// waitIMC waits, at most wait (0: defaultIMCWait), for the spec to appear
 // when Tools' deployPkg plugin is installed under root, and reads it; an
 // error wrapping ErrNoSource says what was waited for when none came.
 func waitIMC(ctx context.Context, root sysroot.Root, wait time.Duration, log *slog.Logger) (*Metadata, error) {
@@ -399,7 +399,7 @@ func waitIMC(ctx context.Context, root sysroot.Root, wait time.Duration, log *sl
 		return nil, fmt.Errorf("%w: no %s (and VMware Tools' deployPkg plugin is not installed)", ErrNoSource, imcSpecPath)
 	}
 	if wait == 0 {
-		wait = DefaultIMCWait
+		wait = defaultIMCWait
 	}
 	if wait < 0 {
 		return nil, fmt.Errorf("%w: no %s (not waited for)", ErrNoSource, imcSpecPath)
@@ -431,17 +431,17 @@ func waitIMC(ctx context.Context, root sysroot.Root, wait time.Duration, log *sl
 // readIMC reads the spec under root, nil when there is none (ErrNoSource
 // wrapped). maxUser bounds the user-data file of the cloud-init kind.
 func readIMC(ctx context.Context, root sysroot.Root, log *slog.Logger) (*Metadata, error) {
-	b, err := fsutil.ReadFileInNoFollow(ctx, string(root), imcSpecPath, MaxIMCSpec+1)
+	b, err := fsutil.ReadFileInNoFollow(ctx, string(root), imcSpecPath, maxIMCSpec+1)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("%w: no %s", ErrNoSource, imcSpecPath)
 	case errors.Is(err, fsutil.ErrTooLarge):
-		return nil, fmt.Errorf("%s: %w: more than %d bytes", imcSpecPath, ErrBadIMCSpec, MaxIMCSpec)
+		return nil, fmt.Errorf("%s: %w: more than %d bytes", imcSpecPath, ErrBadIMCSpec, maxIMCSpec)
 	case err != nil:
 		return nil, fmt.Errorf("reading %s: %w", imcSpecPath, err)
 	}
 	read := func(name string, limit int) ([]byte, error) {
-		p := path.Join(IMCDir, name)
+		p := path.Join(iMCDir, name)
 		b, err := fsutil.ReadFileInNoFollow(ctx, string(root), p, int64(limit))
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w: %w", p, ErrBadIMCSpec, err)
@@ -478,7 +478,7 @@ func parseIMC(b []byte, read func(name string, limit int) ([]byte, error), log *
 	if err != nil {
 		return nil, err
 	}
-	md := &Metadata{Source: SourceVMware, Origin: Origin{Transport: TransportIMC, Items: []string{imcSpecPath}}}
+	md := &Metadata{Source: SourceVMware, Origin: Origin{Transport: transportIMC, Items: []string{imcSpecPath}}}
 	spec := &IMCSpec{Kind: imcKindTrad}
 	md.VMwareIMC = spec
 	r := &imcReader{ini: ini, md: md, spec: spec, log: log}
@@ -518,7 +518,7 @@ func (r *imcReader) cloudInitKind(mdName string, read func(string, int) ([]byte,
 	if err != nil {
 		return err
 	}
-	r.md.Origin.Items = append(r.md.Origin.Items, path.Join(IMCDir, mdName))
+	r.md.Origin.Items = append(r.md.Origin.Items, path.Join(iMCDir, mdName))
 	if err := applyVMwareMetaData(r.md, doc, r.log); err != nil {
 		return fmt.Errorf("%w: meta-data: %w", ErrBadIMCSpec, err)
 	}
@@ -530,7 +530,7 @@ func (r *imcReader) cloudInitKind(mdName string, read func(string, int) ([]byte,
 		if err != nil {
 			return err
 		}
-		r.md.Origin.Items = append(r.md.Origin.Items, path.Join(IMCDir, udName))
+		r.md.Origin.Items = append(r.md.Origin.Items, path.Join(iMCDir, udName))
 		r.md.UserData = ud
 	}
 	return nil
@@ -594,11 +594,11 @@ func imcVendorData(cfg map[string]any) []byte {
 	return append([]byte("#cloud-config\n"), y...)
 }
 
-// DropIMCPassword takes the root password of a traditional spec out of
+// dropIMCPassword takes the root password of a traditional spec out of
 // md's vendor-data (a customization already applied on an earlier boot
 // sets no password again, as cloud-init's marker file has it). It
 // reports whether there was one.
-func DropIMCPassword(md *Metadata) bool {
+func dropIMCPassword(md *Metadata) bool {
 	s := md.VMwareIMC
 	if s == nil || !s.Password {
 		return false
@@ -613,28 +613,28 @@ func DropIMCPassword(md *Metadata) bool {
 // The states and codes of deployPkg.update.state, as open-vm-tools'
 // deployPkg and cloud-init name them.
 const (
-	IMCStateRunning = 4
-	IMCStateDone    = 5
+	iMCStateRunning = 4
+	iMCStateDone    = 5
 
-	IMCSuccess            = 0
-	IMCErrScriptDisabled  = 6
-	IMCErrWrongMetaFormat = 9
-	IMCEventCustomizeFail = 100
-	IMCEventNetworkFail   = 101
+	iMCSuccess            = 0
+	iMCErrScriptDisabled  = 6
+	iMCErrWrongMetaFormat = 9
+	iMCEventCustomizeFail = 100
+	iMCEventNetworkFail   = 101
 )
 
 // imcMessage is what a report's message may hold: seedkeeper's own
 // words, never text of the spec.
 var imcMessage = regexp.MustCompile(`^[A-Za-z0-9 ._@:/()-]{0,200}$`)
 
-// ReportIMC tells vCenter how the customization goes, as cloud-init
+// reportIMC tells vCenter how the customization goes, as cloud-init
 // does: one "deployPkg.update.state STATE CODE MESSAGE" RPC through
 // vmware-rpctool, run by r (nil: ExecRunner{}, which runs the tool found
 // in $PATH by its absolute path, with no shell). A message with other
 // characters than letters, digits, space and ._@:/()- is refused before
 // the tool runs.
-func ReportIMC(ctx context.Context, r CommandRunner, state, code int, msg string) error {
-	if !imcMessage.MatchString(msg) || (state != IMCStateRunning && state != IMCStateDone) || code < 0 || code > 999 {
+func reportIMC(ctx context.Context, r CommandRunner, state, code int, msg string) error {
+	if !imcMessage.MatchString(msg) || (state != iMCStateRunning && state != iMCStateDone) || code < 0 || code > 999 {
 		return fmt.Errorf("reporting to vCenter: refused: state %d, code %d, a message of %d bytes", state, code, len(msg))
 	}
 	if r == nil {
@@ -703,8 +703,8 @@ func (r *imcReader) network() {
 		if name == "" {
 			continue
 		}
-		if i >= MaxIMCNICs {
-			r.warn("cust.cfg NIC-CONFIG NICS: NICs beyond the first %d dropped", MaxIMCNICs)
+		if i >= maxIMCNICs {
+			r.warn("cust.cfg NIC-CONFIG NICS: NICs beyond the first %d dropped", maxIMCNICs)
 			break
 		}
 		if !imcNameRE.MatchString(name) || seen[name] {

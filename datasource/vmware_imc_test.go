@@ -55,13 +55,13 @@ import (
 func imcRoot(t *testing.T, spec string) *stubVMX {
 	t.Helper()
 	s := newStubVMX(t, ToolRPCTool)
-	dir := sysroot.Root(s.root).Path(IMCDir)
+	dir := sysroot.Root(s.root).Path(iMCDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	src := filepath.Join("..", "testdata", "vmware", "imc", spec)
 	if strings.HasSuffix(spec, ".cfg") {
-		copyFile(t, src, filepath.Join(dir, IMCSpecFile))
+		copyFile(t, src, filepath.Join(dir, iMCSpecFile))
 		return s
 	}
 	ents, err := os.ReadDir(src)
@@ -207,7 +207,7 @@ func TestReadVMwareIMC(t *testing.T) {
 			if err != nil {
 				t.Fatalf("ReadVMware: %v", err)
 			}
-			if md.Source != SourceVMware || md.Origin.Transport != TransportIMC {
+			if md.Source != SourceVMware || md.Origin.Transport != transportIMC {
 				t.Errorf("source %q transport %q", md.Source, md.Origin.Transport)
 			}
 			if tc.transports != nil && !slices.Equal(md.Origin.Items, tc.transports) {
@@ -330,7 +330,7 @@ func TestReadVMwareIMCPrecedence(t *testing.T) {
 // a file it names that is a symbolic link is refused.
 func TestReadVMwareIMCLinks(t *testing.T) {
 	s := imcRoot(t, "cloudinit")
-	dir := sysroot.Root(s.root).Path(IMCDir)
+	dir := sysroot.Root(s.root).Path(iMCDir)
 	secret := filepath.Join(t.TempDir(), "secret")
 	if err := os.WriteFile(secret, []byte("instance-id: stolen\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -345,9 +345,9 @@ func TestReadVMwareIMCLinks(t *testing.T) {
 	}
 
 	s = imcRoot(t, "static-primary.cfg")
-	spec := filepath.Join(sysroot.Root(s.root).Path(IMCDir), IMCSpecFile)
+	spec := filepath.Join(sysroot.Root(s.root).Path(iMCDir), iMCSpecFile)
 	os.Rename(spec, spec+".real")
-	if err := os.Symlink(IMCSpecFile+".real", spec); err != nil {
+	if err := os.Symlink(iMCSpecFile+".real", spec); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.read(); err == nil || errors.Is(err, ErrNoSource) {
@@ -355,25 +355,25 @@ func TestReadVMwareIMCLinks(t *testing.T) {
 	}
 }
 
-// The bounds: a spec over MaxIMCSpec, or with too many sections or keys,
-// is refused whole; a value over MaxIMCValue drops its key (here a NIC's,
-// which drops the NIC); NICs beyond MaxIMCNICs are dropped.
+// The bounds: a spec over maxIMCSpec, or with too many sections or keys,
+// is refused whole; a value over maxIMCValue drops its key (here a NIC's,
+// which drops the NIC); NICs beyond maxIMCNICs are dropped.
 func TestParseIMCBounds(t *testing.T) {
 	read := func(string, int) ([]byte, error) { return nil, os.ErrNotExist }
 	for _, tc := range []struct {
 		name, spec, want string
 	}{
-		{"too large", "[MISC]\n" + strings.Repeat("#\n", MaxIMCSpec), "more than 65536"},
+		{"too large", "[MISC]\n" + strings.Repeat("#\n", maxIMCSpec), "more than 65536"},
 		{"too many sections", strings.Repeat("[S]\n", 1) + func() string {
 			var b strings.Builder
-			for i := range MaxIMCSections + 1 {
+			for i := range maxIMCSections + 1 {
 				b.WriteString("[S" + strings.Repeat("x", i) + "]\n")
 			}
 			return b.String()
 		}(), "more than 64 sections"},
 		{"too many keys", "[MISC]\n" + func() string {
 			var b strings.Builder
-			for i := range MaxIMCKeys + 1 {
+			for i := range maxIMCKeys + 1 {
 				b.WriteString("K" + strings.Repeat("x", i%50) + string(rune('a'+i/50)) + " = 1\n")
 			}
 			return b.String()
@@ -390,24 +390,24 @@ func TestParseIMCBounds(t *testing.T) {
 
 	var b strings.Builder
 	b.WriteString("[NIC-CONFIG]\nNICS = ")
-	for i := range MaxIMCNICs + 2 {
+	for i := range maxIMCNICs + 2 {
 		if i > 0 {
 			b.WriteString(",")
 		}
 		b.WriteString("NIC" + string(rune('A'+i)))
 	}
 	b.WriteString("\n")
-	for i := range MaxIMCNICs + 2 {
+	for i := range maxIMCNICs + 2 {
 		b.WriteString("[NIC" + string(rune('A'+i)) + "]\nMACADDR = 00:50:56:00:00:" + strings.ToLower(string("0123456789ABCDEFGH"[i])) + "0\n")
 		if i == 0 {
-			b.WriteString("IPADDR = " + strings.Repeat("1", MaxIMCValue+1) + "\n")
+			b.WriteString("IPADDR = " + strings.Repeat("1", maxIMCValue+1) + "\n")
 		}
 	}
 	md, err := parseIMC([]byte(b.String()), read, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if md.VMwareIMC.NICs != MaxIMCNICs-1 || md.VMwareIMC.NICsDropped != 1 {
+	if md.VMwareIMC.NICs != maxIMCNICs-1 || md.VMwareIMC.NICsDropped != 1 {
 		t.Errorf("NICs %d, dropped %d; warnings:\n%s", md.VMwareIMC.NICs, md.VMwareIMC.NICsDropped, strings.Join(md.Warnings, "\n"))
 	}
 	if !slices.ContainsFunc(md.Warnings, func(s string) bool { return strings.Contains(s, "beyond the first 16") }) {
@@ -492,7 +492,7 @@ func TestParseIMCINI(t *testing.T) {
 // writer accepts, within the bounds, and no warning quotes a value of it.
 func FuzzParseIMC(f *testing.F) {
 	specs, _ := filepath.Glob(filepath.Join("..", "testdata", "vmware", "imc", "*.cfg"))
-	more, _ := filepath.Glob(filepath.Join("..", "testdata", "vmware", "imc", "*", IMCSpecFile))
+	more, _ := filepath.Glob(filepath.Join("..", "testdata", "vmware", "imc", "*", iMCSpecFile))
 	for _, p := range append(specs, more...) {
 		b, err := os.ReadFile(p)
 		if err != nil {
@@ -518,7 +518,7 @@ func FuzzParseIMC(f *testing.F) {
 		if err := checkUsable(md); err != nil {
 			t.Fatal(err)
 		}
-		if md.VMwareIMC.NICs > MaxIMCNICs {
+		if md.VMwareIMC.NICs > maxIMCNICs {
 			t.Fatalf("%d NICs", md.VMwareIMC.NICs)
 		}
 		if md.VMwareIMC.Kind == imcKindTrad && md.NetworkConfigRaw != nil && md.Network == nil {
@@ -540,7 +540,7 @@ func FuzzParseIMC(f *testing.F) {
 	})
 }
 
-// ReportIMC sends one RPC, as one argument, and refuses anything but its
+// reportIMC sends one RPC, as one argument, and refuses anything but its
 // own words before any tool runs.
 func TestReportIMC(t *testing.T) {
 	var got [][]string
@@ -548,7 +548,7 @@ func TestReportIMC(t *testing.T) {
 		got = append(got, argv)
 		return CommandResult{}, nil
 	})
-	if err := ReportIMC(context.Background(), r, IMCStateRunning, IMCEventNetworkFail, "journalctl -u seedkeeper-boot@network setup failed"); err != nil {
+	if err := reportIMC(context.Background(), r, iMCStateRunning, iMCEventNetworkFail, "journalctl -u seedkeeper-boot@network setup failed"); err != nil {
 		t.Fatal(err)
 	}
 	want := [][]string{{"vmware-rpctool", "deployPkg.update.state 4 101 journalctl -u seedkeeper-boot@network setup failed"}}
@@ -559,8 +559,8 @@ func TestReportIMC(t *testing.T) {
 		state, code int
 		msg         string
 	}{{4, 0, "a; reboot"}, {4, 0, "line\nbreak"}, {4, 0, "$(x)"}, {3, 0, "ok"}, {4, -1, "ok"}, {5, 0, strings.Repeat("a", 201)}} {
-		if err := ReportIMC(context.Background(), r, bad.state, bad.code, bad.msg); err == nil {
-			t.Errorf("ReportIMC(%d, %d, %q) = nil", bad.state, bad.code, bad.msg)
+		if err := reportIMC(context.Background(), r, bad.state, bad.code, bad.msg); err == nil {
+			t.Errorf("reportIMC(%d, %d, %q) = nil", bad.state, bad.code, bad.msg)
 		}
 	}
 	if len(got) != 1 {
@@ -570,7 +570,7 @@ func TestReportIMC(t *testing.T) {
 		return CommandResult{ExitCode: 1, Stderr: []byte("Permission denied\n")}, nil
 	})
 	var te *ToolError
-	if err := ReportIMC(context.Background(), fail, 5, 0, "x"); !errors.As(err, &te) || te.ExitCode != 1 {
+	if err := reportIMC(context.Background(), fail, 5, 0, "x"); !errors.As(err, &te) || te.ExitCode != 1 {
 		t.Errorf("a failing tool: %v", err)
 	}
 }
@@ -594,7 +594,7 @@ func TestReadVMwareIMCWait(t *testing.T) {
 		t.Errorf("no spec: %v", err)
 	}
 
-	dir := sysroot.Root(s.root).Path(IMCDir)
+	dir := sysroot.Root(s.root).Path(iMCDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -602,7 +602,7 @@ func TestReadVMwareIMCWait(t *testing.T) {
 	go func() {
 		defer close(done)
 		time.Sleep(700 * time.Millisecond)
-		copyFile(t, filepath.Join("..", "testdata", "vmware", "imc", "static-primary.cfg"), filepath.Join(dir, IMCSpecFile))
+		copyFile(t, filepath.Join("..", "testdata", "vmware", "imc", "static-primary.cfg"), filepath.Join(dir, iMCSpecFile))
 	}()
 	o.VMware.IMCWait = time.Minute
 	md, err := ReadVMware(context.Background(), o)
@@ -615,7 +615,7 @@ func TestReadVMwareIMCWait(t *testing.T) {
 	}
 
 	// A cancelled context ends the wait with its error.
-	os.Remove(filepath.Join(dir, IMCSpecFile))
+	os.Remove(filepath.Join(dir, iMCSpecFile))
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	if _, err := ReadVMware(ctx, o); !errors.Is(err, context.DeadlineExceeded) {

@@ -109,10 +109,10 @@ func (s *stubVMX) options() Options {
 	}}
 }
 
-// foundVMware is DetectVMware's answer, the environment read through
+// foundVMware is detectVMware's answer, the environment read through
 // os.Getenv.
 func foundVMware(root string) (bool, string) {
-	d, err := DetectVMware(context.Background(), Options{Root: root})
+	d, err := detectVMware(context.Background(), Options{Root: root})
 	if err != nil {
 		panic(err) // only a cancelled context makes it fail
 	}

@@ -535,9 +535,9 @@ func TestParseNetworkDrivers(t *testing.T) {
 		{"empty list allows nothing", []any{}, []string{}},
 		{"string slice", []string{"iavf"}, []string{"iavf"}},
 	} {
-		got, err := ParseNetworkDrivers(tc.v)
+		got, err := parseNetworkDrivers(tc.v)
 		if err != nil || !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("%s: ParseNetworkDrivers(%#v) = %q, %v; want %q", tc.name, tc.v, got, err, tc.want)
+			t.Errorf("%s: parseNetworkDrivers(%#v) = %q, %v; want %q", tc.name, tc.v, got, err, tc.want)
 		}
 	}
 	for _, tc := range []struct {
@@ -556,9 +556,9 @@ func TestParseNetworkDrivers(t *testing.T) {
 		{"non-string item", []any{"e1000", true}, "item 1 is a boolean"},
 		{"too long", strings.Repeat("x", 32), "driver name is 32 bytes long"},
 	} {
-		got, err := ParseNetworkDrivers(tc.v)
+		got, err := parseNetworkDrivers(tc.v)
 		if !errors.Is(err, ErrBadNetworkDrivers) || !strings.Contains(err.Error(), tc.want) || got != nil {
-			t.Errorf("%s: ParseNetworkDrivers(%#v) = %q, %v; want ErrBadNetworkDrivers saying %q", tc.name, tc.v, got, err, tc.want)
+			t.Errorf("%s: parseNetworkDrivers(%#v) = %q, %v; want ErrBadNetworkDrivers saying %q", tc.name, tc.v, got, err, tc.want)
 		}
 	}
 }
@@ -796,7 +796,7 @@ func TestDetectVMware(t *testing.T) {
 		s.dmi("product_name", tc.product)
 		ok, why := foundVMware(s.root)
 		if ok != tc.want || why == "" {
-			t.Errorf("product %q: DetectVMware = %v, %q", tc.product, ok, why)
+			t.Errorf("product %q: detectVMware = %v, %q", tc.product, ok, why)
 		}
 	}
 	if ok, why := foundVMware(s.root + "/none"); ok || !strings.Contains(why, "product_name") {
@@ -813,11 +813,11 @@ func TestDetectVMware(t *testing.T) {
 	// envvar transport.
 	env := map[string]string{"VMX_GUESTINFO": "1"}
 	o := Options{Root: s.root + "/none", VMware: VMwareOptions{Getenv: func(k string) string { return env[k] }}}
-	if d, err := DetectVMware(context.Background(), o); err != nil || d.Found {
+	if d, err := detectVMware(context.Background(), o); err != nil || d.Found {
 		t.Errorf("VMX_GUESTINFO without a value: %+v, %v; want not found", d, err)
 	}
 	env["VMX_GUESTINFO_METADATA"] = "instance-id: i\n"
-	if d, err := DetectVMware(context.Background(), o); err != nil || !d.Found || d.Reason != "VMX_GUESTINFO and VMX_GUESTINFO_METADATA are set" {
+	if d, err := detectVMware(context.Background(), o); err != nil || !d.Found || d.Reason != "VMX_GUESTINFO and VMX_GUESTINFO_METADATA are set" {
 		t.Errorf("VMX_GUESTINFO with metadata: %+v, %v", d, err)
 	}
 }

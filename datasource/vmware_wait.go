@@ -10,10 +10,10 @@ import (
 	"github.com/seedkeeper/seedkeeper/internal/yamlx"
 )
 
-// ErrBadWaitOnNetwork wraps every error of ParseWaitOnNetwork: the
+// errBadWaitOnNetwork wraps every error of parseWaitOnNetwork: the
 // metadata's wait-on-network value, or one of its families, is not what
 // cloud-init's VMware datasource reads.
-var ErrBadWaitOnNetwork = errors.New("bad wait-on-network")
+var errBadWaitOnNetwork = errors.New("bad wait-on-network")
 
 // WaitOnNetwork is the VMware metadata's wait-on-network: the address
 // families that must be up on the owned links before cloud-init goes on.
@@ -46,7 +46,7 @@ var (
 	waitFalseWords = []string{"false", "0", "off", "no"}
 )
 
-// ParseWaitOnNetwork reads a wait-on-network metadata value the way
+// parseWaitOnNetwork reads a wait-on-network metadata value the way
 // cloud-init's VMware datasource does: a mapping with the keys ipv4 and
 // ipv6, each a boolean or a word cloud-init takes as one (true, yes, on,
 // 1; false, no, off, 0; any case), or a number 0 or 1. A null value or a
@@ -55,16 +55,16 @@ var (
 // still counts: the returned value holds it), where cloud-init would
 // silently not wait; a value that is not a mapping waits for nothing and
 // is an error. Other keys are ignored, as cloud-init ignores them, and
-// named in the error. Every error wraps ErrBadWaitOnNetwork and never
+// named in the error. Every error wraps errBadWaitOnNetwork and never
 // quotes the value.
-func ParseWaitOnNetwork(v any) (WaitOnNetwork, error) {
+func parseWaitOnNetwork(v any) (WaitOnNetwork, error) {
 	var w WaitOnNetwork
 	if v == nil {
 		return w, nil
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return w, fmt.Errorf("%w: %s, want a mapping of ipv4 and ipv6", ErrBadWaitOnNetwork, yamlx.Kind(v))
+		return w, fmt.Errorf("%w: %s, want a mapping of ipv4 and ipv6", errBadWaitOnNetwork, yamlx.Kind(v))
 	}
 	var errs []string
 	other := 0
@@ -90,7 +90,7 @@ func ParseWaitOnNetwork(v any) (WaitOnNetwork, error) {
 		errs = append(errs, fmt.Sprintf("%d other keys ignored: only ipv4 and ipv6 are read", other))
 	}
 	if len(errs) > 0 {
-		return w, fmt.Errorf("%w: %s", ErrBadWaitOnNetwork, strings.Join(errs, "; "))
+		return w, fmt.Errorf("%w: %s", errBadWaitOnNetwork, strings.Join(errs, "; "))
 	}
 	return w, nil
 }

@@ -39,15 +39,15 @@ func TestParseWaitOnNetwork(t *testing.T) {
 		{"a list", []any{"ipv4"}, WaitOnNetwork{}, "bad wait-on-network: a list, want a mapping"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := ParseWaitOnNetwork(tc.v)
+			got, err := parseWaitOnNetwork(tc.v)
 			if got != tc.want {
 				t.Errorf("got %+v, want %+v", got, tc.want)
 			}
 			switch {
 			case tc.wantErr == "" && err != nil:
 				t.Errorf("err = %v, want nil", err)
-			case tc.wantErr != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.wantErr) || !errors.Is(err, ErrBadWaitOnNetwork)):
-				t.Errorf("err = %v, want one starting %q wrapping ErrBadWaitOnNetwork", err, tc.wantErr)
+			case tc.wantErr != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.wantErr) || !errors.Is(err, errBadWaitOnNetwork)):
+				t.Errorf("err = %v, want one starting %q wrapping errBadWaitOnNetwork", err, tc.wantErr)
 			}
 		})
 	}
@@ -55,7 +55,7 @@ func TestParseWaitOnNetwork(t *testing.T) {
 
 func TestParseWaitOnNetworkNeverQuotes(t *testing.T) {
 	const secret = "hunter2-secret"
-	_, err := ParseWaitOnNetwork(map[string]any{"ipv4": secret, secret: true})
+	_, err := parseWaitOnNetwork(map[string]any{"ipv4": secret, secret: true})
 	if err == nil || strings.Contains(err.Error(), secret) {
 		t.Errorf("err = %v: want an error that does not quote the value or the key", err)
 	}
@@ -78,9 +78,9 @@ func FuzzParseWaitOnNetwork(f *testing.F) {
 		if err != nil {
 			return
 		}
-		w, err := ParseWaitOnNetwork(m["wait-on-network"])
-		if err != nil && !errors.Is(err, ErrBadWaitOnNetwork) {
-			t.Fatalf("error %v does not wrap ErrBadWaitOnNetwork", err)
+		w, err := parseWaitOnNetwork(m["wait-on-network"])
+		if err != nil && !errors.Is(err, errBadWaitOnNetwork) {
+			t.Fatalf("error %v does not wrap errBadWaitOnNetwork", err)
 		}
 		if err == nil && m["wait-on-network"] == nil && w.Any() {
 			t.Fatalf("nothing asked, yet waiting for %s", w)

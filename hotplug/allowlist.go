@@ -117,7 +117,7 @@ type Setting struct {
 // it set one, else the config's, else the platform's default. platform is
 // the hypervisor family as datasource.Platform names it; its default is
 // the one of the source whose guests run there
-// (datasource.PlatformDrivers), and a platform no source claims has none.
+// (datasource.PlatformSource), and a platform no source claims has none.
 //
 // A value that cannot be read or parsed, has a name that is not a driver
 // name (netcfg.CheckDriverName), or is of the wrong type makes an
@@ -128,7 +128,8 @@ func ResolveAllowlist(metadata, config Setting, platform string) Allowlist {
 	if metadata.Set || metadata.Err != nil {
 		key := metadata.Key
 		if key == "" {
-			key = datasource.PlatformDriversKey(platform)
+			src, _ := datasource.PlatformSource(platform)
+			key = src.DriversKey
 		}
 		if key == "" {
 			// No source claims the platform: the key every source but
@@ -144,7 +145,8 @@ func ResolveAllowlist(metadata, config Setting, platform string) Allowlist {
 	if platform == "" {
 		origin = originDefault + "unknown platform"
 	}
-	d, ok := datasource.PlatformDrivers(platform)
+	src, ok := datasource.PlatformSource(platform)
+	d := src.Drivers
 	if !ok {
 		return closed(origin, errors.New("no default allowlist for this platform: set hotplug.drivers"))
 	}

@@ -259,7 +259,7 @@ func FuzzParseDriverList(f *testing.F) {
 // The origin names the key the metadata's value came from: the source's
 // (a NoCloud seed on a VMware guest sets seedkeeper:network-drivers), or,
 // when not given, the key of the source the platform belongs to. The
-// defaults are the table's (datasource.PlatformDrivers).
+// defaults are the table's (datasource.PlatformSource).
 func TestResolveAllowlistOriginAndDefaults(t *testing.T) {
 	for _, tc := range []struct {
 		md       Setting

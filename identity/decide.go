@@ -139,7 +139,9 @@ func DerivedID(userData, networkConfig []byte) string {
 
 // Classify says what kind of ID in.ReportedID is.
 func Classify(in Input) Kind {
-	if in.Source != datasource.SourceNoCloud {
+	// Only a source whose IDs may be derived or defaulted
+	// (datasource.Source.DerivedID) reports anything but an identity.
+	if src, _ := datasource.Lookup(in.Source); !src.DerivedID {
 		return KindExplicit
 	}
 	if in.Defaulted || in.ReportedID == NoCloudDefaultID {

@@ -11,8 +11,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/seedkeeper/seedkeeper/datasource"
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
+	"github.com/seedkeeper/seedkeeper/internal/nocloudline"
 	"github.com/seedkeeper/seedkeeper/internal/paths"
 )
 
@@ -37,7 +37,7 @@ type noCloudLine struct {
 	meta  map[string]any
 }
 
-// noCloudLines finds every ds=nocloud line (datasource.ParseNoCloudLine,
+// noCloudLines finds every ds=nocloud line (nocloudline.Parse,
 // cloud-init's own rules) the root holds: the kernel command line and the
 // SMBIOS serial when they are there (a running system), and the
 // GRUB_CMDLINE_LINUX values of /etc/default/grub and grub.d, which image
@@ -45,7 +45,7 @@ type noCloudLine struct {
 func (in *inspection) noCloudLines() []noCloudLine {
 	var out []noCloudLine
 	add := func(where, file, line string) {
-		if md, ok := datasource.ParseNoCloudLine(line); ok {
+		if md, ok := nocloudline.Parse(line); ok {
 			out = append(out, noCloudLine{where: where, file: file, meta: md})
 		}
 	}

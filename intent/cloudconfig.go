@@ -10,7 +10,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/seedkeeper/seedkeeper/datasource"
+	"github.com/seedkeeper/seedkeeper/internal/pubkey"
 	"github.com/seedkeeper/seedkeeper/internal/yamlx"
 )
 
@@ -268,7 +268,7 @@ func (cc *CloudConfig) keyList(field string, v *yaml.Node) (keys []string, parti
 		cc.warn("user-data %s (line %d) dropped: want a list of keys, got %s", field, v.Line, yamlx.NodeKind(v))
 		return nil, true
 	}
-	kept, dropped := datasource.FilterPublicKeys(raw)
+	kept, dropped := pubkey.Filter(raw)
 	for _, d := range dropped {
 		cc.warn("user-data %s key at line %d dropped: %v", field, where[d.Index], d.Err)
 	}

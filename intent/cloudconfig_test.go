@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/seedkeeper/seedkeeper/datasource"
+	"github.com/seedkeeper/seedkeeper/internal/pubkey"
 )
 
 func TestParseCloudConfigProxmox(t *testing.T) {
@@ -101,7 +101,7 @@ func FuzzParseCloudConfig(f *testing.F) {
 	f.Fuzz(func(t *testing.T, ud string) {
 		cc := ParseCloudConfig([]byte(ud))
 		check := func(keys []string) {
-			if kept, dropped := datasource.FilterPublicKeys(keys); len(dropped) != 0 || len(kept) != len(keys) {
+			if kept, dropped := pubkey.Filter(keys); len(dropped) != 0 || len(kept) != len(keys) {
 				t.Fatalf("a key the filter drops: %q", keys)
 			}
 		}

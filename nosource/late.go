@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/seedkeeper/seedkeeper/datasource"
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 	"github.com/seedkeeper/seedkeeper/seed"
@@ -49,17 +50,22 @@ type Found struct {
 // its network alone now. The sentence says so plainly.
 //
 // A source is the one boot decided on when its kind is the same and, for
-// NoCloud, when every seed it is read from now was read by boot too (a
-// person's seed directory and its imported copy count as one). New content
-// in the same seed (Proxmox regenerating its ISO) is not a late source.
+// a source read from seeds (NoCloud), when every seed it is read from now
+// was read by boot too (a person's seed directory and its imported copy
+// count as one). New content in the same seed (Proxmox regenerating its
+// ISO) is not a late source.
 func Late(b Boot, found Found) (string, bool) {
 	if found.Source == "" {
 		return "", false
 	}
 	now := describe(found.Source, found.Transport)
 	const after = "; it takes effect on the next boot, and nothing from it is applied before"
+	// A source read from seeds (datasource.Source.Seeds) is told by its
+	// seeds: one that appears later is late, new content in one boot read
+	// is not.
+	seeded := readFromSeeds(found.Source)
 	what := "a metadata source"
-	if found.Source == "nocloud" {
+	if seeded {
 		what = "a seed"
 	}
 	switch {
@@ -74,7 +80,7 @@ func Late(b Boot, found Found) (string, bool) {
 	case b.Source != found.Source:
 		return fmt.Sprintf("a metadata source appeared after boot: boot decided on %s at %s, and %s is here now%s",
 			describe(b.Source, b.Transport), stamp(b.At), now, after), true
-	case found.Source != "nocloud" || found.Transport == "":
+	case !seeded || found.Transport == "":
 		return "", false
 	}
 	had := seeds(b.Transport)
@@ -87,8 +93,15 @@ func Late(b Boot, found Found) (string, bool) {
 	if len(added) == 0 {
 		return "", false
 	}
-	return fmt.Sprintf("a seed appeared after boot: boot read nocloud from %s at %s, and %s is here now%s",
-		b.Transport, stamp(b.At), strings.Join(added, ", "), after), true
+	return fmt.Sprintf("a seed appeared after boot: boot read %s from %s at %s, and %s is here now%s",
+		b.Source, b.Transport, stamp(b.At), strings.Join(added, ", "), after), true
+}
+
+// readFromSeeds reports whether the source named is read from seeds that
+// its Origin.Transport lists.
+func readFromSeeds(source string) bool {
+	s, _ := datasource.Lookup(source)
+	return s.Seeds
 }
 
 // seeds splits a NoCloud Origin.Transport into the seeds it names, the

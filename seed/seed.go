@@ -20,6 +20,7 @@ import (
 	"github.com/seedkeeper/seedkeeper/datasource"
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 	"github.com/seedkeeper/seedkeeper/internal/paths"
+	"github.com/seedkeeper/seedkeeper/internal/pubkey"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 	"github.com/seedkeeper/seedkeeper/internal/yamlx"
 	"github.com/seedkeeper/seedkeeper/netcfg"
@@ -410,7 +411,7 @@ func script(b []byte) []byte {
 // The instance ID must pass datasource.CheckInstanceID (cloud-init makes
 // a directory of it). A hostname that cannot be written as one line (a
 // control or line-separator character, invalid UTF-8) is left out, and so
-// are the public keys datasource.FilterPublicKeys leaves out: one bad
+// are the public keys pubkey.Filter leaves out: one bad
 // field does not cost the seed. Write reports them in Result.Warnings.
 func MetaData(s Seed) ([]byte, error) {
 	b, _, err := metaData(s)
@@ -437,7 +438,7 @@ func metaData(s Seed) ([]byte, []string, error) {
 		}
 	}
 	keys := &yaml.Node{Kind: yaml.SequenceNode}
-	kept, dropped := datasource.FilterPublicKeys(s.PublicKeys)
+	kept, dropped := pubkey.Filter(s.PublicKeys)
 	for _, d := range dropped {
 		warnings = append(warnings, fmt.Sprintf("meta-data public-keys[%d] left out: %v", d.Index, d.Err))
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/seedkeeper/seedkeeper/datasource"
 	"github.com/seedkeeper/seedkeeper/identity"
 	"github.com/seedkeeper/seedkeeper/intent"
+	"github.com/seedkeeper/seedkeeper/internal/sourceduty"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 	"github.com/seedkeeper/seedkeeper/nosource"
 )
@@ -87,9 +88,9 @@ func TestPrintStatusEscapesEveryLine(t *testing.T) {
 		Identity:  &identity.Decision{InstanceID: bad, ReportedID: bad, RuleName: bad, Explanation: bad},
 		Seed:      &agent.SeedStatus{Dir: bad, Written: []string{bad}, Warnings: []string{bad}},
 		Network:   &agent.NetResult{Action: "applied", Owned: []string{bad}, Failed: []string{bad}, ResolvConf: bad, Allowlist: bad, Netplan: []string{bad}},
-		Provision: bad,
-		VMware:    &agent.VMwareStatus{Wait: bad, Published: []string{bad}, Notes: []string{bad}, Customization: []string{bad}},
-		Changes:   &intent.Result{Changed: []intent.Change{{Setting: bad, Kind: "changed"}}, Applied: []string{bad}, Waiting: []string{bad}, Failed: []string{bad}, Warnings: []string{bad}},
+		Extra: sourceduty.Extra{Provision: bad,
+			VMware: &sourceduty.VMwareStatus{Wait: bad, Published: []string{bad}, Notes: []string{bad}, Customization: []string{bad}}},
+		Changes: &intent.Result{Changed: []intent.Change{{Setting: bad, Kind: "changed"}}, Applied: []string{bad}, Waiting: []string{bad}, Failed: []string{bad}, Warnings: []string{bad}},
 	}
 	var b strings.Builder
 	watch := &agent.WatchRecord{
@@ -225,7 +226,7 @@ func watchRoot(t *testing.T, rec string) string {
 	st := &agent.Status{Version: 1, BootID: bootA, Outcome: "ok", Source: "vmware", Transport: "vmware-rpctool",
 		Time:    time.Date(2026, 12, 1, 14, 0, 0, 0, time.UTC),
 		Network: &agent.NetResult{Action: "applied", Owned: []string{"lan"}, Links: []string{"eth0"}, Allowlist: "vmxnet3 (platform default)"},
-		VMware:  &agent.VMwareStatus{Published: []string{"guestinfo.local-ipv4 192.0.2.71", "guestinfo.local-ipv6 2001:db8:7::71"}}}
+		Extra:   sourceduty.Extra{VMware: &sourceduty.VMwareStatus{Published: []string{"guestinfo.local-ipv4 192.0.2.71", "guestinfo.local-ipv6 2001:db8:7::71"}}}}
 	if err := agent.SaveStatus(sysroot.Root(root), st); err != nil {
 		t.Fatal(err)
 	}

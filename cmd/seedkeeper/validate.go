@@ -23,6 +23,7 @@ import (
 	"github.com/seedkeeper/seedkeeper/intent"
 	"github.com/seedkeeper/seedkeeper/internal/config"
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
+	"github.com/seedkeeper/seedkeeper/internal/paths"
 	"github.com/seedkeeper/seedkeeper/internal/yamlx"
 	"github.com/seedkeeper/seedkeeper/netcfg"
 )
@@ -367,21 +368,21 @@ func checkMetaData(data []byte) []validateError {
 		return append(out, validateError{Line: 1, Column: 1, Message: err.Error()})
 	}
 	defer os.RemoveAll(root)
-	dir := filepath.Join(root, datasource.NoCloudSeedDir)
+	dir := filepath.Join(root, paths.SeedDir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return append(out, validateError{Line: 1, Column: 1, Message: err.Error()})
 	}
 	os.WriteFile(filepath.Join(dir, "meta-data"), seed, 0o600)
 	os.WriteFile(filepath.Join(dir, "user-data"), []byte("#cloud-config\n"), 0o600)
 	var warnings warnCollector
-	md, err := datasource.ReadNoCloud(context.Background(), datasource.Options{Root: root, Logger: slog.New(&warnings)})
+	md, err := datasource.Read(context.Background(), datasource.SourceNoCloud, datasource.Options{Root: root, Logger: slog.New(&warnings)})
 	for _, w := range warnings {
 		out = append(out, at(w))
 	}
 	switch {
 	case err != nil:
 		// The read names the scratch seed's files by their system path.
-		msg := strings.ReplaceAll(err.Error(), datasource.NoCloudSeedDir+"/", "")
+		msg := strings.ReplaceAll(err.Error(), paths.SeedDir+"/", "")
 		if errors.Is(err, datasource.ErrNoSource) {
 			msg = "meta-data dsmode is disabled: boot finds no source here"
 		}

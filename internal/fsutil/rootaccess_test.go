@@ -35,7 +35,7 @@ var plainOS = []string{
 // os.Call", each with why.
 var hostOnly = map[string]string{
 	"datasource/nocloud.go readSeedPath os.Stat":                "an explicit --seed path is the caller's, on the machine, not in a root",
-	"datasource/nocloud.go DetectNoCloud os.Stat":               "the same explicit --seed path",
+	"datasource/nocloud.go detectNoCloud os.Stat":               "the same explicit --seed path",
 	"datasource/vmware_guestinfo.go lookPath os.Stat":           "the machine's $PATH, searched for vmware-rpctool to run",
 	"image/check.go isRoot os.Stat":                             "the root directory itself, as the caller named it",
 	"cmd/seedkeeper/collectlogs.go runCollectLogs os.WriteFile": "the bundle's --output path, the caller's, on the machine",

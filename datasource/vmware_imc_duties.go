@@ -1,4 +1,4 @@
-package agent
+package datasource
 
 import (
 	"bytes"
@@ -8,13 +8,13 @@ import (
 	"io/fs"
 	"time"
 
-	"github.com/seedkeeper/seedkeeper/datasource"
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 	"github.com/seedkeeper/seedkeeper/internal/paths"
+	"github.com/seedkeeper/seedkeeper/internal/sourceduty"
 	"github.com/seedkeeper/seedkeeper/netcfg"
 )
 
-// What boot does for a VMware customization spec (datasource.TransportIMC)
+// What boot does for a VMware customization spec (transportIMC)
 // beyond the seed and the network, as cloud-init's VMware datasource did:
 // apply it once per MARKER-ID (the marker kept in paths.VMwareIMCMarker)
 // and report to vCenter through vmware-rpctool, so that vCenter shows the
@@ -29,20 +29,20 @@ const imcReportMessage = "journalctl -u seedkeeper-boot"
 // a marker seen before drops the password (it was set once already), and
 // a live boot reports "running" (and guestinfo.gc.status Started when
 // the spec asks for it).
-func (e *Env) vmwareIMCBegin(ctx context.Context, vs *VMwareStatus, md *datasource.Metadata, live bool) {
+func vmwareIMCBegin(ctx context.Context, h *sourceduty.Host, vs *sourceduty.VMwareStatus, md *Metadata) {
 	spec := md.VMwareIMC
 	head := fmt.Sprintf("VMware customization spec (%s kind", spec.Kind)
 	if spec.MarkerID != "" {
 		head += ", marker " + spec.MarkerID
 	}
-	head += ") read from " + datasource.IMCDir
+	head += ") read from " + iMCDir
 	if spec.Waited != "" {
 		head += ", after waiting " + spec.Waited + " for VMware Tools to write it"
 	}
 	vs.Customization = append(vs.Customization, head)
-	if spec.MarkerID != "" && e.imcMarker() == spec.MarkerID {
+	if spec.MarkerID != "" && imcMarker(h) == spec.MarkerID {
 		msg := "customization " + spec.MarkerID + " was applied on an earlier boot"
-		if datasource.DropIMCPassword(md) {
+		if dropIMCPassword(md) {
 			msg += ": the root password is not set again"
 		}
 		vs.Customization = append(vs.Customization, msg)
@@ -50,54 +50,54 @@ func (e *Env) vmwareIMCBegin(ctx context.Context, vs *VMwareStatus, md *datasour
 	if spec.CustomScript {
 		vs.Customization = append(vs.Customization, "the spec names a customization script: seedkeeper runs no customization script; reported to vCenter as script disabled")
 	}
-	if !live {
+	if !h.Live {
 		return
 	}
-	e.imcReport(ctx, vs, datasource.IMCStateRunning, datasource.IMCSuccess, "")
-	e.imcGCStatus(ctx, vs, spec, "Started")
+	imcReport(ctx, h, vs, iMCStateRunning, iMCSuccess, "")
+	imcGCStatus(ctx, h, vs, spec, "Started")
 }
 
-// vmwareIMCEnd finishes it once boot is over (st.Outcome set): the
+// vmwareIMCEnd finishes it once boot is over, with its outcome: the
 // marker is kept and "done" reported when the boot went through, a
 // failure with its reason otherwise.
-func (e *Env) vmwareIMCEnd(ctx context.Context, st *Status, md *datasource.Metadata, live bool) {
-	vs, spec := st.VMware, md.VMwareIMC
-	if !live || spec == nil || vs == nil {
+func vmwareIMCEnd(ctx context.Context, h *sourceduty.Host, outcome string, vs *sourceduty.VMwareStatus, md *Metadata) {
+	spec := md.VMwareIMC
+	if !h.Live || spec == nil || vs == nil {
 		return
 	}
 	switch {
-	case st.Outcome == "ok" && spec.CustomScript:
-		e.imcReport(ctx, vs, datasource.IMCStateRunning, datasource.IMCErrScriptDisabled, "script disabled")
-		e.imcGCStatus(ctx, vs, spec, "Custom script is disabled")
-	case st.Outcome == "ok":
-		e.imcReport(ctx, vs, datasource.IMCStateDone, datasource.IMCSuccess, "")
-		e.imcGCStatus(ctx, vs, spec, "Successful")
-	case st.Outcome == "partial":
-		e.imcReport(ctx, vs, datasource.IMCStateRunning, datasource.IMCEventNetworkFail, "network setup failed")
-		e.imcGCStatus(ctx, vs, spec, "Network setup failed")
+	case outcome == "ok" && spec.CustomScript:
+		imcReport(ctx, h, vs, iMCStateRunning, iMCErrScriptDisabled, "script disabled")
+		imcGCStatus(ctx, h, vs, spec, "Custom script is disabled")
+	case outcome == "ok":
+		imcReport(ctx, h, vs, iMCStateDone, iMCSuccess, "")
+		imcGCStatus(ctx, h, vs, spec, "Successful")
+	case outcome == "partial":
+		imcReport(ctx, h, vs, iMCStateRunning, iMCEventNetworkFail, "network setup failed")
+		imcGCStatus(ctx, h, vs, spec, "Network setup failed")
 	default:
-		e.imcReport(ctx, vs, datasource.IMCStateRunning, datasource.IMCEventCustomizeFail, "customization failed")
-		e.imcGCStatus(ctx, vs, spec, "Customization failed")
+		imcReport(ctx, h, vs, iMCStateRunning, iMCEventCustomizeFail, "customization failed")
+		imcGCStatus(ctx, h, vs, spec, "Customization failed")
 	}
-	if (st.Outcome == "ok" || st.Outcome == "partial") && spec.MarkerID != "" && e.imcMarker() != spec.MarkerID {
-		if err := fsutil.WriteFileIn(string(e.Root), paths.VMwareIMCMarker, []byte(spec.MarkerID+"\n"), 0o600); err != nil {
+	if (outcome == "ok" || outcome == "partial") && spec.MarkerID != "" && imcMarker(h) != spec.MarkerID {
+		if err := fsutil.WriteFileIn(string(h.Root), paths.VMwareIMCMarker, []byte(spec.MarkerID+"\n"), 0o600); err != nil {
 			vs.Notes = append(vs.Notes, "keeping the customization marker failed: "+err.Error())
-			e.Log.Error("vmware: keeping the customization marker", "err", err)
+			h.Log.Error("vmware: keeping the customization marker", "err", err)
 		} else {
 			vs.Customization = append(vs.Customization, "customization "+spec.MarkerID+" marked as applied in "+paths.VMwareIMCMarker)
 		}
 	}
 	for _, c := range vs.Customization {
-		e.Log.Info("vmware: " + c)
+		h.Log.Info("vmware: " + c)
 	}
 }
 
 // imcMarker is the marker of the last spec applied; "" when none.
-func (e *Env) imcMarker() string {
-	b, err := fsutil.ReadFileInNoFollow(context.Background(), string(e.Root), paths.VMwareIMCMarker, 256)
+func imcMarker(h *sourceduty.Host) string {
+	b, err := fsutil.ReadFileInNoFollow(context.Background(), string(h.Root), paths.VMwareIMCMarker, 256)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
-			e.Log.Warn("vmware: reading the customization marker", "err", err)
+			h.Log.Warn("vmware: reading the customization marker", "err", err)
 		}
 		return ""
 	}
@@ -106,17 +106,17 @@ func (e *Env) imcMarker() string {
 
 // imcReport sends one deployPkg.update.state, bounded as the info-set
 // calls of a boot are; what was sent, or why not, is in the status.
-func (e *Env) imcReport(ctx context.Context, vs *VMwareStatus, state, code int, reason string) {
+func imcReport(ctx context.Context, h *sourceduty.Host, vs *sourceduty.VMwareStatus, state, code int, reason string) {
 	msg := imcReportMessage
 	if reason != "" {
 		msg += "@" + reason
 	}
-	ctx, cancel := context.WithTimeout(ctx, time.Duration(guestinfoSetBudget.Load()))
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(sourceduty.ToolBudget.Load()))
 	defer cancel()
 	line := fmt.Sprintf("deployPkg.update.state %d %d %s", state, code, msg)
-	if err := datasource.ReportIMC(ctx, e.vmwareRunner(), state, code, msg); err != nil {
+	if err := reportIMC(ctx, nil, state, code, msg); err != nil {
 		vs.Notes = append(vs.Notes, "reporting to vCenter failed: "+err.Error())
-		e.Log.Warn("vmware: reporting to vCenter failed", "err", err)
+		h.Log.Warn("vmware: reporting to vCenter failed", "err", err)
 		return
 	}
 	vs.Customization = append(vs.Customization, "reported to vCenter: "+line)
@@ -124,11 +124,11 @@ func (e *Env) imcReport(ctx context.Context, vs *VMwareStatus, state, code int, 
 
 // imcGCStatus sets guestinfo.gc.status when the spec asks for it
 // (MISC POST-GC-STATUS = yes).
-func (e *Env) imcGCStatus(ctx context.Context, vs *VMwareStatus, spec *datasource.IMCSpec, value string) {
+func imcGCStatus(ctx context.Context, h *sourceduty.Host, vs *sourceduty.VMwareStatus, spec *IMCSpec, value string) {
 	if !spec.PostGCStatus {
 		return
 	}
-	w := e.newGuestinfoWriter(ctx, datasource.ToolRPCTool, vs)
+	w := newGuestinfoWriter(ctx, h, ToolRPCTool, vs)
 	defer w.close()
 	w.set("gc.status", value)
 }
@@ -137,9 +137,9 @@ func (e *Env) imcGCStatus(ctx context.Context, vs *VMwareStatus, spec *datasourc
 // through: the one that read it, and vmware-rpctool for a spec (cloud-init
 // found the tool while it looked at guestinfo first); "envvar" for the
 // environment, which is not written.
-func guestinfoToolOf(md *datasource.Metadata) string {
-	if md.Origin.Transport == datasource.TransportIMC {
-		return datasource.ToolRPCTool
+func guestinfoToolOf(md *Metadata) string {
+	if md.Origin.Transport == transportIMC {
+		return ToolRPCTool
 	}
 	return md.Origin.Transport
 }
@@ -153,25 +153,25 @@ func guestinfoToolOf(md *datasource.Metadata) string {
 // cloud-init, cloud-init's own fallback applies. A boot under an image
 // root looks at no NIC (they are not the image's) unless it was given a
 // network namespace.
-func (e *Env) vmwareFallback(ctx context.Context, vs *VMwareStatus, md *datasource.Metadata) {
-	if md.Network != nil || md.NetworkConfigRaw != nil || e.Config.Network.Owner == "cloud-init" {
+func vmwareFallback(ctx context.Context, h *sourceduty.Host, vs *sourceduty.VMwareStatus, md *Metadata) {
+	if md.Network != nil || md.NetworkConfigRaw != nil || h.NetworkByCloudInit {
 		return
 	}
 	if s := md.VMwareIMC; s != nil && s.NICs+s.NICsDropped > 0 {
 		return // the spec had NICs, all unusable: not "no network config"
 	}
 	head := "no network configuration in the metadata: "
-	if !e.Root.IsReal() && e.Netns <= 0 {
+	if !h.Root.IsReal() && h.Netns <= 0 {
 		vs.Fallback = head + "no DHCP fallback under an image root (its NICs are not this machine's)"
 		return
 	}
-	allow := e.Allowlist(md)
-	name, mac, err := fallbackNIC(ctx, e.Netns, allow.Allows)
+	allows, desc := h.Allowlist()
+	name, mac, err := h.Links.FallbackNIC(ctx, allows)
 	switch {
 	case err != nil:
 		vs.Fallback = head + "no DHCP fallback: reading the links: " + err.Error()
 	case name == "":
-		vs.Fallback = head + "no DHCP fallback: no NIC with a driver on the allowlist (" + allow.String() + ")"
+		vs.Fallback = head + "no DHCP fallback: no NIC with a driver on the allowlist (" + desc + ")"
 	default:
 		doc := fmt.Sprintf(`{"version": 2, "ethernets": {%q: {"match": {"macaddress": %q}, "dhcp4": true, "dhcp6": true}}}`, name, mac)
 		cfg, perr := netcfg.Parse([]byte(doc))
@@ -182,5 +182,5 @@ func (e *Env) vmwareFallback(ctx context.Context, vs *VMwareStatus, md *datasour
 		md.Network = cfg
 		vs.Fallback = fmt.Sprintf("%sDHCP on %s (%s), the first NIC seedkeeper may own, as cloud-init's fallback", head, name, mac)
 	}
-	e.Log.Info("vmware: " + vs.Fallback)
+	h.Log.Info("vmware: " + vs.Fallback)
 }

@@ -1,4 +1,4 @@
-package agent
+package linkaddr
 
 import (
 	"cmp"
@@ -13,14 +13,15 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
+	"github.com/seedkeeper/seedkeeper/internal/sourceduty"
 	"github.com/seedkeeper/seedkeeper/netcfg/apply"
 )
 
-// readOwnedAddrs reads the links named (in the namespace ns; 0 or less is
+// readAddrs reads the links named (in the namespace ns; 0 or less is
 // this process's own) and the main table's default routes: only the
 // owned links are looked at.
-func readOwnedAddrs(ns int, names []string) (ownedAddrs, error) {
-	var st ownedAddrs
+func readAddrs(ns int, names []string) (sourceduty.Addrs, error) {
+	var st sourceduty.Addrs
 	var h *netlink.Handle
 	var err error
 	if ns > 0 {
@@ -39,7 +40,7 @@ func readOwnedAddrs(ns int, names []string) (ownedAddrs, error) {
 			return st, fmt.Errorf("link %s: %w", name, err)
 		}
 		byIndex[l.Attrs().Index] = name
-		ol := ownedLink{Name: name}
+		ol := sourceduty.Link{Name: name}
 		addrs, err := h.AddrList(l, netlink.FAMILY_ALL)
 		if err != nil {
 			return st, fmt.Errorf("addresses of %s: %w", name, err)

@@ -1,8 +1,7 @@
-package agent
+package datasource
 
 import (
 	"context"
-	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -10,8 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/seedkeeper/seedkeeper/datasource"
-	"github.com/seedkeeper/seedkeeper/netcfg/apply"
+	"github.com/seedkeeper/seedkeeper/internal/sourceduty"
 )
 
 // localIPWatch keeps guestinfo.local-ipv4 and guestinfo.local-ipv6
@@ -25,7 +23,7 @@ import (
 // it tries that key again: a VMX that refuses info-set, or a tool that
 // hangs, costs one run per key per back-off, not one per event.
 type localIPWatch struct {
-	e    *Env
+	h    *sourceduty.Host
 	tool string
 
 	mu    sync.Mutex
@@ -36,11 +34,10 @@ type localIPWatch struct {
 	last  map[string]netip.Addr // key -> what the VMX was last given
 	retry map[string]*backoff   // key -> when a failed set is tried again
 	now   func() time.Time
-	// rec, when set, records each set and failure for seedkeeper
-	// status.
-	rec *watchRecorder
-	// read reads the owned links' addresses (readOwnedAddrs).
-	read func(ns int, names []string) (ownedAddrs, error)
+	// rec records each set and failure for seedkeeper status.
+	rec sourceduty.Recorder
+	// read reads the owned links' addresses (h.Links.Addrs).
+	read func(names []string) (sourceduty.Addrs, error)
 	// lastRun is when reconcile last ran; reconciles counts its runs
 	// (read by the tests).
 	lastRun    time.Time
@@ -59,17 +56,20 @@ const (
 	retryMax   = 30 * time.Minute
 )
 
-// newLocalIPWatch returns the watch for the boot recorded in st, nil when
-// that boot did not publish through a guestinfo tool on this machine.
-func (e *Env) newLocalIPWatch(st *Status) *localIPWatch {
-	if st == nil || st.Source != datasource.SourceVMware || st.VMware == nil ||
-		(st.Transport != datasource.ToolRPCTool && st.Transport != datasource.ToolVMToolsd) ||
-		st.Network == nil || st.Network.Action != "applied" {
+// newLocalIPWatch returns the watch for the boot recorded in b (VMware's
+// watcher), nil when that boot did not publish through a guestinfo tool
+// on this machine. rec may be nil.
+func newLocalIPWatch(h *sourceduty.Host, b sourceduty.Boot, rec sourceduty.Recorder) sourceduty.Watcher {
+	if b.Extra.VMware == nil || (b.Transport != ToolRPCTool && b.Transport != ToolVMToolsd) ||
+		b.Net.Action != "applied" {
 		return nil
 	}
-	w := &localIPWatch{e: e, tool: st.Transport, names: slices.Clone(st.Network.Links),
-		kick: make(chan struct{}, 1), last: map[string]netip.Addr{}, retry: map[string]*backoff{}, now: time.Now, read: readOwnedAddrs}
-	for _, p := range st.VMware.Published {
+	if rec == nil {
+		rec = noRecorder{}
+	}
+	w := &localIPWatch{h: h, tool: b.Transport, names: slices.Clone(b.Net.Links), rec: rec,
+		kick: make(chan struct{}, 1), last: map[string]netip.Addr{}, retry: map[string]*backoff{}, now: time.Now, read: h.Links.Addrs}
+	for _, p := range b.Extra.VMware.Published {
 		k, v, _ := strings.Cut(strings.TrimPrefix(p, "guestinfo."), " ")
 		if a, err := netip.ParseAddr(v); err == nil {
 			w.last[k] = a
@@ -78,15 +78,12 @@ func (e *Env) newLocalIPWatch(st *Status) *localIPWatch {
 	return w
 }
 
-// setLinks takes the owned links of a new plan (after a hotplug apply)
+// SetLinks takes the owned links of a new plan (after a hotplug apply)
 // and has run reconcile: never on the caller's goroutine, so that a tool
 // that hangs does not hold back the hotplug apply.
-func (w *localIPWatch) setLinks(p *apply.Plan) {
+func (w *localIPWatch) SetLinks(names []string) {
 	w.mu.Lock()
-	w.names = w.names[:0]
-	for _, id := range slices.Sorted(maps.Keys(p.OwnedName)) {
-		w.names = append(w.names, p.OwnedName[id])
-	}
+	w.names = slices.Clone(names)
 	w.mu.Unlock()
 	select {
 	case w.kick <- struct{}{}:
@@ -104,9 +101,9 @@ func (w *localIPWatch) reconcile(ctx context.Context) time.Time {
 	if len(names) == 0 {
 		return w.nextRetry()
 	}
-	st, err := w.read(w.e.Netns, names)
+	st, err := w.read(names)
 	if err != nil {
-		w.e.Log.Debug("vmware: reading the owned links", "err", err)
+		w.h.Log.Debug("vmware: reading the owned links", "err", err)
 		return w.nextRetry()
 	}
 	v4, v6, _ := localIPs(st)
@@ -114,7 +111,7 @@ func (w *localIPWatch) reconcile(ctx context.Context) time.Time {
 	for _, p := range []struct {
 		key  string
 		addr netip.Addr
-	}{{GuestinfoLocalIPv4, v4}, {GuestinfoLocalIPv6, v6}} {
+	}{{sourceduty.GuestinfoLocalIPv4, v4}, {sourceduty.GuestinfoLocalIPv6, v6}} {
 		b := w.retry[p.key]
 		if !p.addr.IsValid() || w.last[p.key] == p.addr {
 			// Nothing to set: the address whose set failed went, or the
@@ -123,14 +120,14 @@ func (w *localIPWatch) reconcile(ctx context.Context) time.Time {
 			// reconcileEvery for nothing.
 			if b != nil && !now.Before(b.at) {
 				delete(w.retry, p.key)
-				w.rec.retryEnded("guestinfo." + p.key)
+				w.rec.RetryEnded("guestinfo." + p.key)
 			}
 			continue
 		}
 		if b != nil && now.Before(b.at) {
 			continue
 		}
-		if err := datasource.SetGuestinfo(ctx, w.e.vmwareRunner(), w.tool, p.key, p.addr.String()); err != nil {
+		if err := SetGuestinfo(ctx, nil, w.tool, p.key, p.addr.String()); err != nil {
 			if ctx.Err() != nil {
 				return time.Time{}
 			}
@@ -141,14 +138,14 @@ func (w *localIPWatch) reconcile(ctx context.Context) time.Time {
 				b.delay = min(2*b.delay, retryMax)
 			}
 			b.at = now.Add(b.delay)
-			w.rec.setFailed("guestinfo."+p.key, p.addr.String(), err, b.at)
-			w.e.Log.Warn("vmware: publishing guestinfo."+p.key+" failed; trying again in "+b.delay.String()+" at the earliest", "err", err)
+			w.rec.SetFailed("guestinfo."+p.key, p.addr.String(), err, b.at)
+			w.h.Log.Warn("vmware: publishing guestinfo."+p.key+" failed; trying again in "+b.delay.String()+" at the earliest", "err", err)
 			continue
 		}
 		delete(w.retry, p.key)
 		w.last[p.key] = p.addr
-		w.rec.published("guestinfo."+p.key, p.addr.String())
-		w.e.Log.Info("vmware: published guestinfo." + p.key + " " + p.addr.String() + " (the owned addresses changed)")
+		w.rec.Published("guestinfo."+p.key, p.addr.String())
+		w.h.Log.Info("vmware: published guestinfo." + p.key + " " + p.addr.String() + " (the owned addresses changed)")
 	}
 	return w.nextRetry()
 }
@@ -168,14 +165,14 @@ func (w *localIPWatch) nextRetry() time.Time {
 // makes one read of the links and routes a second, not one per event.
 const reconcileEvery = time.Second
 
-// run reconciles once, then on every address or route change in the
+// Run reconciles once, then on every address or route change in the
 // namespace, every new plan, and when a failed set is due again, until
 // ctx ends, at most once every reconcileEvery. A subscription that cannot
 // be made is logged: the keys then stay as boot left them.
-func (w *localIPWatch) run(ctx context.Context) {
-	events, err := subscribeAddrRoute(ctx, w.e.Netns)
+func (w *localIPWatch) Run(ctx context.Context) {
+	events, err := w.h.Links.Subscribe(ctx)
 	if err != nil {
-		w.e.Log.Warn("vmware: not keeping guestinfo.local-ipv4/-ipv6 current", "err", err)
+		w.h.Log.Warn("vmware: not keeping guestinfo.local-ipv4/-ipv6 current", "err", err)
 		return
 	}
 	w.loop(ctx, events)
@@ -205,7 +202,7 @@ func (w *localIPWatch) loop(ctx context.Context, events <-chan struct{}) {
 		case _, ok := <-events:
 			if !ok {
 				if ctx.Err() == nil {
-					w.e.Log.Warn("vmware: address events ended; guestinfo.local-ipv4/-ipv6 no longer kept current")
+					w.h.Log.Warn("vmware: address events ended; guestinfo.local-ipv4/-ipv6 no longer kept current")
 				}
 				return
 			}
@@ -219,3 +216,10 @@ func (w *localIPWatch) loop(ctx context.Context, events <-chan struct{}) {
 		run()
 	}
 }
+
+// noRecorder records nothing.
+type noRecorder struct{}
+
+func (noRecorder) Published(string, string)                   {}
+func (noRecorder) SetFailed(string, string, error, time.Time) {}
+func (noRecorder) RetryEnded(string)                          {}

@@ -1,16 +1,18 @@
 //go:build !linux
 
-package agent
+package linkaddr
 
 import (
+	"github.com/seedkeeper/seedkeeper/internal/sourceduty"
+
 	"context"
 	"errors"
 	"runtime"
 )
 
-// readOwnedAddrs needs netlink.
-func readOwnedAddrs(int, []string) (ownedAddrs, error) {
-	return ownedAddrs{}, errors.New("reading link addresses is not supported on " + runtime.GOOS)
+// readAddrs needs netlink.
+func readAddrs(int, []string) (sourceduty.Addrs, error) {
+	return sourceduty.Addrs{}, errors.New("reading link addresses is not supported on " + runtime.GOOS)
 }
 
 // subscribeAddrRoute needs netlink.

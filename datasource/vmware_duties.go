@@ -1,4 +1,4 @@
-package agent
+package datasource
 
 import (
 	"context"
@@ -9,11 +9,11 @@ import (
 	"path"
 	"slices"
 	"strings"
-	"sync/atomic"
+
 	"time"
 
-	"github.com/seedkeeper/seedkeeper/datasource"
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
+	"github.com/seedkeeper/seedkeeper/internal/sourceduty"
 	"github.com/seedkeeper/seedkeeper/netcfg"
 )
 
@@ -25,31 +25,6 @@ import (
 // the network events handled, and say when VMware Tools' guest
 // customization is at work beside seedkeeper.
 
-// VMwareStatus is what boot did on VMware beyond the seed and the network.
-type VMwareStatus struct {
-	// Wait says what the metadata's wait-on-network asked for, what was
-	// waited for, how long, and how it ended; "" when it asked nothing.
-	Wait string `json:"wait,omitempty"`
-	// Published are the guestinfo keys set, as "guestinfo.KEY VALUE".
-	Published []string `json:"published,omitempty"`
-	// Notes say why an address was not published, or what failed.
-	Notes []string `json:"notes,omitempty"`
-	// Customization is what was found of VMware Tools' guest
-	// customization; empty when nothing.
-	Customization []string `json:"customization,omitempty"`
-	// Fallback says what was done for a VMware guest whose metadata has
-	// no network configuration (cloud-init's DHCP fallback); "" when it
-	// has one.
-	Fallback string `json:"fallback,omitempty"`
-}
-
-// Guestinfo keys the guest's addresses are published in, as cloud-init
-// names them.
-const (
-	GuestinfoLocalIPv4 = "local-ipv4"
-	GuestinfoLocalIPv6 = "local-ipv6"
-)
-
 // waitPoll is how often the owned links are looked at while waiting, and
 // waitProgress how often the wait says it is still waiting.
 const (
@@ -57,12 +32,34 @@ const (
 	waitProgress = 5 * time.Second
 )
 
+// vmwareDuties are what boot does for VMware beyond its read, in
+// Extra.VMware: what is found of VMware Tools' customization, and a spec's
+// begin, after the read (found first, so that a boot failing later keeps
+// it: what Tools' customization does to the network matters most then);
+// the wait-on-network and the published addresses after the network
+// (cloud-init's VMware datasource waited for the network and published
+// the guest's addresses; with its NoCloud, boot does); a spec's report
+// and marker at the end.
+func vmwareDuties(md *Metadata, h *sourceduty.Host) sourceduty.Duties {
+	return sourceduty.Duties{
+		AfterRead: func(ctx context.Context, x *sourceduty.Extra) { x.VMware = vmwareFindings(ctx, h, md) },
+		AfterNetwork: func(ctx context.Context, net *sourceduty.Net, x *sourceduty.Extra) {
+			vmwareStep(ctx, h, x.VMware, md, net)
+		},
+		End: func(ctx context.Context, outcome string, x *sourceduty.Extra) {
+			vmwareIMCEnd(ctx, h, outcome, x.VMware, md)
+		},
+		Redacted: h.Redact,
+	}
+}
+
 // vmwareStep runs after the network step of a boot that read VMware
-// guestinfo, filling vs (begun by vmwareFindings): res is that step's result (nil when the network was not
-// handled), live whether the boot changes this machine (nothing is
-// written to the VMX of a boot that only plans). It never fails the boot:
-// what went wrong is in the status.
-func (e *Env) vmwareStep(ctx context.Context, vs *VMwareStatus, md *datasource.Metadata, res *NetResult, live bool) {
+// guestinfo, filling vs (begun by vmwareFindings): res is that step's
+// result (nil when the network was not handled); nothing is written to
+// the VMX of a boot that does not change this machine (h.Live). It never
+// fails the boot: what went wrong is in the status.
+func vmwareStep(ctx context.Context, h *sourceduty.Host, vs *sourceduty.VMwareStatus, md *Metadata, res *sourceduty.Net) {
+	live := h.Live
 	want := md.WaitOnNetwork
 	applied := live && res != nil && res.Action == "applied"
 	if !applied {
@@ -75,63 +72,59 @@ func (e *Env) vmwareStep(ctx context.Context, vs *VMwareStatus, md *datasource.M
 		}
 		vs.Notes = append(vs.Notes, "guestinfo.local-ipv4 and guestinfo.local-ipv6 not published: "+why)
 	} else if want.Any() {
-		vs.Wait = e.waitOnNetwork(ctx, want, md.Network, res)
+		vs.Wait = waitOnNetwork(ctx, h, want, md.Network, res)
 	}
 	if live {
-		w := e.newGuestinfoWriter(ctx, guestinfoToolOf(md), vs)
+		w := newGuestinfoWriter(ctx, h, guestinfoToolOf(md), vs)
 		if applied {
-			e.publishLocalIPs(w, md, res.Links, vs)
+			publishLocalIPs(h, w, md, res.Links, vs)
 		}
-		e.advertiseUpdates(w, md)
+		advertiseUpdates(h, w, md)
 		w.close()
 	}
-	e.vmwareLog(vs)
+	vmwareLog(h, vs)
 }
 
 // vmwareFindings starts the VMware status of a boot with what is found of
 // VMware Tools' guest customization, logged, and begins applying the
-// customization spec md was read from, if it was (live: the boot changes
-// this machine).
-func (e *Env) vmwareFindings(ctx context.Context, md *datasource.Metadata, live bool) *VMwareStatus {
-	vs := &VMwareStatus{}
+// customization spec md was read from, if it was.
+func vmwareFindings(ctx context.Context, h *sourceduty.Host, md *Metadata) *sourceduty.VMwareStatus {
+	vs := &sourceduty.VMwareStatus{}
 	if md.VMwareIMC == nil {
-		vs.Customization = vmwareCustomization(e)
+		vs.Customization = vmwareCustomization(h)
 	}
 	for _, c := range vs.Customization {
-		e.Log.Warn("vmware: " + c)
+		h.Log.Warn("vmware: " + c)
 	}
 	if md.VMwareIMC != nil {
-		e.vmwareIMCBegin(ctx, vs, md, live)
+		vmwareIMCBegin(ctx, h, vs, md)
 	}
-	e.vmwareFallback(ctx, vs, md)
+	vmwareFallback(ctx, h, vs, md)
 	return vs
 }
 
-// guestinfoSetBudget bounds every info-set call of one boot together
-// (a tool run is bounded by datasource.DefaultToolTimeout, the same):
-// four of them, each waiting out the bound on a tool that hangs, would
-// hold back cloud-init by four times as long. An atomic so that a test
-// can shorten it.
-var guestinfoSetBudget atomic.Int64
-
-func init() { guestinfoSetBudget.Store(int64(datasource.DefaultToolTimeout)) }
+// sourceduty.ToolBudget bounds every info-set call of one boot together
+// (a tool run is bounded by defaultToolTimeout, the same): four of them,
+// each waiting out the bound on a tool that hangs, would hold back
+// cloud-init by four times as long.
+func init() { sourceduty.ToolBudget.Store(int64(defaultToolTimeout)) }
 
 // guestinfoWriter makes the info-set calls of one boot, through the tool
-// that read the guestinfo, within guestinfoSetBudget. Once a tool run
+// that read the guestinfo, within sourceduty.ToolBudget. Once a tool run
 // hangs past the budget or cannot be started (the tool is gone), the
 // calls left are not made: each would end the same way.
 type guestinfoWriter struct {
-	e      *Env
+	h      *sourceduty.Host
 	tool   string
-	vs     *VMwareStatus
+	vs     *sourceduty.VMwareStatus
 	ctx    context.Context
 	cancel context.CancelFunc
 	broken string // why the calls left are not made; "" while they are
 }
 
-func (e *Env) newGuestinfoWriter(ctx context.Context, tool string, vs *VMwareStatus) *guestinfoWriter {
-	ctx, cancel := context.WithTimeout(ctx, time.Duration(guestinfoSetBudget.Load()))
-	return &guestinfoWriter{e: e, tool: tool, vs: vs, ctx: ctx, cancel: cancel}
+func newGuestinfoWriter(ctx context.Context, h *sourceduty.Host, tool string, vs *sourceduty.VMwareStatus) *guestinfoWriter {
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(sourceduty.ToolBudget.Load()))
+	return &guestinfoWriter{h: h, tool: tool, vs: vs, ctx: ctx, cancel: cancel}
 }
 
 func (w *guestinfoWriter) close() { w.cancel() }
@@ -143,14 +136,14 @@ func (w *guestinfoWriter) set(key, value string) bool {
 		w.vs.Notes = append(w.vs.Notes, fmt.Sprintf("guestinfo.%s not published: not tried, %s", key, w.broken))
 		return false
 	}
-	err := datasource.SetGuestinfo(w.ctx, w.e.vmwareRunner(), w.tool, key, value)
+	err := SetGuestinfo(w.ctx, nil, w.tool, key, value)
 	if err != nil {
 		w.vs.Notes = append(w.vs.Notes, fmt.Sprintf("publishing guestinfo.%s failed: %v", key, err))
-		w.e.Log.Warn("vmware: publishing guestinfo."+key+" failed", "err", err)
-		var te *datasource.ToolError
+		w.h.Log.Warn("vmware: publishing guestinfo."+key+" failed", "err", err)
+		var te *ToolError
 		switch {
 		case w.ctx.Err() != nil:
-			w.broken = fmt.Sprintf("the info-set calls of this boot ran out of their %s", time.Duration(guestinfoSetBudget.Load()))
+			w.broken = fmt.Sprintf("the info-set calls of this boot ran out of their %s", time.Duration(sourceduty.ToolBudget.Load()))
 		case errors.As(err, &te) && te.Err != nil:
 			w.broken = "since " + w.tool + " could not be run"
 		}
@@ -160,15 +153,15 @@ func (w *guestinfoWriter) set(key, value string) bool {
 	return true
 }
 
-func (e *Env) vmwareLog(vs *VMwareStatus) {
+func vmwareLog(h *sourceduty.Host, vs *sourceduty.VMwareStatus) {
 	if vs.Wait != "" {
-		e.Log.Info("vmware: " + vs.Wait)
+		h.Log.Info("vmware: " + vs.Wait)
 	}
 	for _, p := range vs.Published {
-		e.Log.Info("vmware: published " + p)
+		h.Log.Info("vmware: published " + p)
 	}
 	for _, n := range vs.Notes {
-		e.Log.Info("vmware: " + n)
+		h.Log.Info("vmware: " + n)
 	}
 }
 
@@ -180,10 +173,10 @@ func (e *Env) vmwareLog(vs *VMwareStatus) {
 // is not waited for: the stack that runs those clients starts after
 // seedkeeper-boot, so boot would only wait out the bound. It returns the
 // status line.
-func (e *Env) waitOnNetwork(ctx context.Context, want datasource.WaitOnNetwork, cfg *netcfg.Config, res *NetResult) string {
-	limit := time.Duration(e.Config.VMware.NetworkWait)
+func waitOnNetwork(ctx context.Context, h *sourceduty.Host, want WaitOnNetwork, cfg *netcfg.Config, res *sourceduty.Net) string {
+	limit := h.NetworkWait
 	head := "wait-on-network asks for " + want.String()
-	var waitFor datasource.WaitOnNetwork
+	var waitFor WaitOnNetwork
 	var later []string
 	for _, f := range []struct {
 		name string
@@ -218,8 +211,8 @@ func (e *Env) waitOnNetwork(ctx context.Context, want datasource.WaitOnNetwork, 
 	// of systemd's start timeout left, and only this line extends it.
 	lastProgress := start.Add(-waitProgress)
 	for {
-		st, err := readOwnedAddrs(e.Netns, res.Links)
-		missing := st.missing(waitFor)
+		st, err := h.Links.Addrs(res.Links)
+		missing := missingFamilies(st, waitFor)
 		if err == nil && len(missing) == 0 {
 			took := time.Since(start).Round(time.Millisecond)
 			parts = append([]string{fmt.Sprintf("%s ready on the owned links after %s", waitFor, took)}, parts...)
@@ -228,8 +221,8 @@ func (e *Env) waitOnNetwork(ctx context.Context, want datasource.WaitOnNetwork, 
 		if now := time.Now(); now.Sub(lastProgress) >= waitProgress {
 			lastProgress = now
 			msg := fmt.Sprintf("waiting for %s on the owned links (%s of at most %s)", strings.Join(missing, " and "), now.Sub(start).Round(time.Second), limit)
-			e.Log.Info("vmware: " + msg)
-			e.notifyWaiting(msg)
+			h.Log.Info("vmware: " + msg)
+			h.Waiting(msg)
 		}
 		select {
 		case <-ctx.Done():
@@ -264,24 +257,7 @@ func staticFamily(cfg *netcfg.Config, owned []string, v4 bool) bool {
 	return false
 }
 
-// ownedLink is what an owned link has: its usable addresses of each
-// family (not loopback, link-local or unspecified, and past duplicate
-// address detection), in the order the kernel lists them.
-type ownedLink struct {
-	Name      string
-	V4, V6    []netip.Addr
-	Tentative bool // an IPv6 address is still in duplicate address detection
-}
-
-// ownedAddrs is the live state of the owned links: each link, and the
-// links holding the default route of each family ("" when no owned link
-// does).
-type ownedAddrs struct {
-	Links      []ownedLink
-	Def4, Def6 string
-}
-
-func (st ownedAddrs) link(name string) *ownedLink {
+func linkNamed(st sourceduty.Addrs, name string) *sourceduty.Link {
 	for i := range st.Links {
 		if st.Links[i].Name == name {
 			return &st.Links[i]
@@ -290,9 +266,9 @@ func (st ownedAddrs) link(name string) *ownedLink {
 	return nil
 }
 
-// missing names the families of w that no owned link has a usable
+// missingFamilies names the families of w that no owned link has a usable
 // address of.
-func (st ownedAddrs) missing(w datasource.WaitOnNetwork) []string {
+func missingFamilies(st sourceduty.Addrs, w WaitOnNetwork) []string {
 	var has4, has6 bool
 	for _, l := range st.Links {
 		has4 = has4 || len(l.V4) > 0
@@ -318,13 +294,13 @@ func (st ownedAddrs) missing(w datasource.WaitOnNetwork) []string {
 // has a global one, and a link-local one with its prefix length on an
 // IPv4-only link) and publishes the bare address. Only owned links count.
 // The notes say why a family has none.
-func localIPs(st ownedAddrs) (v4, v6 netip.Addr, notes []string) {
-	one := func(fam, def string, addrs func(*ownedLink) []netip.Addr) netip.Addr {
+func localIPs(st sourceduty.Addrs) (v4, v6 netip.Addr, notes []string) {
+	one := func(fam, def string, addrs func(*sourceduty.Link) []netip.Addr) netip.Addr {
 		if def == "" {
 			notes = append(notes, fmt.Sprintf("no owned link holds the %s default route", fam))
 			return netip.Addr{}
 		}
-		l := st.link(def)
+		l := linkNamed(st, def)
 		if l == nil {
 			return netip.Addr{}
 		}
@@ -338,11 +314,11 @@ func localIPs(st ownedAddrs) (v4, v6 netip.Addr, notes []string) {
 		}
 		return netip.Addr{}
 	}
-	v4s := func(l *ownedLink) []netip.Addr { return l.V4 }
-	v6s := func(l *ownedLink) []netip.Addr { return l.V6 }
+	v4s := func(l *sourceduty.Link) []netip.Addr { return l.V4 }
+	v6s := func(l *sourceduty.Link) []netip.Addr { return l.V6 }
 	v4 = one("IPv4", st.Def4, v4s)
 	v6 = one("IPv6", st.Def6, v6s)
-	holding := func(a netip.Addr, of func(*ownedLink) []netip.Addr) *ownedLink {
+	holding := func(a netip.Addr, of func(*sourceduty.Link) []netip.Addr) *sourceduty.Link {
 		for i := range st.Links {
 			if slices.Contains(of(&st.Links[i]), a) {
 				return &st.Links[i]
@@ -369,9 +345,9 @@ func localIPs(st ownedAddrs) (v4, v6 netip.Addr, notes []string) {
 // through the tool that read the guestinfo, as cloud-init does after its
 // wait; a family without an address is left as it is (cloud-init sets
 // only what it found).
-func (e *Env) publishLocalIPs(w *guestinfoWriter, md *datasource.Metadata, names []string, vs *VMwareStatus) {
+func publishLocalIPs(h *sourceduty.Host, w *guestinfoWriter, md *Metadata, names []string, vs *sourceduty.VMwareStatus) {
 	tool := guestinfoToolOf(md)
-	if tool != datasource.ToolRPCTool && tool != datasource.ToolVMToolsd {
+	if tool != ToolRPCTool && tool != ToolVMToolsd {
 		vs.Notes = append(vs.Notes, "guestinfo.local-ipv4 and guestinfo.local-ipv6 not published: the metadata came from the environment (VMX_GUESTINFO), not through a guestinfo tool, as cloud-init does not either")
 		return
 	}
@@ -379,7 +355,7 @@ func (e *Env) publishLocalIPs(w *guestinfoWriter, md *datasource.Metadata, names
 		vs.Notes = append(vs.Notes, "guestinfo.local-ipv4 and guestinfo.local-ipv6 not published: no link is owned")
 		return
 	}
-	st, err := readOwnedAddrs(e.Netns, names)
+	st, err := h.Links.Addrs(names)
 	if err != nil {
 		vs.Notes = append(vs.Notes, "guestinfo.local-ipv4 and guestinfo.local-ipv6 not published: reading the owned links: "+err.Error())
 		return
@@ -389,17 +365,11 @@ func (e *Env) publishLocalIPs(w *guestinfoWriter, md *datasource.Metadata, names
 	for _, p := range []struct {
 		key  string
 		addr netip.Addr
-	}{{GuestinfoLocalIPv4, v4}, {GuestinfoLocalIPv6, v6}} {
+	}{{sourceduty.GuestinfoLocalIPv4, v4}, {sourceduty.GuestinfoLocalIPv6, v6}} {
 		if p.addr.IsValid() {
 			w.set(p.key, p.addr.String())
 		}
 	}
-}
-
-// vmwareRunner runs the guestinfo tools: the one the source options
-// name, else the tools in $PATH.
-func (e *Env) vmwareRunner() datasource.CommandRunner {
-	return e.SourceOptions().VMware.Runner
 }
 
 // Where VMware Tools' guest customization leaves its traces: the spec it
@@ -415,8 +385,8 @@ const (
 // directory down (cloud-init searches the whole tree; Tools extracts a
 // package into a hidden directory there), and Tools' log.
 // Everything is looked at inside the root, no link followed out of it.
-func vmwareCustomization(e *Env) []string {
-	root := string(e.Root)
+func vmwareCustomization(h *sourceduty.Host) []string {
+	root := string(h.Root)
 	regular := func(p string) (fs.FileInfo, bool) {
 		fi, err := fsutil.StatIn(root, p, false)
 		return fi, err == nil && fi.Mode().IsRegular()
@@ -439,7 +409,7 @@ func vmwareCustomization(e *Env) []string {
 			}
 		}
 		if spec {
-			out = append(out, "a VMware customization spec (cust.cfg) is waiting under "+vmwareIMCDir+" and is not applied: seedkeeper reads a spec only as "+datasource.IMCDir+"/"+datasource.IMCSpecFile+", and only when guestinfo holds no metadata, user-data or vendor-data; vCenter will report the customization as not done")
+			out = append(out, "a VMware customization spec (cust.cfg) is waiting under "+vmwareIMCDir+" and is not applied: seedkeeper reads a spec only as "+iMCDir+"/"+iMCSpecFile+", and only when guestinfo holds no metadata, user-data or vendor-data; vCenter will report the customization as not done")
 		}
 	case !errors.Is(err, fs.ErrNotExist):
 		out = append(out, "cannot look for a VMware customization spec: "+err.Error())
@@ -450,35 +420,28 @@ func vmwareCustomization(e *Env) []string {
 	return out
 }
 
-// Guestinfo keys cloud-init's VMware datasource advertises the network
-// events in, so that the platform (vSphere's VM Service) knows whether a
-// changed network or a hot-added NIC is picked up.
-const (
-	GuestinfoUpdatesSupported = "cloudinit.updates.supported"
-	GuestinfoUpdatesEnabled   = "cloudinit.updates.enabled"
-)
-
-// advertiseUpdates sets those keys as cloud-init's activate() does, in
+// advertiseUpdates sets sourceduty.GuestinfoUpdatesSupported and
+// sourceduty.GuestinfoUpdatesEnabled as cloud-init's activate() does, in
 // its format (SCOPE=TYPE;TYPE, types sorted), for the events seedkeeper
 // handles: supported are the events it can apply, enabled those
 // events.network turns on (boot-new-instance always). With network.owner
 // cloud-init, seedkeeper applies no event, and cloud-init (NoCloud)
 // advertises nothing: neither does seedkeeper.
-func (e *Env) advertiseUpdates(w *guestinfoWriter, md *datasource.Metadata) {
+func advertiseUpdates(h *sourceduty.Host, w *guestinfoWriter, md *Metadata) {
 	tool := guestinfoToolOf(md)
-	if (tool != datasource.ToolRPCTool && tool != datasource.ToolVMToolsd) || e.Config.Network.Owner == "cloud-init" {
+	if (tool != ToolRPCTool && tool != ToolVMToolsd) || h.NetworkByCloudInit {
 		return
 	}
 	enabled := []string{"boot-new-instance"}
-	for _, ev := range e.Config.Events.Network {
+	for _, ev := range h.NetworkEvents {
 		if !slices.Contains(enabled, ev) {
 			enabled = append(enabled, ev)
 		}
 	}
 	slices.Sort(enabled)
 	for _, p := range []struct{ key, value string }{
-		{GuestinfoUpdatesSupported, "network=boot;boot-new-instance;hotplug"},
-		{GuestinfoUpdatesEnabled, "network=" + strings.Join(enabled, ";")},
+		{sourceduty.GuestinfoUpdatesSupported, "network=boot;boot-new-instance;hotplug"},
+		{sourceduty.GuestinfoUpdatesEnabled, "network=" + strings.Join(enabled, ";")},
 	} {
 		w.set(p.key, p.value)
 	}

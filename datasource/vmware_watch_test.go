@@ -1,4 +1,4 @@
-package agent
+package datasource
 
 import (
 	"context"
@@ -11,15 +11,39 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seedkeeper/seedkeeper/internal/linkaddr"
+	"github.com/seedkeeper/seedkeeper/internal/sourceduty"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
+
+// failures is a sourceduty.Recorder that keeps the last failure of each
+// key, as the watch record does: a retry that ends clears its time.
+type failures struct{ m map[string]*failure }
+
+type failure struct {
+	value, err string
+	retry      time.Time
+}
+
+func (r *failures) Published(key, _ string) { delete(r.m, key) }
+func (r *failures) SetFailed(key, value string, err error, retry time.Time) {
+	if r.m == nil {
+		r.m = map[string]*failure{}
+	}
+	r.m[key] = &failure{value, err.Error(), retry}
+}
+func (r *failures) RetryEnded(key string) {
+	if f := r.m[key]; f != nil {
+		f.retry = time.Time{}
+	}
+}
 
 // A burst of address or route events makes one reconcile, not one each
 // (before, every event read the links and the routing table again).
 func TestLocalIPWatchBoundsReconciles(t *testing.T) {
-	e := &Env{Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	w := e.newLocalIPWatch(&Status{Source: "vmware", Transport: "vmware-rpctool",
-		VMware: &VMwareStatus{}, Network: &NetResult{Action: "applied"}})
+	h := &sourceduty.Host{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Links: linkaddr.Links{}}
+	w := newLocalIPWatch(h, sourceduty.Boot{Source: "vmware", Transport: "vmware-rpctool",
+		Extra: sourceduty.Extra{VMware: &sourceduty.VMwareStatus{}}, Net: sourceduty.Net{Action: "applied"}}, nil).(*localIPWatch)
 	events := make(chan struct{}) // unbuffered: each send is taken by the loop
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -43,27 +67,26 @@ func TestLocalIPWatchBoundsReconciles(t *testing.T) {
 // keeps the failure without a retry time that will not come.
 func TestLocalIPWatchEndsMootRetry(t *testing.T) {
 	held, failed := netip.MustParseAddr("2001:db8:7::71"), netip.MustParseAddr("2001:db8:7::99")
-	for name, after := range map[string]ownedAddrs{
-		"address gone":    {Links: []ownedLink{{Name: "eth0"}}, Def6: "eth0"},
-		"address as held": {Links: []ownedLink{{Name: "eth0", V6: []netip.Addr{held}}}, Def6: "eth0"},
+	for name, after := range map[string]sourceduty.Addrs{
+		"address gone":    {Links: []sourceduty.Link{{Name: "eth0"}}, Def6: "eth0"},
+		"address as held": {Links: []sourceduty.Link{{Name: "eth0", V6: []netip.Addr{held}}}, Def6: "eth0"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			calls := refusingRPCTool(t)
-			root, rec, _, _ := recorderRoot(t, testBootA)
-			e := &Env{Root: sysroot.Root(root), Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-			w := e.newLocalIPWatch(&Status{Source: "vmware", Transport: "vmware-rpctool",
-				VMware:  &VMwareStatus{Published: []string{"guestinfo.local-ipv6 " + held.String()}},
-				Network: &NetResult{Action: "applied", Links: []string{"eth0"}}})
-			w.rec = rec
+			rec := &failures{}
+			h := &sourceduty.Host{Root: sysroot.Root(t.TempDir()), Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Links: linkaddr.Links{}}
+			w := newLocalIPWatch(h, sourceduty.Boot{Source: "vmware", Transport: "vmware-rpctool",
+				Extra: sourceduty.Extra{VMware: &sourceduty.VMwareStatus{Published: []string{"guestinfo.local-ipv6 " + held.String()}}},
+				Net:   sourceduty.Net{Action: "applied", Links: []string{"eth0"}}}, rec).(*localIPWatch)
 			now := time.Date(2026, 12, 1, 14, 0, 0, 0, time.UTC)
 			w.now = func() time.Time { return now }
-			addrs := ownedAddrs{Links: []ownedLink{{Name: "eth0", V6: []netip.Addr{failed}}}, Def6: "eth0"}
-			w.read = func(int, []string) (ownedAddrs, error) { return addrs, nil }
+			addrs := sourceduty.Addrs{Links: []sourceduty.Link{{Name: "eth0", V6: []netip.Addr{failed}}}, Def6: "eth0"}
+			w.read = func([]string) (sourceduty.Addrs, error) { return addrs, nil }
 
 			if next := w.reconcile(context.Background()); !next.Equal(now.Add(retryFirst)) {
 				t.Fatalf("after the failed set: next retry %v", next)
 			}
-			if f := readRecord(t, root).Key("guestinfo.local-ipv6").Failed; f == nil || f.RetryAt.IsZero() {
+			if f := rec.m["guestinfo.local-ipv6"]; f == nil || f.retry.IsZero() {
 				t.Fatalf("the failure is not recorded with its retry: %+v", f)
 			}
 			addrs = after
@@ -75,8 +98,8 @@ func TestLocalIPWatchEndsMootRetry(t *testing.T) {
 			if next := w.reconcile(context.Background()); !next.IsZero() {
 				t.Errorf("nothing to set, yet a retry at %v (in the past: the loop wakes every second)", next)
 			}
-			f := readRecord(t, root).Key("guestinfo.local-ipv6").Failed
-			if f == nil || f.Value != failed.String() || !strings.Contains(f.Error, "Permission denied") || !f.RetryAt.IsZero() {
+			f := rec.m["guestinfo.local-ipv6"]
+			if f == nil || f.value != failed.String() || !strings.Contains(f.err, "Permission denied") || !f.retry.IsZero() {
 				t.Errorf("the record's failure: %+v", f)
 			}
 			if b, _ := os.ReadFile(calls); strings.Count(string(b), "guestinfo.local-ipv6 ") != 1 {
