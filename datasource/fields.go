@@ -28,9 +28,9 @@ const (
 	MaxMetaDataExpanded = 1 << 20
 	// MaxPublicKey bounds one SSH public key line (sshd's own limit on a
 	// key blob is 16 KiB).
-	MaxPublicKey = pubkey.MaxKey
+	MaxPublicKey = 16 << 10
 	// MaxPublicKeys bounds all of them together.
-	MaxPublicKeys = pubkey.MaxKeys
+	MaxPublicKeys = 256 << 10
 	// MaxInstanceID is the longest instance ID: cloud-init makes a
 	// directory of that name.
 	MaxInstanceID = 255

@@ -89,8 +89,8 @@ var layers = []layer{
 	},
 	{
 		name: "tools",
-		what: "benchmarks, packaging and whole-program tests",
-		pkgs: []string{"bench/...", "packaging/...", "test/..."},
+		what: "benchmarks, packaging, whole-program tests and the test-only source",
+		pkgs: []string{"bench/...", "packaging/...", "test/...", "internal/testsource"},
 		may:  []string{"helpers", "plumbing", "mdata", "netcfg", "datasource", "steps", "flows", "commands"},
 	},
 }
