@@ -421,13 +421,20 @@ func checkVMwareGuest(t *testing.T, r *sdReport) {
 		t.Errorf("%s: seedkeeper status does not say guestinfo.local-ipv4 was published:\n%s", r.name, status)
 	}
 
-	// The drop-in's disable_vmware_customization is in cloud-init's
-	// merged configuration.
+	// The drop-in's disable_vmware_customization (false, for VMware Tools
+	// to hand a spec over) is in cloud-init's merged configuration, whose
+	// datasource_list leaves out the VMware and OVF datasources that
+	// would read a spec.
 	var merged map[string]any
 	if err := json.Unmarshal([]byte(r.get(t, "cloud-init-merged-cfg.json")), &merged); err != nil {
 		t.Errorf("%s: cloud-init query merged_cfg: %v\n%s", r.name, err, r.get(t, "cloud-init-merged-cfg.err"))
-	} else if v, ok := merged["disable_vmware_customization"]; v != true {
-		t.Errorf("%s: cloud-init's merged disable_vmware_customization is %v (set: %v), want true", r.name, v, ok)
+	} else {
+		if v, ok := merged["disable_vmware_customization"]; v != false {
+			t.Errorf("%s: cloud-init's merged disable_vmware_customization is %v (set: %v), want false", r.name, v, ok)
+		}
+		if l := fmt.Sprint(merged["datasource_list"]); l != "[NoCloud None]" {
+			t.Errorf("%s: cloud-init's merged datasource_list is %s, want [NoCloud None]", r.name, l)
+		}
 	}
 	if t.Failed() {
 		t.Logf("%s: seedkeeper status:\n%s\nstub record:\n%s", r.name, status, r.get(t, "vmware-calls"))
