@@ -943,5 +943,8 @@ func TestIntegrationSystemdVMwareIMCCloudInit(t *testing.T) {
 	if m := "/var/lib/seedkeeper/vmware-imc-marker"; f1[m] == "" || f1[m] != f2[m] {
 		t.Errorf("%s: the marker file was %q after the customized boot and is %q now: written again", r2.name, f1[m], f2[m])
 	}
+	// The spec's address is not set again on this boot without a source
+	// (docs/cloud-init.md, "VMware guest customization", not yet done):
+	// said, not asserted.
 	t.Logf("%s: the NIC has %v; seedkeeper status:\n%s", r2.name, r2.addrs(t, "addr.json", nicVMware.MAC), r2.get(t, "seedkeeper-status"))
 }
