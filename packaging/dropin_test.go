@@ -58,8 +58,10 @@ func TestDropIn(t *testing.T) {
 	if got := cfg.Network["config"]; got != "disabled" {
 		t.Errorf("network.config = %v; want disabled", got)
 	}
-	if !cfg.DisableVMwareCust {
-		t.Errorf("disable_vmware_customization is not true")
+	// VMware Tools hands a traditional customization spec over only when
+	// it reads false (vmwaretools_test.go has its rule).
+	if cfg.DisableVMwareCust {
+		t.Errorf("disable_vmware_customization is true: VMware Tools would run its own customization")
 	}
 	// ds-identify reads datasource_list with a line match, not YAML.
 	if !regexp.MustCompile(`(?m)^datasource_list: \[NoCloud, None\]$`).Match(b) {
@@ -258,8 +260,11 @@ func TestIntegrationDropInCloudInit(t *testing.T) {
 		if r.NetworkConfig != nil || r.NetworkSource != "system_cfg" {
 			t.Errorf("network config %v from %q; want none (disabled by system_cfg)", r.NetworkConfig, r.NetworkSource)
 		}
-		if !r.VMwareCustOff {
-			t.Errorf("disable_vmware_customization is false: cloud-init's VMware and OVF datasources would apply a customization spec")
+		// false, for VMware Tools to hand a spec to seedkeeper; cloud-init
+		// reads it only in its VMware and OVF datasources, which the
+		// datasource_list above leaves out.
+		if r.VMwareCustOff {
+			t.Errorf("disable_vmware_customization read as true: VMware Tools would run its own customization")
 		}
 	}
 
@@ -273,14 +278,14 @@ func TestIntegrationDropInCloudInit(t *testing.T) {
 		curtin := "network: {version: 1, config: [{type: physical, name: eth0, subnets: [{type: dhcp}]}]}\n"
 		wantOurs(t, check(t, map[string]string{dropIn: ours, "50-curtin-networking.cfg": curtin}))
 	})
-	vmwareCustOn := "disable_vmware_customization: false\n"
-	t.Run("after a file that turns VMware customization on", func(t *testing.T) {
-		wantOurs(t, check(t, map[string]string{dropIn: ours, "50-vmware-customization.cfg": vmwareCustOn}))
+	vmwareCustOff := "disable_vmware_customization: true\n"
+	t.Run("after a file that turns VMware customization off", func(t *testing.T) {
+		wantOurs(t, check(t, map[string]string{dropIn: ours, "50-vmware-customization.cfg": vmwareCustOff}))
 	})
 	// The counterfactuals show the checks above can fail.
-	t.Run("without the drop-in that file turns VMware customization on", func(t *testing.T) {
-		if r := check(t, map[string]string{"50-vmware-customization.cfg": vmwareCustOn}); r.VMwareCustOff {
-			t.Errorf("disable_vmware_customization read as true; want the file's false to count")
+	t.Run("without the drop-in that file turns VMware customization off", func(t *testing.T) {
+		if r := check(t, map[string]string{"50-vmware-customization.cfg": vmwareCustOff}); !r.VMwareCustOff {
+			t.Errorf("disable_vmware_customization read as false; want the file's true to count")
 		}
 	})
 	t.Run("named 90-seedkeeper.cfg it loses to 90_dpkg.cfg", func(t *testing.T) {

@@ -95,7 +95,7 @@ func TestIntegrationDropInKeepsImageSettings(t *testing.T) {
 	}
 	root := t.TempDir()
 	writeFileT(t, filepath.Join(root, "cloud.cfg"), `datasource_list: [VMware, OVF, None]
-disable_vmware_customization: false
+disable_vmware_customization: true
 datasource:
   NoCloud:
     fs_label: cidata
@@ -156,7 +156,7 @@ network:
 		"datasource_list":              "[NoCloud None]",
 		"datasource.NoCloud.fs_label":  "<nil>",
 		"datasource.NoCloud.seedfrom":  "file:///var/lib/cloud/seed/nocloud/",
-		"disable_vmware_customization": "true",
+		"disable_vmware_customization": "false",
 		"network.config":               "disabled",
 	}
 	for _, k := range dropInKeys {

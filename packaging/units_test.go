@@ -38,6 +38,9 @@ func TestBootUnit(t *testing.T) {
 	hasAll(t, u, "Unit", "Before", "shutdown.target", "cloud-init-local.service", "network-pre.target")
 	hasAll(t, u, "Unit", "Wants", "network-pre.target")
 	hasAll(t, u, "Unit", "After", "local-fs.target")
+	// VMware Tools, under both its unit names, before boot looks for the
+	// customization spec it leaves.
+	hasAll(t, u, "Unit", "After", "open-vm-tools.service", "vmtoolsd.service")
 	hasAll(t, u, "Service", "SuccessExitStatus", "1") // no metadata source
 	for _, k := range []string{"After", "Wants", "Requires"} {
 		if slices.Contains(u.words("Unit", k), "systemd-udev-settle.service") {
@@ -309,6 +312,25 @@ func TestIntegrationUnitsVerify(t *testing.T) {
 	watch := copyUnit("seedkeeper-watch.service", nil)
 	if out, err := verify(t, boot, watch); err != nil || out != "" {
 		t.Fatalf("systemd-analyze verify: err=%v\n%s", err, out)
+	}
+	// With VMware Tools' unit as Debian's open-vm-tools package orders it
+	// (no default dependencies; after vgauth, AppArmor, the remount,
+	// tmpfiles and modules; before cloud-init-local), boot after it is no
+	// cycle; a Tools unit after cloud-init-local would be one.
+	tools := func(after string) string {
+		p := filepath.Join(t.TempDir(), "open-vm-tools.service")
+		writeFileT(t, p, "[Unit]\nDescription=VMware Tools as Debian orders it\nDefaultDependencies=no\n"+
+			"Before=cloud-init-local.service\nAfter=vgauth.service apparmor.service systemd-remount-fs.service systemd-tmpfiles-setup.service systemd-modules-load.service"+after+"\n"+
+			"[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n")
+		return p
+	}
+	if out, err := verify(t, boot, tools("")); err != nil || out != "" {
+		t.Errorf("systemd-analyze verify with VMware Tools' unit: err=%v\n%s", err, out)
+	}
+	if _, err := os.Stat("/lib/systemd/system/cloud-init-local.service"); err == nil {
+		if out, _ := verify(t, boot, tools(" cloud-init-local.service\nWants=cloud-init-local.service")); !strings.Contains(out, "cycle") {
+			t.Errorf("systemd-analyze verify found no cycle with a Tools unit after cloud-init-local: %s", out)
+		}
 	}
 
 	broken := []struct {

@@ -246,10 +246,16 @@ for f in sys_vendor product_name product_serial; do
 done >"$out/dmi"
 cp /run/cloud-init/ds-identify.log "$out/ds-identify.log" 2>/dev/null
 # The VMware image variant (test/vm/systemd/vmware-rpctool): every call its
-# vmware-rpctool was given, and cloud-init's merged configuration (VMware
-# customization off).
+# vmware-rpctool was given, and cloud-init's merged configuration; what the
+# stand-in for VMware Tools (systemd/vmware-tools) did and left, and the
+# marker of the customization seedkeeper applied.
 if [ -d /usr/lib/sk-vmware ]; then
 	cp /run/sk-vmware/calls "$out/vmware-calls" 2>/dev/null
+	ls -A /run/sk-vmware >"$out/vmware-run" 2>/dev/null
+	ls -A /run/vmware-imc >"$out/vmware-imc-dir" 2>/dev/null
+	cat /var/log/vmware-imc/toolsDeployPkg.log >"$out/vmware-tools.log" 2>/dev/null
+	cat /var/lib/seedkeeper/vmware-imc-marker >"$out/vmware-imc-marker" 2>/dev/null
+	systemctl show open-vm-tools.service -p ExecMainStartTimestampMonotonic,ConditionResult,Result >"$out/vmware-tools-unit" 2>&1
 	cloud-init query merged_cfg >"$out/cloud-init-merged-cfg.json" 2>"$out/cloud-init-merged-cfg.err"
 fi
 date +%s >"$out/time"
