@@ -840,7 +840,7 @@ func checkIMCBoot(t *testing.T, r *sdReport, wantReports []string, marker, insta
 	if err := json.Unmarshal([]byte(r.get(t, "status.json")), &st); err != nil {
 		t.Fatalf("%s: status.json: %v", r.name, err)
 	}
-	if st.Source != datasource.SourceVMware || st.Transport != datasource.TransportIMC || st.VMware == nil {
+	if st.Source != datasource.SourceVMware || st.Transport != "imc" || st.VMware == nil {
 		t.Fatalf("%s: status.json: source %q via %q, vmware %v", r.name, st.Source, st.Transport, st.VMware)
 	}
 	if t.Failed() {
