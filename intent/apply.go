@@ -222,89 +222,9 @@ func apply(ctx context.Context, o Options, log *slog.Logger, res *Result, prev, 
 			// the new user exists.
 			res.Applied = append(res.Applied, c.Setting+": the metadata names this user no more; its keys are left as they are")
 		case strings.HasPrefix(c.Setting, "keys:"):
-			user := strings.TrimPrefix(c.Setting, "keys:")
-			a, err := LookupUser(o.Root, user)
-			if errors.Is(err, ErrNoUser) {
-				res.Waiting = append(res.Waiting, c.Setting+": the user does not exist; cloud-init creates users at the first boot of an instance")
-				continue
-			} else if err != nil {
-				fail(c.Setting, err)
-				continue
-			}
-			if a.UID == 0 {
-				// cloud-init's disable_root decides what a key of root
-				// may do (by default only print whom to log in as);
-				// seedkeeper writing it plain would bypass that.
-				res.Waiting = append(res.Waiting, c.Setting+": a uid 0 account, whose keys cloud-init's disable_root governs at the first boot of an instance; not written")
-				continue
-			}
-			file, err := AuthorizedKeysFile(o.Root, a)
-			if err != nil {
-				fail(c.Setting, err)
-				continue
-			}
-			receipt, held := prev.Keys[user], []string(nil)
-			if d.KeysPartial[user] {
-				// A key was dropped as unusable: the set is not all the
-				// metadata means, so only additions are made, and the
-				// keys it put there stay its own.
-				wanted := Fingerprints(d.Keys[user])
-				receipt, held = nil, nil
-				for _, fp := range prev.Keys[user] {
-					if slices.Contains(wanted, fp) {
-						receipt = append(receipt, fp)
-					} else {
-						held = append(held, fp)
-					}
-				}
-			}
-			out, err := ApplyKeys(o.Root, a, file, d.Keys[user], receipt)
-			if err != nil {
-				fail(c.Setting, err)
-				continue
-			}
-			if len(held) > 0 {
-				out.Receipt = slices.Compact(slices.Sorted(slices.Values(append(out.Receipt, held...))))
-			}
-			if len(out.Receipt) > 0 {
-				rec.Keys[user] = out.Receipt
-			} else {
-				delete(rec.Keys, user)
-			}
-			if out.Wrote {
-				res.Wrote = append(res.Wrote, out.File)
-			}
-			note := ""
-			if d.KeysPartial[user] {
-				note = "; a key of the metadata was dropped as unusable (see the warnings), so none was removed"
-			}
-			res.Applied = append(res.Applied, fmt.Sprintf("%s: %d added, %d removed in %s (seedkeeper)%s", c.Setting, out.Added, out.Removed, out.File, note))
-			log.Info("authorized keys applied", "user", user, "added", out.Added, "removed", out.Removed, "file", out.File)
+			applyKeys(o, log, res, prev, rec, d, c.Setting, fail)
 		case strings.HasPrefix(c.Setting, "password:"):
-			user := strings.TrimPrefix(c.Setting, "password:")
-			p, ok := d.Passwords[user]
-			switch {
-			case !ok:
-				res.Applied = append(res.Applied, c.Setting+": no longer in the metadata; the password stays as it is, as cloud-init leaves it")
-				continue
-			case p.Random:
-				res.Waiting = append(res.Waiting, c.Setting+": a random password is made once, at the first boot of an instance")
-				continue
-			}
-			if _, err := LookupUser(o.Root, user); errors.Is(err, ErrNoUser) {
-				res.Waiting = append(res.Waiting, c.Setting+": the user does not exist; cloud-init creates users at the first boot of an instance")
-				continue
-			}
-			if err := SetPassword(ctx, o.Run, o.Root, p, d.Expire); err != nil {
-				fail(c.Setting, err)
-				continue
-			}
-			how := "set"
-			if d.Expire {
-				how = "set, and expired (chpasswd.expire)"
-			}
-			res.Applied = append(res.Applied, c.Setting+": "+how+" (seedkeeper)")
-			log.Info("password applied", "user", user, "hashed", p.Hashed, "expire", d.Expire)
+			applyPassword(ctx, o, log, res, d, c.Setting, fail)
 		case c.Setting == "network" && o.NetworkByCloudInit:
 			res.Waiting = append(res.Waiting, "network: network.owner is cloud-init, which applies a network config at a new instance only (its default update events)")
 		case r.Applier == ByCloudInit:
@@ -414,4 +334,95 @@ func prefix(p string, s []string) []string {
 		out[i] = p + v
 	}
 	return out
+}
+
+// applyKeys writes the authorized keys of a changed "keys:USER" setting
+// the metadata grants, and records what it put there.
+func applyKeys(o Options, log *slog.Logger, res *Result, prev, rec *Record, d Desired, setting string, fail func(string, error)) {
+	user := strings.TrimPrefix(setting, "keys:")
+	a, err := LookupUser(o.Root, user)
+	if errors.Is(err, ErrNoUser) {
+		res.Waiting = append(res.Waiting, setting+": the user does not exist; cloud-init creates users at the first boot of an instance")
+		return
+	} else if err != nil {
+		fail(setting, err)
+		return
+	}
+	if a.UID == 0 {
+		// cloud-init's disable_root decides what a key of root
+		// may do (by default only print whom to log in as);
+		// seedkeeper writing it plain would bypass that.
+		res.Waiting = append(res.Waiting, setting+": a uid 0 account, whose keys cloud-init's disable_root governs at the first boot of an instance; not written")
+		return
+	}
+	file, err := AuthorizedKeysFile(o.Root, a)
+	if err != nil {
+		fail(setting, err)
+		return
+	}
+	receipt, held := prev.Keys[user], []string(nil)
+	if d.KeysPartial[user] {
+		// A key was dropped as unusable: the set is not all the
+		// metadata means, so only additions are made, and the
+		// keys it put there stay its own.
+		wanted := Fingerprints(d.Keys[user])
+		receipt, held = nil, nil
+		for _, fp := range prev.Keys[user] {
+			if slices.Contains(wanted, fp) {
+				receipt = append(receipt, fp)
+			} else {
+				held = append(held, fp)
+			}
+		}
+	}
+	out, err := ApplyKeys(o.Root, a, file, d.Keys[user], receipt)
+	if err != nil {
+		fail(setting, err)
+		return
+	}
+	if len(held) > 0 {
+		out.Receipt = slices.Compact(slices.Sorted(slices.Values(append(out.Receipt, held...))))
+	}
+	if len(out.Receipt) > 0 {
+		rec.Keys[user] = out.Receipt
+	} else {
+		delete(rec.Keys, user)
+	}
+	if out.Wrote {
+		res.Wrote = append(res.Wrote, out.File)
+	}
+	note := ""
+	if d.KeysPartial[user] {
+		note = "; a key of the metadata was dropped as unusable (see the warnings), so none was removed"
+	}
+	res.Applied = append(res.Applied, fmt.Sprintf("%s: %d added, %d removed in %s (seedkeeper)%s", setting, out.Added, out.Removed, out.File, note))
+	log.Info("authorized keys applied", "user", user, "added", out.Added, "removed", out.Removed, "file", out.File)
+}
+
+// applyPassword sets the password of a changed "password:USER" setting.
+func applyPassword(ctx context.Context, o Options, log *slog.Logger, res *Result, d Desired, setting string, fail func(string, error)) {
+	user := strings.TrimPrefix(setting, "password:")
+	p, ok := d.Passwords[user]
+	switch {
+	case !ok:
+		res.Applied = append(res.Applied, setting+": no longer in the metadata; the password stays as it is, as cloud-init leaves it")
+		return
+	case p.Random:
+		res.Waiting = append(res.Waiting, setting+": a random password is made once, at the first boot of an instance")
+		return
+	}
+	if _, err := LookupUser(o.Root, user); errors.Is(err, ErrNoUser) {
+		res.Waiting = append(res.Waiting, setting+": the user does not exist; cloud-init creates users at the first boot of an instance")
+		return
+	}
+	if err := SetPassword(ctx, o.Run, o.Root, p, d.Expire); err != nil {
+		fail(setting, err)
+		return
+	}
+	how := "set"
+	if d.Expire {
+		how = "set, and expired (chpasswd.expire)"
+	}
+	res.Applied = append(res.Applied, setting+": "+how+" (seedkeeper)")
+	log.Info("password applied", "user", user, "hashed", p.Hashed, "expire", d.Expire)
 }
