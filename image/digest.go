@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"slices"
 	"strings"
 
@@ -16,30 +15,6 @@ import (
 // ErrPlanChanged is wrapped by Seal when SealOptions.Expect is set and
 // the plan made right before acting is not the one that was read.
 var ErrPlanChanged = errors.New("the plan is no longer the one that was read")
-
-// pathState says what a path is, as the plan saw it: its kind, and for a
-// file or directory its size and modification time, so that a file
-// written, grown or replaced between the dry run and the real run changes
-// the plan's digest.
-func pathState(root, p string) string {
-	fi, err := fsutil.StatIn(root, p, false)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return "absent"
-	case err != nil:
-		return "unreadable"
-	}
-	kind := "other"
-	switch m := fi.Mode(); {
-	case m.IsRegular():
-		kind = "file"
-	case m.IsDir():
-		kind = "dir"
-	case m&fs.ModeSymlink != 0:
-		kind = "link"
-	}
-	return fmt.Sprintf("%s size=%d mtime=%d", kind, fi.Size(), fi.ModTime().UnixNano())
-}
 
 // Digest is a digest of exactly what the plan does: its options, and
 // each action with the state of its path when the plan was made. Two
@@ -91,7 +66,7 @@ func DiffPlans(was, now []Action) []string {
 // stateAll records the state of every action's path.
 func (p *Plan) stateAll() {
 	for i := range p.Actions {
-		p.Actions[i].State = pathState(string(p.Root), p.Actions[i].Path)
+		p.Actions[i].State = fsutil.StateIn(string(p.Root), p.Actions[i].Path)
 	}
 }
 

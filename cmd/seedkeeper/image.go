@@ -165,7 +165,7 @@ func imageSeal(r sysroot.Root, opts image.SealOptions, expect string, asJSON boo
 	var read []image.Action // the plan that was read, when --expect names a file
 	if expect != "" {
 		var err error
-		if opts.Expect, read, err = readExpected(expect); err != nil {
+		if opts.Expect, read, err = readExpected[image.Action](expect, "image seal"); err != nil {
 			fmt.Fprintf(stderr, "seedkeeper image seal: --expect: %s\n", clean(err.Error()))
 			return exitUsage
 		}

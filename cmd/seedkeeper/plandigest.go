@@ -58,9 +58,9 @@ func validDigest(v string) bool {
 }
 
 // readExpected reads --expect: a digest ("sha256:" and 64 hex digits), or
-// a file holding a dry run's --json output, whose digest and actions are
-// then the plan that was read.
-func readExpected(v string) (digest string, read []image.Action, err error) {
+// a file holding a dry run's --json output (what names the command that
+// wrote it), whose digest and actions are then the plan that was read.
+func readExpected[A any](v, what string) (digest string, read []A, err error) {
 	if strings.HasPrefix(v, "sha256:") {
 		if !validDigest(v) {
 			return "", nil, errors.New("a digest is sha256: and 64 hex digits")
@@ -71,9 +71,12 @@ func readExpected(v string) (digest string, read []image.Action, err error) {
 	if err != nil {
 		return "", nil, err
 	}
-	var plan sealJSON
-	if err := json.Unmarshal(b, &plan); err != nil || !strings.HasPrefix(plan.Digest, "sha256:") {
-		return "", nil, fmt.Errorf("%s: want a digest, or the output of image seal --dry-run --json", v)
+	var plan struct {
+		Digest  string `json:"digest"`
+		Actions []A    `json:"actions"`
+	}
+	if err := json.Unmarshal(b, &plan); err != nil || !validDigest(plan.Digest) {
+		return "", nil, fmt.Errorf("%s: want a digest, or the output of %s --dry-run --json", v, what)
 	}
 	return plan.Digest, plan.Actions, nil
 }

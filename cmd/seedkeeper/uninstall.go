@@ -1,16 +1,13 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/seedkeeper/seedkeeper/agent"
 	"github.com/seedkeeper/seedkeeper/image"
-	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 	"github.com/seedkeeper/seedkeeper/internal/safetext"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
@@ -107,7 +104,7 @@ func runUninstall(args []string, stdout, stderr io.Writer) int {
 	var digest string
 	if *expect != "" {
 		var err error
-		if digest, read, err = readExpectedUninstall(*expect); err != nil {
+		if digest, read, err = readExpected[agent.UninstallAction](*expect, "uninstall"); err != nil {
 			fmt.Fprintf(stderr, "seedkeeper uninstall: --expect: %s\n", safetext.Escape(err.Error()))
 			return exitUsage
 		}
@@ -196,27 +193,6 @@ func asSealActions(l []agent.UninstallAction) []image.Action {
 		out[i] = image.Action{Op: image.Op(a.Op), Path: a.Path, Why: a.Why, State: a.State}
 	}
 	return out
-}
-
-// readExpectedUninstall reads uninstall's --expect: a digest ("sha256:"
-// and 64 hex digits), or a file holding a dry run's --json output, whose
-// digest and actions are then the plan that was read.
-func readExpectedUninstall(v string) (string, []agent.UninstallAction, error) {
-	if strings.HasPrefix(v, "sha256:") {
-		if !validDigest(v) {
-			return "", nil, errors.New("a digest is sha256: and 64 hex digits")
-		}
-		return v, nil, nil
-	}
-	b, err := fsutil.ReadFile(context.Background(), v, fsutil.SmallFile)
-	if err != nil {
-		return "", nil, err
-	}
-	var plan uninstallJSON
-	if err := json.Unmarshal(b, &plan); err != nil || !validDigest(plan.Digest) {
-		return "", nil, fmt.Errorf("%s: want a digest, or the output of uninstall --dry-run --json", v)
-	}
-	return plan.Digest, plan.Actions, nil
 }
 
 func nonNil(l []string) []string {
