@@ -136,8 +136,14 @@ func checkSeedkeeperNetwork(t *testing.T, r *sdReport, resolver string) {
 	if got := r.addrs(t, "addr.json", nicDHCP.MAC); !slices.Contains(got, addrDHCP) {
 		t.Errorf("%s: DHCP NIC has %v, want the lease %s\nnetwork files:\n%s", r.name, got, addrDHCP, r.get(t, "netfiles"))
 	}
-	if rc := r.get(t, "resolv.conf"); !strings.Contains(rc, "nameserver "+resolver+"\n") && !strings.HasSuffix(rc, "nameserver "+resolver) {
-		t.Errorf("%s: /etc/resolv.conf does not name %s:\n%s", r.name, resolver, rc)
+	// With systemd-resolved, /etc/resolv.conf names its stub, and the
+	// servers networkd gave it are in its uplink file.
+	file, name := "resolv.conf", "/etc/resolv.conf"
+	if strings.HasSuffix(strings.TrimSpace(string(r.files["resolv.conf.link"])), "/stub-resolv.conf") {
+		file, name = "resolved-resolv.conf", "/run/systemd/resolve/resolv.conf (systemd-resolved)"
+	}
+	if rc := r.get(t, file); !strings.Contains(rc, "nameserver "+resolver+"\n") && !strings.HasSuffix(rc, "nameserver "+resolver) {
+		t.Errorf("%s: %s does not name %s:\n%s", r.name, name, resolver, rc)
 	}
 }
 
@@ -319,51 +325,53 @@ func checkHotplugged(t *testing.T, r *sdReport) {
 func TestIntegrationSystemdStacks(t *testing.T) {
 	testenv.Integration(t)
 	t.Parallel()
-	for _, tc := range []struct {
-		stack, unit, status string
-	}{
-		{"ifupdown", "networking", "Stack:       ifupdown"},
-		{"networkmanager", "NetworkManager", "Stack:       networkmanager"},
-	} {
-		t.Run(tc.stack, func(t *testing.T) {
+	for _, stack := range []string{"ifupdown", "networkmanager"} {
+		t.Run(stack, func(t *testing.T) {
 			t.Parallel()
-			var img *sdImage
-			var app []string
-			if tc.stack == "networkmanager" {
-				// With a catch-all profile, as images leave one.
-				img = needSystemdVariant(t, relBookworm, tc.stack, "nm-catchall")
-				app = []string{"sk.nmtry=" + nmCatchAll}
-			} else {
-				img = needSystemdImage(t, relBookworm, tc.stack, true)
-			}
-			d := newSDDisk(t, img)
-			hot := nicHot
-			r := d.boot(t, sdBoot{Name: tc.stack, UUID: uuidVM, Seed: hotplugSeed(resolverA), NICs: []sdNIC{nicStatic, nicDHCP}, Hotplug: &hot, Append: app})
-			if tc.stack == "networkmanager" {
-				checkNMOnlyOurProfiles(t, r, nmCatchAll, 3)
-			}
-			checkSeedkeeperBoot(t, r, resolverA)
-			if u := r.unit(t, tc.unit); u["ActiveState"] != "active" {
-				t.Errorf("the image's manager %s.service is not active: %v", tc.unit, u)
-			}
-			if s := r.get(t, "seedkeeper-status"); !strings.Contains(s, tc.status) {
-				t.Errorf("seedkeeper status does not say %q:\n%s", tc.status, s)
-			}
-			for _, snap := range []string{"addr-hotplug.json", "addr-hotplug-30s.json"} {
-				if got := r.addrs(t, snap, nicStatic.MAC); !slices.Equal(got, []string{addrStatic}) {
-					t.Errorf("static NIC (%s): %v, want [%s]", snap, got, addrStatic)
-				}
-				if got := r.addrs(t, snap, nicDHCP.MAC); !slices.Equal(got, []string{addrDHCP}) {
-					t.Errorf("DHCP NIC (%s): %v, want [%s]", snap, got, addrDHCP)
-				}
-				if got := r.addrs(t, snap, nicHot.MAC); !slices.Equal(got, []string{addrHot}) {
-					t.Errorf("hot-added NIC (%s): %v, want [%s]", snap, got, addrHot)
-				}
-			}
-			if t.Failed() {
-				t.Logf("network files:\n%s\nseedkeeper journal:\n%s", r.get(t, "netfiles"), r.get(t, "journal-seedkeeper"))
-			}
+			stackScenario(t, relBookworm, stack)
 		})
+	}
+}
+
+// stackScenario is TestIntegrationSystemdStacks's boot of the ifupdown or
+// NetworkManager image on release.
+func stackScenario(t *testing.T, release, stack string) {
+	unit, status := map[string]string{"ifupdown": "networking", "networkmanager": "NetworkManager"}[stack], "Stack:       "+stack
+	var img *sdImage
+	var app []string
+	if stack == "networkmanager" {
+		// With a catch-all profile, as images leave one.
+		img = needSystemdVariant(t, release, stack, "nm-catchall")
+		app = []string{"sk.nmtry=" + nmCatchAll}
+	} else {
+		img = needSystemdImage(t, release, stack, true)
+	}
+	d := newSDDisk(t, img)
+	hot := nicHot
+	r := d.boot(t, sdBoot{Name: stack, UUID: uuidVM, Seed: hotplugSeed(resolverA), NICs: []sdNIC{nicStatic, nicDHCP}, Hotplug: &hot, Append: app})
+	if stack == "networkmanager" {
+		checkNMOnlyOurProfiles(t, r, nmCatchAll, 3)
+	}
+	checkSeedkeeperBoot(t, r, resolverA)
+	if u := r.unit(t, unit); u["ActiveState"] != "active" {
+		t.Errorf("the image's manager %s.service is not active: %v", unit, u)
+	}
+	if s := r.get(t, "seedkeeper-status"); !strings.Contains(s, status) {
+		t.Errorf("seedkeeper status does not say %q:\n%s", status, s)
+	}
+	for _, snap := range []string{"addr-hotplug.json", "addr-hotplug-30s.json"} {
+		if got := r.addrs(t, snap, nicStatic.MAC); !slices.Equal(got, []string{addrStatic}) {
+			t.Errorf("static NIC (%s): %v, want [%s]", snap, got, addrStatic)
+		}
+		if got := r.addrs(t, snap, nicDHCP.MAC); !slices.Equal(got, []string{addrDHCP}) {
+			t.Errorf("DHCP NIC (%s): %v, want [%s]", snap, got, addrDHCP)
+		}
+		if got := r.addrs(t, snap, nicHot.MAC); !slices.Equal(got, []string{addrHot}) {
+			t.Errorf("hot-added NIC (%s): %v, want [%s]", snap, got, addrHot)
+		}
+	}
+	if t.Failed() {
+		t.Logf("network files:\n%s\nseedkeeper journal:\n%s", r.get(t, "netfiles"), r.get(t, "journal-seedkeeper"))
 	}
 }
 

@@ -37,6 +37,7 @@ const netplanNetworkPending = false
 var cloudInitUnits = map[string][]string{
 	relBookworm: {"cloud-init-local", "cloud-init", "cloud-config", "cloud-final"},
 	relTrixie:   {"cloud-init-main", "cloud-init-local", "cloud-init-network", "cloud-config", "cloud-final"},
+	relForky:    {"cloud-init-main", "cloud-init-local", "cloud-init-network", "cloud-config", "cloud-final"},
 }
 
 // TestIntegrationSystemdTrixie runs resolver change, clone, unchanged boot,
