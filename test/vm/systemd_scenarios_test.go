@@ -164,9 +164,17 @@ func persistentFiles(t *testing.T, r *sdReport) map[string]string {
 // systemd-networkd image: a Proxmox resolver change between boots of one
 // disk, a clone on another SMBIOS UUID, a hot-added NIC under
 // seedkeeper-watch (on the chain's first boot), and a boot with nothing
-// changed; the same boots without seedkeeper in make e2e.
+// changed; the same boots without seedkeeper beside them. make e2e
+// (SEEDKEEPER_VM_MATRIX=full) runs it; make test runs the first boot's
+// checks, the hot-added NIC among them, on the admin chain's first boot on
+// this image (TestIntegrationSystemdAdminChanges), and the resolver
+// change, clone and unchanged boot on Debian 13's and forky's netplan
+// images, over networkd.
 func TestIntegrationSystemdNetworkd(t *testing.T) {
 	testenv.Integration(t)
+	if !fullMatrix() {
+		t.Skip("the identity chain runs in make e2e (SEEDKEEPER_VM_MATRIX=full); make test runs its first boot as the admin chain's first")
+	}
 	t.Parallel()
 	identityScenarios(t, relBookworm, "networkd")
 }
@@ -193,7 +201,7 @@ func TestIntegrationSystemdMatrix(t *testing.T) {
 func fullMatrix() bool { return os.Getenv("SEEDKEEPER_VM_MATRIX") == "full" }
 
 // identityScenarios runs (a)-(e) on the image of stack on release: one
-// disk booted first (a NIC hot-added, d), then, in make e2e, with the
+// disk booted first (a NIC hot-added, d), then with the
 // resolver changed (a) beside a clone of it (b), then with nothing
 // changed (e), and the same disk's first two boots without seedkeeper
 // (c).
@@ -203,10 +211,7 @@ func identityScenarios(t *testing.T, release, stack string) {
 	// Build the images before the subtests fan out, so their failures
 	// (and the cached rootfs) are reported once.
 	img := needSystemdImage(t, release, stack, true)
-	var plain *sdImage
-	if fullMatrix() {
-		plain = needSystemdImage(t, release, stack, false)
-	}
+	plain := needSystemdImage(t, release, stack, false)
 	nics := []sdNIC{nicStatic, nicDHCP}
 
 	t.Run("identity", func(t *testing.T) {
@@ -223,15 +228,6 @@ func identityScenarios(t *testing.T, release, stack string) {
 		if r1.get(t, "kind") != "normal" {
 			t.FailNow() // the chain needs a first boot that completed
 		}
-		if !fullMatrix() {
-			// make test runs (a), (b) and (e) on Debian 13's netplan
-			// image (TestIntegrationSystemdTrixie), on cloud-init 25;
-			// Debian 12's other chains (templates, admin changes,
-			// removal) keep, clone and renew identities on 22.4.
-			t.Log("resolver-changed, clone and unchanged on this image run in make e2e (SEEDKEEPER_VM_MATRIX=full)")
-			return
-		}
-
 		// (a) the host's resolver changes: Proxmox's instance-id changes,
 		// and (b) a clone boots on another SMBIOS UUID; side by side.
 		clone := d.clone(t)
@@ -272,9 +268,6 @@ func identityScenarios(t *testing.T, release, stack string) {
 	// checks on its own that the second boot's seed had another
 	// instance-id, which seedkeeper did not take.
 	t.Run("without-seedkeeper", func(t *testing.T) {
-		if plain == nil {
-			t.Skip("the side-by-side boots without seedkeeper run in make e2e (SEEDKEEPER_VM_MATRIX=full)")
-		}
 		t.Parallel()
 		d := newSDDisk(t, plain)
 		r1 := d.boot(t, sdBoot{Name: "first", UUID: uuidVM, Seed: proxmoxSeed(resolverA), NICs: nics})
