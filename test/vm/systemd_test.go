@@ -2,22 +2,29 @@ package vm
 
 // The systemd-booted guest: a Debian userland with systemd as PID 1,
 // Debian's cloud-init and seedkeeper's .deb, booted from a persistent ext4
-// disk under QEMU/TCG, as a golden image is booted by a hypervisor. Two
-// releases: Debian 12 (relBookworm: cloud-init 22.4.2, systemd 252) and
-// Debian 13 (relTrixie: cloud-init 25.1.4, systemd 257); stacks networkd,
+// disk under QEMU/TCG, as a golden image is booted by a hypervisor. Three
+// releases: Debian 12 (relBookworm: cloud-init 22.4.2, systemd 252),
+// Debian 13 (relTrixie: cloud-init 25.1.4, systemd 257) and Debian's next,
+// forky (relForky: cloud-init 26.2, systemd 262); stacks networkd,
 // ifupdown, networkmanager and netplan (netplan.io over networkd with a
-// catch-all in /etc/netplan).
+// catch-all in /etc/netplan; with systemd-resolved on forky, whose
+// netplan has wait-online wait for DNS).
 //
 // # How it is built
 //
-// The root filesystem is made by mmdebstrap (sdPackages plus the release's
-// and the stack's own packages): Debian 12 from this machine's apt sources
-// as they are, Debian 13 from the same mirror with the suite changed
-// (sdSources; the host's sources are not touched), with the pinned kernel's
-// modules and the image's own initramfs (systemd/customize.sh). The tar is
-// cached under DefaultKernelDir/rootfs/ as RELEASE-STACK-HASH.tar, by the
-// hash of its inputs (the release among them), so it is
-// built once per change of inputs, never per change of our code. Every test
+// Each release's base is made by one mmdebstrap run (sdPackages plus the
+// release's own): Debian 12 from this machine's apt sources as they are,
+// Debian 13 and forky from the same mirror with the suite changed
+// (sdSources; the host's sources are not touched; a Release file past its
+// Valid-Until date is accepted), with the pinned kernel's modules and the
+// image's own initramfs (systemd/customize.sh). Each stack's root
+// filesystem is that base unpacked, with the stack's packages installed
+// from the base's package lists and its network manager enabled
+// (systemd/layer.sh, systemd/stack-STACK.sh). The tars are cached under
+// DefaultKernelDir/rootfs/ as RELEASE-base-HASH.tar and
+// RELEASE-STACK-HASH.tar, by the hash of their inputs (the release and the
+// base's among them), so each is built once per change of inputs, never
+// per change of our code. Every test
 // run then unpacks it, installs the .deb it has just built (`make deb`; or
 // $SEEDKEEPER_VM_DEB), the report units (systemd/sk-report*) and the test's
 // cloud-init settings (systemd/sk-cloud.cfg), and makes
