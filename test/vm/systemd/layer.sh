@@ -23,8 +23,17 @@ if [ $# -gt 0 ]; then
 		cp -L /etc/resolv.conf "$root/etc/resolv.conf"
 		tmpres=1
 	fi
-	DEBIAN_FRONTEND=noninteractive chroot "$root" apt-get install -y -q --no-install-recommends \
-		-o Dpkg::Use-Pty=0 -o Acquire::Check-Valid-Until=false "$@"
+	# The base's lists first, so that the stacks share its versions; a
+	# mirror that has moved on since the base was built no longer serves
+	# some of them, and then the lists are read again.
+	install() {
+		DEBIAN_FRONTEND=noninteractive chroot "$root" apt-get install -y -q --no-install-recommends \
+			-o Dpkg::Use-Pty=0 -o Acquire::Check-Valid-Until=false "$@"
+	}
+	install "$@" || {
+		chroot "$root" apt-get update -q -o Acquire::Check-Valid-Until=false
+		install "$@"
+	}
 	if [ -n "$tmpres" ] && [ ! -L "$root/etc/resolv.conf" ]; then
 		rm -f "$root/etc/resolv.conf"
 	fi
