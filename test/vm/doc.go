@@ -55,9 +55,8 @@
 //   - Debian 12: the stacked links (v2's seed once, and with the driver
 //     allowlist leaving the NICs out), the SmartOS host that comes up
 //     late, the VMware guest, the ifupdown and NetworkManager images;
-//   - Debian 13: the no-source boot (networkd), the netplan chain's first
-//     boot with a hot-added NIC, then resolver-changed beside a clone,
-//     and netplan over NetworkManager;
+//   - Debian 13: the no-source boot (networkd), the netplan image's first
+//     boot with a hot-added NIC, and netplan over NetworkManager;
 //   - forky: the netplan chain (first with a hot-added NIC, resolver-changed
 //     beside a clone, unchanged) and the VMware guest on cloud-init 26.2.
 //
@@ -66,10 +65,13 @@
 // the identity chain on Debian 12's networkd, ifupdown and NetworkManager
 // images and the same boots without seedkeeper (make test runs its first
 // boot as the admin chain's, and resolver change, clone and unchanged
-// boot on Debian 13 and forky, over networkd); Debian 13's and forky's
-// networkd chains and Debian 13's unchanged boot (the netplan images
-// render through networkd; forky's unchanged boot runs seedkeeper's same
-// writers); forky's NetworkManager image (NetworkManager runs in make
+// boot on forky, over networkd); Debian 13's and forky's networkd chains
+// (the netplan images render through networkd) and Debian 13's netplan
+// boots after the first (the identity decisions and the files left alone
+// are seedkeeper's, and cloud-init takes the instance ID the seed says:
+// forky's chain shows them on the same stack and cloud-init's same unit
+// layout, Debian 12's admin chain and sealed clone on 22.4); forky's
+// NetworkManager image (NetworkManager runs in make
 // test on Debian 12 and 13); the seedless template's two clones and the
 // sealed template's second clone (first runs and clones that the
 // template's own seeded boot and the sealed clone show with other UUIDs
