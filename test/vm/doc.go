@@ -41,9 +41,10 @@
 // # make test and make e2e
 //
 // The systemd-booted guests (systemd_test.go: Debian 12, 13 and forky, a
-// disk image booted by systemd with cloud-init and the .deb) cost one to
-// four minutes of a core per boot under TCG, so make test boots every
-// check once and folds checks into chains, one boot carrying several:
+// disk image booted by systemd with cloud-init and the .deb) cost 90 to
+// 200 seconds of a core per boot under TCG (QEMU's CPU time; Debian 12's
+// boots the least, forky's the most), so make test boots every check once
+// and folds checks into chains, one boot carrying several:
 //
 //   - Debian 12 networkd, the admin chain (four boots): the first boot
 //     hot-adds a NIC (the identity chain's first boot); the third removes
@@ -71,13 +72,14 @@
 // are seedkeeper's, and cloud-init takes the instance ID the seed says:
 // forky's chain shows them on the same stack and cloud-init's same unit
 // layout, Debian 12's admin chain and sealed clone on 22.4); forky's
-// NetworkManager image (NetworkManager runs in make
-// test on Debian 12 and 13); the seedless template's two clones and the
+// NetworkManager image (NetworkManager runs in make test on Debian 12
+// and 13); the seedless template's two clones and the
 // sealed template's second clone (first runs and clones that the
 // template's own seeded boot and the sealed clone show with other UUIDs
 // and MACs); the stacked links' second boot and v1's seed (every boot
-// makes the links in a fresh kernel; v1 reads to v2's links, plan and
-// files, TestStackedSeedsAgree); the admin chain on Debian 13; and the
+// makes the links in a fresh kernel, and that a boot with nothing changed
+// rewrites no file is forky's unchanged boot, through the same writers;
+// v1 reads to v2's links, plan and files, TestStackedSeedsAgree); the admin chain on Debian 13; and the
 // extra template and stacked-stack scenarios. Every boot logs its QEMU's
 // CPU time, and the run ends with the total.
 //
