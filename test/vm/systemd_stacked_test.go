@@ -358,8 +358,8 @@ func TestIntegrationSystemdStackedLinks(t *testing.T) {
 			if !fullMatrix() {
 				// Every boot makes the links in a fresh kernel, which
 				// the first boot shows; that a boot with nothing
-				// changed rewrites no file is the unchanged boot of
-				// Debian 13's and forky's chains, through the same
+				// changed rewrites no file is forky's unchanged boot
+				// (TestIntegrationSystemdForky), through the same
 				// writers.
 				t.Log("the second boot of this disk runs in make e2e (SEEDKEEPER_VM_MATRIX=full)")
 				return
