@@ -41,10 +41,11 @@
 // # make test and make e2e
 //
 // The systemd-booted guests (systemd_test.go: Debian 12, 13 and forky, a
-// disk image booted by systemd with cloud-init and the .deb) cost 90 to
-// 200 seconds of a core per boot under TCG (QEMU's CPU time; Debian 12's
-// boots the least, forky's the most), so make test boots every check once
-// and folds checks into chains, one boot carrying several:
+// disk image booted by systemd with cloud-init and the .deb) cost 50 to
+// 120 seconds of a core per boot under TCG on a quiet 2-core host, and
+// about 1.5 times that on a loaded one (QEMU's CPU time; Debian 12's boots
+// the least, forky's the most), so make test boots every check once and
+// folds checks into chains, one boot carrying several:
 //
 //   - Debian 12 networkd, the admin chain (four boots): the first boot
 //     hot-adds a NIC (the identity chain's first boot); the third removes
