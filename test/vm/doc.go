@@ -38,6 +38,52 @@
 // (ttyS0, QEMU's stdout); the console of each boot is kept in the test's
 // temporary directory and its tail is logged when a test fails.
 //
+// # make test and make e2e
+//
+// The systemd-booted guests (systemd_test.go: Debian 12, 13 and forky, a
+// disk image booted by systemd with cloud-init and the .deb) cost 50 to
+// 120 seconds of a core per boot under TCG on a quiet 2-core host, and
+// about 1.5 times that on a loaded one (QEMU's CPU time; Debian 12's boots
+// the least, forky's the most), so make test boots every check once and
+// folds checks into chains, one boot carrying several:
+//
+//   - Debian 12 networkd, the admin chain (four boots): the first boot
+//     hot-adds a NIC (the identity chain's first boot); the third removes
+//     the package, and a changed drive boots a fourth time under plain
+//     cloud-init (the removal scenario);
+//   - Debian 12 networkd, the templates (three boots of one disk): the
+//     template without a seed, the same disk with its seed and sealed,
+//     a clone of the sealed disk;
+//   - Debian 12: the stacked links (v2's seed once, and with the driver
+//     allowlist leaving the NICs out), the SmartOS host that comes up
+//     late, the VMware guest, the ifupdown and NetworkManager images;
+//   - Debian 13: the no-source boot (networkd), the netplan image's first
+//     boot with a hot-added NIC, and netplan over NetworkManager;
+//   - forky: the netplan chain (first with a hot-added NIC, resolver-changed
+//     beside a clone, unchanged) and the VMware guest on cloud-init 26.2.
+//
+// make e2e (SEEDKEEPER_VM_MATRIX=full) adds what would only repeat a check
+// of make test's on another image, or on a second boot of the same one:
+// the identity chain on Debian 12's networkd, ifupdown and NetworkManager
+// images and the same boots without seedkeeper (make test runs its first
+// boot as the admin chain's, and resolver change, clone and unchanged
+// boot on forky, over networkd); Debian 13's and forky's networkd chains
+// (the netplan images render through networkd) and Debian 13's netplan
+// boots after the first (the identity decisions and the files left alone
+// are seedkeeper's, and cloud-init takes the instance ID the seed says:
+// forky's chain shows them on the same stack and cloud-init's same unit
+// layout, Debian 12's admin chain and sealed clone on 22.4); forky's
+// NetworkManager image (NetworkManager runs in make test on Debian 12
+// and 13); the seedless template's two clones and the
+// sealed template's second clone (first runs and clones that the
+// template's own seeded boot and the sealed clone show with other UUIDs
+// and MACs); the stacked links' second boot and v1's seed (every boot
+// makes the links in a fresh kernel, and that a boot with nothing changed
+// rewrites no file is forky's unchanged boot, through the same writers;
+// v1 reads to v2's links, plan and files, TestStackedSeedsAgree); the admin chain on Debian 13; and the
+// extra template and stacked-stack scenarios. Every boot logs its QEMU's
+// CPU time, and the run ends with the total.
+//
 // # Stability
 //
 // This package serves seedkeeper's own tests and tools and has no stable

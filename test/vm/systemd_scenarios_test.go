@@ -136,8 +136,14 @@ func checkSeedkeeperNetwork(t *testing.T, r *sdReport, resolver string) {
 	if got := r.addrs(t, "addr.json", nicDHCP.MAC); !slices.Contains(got, addrDHCP) {
 		t.Errorf("%s: DHCP NIC has %v, want the lease %s\nnetwork files:\n%s", r.name, got, addrDHCP, r.get(t, "netfiles"))
 	}
-	if rc := r.get(t, "resolv.conf"); !strings.Contains(rc, "nameserver "+resolver+"\n") && !strings.HasSuffix(rc, "nameserver "+resolver) {
-		t.Errorf("%s: /etc/resolv.conf does not name %s:\n%s", r.name, resolver, rc)
+	// With systemd-resolved, /etc/resolv.conf names its stub, and the
+	// servers networkd gave it are in its uplink file.
+	file, name := "resolv.conf", "/etc/resolv.conf"
+	if strings.HasSuffix(strings.TrimSpace(string(r.files["resolv.conf.link"])), "/stub-resolv.conf") {
+		file, name = "resolved-resolv.conf", "/run/systemd/resolve/resolv.conf (systemd-resolved)"
+	}
+	if rc := r.get(t, file); !strings.Contains(rc, "nameserver "+resolver+"\n") && !strings.HasSuffix(rc, "nameserver "+resolver) {
+		t.Errorf("%s: %s does not name %s:\n%s", r.name, name, resolver, rc)
 	}
 }
 
@@ -158,9 +164,17 @@ func persistentFiles(t *testing.T, r *sdReport) map[string]string {
 // systemd-networkd image: a Proxmox resolver change between boots of one
 // disk, a clone on another SMBIOS UUID, a hot-added NIC under
 // seedkeeper-watch (on the chain's first boot), and a boot with nothing
-// changed; the same boots without seedkeeper in make e2e.
+// changed; the same boots without seedkeeper beside them. make e2e
+// (SEEDKEEPER_VM_MATRIX=full) runs it; make test runs the first boot's
+// checks, the hot-added NIC among them, on the admin chain's first boot on
+// this image (TestIntegrationSystemdAdminChanges), and the resolver
+// change, clone and unchanged boot on Debian 13's and forky's netplan
+// images, over networkd.
 func TestIntegrationSystemdNetworkd(t *testing.T) {
 	testenv.Integration(t)
+	if !fullMatrix() {
+		t.Skip("the identity chain runs in make e2e (SEEDKEEPER_VM_MATRIX=full); make test runs its first boot as the admin chain's first")
+	}
 	t.Parallel()
 	identityScenarios(t, relBookworm, "networkd")
 }
@@ -187,7 +201,7 @@ func TestIntegrationSystemdMatrix(t *testing.T) {
 func fullMatrix() bool { return os.Getenv("SEEDKEEPER_VM_MATRIX") == "full" }
 
 // identityScenarios runs (a)-(e) on the image of stack on release: one
-// disk booted first (a NIC hot-added, d), then, in make e2e, with the
+// disk booted first (a NIC hot-added, d), then with the
 // resolver changed (a) beside a clone of it (b), then with nothing
 // changed (e), and the same disk's first two boots without seedkeeper
 // (c).
@@ -197,10 +211,7 @@ func identityScenarios(t *testing.T, release, stack string) {
 	// Build the images before the subtests fan out, so their failures
 	// (and the cached rootfs) are reported once.
 	img := needSystemdImage(t, release, stack, true)
-	var plain *sdImage
-	if fullMatrix() {
-		plain = needSystemdImage(t, release, stack, false)
-	}
+	plain := needSystemdImage(t, release, stack, false)
 	nics := []sdNIC{nicStatic, nicDHCP}
 
 	t.Run("identity", func(t *testing.T) {
@@ -217,15 +228,6 @@ func identityScenarios(t *testing.T, release, stack string) {
 		if r1.get(t, "kind") != "normal" {
 			t.FailNow() // the chain needs a first boot that completed
 		}
-		if !fullMatrix() {
-			// make test runs (a), (b) and (e) on Debian 13's netplan
-			// image (TestIntegrationSystemdTrixie), on cloud-init 25;
-			// Debian 12's other chains (templates, admin changes,
-			// removal) keep, clone and renew identities on 22.4.
-			t.Log("resolver-changed, clone and unchanged on this image run in make e2e (SEEDKEEPER_VM_MATRIX=full)")
-			return
-		}
-
 		// (a) the host's resolver changes: Proxmox's instance-id changes,
 		// and (b) a clone boots on another SMBIOS UUID; side by side.
 		clone := d.clone(t)
@@ -266,9 +268,6 @@ func identityScenarios(t *testing.T, release, stack string) {
 	// checks on its own that the second boot's seed had another
 	// instance-id, which seedkeeper did not take.
 	t.Run("without-seedkeeper", func(t *testing.T) {
-		if plain == nil {
-			t.Skip("the side-by-side boots without seedkeeper run in make e2e (SEEDKEEPER_VM_MATRIX=full)")
-		}
 		t.Parallel()
 		d := newSDDisk(t, plain)
 		r1 := d.boot(t, sdBoot{Name: "first", UUID: uuidVM, Seed: proxmoxSeed(resolverA), NICs: nics})
@@ -319,51 +318,53 @@ func checkHotplugged(t *testing.T, r *sdReport) {
 func TestIntegrationSystemdStacks(t *testing.T) {
 	testenv.Integration(t)
 	t.Parallel()
-	for _, tc := range []struct {
-		stack, unit, status string
-	}{
-		{"ifupdown", "networking", "Stack:       ifupdown"},
-		{"networkmanager", "NetworkManager", "Stack:       networkmanager"},
-	} {
-		t.Run(tc.stack, func(t *testing.T) {
+	for _, stack := range []string{"ifupdown", "networkmanager"} {
+		t.Run(stack, func(t *testing.T) {
 			t.Parallel()
-			var img *sdImage
-			var app []string
-			if tc.stack == "networkmanager" {
-				// With a catch-all profile, as images leave one.
-				img = needSystemdVariant(t, relBookworm, tc.stack, "nm-catchall")
-				app = []string{"sk.nmtry=" + nmCatchAll}
-			} else {
-				img = needSystemdImage(t, relBookworm, tc.stack, true)
-			}
-			d := newSDDisk(t, img)
-			hot := nicHot
-			r := d.boot(t, sdBoot{Name: tc.stack, UUID: uuidVM, Seed: hotplugSeed(resolverA), NICs: []sdNIC{nicStatic, nicDHCP}, Hotplug: &hot, Append: app})
-			if tc.stack == "networkmanager" {
-				checkNMOnlyOurProfiles(t, r, nmCatchAll, 3)
-			}
-			checkSeedkeeperBoot(t, r, resolverA)
-			if u := r.unit(t, tc.unit); u["ActiveState"] != "active" {
-				t.Errorf("the image's manager %s.service is not active: %v", tc.unit, u)
-			}
-			if s := r.get(t, "seedkeeper-status"); !strings.Contains(s, tc.status) {
-				t.Errorf("seedkeeper status does not say %q:\n%s", tc.status, s)
-			}
-			for _, snap := range []string{"addr-hotplug.json", "addr-hotplug-30s.json"} {
-				if got := r.addrs(t, snap, nicStatic.MAC); !slices.Equal(got, []string{addrStatic}) {
-					t.Errorf("static NIC (%s): %v, want [%s]", snap, got, addrStatic)
-				}
-				if got := r.addrs(t, snap, nicDHCP.MAC); !slices.Equal(got, []string{addrDHCP}) {
-					t.Errorf("DHCP NIC (%s): %v, want [%s]", snap, got, addrDHCP)
-				}
-				if got := r.addrs(t, snap, nicHot.MAC); !slices.Equal(got, []string{addrHot}) {
-					t.Errorf("hot-added NIC (%s): %v, want [%s]", snap, got, addrHot)
-				}
-			}
-			if t.Failed() {
-				t.Logf("network files:\n%s\nseedkeeper journal:\n%s", r.get(t, "netfiles"), r.get(t, "journal-seedkeeper"))
-			}
+			stackScenario(t, relBookworm, stack)
 		})
+	}
+}
+
+// stackScenario is TestIntegrationSystemdStacks's boot of the ifupdown or
+// NetworkManager image on release.
+func stackScenario(t *testing.T, release, stack string) {
+	unit, status := map[string]string{"ifupdown": "networking", "networkmanager": "NetworkManager"}[stack], "Stack:       "+stack
+	var img *sdImage
+	var app []string
+	if stack == "networkmanager" {
+		// With a catch-all profile, as images leave one.
+		img = needSystemdVariant(t, release, stack, "nm-catchall")
+		app = []string{"sk.nmtry=" + nmCatchAll}
+	} else {
+		img = needSystemdImage(t, release, stack, true)
+	}
+	d := newSDDisk(t, img)
+	hot := nicHot
+	r := d.boot(t, sdBoot{Name: stack, UUID: uuidVM, Seed: hotplugSeed(resolverA), NICs: []sdNIC{nicStatic, nicDHCP}, Hotplug: &hot, Append: app})
+	if stack == "networkmanager" {
+		checkNMOnlyOurProfiles(t, r, nmCatchAll, 3)
+	}
+	checkSeedkeeperBoot(t, r, resolverA)
+	if u := r.unit(t, unit); u["ActiveState"] != "active" {
+		t.Errorf("the image's manager %s.service is not active: %v", unit, u)
+	}
+	if s := r.get(t, "seedkeeper-status"); !strings.Contains(s, status) {
+		t.Errorf("seedkeeper status does not say %q:\n%s", status, s)
+	}
+	for _, snap := range []string{"addr-hotplug.json", "addr-hotplug-30s.json"} {
+		if got := r.addrs(t, snap, nicStatic.MAC); !slices.Equal(got, []string{addrStatic}) {
+			t.Errorf("static NIC (%s): %v, want [%s]", snap, got, addrStatic)
+		}
+		if got := r.addrs(t, snap, nicDHCP.MAC); !slices.Equal(got, []string{addrDHCP}) {
+			t.Errorf("DHCP NIC (%s): %v, want [%s]", snap, got, addrDHCP)
+		}
+		if got := r.addrs(t, snap, nicHot.MAC); !slices.Equal(got, []string{addrHot}) {
+			t.Errorf("hot-added NIC (%s): %v, want [%s]", snap, got, addrHot)
+		}
+	}
+	if t.Failed() {
+		t.Logf("network files:\n%s\nseedkeeper journal:\n%s", r.get(t, "netfiles"), r.get(t, "journal-seedkeeper"))
 	}
 }
 

@@ -1,6 +1,9 @@
 package vm
 
 import (
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -72,5 +75,35 @@ func TestBootCostTable(t *testing.T) {
 	}
 	if strings.Contains(got, "second") {
 		t.Errorf("table has a row for boots without samples:\n%s", got)
+	}
+}
+
+// removeStale removes a stack's older tars, and never another stack's
+// whose name begins with it (netplan and netplan-nm) nor the base's.
+func TestRemoveStale(t *testing.T) {
+	dir := t.TempDir()
+	files := []string{
+		"forky-netplan-1111111111111111.tar", "forky-netplan-2222222222222222.tar",
+		"forky-netplan-nm-3333333333333333.tar", "forky-base-4444444444444444.tar",
+		"trixie-netplan-5555555555555555.tar",
+	}
+	for _, f := range files {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removeStale(dir, "forky-netplan", filepath.Join(dir, "forky-netplan-2222222222222222.tar"))
+	var left []string
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		left = append(left, e.Name())
+	}
+	want := []string{"forky-base-4444444444444444.tar", "forky-netplan-2222222222222222.tar",
+		"forky-netplan-nm-3333333333333333.tar", "trixie-netplan-5555555555555555.tar"}
+	if !slices.Equal(left, want) {
+		t.Errorf("left %v, want %v", left, want)
 	}
 }

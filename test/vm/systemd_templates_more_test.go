@@ -120,7 +120,7 @@ func journalMono(t *testing.T, r *sdReport, s string) (time.Duration, bool) {
 	return 0, false
 }
 
-// lateCDROMDriver is a variant of unseededTemplate's case (b): the seed
+// lateCDROMDriver is a variant of the seedless template's case (b): the seed
 // CD-ROM's driver loads a few seconds after seedkeeper-boot starts. boot
 // finds no source at first, waits for the udev queue to drain, and finds the
 // seed on that boot: sr0 attaches while seedkeeper-boot runs, status reads
@@ -183,7 +183,7 @@ func checkPlainSeeded(t *testing.T, r *sdReport, seed *seedFiles) {
 	}
 }
 
-// unseededTemplatePlain is the control: unseededTemplate's boots on the
+// unseededTemplatePlain is the control: the seedless template's boots on the
 // image without seedkeeper. Plain cloud-init on a seedless first boot
 // leaves nothing a later seed cannot override, so (a) two clones booted
 // with Proxmox-style seeds and (b) the template's own disk booted again

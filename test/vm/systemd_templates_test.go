@@ -126,35 +126,30 @@ func maybeKeys(t *testing.T, r *sdReport) []string {
 	return r.hostKeys(t)
 }
 
-// TestIntegrationSystemdTemplates runs the template scenarios (seedless,
-// sealed) on the networkd image, side by side. They run in `make test`:
-// seven boots, 6 min 35 s alone on a loaded 2-core host with two guests
-// at once; the whole `make test` with them took 19 min 41 s.
+// TestIntegrationSystemdTemplates runs the template scenarios on one disk
+// of the networkd image: the seedless template, then the same template
+// seeded and sealed. make test boots the template three times (seedless,
+// seeded and sealed, one clone of the sealed disk); make e2e
+// (SEEDKEEPER_VM_MATRIX=full) adds two clones of the seedless template and
+// a second clone of the sealed one.
 func TestIntegrationSystemdTemplates(t *testing.T) {
 	testenv.Integration(t)
 	t.Parallel()
 	start := time.Now()
 	t.Cleanup(func() { t.Logf("template scenarios took %v", time.Since(start).Round(time.Second)) })
 	img := needSystemdImage(t, relBookworm, "networkd", true)
-	t.Run("unseeded", func(t *testing.T) {
-		t.Parallel()
-		unseededTemplate(t, img)
-	})
-	t.Run("sealed", func(t *testing.T) {
-		t.Parallel()
-		sealedTemplate(t, img)
-	})
+	d := newSDDisk(t, img)
+	keys0 := seedlessTemplate(t, d)
+	unseededClones(t, d, keys0)
+	sealedTemplate(t, d, keys0)
 }
 
-// unseededTemplate is the seedless template, cases (a) and (b). A template
-// boots without a seed: cloud-init must be held back (its units skipped, so
-// that it does not record its placeholder "iid-datasource-none"). Then, side
-// by side: (a) two copies of it boot as clones, on other SMBIOS UUIDs with
-// Proxmox-style seeds; (b) the template's own disk boots again, now with the
-// CD-ROM. Every one of them must be a new instance with the seed's derived
-// ID, its user-data applied and SSH host keys of its own.
-func unseededTemplate(t *testing.T, img *sdImage) {
-	d := newSDDisk(t, img)
+// seedlessTemplate boots the template without a seed: cloud-init must be
+// held back (its units skipped, so that it does not record its
+// placeholder "iid-datasource-none"). It returns the SSH host keys the
+// boot left, if any.
+func seedlessTemplate(t *testing.T, d *sdDisk) []string {
+	t.Helper()
 	// No network configuration without a seed: nothing for wait-online
 	// to wait for but its 2-minute timeout.
 	r0 := d.boot(t, sdBoot{Name: "template-no-seed", UUID: uuidVM, NICs: []sdNIC{nicStatic, nicDHCP},
@@ -186,51 +181,48 @@ func unseededTemplate(t *testing.T, img *sdImage) {
 	if t.Failed() {
 		t.FailNow()
 	}
+	return keys0
+}
 
+// unseededClones is case (a) of the seedless template, in make e2e: two
+// copies of its disk boot side by side as clones, on other SMBIOS UUIDs
+// and MACs with Proxmox-style seeds. Each must be a new instance with the
+// seed's derived ID (a first run, rule 6), its user-data applied and SSH
+// host keys of its own. In make test the template's own disk boots with
+// its seed from the same seedless state (sealedTemplate's first boot, a
+// first run too), and the sealed clone boots on another UUID and MACs:
+// these clones only repeat that first run with other inputs.
+func unseededClones(t *testing.T, d *sdDisk, keys0 []string) {
+	t.Helper()
+	if !fullMatrix() {
+		t.Run("clones", func(t *testing.T) {
+			t.Skip("the seedless template's clones boot in make e2e (SEEDKEEPER_VM_MATRIX=full); make test boots the template's own disk with its seed")
+		})
+		return
+	}
 	seedA, seedB := keySeed(nicStaticA, nicDHCPA), keySeed(nicStaticB, nicDHCPB)
-	seedT := keySeed(nicStatic, nicDHCP)
 	cloneA, cloneB := d.clone(t), d.clone(t)
-	var rA, rB, rT *sdReport
-	t.Run("boots", func(t *testing.T) {
-		t.Run("clone-a", func(t *testing.T) {
+	var rA, rB *sdReport
+	t.Run("clones", func(t *testing.T) {
+		t.Run("a", func(t *testing.T) {
 			t.Parallel()
 			rA = cloneA.boot(t, sdBoot{Name: "clone-a", UUID: uuidCloneA, Seed: seedA, NICs: []sdNIC{nicStaticA, nicDHCPA}})
 		})
-		t.Run("clone-b", func(t *testing.T) {
-			if !fullMatrix() {
-				// Clone a against the template's own disk with its
-				// seed is the pair make test compares.
-				t.Skip("the second clone boots in make e2e (SEEDKEEPER_VM_MATRIX=full)")
-			}
+		t.Run("b", func(t *testing.T) {
 			t.Parallel()
 			rB = cloneB.boot(t, sdBoot{Name: "clone-b", UUID: uuidCloneB, Seed: seedB, NICs: []sdNIC{nicStaticB, nicDHCPB}})
 		})
-		t.Run("cdrom-late", func(t *testing.T) {
-			t.Parallel()
-			rT = d.boot(t, sdBoot{Name: "template-with-seed", UUID: uuidVM, Seed: seedT, NICs: []sdNIC{nicStatic, nicDHCP}})
-		})
 	})
-	if rA == nil || rB == nil && fullMatrix() || rT == nil {
+	if rA == nil || rB == nil {
 		t.FailNow() // a boot failed and said why
 	}
-	// (a) the clones, and (b) the same disk with the CD-ROM attached late:
-	// the first boot with a real source is a first run (rule 6).
-	booted := []*sdReport{rA, rT}
 	checkSeeded(t, rA, seedA, nicStaticA, "rule 6, first-run")
-	checkSeeded(t, rT, seedT, nicStatic, "rule 6, first-run")
-	kA, kT := rA.hostKeys(t), rT.hostKeys(t)
-	if rB != nil {
-		booted = append(booted, rB)
-		checkSeeded(t, rB, seedB, nicStaticB, "rule 6, first-run")
-		if kB := rB.hostKeys(t); slices.Equal(kA, kB) || slices.Equal(kT, kB) {
-			t.Errorf("(a) two clones of the template, or the template's disk and a clone, have the same SSH host keys %v", kB)
-		}
-	}
-	if slices.Equal(kT, kA) {
-		t.Errorf("(b) the template's disk and a clone have the same SSH host keys %v", kT)
+	checkSeeded(t, rB, seedB, nicStaticB, "rule 6, first-run")
+	if kA, kB := rA.hostKeys(t), rB.hostKeys(t); slices.Equal(kA, kB) {
+		t.Errorf("(a) two clones of the template have the same SSH host keys %v", kB)
 	}
 	if keys0 != nil {
-		for _, r := range booted {
+		for _, r := range []*sdReport{rA, rB} {
 			if slices.Equal(r.hostKeys(t), keys0) {
 				t.Errorf("%s kept the SSH host keys of the template's seedless boot %v", r.name, keys0)
 			}
@@ -238,18 +230,23 @@ func unseededTemplate(t *testing.T, img *sdImage) {
 	}
 }
 
-// sealedTemplate is the sealed template: a template boots with a Proxmox
-// seed, then `seedkeeper image check` (exit 1: the template ran cloud-init)
-// and `seedkeeper image seal` run on it before it powers off; two clones
-// with other SMBIOS UUIDs and MACs (so other derived IDs) boot side by side.
-// Each must be a new machine: its own instance ID, /etc/machine-id and SSH
-// host keys, and the sealed marker consumed.
-func sealedTemplate(t *testing.T, img *sdImage) {
-	d := newSDDisk(t, img)
+// sealedTemplate is (b) and the sealed template: the seedless template's
+// own disk boots with the CD-ROM attached late, a first run (rule 6);
+// then `seedkeeper image check` (exit 1: the template ran cloud-init) and
+// `seedkeeper image seal` run on it before it powers off; a clone with
+// another SMBIOS UUID and MACs (so another derived ID) boots, and in make
+// e2e a second one beside it. Each must be a new machine: its own
+// instance ID, /etc/machine-id and SSH host keys, and the sealed marker
+// consumed.
+func sealedTemplate(t *testing.T, d *sdDisk, keys0 []string) {
+	t.Helper()
 	seedT := keySeed(nicStatic, nicDHCP)
 	r0 := d.boot(t, sdBoot{Name: "template-sealed", UUID: uuidVM, Seed: seedT, NICs: []sdNIC{nicStatic, nicDHCP},
 		Append: []string{"sk.run=seal"}})
-	checkSeeded(t, r0, seedT, nicStatic, "")
+	checkSeeded(t, r0, seedT, nicStatic, "rule 6, first-run")
+	if keys0 != nil && slices.Equal(r0.hostKeys(t), keys0) {
+		t.Errorf("%s kept the SSH host keys of the template's seedless boot %v", r0.name, keys0)
+	}
 	if rc := r0.get(t, "image-check.rc"); rc != "1" {
 		t.Errorf("image check on the unsealed template exited %s, want 1:\n%s", rc, r0.get(t, "image-check"))
 	}
@@ -268,7 +265,7 @@ func sealedTemplate(t *testing.T, img *sdImage) {
 	if s := r0.get(t, "ssh-sealed"); strings.Contains(s, "ssh_host_") {
 		t.Errorf("after the seal /etc/ssh still holds host keys: %q", s)
 	}
-	id0, mid0, keys0 := r0.instanceID(t), r0.get(t, "machine-id"), r0.hostKeys(t)
+	id0, mid0, keys1 := r0.instanceID(t), r0.get(t, "machine-id"), r0.hostKeys(t)
 	t.Logf("template: image check before the seal:\n%s\nimage seal:\n%s", r0.get(t, "image-check"), r0.get(t, "image-seal"))
 	if t.Failed() {
 		t.FailNow()
@@ -277,7 +274,7 @@ func sealedTemplate(t *testing.T, img *sdImage) {
 	seedA, seedB := keySeed(nicStaticA, nicDHCPA), keySeed(nicStaticB, nicDHCPB)
 	cloneA, cloneB := d.clone(t), d.clone(t)
 	var rA, rB *sdReport
-	t.Run("clones", func(t *testing.T) {
+	t.Run("sealed-clones", func(t *testing.T) {
 		t.Run("a", func(t *testing.T) {
 			t.Parallel()
 			rA = cloneA.boot(t, sdBoot{Name: "sealed-clone-a", UUID: uuidCloneA, Seed: seedA, NICs: []sdNIC{nicStaticA, nicDHCPA}})
@@ -305,7 +302,7 @@ func sealedTemplate(t *testing.T, img *sdImage) {
 		clones = append(clones, rB)
 	}
 	// The template and every clone: each a machine of its own.
-	ids, mids, keys := map[string]string{id0: r0.name}, map[string]string{mid0: r0.name}, map[string]string{strings.Join(keys0, ","): r0.name}
+	ids, mids, keys := map[string]string{id0: r0.name}, map[string]string{mid0: r0.name}, map[string]string{strings.Join(keys1, ","): r0.name}
 	for _, r := range clones {
 		id, mid, k := r.instanceID(t), r.get(t, "machine-id"), strings.Join(r.hostKeys(t), ",")
 		if other, dup := ids[id]; dup {

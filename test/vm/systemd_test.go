@@ -2,22 +2,29 @@ package vm
 
 // The systemd-booted guest: a Debian userland with systemd as PID 1,
 // Debian's cloud-init and seedkeeper's .deb, booted from a persistent ext4
-// disk under QEMU/TCG, as a golden image is booted by a hypervisor. Two
-// releases: Debian 12 (relBookworm: cloud-init 22.4.2, systemd 252) and
-// Debian 13 (relTrixie: cloud-init 25.1.4, systemd 257); stacks networkd,
+// disk under QEMU/TCG, as a golden image is booted by a hypervisor. Three
+// releases: Debian 12 (relBookworm: cloud-init 22.4.2, systemd 252),
+// Debian 13 (relTrixie: cloud-init 25.1.4, systemd 257) and Debian's next,
+// forky (relForky: cloud-init 26.2, systemd 262); stacks networkd,
 // ifupdown, networkmanager and netplan (netplan.io over networkd with a
-// catch-all in /etc/netplan).
+// catch-all in /etc/netplan; with systemd-resolved on forky, whose
+// netplan has wait-online wait for DNS).
 //
 // # How it is built
 //
-// The root filesystem is made by mmdebstrap (sdPackages plus the release's
-// and the stack's own packages): Debian 12 from this machine's apt sources
-// as they are, Debian 13 from the same mirror with the suite changed
-// (sdSources; the host's sources are not touched), with the pinned kernel's
-// modules and the image's own initramfs (systemd/customize.sh). The tar is
-// cached under DefaultKernelDir/rootfs/ as RELEASE-STACK-HASH.tar, by the
-// hash of its inputs (the release among them), so it is
-// built once per change of inputs, never per change of our code. Every test
+// Each release's base is made by one mmdebstrap run (sdPackages plus the
+// release's own): Debian 12 from this machine's apt sources as they are,
+// Debian 13 and forky from the same mirror with the suite changed
+// (sdSources; the host's sources are not touched; a Release file past its
+// Valid-Until date is accepted), with the pinned kernel's modules and the
+// image's own initramfs (systemd/customize.sh). Each stack's root
+// filesystem is that base unpacked, with the stack's packages installed
+// from the base's package lists and its network manager enabled
+// (systemd/layer.sh, systemd/stack-STACK.sh). The tars are cached under
+// DefaultKernelDir/rootfs/ as RELEASE-base-HASH.tar and
+// RELEASE-STACK-HASH.tar, by the hash of their inputs (the release and the
+// base's among them), so each is built once per change of inputs, never
+// per change of our code. Every test
 // run then unpacks it, installs the .deb it has just built (`make deb`; or
 // $SEEDKEEPER_VM_DEB), the report units (systemd/sk-report*) and the test's
 // cloud-init settings (systemd/sk-cloud.cfg), and makes
@@ -66,7 +73,7 @@ package vm
 // # Knobs
 //
 // SEEDKEEPER_VM_JOBS guests at once (default 2; each takes 1 GiB and a
-// core), SEEDKEEPER_VM_BOOT the host's bound on one boot (default 15m),
+// core), SEEDKEEPER_VM_BOOT the host's bound on one boot (default 25m),
 // SEEDKEEPER_VM_DEB a prebuilt .deb, SEEDKEEPER_VM_KEEP a directory to
 // keep every report and console in, SEEDKEEPER_VM_CACHE and
 // SEEDKEEPER_VM_APT the rootfs cache and the apt sources mmdebstrap uses,
@@ -132,19 +139,33 @@ const (
 	// talk to it with `nc -Uu`; cloud-init-network replaces
 	// cloud-init.service), systemd 257.
 	relTrixie = "trixie"
+	// relForky is Debian's next release (testing): cloud-init 26.2
+	// (the 24.3+ layout, VMware network events from 25.2, the stream
+	// socket between its stages from 25.3), systemd 262, NetworkManager
+	// 1.58, netplan.io 1.2.
+	relForky = "forky"
 )
 
 // sdReleasePackages adds what a release's guest needs beyond sdPackages.
 var sdReleasePackages = map[string][]string{
 	relBookworm: nil,
 	relTrixie:   {"netcat-openbsd"},
+	relForky:    {"netcat-openbsd"},
+}
+
+// sdReleaseStackPackages adds what a stack's image needs on a release
+// beyond sdStackPackages. netplan.io 1.2 has systemd-networkd-wait-online
+// wait for DNS (--dns), which only systemd-resolved answers: its images
+// carry resolved, as Debian's netplan images do.
+var sdReleaseStackPackages = map[string]map[string][]string{
+	relForky: {"netplan": {"systemd-resolved"}},
 }
 
 // Environment knobs of the systemd guest.
 const (
 	envVMDeb   = "SEEDKEEPER_VM_DEB"   // a prebuilt .deb to install instead of building one
 	envVMJobs  = "SEEDKEEPER_VM_JOBS"  // how many guests boot at once (default 2)
-	envVMBoot  = "SEEDKEEPER_VM_BOOT"  // the host's bound on one boot (default 15m)
+	envVMBoot  = "SEEDKEEPER_VM_BOOT"  // the host's bound on one boot (default 25m)
 	envAptList = "SEEDKEEPER_VM_APT"   // the apt sources file mmdebstrap uses
 	envVMCache = "SEEDKEEPER_VM_CACHE" // where the rootfs tars are cached
 	envVMKeep  = "SEEDKEEPER_VM_KEEP"  // a directory to keep every boot's report and console in
@@ -160,12 +181,14 @@ var vmSlots = func() chan struct{} {
 }()
 
 // sdBootTimeout is the host's bound on one boot; the guest's own hang
-// timer (sk-report-late.timer) fires 3 minutes before it.
+// timer (sk-report-late.timer) fires 3 minutes before it. A first boot
+// with a hot-added NIC took 12 minutes with two guests at once on a
+// 2-core host whose load average was 15; the bound is twice that.
 func sdBootTimeout() time.Duration {
 	if d, err := time.ParseDuration(os.Getenv(envVMBoot)); err == nil && d >= 5*time.Minute {
 		return d
 	}
-	return 15 * time.Minute
+	return 25 * time.Minute
 }
 
 // sdImage is one bootable disk image: a release and a stack, with or
@@ -190,7 +213,7 @@ var (
 	sdMu      sync.Mutex
 	sdImages  = map[string]*onceImage{}
 	sdTars    = map[string]*onceImage{} // img.disk holds the tar's path
-	sdBuildMu sync.Mutex                // one mmdebstrap at a time
+	sdBuildMu sync.Mutex                // one rootfs build at a time
 	debOnce   sync.Once
 	debPath   string
 	debErr    error
@@ -326,11 +349,10 @@ func buildSDImage(release, stack string, withSeedkeeper bool, variant string) (*
 	if err != nil {
 		return nil, "", err
 	}
-	// One rootfs build at a time: each is minutes of CPU and network.
+	// One rootfs build at a time (sdBuildMu): each is minutes of CPU
+	// and network.
 	o := onceFor(sdTars, release+"/"+stack)
 	o.once.Do(func() {
-		sdBuildMu.Lock()
-		defer sdBuildMu.Unlock()
 		o.img = &sdImage{}
 		o.img.disk, o.err = rootfsTar(sdKernel.k, release, stack)
 	})
@@ -423,10 +445,104 @@ func installReport(root string) error {
 }
 
 // rootfsTar returns the cached root filesystem tar of stack on release,
-// building it with mmdebstrap when no tar for the current inputs exists.
+// building it when no tar for the current inputs exists: the stack's
+// packages and its hook (systemd/layer.sh, systemd/stack-STACK.sh)
+// installed on an unpacked copy of the release's base (rootfsBase), so
+// that a release's stacks share one mmdebstrap run and the same package
+// versions.
+func rootfsTar(k kernel, release, stack string) (string, error) {
+	base, baseKey, err := rootfsBase(k, release)
+	if err != nil {
+		return "", err
+	}
+	layer, err := os.ReadFile(filepath.Join("systemd", "layer.sh"))
+	if err != nil {
+		return "", err
+	}
+	stackHook, err := os.ReadFile(filepath.Join("systemd", "stack-"+stack+".sh"))
+	if err != nil {
+		return "", err
+	}
+	pkgs := append(slices.Clone(sdStackPackages[stack]), sdReleaseStackPackages[release][stack]...)
+	sum := inputsKey([]byte(baseKey), layer, stackHook, []byte(stack), []byte(strings.Join(pkgs, ",")))
+	cache := sdCacheDir()
+	out := filepath.Join(cache, fmt.Sprintf("%s-%s-%s.tar", release, stack, sum))
+	if st, err := os.Stat(out); err == nil && st.Size() > 0 {
+		return out, nil
+	}
+	sdBuildMu.Lock()
+	defer sdBuildMu.Unlock()
+	layerPath, err := filepath.Abs(filepath.Join("systemd", "layer.sh"))
+	if err != nil {
+		return "", err
+	}
+	root, err := os.MkdirTemp(cache, release+"-"+stack+"-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(root)
+	start := time.Now()
+	if err := run("tar", "-C", root, "--numeric-owner", "-xpf", base); err != nil {
+		return "", err
+	}
+	// A mount namespace of its own: the chroot's /proc, /sys and /dev go
+	// with the process, however it ends.
+	args := append([]string{"--mount", "--propagation", "private", "sh", layerPath, root, stack}, pkgs...)
+	if err := run("unshare", args...); err != nil {
+		return "", fmt.Errorf("the %s %s layer: %w", release, stack, err)
+	}
+	tmp := out + ".tmp"
+	if err := run("tar", "-C", root, "--numeric-owner", "-cpf", tmp, "."); err != nil {
+		os.Remove(tmp)
+		return "", err
+	}
+	fmt.Fprintf(os.Stderr, "vm: built the %s %s rootfs %s on its base in %v\n", release, stack, filepath.Base(out), time.Since(start).Round(time.Second))
+	removeStale(cache, release+"-"+stack, out)
+	return out, os.Rename(tmp, out)
+}
+
+// inputsKey is the cache key of a tar: a hash of its inputs, each
+// prefixed by its length.
+func inputsKey(parts ...[]byte) string {
+	h := sha256.New()
+	for _, part := range parts {
+		fmt.Fprintf(h, "%d:", len(part))
+		h.Write(part)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// removeStale removes the cached tars named NAME-*.tar but keep: built
+// from older inputs.
+func removeStale(cache, name, keep string) {
+	old, _ := filepath.Glob(filepath.Join(cache, name+"-*.tar"))
+	for _, p := range old {
+		// RELEASE-netplan-* also matches RELEASE-netplan-nm-*.
+		if p != keep && !strings.Contains(strings.TrimPrefix(filepath.Base(p), name+"-"), "-") {
+			os.Remove(p)
+		}
+	}
+}
+
+// rootfsBase returns the cached base tar of release and its key, building
+// it with mmdebstrap (sdPackages and the release's own, the kernel's
+// modules and the image's initramfs: systemd/customize.sh) when no tar for
+// the current inputs exists; built once per release and test run at most.
 // Bookworm is built from this machine's apt sources as they are; another
 // release from the same mirror with the suite changed (sdSources).
-func rootfsTar(k kernel, release, stack string) (string, error) {
+func rootfsBase(k kernel, release string) (string, string, error) {
+	o := onceFor(sdTars, release+"/")
+	o.once.Do(func() {
+		o.img = &sdImage{}
+		o.img.disk, o.img.release, o.err = buildRootfsBase(k, release)
+	})
+	if o.err != nil {
+		return "", "", o.err
+	}
+	return o.img.disk, o.img.release, nil
+}
+
+func buildRootfsBase(k kernel, release string) (string, string, error) {
 	apt := os.Getenv(envAptList)
 	if apt == "" {
 		for _, p := range []string{"/etc/apt/sources.list.d/debian.sources", "/etc/apt/sources.list"} {
@@ -437,72 +553,60 @@ func rootfsTar(k kernel, release, stack string) (string, error) {
 		}
 	}
 	if apt == "" {
-		return "", fmt.Errorf("no apt sources on this machine for mmdebstrap; set %s", envAptList)
+		return "", "", fmt.Errorf("no apt sources on this machine for mmdebstrap; set %s", envAptList)
 	}
 	hook, err := os.ReadFile(filepath.Join("systemd", "customize.sh"))
 	if err != nil {
-		return "", err
-	}
-	stackHook, err := os.ReadFile(filepath.Join("systemd", "stack-"+stack+".sh"))
-	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	sources, err := os.ReadFile(apt)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	mirror := apt // what mmdebstrap is given: a sources file, or one line
 	if release != relBookworm {
 		line, err := sdSources(string(sources), release)
 		if err != nil {
-			return "", fmt.Errorf("%s: %w", apt, err)
+			return "", "", fmt.Errorf("%s: %w", apt, err)
 		}
 		sources, mirror = []byte(line), line
 	}
 	ver, _ := exec.Command("mmdebstrap", "--version").Output()
-	pkgs := append(slices.Clone(sdPackages), sdStackPackages[stack]...)
-	pkgs = append(pkgs, sdReleasePackages[release]...)
-	// The key of bookworm's tars is what it was before other releases
-	// existed, so tars built then stay valid.
-	h := sha256.New()
-	for _, part := range [][]byte{hook, stackHook, sources, ver, []byte(k.Release), []byte(stack), []byte(release), []byte(strings.Join(pkgs, ","))} {
-		fmt.Fprintf(h, "%d:", len(part))
-		h.Write(part)
-	}
-	sum := hex.EncodeToString(h.Sum(nil))[:16]
+	pkgs := append(slices.Clone(sdPackages), sdReleasePackages[release]...)
+	// A mirror's snapshot may serve a suite whose Release file is past
+	// its Valid-Until date.
+	const aptopt = `Acquire::Check-Valid-Until "false"`
+	sum := inputsKey(hook, sources, ver, []byte(k.Release), []byte(release), []byte(strings.Join(pkgs, ",")), []byte(aptopt))
 	cache := sdCacheDir()
-	out := filepath.Join(cache, fmt.Sprintf("%s-%s-%s.tar", release, stack, sum))
+	out := filepath.Join(cache, fmt.Sprintf("%s-base-%s.tar", release, sum))
 	if st, err := os.Stat(out); err == nil && st.Size() > 0 {
-		return out, nil
+		return out, sum, nil
 	}
+	sdBuildMu.Lock()
+	defer sdBuildMu.Unlock()
 	if err := os.MkdirAll(cache, 0o755); err != nil {
-		return "", err
+		return "", "", err
 	}
 	hookPath, err := filepath.Abs(filepath.Join("systemd", "customize.sh"))
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	tmp := out + ".tmp"
 	cmd := exec.Command("mmdebstrap", "--mode=root", "--variant=minbase", "--format=tar", "--quiet",
+		"--aptopt="+aptopt, "--skip=cleanup/apt/lists",
 		"--include="+strings.Join(pkgs, ","),
-		"--customize-hook="+fmt.Sprintf("sh %s \"$1\" %s %s %s", hookPath, k.Tree, k.Release, stack),
+		"--customize-hook="+fmt.Sprintf("sh %s \"$1\" %s %s", hookPath, k.Tree, k.Release),
 		release, tmp, mirror)
 	var buf bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf
 	start := time.Now()
 	if err := cmd.Run(); err != nil {
 		os.Remove(tmp)
-		return "", fmt.Errorf("mmdebstrap (%s %s): %w\n%s", release, stack, err, tail(buf.String(), 40))
+		return "", "", fmt.Errorf("mmdebstrap (%s): %w\n%s", release, err, tail(buf.String(), 40))
 	}
-	fmt.Fprintf(os.Stderr, "vm: built the %s %s rootfs %s in %v\n", release, stack, filepath.Base(out), time.Since(start).Round(time.Second))
-	// Older tars of this release and stack are stale inputs.
-	old, _ := filepath.Glob(filepath.Join(cache, fmt.Sprintf("%s-%s-*.tar", release, stack)))
-	for _, p := range old {
-		if p != out {
-			os.Remove(p)
-		}
-	}
-	return out, os.Rename(tmp, out)
+	fmt.Fprintf(os.Stderr, "vm: built the %s base rootfs %s in %v\n", release, filepath.Base(out), time.Since(start).Round(time.Second))
+	removeStale(cache, release+"-base", out)
+	return out, sum, os.Rename(tmp, out)
 }
 
 // sdSources returns the one-line apt source of release's main suite on the

@@ -16,13 +16,14 @@ import (
 // one disk so that each carries several checks:
 //
 //	networkd:   no-source [→ first (+ hot-added NIC) → resolver-changed ∥ clone → unchanged]
-//	netplan:                first (+ hot-added NIC)  → resolver-changed ∥ clone → unchanged
+//	netplan:                first (+ hot-added NIC) [→ resolver-changed ∥ clone → unchanged]
 //	netplan-nm:             first (+ hot-added NIC)
 //
-// Six boots in make test; the bracketed part runs in make e2e
+// Three boots in make test; the bracketed part runs in make e2e
 // (SEEDKEEPER_VM_MATRIX=full): the netplan image renders through
-// networkd, so make test's netplan chain runs those scenarios over
-// networkd on the same release.
+// networkd, so its first boot shows networkd 257 with seedkeeper's
+// files, and forky's netplan chain boots the later ones in make test
+// (TestIntegrationSystemdForky) over the same stack.
 
 // netplanNetworkPending holds back the network checks on the netplan image
 // (addresses, routes, resolver, the hot-added NIC, and wait-online, masked
@@ -37,6 +38,7 @@ const netplanNetworkPending = false
 var cloudInitUnits = map[string][]string{
 	relBookworm: {"cloud-init-local", "cloud-init", "cloud-config", "cloud-final"},
 	relTrixie:   {"cloud-init-main", "cloud-init-local", "cloud-init-network", "cloud-config", "cloud-final"},
+	relForky:    {"cloud-init-main", "cloud-init-local", "cloud-init-network", "cloud-config", "cloud-final"},
 }
 
 // TestIntegrationSystemdTrixie runs resolver change, clone, unchanged boot,
@@ -154,6 +156,17 @@ func releaseScenarios(t *testing.T, release, stack string) {
 	}
 	if r1.get(t, "kind") != "normal" {
 		t.FailNow() // the chain needs a first boot that completed
+	}
+	if release == relTrixie && !fullMatrix() {
+		// The identity decisions of the later boots are seedkeeper's
+		// (the instance ID kept over a changed seed, a new one for a
+		// clone, nothing rewritten when nothing changed), and cloud-init
+		// takes the instance ID the seed says on every release:
+		// forky's netplan chain boots them in make test over the same
+		// stack and cloud-init's same unit layout, and Debian 12's admin
+		// chain and sealed clone on cloud-init 22.4.
+		t.Log("resolver-changed, clone and unchanged on this image run in make e2e (SEEDKEEPER_VM_MATRIX=full)")
+		return
 	}
 
 	clone := d.clone(t)

@@ -948,3 +948,61 @@ func TestIntegrationSystemdVMwareIMCCloudInit(t *testing.T) {
 	// said, not asserted.
 	t.Logf("%s: the NIC has %v; seedkeeper status:\n%s", r2.name, r2.addrs(t, "addr.json", nicVMware.MAC), r2.get(t, "seedkeeper-status"))
 }
+
+// TestIntegrationSystemdVMwareForky boots the VMware guest once on
+// forky's networkd image: cloud-init 26.2, whose VMware datasource knows
+// network events of its own (boot, boot-new-instance, hotplug) and would
+// render the metadata's network, advertise them in guestinfo and apply
+// them. Beside every check of the Debian 12 boot, it shows that the two
+// never both configure the NIC: cloud-init ran NoCloud from seedkeeper's
+// seed with its network configuration disabled, its renderers wrote no
+// file, networkd configured the NIC from seedkeeper's file alone (from
+// the first journal line on), and every guestinfo write, the network
+// events among them, came from seedkeeper's units, none from cloud-init.
+func TestIntegrationSystemdVMwareForky(t *testing.T) {
+	testenv.Integration(t)
+	t.Parallel()
+	img := needSystemdVariant(t, relForky, "networkd", "vmware")
+	d := newSDDisk(t, img)
+	r := d.boot(t, sdBoot{Name: "vmware-forky", UUID: vmwareUUID, NICs: []sdNIC{nicVMware}, SMBIOS: []string{vmwareSMBIOS},
+		Append: vmwareCmdline(vmwareGuestinfo(t))})
+	if v := r.get(t, "cloud-init-version"); !strings.Contains(v, " 26.") {
+		t.Fatalf("%s: cloud-init is %q, not 26.x: the case is not exercised", r.name, v)
+	}
+	checkSeedkeeperUnit(t, r)
+	checkCloudInitOrder(t, r, relForky)
+	checkVMwareGuest(t, r)
+
+	log := r.get(t, "cloud-init-network")
+	if !strings.Contains(log, "network config is disabled by system_cfg") {
+		t.Errorf("%s: cloud-init's log does not say its network configuration is disabled by the system config:\n%s", r.name, log)
+	}
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, "Applying network configuration") || strings.Contains(l, "Generated networking") {
+			t.Errorf("%s: cloud-init configured the network: %s", r.name, l)
+		}
+	}
+	netfiles := r.get(t, "netfiles")
+	for _, l := range strings.Split(netfiles, "\n") {
+		if strings.HasPrefix(l, "== ") && strings.Contains(l, "cloud-init") {
+			t.Errorf("%s: cloud-init's renderer wrote %s", r.name, strings.TrimPrefix(l, "== "))
+		}
+	}
+	if f := r.get(t, "netplan-files"); f != "" {
+		t.Errorf("%s: /etc/netplan holds %q on an image without netplan: cloud-init rendered it", r.name, f)
+	}
+	checkOurNetworkFile(t, r, nicVMware.MAC)
+	checkOnlyOurFilesConfigured(t, r)
+	calls, err := parseRPCCalls(r.get(t, "vmware-calls"))
+	if err != nil {
+		t.Fatalf("%s: the stub's record: %v", r.name, err)
+	}
+	for _, c := range calls {
+		if strings.HasPrefix(c.rpc, "info-set guestinfo.cloudinit.") && c.unit != "seedkeeper-boot.service" {
+			t.Errorf("%s: %s advertised network events: %q", r.name, c.unit, c.rpc)
+		}
+	}
+	if t.Failed() {
+		t.Logf("%s: network files:\n%s\nnetworkctl:\n%s", r.name, netfiles, r.get(t, "networkctl"))
+	}
+}

@@ -1,12 +1,15 @@
 #!/bin/sh
-# mmdebstrap --customize-hook for the systemd-booted test guest. Run on the
-# host as: customize.sh ROOT KERNEL_TREE KERNEL_RELEASE STACK
+# mmdebstrap --customize-hook of a release's base image for the
+# systemd-booted test guest. Run on the host as:
+#   customize.sh ROOT KERNEL_TREE KERNEL_RELEASE
 # It copies the pinned kernel's modules in (pruned to what a QEMU guest
 # uses), builds the image's own initramfs with mkinitramfs, and leaves the
 # image as a golden image is left: empty machine-id, no SSH host keys, no
-# cloud-init state. Everything here is an input of the cached tar's hash.
+# cloud-init state. apt's package lists stay: each stack's image installs
+# its packages on a copy of this base (layer.sh), from the same lists.
+# Everything here is an input of the cached tars' hashes.
 set -eu
-root=$1 ktree=$2 kver=$3 stack=$4
+root=$1 ktree=$2 kver=$3
 
 mkdir -p "$root/lib/modules" "$root/boot"
 cp -a "$ktree/lib/modules/$kver" "$root/lib/modules/"
@@ -36,11 +39,8 @@ rm -f "$root/etc/resolv.conf"
 : >"$root/etc/machine-id"
 rm -f "$root/var/lib/dbus/machine-id" "$root"/etc/ssh/ssh_host_*
 rm -rf "$root/var/lib/cloud"
-# The image's network manager, enabled as an image built for it would be:
-# stack-STACK.sh beside this script (also an input of the tar's hash).
-. "$(dirname "$0")/stack-$stack.sh"
 # No login prompts on the console; no periodic jobs mid-test.
 chroot "$root" systemctl mask serial-getty@ttyS0.service getty@tty1.service \
 	apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer fstrim.timer man-db.timer 2>/dev/null || true
-rm -rf "$root/var/cache/apt/archives"/*.deb "$root/var/lib/apt/lists"/* \
+rm -rf "$root/var/cache/apt/archives"/*.deb \
 	"$root/usr/share/doc"/* "$root/usr/share/man"/* "$root/usr/share/locale"/*

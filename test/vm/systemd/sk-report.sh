@@ -118,6 +118,9 @@ systemctl cat systemd-networkd-wait-online.service >"$out/wait-online-unit" 2>&1
 cat /run/network/ifstate 2>/dev/null >"$out/ifstate"
 cp /etc/resolv.conf "$out/resolv.conf" 2>/dev/null
 readlink /etc/resolv.conf >"$out/resolv.conf.link" 2>/dev/null
+# With systemd-resolved, /etc/resolv.conf names its stub; the servers it
+# was given are in its uplink file.
+cp /run/systemd/resolve/resolv.conf "$out/resolved-resolv.conf" 2>/dev/null
 cat /proc/cmdline >"$out/cmdline"
 # The machine's identity and what the user-data did with it.
 cat /etc/machine-id >"$out/machine-id" 2>/dev/null
@@ -257,6 +260,13 @@ if [ -d /usr/lib/sk-vmware ]; then
 	cat /var/lib/seedkeeper/vmware-imc-marker >"$out/vmware-imc-marker" 2>/dev/null
 	systemctl show open-vm-tools.service -p ExecMainStartTimestampMonotonic,ConditionResult,Result >"$out/vmware-tools-unit" 2>&1
 	cloud-init query merged_cfg >"$out/cloud-init-merged-cfg.json" 2>"$out/cloud-init-merged-cfg.err"
+	# Whether cloud-init configured a NIC itself: its version, what its
+	# log says of network configuration, and the files its renderers
+	# write.
+	cloud-init --version >"$out/cloud-init-version" 2>&1
+	grep -E 'network config|etwork configuration|Generated networking|hotplug|ds-identify|datasource' /var/log/cloud-init.log 2>/dev/null |
+		tail -n 60 >"$out/cloud-init-network"
+	ls -A /etc/netplan >"$out/netplan-files" 2>/dev/null
 fi
 date +%s >"$out/time"
 tar -C "$out" -cf /dev/vdb . && sync

@@ -3,7 +3,7 @@
 # eth* NIC) with renderer NetworkManager, so netplan's generator writes
 # netplan-all-en and netplan-all-eth profiles into
 # /run/NetworkManager/system-connections at every boot. Sourced by
-# customize.sh with $root set.
+# layer.sh with $root set.
 mkdir -p "$root/etc/netplan"
 cat >"$root/etc/netplan/90-default.yaml" <<'Y'
 network:

@@ -1,7 +1,7 @@
 # netplan.io as the image's network configuration layer, rendered by
 # systemd-networkd, as Debian's and Ubuntu's image builders leave it: one
 # catch-all that does DHCP on every en* and eth* NIC. Sourced by
-# customize.sh with $root set.
+# layer.sh with $root set.
 mkdir -p "$root/etc/netplan"
 cat >"$root/etc/netplan/90-default.yaml" <<'X'
 network:

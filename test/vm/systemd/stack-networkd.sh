@@ -1,3 +1,3 @@
 # systemd-networkd, as Debian images built for it (and netplan's) run it.
-# Sourced by customize.sh with $root set.
+# Sourced by layer.sh with $root set.
 chroot "$root" systemctl enable systemd-networkd.service

@@ -1,5 +1,5 @@
 # NetworkManager from Debian's network-manager, as RHEL-family images run
 # it: it manages every ethernet device, with keyfiles. Sourced by
-# customize.sh with $root set.
+# layer.sh with $root set.
 chroot "$root" systemctl enable NetworkManager.service
 chroot "$root" systemctl disable systemd-networkd.service 2>/dev/null || true
