@@ -97,10 +97,13 @@ ethernets:
 		t.Errorf("plan with default drivers = %d %q", code, out)
 	}
 
-	write("203.0.113.1")
+	// A link-local gateway is taken as on the link, never made on-link
+	// (a gateway outside every address is: netcfg.Config.Plan); without
+	// an address in 169.254.0.0/16 the kernel cannot reach it.
+	write("169.254.0.1")
 	code, out, errs = runNetCapture(append([]string{"apply"}, base...)...)
 	if code != exitPartial ||
-		!strings.Contains(out, "FAILED eth0 (bc:24:11:aa:bb:01): add route default via 203.0.113.1: network is unreachable\n") ||
+		!strings.Contains(out, "FAILED eth0 (bc:24:11:aa:bb:01): add route default via 169.254.0.1: network is unreachable\n") ||
 		!strings.Contains(out, "done   eth0 (bc:24:11:aa:bb:01): remove route default via 192.0.2.1") ||
 		!strings.Contains(errs, "network applied partially: 1 of 2 operations failed") {
 		t.Errorf("apply with unreachable gateway = %d\nstdout %s\nstderr %s", code, out, errs)
