@@ -235,4 +235,7 @@ func TestBootVMwareIMCFailed(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(g.root, "var/lib/elsewhere/vmware-imc-marker")); !os.IsNotExist(err) {
 		t.Errorf("a failed boot kept the marker: %v", err)
 	}
+	if _, err := os.Stat(filepath.Join(g.root, "var/lib/elsewhere/vmware-imc-spec.json")); !os.IsNotExist(err) {
+		t.Errorf("a failed boot kept the spec: %v", err)
+	}
 }

@@ -59,7 +59,7 @@ func vmwareIMCBegin(ctx context.Context, h *sourceduty.Host, vs *sourceduty.VMwa
 		}
 		vs.Customization = append(vs.Customization, msg)
 	}
-	if spec.CustomScript {
+	if spec.CustomScript && !spec.Kept {
 		vs.Customization = append(vs.Customization, "the spec names a customization script: seedkeeper runs no customization script; reported to vCenter as script disabled")
 	}
 	if !h.Live || spec.Kept {
