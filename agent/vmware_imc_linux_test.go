@@ -134,4 +134,45 @@ INSTANCE-ID = imc-net-1
 	if eth1 == "" || strings.Contains(eth1, "DHCP=yes") || strings.Contains(eth1, "DHCP=ipv4") || strings.Contains(eth1, "inet dhcp") || strings.Contains(eth1, "method=auto\n[ipv6]") {
 		t.Errorf("stack %q: the file rendered for eth1 is missing or asks for DHCPv4:\n%s\n(rendered %q)", st.Network.Stack, eth1, st.Network.Rendered)
 	}
+
+	// A reboot: /run is empty (the spec and the rendered files gone), the
+	// NICs have no address, guestinfo is still empty. The kept spec
+	// gives the same network again.
+	if err := os.RemoveAll(filepath.Join(g.root, "run")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(g.root, "var/run/vmware-imc")); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"eth0", "eth1"} {
+		for _, fam := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
+			as, err := n.Netlink.AddrList(n.Link(t, name), fam)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, a := range as {
+				if !a.IP.IsLinkLocalUnicast() {
+					if err := n.Netlink.AddrDel(n.Link(t, name), &a); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		}
+	}
+	if got := addrs("eth0", netlink.FAMILY_V4); len(got) != 0 {
+		t.Fatalf("eth0 still has %q", got)
+	}
+	st, _, log = g.boot(t, n)
+	if st.Transport != "imc" || st.Identity == nil || st.Identity.InstanceID != "imc-net-1" || st.Identity.Changed {
+		t.Fatalf("the boot after: transport %q identity %+v\n%s", st.Transport, st.Identity, log)
+	}
+	if st.Network == nil || st.Network.Action != "applied" || len(st.Network.Failed) != 0 {
+		t.Fatalf("the boot after: network %+v\n%s", st.Network, log)
+	}
+	if got := addrs("eth0", netlink.FAMILY_V4); !slices.Equal(got, []string{"192.0.2.81/24"}) {
+		t.Errorf("the boot after: eth0 IPv4 %q", got)
+	}
+	if got := addrs("eth1", netlink.FAMILY_V6); !slices.Equal(got, []string{"2001:db8:8::82/64"}) {
+		t.Errorf("the boot after: eth1 IPv6 %q", got)
+	}
 }

@@ -122,6 +122,55 @@ func TestBootVMwareIMC(t *testing.T) {
 	}) {
 		t.Errorf("customization %q", st.VMware.Customization)
 	}
+
+	// The boot after: the spec is gone from /run and guestinfo is
+	// empty. The spec kept at the first boot is read again: the same
+	// instance, hostname and vendor-data, no password, and nothing
+	// reported to vCenter.
+	kept := filepath.Join(g.root, "var/lib/seedkeeper/vmware-imc-spec.json")
+	kb, err := os.ReadFile(kept)
+	if err != nil {
+		t.Fatalf("no kept spec: %v", err)
+	}
+	if fi, err := os.Stat(kept); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("kept spec mode %v, %v", fi.Mode(), err)
+	}
+	if strings.Contains(string(kb), "SW1jLVBhNTUK") || strings.Contains(string(kb), "Imc-Pa55") || strings.Contains(string(kb), "-PASS") {
+		t.Error("the kept spec holds the password")
+	}
+	if err := os.RemoveAll(filepath.Join(g.root, "var/run/vmware-imc")); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(g.log)
+	log = &syncbuf.Buffer{}
+	env = agent.LoadEnv(g.root, "", agent.NewLogger(log))
+	st, err = agent.Boot(context.Background(), env, agent.BootOptions{Network: agent.NetworkApply})
+	if err != nil {
+		t.Fatalf("the boot after the customization: %v\n%s", err, log)
+	}
+	if st.Transport != "imc" || st.Identity == nil || st.Identity.InstanceID != "imc-0001" || st.Identity.Changed {
+		t.Errorf("third boot: transport %q identity %+v", st.Transport, st.Identity)
+	}
+	if got := g.calls(t); len(got) != 0 {
+		t.Errorf("the kept spec was reported to vCenter again: %q", got)
+	}
+	if b, _ := os.ReadFile(vd); strings.Contains(string(b), "password") || !strings.Contains(string(b), "timezone: Europe/Paris") {
+		t.Errorf("third boot vendor-data %q", b)
+	}
+	if meta, _ := os.ReadFile(filepath.Join(g.root, "var/lib/cloud/seed/nocloud/meta-data")); !strings.Contains(string(meta), "imc-vm.example.com") {
+		t.Errorf("third boot meta-data %q", meta)
+	}
+	if !slices.ContainsFunc(st.VMware.Customization, func(s string) bool {
+		return strings.Contains(s, "the spec applied at ") && strings.Contains(s, "marker 0b1c2d3e-aaaa-4bbb-8ccc-000000000001") && strings.Contains(s, "/var/lib/seedkeeper/vmware-imc-spec.json")
+	}) {
+		t.Errorf("third boot customization %q", st.VMware.Customization)
+	}
+	if !strings.Contains(log.String(), "the spec applied at ") {
+		t.Errorf("the log does not say the kept spec was read:\n%s", log)
+	}
+	if strings.Contains(log.String(), "Imc-Pa55") {
+		t.Error("the password reached the log")
+	}
 }
 
 // A spec naming a customization script: the script is not run, and
@@ -185,5 +234,8 @@ func TestBootVMwareIMCFailed(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(g.root, "var/lib/elsewhere/vmware-imc-marker")); !os.IsNotExist(err) {
 		t.Errorf("a failed boot kept the marker: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(g.root, "var/lib/elsewhere/vmware-imc-spec.json")); !os.IsNotExist(err) {
+		t.Errorf("a failed boot kept the spec: %v", err)
 	}
 }

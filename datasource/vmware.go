@@ -186,6 +186,14 @@ func ReadVMware(ctx context.Context, o Options) (*Metadata, error) {
 			if errors.Is(ierr, ErrNoSource) {
 				md, ierr = waitIMC(ctx, root, opt.IMCWait, log)
 			}
+			if errors.Is(ierr, ErrNoSource) {
+				// Last, the spec an earlier boot applied and kept:
+				// the customization holds on every later boot.
+				kmd, kerr := readKeptIMC(ctx, root, log)
+				if !errors.Is(kerr, ErrNoSource) {
+					md, ierr = kmd, kerr
+				}
+			}
 			if ierr == nil {
 				log.Info("vmware customization spec read", "kind", md.VMwareIMC.Kind, "files", strings.Join(md.Origin.Items, ","))
 				return md, nil

@@ -96,9 +96,17 @@ type IMCSpec struct {
 	// Waited says how long the reader waited for the spec to appear
 	// (VMwareOptions.IMCWait); "" when it was there at once.
 	Waited string `json:"waited,omitempty"`
+	// Kept is true when the spec is the copy an earlier boot kept
+	// (paths.VMwareIMCSpec), read because no spec and no guestinfo was
+	// there; AppliedAt is when that boot applied it (RFC 3339).
+	Kept      bool   `json:"kept,omitempty"`
+	AppliedAt string `json:"applied_at,omitempty"`
 
 	// cloudConfig is the vendor-data before it is encoded.
 	cloudConfig map[string]any
+	// keep is what a boot that applies a spec read from iMCDir keeps of
+	// it; nil for a kept spec.
+	keep *keptIMC
 }
 
 // imcSection is one [SECTION] of a spec: its keys and values as written,
@@ -440,18 +448,33 @@ func readIMC(ctx context.Context, root sysroot.Root, log *slog.Logger) (*Metadat
 	case err != nil:
 		return nil, fmt.Errorf("reading %s: %w", imcSpecPath, err)
 	}
+	files := map[string][]byte{}
 	read := func(name string, limit int) ([]byte, error) {
 		p := path.Join(iMCDir, name)
 		b, err := fsutil.ReadFileInNoFollow(ctx, string(root), p, int64(limit))
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w: %w", p, ErrBadIMCSpec, err)
 		}
+		files[name] = b
 		return b, nil
 	}
 	md, err := parseIMC(b, read, log)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", imcSpecPath, err)
 	}
+	md.VMwareIMC.keep = &keptIMC{MarkerID: md.VMwareIMC.MarkerID, CustCfg: stripIMCPassword(b)}
+	if len(files) > 0 {
+		md.VMwareIMC.keep.Files = files
+	}
+	if err := imcIdentity(md, root, imcSpecPath, log); err != nil {
+		return nil, err
+	}
+	return md, nil
+}
+
+// imcIdentity sets md's machine ID, and its instance ID when the spec
+// (read from where) has none, from the DMI product_uuid under root.
+func imcIdentity(md *Metadata, root sysroot.Root, where string, log *slog.Logger) error {
 	uuid, err := dmi.Read(root, "product_uuid")
 	if err != nil {
 		log.Warn("no machine identity", "err", err)
@@ -459,12 +482,12 @@ func readIMC(ctx context.Context, root sysroot.Root, log *slog.Logger) (*Metadat
 	md.MachineID = strings.ToLower(uuid)
 	if md.InstanceID == "" {
 		if md.MachineID == "" || CheckInstanceID(md.MachineID) != nil {
-			return nil, fmt.Errorf("%s: %w: the spec has no usable instance ID and the DMI product_uuid is none either", imcSpecPath, ErrBadIMCSpec)
+			return fmt.Errorf("%s: %w: the spec has no usable instance ID and the DMI product_uuid is none either", where, ErrBadIMCSpec)
 		}
 		md.InstanceID, md.InstanceIDDefaulted = md.MachineID, true
 		log.Info("no instance ID in the customization spec; using the DMI product_uuid", "instance_id", md.InstanceID)
 	}
-	return md, nil
+	return nil
 }
 
 // parseIMC reads a spec (cust.cfg's bytes) into Metadata; read reads a

@@ -2,6 +2,7 @@ package datasource
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -35,22 +36,33 @@ func vmwareIMCBegin(ctx context.Context, h *sourceduty.Host, vs *sourceduty.VMwa
 	if spec.MarkerID != "" {
 		head += ", marker " + spec.MarkerID
 	}
-	head += ") read from " + iMCDir
+	if spec.Kept {
+		// The spec an earlier boot applied: the customization holds,
+		// and vCenter was told once already.
+		marker := spec.MarkerID
+		if marker == "" {
+			marker = "none"
+		}
+		head = fmt.Sprintf("no VMware customization spec in %s and guestinfo is empty: the spec applied at %s (%s kind, marker %s) is read again from %s, and nothing is reported to vCenter",
+			iMCDir, cmp.Or(spec.AppliedAt, "an unknown time"), spec.Kind, marker, paths.VMwareIMCSpec)
+	} else {
+		head += ") read from " + iMCDir
+	}
 	if spec.Waited != "" {
 		head += ", after waiting " + spec.Waited + " for VMware Tools to write it"
 	}
 	vs.Customization = append(vs.Customization, head)
-	if spec.MarkerID != "" && imcMarker(h) == spec.MarkerID {
+	if spec.MarkerID != "" && imcMarker(h) == spec.MarkerID && !spec.Kept {
 		msg := "customization " + spec.MarkerID + " was applied on an earlier boot"
 		if dropIMCPassword(md) {
 			msg += ": the root password is not set again"
 		}
 		vs.Customization = append(vs.Customization, msg)
 	}
-	if spec.CustomScript {
+	if spec.CustomScript && !spec.Kept {
 		vs.Customization = append(vs.Customization, "the spec names a customization script: seedkeeper runs no customization script; reported to vCenter as script disabled")
 	}
-	if !h.Live {
+	if !h.Live || spec.Kept {
 		return
 	}
 	imcReport(ctx, h, vs, iMCStateRunning, iMCSuccess, "")
@@ -63,6 +75,12 @@ func vmwareIMCBegin(ctx context.Context, h *sourceduty.Host, vs *sourceduty.VMwa
 func vmwareIMCEnd(ctx context.Context, h *sourceduty.Host, outcome string, vs *sourceduty.VMwareStatus, md *Metadata) {
 	spec := md.VMwareIMC
 	if !h.Live || spec == nil || vs == nil {
+		return
+	}
+	if spec.Kept {
+		for _, c := range vs.Customization {
+			h.Log.Info("vmware: " + c)
+		}
 		return
 	}
 	switch {
@@ -87,9 +105,38 @@ func vmwareIMCEnd(ctx context.Context, h *sourceduty.Host, outcome string, vs *s
 			vs.Customization = append(vs.Customization, "customization "+spec.MarkerID+" marked as applied in "+paths.VMwareIMCMarker)
 		}
 	}
+	if outcome == "ok" || outcome == "partial" {
+		keepIMC(h, vs, spec)
+	}
 	for _, c := range vs.Customization {
 		h.Log.Info("vmware: " + c)
 	}
+}
+
+// keepIMC keeps the spec a boot applied in paths.VMwareIMCSpec (0600,
+// written atomically, without the password), replacing the one kept
+// before; the same spec kept already is left as it is, with the time it
+// was first applied.
+func keepIMC(h *sourceduty.Host, vs *sourceduty.VMwareStatus, spec *IMCSpec) {
+	if spec.keep == nil {
+		return
+	}
+	old, err := fsutil.ReadFileInNoFollow(context.Background(), string(h.Root), paths.VMwareIMCSpec, maxKeptIMC+1)
+	if err == nil {
+		if k, err := decodeKeptIMC(old); err == nil && k.same(spec.keep) {
+			return
+		}
+	}
+	b, err := encodeKeptIMC(spec.keep, time.Now())
+	if err == nil {
+		err = fsutil.WriteFileIn(string(h.Root), paths.VMwareIMCSpec, b, 0o600)
+	}
+	if err != nil {
+		vs.Notes = append(vs.Notes, "keeping the customization spec failed, a later boot without it will not apply it again: "+err.Error())
+		h.Log.Error("vmware: keeping the customization spec", "err", err)
+		return
+	}
+	vs.Customization = append(vs.Customization, "the customization spec, without its password, kept in "+paths.VMwareIMCSpec+" for later boots")
 }
 
 // imcMarker is the marker of the last spec applied; "" when none.

@@ -256,6 +256,10 @@ func TestReadVMwareIMC(t *testing.T) {
 			}
 			got := *md.VMwareIMC
 			got.cloudConfig = nil
+			if got.keep == nil {
+				t.Error("nothing to keep of a spec read from /run")
+			}
+			got.keep = nil
 			if !reflect.DeepEqual(got, tc.imc) {
 				t.Errorf("IMC %+v, want %+v", got, tc.imc)
 			}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/seedkeeper/seedkeeper/identity"
+	"github.com/seedkeeper/seedkeeper/internal/paths"
 )
 
 func TestCheckFreshImageBehaves(t *testing.T) {
@@ -42,6 +43,16 @@ func TestCheckBootedTemplate(t *testing.T) {
 	if r.Count(Finding) != 4 || !strings.Contains(r.Summary(), "4 finding(s)") {
 		t.Errorf("summary: %s", r.Summary())
 	}
+}
+
+// A template that kept a VMware customization spec: a finding, whether
+// or not a pin is there (a clone without a spec of its own would take
+// this machine's network), and the seal removes it.
+func TestCheckKeptVMwareSpec(t *testing.T) {
+	m := freshImage(t)
+	m.write(paths.VMwareIMCSpec, "{}\n")
+	r := check(t, m)
+	expectItem(t, r, "seedkeeper-state", Finding, paths.VMwareIMCSpec, "this machine's customization again", "seedkeeper image seal")
 }
 
 // The derived-ID template case (docs/design.md, "Identity rules", rule 3):

@@ -333,7 +333,7 @@ func checkSeedkeeperState(in *inspection) Item {
 	it := Item{Verdict: OK}
 	st, err := identity.Load(in.root)
 	var found []string
-	for _, p := range []string{paths.Identity, paths.Status, paths.Receipt, paths.Changes, paths.VMwareIMCMarker} {
+	for _, p := range []string{paths.Identity, paths.Status, paths.Receipt, paths.Changes, paths.VMwareIMCMarker, paths.VMwareIMCSpec} {
 		if in.exists(p) {
 			it.Paths = append(it.Paths, p)
 		}
@@ -368,6 +368,11 @@ func checkSeedkeeperState(in *inspection) Item {
 				it.Clone += "; status shows the template's last boot until the clone's first boot replaces it"
 			}
 		}
+	}
+	if slices.Contains(it.Paths, paths.VMwareIMCSpec) {
+		found = append(found, paths.VMwareIMCSpec+": the VMware customization spec applied to this machine")
+		it.Verdict = Finding
+		it.Clone += "; a clone on VMware whose guestinfo is empty and that gets no customization spec of its own applies this machine's customization again (its hostname and network)"
 	}
 	it.Found = strings.Join(found, "; ")
 	if it.Verdict != OK {

@@ -168,6 +168,7 @@ func PlanSeal(rootDir string, opts SealOptions) (*Plan, error) {
 	b.remove(paths.Receipt, file, "seedkeeper's network receipt of this machine's NICs")
 	b.remove(paths.Changes, file, "seedkeeper's record of this machine's last metadata and its SSH key receipt")
 	b.remove(paths.VMwareIMCMarker, file, "seedkeeper's marker of the last VMware customization applied to this machine")
+	b.remove(paths.VMwareIMCSpec, file, "seedkeeper's copy of the last VMware customization spec applied to this machine (a clone must not take this machine's network)")
 	b.remove(paths.ChangesBad, file, "seedkeeper's record of this machine's metadata that could not be read, kept aside")
 
 	// Machine IDs: emptied, not removed, so that systemd treats the

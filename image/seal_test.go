@@ -374,16 +374,17 @@ func TestSealIfupdownStanzas(t *testing.T) {
 }
 
 // The seal removes seedkeeper's record of the metadata, a record that
-// could not be read and was kept aside, and the marker of the last VMware
-// customization: all are this machine's.
+// could not be read and was kept aside, the marker of the last VMware
+// customization and the copy of its spec: all are this machine's.
 func TestSealRemovesChangesRecord(t *testing.T) {
 	m := bootedTemplate(t)
 	m.write(paths.Changes, "{}\n")
 	m.write(paths.ChangesBad, "{not json")
 	m.write(paths.VMwareIMCMarker, "1700000001\n")
+	m.write(paths.VMwareIMCSpec, "{}\n")
 	p := planSeal(t, m, SealOptions{})
 	got := actionPaths(p.Actions, Remove, RemoveTree)
-	for _, want := range []string{paths.Changes, paths.ChangesBad, paths.VMwareIMCMarker} {
+	for _, want := range []string{paths.Changes, paths.ChangesBad, paths.VMwareIMCMarker, paths.VMwareIMCSpec} {
 		if !slices.Contains(got, want) {
 			t.Errorf("planned removals %q lack %s", got, want)
 		}

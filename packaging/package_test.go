@@ -336,6 +336,8 @@ func TestIntegrationRPMContents(t *testing.T) {
 	for _, f := range []string{paths.Identity, paths.Status, paths.Receipt, paths.Receipt + ".lock", paths.Changes, paths.ChangesBad, paths.VMwareIMCMarker, paths.Sealed} {
 		want = append(want, entry{path: f, mode: 0o644})
 	}
+	// The kept customization spec is 0600, as seedkeeper writes it.
+	want = append(want, entry{path: paths.VMwareIMCSpec, mode: 0o600})
 	// The rpm owns the drop-in directories it makes, so that rpm -e
 	// removes them.
 	for _, u := range gatedUnits {

@@ -150,6 +150,10 @@ Files:
   /var/lib/seedkeeper/identity.json  the pinned instance ID
   /var/lib/seedkeeper/network-receipt.json  the NICs seedkeeper configured
   /var/lib/seedkeeper/changes.json   the metadata of the last boot, per setting
+  /var/lib/seedkeeper/vmware-imc-marker  the marker of the last VMware
+                                     customization spec applied
+  /var/lib/seedkeeper/vmware-imc-spec.json  that spec, without its password,
+                                     read again on later boots
   /var/lib/cloud/seed/nocloud/       the NoCloud seed written for cloud-init
   /etc/cloud/cloud.cfg.d/95-seedkeeper.cfg  the package's cloud-init drop-in
   /run/seedkeeper/watch.json         what seedkeeper watch did in this boot

@@ -24,6 +24,10 @@ const (
 	// customization spec applied: a spec with that marker is not
 	// applied again.
 	VMwareIMCMarker = StateDir + "/vmware-imc-marker"
+	// VMwareIMCSpec holds the last VMware customization spec applied,
+	// without its password: what a later boot that finds no spec and no
+	// guestinfo reads again, so that the customization holds.
+	VMwareIMCSpec = StateDir + "/vmware-imc-spec.json"
 	// Sealed is the marker "seedkeeper image seal" leaves.
 	Sealed = StateDir + "/sealed"
 	// ImportedSeed holds a seed a person put into SeedDir before

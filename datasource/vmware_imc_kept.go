@@ -1,0 +1,188 @@
+package datasource
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"maps"
+	"strings"
+	"time"
+
+	"github.com/seedkeeper/seedkeeper/internal/fsutil"
+	"github.com/seedkeeper/seedkeeper/internal/paths"
+	"github.com/seedkeeper/seedkeeper/internal/sysroot"
+	"github.com/seedkeeper/seedkeeper/internal/yamlx"
+)
+
+// The kept spec: a customization spec lives in /run, gone at the next
+// reboot, while what it set up must hold on every boot of the VM (its
+// static addresses are in seedkeeper's network files, under /run too).
+// So a boot that applies a spec keeps a copy of it in paths.VMwareIMCSpec
+// (0600, written atomically), and a later boot on VMware whose guestinfo
+// has nothing and where no spec is waiting reads that copy as the VMware
+// source's data (transport imc, the kept file its item): the same
+// instance ID, hostname and network, and nothing reported to vCenter.
+//
+// The copy is the spec itself, cust.cfg and the files it names, read
+// again by parseIMC: a later boot then gets what the first one got, with
+// the same warnings, and there is no second reading of a spec to keep in
+// step with the first. It is cust.cfg without its [PASSWORD] section
+// (the root password is set once, and never kept), in a JSON envelope
+// with the marker and the time it was applied.
+
+// keptIMCFormat names the envelope's format and version.
+const keptIMCFormat = "seedkeeper-vmware-imc-spec/1"
+
+// maxKeptIMCFiles bounds the files a kept spec holds beside cust.cfg (the
+// cloud-init kind names a meta-data and a user-data).
+const maxKeptIMCFiles = 2
+
+// maxKeptIMC bounds the kept file: a spec at its bounds (cust.cfg, a
+// meta-data and a user-data), base64-encoded in JSON, and the envelope.
+const maxKeptIMC = (maxIMCSpec+yamlx.MaxDocument+maxGuestinfoDecoded)/3*4 + 16<<10
+
+// keptIMC is the kept file.
+type keptIMC struct {
+	Format   string `json:"format"`
+	MarkerID string `json:"marker_id,omitempty"`
+	// Applied is when the spec was applied (RFC 3339, UTC).
+	Applied string `json:"applied"`
+	// CustCfg is cust.cfg without its [PASSWORD] section.
+	CustCfg []byte `json:"cust_cfg"`
+	// Files are the files cust.cfg names, by name.
+	Files map[string][]byte `json:"files,omitempty"`
+}
+
+// same reports whether k keeps the same spec as o.
+func (k *keptIMC) same(o *keptIMC) bool {
+	return k != nil && o != nil && k.MarkerID == o.MarkerID && bytes.Equal(k.CustCfg, o.CustCfg) &&
+		maps.EqualFunc(k.Files, o.Files, bytes.Equal)
+}
+
+// stripIMCPassword returns cust.cfg without the lines of its [PASSWORD]
+// sections (their header included), read as parseIMCINI reads sections.
+func stripIMCPassword(b []byte) []byte {
+	var out bytes.Buffer
+	in := false
+	for _, line := range strings.SplitAfter(string(b), "\n") {
+		t := strings.TrimSpace(line)
+		if len(t) > 2 && t[0] == '[' && t[len(t)-1] == ']' {
+			in = t[1:len(t)-1] == "PASSWORD"
+		}
+		if !in {
+			out.WriteString(line)
+		}
+	}
+	return out.Bytes()
+}
+
+// encodeKeptIMC is the kept file of a spec applied at when.
+func encodeKeptIMC(k *keptIMC, when time.Time) ([]byte, error) {
+	c := *k
+	c.Format, c.Applied = keptIMCFormat, when.UTC().Format(time.RFC3339)
+	b, err := json.Marshal(&c)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxKeptIMC {
+		return nil, fmt.Errorf("%d bytes, more than %d", len(b), maxKeptIMC)
+	}
+	return append(b, '\n'), nil
+}
+
+// decodeKeptIMC reads a kept file's envelope; an error says what is
+// wrong, never quoting it.
+func decodeKeptIMC(b []byte) (*keptIMC, error) {
+	if len(b) > maxKeptIMC {
+		return nil, fmt.Errorf("%w: %d bytes, more than %d", ErrBadIMCSpec, len(b), maxKeptIMC)
+	}
+	var k keptIMC
+	if err := json.Unmarshal(b, &k); err != nil {
+		return nil, fmt.Errorf("%w: not a kept spec: %s", ErrBadIMCSpec, jsonErrorWhere(err))
+	}
+	if k.Format != keptIMCFormat {
+		return nil, fmt.Errorf("%w: not a kept spec of format %s", ErrBadIMCSpec, keptIMCFormat)
+	}
+	if len(k.Files) > maxKeptIMCFiles {
+		return nil, fmt.Errorf("%w: %d files beside cust.cfg, more than %d", ErrBadIMCSpec, len(k.Files), maxKeptIMCFiles)
+	}
+	for name := range k.Files {
+		if checkFileName(name) != nil {
+			return nil, fmt.Errorf("%w: a file name that is not a plain file name", ErrBadIMCSpec)
+		}
+	}
+	return &k, nil
+}
+
+// jsonErrorWhere says where a JSON document is bad, without its text.
+func jsonErrorWhere(err error) string {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return fmt.Sprintf("bad JSON at byte %d", se.Offset)
+	case errors.As(err, &te):
+		return fmt.Sprintf("field %s is not a %s", te.Field, te.Type)
+	}
+	return "bad JSON"
+}
+
+// parseKeptIMC reads a kept file into Metadata (instance ID left empty
+// when the spec has none). The password is dropped whatever the file
+// holds: a kept spec never sets it.
+func parseKeptIMC(b []byte, log *slog.Logger) (*Metadata, *keptIMC, error) {
+	k, err := decodeKeptIMC(b)
+	if err != nil {
+		return nil, nil, err
+	}
+	read := func(name string, limit int) ([]byte, error) {
+		f, ok := k.Files[name]
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("%w: the kept spec lacks a file it names", ErrBadIMCSpec)
+		case len(f) > limit:
+			return nil, fmt.Errorf("%w: a kept file of %d bytes, more than %d", ErrBadIMCSpec, len(f), limit)
+		}
+		return f, nil
+	}
+	md, err := parseIMC(k.CustCfg, read, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	dropIMCPassword(md)
+	spec := md.VMwareIMC
+	spec.Kept = true
+	if t, err := time.Parse(time.RFC3339, k.Applied); err == nil {
+		spec.AppliedAt = t.UTC().Format(time.RFC3339)
+	} else {
+		md.warn(log, paths.VMwareIMCSpec+": applied dropped: not an RFC 3339 time")
+	}
+	md.Origin = Origin{Transport: transportIMC, Items: []string{paths.VMwareIMCSpec}}
+	return md, k, nil
+}
+
+// readKeptIMC reads the kept spec under root: ErrNoSource wrapped when
+// there is none.
+func readKeptIMC(ctx context.Context, root sysroot.Root, log *slog.Logger) (*Metadata, error) {
+	b, err := fsutil.ReadFileInNoFollow(ctx, string(root), paths.VMwareIMCSpec, maxKeptIMC+1)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("%w: no kept spec %s", ErrNoSource, paths.VMwareIMCSpec)
+	case errors.Is(err, fsutil.ErrTooLarge):
+		return nil, fmt.Errorf("%s: %w: more than %d bytes", paths.VMwareIMCSpec, ErrBadIMCSpec, maxKeptIMC)
+	case err != nil:
+		return nil, fmt.Errorf("reading %s: %w", paths.VMwareIMCSpec, err)
+	}
+	md, _, err := parseKeptIMC(b, log)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", paths.VMwareIMCSpec, err)
+	}
+	if err := imcIdentity(md, root, paths.VMwareIMCSpec, log); err != nil {
+		return nil, err
+	}
+	return md, nil
+}

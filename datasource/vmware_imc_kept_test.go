@@ -1,0 +1,264 @@
+package datasource
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seedkeeper/seedkeeper/internal/linkaddr"
+	"github.com/seedkeeper/seedkeeper/internal/paths"
+	"github.com/seedkeeper/seedkeeper/internal/sourceduty"
+	"github.com/seedkeeper/seedkeeper/internal/sysroot"
+)
+
+// keepAndReboot keeps the spec md was read from as a boot that applied
+// it does, then takes the spec out of /run (a reboot), and returns the
+// kept file's bytes.
+func keepAndReboot(t *testing.T, s *stubVMX, md *Metadata) []byte {
+	t.Helper()
+	h := &sourceduty.Host{Root: sysroot.Root(s.root), Live: true, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Links: linkaddr.Links{}}
+	vs := &sourceduty.VMwareStatus{}
+	keepIMC(h, vs, md.VMwareIMC)
+	if len(vs.Notes) > 0 {
+		t.Fatalf("keeping: %q", vs.Notes)
+	}
+	if err := os.RemoveAll(sysroot.Root(s.root).Path(iMCDir)); err != nil {
+		t.Fatal(err)
+	}
+	p := sysroot.Root(s.root).Path(paths.VMwareIMCSpec)
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("kept spec mode %v, want 0600", fi.Mode().Perm())
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// A customized VM keeps its customization: after the boot that applied a
+// spec, a boot that finds no spec in /run and empty guestinfo reads the
+// kept copy and gets the same instance ID, hostname, network and data,
+// without the password, marked as the kept spec.
+func TestReadVMwareIMCKept(t *testing.T) {
+	for _, spec := range []string{"dhcp-2nic-instance-id.cfg", "static-primary.cfg", "dhcp-2nic.cfg", "cloudinit"} {
+		t.Run(spec, func(t *testing.T) {
+			s := imcRoot(t, spec)
+			first := s.mustRead()
+			kept := keepAndReboot(t, s, first)
+			if first.VMwareIMC.Password {
+				for _, secret := range []string{"-PASS", "cjAwdC1zM2NyZXQK", "r00t-s3cret"} {
+					if bytes.Contains(kept, []byte(secret)) {
+						t.Errorf("the kept spec holds %q", secret)
+					}
+				}
+			}
+			second, err := s.read()
+			if err != nil {
+				t.Fatalf("the boot after the customization: %v", err)
+			}
+			if second.Source != SourceVMware || second.Origin.Transport != transportIMC || len(second.Origin.Items) != 1 || second.Origin.Items[0] != paths.VMwareIMCSpec {
+				t.Errorf("origin %s %+v", second.Source, second.Origin)
+			}
+			if !second.VMwareIMC.Kept || second.VMwareIMC.AppliedAt == "" || second.VMwareIMC.MarkerID != first.VMwareIMC.MarkerID || second.VMwareIMC.Password {
+				t.Errorf("spec %+v", second.VMwareIMC)
+			}
+			if second.InstanceID != first.InstanceID || second.InstanceIDDefaulted != first.InstanceIDDefaulted || second.MachineID != first.MachineID {
+				t.Errorf("identity %q (defaulted %v, machine %q), first boot %q (%v, %q)", second.InstanceID, second.InstanceIDDefaulted, second.MachineID, first.InstanceID, first.InstanceIDDefaulted, first.MachineID)
+			}
+			if second.Hostname != first.Hostname || first.Hostname == "" {
+				t.Errorf("hostname %q, first boot %q", second.Hostname, first.Hostname)
+			}
+			if !bytes.Equal(second.NetworkConfigRaw, first.NetworkConfigRaw) {
+				t.Errorf("network\n%s\nfirst boot\n%s", second.NetworkConfigRaw, first.NetworkConfigRaw)
+			}
+			if (first.NetworkConfigRaw != nil) != (second.Network != nil) {
+				t.Errorf("parsed network %v", second.Network)
+			}
+			if !bytes.Equal(second.UserData, first.UserData) {
+				t.Errorf("user-data %q, first boot %q", second.UserData, first.UserData)
+			}
+			dropIMCPassword(first)
+			if !bytes.Equal(second.VendorData, first.VendorData) {
+				t.Errorf("vendor-data %q, first boot without the password %q", second.VendorData, first.VendorData)
+			}
+			if !reflect.DeepEqual(second.MetaData, first.MetaData) {
+				t.Errorf("meta-data %v, first boot %v", second.MetaData, first.MetaData)
+			}
+		})
+	}
+}
+
+// testTime is when the kept specs of the tests were applied.
+var testTime = time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)
+
+// Guestinfo with data and a spec in /run both come before the kept spec;
+// a new spec (another marker) replaces it; the same spec applied again
+// leaves it as it was, with the time it was first applied.
+func TestReadVMwareIMCKeptPrecedence(t *testing.T) {
+	s := imcRoot(t, "dhcp-2nic-instance-id.cfg")
+	kept := keepAndReboot(t, s, s.mustRead())
+
+	s.set("userdata", "#cloud-config\n")
+	if md := s.mustRead(); md.Origin.Transport != ToolRPCTool || md.VMwareIMC != nil {
+		t.Errorf("transport %q, IMC %+v: guestinfo must win over the kept spec", md.Origin.Transport, md.VMwareIMC)
+	}
+	s.set("userdata", "")
+
+	// The same spec again: read from /run, not the kept copy; kept as is.
+	s2 := imcRoot(t, "dhcp-2nic-instance-id.cfg")
+	copyKept(t, s, s2)
+	md := s2.mustRead()
+	if md.VMwareIMC.Kept || md.Origin.Items[0] != imcSpecPath {
+		t.Errorf("a spec in /run must win over the kept one: %+v %+v", md.VMwareIMC, md.Origin)
+	}
+	before, err := os.ReadFile(sysroot.Root(s2.root).Path(paths.VMwareIMCSpec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again := keepAndReboot(t, s2, md); !bytes.Equal(again, before) || bytes.Equal(before, kept) {
+		t.Errorf("the same spec kept again:\n%s\nwas\n%s", again, before)
+	}
+	if md := s2.mustRead(); md.VMwareIMC.AppliedAt != testTime.Format(time.RFC3339) {
+		t.Errorf("applied at %q, want the first time", md.VMwareIMC.AppliedAt)
+	}
+
+	// A new customization replaces it.
+	s3 := imcRoot(t, "static-primary.cfg")
+	copyKept(t, s, s3)
+	first := s3.mustRead()
+	if first.InstanceID != "app01-clone-7" {
+		t.Fatalf("instance ID %q", first.InstanceID)
+	}
+	keepAndReboot(t, s3, first)
+	if md := s3.mustRead(); !md.VMwareIMC.Kept || md.InstanceID != "app01-clone-7" || md.VMwareIMC.AppliedAt == testTime.Format(time.RFC3339) {
+		t.Errorf("after a new spec: kept %v, instance ID %q, applied at %s", md.VMwareIMC.Kept, md.InstanceID, md.VMwareIMC.AppliedAt)
+	}
+}
+
+// copyKept puts from's kept spec in to's root, applied at testTime.
+func copyKept(t *testing.T, from, to *stubVMX) {
+	t.Helper()
+	p := sysroot.Root(to.root).Path(paths.VMwareIMCSpec)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(sysroot.Root(from.root).Path(paths.VMwareIMCSpec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := decodeKeptIMC(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err = encodeKeptIMC(k, testTime); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A kept file that cannot be read is an error naming it, never quoting
+// it; a missing one leaves the no-source reason as it was.
+func TestReadVMwareIMCKeptBad(t *testing.T) {
+	s := newStubVMX(t, ToolRPCTool)
+	p := sysroot.Root(s.root).Path(paths.VMwareIMCSpec)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{
+		`{"format": "seedkeeper-vmware-imc-spec/1", "cust_cfg": "not base64 SECRET"}`,
+		`{"format": "other SECRET"}`,
+		`{"format": "seedkeeper-vmware-imc-spec/1", "cust_cfg": "", "files": {"../SECRET": ""}}`,
+		`[SECRET`,
+	} {
+		if err := os.WriteFile(p, []byte(bad), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := s.read()
+		if !errors.Is(err, ErrBadIMCSpec) || !strings.Contains(err.Error(), paths.VMwareIMCSpec) || strings.Contains(err.Error(), "SECRET") {
+			t.Errorf("%s: %v", bad, err)
+		}
+	}
+	// A link is not followed.
+	os.Remove(p)
+	target := filepath.Join(t.TempDir(), "spec")
+	if err := os.WriteFile(target, []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.read(); err == nil || errors.Is(err, ErrNoSource) {
+		t.Errorf("a link: %v", err)
+	}
+}
+
+// A kept spec never sets the password, whatever the file holds.
+func TestParseKeptIMCDropsPassword(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "testdata", "vmware", "imc", "dhcp-2nic-instance-id.cfg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(b, []byte("-PASS")) || bytes.Contains(stripIMCPassword(b), []byte("-PASS")) || !bytes.Contains(stripIMCPassword(b), []byte("[MISC]")) {
+		t.Fatalf("stripIMCPassword:\n%s", stripIMCPassword(b))
+	}
+	k, err := encodeKeptIMC(&keptIMC{CustCfg: b}, testTime)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, _, err := parseKeptIMC(k, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if md.VMwareIMC.Password || bytes.Contains(md.VendorData, []byte("chpasswd")) {
+		t.Errorf("vendor-data %q", md.VendorData)
+	}
+}
+
+func FuzzParseKeptIMC(f *testing.F) {
+	specs, _ := filepath.Glob(filepath.Join("..", "testdata", "vmware", "imc", "*.cfg"))
+	for _, p := range specs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		k, err := encodeKeptIMC(&keptIMC{CustCfg: b}, testTime)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(k)
+	}
+	k, _ := encodeKeptIMC(&keptIMC{CustCfg: []byte("[CLOUDINIT]\nMETADATA = m\nUSERDATA = u\n"), Files: map[string][]byte{"m": []byte("instance-id: x\n"), "u": []byte("#cloud-config\n")}}, testTime)
+	f.Add(k)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		md, k, err := parseKeptIMC(b, nil)
+		if err != nil {
+			if !errors.Is(err, ErrBadIMCSpec) && !strings.Contains(err.Error(), "meta-data") {
+				t.Fatalf("error %v does not wrap ErrBadIMCSpec", err)
+			}
+			return
+		}
+		if err := checkUsable(md); err != nil {
+			t.Fatal(err)
+		}
+		if md.VMwareIMC.Password || bytes.Contains(md.VendorData, []byte("chpasswd")) || !md.VMwareIMC.Kept {
+			t.Fatalf("spec %+v, vendor-data %q", md.VMwareIMC, md.VendorData)
+		}
+		if len(k.Files) > maxKeptIMCFiles {
+			t.Fatalf("%d files", len(k.Files))
+		}
+	})
+}
