@@ -893,8 +893,9 @@ func TestIntegrationSystemdVMwareIMC(t *testing.T) {
 // a clone customized with a spec of the cloud-init kind (meta-data with
 // its own instance ID and network, user-data), which seedkeeper applies
 // and reports done; then again with no spec (Tools is given none after
-// the customized boot): nothing is applied again, the instance and the
-// marker are kept. Two boots, in make e2e.
+// the customized boot): the kept spec is read again, its network set,
+// nothing reported, the instance and the marker kept. Two boots, in make
+// e2e.
 func TestIntegrationSystemdVMwareIMCCloudInit(t *testing.T) {
 	testenv.Integration(t)
 	if !fullMatrix() {
@@ -943,10 +944,13 @@ func TestIntegrationSystemdVMwareIMCCloudInit(t *testing.T) {
 	if m := "/var/lib/seedkeeper/vmware-imc-marker"; f1[m] == "" || f1[m] != f2[m] {
 		t.Errorf("%s: the marker file was %q after the customized boot and is %q now: written again", r2.name, f1[m], f2[m])
 	}
-	// The spec's address is not set again on this boot without a source
-	// (docs/cloud-init.md, "VMware guest customization", not yet done):
-	// said, not asserted.
-	t.Logf("%s: the NIC has %v; seedkeeper status:\n%s", r2.name, r2.addrs(t, "addr.json", nicVMware.MAC), r2.get(t, "seedkeeper-status"))
+	// The spec kept at the customized boot is read again: its address is set.
+	if got := r2.addrs(t, "addr.json", nicVMware.MAC); !slices.Equal(got, []string{imcCIAddr + "/24"}) {
+		t.Errorf("%s: the NIC has %v, want the kept spec's [%s/24]\nseedkeeper status:\n%s\njournal:\n%s", r2.name, got, imcCIAddr, r2.get(t, "seedkeeper-status"), r2.get(t, "journal-seedkeeper"))
+	}
+	if st := r2.get(t, "seedkeeper-status"); !strings.Contains(st, "/var/lib/seedkeeper/vmware-imc-spec.json") {
+		t.Errorf("%s: the status does not say the kept spec was read:\n%s", r2.name, st)
+	}
 }
 
 // TestIntegrationSystemdVMwareForky boots the VMware guest once on
