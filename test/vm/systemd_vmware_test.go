@@ -126,6 +126,23 @@ func installVMwareTools(root string) error {
 	return installVMwareCustomization(root)
 }
 
+// installRPCStub puts the stub vmware-rpctool in bin and the body it
+// sources in lib, for a test that runs it on the host.
+func installRPCStub(t *testing.T, bin, lib string) {
+	t.Helper()
+	for _, d := range []string{bin, lib} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := copyFile(filepath.Join("systemd", "vmware-rpctool"), filepath.Join(bin, "vmware-rpctool"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := copyFile(filepath.Join("..", "..", "testdata", "vmware", "guestinfo-stub.sh"), filepath.Join(lib, "guestinfo-stub.sh"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // rpcCall is one line of the stub's record.
 type rpcCall struct {
 	at   time.Duration // monotonic
@@ -175,17 +192,7 @@ func TestVMwareRPCToolStub(t *testing.T) {
 	base := t.TempDir()
 	bin, lib, run := filepath.Join(base, "bin"), filepath.Join(base, "lib"), filepath.Join(base, "run")
 	cmdline := filepath.Join(base, "cmdline")
-	for _, d := range []string{bin, lib} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := copyFile(filepath.Join("systemd", "vmware-rpctool"), filepath.Join(bin, "vmware-rpctool"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := copyFile(filepath.Join("..", "..", "testdata", "vmware", "guestinfo-stub.sh"), filepath.Join(lib, "guestinfo-stub.sh"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	installRPCStub(t, bin, lib)
 	line := "root=LABEL=skroot rw console=ttyS0 " + strings.Join(vmwareCmdline(vmwareGuestinfo(t)), " ") + " sk.gi.bad/key=x\n"
 	if err := os.WriteFile(cmdline, []byte(line), 0o644); err != nil {
 		t.Fatal(err)
@@ -692,17 +699,7 @@ func TestVMwareToolsStandIn(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			for _, d := range []string{bin, lib} {
-				if err := os.MkdirAll(d, 0o755); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := copyFile(filepath.Join("systemd", "vmware-rpctool"), filepath.Join(bin, "vmware-rpctool"), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := copyFile(filepath.Join("..", "..", "testdata", "vmware", "guestinfo-stub.sh"), filepath.Join(lib, "guestinfo-stub.sh"), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			installRPCStub(t, bin, lib)
 			cmdline := filepath.Join(base, "cmdline")
 			if err := os.WriteFile(cmdline, []byte("root=LABEL=skroot sk.imc="+c.pkg+"\n"), 0o644); err != nil {
 				t.Fatal(err)
