@@ -12,6 +12,8 @@ import (
 	"sync"
 
 	"github.com/coreos/go-systemd/v22/journal"
+
+	"github.com/seedkeeper/seedkeeper/internal/safetext"
 )
 
 // Identifier is the SYSLOG_IDENTIFIER of seedkeeper's records.
@@ -43,7 +45,8 @@ var send = journal.Send
 // is written to stream as NewStreamHandler writes it, so nothing is lost;
 // console, when not nil, gets every text line too.
 func NewJournalHandler(unit string, stream, console io.Writer) slog.Handler {
-	return &journalHandler{unit: unit, shared: &journalShared{stream: stream, console: console}}
+	shared := &journalShared{stream: stream, console: console}
+	return &journalHandler{unit: unit, shared: shared, text: NewTextHandler(&shared.buf, true)}
 }
 
 type journalShared struct {
@@ -59,13 +62,6 @@ type journalHandler struct {
 	attrs  []slog.Attr // WithAttrs, with their group prefix in the key
 	group  string      // the WithGroup prefix, "a.b."
 	text   slog.Handler
-}
-
-func (h *journalHandler) textHandler() slog.Handler {
-	if h.text == nil {
-		h.text = NewTextHandler(&h.shared.buf, true)
-	}
-	return h.text
 }
 
 func (h *journalHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelInfo }
@@ -91,15 +87,14 @@ func (h *journalHandler) Handle(ctx context.Context, r slog.Record) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.buf.Reset()
-	if err := h.textHandler().Handle(ctx, r); err != nil {
+	if err := h.text.Handle(ctx, r); err != nil {
 		return err
 	}
 	line := s.buf.Bytes()
 	prio := Priority(r.Level)
 	if err := send(strings.TrimSuffix(string(line), "\n"), prio, vars); err != nil {
 		// The stream: journald forwards it to the console itself.
-		out := append([]byte{'<', byte('0' + prio), '>'}, line...)
-		_, err = s.stream.Write(out)
+		_, err = (&prioWriter{w: s.stream, prio: prio}).Write(line)
 		return err
 	}
 	if s.console != nil {
@@ -110,7 +105,7 @@ func (h *journalHandler) Handle(ctx context.Context, r slog.Record) error {
 
 func (h *journalHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
 	n := *h
-	n.text = h.textHandler().WithAttrs(attrs)
+	n.text = h.text.WithAttrs(attrs)
 	n.attrs = append([]slog.Attr(nil), h.attrs...)
 	for _, a := range attrs {
 		n.attrs = append(n.attrs, slog.Attr{Key: h.group + a.Key, Value: a.Value})
@@ -123,7 +118,7 @@ func (h *journalHandler) WithGroup(name string) slog.Handler {
 		return h
 	}
 	n := *h
-	n.text = h.textHandler().WithGroup(name)
+	n.text = h.text.WithGroup(name)
 	n.group = h.group + name + "."
 	return &n
 }
@@ -139,8 +134,23 @@ func addField(vars map[string]string, prefix string, a slog.Attr) {
 		return
 	}
 	if name := FieldName(prefix + a.Key); name != "" {
-		vars[name] = v.String()
+		vars[name] = fieldValue(v.String())
 	}
+}
+
+// maxFieldValue bounds one field's value: an attribute may carry what the
+// metadata said, which the text line quotes and the field must not carry
+// whole either.
+const maxFieldValue = 4 << 10
+
+// fieldValue is v as a field holds it: escaped as the text line is
+// (safetext), and cut at maxFieldValue.
+func fieldValue(v string) string {
+	v = safetext.Escape(v)
+	if len(v) > maxFieldValue {
+		v = strings.ToValidUTF8(v[:maxFieldValue], "") + "…"
+	}
+	return v
 }
 
 // maxFieldName is journald's longest field name.
