@@ -123,6 +123,9 @@ type imcINI struct {
 	sections map[string]*imcSection
 	order    []string
 	warnings []string
+	// lineSection is, per line, the section it is in (its header
+	// included; "" before any), as the keys were read.
+	lineSection []string
 }
 
 func (s *imcINI) get(section, key string) (string, bool) {
@@ -156,6 +159,11 @@ func parseIMCINI(b []byte) (*imcINI, error) {
 	nkeys := 0
 	for i, line := range strings.Split(string(b), "\n") {
 		n := i + 1
+		if cur != nil {
+			ini.lineSection = append(ini.lineSection, cur.name)
+		} else {
+			ini.lineSection = append(ini.lineSection, "")
+		}
 		line = strings.TrimSuffix(line, "\r")
 		trimmed := strings.TrimSpace(line)
 		if trimmed == "" {
@@ -178,12 +186,14 @@ func parseIMCINI(b []byte) (*imcINI, error) {
 			if ini.sections[name] != nil {
 				ini.warnings = append(ini.warnings, fmt.Sprintf("cust.cfg line %d: section %s given again; its keys are dropped", n, safeIMCName(name)))
 				cur = &imcSection{name: name, keys: map[string]string{}} // read and dropped
+				ini.lineSection[i] = name
 				continue
 			}
 			if len(ini.order) >= maxIMCSections {
 				return nil, fmt.Errorf("%w: more than %d sections", ErrBadIMCSpec, maxIMCSections)
 			}
 			cur = &imcSection{name: name, keys: map[string]string{}}
+			ini.lineSection[i] = name
 			ini.sections[name] = cur
 			ini.order = append(ini.order, name)
 			continue

@@ -64,16 +64,17 @@ func (k *keptIMC) same(o *keptIMC) bool {
 }
 
 // stripIMCPassword returns cust.cfg without the lines of its [PASSWORD]
-// sections (their header included), read as parseIMCINI reads sections.
+// sections (their header and continuation lines included), as
+// parseIMCINI reads them; nothing when it does not read (the spec was read
+// before it is kept, so it does).
 func stripIMCPassword(b []byte) []byte {
+	ini, err := parseIMCINI(b)
+	if err != nil {
+		return nil
+	}
 	var out bytes.Buffer
-	in := false
-	for _, line := range strings.SplitAfter(string(b), "\n") {
-		t := strings.TrimSpace(line)
-		if len(t) > 2 && t[0] == '[' && t[len(t)-1] == ']' {
-			in = t[1:len(t)-1] == "PASSWORD"
-		}
-		if !in {
+	for i, line := range strings.SplitAfter(string(b), "\n") {
+		if ini.lineSection[i] != "PASSWORD" {
 			out.WriteString(line)
 		}
 	}

@@ -262,3 +262,14 @@ func FuzzParseKeptIMC(f *testing.F) {
 		}
 	})
 }
+
+// A line indented after a key continues it, for the reader and for the
+// stripper alike: "-PASS" after an indented "[MISC]" is still the
+// password's, and not kept.
+func TestStripIMCPasswordReadsAsTheParser(t *testing.T) {
+	b := []byte("[NETWORK]\nHOSTNAME = h\n\n[PASSWORD]\nFOO = 1\n  [MISC]\n-PASS = secret\n\n[MISC]\nMARKER-ID = m\n")
+	got := stripIMCPassword(b)
+	if bytes.Contains(got, []byte("secret")) || !bytes.Contains(got, []byte("HOSTNAME = h")) || !bytes.Contains(got, []byte("MARKER-ID = m")) {
+		t.Fatalf("stripIMCPassword:\n%s", got)
+	}
+}
