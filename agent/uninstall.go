@@ -101,7 +101,7 @@ func UninstallExpecting(root sysroot.Root, expect string) (*Uninstalled, error) 
 		return &Uninstalled{Left: p.Left}, err
 	}
 	if expect != "" && !strings.EqualFold(p.Digest(), expect) {
-		return &Uninstalled{Plan: p}, fmt.Errorf("%w: its digest is %s, not %s; nothing was changed", ErrPlanChanged, p.Digest(), expect)
+		return &Uninstalled{Plan: p}, fmt.Errorf("%w: its digest is %s, not %s; nothing was changed (run uninstall --dry-run again, read the plan, and pass its digest to --expect)", ErrPlanChanged, p.Digest(), expect)
 	}
 	return p.Apply()
 }

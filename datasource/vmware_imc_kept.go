@@ -63,6 +63,10 @@ func (k *keptIMC) same(o *keptIMC) bool {
 		maps.EqualFunc(k.Files, o.Files, bytes.Equal)
 }
 
+// keptIMCHint says, in an error about the kept file, what it is and the
+// way out.
+const keptIMCHint = "(seedkeeper's copy of the customization spec an earlier boot applied; remove it to boot without it)"
+
 // stripIMCPassword returns cust.cfg without the lines of its [PASSWORD]
 // sections (their header and continuation lines included), as
 // parseIMCINI reads them; nothing when it does not read (the spec was read
@@ -174,13 +178,13 @@ func readKeptIMC(ctx context.Context, root sysroot.Root, log *slog.Logger) (*Met
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("%w: no kept spec %s", ErrNoSource, paths.VMwareIMCSpec)
 	case errors.Is(err, fsutil.ErrTooLarge):
-		return nil, fmt.Errorf("%s: %w: more than %d bytes", paths.VMwareIMCSpec, ErrBadIMCSpec, maxKeptIMC)
+		return nil, fmt.Errorf("%s %s: %w: more than %d bytes", paths.VMwareIMCSpec, keptIMCHint, ErrBadIMCSpec, maxKeptIMC)
 	case err != nil:
 		return nil, fmt.Errorf("reading %s: %w", paths.VMwareIMCSpec, err)
 	}
 	md, _, err := parseKeptIMC(b, log)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", paths.VMwareIMCSpec, err)
+		return nil, fmt.Errorf("%s %s: %w", paths.VMwareIMCSpec, keptIMCHint, err)
 	}
 	if err := imcIdentity(md, root, paths.VMwareIMCSpec, log); err != nil {
 		return nil, err

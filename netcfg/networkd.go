@@ -41,9 +41,6 @@ import (
 //
 // The output is deterministic: same configuration, same bytes.
 func renderNetworkd(c *Config, owned func(*Interface) bool) (map[string][]byte, error) {
-	if owned == nil {
-		owned = func(*Interface) bool { return true }
-	}
 	plans, _ := c.Plan(owned)
 	all := make([]*LinkPlan, len(plans))
 	for i := range plans {

@@ -60,9 +60,7 @@ const nmAheadConfFile = "/run/NetworkManager/conf.d/50-seedkeeper-ahead.conf"
 // seedkeeper and match only its NICs. It returns nil when there is
 // nothing to say.
 func renderNMConf(c *Config, owned func(*Interface) bool) []byte {
-	if owned == nil {
-		owned = func(*Interface) bool { return true }
-	}
+	owned = orAll(owned)
 	// The NICs with a profile are those renderNetworkManager writes one
 	// for, by the one rule (plainLinks), bound to the MAC.
 	links := plainLinks(c, owned)

@@ -591,13 +591,6 @@ func confined(root sysroot.Root, op string) error {
 	return nil
 }
 
-// cleanTemps removes temporary files a killed run left next to the files
-// seed manages.
-func cleanTemps(root sysroot.Root) {
-	files, dirs := temps(root)
-	removeTemps(root, files, dirs)
-}
-
 // temps returns the system paths of the temporary files a killed run left
 // next to the files seed manages, and of its temporary import
 // directories, listed under root (confined to it).

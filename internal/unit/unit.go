@@ -89,7 +89,7 @@ func (l *lister) list(d dir) []fs.DirEntry {
 	}
 	ents, err := fsutil.ReadDirInMax(l.r.Dir, d.sys, l.left)
 	if errors.Is(err, fsutil.ErrTooManyEntries) {
-		l.err = fmt.Errorf("the unit directories hold more than %d entries in all (%s and those before it in the search path): %w", maxLookupEntries, d.sys, fsutil.ErrTooManyEntries)
+		l.err = fmt.Errorf("the unit directories hold more than %d entries in all (%s and those before it in the search path; remove what does not belong there): %w", maxLookupEntries, d.sys, fsutil.ErrTooManyEntries)
 		return nil
 	}
 	l.left -= len(ents)
