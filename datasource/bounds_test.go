@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"math"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/seedkeeper/seedkeeper/internal/alloctest"
+	"github.com/seedkeeper/seedkeeper/internal/vmtools"
 	"github.com/seedkeeper/seedkeeper/internal/yamlx"
 )
 
@@ -167,29 +167,6 @@ func TestSeedsBoundedTogetherInTheMerge(t *testing.T) {
 	}
 }
 
-// A guestinfo tool's output was collected whole, however much it printed:
-// stdout is kept to the base64 of the largest value and the run fails
-// past it; stderr, foreign text shown in errors, is kept to 4 KiB.
-func TestGuestinfoToolOutputBounded(t *testing.T) {
-	if _, err := exec.LookPath("sh"); err != nil {
-		t.Skip("needs sh")
-	}
-	var err error
-	n := alloctest.Bytes(func() {
-		_, err = ExecRunner{}.Run(context.Background(), []string{"sh", "-c", "head -c 64000000 /dev/zero"})
-	})
-	if !errors.Is(err, errToolOutput) {
-		t.Errorf("a tool printing 64 MB: err = %v, want errToolOutput", err)
-	}
-	if n > 3*uint64(maxToolOutput) {
-		t.Errorf("a tool printing 64 MB cost %d bytes", n)
-	}
-	res, err := ExecRunner{}.Run(context.Background(), []string{"sh", "-c", "head -c 1000000 /dev/zero >&2; exit 3"})
-	if err != nil || res.ExitCode != 3 || len(res.Stderr) > maxToolStderr {
-		t.Errorf("a tool printing 1 MB on stderr: %d bytes kept, exit %d, err %v", len(res.Stderr), res.ExitCode, err)
-	}
-}
-
 // A base64 guestinfo value was copied without its white space before its
 // decoded size was checked: the size is counted on the text first.
 func TestGuestinfoBase64CountedBeforeCopy(t *testing.T) {
@@ -219,16 +196,16 @@ func TestGuestinfoValuesBoundedTogether(t *testing.T) {
 	s := newStubVMX(t, ToolRPCTool)
 	opt := s.options()
 	var asked []string
-	opt.VMware.Runner = RunnerFunc(func(_ context.Context, argv []string) (CommandResult, error) {
+	opt.VMware.runner = vmtools.RunnerFunc(func(_ context.Context, argv []string) (vmtools.Result, error) {
 		key := strings.TrimPrefix(argv[len(argv)-1], "info-get guestinfo.")
 		asked = append(asked, key)
 		v, ok := vals[key]
 		if !ok {
-			return CommandResult{Stderr: []byte("No value found\n"), ExitCode: 1}, nil
+			return vmtools.Result{Stderr: []byte("No value found\n"), ExitCode: 1}, nil
 		}
-		return CommandResult{Stdout: []byte(v + "\n")}, nil
+		return vmtools.Result{Stdout: []byte(v + "\n")}, nil
 	})
-	md, err := ReadVMware(context.Background(), opt)
+	md, err := readVMware(context.Background(), opt)
 	if err != nil {
 		t.Fatal(err)
 	}

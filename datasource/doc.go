@@ -7,11 +7,11 @@
 // Each source is one Source value in one table (Names, Lookup): its name,
 // the platforms it serves and their default NIC driver allowlist, the
 // metadata key that sets the allowlist, whether its network document is
-// cloud-init's, and its detect and read functions. Every source has the
-// same two entry points, DetectX(ctx, Options) (Detection, error) and
-// ReadX(ctx, Options) (*Metadata, error); Detect and Fetch try the table
-// in order. Options hold plain values only (a root directory, not a
-// type of this module's internals).
+// cloud-init's, and its detect and read functions. Every source is read
+// the same way: Read(ctx, name, Options) by its name, or ReadDetected
+// going on from what Detect found; Detect and Fetch try the table in
+// order. Options hold plain values only (a root directory, not a type of
+// this module's internals).
 //
 // # Stability
 //

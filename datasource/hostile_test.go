@@ -48,7 +48,7 @@ func TestVMwareNetworkAliasBomb(t *testing.T) {
 	s := newStubVMX(t, ToolRPCTool)
 	s.set("metadata", enc)
 	s.set("metadata.encoding", "gzip+base64")
-	md, err := ReadVMware(context.Background(), s.options())
+	md, err := readVMware(context.Background(), s.options())
 	if err != nil {
 		t.Fatal(err)
 	}

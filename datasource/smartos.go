@@ -79,19 +79,14 @@ func detectSmartOS(ctx context.Context, o Options) (Detection, error) {
 	return d, nil
 }
 
-// ReadSmartOS reads the instance's metadata in one mdata session: through
+// readSmartOS reads the instance's metadata in one mdata session: through
 // o.MdataClient when set, else through a client it opens on the transport
-// detectSmartOS finds (and closes). Values come back byte for byte; the
+// d found, or detectSmartOS finds when d has none (and closes it). Values come back byte for byte; the
 // optional base64 encoding the metadata can ask for (base64_all,
 // base64_keys, b64-KEY) is undone for customer keys only, as documented
 // for the SmartOS datasource. A cancelled ctx ends the read with ctx's
 // error; a host that does not answer is waited for as long as ctx allows.
 // When there is no transport the error wraps ErrNoSource.
-func ReadSmartOS(ctx context.Context, o Options) (*Metadata, error) {
-	return readSmartOS(ctx, Detection{}, &o)
-}
-
-// readSmartOS is ReadSmartOS going on from the transport d found.
 func readSmartOS(ctx context.Context, d Detection, o *Options) (*Metadata, error) {
 	log := o.logger()
 	c := o.MdataClient

@@ -18,7 +18,7 @@ func TestReadSmartOSTotalIsBounded(t *testing.T) {
 	st.Set("user-data", big)
 	st.Set("cloud-init:user-data", big)
 	h, c := smHost(t, st)
-	_, err := ReadSmartOS(smContext(t), Options{MdataClient: c})
+	_, err := Read(smContext(t), SourceSmartOS, Options{MdataClient: c})
 	if err == nil {
 		t.Fatalf("read %d bytes in all without an error", 3*len(big))
 	}

@@ -11,10 +11,10 @@ import (
 	"github.com/seedkeeper/seedkeeper/mdata/mdatatest"
 )
 
-// ReadSmartOS reads every key it needs in one session with the metadata
-// host; here a simulated host on a unix socket, as a zone's
+// The SmartOS source reads every key it needs in one session with the
+// metadata host; here a simulated host on a unix socket, as a zone's
 // /native/.zonecontrol/metadata.sock.
-func ExampleReadSmartOS() {
+func ExampleRead_smartOS() {
 	dir, err := os.MkdirTemp("", "smartos-example")
 	if err != nil {
 		log.Fatal(err)
@@ -30,7 +30,7 @@ func ExampleReadSmartOS() {
 
 	// The transport could also be found by detection (a zone's socket,
 	// the serial port of a SmartDC HVM guest); here it is named.
-	md, err := datasource.ReadSmartOS(context.Background(), datasource.Options{MdataTransport: "unix:" + sock})
+	md, err := datasource.Read(context.Background(), datasource.SourceSmartOS, datasource.Options{MdataTransport: "unix:" + sock})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -57,7 +57,7 @@ func smUserData(t testing.TB) []byte {
 	return b
 }
 
-// smWant is what ReadSmartOS must return for smStore read over transport.
+// smWant is what the SmartOS read must return for smStore read over transport.
 func smWant(t testing.TB, transport string) *Metadata {
 	t.Helper()
 	p := netip.MustParsePrefix
@@ -176,9 +176,9 @@ func smHost(t testing.TB, st *mdatatest.Store) (*mdatatest.Host, *mdata.Client) 
 func smRead(t *testing.T, st *mdatatest.Store) (*Metadata, *mdatatest.Host) {
 	t.Helper()
 	h, c := smHost(t, st)
-	md, err := ReadSmartOS(smContext(t), Options{MdataClient: c})
+	md, err := Read(smContext(t), SourceSmartOS, Options{MdataClient: c})
 	if err != nil {
-		t.Fatalf("ReadSmartOS: %v\n%s", err, h.TranscriptString())
+		t.Fatalf("reading SmartOS: %v\n%s", err, h.TranscriptString())
 	}
 	return md, h
 }
@@ -226,7 +226,7 @@ func smB64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)
 
 func TestReadSmartOSKeyMapping(t *testing.T) {
 	_, c := smHost(t, smStore(t))
-	md, err := ReadSmartOS(smContext(t), Options{MdataClient: c})
+	md, err := Read(smContext(t), SourceSmartOS, Options{MdataClient: c})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,7 +334,7 @@ func TestReadSmartOSNoInstanceID(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, c := smHost(t, st)
-			_, err := ReadSmartOS(smContext(t), Options{MdataClient: c})
+			_, err := Read(smContext(t), SourceSmartOS, Options{MdataClient: c})
 			if err == nil || !strings.Contains(err.Error(), "sdc:uuid") {
 				t.Errorf("err = %v, want one naming sdc:uuid", err)
 			}
@@ -519,7 +519,7 @@ func TestReadSmartOSBase64Invalid(t *testing.T) {
 	var logs bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	_, c := smHost(t, st)
-	md, err := ReadSmartOS(smContext(t), Options{MdataClient: c, Logger: log})
+	md, err := Read(smContext(t), SourceSmartOS, Options{MdataClient: c, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -567,7 +567,7 @@ func TestReadSmartOSNetworkInvalid(t *testing.T) {
 			// the rest of the metadata is used. One bad field of a
 			// readable sdc:nics leaves out that field alone, and the
 			// network config's notes say which.
-			md, err := ReadSmartOS(smContext(t), Options{MdataClient: c})
+			md, err := Read(smContext(t), SourceSmartOS, Options{MdataClient: c})
 			if err != nil {
 				t.Fatalf("err = %v, want the network dropped and the rest read", err)
 			}
@@ -618,7 +618,7 @@ func TestReadSmartOSNetworkDrivers(t *testing.T) {
 			}
 			var logs bytes.Buffer
 			_, c := smHost(t, st)
-			md, err := ReadSmartOS(smContext(t), Options{MdataClient: c, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			md, err := Read(smContext(t), SourceSmartOS, Options{MdataClient: c, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -697,10 +697,10 @@ func TestReadSmartOSFailure(t *testing.T) {
 			t.Cleanup(func() { h.Close() })
 			c := mdata.New(smPipe{h, key}, nil)
 			defer c.Close()
-			md, err := ReadSmartOS(smContext(t), Options{MdataClient: c})
+			md, err := Read(smContext(t), SourceSmartOS, Options{MdataClient: c})
 			var he *mdata.HostError
 			if md != nil || err == nil || !strings.Contains(err.Error(), key) || !errors.As(err, &he) {
-				t.Fatalf("ReadSmartOS = %v, %v; want a host error naming %s", md, err, key)
+				t.Fatalf("reading SmartOS = %v, %v; want a host error naming %s", md, err, key)
 			}
 			if he.Message != "Invalid GET Request" {
 				t.Errorf("host message %q", he.Message)
@@ -754,9 +754,9 @@ func TestIntegrationSmartOSPTY(t *testing.T) {
 			}
 			c := mdata.New(mdata.Serial(pty.Path()), nil)
 			defer c.Close()
-			md, err := ReadSmartOS(smContext(t), Options{MdataClient: c})
+			md, err := Read(smContext(t), SourceSmartOS, Options{MdataClient: c})
 			if err != nil {
-				t.Fatalf("ReadSmartOS: %v\n%s", err, h.TranscriptString())
+				t.Fatalf("reading SmartOS: %v\n%s", err, h.TranscriptString())
 			}
 			smDiff(t, md, smWant(t, "serial:"+pty.Path()))
 			st := h.Stats()
@@ -869,7 +869,7 @@ func BenchmarkReadSmartOS(b *testing.B) {
 		c := mdata.New(tr, nil)
 		defer c.Close()
 		if reuse {
-			if _, err := ReadSmartOS(ctx, Options{MdataClient: c}); err != nil {
+			if _, err := Read(ctx, SourceSmartOS, Options{MdataClient: c}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -879,7 +879,7 @@ func BenchmarkReadSmartOS(b *testing.B) {
 			if !reuse {
 				c = mdata.New(tr, nil)
 			}
-			md, err := ReadSmartOS(ctx, Options{MdataClient: c})
+			md, err := Read(ctx, SourceSmartOS, Options{MdataClient: c})
 			if err != nil || md.Network == nil {
 				b.Fatal(md, err)
 			}
@@ -906,7 +906,7 @@ func BenchmarkReadSmartOS(b *testing.B) {
 }
 
 // FuzzReadSmartOS feeds host values through the base64 options, the
-// network keys and the driver list. ReadSmartOS must not panic, must
+// network keys and the driver list. The read must not panic, must
 // fail only for the network keys, naming one, and must otherwise keep
 // user-data as given or decoded from base64, never anything else.
 func FuzzReadSmartOS(f *testing.F) {
@@ -927,7 +927,7 @@ func FuzzReadSmartOS(f *testing.F) {
 		defer c.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		md, err := ReadSmartOS(ctx, Options{MdataClient: c})
+		md, err := Read(ctx, SourceSmartOS, Options{MdataClient: c})
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "smartos: sdc:") {
 				t.Fatalf("error %q does not name a sdc: key", err)

@@ -136,7 +136,8 @@ func TestCancelledContext(t *testing.T) {
 		}
 	}
 	for name, f := range map[string]func(context.Context, Options) (*Metadata, error){
-		"ReadSmartOS": ReadSmartOS, "ReadVMware": ReadVMware, "readNoCloud": readNoCloud,
+		"readSmartOS": func(ctx context.Context, o Options) (*Metadata, error) { return readSmartOS(ctx, Detection{}, &o) },
+		"readVMware":  readVMware, "readNoCloud": readNoCloud,
 	} {
 		if md, err := f(ctx, o); !errors.Is(err, context.Canceled) || md != nil {
 			t.Errorf("%s: %v, %v; want context.Canceled", name, md, err)

@@ -10,7 +10,6 @@ import (
 	"maps"
 	"math"
 	"os"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/seedkeeper/seedkeeper/internal/dmi"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
+	"github.com/seedkeeper/seedkeeper/internal/vmtools"
 	"github.com/seedkeeper/seedkeeper/internal/yamlx"
 	"github.com/seedkeeper/seedkeeper/netcfg"
 )
@@ -34,12 +34,15 @@ import (
 // allowlist built from such a value must allow nothing.
 var ErrBadNetworkDrivers = errors.New("bad network-drivers")
 
-// VMwareOptions are the options of the VMware source (Options.VMware).
-// The zero value reads through the tools in $PATH and does not redact.
+// VMwareOptions are the options of the VMware source (Options.VMware),
+// read with Read(ctx, SourceVMware, o): guestinfo through the envvar
+// transport when VMX_GUESTINFO is set, else, on a VMware platform,
+// through vmware-rpctool (vmtoolsd when it is missing or fails), else the
+// customization spec VMware Tools left. The error wraps ErrNoSource when
+// none of them has metadata, and ErrNoVMwareTools too when neither tool
+// is installed. The zero value reads through the tools in $PATH and does
+// not redact.
 type VMwareOptions struct {
-	// Runner runs vmware-rpctool and vmtoolsd; nil means ExecRunner{}
-	// ($PATH, defaultToolTimeout per call).
-	Runner CommandRunner
 	// Getenv reads the environment for the envvar transport; nil means
 	// os.Getenv.
 	Getenv func(string) string
@@ -66,13 +69,17 @@ type VMwareOptions struct {
 	// vmware_cust_file_max_wait does; 0 means defaultIMCWait, a negative
 	// value no wait.
 	IMCWait time.Duration
+
+	// runner stands in for vmware-rpctool and vmtoolsd in tests; nil
+	// means vmtools.Exec{} ($PATH, vmtools.DefaultTimeout per run).
+	runner vmtools.Runner
 }
 
-func (o *VMwareOptions) runner() CommandRunner {
-	if o.Runner != nil {
-		return o.Runner
+func (o *VMwareOptions) tools() vmtools.Runner {
+	if o.runner != nil {
+		return o.runner
 	}
-	return ExecRunner{}
+	return vmtools.Exec{}
 }
 
 func (o *VMwareOptions) getenv() func(string) string {
@@ -93,7 +100,7 @@ var vmware = Source{
 	RawNetwork: true,
 	detect:     func(ctx context.Context, o *Options) (Detection, error) { return detectVMware(ctx, *o) },
 	read: func(ctx context.Context, _ Detection, o *Options) (*Metadata, error) {
-		return ReadVMware(ctx, *o)
+		return readVMware(ctx, *o)
 	},
 	duties:  vmwareDuties,
 	watcher: newLocalIPWatch,
@@ -137,7 +144,7 @@ func vmwarePlatform(root sysroot.Root) (bool, string) {
 	return true, fmt.Sprintf("DMI product_name %q", name)
 }
 
-// ReadVMware reads VMware guestinfo into one Metadata, with the options
+// readVMware reads VMware guestinfo into one Metadata, with the options
 // in o.VMware, the DMI under o.Root. A cancelled ctx ends a tool that is
 // running and the read with it.
 //
@@ -148,7 +155,7 @@ func vmwarePlatform(root sysroot.Root) (bool, string) {
 // error wrapping ErrNoSource when this is not VMware, when neither tool is
 // installed (also wrapping ErrNoVMwareTools), or when guestinfo.metadata,
 // .userdata and .vendordata are all absent, empty or "---". A tool that
-// fails is a *ToolError; a value that does not decode, or a metadata
+// fails is a *vmtools.ToolError; a value that does not decode, or a metadata
 // document that does not parse, is an error naming the key. Unlike
 // cloud-init, a gzip+base64 value that is not gzip is an error rather than
 // silently used as it is. The values are decoded as they are read, in
@@ -159,7 +166,7 @@ func vmwarePlatform(root sysroot.Root) (bool, string) {
 // The instance ID is the metadata's instance-id (trimmed); when that is
 // absent or empty it is the DMI product_uuid, lower-cased, and
 // InstanceIDDefaulted is set. MachineID is always the DMI product_uuid.
-func ReadVMware(ctx context.Context, o Options) (*Metadata, error) {
+func readVMware(ctx context.Context, o Options) (*Metadata, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -174,7 +181,7 @@ func ReadVMware(ctx context.Context, o Options) (*Metadata, error) {
 			return nil, fmt.Errorf("vmware: %w: %s", ErrNoSource, why)
 		}
 		log.Debug("vmware platform", "reason", why)
-		raw, err = queryGuestinfo(ctx, opt.runner(), log)
+		raw, err = queryGuestinfo(ctx, opt.tools(), log)
 		if err == nil && len(raw.data) == 0 {
 			err = fmt.Errorf("%w: guestinfo.metadata, guestinfo.userdata and guestinfo.vendordata are all empty", ErrNoSource)
 		}
@@ -218,34 +225,12 @@ func ReadVMware(ctx context.Context, o Options) (*Metadata, error) {
 	switch {
 	case raw.transport == TransportEnvvar:
 	case opt.Redact:
-		redactGuestinfo(ctx, guestinfoTool{name: raw.transport, r: opt.runner(), log: log}, raw, asked, log)
+		redactGuestinfo(ctx, guestinfoTool{name: raw.transport, r: opt.tools(), log: log}, raw, asked, log)
 	case len(asked) > 0:
 		log.Info("metadata asks to redact guestinfo keys; not redacting because redaction is off",
 			"keys", strings.Join(asked, ","))
 	}
 	return md, nil
-}
-
-// SetGuestinfo writes guestinfo.key through tool (ToolRPCTool or
-// ToolVMToolsd) with r (nil: ExecRunner{}), as cloud-init does: one
-// "info-set guestinfo.KEY VALUE" RPC, an empty value sent as one space.
-// A key that is not a guestinfo key name, or a value with a control
-// character, is refused before any tool runs; a tool that fails is a
-// *ToolError.
-func SetGuestinfo(ctx context.Context, r CommandRunner, tool, key, value string) error {
-	if tool != ToolRPCTool && tool != ToolVMToolsd {
-		return fmt.Errorf("setting guestinfo.%s: %q is not a guestinfo tool", key, tool)
-	}
-	if !guestinfoKeyName.MatchString(key) {
-		return fmt.Errorf("setting a guestinfo key: a name of %d bytes that is not a guestinfo key name", len(key))
-	}
-	if i := strings.IndexFunc(value, func(c rune) bool { return c < 0x20 || c == 0x7f }); i >= 0 {
-		return fmt.Errorf("setting guestinfo.%s: control character at byte %d of the value", key, i+1)
-	}
-	if r == nil {
-		r = ExecRunner{}
-	}
-	return guestinfoTool{name: tool, r: r}.set(ctx, key, value)
 }
 
 // vmwareMetadata builds the Metadata from the decoded values.
@@ -612,10 +597,6 @@ func NetworkDriversError(md *Metadata) error {
 	return err
 }
 
-// guestinfoKeyName is what a key listed for redaction may look like; a
-// space would make info-set write a different key.
-var guestinfoKeyName = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
-
 // vmwareRedactList returns the keys the metadata asks to redact ("redact",
 // or the legacy "cleanup-guestinfo"): a list or a single name. Names that
 // cannot be keys are logged and left out.
@@ -636,7 +617,7 @@ func vmwareRedactList(m map[string]any, log *slog.Logger) []string {
 	var keys []string
 	for _, e := range items {
 		s, ok := e.(string)
-		if !ok || !guestinfoKeyName.MatchString(s) {
+		if !ok || !vmtools.ValidKey(s) {
 			log.Warn("ignoring a key to redact that is not a guestinfo key name", "key", fmt.Sprint(e))
 			continue
 		}
@@ -659,10 +640,10 @@ func redactGuestinfo(ctx context.Context, t guestinfoTool, raw *rawGuestinfo, as
 	}
 	for _, k := range keys {
 		log.Info("redacting guestinfo key", "key", "guestinfo."+k, "tool", t.name)
-		if err := t.set(ctx, k, guestinfoEmpty); err != nil {
+		if err := vmtools.Set(ctx, t.r, t.name, k, guestinfoEmpty); err != nil {
 			log.Error("redacting guestinfo key failed", "key", "guestinfo."+k, "err", err)
 		}
-		if err := t.set(ctx, k+".encoding", ""); err != nil {
+		if err := vmtools.Set(ctx, t.r, t.name, k+".encoding", ""); err != nil {
 			log.Error("redacting guestinfo key failed", "key", "guestinfo."+k+".encoding", "err", err)
 		}
 	}

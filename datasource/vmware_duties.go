@@ -14,6 +14,7 @@ import (
 
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 	"github.com/seedkeeper/seedkeeper/internal/sourceduty"
+	"github.com/seedkeeper/seedkeeper/internal/vmtools"
 	"github.com/seedkeeper/seedkeeper/netcfg"
 )
 
@@ -104,10 +105,10 @@ func vmwareFindings(ctx context.Context, h *sourceduty.Host, md *Metadata) *sour
 }
 
 // sourceduty.ToolBudget bounds every info-set call of one boot together
-// (a tool run is bounded by defaultToolTimeout, the same): four of them,
+// (a tool run is bounded by vmtools.DefaultTimeout, the same): four of them,
 // each waiting out the bound on a tool that hangs, would hold back
 // cloud-init by four times as long.
-func init() { sourceduty.ToolBudget.Store(int64(defaultToolTimeout)) }
+func init() { sourceduty.ToolBudget.Store(int64(vmtools.DefaultTimeout)) }
 
 // guestinfoWriter makes the info-set calls of one boot, through the tool
 // that read the guestinfo, within sourceduty.ToolBudget. Once a tool run
@@ -136,11 +137,11 @@ func (w *guestinfoWriter) set(key, value string) bool {
 		w.vs.Notes = append(w.vs.Notes, fmt.Sprintf("guestinfo.%s not published: not tried, %s", key, w.broken))
 		return false
 	}
-	err := SetGuestinfo(w.ctx, nil, w.tool, key, value)
+	err := vmtools.Set(w.ctx, nil, w.tool, key, value)
 	if err != nil {
 		w.vs.Notes = append(w.vs.Notes, fmt.Sprintf("publishing guestinfo.%s failed: %v", key, err))
 		w.h.Log.Warn("vmware: publishing guestinfo."+key+" failed", "err", err)
-		var te *ToolError
+		var te *vmtools.ToolError
 		switch {
 		case w.ctx.Err() != nil:
 			w.broken = fmt.Sprintf("the info-set calls of this boot ran out of their %s", time.Duration(sourceduty.ToolBudget.Load()))

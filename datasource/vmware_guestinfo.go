@@ -9,13 +9,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"time"
 	"unicode"
 
+	"github.com/seedkeeper/seedkeeper/internal/vmtools"
 	"github.com/seedkeeper/seedkeeper/internal/yamlx"
 )
 
@@ -38,8 +36,9 @@ const guestinfoEmpty = "---"
 // maxGuestinfoDecoded bounds what a base64 or gzip+base64 value may decode
 // to: the bound of one seed file, which user-data and vendor-data become.
 // The metadata document, YAML, is bounded lower (yamlx.MaxDocument), and
-// both bounds hold while decoding, not after it.
-const maxGuestinfoDecoded = 16 << 20
+// both bounds hold while decoding, not after it. The tools are run to
+// print no more than its base64 takes.
+const maxGuestinfoDecoded = vmtools.MaxValue
 
 // maxGuestinfoTotal bounds the decoded values of one guestinfo read
 // (metadata, userdata, vendordata) taken together, as maxSeedTotal does
@@ -57,215 +56,37 @@ func guestinfoLimit(key string) int {
 	return maxGuestinfoDecoded
 }
 
-// defaultToolTimeout bounds each run of a guestinfo tool when
-// ExecRunner.Timeout is zero.
-const defaultToolTimeout = 10 * time.Second
-
 // ErrNoVMwareTools means neither vmware-rpctool nor vmtoolsd is installed,
-// so guestinfo cannot be read. ReadVMware returns it together with
-// ErrNoSource.
+// so guestinfo cannot be read. Reading the VMware source returns it
+// together with ErrNoSource.
 var ErrNoVMwareTools = errors.New("neither vmware-rpctool nor vmtoolsd is installed (install open-vm-tools)")
-
-// CommandResult is what one command printed and how it exited.
-type CommandResult struct {
-	Stdout, Stderr []byte
-	ExitCode       int
-}
-
-// CommandRunner runs a command given as argv. It returns a nil error when
-// the command ran, whatever its exit code. When the command does not
-// exist, the error must wrap exec.ErrNotFound, so the caller can try the
-// other tool; any other error (timeout, signal) is a failure of that tool.
-type CommandRunner interface {
-	Run(ctx context.Context, argv []string) (CommandResult, error)
-}
-
-// RunnerFunc adapts a function to CommandRunner.
-type RunnerFunc func(ctx context.Context, argv []string) (CommandResult, error)
-
-// Run calls f.
-func (f RunnerFunc) Run(ctx context.Context, argv []string) (CommandResult, error) {
-	return f(ctx, argv)
-}
-
-// ExecRunner runs commands with os/exec. The zero value looks commands up
-// in $PATH, inherits this process's environment and gives each run
-// defaultToolTimeout.
-type ExecRunner struct {
-	// Timeout bounds one run; 0 means defaultToolTimeout.
-	Timeout time.Duration
-	// Path is the list of directories searched for the command, in
-	// $PATH syntax; "" means $PATH.
-	Path string
-	// Env is the command's environment; nil means this process's.
-	Env []string
-}
-
-// Run runs argv and collects its output. A command that is killed or
-// cannot be started is an error; a non-zero exit is not.
-func (r ExecRunner) Run(ctx context.Context, argv []string) (CommandResult, error) {
-	return r.run(ctx, argv, maxToolOutput)
-}
-
-// run is Run keeping at most maxOut bytes of stdout.
-func (r ExecRunner) run(ctx context.Context, argv []string, maxOut int) (CommandResult, error) {
-	if len(argv) == 0 {
-		return CommandResult{}, errors.New("empty command")
-	}
-	prog, err := r.lookPath(argv[0])
-	if err != nil {
-		return CommandResult{}, err
-	}
-	timeout := r.Timeout
-	if timeout <= 0 {
-		timeout = defaultToolTimeout
-	}
-	parent := ctx
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-
-	stdout := &cappedBuffer{max: maxOut}
-	stderr := &cappedBuffer{max: maxToolStderr}
-	cmd := exec.CommandContext(ctx, prog, argv[1:]...)
-	cmd.Args[0] = argv[0]
-	cmd.Env = r.Env
-	cmd.Stdout = stdout
-	cmd.Stderr = stderr
-	// A child that keeps the pipes open must not hold us past the deadline.
-	cmd.WaitDelay = time.Second
-	err = cmd.Run()
-	res := CommandResult{Stdout: stdout.b, Stderr: stderr.b}
-	var exit *exec.ExitError
-	switch {
-	case stdout.over:
-		return CommandResult{}, fmt.Errorf("%s: %w: printed more than %d bytes", argv[0], errToolOutput, maxOut)
-	case err == nil:
-		return res, nil
-	case parent.Err() != nil:
-		return res, fmt.Errorf("%s: %w", argv[0], parent.Err())
-	case ctx.Err() != nil:
-		return res, fmt.Errorf("%s: no answer within %v: %w", argv[0], timeout, ctx.Err())
-	case errors.As(err, &exit) && exit.Exited():
-		res.ExitCode = exit.ExitCode()
-		return res, nil
-	default:
-		return res, fmt.Errorf("%s: %w", argv[0], err)
-	}
-}
-
-// maxToolOutput bounds what one run of a guestinfo tool may print: the
-// base64 of the largest value (maxGuestinfoDecoded and a gzip header),
-// wrapped in lines. Output past it is not kept, and the run fails.
-var maxToolOutput = toolOutputFor(maxGuestinfoDecoded)
-
-// toolOutputFor is what a tool may print for a value that decodes to at
-// most limit bytes.
-func toolOutputFor(limit int) int { return (limit+1024)/3*4*77/76 + 4096 }
-
-// maxToolStderr is how much of a tool's stderr is kept: it is foreign
-// text, shown in errors; the rest is dropped as it arrives.
-const maxToolStderr = 4096
-
-var errToolOutput = errors.New("output over the limit")
-
-// cappedBuffer keeps the first max bytes written to it and drops the rest
-// (still taking it, so that the child does not block on a full pipe),
-// noting that it did.
-type cappedBuffer struct {
-	b    []byte
-	max  int
-	over bool
-}
-
-func (c *cappedBuffer) Write(p []byte) (int, error) {
-	n := min(len(p), c.max-len(c.b))
-	if len(c.b)+n > cap(c.b) {
-		// Doubling, not append's slower growth: what is copied and
-		// dropped on the way to max stays under max.
-		c.b = append(make([]byte, 0, min(max(2*cap(c.b), len(c.b)+n, 4096), c.max)), c.b...)
-	}
-	c.b = append(c.b, p[:n]...)
-	if n < len(p) {
-		c.over = true
-	}
-	return len(p), nil
-}
-
-// lookPath finds name in r.Path, or in $PATH when r.Path is empty.
-func (r ExecRunner) lookPath(name string) (string, error) {
-	if r.Path == "" || strings.ContainsRune(name, '/') {
-		return exec.LookPath(name)
-	}
-	for _, dir := range filepath.SplitList(r.Path) {
-		if dir == "" {
-			continue
-		}
-		p := filepath.Join(dir, name)
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return "", &exec.Error{Name: name, Err: exec.ErrNotFound}
-}
-
-// ToolError is a guestinfo tool that failed: it could not be run, or it
-// exited non-zero with something other than "No value found".
-type ToolError struct {
-	Tool     string // ToolRPCTool or ToolVMToolsd
-	Command  string // the RPC text, e.g. "info-get guestinfo.metadata"
-	ExitCode int    // when it ran
-	Stderr   string // what it printed on stderr, trailing newlines stripped
-	Err      error  // why it could not be run; nil when it ran
-}
-
-func (e *ToolError) Error() string {
-	if e.Err != nil {
-		return fmt.Sprintf("%s %q: %v", e.Tool, e.Command, e.Err)
-	}
-	msg := e.Stderr
-	if msg == "" {
-		msg = "(nothing on stderr)"
-	} else if len(msg) > 512 {
-		msg = msg[:512] + "..."
-	}
-	return fmt.Sprintf("%s %q: exit status %d: %s", e.Tool, e.Command, e.ExitCode, msg)
-}
-
-func (e *ToolError) Unwrap() error { return e.Err }
 
 // guestinfoTool talks to the VMX through one of the tools.
 type guestinfoTool struct {
 	name string
-	r    CommandRunner
+	r    vmtools.Runner
 	log  *slog.Logger
-}
-
-func (t guestinfoTool) argv(rpc string) []string {
-	if t.name == ToolVMToolsd {
-		return []string{ToolVMToolsd, "--cmd", rpc}
-	}
-	return []string{t.name, rpc}
 }
 
 // get reads guestinfo.key, a value that may decode to at most limit
 // bytes: what the tool printed, not copied. It reports ok=false for a key
 // that is missing, empty or "---", an error matching errOverLimit when
-// limit is below maxGuestinfoDecoded and ExecRunner printed more than
+// limit is below maxGuestinfoDecoded and vmtools.Exec printed more than
 // such a value can take, and any other error only when the tool failed.
 func (t guestinfoTool) get(ctx context.Context, key string, limit int) ([]byte, bool, error) {
 	rpc := "info-get guestinfo." + key
-	var res CommandResult
+	var res vmtools.Result
 	var err error
-	if er, ok := t.r.(ExecRunner); ok && limit < maxGuestinfoDecoded {
-		res, err = er.run(ctx, t.argv(rpc), toolOutputFor(limit))
-		if errors.Is(err, errToolOutput) {
+	if er, ok := t.r.(vmtools.Exec); ok && limit < maxGuestinfoDecoded {
+		res, err = er.RunLimit(ctx, vmtools.Argv(t.name, rpc), vmtools.OutputFor(limit))
+		if errors.Is(err, vmtools.ErrOutput) {
 			return nil, false, overLimit("%s printed more than a value of %d bytes takes", t.name, limit)
 		}
 	} else {
-		res, err = t.r.Run(ctx, t.argv(rpc))
+		res, err = t.r.Run(ctx, vmtools.Argv(t.name, rpc))
 	}
 	if err != nil {
-		return nil, false, &ToolError{Tool: t.name, Command: rpc, Err: err}
+		return nil, false, &vmtools.ToolError{Tool: t.name, Command: rpc, Err: err}
 	}
 	stderr := strings.TrimRight(string(res.Stderr), "\r\n")
 	if stderr == guestinfoNoValue {
@@ -273,7 +94,7 @@ func (t guestinfoTool) get(ctx context.Context, key string, limit int) ([]byte, 
 		return nil, false, nil
 	}
 	if res.ExitCode != 0 {
-		return nil, false, &ToolError{Tool: t.name, Command: rpc, ExitCode: res.ExitCode, Stderr: stderr}
+		return nil, false, &vmtools.ToolError{Tool: t.name, Command: rpc, ExitCode: res.ExitCode, Stderr: stderr}
 	}
 	out := bytes.TrimSuffix(res.Stdout, []byte("\n"))
 	if len(out) == 0 {
@@ -287,24 +108,6 @@ func (t guestinfoTool) get(ctx context.Context, key string, limit int) ([]byte, 
 		return nil, false, nil
 	}
 	return v, true, nil
-}
-
-// set writes guestinfo.key; an empty value becomes one space, because the
-// VMX cannot hold an empty string.
-func (t guestinfoTool) set(ctx context.Context, key, value string) error {
-	if value == "" {
-		value = " "
-	}
-	rpc := "info-set guestinfo." + key + " " + value
-	res, err := t.r.Run(ctx, t.argv(rpc))
-	if err != nil {
-		return &ToolError{Tool: t.name, Command: "info-set guestinfo." + key, Err: err}
-	}
-	if res.ExitCode != 0 {
-		return &ToolError{Tool: t.name, Command: "info-set guestinfo." + key, ExitCode: res.ExitCode,
-			Stderr: strings.TrimRight(string(res.Stderr), "\r\n")}
-	}
-	return nil
 }
 
 // guestinfoValueKeys are the keys holding data, in the order cloud-init
@@ -385,7 +188,7 @@ func fetchGuestinfoValue(g *rawGuestinfo, get func(key string, limit int) ([]byt
 // queryGuestinfo reads the keys with vmware-rpctool and, when that tool is
 // missing or fails on any key, restarts the whole query with vmtoolsd
 // (cloud-init #4444: only vmtoolsd can use secure RPC).
-func queryGuestinfo(ctx context.Context, r CommandRunner, log *slog.Logger) (*rawGuestinfo, error) {
+func queryGuestinfo(ctx context.Context, r vmtools.Runner, log *slog.Logger) (*rawGuestinfo, error) {
 	query := func(tool string) (*rawGuestinfo, error) {
 		t := guestinfoTool{name: tool, r: r, log: log}
 		g, err := fetchGuestinfo(func(key string, limit int) ([]byte, bool, error) { return t.get(ctx, key, limit) },
@@ -401,7 +204,7 @@ func queryGuestinfo(ctx context.Context, r CommandRunner, log *slog.Logger) (*ra
 		return raw, nil
 	}
 	// A value that does not decode is the same through either tool.
-	var te *ToolError
+	var te *vmtools.ToolError
 	if ctx.Err() != nil || !errors.As(rpcErr, &te) {
 		return nil, rpcErr
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/seedkeeper/seedkeeper/internal/dmi"
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
+	"github.com/seedkeeper/seedkeeper/internal/vmtools"
 	"github.com/seedkeeper/seedkeeper/internal/yamlx"
 	"github.com/seedkeeper/seedkeeper/netcfg"
 )
@@ -662,24 +663,24 @@ var imcMessage = regexp.MustCompile(`^[A-Za-z0-9 ._@:/()-]{0,200}$`)
 
 // reportIMC tells vCenter how the customization goes, as cloud-init
 // does: one "deployPkg.update.state STATE CODE MESSAGE" RPC through
-// vmware-rpctool, run by r (nil: ExecRunner{}, which runs the tool found
+// vmware-rpctool, run by r (nil: vmtools.Exec{}, which runs the tool found
 // in $PATH by its absolute path, with no shell). A message with other
 // characters than letters, digits, space and ._@:/()- is refused before
 // the tool runs.
-func reportIMC(ctx context.Context, r CommandRunner, state, code int, msg string) error {
+func reportIMC(ctx context.Context, r vmtools.Runner, state, code int, msg string) error {
 	if !imcMessage.MatchString(msg) || (state != iMCStateRunning && state != iMCStateDone) || code < 0 || code > 999 {
 		return fmt.Errorf("reporting to vCenter: refused: state %d, code %d, a message of %d bytes", state, code, len(msg))
 	}
 	if r == nil {
-		r = ExecRunner{}
+		r = vmtools.Exec{}
 	}
 	rpc := fmt.Sprintf("deployPkg.update.state %d %d %s", state, code, msg)
 	res, err := r.Run(ctx, []string{ToolRPCTool, rpc})
 	if err != nil {
-		return &ToolError{Tool: ToolRPCTool, Command: rpc, Err: err}
+		return &vmtools.ToolError{Tool: ToolRPCTool, Command: rpc, Err: err}
 	}
 	if res.ExitCode != 0 {
-		return &ToolError{Tool: ToolRPCTool, Command: rpc, ExitCode: res.ExitCode, Stderr: strings.TrimRight(string(res.Stderr), "\n")}
+		return &vmtools.ToolError{Tool: ToolRPCTool, Command: rpc, ExitCode: res.ExitCode, Stderr: strings.TrimRight(string(res.Stderr), "\n")}
 	}
 	return nil
 }

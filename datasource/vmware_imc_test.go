@@ -16,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
+	"github.com/seedkeeper/seedkeeper/internal/vmtools"
 )
 
 // The specs in testdata/vmware/imc take the shapes of the specs cloud-init
@@ -203,9 +204,9 @@ func TestReadVMwareIMC(t *testing.T) {
 			var lb logBuffer
 			o := s.options()
 			o.Logger = lb.logger()
-			md, err := ReadVMware(context.Background(), o)
+			md, err := readVMware(context.Background(), o)
 			if err != nil {
-				t.Fatalf("ReadVMware: %v", err)
+				t.Fatalf("readVMware: %v", err)
 			}
 			if md.Source != SourceVMware || md.Origin.Transport != transportIMC {
 				t.Errorf("source %q transport %q", md.Source, md.Origin.Transport)
@@ -294,7 +295,7 @@ func TestReadVMwareIMCRefused(t *testing.T) {
 		t.Run(tc.spec, func(t *testing.T) {
 			md, err := imcRoot(t, tc.spec).read()
 			if err == nil || !errors.Is(err, ErrBadIMCSpec) || errors.Is(err, ErrNoSource) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("ReadVMware = %v, %v; want an error with %q", md, err, tc.want)
+				t.Fatalf("readVMware = %v, %v; want an error with %q", md, err, tc.want)
 			}
 			if strings.Contains(err.Error(), "shadow") {
 				t.Errorf("the error quotes the spec: %v", err)
@@ -317,14 +318,14 @@ func TestReadVMwareIMCPrecedence(t *testing.T) {
 	empty := newStubVMX(t, ToolRPCTool)
 	_, err := empty.read()
 	if !errors.Is(err, ErrNoSource) || !strings.Contains(err.Error(), "all empty, and there is no customization spec: no /var/run/vmware-imc/cust.cfg (and VMware Tools' deployPkg plugin is not installed)") {
-		t.Errorf("ReadVMware = %v", err)
+		t.Errorf("readVMware = %v", err)
 	}
 
 	// No guestinfo tool at all: the spec is still read (Tools left it).
 	notools := imcRoot(t, "static-primary.cfg")
 	o := notools.options()
-	o.VMware.Runner = ExecRunner{Path: t.TempDir()}
-	md, err = ReadVMware(context.Background(), o)
+	o.VMware.runner = vmtools.Exec{Path: t.TempDir()}
+	md, err = readVMware(context.Background(), o)
 	if err != nil || md.InstanceID != "app01-clone-7" {
 		t.Errorf("without tools: %v, %v", md, err)
 	}
@@ -548,9 +549,9 @@ func FuzzParseIMC(f *testing.F) {
 // own words before any tool runs.
 func TestReportIMC(t *testing.T) {
 	var got [][]string
-	r := RunnerFunc(func(_ context.Context, argv []string) (CommandResult, error) {
+	r := vmtools.RunnerFunc(func(_ context.Context, argv []string) (vmtools.Result, error) {
 		got = append(got, argv)
-		return CommandResult{}, nil
+		return vmtools.Result{}, nil
 	})
 	if err := reportIMC(context.Background(), r, iMCStateRunning, iMCEventNetworkFail, "journalctl -u seedkeeper-boot@network setup failed"); err != nil {
 		t.Fatal(err)
@@ -570,10 +571,10 @@ func TestReportIMC(t *testing.T) {
 	if len(got) != 1 {
 		t.Errorf("a refused report ran the tool: %q", got[1:])
 	}
-	fail := RunnerFunc(func(context.Context, []string) (CommandResult, error) {
-		return CommandResult{ExitCode: 1, Stderr: []byte("Permission denied\n")}, nil
+	fail := vmtools.RunnerFunc(func(context.Context, []string) (vmtools.Result, error) {
+		return vmtools.Result{ExitCode: 1, Stderr: []byte("Permission denied\n")}, nil
 	})
-	var te *ToolError
+	var te *vmtools.ToolError
 	if err := reportIMC(context.Background(), fail, 5, 0, "x"); !errors.As(err, &te) || te.ExitCode != 1 {
 		t.Errorf("a failing tool: %v", err)
 	}
@@ -593,7 +594,7 @@ func TestReadVMwareIMCWait(t *testing.T) {
 	}
 	o := s.options()
 	o.VMware.IMCWait = 300 * time.Millisecond
-	_, err := ReadVMware(context.Background(), o)
+	_, err := readVMware(context.Background(), o)
 	if !errors.Is(err, ErrNoSource) || !strings.Contains(err.Error(), "after waiting 300ms for it (VMware Tools' deployPkg plugin is installed)") {
 		t.Errorf("no spec: %v", err)
 	}
@@ -609,7 +610,7 @@ func TestReadVMwareIMCWait(t *testing.T) {
 		copyFile(t, filepath.Join("..", "testdata", "vmware", "imc", "static-primary.cfg"), filepath.Join(dir, iMCSpecFile))
 	}()
 	o.VMware.IMCWait = time.Minute
-	md, err := ReadVMware(context.Background(), o)
+	md, err := readVMware(context.Background(), o)
 	<-done
 	if err != nil || md.InstanceID != "app01-clone-7" || md.VMwareIMC.Waited == "" {
 		t.Fatalf("spec written while waiting: %v, %v", md, err)
@@ -622,7 +623,7 @@ func TestReadVMwareIMCWait(t *testing.T) {
 	os.Remove(filepath.Join(dir, iMCSpecFile))
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	if _, err := ReadVMware(ctx, o); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := readVMware(ctx, o); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("cancelled wait: %v", err)
 	}
 }

@@ -13,10 +13,11 @@ import (
 	"testing"
 
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
+	"github.com/seedkeeper/seedkeeper/internal/vmtools"
 )
 
 // stubVMX is a VM's guestinfo served by the stub vmware-rpctool and
-// vmtoolsd scripts in testdata/vmware, run through the real ExecRunner.
+// vmtoolsd scripts in testdata/vmware, run through the real vmtools.Exec.
 type stubVMX struct {
 	t    testing.TB
 	dir  string // guestinfo.KEY files
@@ -98,13 +99,13 @@ func (s *stubVMX) calls() []string {
 	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
 }
 
-func (s *stubVMX) runner() ExecRunner {
-	return ExecRunner{Path: s.bin, Env: s.env}
+func (s *stubVMX) runner() vmtools.Exec {
+	return vmtools.Exec{Path: s.bin, Env: s.env}
 }
 
 func (s *stubVMX) options() Options {
 	return Options{Root: s.root, VMware: VMwareOptions{
-		Runner: s.runner(),
+		runner: s.runner(),
 		Getenv: func(string) string { return "" },
 	}}
 }
@@ -121,14 +122,14 @@ func foundVMware(root string) (bool, string) {
 
 func (s *stubVMX) read() (*Metadata, error) {
 	s.t.Helper()
-	return ReadVMware(context.Background(), s.options())
+	return readVMware(context.Background(), s.options())
 }
 
 func (s *stubVMX) mustRead() *Metadata {
 	s.t.Helper()
 	md, err := s.read()
 	if err != nil {
-		s.t.Fatalf("ReadVMware: %v", err)
+		s.t.Fatalf("readVMware: %v", err)
 	}
 	return md
 }
@@ -166,10 +167,10 @@ func (l *logBuffer) logger() *slog.Logger {
 }
 
 // noRunner fails the test when any tool is run.
-func noRunner(t *testing.T) CommandRunner {
-	return RunnerFunc(func(_ context.Context, argv []string) (CommandResult, error) {
+func noRunner(t *testing.T) vmtools.Runner {
+	return vmtools.RunnerFunc(func(_ context.Context, argv []string) (vmtools.Result, error) {
 		t.Errorf("unexpected command %q", argv)
-		return CommandResult{}, os.ErrInvalid
+		return vmtools.Result{}, os.ErrInvalid
 	})
 }
 

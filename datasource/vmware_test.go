@@ -13,7 +13,16 @@ import (
 	"time"
 
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
+	"github.com/seedkeeper/seedkeeper/internal/vmtools"
 )
+
+// The tool names the source reports in Origin.Transport are the ones
+// vmtools runs.
+func TestToolNamesAreVMtools(t *testing.T) {
+	if ToolRPCTool != vmtools.RPCTool || ToolVMToolsd != vmtools.VMToolsd {
+		t.Errorf("ToolRPCTool, ToolVMToolsd = %q, %q; vmtools runs %q, %q", ToolRPCTool, ToolVMToolsd, vmtools.RPCTool, vmtools.VMToolsd)
+	}
+}
 
 func TestReadVMwareEncodings(t *testing.T) {
 	const userdata = "#cloud-config\nhostname: vm1\nruncmd: [\"echo hi\"]\n"
@@ -113,7 +122,7 @@ func TestReadVMwareEmptyStdout(t *testing.T) {
 	var logs logBuffer
 	opt := s.options()
 	opt.Logger = logs.logger()
-	md, err := ReadVMware(context.Background(), opt)
+	md, err := readVMware(context.Background(), opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,9 +215,9 @@ func TestReadVMwareBothToolsFail(t *testing.T) {
 	if err == nil || errors.Is(err, ErrNoSource) {
 		t.Fatalf("err = %v, want a tool failure", err)
 	}
-	var te *ToolError
+	var te *vmtools.ToolError
 	if !errors.As(err, &te) || te.ExitCode != 1 {
-		t.Errorf("err %v is not a *ToolError with exit 1", err)
+		t.Errorf("err %v is not a *vmtools.ToolError with exit 1", err)
 	}
 	for _, w := range []string{
 		`vmware-rpctool "info-get guestinfo.metadata": exit status 1: Failed sending message to VMware.`,
@@ -243,8 +252,8 @@ func TestReadVMwareToolTimeout(t *testing.T) {
 	// Long enough for the stub vmtoolsd (a shell script) to answer on a
 	// loaded machine: the hung rpctool costs the whole timeout either way.
 	r.Timeout = 2 * time.Second
-	opt.VMware.Runner = r
-	md, err := ReadVMware(context.Background(), opt)
+	opt.VMware.runner = r
+	md, err := readVMware(context.Background(), opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,14 +266,14 @@ func TestReadVMwareNotVMware(t *testing.T) {
 	s := newStubVMX(t, ToolRPCTool)
 	s.dmi("product_name", "Standard PC (Q35 + ICH9, 2009)\n")
 	opt := s.options()
-	opt.VMware.Runner = noRunner(t)
-	_, err := ReadVMware(context.Background(), opt)
+	opt.VMware.runner = noRunner(t)
+	_, err := readVMware(context.Background(), opt)
 	if !errors.Is(err, ErrNoSource) || !strings.Contains(err.Error(), "Standard PC") {
 		t.Errorf("err = %v, want ErrNoSource naming the product", err)
 	}
 
 	opt.Root = s.root + "/nonexistent"
-	_, err = ReadVMware(context.Background(), opt)
+	_, err = readVMware(context.Background(), opt)
 	if !errors.Is(err, ErrNoSource) || !strings.Contains(err.Error(), "product_name") {
 		t.Errorf("err = %v, want ErrNoSource saying there is no product_name", err)
 	}
@@ -587,7 +596,7 @@ func TestReadVMwareNetworkDrivers(t *testing.T) {
 			var logs logBuffer
 			opt := s.options()
 			opt.Logger = logs.logger()
-			md, err := ReadVMware(context.Background(), opt)
+			md, err := readVMware(context.Background(), opt)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -612,7 +621,7 @@ func TestReadVMwareRedact(t *testing.T) {
 	s.set("userdata.encoding", "base64")
 	opt := s.options()
 	opt.VMware.Redact = true
-	md, err := ReadVMware(context.Background(), opt)
+	md, err := readVMware(context.Background(), opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -652,7 +661,7 @@ func TestReadVMwareRedactUsesTheReadingTool(t *testing.T) {
 	s.set("vendordata.fail-vmware-rpctool", "Permission denied")
 	opt := s.options()
 	opt.VMware.Redact = true
-	if _, err := ReadVMware(context.Background(), opt); err != nil {
+	if _, err := readVMware(context.Background(), opt); err != nil {
 		t.Fatal(err)
 	}
 	calls := s.calls()
@@ -672,7 +681,7 @@ func TestReadVMwareRedactOffByDefault(t *testing.T) {
 	var logs logBuffer
 	opt := s.options()
 	opt.Logger = logs.logger()
-	if _, err := ReadVMware(context.Background(), opt); err != nil {
+	if _, err := readVMware(context.Background(), opt); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range s.calls() {
@@ -693,7 +702,7 @@ func TestReadVMwareRedactListLegacyAndBadNames(t *testing.T) {
 	s.set("metadata", "instance-id: i-1\ncleanup-guestinfo: ['userdata', 'bad key', 7]\n")
 	opt := s.options()
 	opt.VMware.Redact = true
-	if _, err := ReadVMware(context.Background(), opt); err != nil {
+	if _, err := readVMware(context.Background(), opt); err != nil {
 		t.Fatal(err)
 	}
 	var sets []string
@@ -721,13 +730,13 @@ func TestReadVMwareRedactFailureIsLogged(t *testing.T) {
 	opt := s.options()
 	opt.VMware.Redact = true
 	opt.Logger = logs.logger()
-	opt.VMware.Runner = RunnerFunc(func(ctx context.Context, argv []string) (CommandResult, error) {
+	opt.VMware.runner = vmtools.RunnerFunc(func(ctx context.Context, argv []string) (vmtools.Result, error) {
 		if strings.HasPrefix(argv[len(argv)-1], "info-set ") {
-			return CommandResult{Stderr: []byte("Permission denied\n"), ExitCode: 1}, nil
+			return vmtools.Result{Stderr: []byte("Permission denied\n"), ExitCode: 1}, nil
 		}
 		return s.runner().Run(ctx, argv)
 	})
-	md, err := ReadVMware(context.Background(), opt)
+	md, err := readVMware(context.Background(), opt)
 	if err != nil || string(md.UserData) != "ud" {
 		t.Fatalf("a failed redaction changed the read: %v", err)
 	}
@@ -749,11 +758,11 @@ func TestReadVMwareEnvvar(t *testing.T) {
 	s := newStubVMX(t)
 	s.dmi("product_name", "KVM\n") // the envvar transport needs no VMware platform
 	opt := Options{Root: s.root, VMware: VMwareOptions{
-		Runner: noRunner(t),
+		runner: noRunner(t),
 		Getenv: func(k string) string { return env[k] },
 		Redact: true,
 	}}
-	md, err := ReadVMware(context.Background(), opt)
+	md, err := readVMware(context.Background(), opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -768,14 +777,14 @@ func TestReadVMwareEnvvar(t *testing.T) {
 
 	// Without VMX_GUESTINFO the variables are not looked at.
 	delete(env, "VMX_GUESTINFO")
-	_, err = ReadVMware(context.Background(), opt)
+	_, err = readVMware(context.Background(), opt)
 	if !errors.Is(err, ErrNoSource) {
 		t.Errorf("err = %v, want ErrNoSource", err)
 	}
 
 	env["VMX_GUESTINFO"] = "1"
 	env["VMX_GUESTINFO_USERDATA"] = "@@@"
-	_, err = ReadVMware(context.Background(), opt)
+	_, err = readVMware(context.Background(), opt)
 	if err == nil || !strings.Contains(err.Error(), "VMX_GUESTINFO_USERDATA: decoding gz+b64: bad base64") {
 		t.Errorf("err = %v", err)
 	}
@@ -825,28 +834,28 @@ func TestDetectVMware(t *testing.T) {
 func TestGuestinfoToolClassification(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		res    CommandResult
+		res    vmtools.Result
 		runErr error
 		want   string
 		ok     bool
 		err    string
 	}{
-		{name: "value", res: CommandResult{Stdout: []byte("v\n")}, want: "v", ok: true},
-		{name: "value right-stripped", res: CommandResult{Stdout: []byte("v \t\r\n\n")}, want: "v", ok: true},
-		{name: "no value, exit 1", res: CommandResult{Stderr: []byte("No value found\n"), ExitCode: 1}},
-		{name: "no value, exit 0", res: CommandResult{Stderr: []byte("No value found")}},
-		{name: "no value, CRLF", res: CommandResult{Stderr: []byte("No value found\r\n"), ExitCode: 1}},
-		{name: "empty stdout", res: CommandResult{}},
-		{name: "just a newline", res: CommandResult{Stdout: []byte("\n")}},
-		{name: "---", res: CommandResult{Stdout: []byte("---\n")}},
-		{name: "other stderr, exit 0", res: CommandResult{Stdout: []byte("v\n"), Stderr: []byte("warning\n")}, want: "v", ok: true},
-		{name: "similar message", res: CommandResult{Stderr: []byte("No value found for key\n"), ExitCode: 1},
+		{name: "value", res: vmtools.Result{Stdout: []byte("v\n")}, want: "v", ok: true},
+		{name: "value right-stripped", res: vmtools.Result{Stdout: []byte("v \t\r\n\n")}, want: "v", ok: true},
+		{name: "no value, exit 1", res: vmtools.Result{Stderr: []byte("No value found\n"), ExitCode: 1}},
+		{name: "no value, exit 0", res: vmtools.Result{Stderr: []byte("No value found")}},
+		{name: "no value, CRLF", res: vmtools.Result{Stderr: []byte("No value found\r\n"), ExitCode: 1}},
+		{name: "empty stdout", res: vmtools.Result{}},
+		{name: "just a newline", res: vmtools.Result{Stdout: []byte("\n")}},
+		{name: "---", res: vmtools.Result{Stdout: []byte("---\n")}},
+		{name: "other stderr, exit 0", res: vmtools.Result{Stdout: []byte("v\n"), Stderr: []byte("warning\n")}, want: "v", ok: true},
+		{name: "similar message", res: vmtools.Result{Stderr: []byte("No value found for key\n"), ExitCode: 1},
 			err: `vmware-rpctool "info-get guestinfo.k": exit status 1: No value found for key`},
-		{name: "exit 2, silent", res: CommandResult{ExitCode: 2}, err: "exit status 2: (nothing on stderr)"},
+		{name: "exit 2, silent", res: vmtools.Result{ExitCode: 2}, err: "exit status 2: (nothing on stderr)"},
 		{name: "not found", runErr: &exec.Error{Name: "vmware-rpctool", Err: exec.ErrNotFound}, err: "executable file not found"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tool := guestinfoTool{name: ToolRPCTool, log: discardLog(), r: RunnerFunc(func(_ context.Context, argv []string) (CommandResult, error) {
+			tool := guestinfoTool{name: ToolRPCTool, log: discardLog(), r: vmtools.RunnerFunc(func(_ context.Context, argv []string) (vmtools.Result, error) {
 				if !slices.Equal(argv, []string{"vmware-rpctool", "info-get guestinfo.k"}) {
 					t.Errorf("argv = %q", argv)
 				}
@@ -872,7 +881,7 @@ func TestReadVMwareContextCanceled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	opt := s.options()
-	_, err := ReadVMware(ctx, opt)
+	_, err := readVMware(ctx, opt)
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("err = %v, want context.Canceled", err)
 	}
@@ -926,7 +935,7 @@ func BenchmarkReadVMwareStubs(b *testing.B) {
 	s.set("vendordata.encoding", "base64")
 	opt := s.options()
 	for b.Loop() {
-		if _, err := ReadVMware(context.Background(), opt); err != nil {
+		if _, err := readVMware(context.Background(), opt); err != nil {
 			b.Fatal(err)
 		}
 	}

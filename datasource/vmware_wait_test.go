@@ -3,6 +3,7 @@ package datasource
 import (
 	"context"
 	"errors"
+	"github.com/seedkeeper/seedkeeper/internal/vmtools"
 	"os/exec"
 	"slices"
 	"strings"
@@ -103,15 +104,15 @@ func TestReadVMwareWaitOnNetwork(t *testing.T) {
 	}
 }
 
-// SetGuestinfo sends cloud-init's one-argument info-set RPC through the
-// tool named, and the VMX then holds the value.
+// vmtools.Set sends cloud-init's one-argument info-set RPC through the
+// tool named (here the stub tools), and the VMX then holds the value.
 func TestSetGuestinfo(t *testing.T) {
 	s := newStubVMX(t, ToolRPCTool, ToolVMToolsd)
 	ctx := context.Background()
-	if err := SetGuestinfo(ctx, s.runner(), ToolRPCTool, "local-ipv4", "192.0.2.10"); err != nil {
+	if err := vmtools.Set(ctx, s.runner(), ToolRPCTool, "local-ipv4", "192.0.2.10"); err != nil {
 		t.Fatal(err)
 	}
-	if err := SetGuestinfo(ctx, s.runner(), ToolVMToolsd, "local-ipv6", "2001:db8::10"); err != nil {
+	if err := vmtools.Set(ctx, s.runner(), ToolVMToolsd, "local-ipv6", "2001:db8::10"); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{
@@ -129,30 +130,16 @@ func TestSetGuestinfo(t *testing.T) {
 	}
 }
 
-func TestSetGuestinfoRefuses(t *testing.T) {
-	r := noRunner(t)
-	for _, tc := range []struct{ tool, key, value, want string }{
-		{ToolRPCTool, "local ipv4", "x", "not a guestinfo key name"},
-		{ToolRPCTool, "local-ipv4", "192.0.2.1\ninfo-set guestinfo.metadata x", "control character at byte 10"},
-		{"sh", "local-ipv4", "x", "not a guestinfo tool"},
-	} {
-		err := SetGuestinfo(context.Background(), r, tc.tool, tc.key, tc.value)
-		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "info-set guestinfo.metadata") {
-			t.Errorf("SetGuestinfo(%q, %q): %v, want an error saying %q without the value", tc.tool, tc.key, err, tc.want)
-		}
-	}
-}
-
 func TestSetGuestinfoToolFails(t *testing.T) {
 	s := newStubVMX(t, ToolRPCTool)
 	s.env = append(s.env, "GUESTINFO_FAIL_RPCTOOL=Permission denied")
-	err := SetGuestinfo(context.Background(), s.runner(), ToolRPCTool, "local-ipv4", "192.0.2.1")
-	var te *ToolError
+	err := vmtools.Set(context.Background(), s.runner(), ToolRPCTool, "local-ipv4", "192.0.2.1")
+	var te *vmtools.ToolError
 	if !errors.As(err, &te) || te.ExitCode != 1 || te.Stderr != "Permission denied" || te.Command != "info-set guestinfo.local-ipv4" {
 		t.Errorf("err = %#v, want a ToolError for the info-set with the tool's stderr", err)
 	}
 	s2 := newStubVMX(t)
-	if err := SetGuestinfo(context.Background(), s2.runner(), ToolRPCTool, "local-ipv4", "192.0.2.1"); !errors.Is(err, exec.ErrNotFound) {
+	if err := vmtools.Set(context.Background(), s2.runner(), ToolRPCTool, "local-ipv4", "192.0.2.1"); !errors.Is(err, exec.ErrNotFound) {
 		t.Errorf("no tool installed: %v, want exec.ErrNotFound", err)
 	}
 }

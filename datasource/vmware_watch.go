@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/seedkeeper/seedkeeper/internal/sourceduty"
+	"github.com/seedkeeper/seedkeeper/internal/vmtools"
 )
 
 // localIPWatch keeps guestinfo.local-ipv4 and guestinfo.local-ipv6
@@ -127,7 +128,7 @@ func (w *localIPWatch) reconcile(ctx context.Context) time.Time {
 		if b != nil && now.Before(b.at) {
 			continue
 		}
-		if err := SetGuestinfo(ctx, nil, w.tool, p.key, p.addr.String()); err != nil {
+		if err := vmtools.Set(ctx, nil, w.tool, p.key, p.addr.String()); err != nil {
 			if ctx.Err() != nil {
 				return time.Time{}
 			}

@@ -42,7 +42,7 @@ var layers = []layer{
 			"internal/nohang", "internal/nstest", "internal/paths", "internal/redact",
 			"internal/safetext", "internal/seedimage", "internal/syncbuf", "internal/sysroot",
 			"internal/testenv", "internal/testseed", "internal/unit", "internal/version",
-			"internal/yamlx",
+			"internal/vmtools", "internal/yamlx",
 		},
 	},
 	{

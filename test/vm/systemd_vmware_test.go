@@ -18,6 +18,7 @@ import (
 
 	"github.com/seedkeeper/seedkeeper/datasource"
 	"github.com/seedkeeper/seedkeeper/internal/testenv"
+	"github.com/seedkeeper/seedkeeper/internal/vmtools"
 )
 
 // The VMware guest: the Debian 12 networkd image with a vmware-rpctool
@@ -182,7 +183,7 @@ func findRPC(calls []rpcCall, rpc string, units ...string) (rpcCall, bool) {
 
 // The stub, run on this host, answers the datasource's reader and writer
 // as the unit-test stub does: the guestinfo from the command line it is
-// given, decoded by ReadVMware into the scenario's metadata; info-set
+// given, decoded by the VMware source into the scenario's metadata; info-set
 // stored, recorded and read back; a missing key "No value found" on stderr
 // with exit status 1. What the guest run relies on, checked without a boot.
 func TestVMwareRPCToolStub(t *testing.T) {
@@ -198,6 +199,13 @@ func TestVMwareRPCToolStub(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := []string{"SK_VMWARE_RUN=" + run, "SK_VMWARE_LIB=" + lib, "SK_CMDLINE=" + cmdline}
+	// The reader and the writer find the tools in $PATH, as in the guest,
+	// and hand the stub its settings in the environment.
+	t.Setenv("PATH", bin+string(filepath.ListSeparator)+os.Getenv("PATH"))
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
 	dmi := filepath.Join(base, "root", "sys", "class", "dmi", "id")
 	if err := os.MkdirAll(dmi, 0o755); err != nil {
 		t.Fatal(err)
@@ -207,11 +215,10 @@ func TestVMwareRPCToolStub(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r := datasource.ExecRunner{Path: bin, Env: env}
-	md, err := datasource.ReadVMware(context.Background(), datasource.Options{Root: filepath.Join(base, "root"),
-		VMware: datasource.VMwareOptions{Runner: r, Getenv: func(string) string { return "" }}})
+	md, err := datasource.Read(context.Background(), datasource.SourceVMware, datasource.Options{Root: filepath.Join(base, "root"),
+		VMware: datasource.VMwareOptions{Getenv: func(string) string { return "" }}})
 	if err != nil {
-		t.Fatalf("ReadVMware through the stub: %v", err)
+		t.Fatalf("reading VMware through the stub: %v", err)
 	}
 	if md.Origin.Transport != datasource.ToolRPCTool || md.InstanceID != vmwareInstanceID || md.Hostname != vmwareHostname {
 		t.Errorf("read through %q: instance %q, hostname %q; want %s, %s, %s", md.Origin.Transport, md.InstanceID, md.Hostname, datasource.ToolRPCTool, vmwareInstanceID, vmwareHostname)
@@ -226,7 +233,7 @@ func TestVMwareRPCToolStub(t *testing.T) {
 		t.Errorf("network %+v, drivers %v: want one interface and [virtio_net]", md.Network, md.NetworkDrivers)
 	}
 
-	if err := datasource.SetGuestinfo(context.Background(), r, datasource.ToolRPCTool, "local-ipv4", vmwareAddr4); err != nil {
+	if err := vmtools.Set(context.Background(), nil, vmtools.RPCTool, "local-ipv4", vmwareAddr4); err != nil {
 		t.Fatalf("info-set through the stub: %v", err)
 	}
 	rpc := func(args ...string) (string, string, int) {

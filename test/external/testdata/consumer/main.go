@@ -69,7 +69,7 @@ func main() {
 	defer c2.Close()
 
 	// datasource reads a SmartOS instance through that client.
-	md, err := datasource.ReadSmartOS(ctx, datasource.Options{MdataClient: c2})
+	md, err := datasource.Read(ctx, datasource.SourceSmartOS, datasource.Options{MdataClient: c2})
 	if err != nil {
 		log.Fatal(err)
 	}
