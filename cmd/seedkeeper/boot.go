@@ -41,7 +41,7 @@ so boot ends within a second of the signal.
 `
 
 func runBoot(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("boot", stderr)
+	fs := newFlags("boot")
 	root, cfgPath := commonFlags(fs)
 	netMode := fs.String("network", "auto", "")
 	asJSON := fs.Bool("json", false, "")

@@ -74,7 +74,7 @@ var collectFiles = []struct {
 }
 
 func runCollectLogs(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("collect-logs", stderr)
+	fs := newFlags("collect-logs")
 	output := fs.String("output", "seedkeeper-logs.tar.gz", "")
 	root := fs.String("root", "", "")
 	secrets := fs.Bool("include-secrets", false, "")

@@ -62,28 +62,29 @@ func newEnv(root, cfgPath string, stderr io.Writer) agent.Env {
 	return e
 }
 
-// newFlags returns the flag set of a subcommand. Its help text is printed
-// by parseFlags, once: to stdout on --help, to stderr after a bad flag.
-func newFlags(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+// newFlags returns the flag set of a command, named as it is typed after
+// "seedkeeper" ("boot", "image seal"). Its help text is printed by
+// parseFlags, once: to stdout on --help, to stderr after a bad flag.
+func newFlags(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet("seedkeeper "+name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // parseFlags says what is wrong, in one line
 	fs.Usage = func() {}
 	return fs
 }
 
 // parseFlags parses args; when it returns false the command ends with code
-// (0 after --help, 3 for a bad flag or a stray argument).
+// (0 after --help, 3 for a bad flag or a stray argument, said in one line).
 func parseFlags(fs *flag.FlagSet, args []string, help string, stdout, stderr io.Writer) (code int, ok bool) {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, help)
 			return exitOK, false
 		}
-		fmt.Fprintln(stderr, flagError(fs, "seedkeeper "+fs.Name(), err))
+		fmt.Fprintln(stderr, flagError(fs, fs.Name(), err))
 		return exitUsage, false
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "seedkeeper %s: unexpected argument %q (\"seedkeeper %s --help\" lists the options)\n", fs.Name(), fs.Arg(0), fs.Name())
+		fmt.Fprintf(stderr, "%s: unexpected argument %q (\"%s --help\" lists the options)\n", fs.Name(), fs.Arg(0), fs.Name())
 		return exitUsage, false
 	}
 	return exitOK, true
@@ -140,9 +141,9 @@ func editDistance(a, b string) int {
 }
 
 // subcommand reads the SUB of "seedkeeper NAME SUB [FLAGS]" and returns
-// its flag set (output discarded: parseSubFlags prints the one-line
-// errors). When it returns false the command ends with code: 0 after
-// help, 3 for a missing or unknown SUB.
+// its flag set (newFlags; parseFlags parses the flags after SUB). When it
+// returns false the command ends with code: 0 after help, 3 for a missing
+// or unknown SUB.
 func subcommand(name string, args, subs []string, usage string, stdout, stderr io.Writer) (fs *flag.FlagSet, code int, ok bool) {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
@@ -160,28 +161,7 @@ func subcommand(name string, args, subs []string, usage string, stdout, stderr i
 		fmt.Fprintf(stderr, "seedkeeper %s: unknown command %q (want %s)\n", name, sub, want)
 		return nil, exitUsage, false
 	}
-	fs = flag.NewFlagSet("seedkeeper "+name+" "+args[0], flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	return fs, exitOK, true
-}
-
-// parseSubFlags parses the flags after SUB; when it returns false the
-// command ends with code (0 after --help, 3 for a bad flag or a stray
-// argument, said in one line).
-func parseSubFlags(fs *flag.FlagSet, args []string, usage string, stdout, stderr io.Writer) (code int, ok bool) {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, usage)
-			return exitOK, false
-		}
-		fmt.Fprintln(stderr, flagError(fs, fs.Name(), err))
-		return exitUsage, false
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "%s: unexpected argument %q (\"%s --help\" lists the options)\n", fs.Name(), fs.Arg(0), fs.Name())
-		return exitUsage, false
-	}
-	return exitOK, true
+	return newFlags(name + " " + args[0]), exitOK, true
 }
 
 // signalContext returns a context that SIGINT or SIGTERM cancels, and

@@ -50,7 +50,7 @@ Exit status: 0, 1 no metadata source, 2 error, 3 usage, 10 timed out,
 const fetchSchemaVersion = 1
 
 func runFetch(args []string, stdout, stderr io.Writer) (code int) {
-	fs := newFlags("fetch", stderr)
+	fs := newFlags("fetch")
 	root, cfgPath := commonFlags(fs)
 	source := fs.String("source", "", "")
 	seedPath := fs.String("seed", "", "")

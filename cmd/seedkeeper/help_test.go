@@ -44,6 +44,8 @@ func TestMistypedOneLine(t *testing.T) {
 		{[]string{"status", "--wai"}, `seedkeeper status: flag provided but not defined: -wai; did you mean --wait? ("seedkeeper status --help" lists the options)`},
 		{[]string{"boot", "--netwrk", "plan"}, `seedkeeper boot: flag provided but not defined: -netwrk; did you mean --network? ("seedkeeper boot --help" lists the options)`},
 		{[]string{"image", "check", "--jsn"}, `seedkeeper image check: flag provided but not defined: -jsn; did you mean --json? ("seedkeeper image check --help" lists the options)`},
+		{[]string{"version", "extra"}, `seedkeeper version: unexpected argument "extra" ("seedkeeper version --help" lists the options)`},
+		{[]string{"identity", "show", "extra"}, `seedkeeper identity show: unexpected argument "extra" ("seedkeeper identity show --help" lists the options)`},
 	} {
 		r := runInProcess(c.args...)
 		if r.code != exitUsage || r.stdout != "" || r.stderr != c.want+"\n" {

@@ -49,7 +49,7 @@ func runIdentity(args []string, stdout, stderr io.Writer) int {
 	sub := args[0]
 	rootDir := fs.String("root", "", "")
 	asJSON := fs.Bool("json", false, "")
-	if code, ok := parseSubFlags(fs, args[1:], identityUsage, stdout, stderr); !ok {
+	if code, ok := parseFlags(fs, args[1:], identityUsage, stdout, stderr); !ok {
 		return code
 	}
 	root := sysroot.Root(*rootDir)

@@ -110,7 +110,7 @@ func runImage(args []string, stdout, stderr io.Writer) int {
 		dryRun = flags.Bool("dry-run", false, "")
 		expect = flags.String("expect", "", "")
 	}
-	if code, ok := parseSubFlags(flags, args[1:], imageUsage, stdout, stderr); !ok {
+	if code, ok := parseFlags(flags, args[1:], imageUsage, stdout, stderr); !ok {
 		return code
 	}
 	r := sysroot.Root(*root)

@@ -104,7 +104,7 @@ func runNet(args []string, stdout, stderr io.Writer) (code int) {
 	if sub == "apply" {
 		expect = fs.String("expect", "", "")
 	}
-	if code, ok := parseSubFlags(fs, args[1:], netUsage, stdout, stderr); !ok {
+	if code, ok := parseFlags(fs, args[1:], netUsage, stdout, stderr); !ok {
 		return code
 	}
 	opts := apply.SyncOptions{DryRun: sub == "plan"}

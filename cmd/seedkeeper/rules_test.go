@@ -136,7 +136,7 @@ func TestDriversFlag(t *testing.T) {
 		{args: []string{"--drivers", " , "}, wantErr: "--drivers: entry 1: empty driver name"},
 		{args: []string{"--drivers", "E1000"}, wantErr: "--drivers: entry 1: driver name has U+0045 at byte 1 (allowed: a-z 0-9 _ -)"},
 	} {
-		fs := newFlags("test", nil)
+		fs := newFlags("test")
 		allowlist := driversFlag(fs)
 		if err := fs.Parse(tc.args); err != nil {
 			t.Fatal(err)

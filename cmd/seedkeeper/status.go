@@ -85,7 +85,7 @@ type statusJSONDoc struct {
 }
 
 func runStatus(args []string, stdout, stderr io.Writer) int {
-	flags := newFlags("status", stderr)
+	flags := newFlags("status")
 	root := flags.String("root", "", "")
 	asJSON := flags.Bool("json", false, "")
 	format := flags.String("format", "text", "")

@@ -91,7 +91,7 @@ type uninstallJSON struct {
 }
 
 func runUninstall(args []string, stdout, stderr io.Writer) int {
-	flags := newFlags("uninstall", stderr)
+	flags := newFlags("uninstall")
 	root := flags.String("root", "", "")
 	dryRun := flags.Bool("dry-run", false, "")
 	expect := flags.String("expect", "", "")

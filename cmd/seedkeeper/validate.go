@@ -88,7 +88,7 @@ type validateFile struct {
 }
 
 func runValidate(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("validate", stderr)
+	fs := newFlags("validate")
 	kind := fs.String("kind", "", "")
 	asJSON := fs.Bool("json", false, "")
 	// Flags may come before or after the files.
@@ -99,7 +99,7 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 				fmt.Fprint(stdout, validateHelp)
 				return exitOK
 			}
-			fmt.Fprintln(stderr, flagError(fs, "seedkeeper validate", err))
+			fmt.Fprintln(stderr, flagError(fs, fs.Name(), err))
 			return exitUsage
 		}
 		if fs.NArg() == 0 {

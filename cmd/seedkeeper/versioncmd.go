@@ -19,7 +19,7 @@ Exit status: 0, 3 usage.
 const versionSchemaVersion = 1
 
 func runVersion(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("version", stderr)
+	fs := newFlags("version")
 	asJSON := fs.Bool("json", false, "")
 	if code, ok := parseFlags(fs, args, versionHelp, stdout, stderr); !ok {
 		return code

@@ -40,7 +40,7 @@ Exit status: 0 stopped (SIGTERM) or nothing to watch, 2 error, 3 usage.
 `
 
 func runWatch(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("watch", stderr)
+	fs := newFlags("watch")
 	root, cfgPath := commonFlags(fs)
 	drivers := driversFlag(fs)
 	netMode := fs.String("network", "auto", "")
