@@ -81,10 +81,10 @@ func detectSmartOS(ctx context.Context, o Options) (Detection, error) {
 
 // readSmartOS reads the instance's metadata in one mdata session: through
 // o.MdataClient when set, else through a client it opens on the transport
-// d found, or detectSmartOS finds when d has none (and closes it). Values come back byte for byte; the
-// optional base64 encoding the metadata can ask for (base64_all,
-// base64_keys, b64-KEY) is undone for customer keys only, as documented
-// for the SmartOS datasource. A cancelled ctx ends the read with ctx's
+// d found, or detectSmartOS finds when d has none (and closes it). Values
+// come back byte for byte; the optional base64 encoding the metadata can
+// ask for (base64_all, base64_keys, b64-KEY) is undone for customer keys
+// only, as documented for the SmartOS datasource. A cancelled ctx ends the read with ctx's
 // error; a host that does not answer is waited for as long as ctx allows.
 // When there is no transport the error wraps ErrNoSource.
 func readSmartOS(ctx context.Context, d Detection, o *Options) (*Metadata, error) {

@@ -66,7 +66,7 @@ type VMwareOptions struct {
 	// IMCWait bounds the wait for a customization spec when guestinfo
 	// has nothing and VMware Tools' deployPkg plugin is installed (Tools
 	// may still be writing the spec), as cloud-init's
-	// vmware_cust_file_max_wait does; 0 means defaultIMCWait, a negative
+	// vmware_cust_file_max_wait does; 0 means 15 seconds, a negative
 	// value no wait.
 	IMCWait time.Duration
 

@@ -627,3 +627,10 @@ func TestReadVMwareIMCWait(t *testing.T) {
 		t.Errorf("cancelled wait: %v", err)
 	}
 }
+
+// VMwareOptions.IMCWait's doc says what its zero value waits.
+func TestIMCWaitDefaultAsDocumented(t *testing.T) {
+	if defaultIMCWait != 15*time.Second {
+		t.Errorf("defaultIMCWait = %v; VMwareOptions.IMCWait says 15 seconds", defaultIMCWait)
+	}
+}
