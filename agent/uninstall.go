@@ -82,11 +82,12 @@ var ErrPlanChanged = errors.New("the plan is no longer the one that was read")
 // stanzas, and the no-source gate. A file is removed only when it is still
 // what seedkeeper wrote: for the seed the marker's hashes say so, for a
 // rendered network file its name and its first line (netcfg.Header),
-// and then only while it holds what the plan read. /etc/resolv.conf is left, named: removing it would end name resolution
-// now, and the metadata's resolvers are still the right ones until the
-// next boot. The live network and the state in StateDir are not touched
-// (a purge removes the state, all but an import not given back). Every
-// path is reached under root through fsutil's in-root functions. It is
+// and then only while it holds what the plan read. /etc/resolv.conf is
+// left, named: removing it would end name resolution now, and the
+// metadata's resolvers are still the right ones until the next boot. The
+// live network and the state in StateDir are not touched (a purge
+// removes the state, all but an import not given back). Every path is
+// reached under root through fsutil's in-root functions. It is
 // PlanUninstall then Apply.
 func Uninstall(root sysroot.Root) (*Uninstalled, error) {
 	return UninstallExpecting(root, "")

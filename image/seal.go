@@ -402,8 +402,8 @@ func (b *planner) keep(sys, why string) {
 // Apply carries out the plan: exactly its actions, nothing else. Each step
 // acts on its path only if it still has no link on the way, crosses no
 // mount and is still of the kind the plan saw, and a network file of
-// seedkeeper's only while it holds what the plan read; a step that fails is
-// reported and the others go on. The sealed marker is written last, even
+// seedkeeper's only while it holds what the plan read; a step that fails
+// is reported and the others go on. The sealed marker is written last, even
 // after a failure, so the clone's first boot is a new instance whatever
 // was left.
 func (p *Plan) Apply() error {

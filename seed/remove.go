@@ -284,7 +284,7 @@ func giveBack(root sysroot.Root, s Step) (why string, err error) {
 	}
 	err = fsutil.CreateFileIn(string(root), s.Path, s.data, 0o600)
 	if errors.Is(err, fs.ErrExist) {
-		return s.Path + " was absent when the plan was made and is there now; it is left as it is", nil
+		return s.Path + " holds a file made or changed since the plan was made, which is left as it is", nil
 	}
 	if err != nil {
 		return "", fmt.Errorf("giving back the imported seed: %w", err)

@@ -4,10 +4,9 @@
 // (Place), the one walker of those files (Walk) and the one remover of
 // them (Remove), how to ask the running manager to read them (Reload),
 // and what image check tells a person to fix, and what netplan renders
-// at boot beside it (DetectNetplan). Each
-// stack registers its duties here from its own file in netcfg; the agent,
-// image check and seal, uninstall and collect-logs look them up by the
-// stack's name.
+// at boot beside it (DetectNetplan). Each stack registers its duties here
+// from its own file in netcfg; the agent, image check and seal,
+// uninstall and collect-logs look them up by the stack's name.
 package stacks
 
 import (
