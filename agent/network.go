@@ -275,7 +275,16 @@ func (e *Env) renderNetworkd(cfg *netcfg.Config, owned func(*netcfg.Interface) b
 			if _, keep := want[f.Path]; keep || !f.Ours {
 				continue // wanted, or not written by us
 			}
-			if err := fsutil.RemoveIn(string(e.Root), f.Path, false); err != nil {
+			// Removed only while it holds what the walk read.
+			switch err := stacks.Remove(string(e.Root), f); {
+			case errors.Is(err, fs.ErrNotExist):
+				continue
+			case errors.Is(err, stacks.ErrChanged):
+				n := f.Path + " changed while stale files were swept: left as it is"
+				e.Log.Warn("network: " + n)
+				res.Notes = append(res.Notes, n)
+				continue
+			case err != nil:
 				return changed, fmt.Errorf("network: %w", err)
 			}
 			if pl.Dir == sf.Dir {

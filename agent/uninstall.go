@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
@@ -57,8 +58,8 @@ type UninstallPlan struct {
 	Left []string `json:"left"`
 
 	seed     *seed.RemovalPlan
-	rendered []string // network files of ours, removed after the seed
-	gate     bool     // the no-source gate is there, removed last
+	rendered []stacks.File // network files of ours, removed after the seed
+	gate     bool          // the no-source gate is there, removed last
 }
 
 // Digest is a digest of exactly what the plan does: each action with the
@@ -80,12 +81,13 @@ var ErrPlanChanged = errors.New("the plan is no longer the one that was read")
 // network files rendered for any stack, including persistent ifupdown
 // stanzas, and the no-source gate. A file is removed only when it is still
 // what seedkeeper wrote: for the seed the marker's hashes say so, for a
-// rendered network file its name and its first line (netcfg.Header).
-// /etc/resolv.conf is left, named: removing it would end name resolution
-// now, and the metadata's resolvers are still the right ones until the
-// next boot. The live network and the state in StateDir are not touched
-// (a purge removes the state, all but an import not given back). Every
-// path is reached under root through fsutil's in-root functions. It is
+// rendered network file its name and its first line (netcfg.Header),
+// and then only while it holds what the plan read. /etc/resolv.conf is
+// left, named: removing it would end name resolution now, and the
+// metadata's resolvers are still the right ones until the next boot. The
+// live network and the state in StateDir are not touched (a purge
+// removes the state, all but an import not given back). Every path is
+// reached under root through fsutil's in-root functions. It is
 // PlanUninstall then Apply.
 func Uninstall(root sysroot.Root) (*Uninstalled, error) {
 	return UninstallExpecting(root, "")
@@ -124,7 +126,7 @@ func PlanUninstall(root sysroot.Root) (*UninstallPlan, error) {
 	}
 	if _, err := fsutil.StatIn(string(root), nosource.MarkerPath, false); err == nil {
 		p.gate = true
-		p.add(seed.RemoveFile, nosource.MarkerPath, "the no-source gate")
+		p.add(seed.RemoveFile, nosource.MarkerPath, "the no-source gate", "")
 	}
 	if writtenByUs(root, "/etc/resolv.conf") {
 		p.Left = append(p.Left, "/etc/resolv.conf: written by seedkeeper from the metadata's resolvers; left in place so that names still resolve (cloud-init or the network stack manages it after the next boot)")
@@ -132,12 +134,20 @@ func PlanUninstall(root sysroot.Root) (*UninstallPlan, error) {
 	return p, nil
 }
 
-func (p *UninstallPlan) add(op, sys, why string) {
-	p.Actions = append(p.Actions, UninstallAction{Op: op, Path: sys, Why: why, State: fsutil.StateIn(string(p.Root), sys)})
+// add appends a step with the state of its path and, for a file whose
+// content decides the step, the hash of that content (as seed's steps).
+func (p *UninstallPlan) add(op, sys, why, sum string) {
+	state := fsutil.StateIn(string(p.Root), sys)
+	if sum != "" {
+		state += " sha256=" + sum
+	}
+	p.Actions = append(p.Actions, UninstallAction{Op: op, Path: sys, Why: why, State: state})
 }
 
 // Apply carries out the plan in its order: the seed's steps, the network
-// files, the no-source gate.
+// files, the no-source gate. A network file is removed only while it
+// holds what the plan read (stacks.Remove); one changed since is left
+// and named.
 func (p *UninstallPlan) Apply() (*Uninstalled, error) {
 	u := &Uninstalled{Plan: p}
 	sr, err := p.seed.Apply()
@@ -145,11 +155,17 @@ func (p *UninstallPlan) Apply() (*Uninstalled, error) {
 	if err != nil {
 		return u, err
 	}
-	for _, sys := range p.rendered {
-		if err := fsutil.RemoveIn(string(p.Root), sys, false); err != nil {
+	for _, f := range p.rendered {
+		switch err := stacks.Remove(string(p.Root), f); {
+		case errors.Is(err, fs.ErrNotExist):
+			continue
+		case errors.Is(err, stacks.ErrChanged):
+			u.Left = append(u.Left, f.Path+": changed since the plan was made; left in place")
+			continue
+		case err != nil:
 			return u, fmt.Errorf("network files: %w", err)
 		}
-		u.Removed = append(u.Removed, sys)
+		u.Removed = append(u.Removed, f.Path)
 	}
 	if p.gate {
 		if err := fsutil.RemoveIn(string(p.Root), nosource.MarkerPath, false); err != nil {
@@ -162,8 +178,9 @@ func (p *UninstallPlan) Apply() (*Uninstalled, error) {
 
 // planRendered plans the removal of the network files of ours in every
 // place of every stack (netcfg.Stacks), by the rule the renderers and
-// seal use (stacks.Walk: a name seedkeeper gives, its header in place);
-// a file of such a name that is not ours is left and named.
+// seal use (stacks.Walk: a name seedkeeper gives, its header in place),
+// each with the hash of what it holds, which apply checks again; a file
+// of such a name that is not ours is left and named.
 func planRendered(root sysroot.Root, p *UninstallPlan) error {
 	for _, s := range netcfg.Stacks {
 		places, err := stacks.Of(s.Name).Places(root.Path("/"))
@@ -183,8 +200,8 @@ func planRendered(root sysroot.Root, p *UninstallPlan) error {
 					p.Left = append(p.Left, f.Path+": not written by seedkeeper (or changed since); left in place")
 					continue
 				}
-				p.rendered = append(p.rendered, f.Path)
-				p.add(seed.RemoveFile, f.Path, "a network file seedkeeper rendered (its name and header)")
+				p.rendered = append(p.rendered, f)
+				p.add(seed.RemoveFile, f.Path, "a network file seedkeeper rendered (its name and header)", f.Sum)
 			}
 		}
 	}

@@ -117,3 +117,61 @@ func TestUninstall(t *testing.T) {
 		t.Errorf("second Uninstall = %+v, %v; want nothing removed", again, err)
 	}
 }
+
+// Apply removes a network file only while it holds what the plan read:
+// one the admin edited after the plan (its header kept, so it still
+// passes for seedkeeper's by its name and first line) is left and named,
+// and the rest of the plan goes on. The plan's digest covers each file's
+// content, so an edit of the same size and time is a changed plan too.
+func TestUninstallApplyKeepsANetworkFileEditedAfterThePlan(t *testing.T) {
+	root := sysroot.Root(t.TempDir())
+	cfg, err := netcfg.Parse([]byte(uninstallNetwork))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rendered := renderAll(t, root, cfg)
+	writeT(t, root, "/etc/network/interfaces", "source /etc/network/interfaces.d/*\n")
+	edited := rendered[0] // the persistent ifupdown stanza
+	p, err := PlanUninstall(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(p.Actions, func(a UninstallAction) bool { return a.Op == seed.RemoveFile && a.Path == edited }) {
+		t.Fatalf("the plan does not remove %s; the test proves nothing: %+v", edited, p.Actions)
+	}
+	before, err := os.Lstat(root.Path(edited))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(root.Path(edited))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same size and modification time, another last byte.
+	mine := append(b[:len(b)-1:len(b)-1], '#')
+	if err := os.WriteFile(root.Path(edited), mine, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(root.Path(edited), before.ModTime(), before.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := PlanUninstall(root); err != nil || again.Digest() == p.Digest() {
+		t.Errorf("the plan after the edit has the digest of the plan before it (%v)", err)
+	}
+
+	u, err := p.Apply()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(root.Path(edited)); string(got) != string(mine) {
+		t.Errorf("%s = %q after Apply; want the admin's edit kept", edited, got)
+	}
+	if slices.Contains(u.Removed, edited) || !slices.Contains(u.Left, edited+": changed since the plan was made; left in place") {
+		t.Errorf("Removed %q, Left %q: want %s left and named", u.Removed, u.Left, edited)
+	}
+	for _, f := range rendered[1:] {
+		if _, err := os.Lstat(root.Path(f)); err == nil || !slices.Contains(u.Removed, f) {
+			t.Errorf("%s: not removed (%v), or not named in Removed %q", f, err, u.Removed)
+		}
+	}
+}

@@ -78,6 +78,10 @@ type Plan struct {
 	Root    sysroot.Root `json:"-"`
 	Actions []Action     `json:"actions"`
 	opts    SealOptions
+	// walked are the network files of seedkeeper's the plan removes, by
+	// path, as stacks.Walk read them: Apply removes each only while it
+	// still holds that (stacks.Remove).
+	walked map[string]stacks.File
 }
 
 // Changes returns the actions that change something (all but Keep and
@@ -379,6 +383,10 @@ func (b *planner) stackFiles() {
 			for _, f := range found {
 				if f.Ours {
 					b.remove(f.Path, file, "seedkeeper's "+s.Title+" configuration of this machine's NICs (boot writes it again from the clone's metadata)")
+					if b.p.walked == nil {
+						b.p.walked = map[string]stacks.File{}
+					}
+					b.p.walked[f.Path] = f
 				}
 			}
 		}
@@ -393,8 +401,9 @@ func (b *planner) keep(sys, why string) {
 
 // Apply carries out the plan: exactly its actions, nothing else. Each step
 // acts on its path only if it still has no link on the way, crosses no
-// mount and is still of the kind the plan saw; a step that fails is
-// reported and the others go on. The sealed marker is written last, even
+// mount and is still of the kind the plan saw, and a network file of
+// seedkeeper's only while it holds what the plan read; a step that fails
+// is reported and the others go on. The sealed marker is written last, even
 // after a failure, so the clone's first boot is a new instance whatever
 // was left.
 func (p *Plan) Apply() error {
@@ -416,6 +425,10 @@ func (p *Plan) apply(a Action) error {
 	case Write:
 		return identity.MarkSealed(p.Root, p.opts.Now)
 	case Remove:
+		if f, ok := p.walked[a.Path]; ok {
+			err = stacks.Remove(root, f)
+			break
+		}
 		err = fsutil.RemoveIn(root, a.Path, false)
 	case RemoveTree:
 		err = fsutil.RemoveIn(root, a.Path, true)
@@ -429,6 +442,8 @@ func (p *Plan) apply(a Action) error {
 		return errors.New("a symbolic link appeared on the way since the plan was made; not touched")
 	case errors.Is(err, fsutil.ErrIsDir):
 		return errors.New("became a directory since the plan was made; not touched")
+	case errors.Is(err, stacks.ErrChanged):
+		return errors.New("changed since the plan was made (it no longer holds what seedkeeper wrote); not touched")
 	}
 	return err
 }

@@ -390,3 +390,30 @@ func TestSealRemovesChangesRecord(t *testing.T) {
 		}
 	}
 }
+
+// Apply removes a network file of seedkeeper's only while it holds what
+// the plan read: a stanza file edited after the plan (its header kept)
+// is left, and the step's error says it changed; the other steps go on.
+func TestSealApplyKeepsANetworkFileEditedAfterThePlan(t *testing.T) {
+	const stanzas = "/etc/network/interfaces.d/" + "50-seedkeeper"
+	m := freshImage(t)
+	m.write("/etc/network/interfaces", "auto lo\niface lo inet loopback\nsource /etc/network/interfaces.d/*\n")
+	m.write(stanzas, netcfg.Header+"\nauto eth0\n")
+	m.write(paths.Changes, "{}\n")
+	p := planSeal(t, m, SealOptions{})
+	if got := actionPaths(p.Actions, Remove); !slices.Contains(got, stanzas) || !slices.Contains(got, paths.Changes) {
+		t.Fatalf("planned removals %q; the test proves nothing", got)
+	}
+	const edited = netcfg.Header + "\nauto eth0\n# the admin's line\n"
+	m.write(stanzas, edited)
+	err := p.Apply()
+	if err == nil || !strings.Contains(err.Error(), stanzas+": changed since the plan was made") {
+		t.Errorf("Apply: %v; want the edited stanza file named as changed", err)
+	}
+	if b, _ := os.ReadFile(m.root().Path(stanzas)); string(b) != edited {
+		t.Errorf("%s = %q after Apply; want the admin's edit kept", stanzas, b)
+	}
+	if _, err := os.Lstat(m.root().Path(paths.Changes)); err == nil {
+		t.Errorf("%s was not removed: the other steps did not go on", paths.Changes)
+	}
+}

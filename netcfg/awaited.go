@@ -21,7 +21,7 @@ import (
 // space-separated list (globs; a driver name has no glob character,
 // CheckDriverName), or the entry's own match driver when the allowlist
 // has it. A NIC of a driver that is not allowed never matches it. The
-// rest is the NIC's own file as renderNetworkd writes it once the NIC is
+// rest is the NIC's own file as networkdFiles writes it once the NIC is
 // owned (same name, so the watch's render replaces it): its addresses
 // and routes, DHCP if the configuration says DHCP. The global DNS and
 // routes are not on it (the live plan places them among the owned links;

@@ -8,14 +8,14 @@ import (
 	"strings"
 )
 
-// ifupdownFile is the name of the stanza file renderIfupdown's output goes
+// ifupdownFile is the name of the stanza file ifupdownStanzas's output goes
 // into, in the directory the image's /etc/network/interfaces sources
 // (Detection.Dir).
 const ifupdownFile = "50-seedkeeper"
 
-// renderIfupdown renders the physical interfaces for which owned returns
-// true (all when owned is nil) as ifupdown stanzas (interfaces(5)), one
-// file's content. Interfaces are named by LinkName: seedkeeper renames the
+// ifupdownStanzas renders the links ifupdown configures (physicalPlan's
+// links: the plain NICs among the owned links) as ifupdown stanzas
+// (interfaces(5)), one file's content. Interfaces are named by LinkName: seedkeeper renames the
 // links it owns to the configuration's names before ifupdown runs.
 //
 //   - "allow-hotplug NAME" and "auto NAME", then "iface NAME inet dhcp",
@@ -31,11 +31,11 @@ const ifupdownFile = "50-seedkeeper"
 // ValidLinkName, addresses are printed by net/netip, numbers by strconv;
 // the one piece of shell syntax is the "|| true" seedkeeper writes.
 //
-// Bonds, bridges and VLANs are returned in skipped, and so is a link whose
-// name is not a ValidLinkName or is another's (a model built by hand; the
-// parsers and the plan never make one).
-func renderIfupdown(c *Config, owned func(*Interface) bool) (file []byte, skipped []string, err error) {
-	links, skipped := physicalPlan(c, owned)
+// Bonds, bridges and VLANs are in physicalPlan's skipped, which is
+// returned with a link added whose name is not a ValidLinkName or is
+// another's (a model built by hand; the parsers and the plan never make
+// one).
+func ifupdownStanzas(links []*LinkPlan, skipped []string) (file []byte, _ []string, err error) {
 	var b strings.Builder
 	b.WriteString(Header + "\n")
 	seen := map[string]bool{}

@@ -12,8 +12,8 @@ import (
 	"strings"
 )
 
-// renderNetworkd renders the interfaces for which owned returns true (all
-// of them when owned is nil) as systemd-networkd files for
+// networkdFiles renders every owned link of the plan (Config.Plan, the
+// global DNS placed among them) as systemd-networkd files for
 // /run/systemd/network/: file name → content. Each link gets
 // 05-seedkeeper-<id>.network; bonds, bridges and VLANs also get a .netdev.
 //
@@ -40,14 +40,7 @@ import (
 //     apply's too.
 //
 // The output is deterministic: same configuration, same bytes.
-func renderNetworkd(c *Config, owned func(*Interface) bool) (map[string][]byte, error) {
-	plans, _ := c.Plan(owned)
-	all := make([]*LinkPlan, len(plans))
-	for i := range plans {
-		all[i] = &plans[i]
-	}
-	placeDNS(all, c.DNS)
-
+func networkdFiles(all []*LinkPlan) (map[string][]byte, error) {
 	files := map[string][]byte{}
 	for _, lp := range all {
 		base := networkdBase(lp.ID)

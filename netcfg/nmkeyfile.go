@@ -13,10 +13,10 @@ import (
 // profiles (keyfiles) from; they vanish with /run at the next boot.
 const nmConnectionDir = "/run/NetworkManager/system-connections"
 
-// renderNetworkManager renders the physical interfaces for which owned
-// returns true (all when owned is nil) as NetworkManager keyfiles for
-// nmConnectionDir: file name → content. The files must be written 0600
-// (NetworkManager ignores keyfiles others can read).
+// nmKeyfiles renders the links NetworkManager configures (physicalPlan's
+// links: the plain NICs among the owned links) as NetworkManager keyfiles
+// for nmConnectionDir: file name → content. The files must be written
+// 0600 (NetworkManager ignores keyfiles others can read).
 //
 //   - One profile per link, "seedkeeper-<id>" (the ID hashed when it is
 //     not a plain file name), matched by MAC address (by
@@ -24,40 +24,42 @@ const nmConnectionDir = "/run/NetworkManager/system-connections"
 //     UUID made from the ID so the same configuration gives the same bytes.
 //   - Static addresses and DHCP as NetworkManager's ipv4/ipv6 methods;
 //     gateways and routes as routeN; DNS as dns=/dns-search= on the links
-//     renderNetworkd would put it on.
+//     networkdFiles would put it on.
 //   - A profile's autoconnect-priority is high, so NetworkManager picks
 //     it over the "Wired connection N" it would otherwise make.
 //
-// Bonds, bridges and VLANs are not rendered: they are returned in skipped
-// (by ID) for the caller to report. A value NetworkManager could not read
-// back (a line break or other control character, which would start a new
-// key) is an error naming the interface and field.
-func renderNetworkManager(c *Config, owned func(*Interface) bool) (files map[string][]byte, skipped []string, err error) {
-	links, skipped := physicalPlan(c, owned)
-	files = map[string][]byte{}
+// Bonds, bridges and VLANs, and the links under them, are not among the
+// links: physicalPlan returns them in skipped for the caller to report. A
+// value NetworkManager could not read back (a line break or other control
+// character, which would start a new key) is an error naming the
+// interface and field.
+func nmKeyfiles(links []*LinkPlan) (map[string][]byte, error) {
+	files := map[string][]byte{}
 	for _, lp := range links {
 		name := fileBase(lp.ID) + ".nmconnection"
 		if _, dup := files[name]; dup {
-			return nil, nil, fmt.Errorf("render NetworkManager: two links map to file %s", name)
+			return nil, fmt.Errorf("render NetworkManager: two links map to file %s", name)
 		}
 		b, err := renderKeyfile(lp, nil)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		files[name] = b
 	}
-	return files, skipped, nil
+	return files, nil
 }
 
-// physicalPlan is the plan (Config.Plan) of the owned links a stack that
-// renders plain NICs only (NetworkManager, ifupdown) writes, with the
-// global DNS placed among them; it returns the IDs of the owned links of
-// other kinds, and of the members of an owned bond or bridge or the
-// parents of an owned VLAN, as skipped. A NIC whose bond is not owned is
-// a plain link here. A global route the plan puts on a link it skips is
-// not written: the stack that configures that link has it.
-func physicalPlan(c *Config, owned func(*Interface) bool) (links []*LinkPlan, skipped []string) {
-	plans, _ := c.Plan(owned)
+// physicalPlan is the plan (Config.Plan) of the owned links, made once
+// for a render by a stack that renders plain NICs only (NetworkManager,
+// ifupdown): plans is every owned link's, and links are those the stack
+// writes, with the global DNS placed among them; skipped are the IDs of
+// the owned links of other kinds, and of the members of an owned bond or
+// bridge or the parents of an owned VLAN. A NIC whose bond is not owned
+// is a plain link here. A global route the plan puts on a link it skips
+// is not written: the stack that configures that link has it. Every file
+// of the render is a view of this one plan.
+func physicalPlan(c *Config, owned func(*Interface) bool) (plans []LinkPlan, links []*LinkPlan, skipped []string) {
+	plans, _ = c.Plan(owned)
 	for i := range plans {
 		lp := &plans[i]
 		if lp.Kind != Physical || lp.Master != nil || len(lp.VLANs) > 0 {
@@ -67,12 +69,11 @@ func physicalPlan(c *Config, owned func(*Interface) bool) (links []*LinkPlan, sk
 		links = append(links, lp)
 	}
 	placeDNS(links, c.DNS)
-	return links, skipped
+	return plans, links, skipped
 }
 
-// plainLinks are the interfaces of physicalPlan's links.
-func plainLinks(c *Config, owned func(*Interface) bool) []*Interface {
-	links, _ := physicalPlan(c, owned)
+// interfacesOf are the interfaces of links.
+func interfacesOf(links []*LinkPlan) []*Interface {
 	out := make([]*Interface, len(links))
 	for i, lp := range links {
 		out[i] = lp.Interface
@@ -316,12 +317,11 @@ func nmFamily(w *keyfile, lp *LinkPlan, fam int) {
 	}
 }
 
-// nmUnwritten says, per link, what the plan has a link carry that its
-// profile cannot: IPv4 routes and rules on a link without IPv4 addresses
-// or DHCP (NetworkManager configures no IPv4 with method=disabled, and
-// method=manual needs an address).
-func nmUnwritten(c *Config, owned func(*Interface) bool) []string {
-	links, _ := physicalPlan(c, owned)
+// nmUnwritten says, per link of physicalPlan's, what the plan has a link
+// carry that its profile cannot: IPv4 routes and rules on a link without
+// IPv4 addresses or DHCP (NetworkManager configures no IPv4 with
+// method=disabled, and method=manual needs an address).
+func nmUnwritten(links []*LinkPlan) []string {
 	var out []string
 	for _, lp := range links {
 		if nmMethod(lp, 4, ofFamily(lp.Addresses, 4)) != "disabled" {

@@ -41,12 +41,12 @@ func renderIfupdownFiles(d Detection, c *Config, owned func(*Interface) bool) (*
 		sf.Note = "the image's " + ifupdownInterfaces + " sources no directory; add \"source /etc/network/interfaces.d/*\" for seedkeeper's stanzas"
 		return sf, nil
 	}
-	b, skipped, err := renderIfupdown(c, owned)
+	_, links, skipped := physicalPlan(c, owned)
+	b, skipped, err := ifupdownStanzas(links, skipped)
 	if err != nil {
 		return nil, err
 	}
-	links := plainLinks(c, owned)
-	sf.Dir, sf.Skipped, sf.Notes = d.Dir, skipped, UnappliedBy("ifupdown", links)
+	sf.Dir, sf.Skipped, sf.Notes = d.Dir, skipped, UnappliedBy("ifupdown", interfacesOf(links))
 	sf.Files = map[string][]byte{ifupdownFile: b}
 	return sf, nil
 }

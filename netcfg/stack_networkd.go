@@ -34,12 +34,21 @@ var networkdDuties = stacks.Duties{
 // person's own file in /etc/systemd/network still wins.
 const networkdDir = "/run/systemd/network"
 
+// renderNetworkdFiles renders the files and their notes as views of one
+// plan of the owned links (Config.Plan), made once: networkd configures
+// every owned link, and the global DNS is placed among them all.
 func renderNetworkdFiles(d Detection, c *Config, owned func(*Interface) bool) (*StackFiles, error) {
-	files, err := renderNetworkd(c, owned)
+	plans, _ := c.Plan(owned)
+	all := make([]*LinkPlan, len(plans))
+	for i := range plans {
+		all[i] = &plans[i]
+	}
+	placeDNS(all, c.DNS)
+	files, err := networkdFiles(all)
 	if err != nil {
 		return nil, err
 	}
-	return &StackFiles{Dir: networkdDir, Files: files, Mode: 0o644, Notes: UnappliedBy("networkd", newView(c, owned).links)}, nil
+	return &StackFiles{Dir: networkdDir, Files: files, Mode: 0o644, Notes: UnappliedBy("networkd", interfacesOf(all))}, nil
 }
 
 func networkdPlaces(string) ([]stacks.Place, error) {

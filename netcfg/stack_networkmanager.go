@@ -40,15 +40,17 @@ func networkManagerNetplan(renderer string) (why, fix string, ok bool) {
 	return "NetworkManager activates seedkeeper's profile, of higher autoconnect-priority, and allows no other profile on it", "", true
 }
 
+// renderNetworkManagerFiles renders the profiles, their notes and the
+// drop-in as views of one plan (physicalPlan), made once.
 func renderNetworkManagerFiles(d Detection, c *Config, owned func(*Interface) bool) (*StackFiles, error) {
-	files, skipped, err := renderNetworkManager(c, owned)
+	plans, links, skipped := physicalPlan(c, owned)
+	files, err := nmKeyfiles(links)
 	if err != nil {
 		return nil, err
 	}
-	links := plainLinks(c, owned)
 	sf := &StackFiles{Dir: nmConnectionDir, Files: files, Mode: 0o600, Skipped: skipped,
-		Notes: append(UnappliedBy("networkmanager", links), nmUnwritten(c, owned)...)}
-	if conf := renderNMConf(c, owned); conf != nil {
+		Notes: append(UnappliedBy("networkmanager", interfacesOf(links)), nmUnwritten(links)...)}
+	if conf := renderNMConf(plans, links); conf != nil {
 		sf.Extra = map[string][]byte{nmConfFile: conf}
 	}
 	return sf, nil

@@ -345,3 +345,49 @@ func TestHeaderIsTheWalkers(t *testing.T) {
 		t.Errorf("netcfg.Header %q, internal/stacks.Header %q", Header, stacks.Header)
 	}
 }
+
+// Every stack's render is a view of one plan of the owned links
+// (Config.Plan): it asks owned about the interfaces exactly as often as
+// one Config.Plan does, so nothing in it decides again which links are
+// owned, members, VLAN parents or stacked. (NetworkManager's drop-in
+// decided them again from the configuration, and its render made the
+// plan four times.)
+func TestStackRenderIsOneViewOfThePlan(t *testing.T) {
+	var docs []string
+	for _, g := range []string{fixtures + "/valid/*", "testdata/conformance/*.yaml", "testdata/conformance/v1/*.yaml"} {
+		m, _ := filepath.Glob(g)
+		docs = append(docs, m...)
+	}
+	if len(docs) < 20 {
+		t.Fatalf("only %d documents", len(docs))
+	}
+	rendered := 0
+	for _, doc := range docs {
+		b, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := Parse(b)
+		if err != nil || len(c.Interfaces) == 0 {
+			continue
+		}
+		// All but the first interface: a link not owned is in each.
+		asked := 0
+		owned := func(i *Interface) bool { asked++; return i.ID != c.Interfaces[0].ID }
+		c.Plan(owned)
+		once := asked
+		for _, s := range Stacks {
+			asked = 0
+			if _, err := s.Render(Detection{Stack: s, Dir: "/etc/network/interfaces.d"}, c, owned); err != nil {
+				continue
+			}
+			rendered++
+			if asked != once {
+				t.Errorf("%s: the %s render asked owned %d times; one plan asks %d", filepath.Base(doc), s.Name, asked, once)
+			}
+		}
+	}
+	if rendered < 3*20 {
+		t.Errorf("only %d renders compared", rendered)
+	}
+}

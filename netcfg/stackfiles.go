@@ -38,8 +38,9 @@ const nmConfFile = "/run/NetworkManager/conf.d/50-seedkeeper.conf"
 const nmAheadConfFile = "/run/NetworkManager/conf.d/50-seedkeeper-ahead.conf"
 
 // renderNMConf renders a NetworkManager drop-in for the owned physical
-// NICs (all when owned is nil; a NIC seedkeeper does not own keeps
-// NetworkManager's defaults): no "Wired connection N" made for them
+// NICs, as a view of the plan of the render (physicalPlan: plans is every
+// owned link's, links those with a profile; a NIC seedkeeper does not own
+// is in neither and keeps NetworkManager's defaults): no "Wired connection N" made for them
 // (no-auto-default), and, for those with a profile,
 // keep-configuration=no, so that a NIC seedkeeper has already brought up
 // at boot gets its profile activated (a DHCP lease in particular)
@@ -51,7 +52,8 @@ const nmAheadConfFile = "/run/NetworkManager/conf.d/50-seedkeeper-ahead.conf"
 // NetworkManager looks for another (a person who wants a NIC back takes
 // it out of the metadata's network config or the allowlist). The owned
 // bonds, bridges and VLANs, which seedkeeper makes live and renders no
-// profile for, and their member NICs are unmanaged: with
+// profile for, and their member NICs and the parents of the VLANs (the
+// plan's Master and VLANs) are unmanaged: with
 // keep-configuration=no NetworkManager would disconnect them and clean
 // their configuration up. The two lists of [main] and [keyfile] are
 // appended to ("+="), never set: an image's own no-auto-default=* (RHEL's
@@ -59,32 +61,26 @@ const nmAheadConfFile = "/run/NetworkManager/conf.d/50-seedkeeper-ahead.conf"
 // every NIC seedkeeper does not own. The device sections are named for
 // seedkeeper and match only its NICs. It returns nil when there is
 // nothing to say.
-func renderNMConf(c *Config, owned func(*Interface) bool) []byte {
-	owned = orAll(owned)
-	// The NICs with a profile are those renderNetworkManager writes one
-	// for, by the one rule (plainLinks), bound to the MAC.
-	links := plainLinks(c, owned)
+func renderNMConf(plans []LinkPlan, links []*LinkPlan) []byte {
 	var macs, profiled, uuids, unmanaged []string
-	for i := range c.Interfaces {
-		ifc := &c.Interfaces[i]
-		stacked := ifc.Kind != Physical && ifc.Kind != ""
-		if stacked {
-			if owned(ifc) {
-				unmanaged = appendNew(unmanaged, "interface-name:"+ifc.LinkName())
-			}
+	for i := range plans {
+		lp := &plans[i]
+		if lp.Kind != Physical && lp.Kind != "" {
+			unmanaged = appendNew(unmanaged, "interface-name:"+lp.LinkName())
 			continue
 		}
-		if ifc.MAC == "" || !owned(ifc) {
+		if lp.MAC == "" {
 			continue
 		}
-		m := "mac:" + ifc.MAC
+		m := "mac:" + lp.MAC
 		macs = appendNew(macs, m)
 		switch {
-		case slices.ContainsFunc(c.VLANs(ifc), owned), c.Master(ifc) != nil && owned(c.Master(ifc)):
+		case len(lp.VLANs) > 0, lp.Master != nil:
 			unmanaged = appendNew(unmanaged, m)
-		case slices.Contains(links, ifc):
+		case slices.Contains(links, lp):
+			// The profile nmKeyfiles writes, bound to the MAC.
 			profiled = appendNew(profiled, m)
-			uuids = appendNew(uuids, "uuid:"+nmUUID(ifc.ID))
+			uuids = appendNew(uuids, "uuid:"+nmUUID(lp.ID))
 		}
 	}
 	if len(macs) == 0 && len(unmanaged) == 0 {

@@ -38,6 +38,43 @@ config:
       - 'example.lan'
 `
 
+// renderNetworkd is what the networkd stack renders for the owned links
+// (Stack.Render): its files.
+func renderNetworkd(c *Config, owned func(*Interface) bool) (map[string][]byte, error) {
+	sf, err := Networkd.Render(Detection{Stack: Networkd}, c, owned)
+	if err != nil {
+		return nil, err
+	}
+	return sf.Files, nil
+}
+
+// renderNetworkManager is what the NetworkManager stack renders for the
+// owned links (Stack.Render): the keyfiles, and the links skipped.
+func renderNetworkManager(c *Config, owned func(*Interface) bool) (map[string][]byte, []string, error) {
+	sf, err := NetworkManager.Render(Detection{Stack: NetworkManager}, c, owned)
+	if err != nil {
+		return nil, nil, err
+	}
+	return sf.Files, sf.Skipped, nil
+}
+
+// renderIfupdown is what the ifupdown stack renders for the owned links
+// (Stack.Render): the stanza file, and the links skipped.
+func renderIfupdown(c *Config, owned func(*Interface) bool) ([]byte, []string, error) {
+	sf, err := Ifupdown.Render(Detection{Stack: Ifupdown, Dir: "/etc/network/interfaces.d"}, c, owned)
+	if err != nil {
+		return nil, nil, err
+	}
+	return sf.Files[ifupdownFile], sf.Skipped, nil
+}
+
+// nmConf is the NetworkManager drop-in of the owned links, a view of
+// their plan.
+func nmConf(c *Config, owned func(*Interface) bool) []byte {
+	plans, links, _ := physicalPlan(c, owned)
+	return renderNMConf(plans, links)
+}
+
 func mustParse(t testing.TB, doc string) *Config {
 	t.Helper()
 	c, err := Parse([]byte(doc))
@@ -311,7 +348,7 @@ func FuzzRenderStacksParseBack(f *testing.F) {
 // UUIDs of allowed-connections are those of the keyfiles written beside
 // it, each bound to its NIC's MAC.
 func TestRenderNMConf(t *testing.T) {
-	got := string(renderNMConf(mustParse(t, proxmoxV1), nil))
+	got := string(nmConf(mustParse(t, proxmoxV1), nil))
 	files, _, err := renderNetworkManager(mustParse(t, proxmoxV1), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -344,7 +381,7 @@ allowed-connections=` + strings.Join(uuids, ";") + "\n"
 	if string(sf.Extra[nmConfFile]) != want {
 		t.Errorf("renderForStack extra files: %v", sf.Extra)
 	}
-	if renderNMConf(&Config{Interfaces: []Interface{{ID: "x", Kind: Physical, MatchName: "en*"}}}, nil) != nil {
+	if nmConf(&Config{Interfaces: []Interface{{ID: "x", Kind: Physical, MatchName: "en*"}}}, nil) != nil {
 		t.Error("a drop-in for a configuration without MACs")
 	}
 }
@@ -377,7 +414,7 @@ match-device=mac:bc:24:11:aa:bb:03
 keep-configuration=no
 allowed-connections=uuid:` + nmUUID("lan") + `
 `
-	if got := string(renderNMConf(c, owned)); got != want {
+	if got := string(nmConf(c, owned)); got != want {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)
 	}
 }
@@ -395,7 +432,7 @@ func TestRenderNMConfAllowsOnlyWrittenProfiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conf := string(renderNMConf(c, nil))
+	conf := string(nmConf(c, nil))
 	_, allowed, _ := strings.Cut(conf, "\nallowed-connections=")
 	allowed, _, _ = strings.Cut(allowed, "\n")
 	_, devices, _ := strings.Cut(conf, "\nmatch-device=")

@@ -2,6 +2,7 @@ package seed
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -59,7 +60,7 @@ type Step struct {
 	// decides the step, its hash too).
 	State string `json:"state"`
 
-	data []byte // GiveBack: the content written
+	data []byte // GiveBack, GivenBack: the imported file's content
 	hash string // RemoveFile of a file of seedkeeper's: its content's hash
 }
 
@@ -167,7 +168,7 @@ func PlanRemove(root sysroot.Root) (*RemovalPlan, error) {
 		cur, err := readOwnIn(root, f)
 		switch {
 		case err == nil && bytes.Equal(cur, imported[n]):
-			p.add(Step{Op: GivenBack, Path: f, Why: "the imported seed's, already given back"})
+			p.add(Step{Op: GivenBack, Path: f, Why: "the imported seed's, already given back", data: imported[n]})
 			continue
 		case !errors.Is(err, fs.ErrNotExist) && !p.removes(f):
 			complete = false
@@ -210,11 +211,13 @@ func isTemp(files []string, f string) bool { return slices.Contains(files, f) }
 
 // Apply carries out the plan, step by step in its order, and says what
 // was done. A file of seedkeeper's is removed only when it still holds
-// what the plan read (otherwise it is left and named); a step that fails
-// ends the run with the error.
+// what the plan read, and a file is given back only where the path is
+// still absent (giveBack); otherwise it is left and named, and the
+// imported copy is kept. A step that fails ends the run with the error.
 func (p *RemovalPlan) Apply() (Removal, error) {
 	res := Removal{Left: slices.Clone(p.Left)}
 	root := p.Root
+	kept := false // a file of the imported seed not given back: its copy stays
 	for _, s := range p.Steps {
 		switch s.Op {
 		case RemoveFile:
@@ -238,16 +241,23 @@ func (p *RemovalPlan) Apply() (Removal, error) {
 				res.Removed = append(res.Removed, s.Path)
 			}
 		case RemoveTree:
+			if s.Path == ImportDir && kept {
+				continue
+			}
 			err := fsutil.RemoveIn(string(root), s.Path, true)
 			if s.Path == ImportDir && err != nil {
 				return res, fmt.Errorf("removing the imported copy of the seed: %w", err)
 			}
-		case GiveBack:
-			if err := fsutil.WriteFileIn(string(root), s.Path, s.data, 0o600); err != nil {
-				return res, fmt.Errorf("giving back the imported seed: %w", err)
+		case GiveBack, GivenBack:
+			why, err := giveBack(root, s)
+			if err != nil {
+				return res, err
 			}
-			res.Restored = append(res.Restored, s.Path)
-		case GivenBack:
+			if why != "" {
+				kept = true
+				res.Left = append(res.Left, fmt.Sprintf("%s: not given back, %s; the imported copy stays in %s", filepath.Join(ImportDir, path.Base(s.Path)), why, ImportDir))
+				continue
+			}
 			res.Restored = append(res.Restored, s.Path)
 		case RemoveIfEmpty:
 			if gone, _ := fsutil.RemoveEmptyDirIn(string(root), s.Path); !gone {
@@ -256,6 +266,30 @@ func (p *RemovalPlan) Apply() (Removal, error) {
 		}
 	}
 	return res, nil
+}
+
+// giveBack carries out a GiveBack or GivenBack step only as far as what
+// the plan read still holds: a file is written back only where nothing
+// is (fsutil.CreateFileIn: the kernel refuses the write when anything is
+// there, so a file made at the path since the plan is never
+// overwritten), and a file already given back counts only while it still
+// holds the imported bytes. Otherwise why says what changed, and nothing
+// is written.
+func giveBack(root sysroot.Root, s Step) (why string, err error) {
+	if s.Op == GivenBack {
+		if same, err := fsutil.SameFileIn(context.Background(), string(root), s.Path, s.data); err != nil || !same {
+			return s.Path + " no longer holds it (changed since the plan was made)", nil
+		}
+		return "", nil
+	}
+	err = fsutil.CreateFileIn(string(root), s.Path, s.data, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return s.Path + " holds a file made or changed since the plan was made, which is left as it is", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("giving back the imported seed: %w", err)
+	}
+	return "", nil
 }
 
 // readImport returns the files of the imported seed by name, nil when

@@ -247,3 +247,83 @@ func exists(path string) bool {
 	_, err := os.Lstat(path)
 	return err == nil
 }
+
+// Apply gives a file of the imported seed back only where the path is
+// still as the plan read it: a file made where the plan saw none (or one
+// that replaced a file of seedkeeper's the plan would remove, or one
+// changed after it was given back) is left as it is, never overwritten,
+// and the imported copy of it is kept and named, so nothing of the
+// person's is lost. The rest of the plan goes on.
+func TestApplyGivesBackOnlyWhereStillAbsent(t *testing.T) {
+	person := map[string]string{MetaDataFile: "instance-id: handmade\n", UserDataFile: "#cloud-config\n", "README": "put by hand\n"}
+	imported := func(t *testing.T) sysroot.Root {
+		root := sysroot.Root(t.TempDir())
+		os.MkdirAll(root.Path(Dir), 0o755)
+		for n, c := range person {
+			os.WriteFile(root.Path(sd(n)), []byte(c), 0o644)
+		}
+		mustWrite(t, root, testSeed())
+		return root
+	}
+	for _, tc := range []struct {
+		name string
+		// prepare readies root before the plan, or nil.
+		prepare func(root sysroot.Root)
+		// file is the file of the seed made or changed after the plan,
+		// and op the step the plan has for it.
+		file, op string
+	}{
+		{name: "made where the plan saw none", file: "README", op: GiveBack, prepare: func(root sysroot.Root) {
+			os.Remove(root.Path(sd("README")))
+		}},
+		{name: "seedkeeper's file edited after the plan", file: MetaDataFile, op: GiveBack},
+		{name: "changed after it was given back", file: UserDataFile, op: GivenBack, prepare: func(root sysroot.Root) {
+			os.WriteFile(root.Path(sd(UserDataFile)), []byte(person[UserDataFile]), 0o600)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := imported(t)
+			if tc.prepare != nil {
+				tc.prepare(root)
+			}
+			p, err := PlanRemove(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.ContainsFunc(p.Steps, func(s Step) bool { return s.Op == tc.op && s.Path == sd(tc.file) }) {
+				t.Fatalf("the plan has no %s of %s; the test proves nothing: %+v", tc.op, sd(tc.file), p.Steps)
+			}
+			const late = "made after the plan\n"
+			if err := os.WriteFile(root.Path(sd(tc.file)), []byte(late), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			res, err := p.Apply()
+			if err != nil {
+				t.Fatalf("Apply: %v", err)
+			}
+			if got := read(t, root, sd(tc.file)); got != late {
+				t.Errorf("%s = %q after Apply; want the file made after the plan, untouched", sd(tc.file), got)
+			}
+			for n, c := range person {
+				if got := read(t, root, filepath.Join(ImportDir, n)); got != c {
+					t.Errorf("the imported copy of %s = %q; want it kept", n, got)
+				}
+				if n != tc.file && read(t, root, sd(n)) != c {
+					t.Errorf("%s was not given back", sd(n))
+				}
+			}
+			if slices.Contains(res.Restored, sd(tc.file)) {
+				t.Errorf("Restored %v names %s", res.Restored, sd(tc.file))
+			}
+			want := filepath.Join(ImportDir, tc.file) + ": not given back, " + sd(tc.file)
+			if !slices.ContainsFunc(res.Left, func(l string) bool {
+				return strings.HasPrefix(l, want) && strings.HasSuffix(l, "the imported copy stays in "+ImportDir)
+			}) {
+				t.Errorf("Left %q does not say why %s was not given back", res.Left, sd(tc.file))
+			}
+			if exists(markerPath(root)) {
+				t.Error("the rest of the plan was not carried out: the marker is still there")
+			}
+		})
+	}
+}

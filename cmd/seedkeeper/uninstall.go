@@ -21,10 +21,15 @@ NoCloud seed in /var/lib/cloud/seed/nocloud and its marker, the SmartOS
 per-boot scripts and /var/db/mdata-user-data, the network files rendered
 for systemd-networkd, NetworkManager and ifupdown (the ifupdown stanza is
 persistent), and the no-source gate. A seed a person had put in the seed
-directory before seedkeeper first ran is given back, byte for byte.
+directory before seedkeeper first ran is given back, byte for byte, but
+only where its path is still free when it is written: a file that
+appeared there after the plan was made is left as it is, and the
+imported copy kept and named.
 
 Only a file that still holds what seedkeeper wrote is removed (the seed
-marker's hashes say so; a network file by its name and its first line).
+marker's hashes say so; a network file by its name and its first line),
+and only while it holds what the plan read: a file edited after the
+plan was made is left and named.
 Anything else is left in place and named on stderr, as is
 /etc/resolv.conf when seedkeeper wrote it (removing it would end name
 resolution now). The live network and seedkeeper's own state in

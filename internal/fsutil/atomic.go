@@ -26,7 +26,7 @@ var ErrSymlink = errors.New("refusing to write through a symbolic link")
 // whether it changed anything. Missing parent directories are created 0755;
 // a parent directory that is a symbolic link is refused (MkdirNoFollow).
 func WriteFile(path string, data []byte, perm fs.FileMode) (changed bool, err error) {
-	return writeFileAs(path, data, perm, -1, -1)
+	return writeFileAs(path, data, perm, -1, -1, false)
 }
 
 // beforeRename, when set (by a test), is called with the temporary file's
@@ -37,14 +37,18 @@ var beforeRename func(tmp string)
 // its descriptor, before anything is written to it (-1 keeps the
 // writer's): nothing is changed by path after the rename, where the
 // directory's owner could have put another file (a hard link) in its
-// place.
-func writeFileAs(path string, data []byte, perm fs.FileMode, uid, gid int) (changed bool, err error) {
+// place. With excl nothing may be at path: the new file is linked there,
+// which the kernel refuses when anything is, and an error wrapping
+// fs.ErrExist says so.
+func writeFileAs(path string, data []byte, perm fs.FileMode, uid, gid int, excl bool) (changed bool, err error) {
 	dir := filepath.Dir(path)
 	if err := MkdirNoFollow(dir, 0o755); err != nil {
 		return false, fmt.Errorf("writing %s: %w", path, err)
 	}
 	fi, err := os.Lstat(path)
 	switch {
+	case err == nil && excl:
+		return false, fmt.Errorf("writing %s: %w", path, fs.ErrExist)
 	case err == nil && fi.Mode()&fs.ModeSymlink != 0:
 		return false, fmt.Errorf("writing %s: %w", path, ErrSymlink)
 	case err == nil && !fi.Mode().IsRegular():
@@ -89,7 +93,16 @@ func writeFileAs(path string, data []byte, perm fs.FileMode, uid, gid int) (chan
 	if beforeRename != nil {
 		beforeRename(tmp.Name())
 	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
+	if excl {
+		// A hard link fails with EEXIST when anything is at path (a
+		// link pointing nowhere too): unlike a rename it never replaces.
+		if err = os.Link(tmp.Name(), path); err == nil {
+			os.Remove(tmp.Name())
+		}
+	} else {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
 		return false, fmt.Errorf("writing %s: %w", path, err)
 	}
 	if err = SyncDir(dir); err != nil {

@@ -408,7 +408,27 @@ func WriteFileIn(root, p string, data []byte, perm fs.FileMode) error {
 		_, err := WriteFile(path.Clean(p), data, perm)
 		return err
 	}
-	if err := writeIn(root, path.Clean(p), data, perm); err != nil {
+	if err := writeIn(root, path.Clean(p), data, perm, false); err != nil {
+		return inRootErr("writing", p, 0, err)
+	}
+	return nil
+}
+
+// CreateFileIn is WriteFileIn for a file that must not be there yet: when
+// anything is at p (a file, a link, a directory) it writes nothing and
+// returns an error wrapping fs.ErrExist. The kernel makes the test as the
+// new file is put in place (a hard link, which never replaces, where
+// WriteFileIn renames), so a file made at p after a plan was read is
+// never overwritten, however late it came.
+func CreateFileIn(root, p string, data []byte, perm fs.FileMode) error {
+	if !strings.HasPrefix(p, "/") || path.Clean(p) == "/" {
+		return fmt.Errorf("writing %s: not a path below the root", p)
+	}
+	if isRealRoot(root) {
+		_, err := writeFileAs(path.Clean(p), data, perm, -1, -1, true)
+		return err
+	}
+	if err := writeIn(root, path.Clean(p), data, perm, true); err != nil {
 		return inRootErr("writing", p, 0, err)
 	}
 	return nil
@@ -466,7 +486,7 @@ func portableWriteAs(root, p string, data []byte, perm, dirPerm fs.FileMode, uid
 			return fmt.Errorf("%s: %w", dir, ErrSymlink)
 		}
 	}
-	return portableWriteOwned(root, p, data, perm, uid, gid)
+	return portableWriteOwned(root, p, data, perm, uid, gid, false)
 }
 
 // NoLinkOnTheWayIn checks, for code that writes under root by plain
@@ -795,13 +815,13 @@ func portableTruncate(root, p string) error {
 	return w.Close()
 }
 
-func portableWrite(root, p string, data []byte, perm fs.FileMode) error {
-	return portableWriteOwned(root, p, data, perm, -1, -1)
+func portableWrite(root, p string, data []byte, perm fs.FileMode, excl bool) error {
+	return portableWriteOwned(root, p, data, perm, -1, -1, excl)
 }
 
 // portableWriteOwned is portableWrite with the new file given to uid:gid
 // before it is renamed into place (-1 keeps the writer's).
-func portableWriteOwned(root, p string, data []byte, perm fs.FileMode, uid, gid int) error {
+func portableWriteOwned(root, p string, data []byte, perm fs.FileMode, uid, gid int, excl bool) error {
 	root, err := portableRoot(root)
 	if err != nil {
 		return err
@@ -834,7 +854,7 @@ func portableWriteOwned(root, p string, data []byte, perm fs.FileMode, uid, gid 
 			return err
 		}
 	}
-	_, err = writeFileAs(hostPath(root, p), data, perm, uid, gid)
+	_, err = writeFileAs(hostPath(root, p), data, perm, uid, gid, excl)
 	return err
 }
 

@@ -489,17 +489,17 @@ func stepFlags(root string) uint64 {
 	return beneath
 }
 
-func writeIn(root, p string, data []byte, perm fs.FileMode) error {
+func writeIn(root, p string, data []byte, perm fs.FileMode, excl bool) error {
 	ok, err := withRoot(root, func(rfd int) error {
 		dfd, err := mkdirsAt(rfd, root, path.Dir(p))
 		if err != nil {
 			return err
 		}
 		defer unix.Close(dfd)
-		return writeAt(dfd, path.Base(p), data, perm)
+		return writeAtAs(dfd, path.Base(p), data, perm, -1, -1, excl)
 	})
 	if !ok {
-		return portableWrite(root, p, data, perm)
+		return portableWrite(root, p, data, perm, excl)
 	}
 	return err
 }
@@ -544,7 +544,7 @@ func writeInAs(root, p string, data []byte, perm, dirPerm fs.FileMode, uid, gid 
 			}
 			defer unix.Close(dfd)
 		}
-		return writeAtAs(dfd, path.Base(p), data, perm, uid, gid)
+		return writeAtAs(dfd, path.Base(p), data, perm, uid, gid, false)
 	})
 	if !ok {
 		return portableWriteAs(root, p, data, perm, dirPerm, uid, gid)
@@ -590,19 +590,17 @@ func mkdirsAt(rfd int, root, dir string) (int, error) {
 	return fd, nil
 }
 
-// writeAt writes data to name in the directory dfd through a temporary
-// file renamed over it; a link or anything but a regular file at name is
-// refused, and rename replaces a link planted after that check without
-// following it.
-func writeAt(dfd int, name string, data []byte, perm fs.FileMode) error {
-	return writeAtAs(dfd, name, data, perm, -1, -1)
-}
-
-// writeAtAs is writeAt with the temporary file made owned by uid:gid
-// before anything is written to it (-1 keeps the writer's).
-func writeAtAs(dfd int, name string, data []byte, perm fs.FileMode, uid, gid int) error {
+// writeAtAs writes data to name in the directory dfd through a temporary
+// file renamed over it, made owned by uid:gid before anything is written
+// to it (-1 keeps the writer's); a link or anything but a regular file at
+// name is refused, and rename replaces a link planted after that check
+// without following it. With excl nothing may be at name (EEXIST): the
+// temporary file is hard-linked there instead, which never replaces.
+func writeAtAs(dfd int, name string, data []byte, perm fs.FileMode, uid, gid int, excl bool) error {
 	var st unix.Stat_t
 	switch err := unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); {
+	case err == nil && excl:
+		return unix.EEXIST
 	case err == nil && modeOf(st.Mode)&fs.ModeSymlink != 0:
 		return ErrSymlink
 	case err == nil && !modeOf(st.Mode).IsRegular():
@@ -641,7 +639,12 @@ func writeAtAs(dfd int, name string, data []byte, perm fs.FileMode, uid, gid int
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
+	switch {
+	case err == nil && excl:
+		if err = unix.Linkat(dfd, tmp, dfd, name, 0); err == nil {
+			unix.Unlinkat(dfd, tmp, 0)
+		}
+	case err == nil:
 		err = unix.Renameat(dfd, tmp, dfd, name)
 	}
 	if err != nil {

@@ -36,8 +36,8 @@ func renameIn(root, from, to string) error { return portableRename(root, from, t
 
 func truncateIn(root, p string) error { return portableTruncate(root, p) }
 
-func writeIn(root, p string, data []byte, perm fs.FileMode) error {
-	return portableWrite(root, p, data, perm)
+func writeIn(root, p string, data []byte, perm fs.FileMode, excl bool) error {
+	return portableWrite(root, p, data, perm, excl)
 }
 
 func writeInAs(root, p string, data []byte, perm, dirPerm fs.FileMode, uid, gid int) error {

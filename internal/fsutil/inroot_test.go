@@ -464,3 +464,79 @@ func TestPortableWriteAsOwnsBeforeRename(t *testing.T) {
 		t.Errorf("the temporary file before the rename: %q, want %q", seen, want)
 	}
 }
+
+// CreateFileIn writes a file that is absent, and refuses, writing
+// nothing, when anything is there already: a file made after a plan read
+// the path as absent is never overwritten. The real root's path (the
+// machine's own, where the plan/apply of uninstall runs in production)
+// keeps the same promise.
+func TestCreateFileIn(t *testing.T) {
+	check := func(t *testing.T, host string, create func(p string, data []byte) error) {
+		t.Helper()
+		if err := create("/etc/new/given", []byte("given\n")); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := os.ReadFile(filepath.Join(host, "etc/new/given")); err != nil || string(b) != "given\n" {
+			t.Errorf("written: %q, %v", b, err)
+		}
+		if err := os.WriteFile(filepath.Join(host, "etc/mine"), []byte("mine\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink("nowhere", filepath.Join(host, "etc/dangling")); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []string{"/etc/mine", "/etc/dangling", "/etc/new/given", "/etc/new"} {
+			if err := create(p, []byte("overwritten\n")); !errors.Is(err, fs.ErrExist) || !strings.Contains(err.Error(), p) {
+				t.Errorf("CreateFileIn %s: %v, want an error naming it that is fs.ErrExist", p, err)
+			}
+		}
+		if b, _ := os.ReadFile(filepath.Join(host, "etc/mine")); string(b) != "mine\n" {
+			t.Errorf("/etc/mine now holds %q", b)
+		}
+		if l, err := os.Readlink(filepath.Join(host, "etc/dangling")); err != nil || l != "nowhere" {
+			t.Errorf("/etc/dangling now: %q, %v", l, err)
+		}
+		if b, _ := os.ReadFile(filepath.Join(host, "etc/new/given")); string(b) != "given\n" {
+			t.Errorf("/etc/new/given now holds %q", b)
+		}
+		ents, _ := os.ReadDir(filepath.Join(host, "etc"))
+		for _, e := range ents {
+			if strings.Contains(e.Name(), ".tmp-") {
+				t.Errorf("a temporary file was left: %s", e.Name())
+			}
+		}
+	}
+	forEachWalk(t, func(t *testing.T) {
+		root, _ := hostile(t)
+		check(t, root, func(p string, data []byte) error { return CreateFileIn(root, p, data, 0o600) })
+		// Confined as WriteFileIn is.
+		for _, p := range []string{"/var/lib/cloud/data/hostdir/f", "/deep/f", "/abs"} {
+			if err := CreateFileIn(root, p, []byte("x"), 0o600); err == nil {
+				t.Errorf("CreateFileIn %s succeeded", p)
+			}
+		}
+	})
+	t.Run("real root", func(t *testing.T) {
+		host := t.TempDir()
+		check(t, host, func(p string, data []byte) error {
+			_, err := writeFileAs(filepath.Join(host, p), data, 0o600, -1, -1, true)
+			return err
+		})
+	})
+	// A file made after the test at the start and before the new file is
+	// put in place is not replaced: the kernel refuses the link.
+	t.Run("made while writing", func(t *testing.T) {
+		late := filepath.Join(t.TempDir(), "late")
+		beforeRename = func(string) { os.WriteFile(late, []byte("late\n"), 0o644) }
+		defer func() { beforeRename = nil }()
+		if _, err := writeFileAs(late, []byte("given\n"), 0o600, -1, -1, true); !errors.Is(err, fs.ErrExist) {
+			t.Errorf("writing over a file made meanwhile: %v, want fs.ErrExist", err)
+		}
+		if b, _ := os.ReadFile(late); string(b) != "late\n" {
+			t.Errorf("the file made meanwhile now holds %q", b)
+		}
+		if ents, _ := os.ReadDir(filepath.Dir(late)); len(ents) != 1 {
+			t.Errorf("left beside it: %v", ents)
+		}
+	})
+}

@@ -1,17 +1,19 @@
 // Package stacks holds what seedkeeper's own flows need of a network
 // stack beyond rendering its files (netcfg.Stack): the places its files
 // go in on a root and the rule that tells seedkeeper's files there
-// (Place), the one walker of those files (Walk), how to ask the running
-// manager to read them (Reload), and what image check tells a person to
-// fix, and what netplan renders at boot beside it (DetectNetplan). Each
-// stack registers its duties here from its own file in netcfg; the agent,
-// image check and seal, uninstall and collect-logs look them up by the
-// stack's name.
+// (Place), the one walker of those files (Walk) and the one remover of
+// them (Remove), how to ask the running manager to read them (Reload),
+// and what image check tells a person to fix, and what netplan renders
+// at boot beside it (DetectNetplan). Each stack registers its duties here
+// from its own file in netcfg; the agent, image check and seal,
+// uninstall and collect-logs look them up by the stack's name.
 package stacks
 
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -60,6 +62,39 @@ type File struct {
 	// Ours: a regular file (not a link) that still begins with Header
 	// (Place.Ours); only such a file is replaced or removed.
 	Ours bool
+	// Sum is, for a file that is Ours, the SHA-256 of the content Walk
+	// read, in hex: Remove removes the file only while it holds that.
+	Sum string
+}
+
+// ErrChanged is returned by Remove for a file that no longer holds what
+// Walk read.
+var ErrChanged = errors.New("changed since it was read")
+
+// Remove removes the file f that Walk found to be Ours under root, only
+// while it still holds what Walk read: it reads the file again right
+// before removing it, and leaves one whose content changed, or that is
+// no longer a regular file, with an error wrapping ErrChanged. A file
+// that is gone is an error wrapping fs.ErrNotExist. Whatever decided on
+// the removal after Walk (a plan, a dry run) is thereby held to the file
+// it saw.
+func Remove(root string, f File) error {
+	if !f.Ours || f.Sum == "" {
+		return fmt.Errorf("removing %s: %w (not found to be seedkeeper's)", f.Path, ErrChanged)
+	}
+	b, err := fsutil.ReadFileInNoFollow(context.Background(), root, f.Path, fsutil.SmallFile)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return err
+	case err != nil || sum(b) != f.Sum:
+		return fmt.Errorf("removing %s: %w", f.Path, ErrChanged)
+	}
+	return fsutil.RemoveIn(root, f.Path, false)
+}
+
+func sum(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
 }
 
 // Walk returns the files of seedkeeper's names in the place under root,
@@ -94,8 +129,10 @@ func Walk(root string, pl Place) ([]File, error) {
 		}
 		f := File{Path: path.Join(dir, e.Name()), Name: e.Name()}
 		if e.Type().IsRegular() {
-			head, err := fsutil.ReadFileInNoFollow(context.Background(), root, f.Path, fsutil.SmallFile)
-			f.Ours = err == nil && pl.Ours(e.Name(), head)
+			b, err := fsutil.ReadFileInNoFollow(context.Background(), root, f.Path, fsutil.SmallFile)
+			if f.Ours = err == nil && pl.Ours(e.Name(), b); f.Ours {
+				f.Sum = sum(b)
+			}
 		}
 		out = append(out, f)
 	}

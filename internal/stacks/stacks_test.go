@@ -1,6 +1,8 @@
 package stacks
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -138,5 +140,51 @@ func TestRegister(t *testing.T) {
 	}
 	if r := Of("teststack-reg").Reload("", nil); len(r.Steps) != 0 || r.Note == "" {
 		t.Errorf("an unregistered stack's reload: %+v", r)
+	}
+}
+
+// Remove removes a file Walk found to be seedkeeper's only while it still
+// holds what Walk read: a file edited since (its header kept, so it would
+// still pass for seedkeeper's), or swapped for a link, is left, and the
+// error says it changed; a file already gone says so.
+func TestRemoveOnlyWhatWalkRead(t *testing.T) {
+	root := t.TempDir()
+	pl := Place{Dir: "/etc/net", Match: seedkeeperNamed}
+	for _, n := range []string{"50-seedkeeper-a", "50-seedkeeper-b", "50-seedkeeper-c", "50-seedkeeper-d"} {
+		put(t, root, "/etc/net/"+n, Header+"\nName=eth0\n")
+	}
+	found, err := Walk(root, pl)
+	if err != nil || len(found) != 4 {
+		t.Fatalf("Walk = %v, %v", describe(found), err)
+	}
+	const edited = Header + "\nName=eth0\n# the admin's line\n"
+	put(t, root, "/etc/net/50-seedkeeper-b", edited)
+	os.Remove(filepath.Join(root, "etc/net/50-seedkeeper-c"))
+	os.Remove(filepath.Join(root, "etc/net/50-seedkeeper-d"))
+	os.Symlink("50-seedkeeper-a", filepath.Join(root, "etc/net/50-seedkeeper-d"))
+
+	if err := Remove(root, found[0]); err != nil {
+		t.Errorf("Remove of an unchanged file: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(root, "etc/net/50-seedkeeper-a")); err == nil {
+		t.Error("the unchanged file is still there")
+	}
+	if err := Remove(root, found[1]); !errors.Is(err, ErrChanged) || !strings.Contains(err.Error(), found[1].Path) {
+		t.Errorf("Remove of an edited file: %v, want ErrChanged naming it", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "etc/net/50-seedkeeper-b")); string(b) != edited {
+		t.Errorf("the edited file now holds %q", b)
+	}
+	if err := Remove(root, found[2]); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Remove of a file gone: %v, want fs.ErrNotExist", err)
+	}
+	if err := Remove(root, found[3]); !errors.Is(err, ErrChanged) {
+		t.Errorf("Remove of a file swapped for a link: %v, want ErrChanged", err)
+	}
+	if _, err := os.Lstat(filepath.Join(root, "etc/net/50-seedkeeper-d")); err != nil {
+		t.Errorf("the link was removed: %v", err)
+	}
+	if err := Remove(root, File{Path: "/etc/net/50-seedkeeper-b"}); !errors.Is(err, ErrChanged) {
+		t.Errorf("Remove of a file Walk did not find to be ours: %v", err)
 	}
 }
