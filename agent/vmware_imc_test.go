@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/seedkeeper/seedkeeper/agent"
 	"github.com/seedkeeper/seedkeeper/internal/syncbuf"
@@ -237,5 +238,61 @@ func TestBootVMwareIMCFailed(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(g.root, "var/lib/elsewhere/vmware-imc-spec.json")); !os.IsNotExist(err) {
 		t.Errorf("a failed boot kept the spec: %v", err)
+	}
+}
+
+// One tool budget bounds every tool call of a boot, the reports to
+// vCenter and the info-set calls alike: a guestinfo.gc.status that hangs
+// at the start spends it, and the calls left (the other info-set calls,
+// the report at the end) are not made, each with a note saying so.
+func TestBootVMwareIMCToolCallsShareOneBudget(t *testing.T) {
+	agent.SetGuestinfoSetBudget(t, 500*time.Millisecond)
+	g := newVMwareGuest(t, "")
+	g.spec(t, imcSpec)
+	g.set(t, "gc.status.hang-vmware-rpctool", "")
+	st, err := agent.Boot(context.Background(), agent.LoadEnv(g.root, "", nil), agent.BootOptions{Network: agent.NetworkApply})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"vmware-rpctool|deployPkg.update.state 4 0 journalctl -u seedkeeper-boot",
+		"vmware-rpctool|info-set guestinfo.gc.status Started",
+	}
+	if got := g.calls(t); !slices.Equal(got, want) {
+		t.Errorf("calls\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if got := g.sets(t); len(got) != 1 {
+		t.Errorf("info-set calls %q, want only the one that hung", got)
+	}
+	spent := "not tried, the tool calls of this boot (info-set and reports to vCenter) ran out of their 500ms"
+	for _, n := range []string{
+		"guestinfo.cloudinit.updates.supported not published: " + spent,
+		"not reported to vCenter (deployPkg.update.state 5 0): " + spent,
+		"guestinfo.gc.status not published: " + spent,
+	} {
+		if st.VMware == nil || !slices.Contains(st.VMware.Notes, n) {
+			t.Errorf("no note %q in %+v", n, st.VMware)
+		}
+	}
+	if st.Outcome != "ok" {
+		t.Errorf("outcome %q, want ok", st.Outcome)
+	}
+}
+
+// The marker kept before is read once per boot, at its start: one that
+// cannot be read (here a directory) says so once, not at the start and
+// again at the end.
+func TestBootVMwareIMCReadsTheMarkerOnce(t *testing.T) {
+	g := newVMwareGuest(t, "")
+	g.spec(t, imcSpec)
+	if err := os.MkdirAll(filepath.Join(g.root, "var/lib/seedkeeper/vmware-imc-marker"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	log := &syncbuf.Buffer{}
+	if _, err := agent.Boot(context.Background(), agent.LoadEnv(g.root, "", agent.NewLogger(log)), agent.BootOptions{Network: agent.NetworkApply}); err != nil {
+		t.Fatalf("Boot: %v\n%s", err, log)
+	}
+	if n := strings.Count(log.String(), "reading the customization marker"); n != 1 {
+		t.Errorf("the marker was read %d times, want once:\n%s", n, log)
 	}
 }

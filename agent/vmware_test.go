@@ -244,7 +244,7 @@ func TestBootVMwareSetsShareOneBound(t *testing.T) {
 	}
 	if st.VMware == nil || len(st.VMware.Published) != 0 || len(st.VMware.Notes) != 3 ||
 		!strings.HasPrefix(st.VMware.Notes[1], "publishing guestinfo.cloudinit.updates.supported failed: ") ||
-		st.VMware.Notes[2] != "guestinfo.cloudinit.updates.enabled not published: not tried, the info-set calls of this boot ran out of their 500ms" {
+		st.VMware.Notes[2] != "guestinfo.cloudinit.updates.enabled not published: not tried, the tool calls of this boot (info-set and reports to vCenter) ran out of their 500ms" {
 		t.Errorf("vmware status %+v", st.VMware)
 	}
 	if st.Outcome != "ok" {

@@ -41,16 +41,25 @@ const (
 // the guest's addresses; with its NoCloud, boot does); a spec's report
 // and marker at the end.
 func vmwareDuties(md *Metadata, h *sourceduty.Host) sourceduty.Duties {
+	b := &vmwareBoot{tools: newToolBudget()}
 	return sourceduty.Duties{
-		AfterRead: func(ctx context.Context, x *sourceduty.Extra) { x.VMware = vmwareFindings(ctx, h, md) },
+		AfterRead: func(ctx context.Context, x *sourceduty.Extra) { x.VMware = vmwareFindings(ctx, h, b, md) },
 		AfterNetwork: func(ctx context.Context, net *sourceduty.Net, x *sourceduty.Extra) {
-			vmwareStep(ctx, h, x.VMware, md, net)
+			vmwareStep(ctx, h, b, x.VMware, md, net)
 		},
 		End: func(ctx context.Context, outcome string, x *sourceduty.Extra) {
-			vmwareIMCEnd(ctx, h, outcome, x.VMware, md)
+			vmwareIMCEnd(ctx, h, b, outcome, x.VMware, md)
 		},
 		Redacted: h.Redact,
 	}
+}
+
+// vmwareBoot is what the duties of one boot share: the one budget of
+// its tool calls, and the customization marker kept before it, read
+// once when the boot begins applying a spec.
+type vmwareBoot struct {
+	tools  *toolBudget
+	marker string
 }
 
 // vmwareStep runs after the network step of a boot that read VMware
@@ -58,7 +67,7 @@ func vmwareDuties(md *Metadata, h *sourceduty.Host) sourceduty.Duties {
 // result (nil when the network was not handled); nothing is written to
 // the VMX of a boot that does not change this machine (h.Live). It never
 // fails the boot: what went wrong is in the status.
-func vmwareStep(ctx context.Context, h *sourceduty.Host, vs *sourceduty.VMwareStatus, md *Metadata, res *sourceduty.Net) {
+func vmwareStep(ctx context.Context, h *sourceduty.Host, b *vmwareBoot, vs *sourceduty.VMwareStatus, md *Metadata, res *sourceduty.Net) {
 	live := h.Live
 	want := md.WaitOnNetwork
 	applied := live && res != nil && res.Action == "applied"
@@ -75,12 +84,11 @@ func vmwareStep(ctx context.Context, h *sourceduty.Host, vs *sourceduty.VMwareSt
 		vs.Wait = waitOnNetwork(ctx, h, want, md.Network, res)
 	}
 	if live {
-		w := newGuestinfoWriter(ctx, h, guestinfoToolOf(md), vs)
+		w := newGuestinfoWriter(ctx, h, b.tools, guestinfoToolOf(md), vs)
 		if applied {
 			publishLocalIPs(h, w, md, res.Links, vs)
 		}
 		advertiseUpdates(h, w, md)
-		w.close()
 	}
 	vmwareLog(h, vs)
 }
@@ -88,7 +96,7 @@ func vmwareStep(ctx context.Context, h *sourceduty.Host, vs *sourceduty.VMwareSt
 // vmwareFindings starts the VMware status of a boot with what is found of
 // VMware Tools' guest customization, logged, and begins applying the
 // customization spec md was read from, if it was.
-func vmwareFindings(ctx context.Context, h *sourceduty.Host, md *Metadata) *sourceduty.VMwareStatus {
+func vmwareFindings(ctx context.Context, h *sourceduty.Host, b *vmwareBoot, md *Metadata) *sourceduty.VMwareStatus {
 	vs := &sourceduty.VMwareStatus{}
 	if md.VMwareIMC == nil {
 		vs.Customization = vmwareCustomization(h)
@@ -97,56 +105,90 @@ func vmwareFindings(ctx context.Context, h *sourceduty.Host, md *Metadata) *sour
 		h.Log.Warn("vmware: " + c)
 	}
 	if md.VMwareIMC != nil {
-		vmwareIMCBegin(ctx, h, vs, md)
+		vmwareIMCBegin(ctx, h, b, vs, md)
 	}
 	vmwareFallback(ctx, h, vs, md)
 	return vs
 }
 
-// sourceduty.ToolBudget bounds every info-set call of one boot together
-// (a tool run is bounded by defaultToolTimeout, the same): four of them,
-// each waiting out the bound on a tool that hangs, would hold back
-// cloud-init by four times as long.
+// sourceduty.ToolBudget bounds every tool call of one boot's duties
+// together, the info-set calls and the customization reports alike (a
+// tool run is bounded by defaultToolTimeout, the same): the five or so
+// calls of a boot that applies a spec, each waiting out the bound on a
+// tool that hangs, would hold back cloud-init by five times as long.
 func init() { sourceduty.ToolBudget.Store(int64(defaultToolTimeout)) }
 
-// guestinfoWriter makes the info-set calls of one boot, through the tool
-// that read the guestinfo, within sourceduty.ToolBudget. Once a tool run
-// hangs past the budget or cannot be started (the tool is gone), the
-// calls left are not made: each would end the same way.
+// toolBudget is the tool time of one boot's duties (sourceduty.ToolBudget
+// when the boot begins): each call is bounded by what is left, and what
+// it took is taken off. Once it is spent, or a tool cannot be started
+// (it is gone), the calls left (of that tool) are not made: each would
+// end the same way. The duties of a boot run one after the other, so it
+// needs no lock.
+type toolBudget struct {
+	total, left time.Duration
+	gone        map[string]bool
+}
+
+func newToolBudget() *toolBudget {
+	d := time.Duration(sourceduty.ToolBudget.Load())
+	return &toolBudget{total: d, left: d, gone: map[string]bool{}}
+}
+
+// skip says why a call through tool is not made; "" when it is.
+func (b *toolBudget) skip(tool string) string {
+	switch {
+	case b.left <= 0:
+		return fmt.Sprintf("the tool calls of this boot (info-set and reports to vCenter) ran out of their %s", b.total)
+	case b.gone[tool]:
+		return "since " + tool + " could not be run"
+	}
+	return ""
+}
+
+// run makes one call through tool within what is left of the budget
+// and takes its time off; the caller asks skip first.
+func (b *toolBudget) run(ctx context.Context, tool string, call func(context.Context) error) error {
+	cctx, cancel := context.WithTimeout(ctx, b.left)
+	defer cancel()
+	start := time.Now()
+	err := call(cctx)
+	b.left -= time.Since(start)
+	var te *ToolError
+	switch {
+	case err == nil:
+	case cctx.Err() != nil && ctx.Err() == nil:
+		b.left = 0 // the call waited out what was left
+	case errors.As(err, &te) && te.Err != nil:
+		b.gone[tool] = true
+	}
+	return err
+}
+
+// guestinfoWriter makes info-set calls through the tool that read the
+// guestinfo, within the boot's toolBudget.
 type guestinfoWriter struct {
-	h      *sourceduty.Host
-	tool   string
-	vs     *sourceduty.VMwareStatus
-	ctx    context.Context
-	cancel context.CancelFunc
-	broken string // why the calls left are not made; "" while they are
+	h     *sourceduty.Host
+	tools *toolBudget
+	tool  string
+	vs    *sourceduty.VMwareStatus
+	ctx   context.Context
 }
 
-func newGuestinfoWriter(ctx context.Context, h *sourceduty.Host, tool string, vs *sourceduty.VMwareStatus) *guestinfoWriter {
-	ctx, cancel := context.WithTimeout(ctx, time.Duration(sourceduty.ToolBudget.Load()))
-	return &guestinfoWriter{h: h, tool: tool, vs: vs, ctx: ctx, cancel: cancel}
+func newGuestinfoWriter(ctx context.Context, h *sourceduty.Host, tools *toolBudget, tool string, vs *sourceduty.VMwareStatus) *guestinfoWriter {
+	return &guestinfoWriter{h: h, tools: tools, tool: tool, vs: vs, ctx: ctx}
 }
-
-func (w *guestinfoWriter) close() { w.cancel() }
 
 // set writes guestinfo.key and records it in the status: published, or
 // a note saying why not.
 func (w *guestinfoWriter) set(key, value string) bool {
-	if w.broken != "" {
-		w.vs.Notes = append(w.vs.Notes, fmt.Sprintf("guestinfo.%s not published: not tried, %s", key, w.broken))
+	if why := w.tools.skip(w.tool); why != "" {
+		w.vs.Notes = append(w.vs.Notes, fmt.Sprintf("guestinfo.%s not published: not tried, %s", key, why))
 		return false
 	}
-	err := SetGuestinfo(w.ctx, nil, w.tool, key, value)
+	err := w.tools.run(w.ctx, w.tool, func(ctx context.Context) error { return SetGuestinfo(ctx, nil, w.tool, key, value) })
 	if err != nil {
 		w.vs.Notes = append(w.vs.Notes, fmt.Sprintf("publishing guestinfo.%s failed: %v", key, err))
 		w.h.Log.Warn("vmware: publishing guestinfo."+key+" failed", "err", err)
-		var te *ToolError
-		switch {
-		case w.ctx.Err() != nil:
-			w.broken = fmt.Sprintf("the info-set calls of this boot ran out of their %s", time.Duration(sourceduty.ToolBudget.Load()))
-		case errors.As(err, &te) && te.Err != nil:
-			w.broken = "since " + w.tool + " could not be run"
-		}
 		return false
 	}
 	w.vs.Published = append(w.vs.Published, "guestinfo."+key+" "+value)
