@@ -296,3 +296,63 @@ func TestBootVMwareIMCReadsTheMarkerOnce(t *testing.T) {
 		t.Errorf("the marker was read %d times, want once:\n%s", n, log)
 	}
 }
+
+// VMware Tools writes its log for a spec it hands over as well as for
+// one it applies itself: a hand-over that seedkeeper applied since (its
+// marker written after the log) is said, not warned of; one it has not
+// applied, a failed hand-over and Tools' own customization are warnings,
+// each saying what it is.
+func TestBootVMwareToolsLogSaysWhoApplied(t *testing.T) {
+	const (
+		handedOver = "[2026-11-30T09:12:01.301Z] [    info] Executing cloud-init workflow.\n[2026-11-30T09:12:01.601Z] [    info] Deployment delegated to Cloud-init. Returning success.\n"
+		failed     = "[2026-11-30T09:12:01.301Z] [    info] Executing cloud-init workflow.\n[2026-11-30T09:12:01.400Z] [   error] Deployment for cloud-init failed.\n"
+		byTools    = "[2026-11-30T09:12:01.301Z] [    info] Executing traditional GOSC workflow.\n"
+	)
+	logTime := time.Date(2026, 11, 30, 9, 12, 2, 0, time.UTC)
+	for _, tc := range []struct {
+		name, log string
+		marker    time.Time // zero: none
+		want      string
+		warn      bool
+	}{
+		{"applied", handedOver, logTime.Add(time.Minute), "VMware Tools handed a customization spec over (/var/log/vmware-imc/toolsDeployPkg.log, last written 2026-11-30T09:12:02Z), and seedkeeper applied it since (/var/lib/seedkeeper/vmware-imc-marker)", false},
+		{"not applied", handedOver, logTime.Add(-time.Hour), "VMware Tools handed a customization spec over (/var/log/vmware-imc/toolsDeployPkg.log, last written 2026-11-30T09:12:02Z), and seedkeeper has not applied it since", true},
+		{"no marker", handedOver, time.Time{}, "VMware Tools handed a customization spec over (/var/log/vmware-imc/toolsDeployPkg.log, last written 2026-11-30T09:12:02Z), and seedkeeper has not applied it since", true},
+		{"failed", failed, time.Time{}, "VMware Tools failed to hand a customization spec over to the guest's agent (/var/log/vmware-imc/toolsDeployPkg.log, last written 2026-11-30T09:12:02Z) and reported the customization to vCenter as failed", true},
+		{"by tools", byTools, logTime.Add(time.Minute), "VMware Tools ran a guest customization itself here (/var/log/vmware-imc/toolsDeployPkg.log, last written 2026-11-30T09:12:02Z, its traditional workflow)", true},
+	} {
+		g := newVMwareGuest(t, "")
+		g.set(t, "metadata", "instance-id: i-tools-log\n")
+		for p, data := range map[string]string{"var/log/vmware-imc/toolsDeployPkg.log": tc.log, "var/lib/seedkeeper/vmware-imc-marker": "m-1\n"} {
+			p = filepath.Join(g.root, p)
+			if strings.HasSuffix(p, "marker") && tc.marker.IsZero() {
+				continue
+			}
+			when := logTime
+			if strings.HasSuffix(p, "marker") {
+				when = tc.marker
+			}
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chtimes(p, when, when); err != nil {
+				t.Fatal(err)
+			}
+		}
+		log := &syncbuf.Buffer{}
+		st, err := agent.Boot(context.Background(), agent.LoadEnv(g.root, "", agent.NewLogger(log)), agent.BootOptions{})
+		if err != nil {
+			t.Fatalf("%s: Boot: %v\n%s", tc.name, err, log)
+		}
+		if st.VMware == nil || len(st.VMware.Customization) != 1 || !strings.HasPrefix(st.VMware.Customization[0], tc.want) {
+			t.Errorf("%s: customization %+v, want one line starting %q", tc.name, st.VMware, tc.want)
+			continue
+		}
+		if warned := strings.Contains(log.String(), `level=WARN msg="vmware: `+tc.want); warned != tc.warn {
+			t.Errorf("%s: warned %v, want %v:\n%s", tc.name, warned, tc.warn, log)
+		}
+	}
+}

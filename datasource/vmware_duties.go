@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
+	"github.com/seedkeeper/seedkeeper/internal/paths"
 	"github.com/seedkeeper/seedkeeper/internal/sourceduty"
 	"github.com/seedkeeper/seedkeeper/netcfg"
 )
@@ -99,10 +100,14 @@ func vmwareStep(ctx context.Context, h *sourceduty.Host, b *vmwareBoot, vs *sour
 func vmwareFindings(ctx context.Context, h *sourceduty.Host, b *vmwareBoot, md *Metadata) *sourceduty.VMwareStatus {
 	vs := &sourceduty.VMwareStatus{}
 	if md.VMwareIMC == nil {
-		vs.Customization = vmwareCustomization(h)
-	}
-	for _, c := range vs.Customization {
-		h.Log.Warn("vmware: " + c)
+		for _, f := range vmwareCustomization(h) {
+			vs.Customization = append(vs.Customization, f.text)
+			if f.warn {
+				h.Log.Warn("vmware: " + f.text)
+			} else {
+				h.Log.Info("vmware: " + f.text)
+			}
+		}
 	}
 	if md.VMwareIMC != nil {
 		vmwareIMCBegin(ctx, h, b, vs, md)
@@ -415,25 +420,39 @@ func publishLocalIPs(h *sourceduty.Host, w *guestinfoWriter, md *Metadata, names
 }
 
 // Where VMware Tools' guest customization leaves its traces: the spec it
-// hands to cloud-init, and its own log of every customization it ran.
+// hands to the guest's agent, and its own log of the last package it
+// deployed, rewritten for each (open-vm-tools
+// services/plugins/deployPkg/deployPkgLog.c opens it with "w").
 const (
 	vmwareIMCDir = "/run/vmware-imc"
 	vmwareIMCLog = "/var/log/vmware-imc/toolsDeployPkg.log"
 )
 
+// maxToolsDeployLog bounds the read of Tools' log (a deployment writes a
+// few KiB).
+const maxToolsDeployLog = 1 << 20
+
+// A customization finding: its status line, and whether it is logged
+// as a warning (something to act on) or only said.
+type customizationFinding struct {
+	text string
+	warn bool
+}
+
 // vmwareCustomization says what is found of VMware Tools' guest
 // customization under the root (docs/cloud-init.md, "VMware guest
 // customization", says what each means): a spec in vmwareIMCDir or one
 // directory down (cloud-init searches the whole tree; Tools extracts a
-// package into a hidden directory there), and Tools' log.
+// package into a hidden directory there), and what Tools' log says of
+// the last package it deployed.
 // Everything is looked at inside the root, no link followed out of it.
-func vmwareCustomization(h *sourceduty.Host) []string {
+func vmwareCustomization(h *sourceduty.Host) []customizationFinding {
 	root := string(h.Root)
 	regular := func(p string) (fs.FileInfo, bool) {
 		fi, err := fsutil.StatIn(root, p, false)
 		return fi, err == nil && fi.Mode().IsRegular()
 	}
-	var out []string
+	var out []customizationFinding
 	ents, err := fsutil.ReadDirIn(root, vmwareIMCDir)
 	switch {
 	case err == nil:
@@ -451,15 +470,81 @@ func vmwareCustomization(h *sourceduty.Host) []string {
 			}
 		}
 		if spec {
-			out = append(out, "a VMware customization spec (cust.cfg) is waiting under "+vmwareIMCDir+" and is not applied: seedkeeper reads a spec only as "+iMCDir+"/"+iMCSpecFile+", and only when guestinfo holds no metadata, user-data or vendor-data; vCenter will report the customization as not done")
+			out = append(out, customizationFinding{"a VMware customization spec (cust.cfg) is waiting under " + vmwareIMCDir + " and is not applied: seedkeeper reads a spec only as " + iMCDir + "/" + iMCSpecFile + ", and only when guestinfo holds no metadata, user-data or vendor-data; vCenter will report the customization as not done", true})
 		}
 	case !errors.Is(err, fs.ErrNotExist):
-		out = append(out, "cannot look for a VMware customization spec: "+err.Error())
+		out = append(out, customizationFinding{"cannot look for a VMware customization spec: " + err.Error(), true})
 	}
 	if fi, ok := regular(vmwareIMCLog); ok {
-		out = append(out, fmt.Sprintf("VMware Tools ran a guest customization here (%s, last written %s): a traditional spec makes it write the distribution's own network files for its NICs, beside seedkeeper's for the NICs it owns; set [deployPkg] enable-customization = false in /etc/vmware-tools/tools.conf to refuse them", vmwareIMCLog, fi.ModTime().UTC().Format(time.RFC3339)))
+		out = append(out, toolsDeployFinding(h, fi.ModTime()))
 	}
 	return out
+}
+
+// What Tools' log says of who applied its last package.
+const (
+	deployUnknown    = iota
+	deployHandedOver // to the guest's agent (seedkeeper, or cloud-init)
+	deployHandFailed // the hand-over, or the check before it, failed
+	deployByTools    // Tools' own ("traditional") customization
+)
+
+// readToolsDeployLog reads what Tools' log says of its last package, from
+// the lines libDeployPkg (linuxDeployment.c, Deploy and CloudInitSetup)
+// writes, each after the "[time] [level] " prefix of deployPkgLog.c:
+// "Executing cloud-init workflow" when it hands the spec over (since
+// 10.2, with a trailing "." since 10.3), "Deployment for cloud-init
+// failed" when that copy failed, "Deployment failed. use cloud-init work
+// flow return" when it refused the cloud-init kind (the agent too old),
+// "Executing traditional GOSC workflow" when it runs its own. Only those
+// fixed words are looked for; nothing of the log is quoted.
+func readToolsDeployLog(b []byte) int {
+	got := deployUnknown
+	for _, line := range strings.Split(string(b), "\n") {
+		_, msg, ok := strings.Cut(line, "] ")
+		if !ok {
+			continue
+		}
+		_, msg, _ = strings.Cut(msg, "] ") // after the level
+		switch {
+		case strings.HasPrefix(msg, "Executing cloud-init workflow"):
+			got = deployHandedOver
+		case strings.HasPrefix(msg, "Deployment for cloud-init failed"),
+			strings.HasPrefix(msg, "Deployment failed. use cloud-init work flow return"):
+			return deployHandFailed
+		case strings.HasPrefix(msg, "Executing traditional GOSC workflow"):
+			return deployByTools
+		}
+	}
+	return got
+}
+
+// toolsDeployFinding says what Tools' log, last written at mod, says:
+// Tools' own customization (beside seedkeeper's network files: a
+// warning), a spec handed over that seedkeeper applied since (its marker
+// or kept spec written after the log: said, not warned), one handed
+// over and not applied since, a hand-over that failed, or a log that
+// says neither.
+func toolsDeployFinding(h *sourceduty.Host, mod time.Time) customizationFinding {
+	head := fmt.Sprintf("%s, last written %s", vmwareIMCLog, mod.UTC().Format(time.RFC3339))
+	b, err := fsutil.ReadFileInNoFollow(context.Background(), string(h.Root), vmwareIMCLog, maxToolsDeployLog)
+	if err != nil {
+		return customizationFinding{"VMware Tools deployed a customization package here (" + head + "), and its log cannot be read to say who applied it: " + err.Error(), true}
+	}
+	switch readToolsDeployLog(b) {
+	case deployByTools:
+		return customizationFinding{"VMware Tools ran a guest customization itself here (" + head + ", its traditional workflow): it writes the distribution's own network files for the spec's NICs, beside seedkeeper's for the NICs it owns, and reboots the VM; with open-vm-tools before 12.4 set disable_vmware_customization: false in /etc/cloud/cloud.cfg itself so that it hands specs to seedkeeper, or set [deployPkg] enable-customization = false in /etc/vmware-tools/tools.conf to refuse them", true}
+	case deployHandFailed:
+		return customizationFinding{"VMware Tools failed to hand a customization spec over to the guest's agent (" + head + ") and reported the customization to vCenter as failed; its log says why", true}
+	case deployHandedOver:
+		for _, p := range []string{paths.VMwareIMCMarker, paths.VMwareIMCSpec} {
+			if fi, err := fsutil.StatIn(string(h.Root), p, false); err == nil && fi.Mode().IsRegular() && !fi.ModTime().Before(mod) {
+				return customizationFinding{"VMware Tools handed a customization spec over (" + head + "), and seedkeeper applied it since (" + p + ")", false}
+			}
+		}
+		return customizationFinding{"VMware Tools handed a customization spec over (" + head + "), and seedkeeper has not applied it since (no marker or kept spec written after): this boot read the metadata from guestinfo or the environment, which come first; vCenter shows that customization as running until it times out, unless a boot reported it failed", true}
+	}
+	return customizationFinding{"VMware Tools deployed a customization package here (" + head + "); its log says neither that Tools handed the spec over nor that it ran its own customization", false}
 }
 
 // advertiseUpdates sets sourceduty.GuestinfoUpdatesSupported and
