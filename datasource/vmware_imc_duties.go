@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"time"
 
@@ -125,13 +126,21 @@ func keepIMC(h *sourceduty.Host, vs *sourceduty.VMwareStatus, spec *IMCSpec) {
 	if spec.keep == nil {
 		return
 	}
-	old, err := fsutil.ReadFileInNoFollow(context.Background(), string(h.Root), paths.VMwareIMCSpec, maxKeptIMC+1)
+	// The kept file is compared as it is on disk with the one this spec
+	// makes, a piece at a time, and made only when they differ: at the
+	// bounds each is 24 MiB, and only one of them is held at a time.
+	env, err := newKeptEnvelope(spec.keep, time.Now().UTC().Format(time.RFC3339))
 	if err == nil {
-		if k, err := decodeKeptIMC(old); err == nil && k.same(spec.keep) {
+		old, rerr := fsutil.ReadFileInNoFollow(context.Background(), string(h.Root), paths.VMwareIMCSpec, maxKeptIMC+1)
+		if rerr == nil && env.sameAs(old) {
 			return
 		}
 	}
-	b, err := encodeKeptIMC(spec.keep, time.Now())
+	var b []byte
+	if err == nil {
+		b = make([]byte, env.size)
+		_, err = io.ReadFull(env.reader(), b)
+	}
 	if err == nil {
 		err = fsutil.WriteFileIn(string(h.Root), paths.VMwareIMCSpec, b, 0o600)
 	}
