@@ -356,3 +356,29 @@ func TestBootVMwareToolsLogSaysWhoApplied(t *testing.T) {
 		}
 	}
 }
+
+// vmware.imc_wait bounds the wait for a spec when guestinfo is empty and
+// Tools' deployPkg plugin is installed: 0 does not wait, another value is
+// the bound the no-source reason names.
+func TestBootVMwareIMCWaitIsConfigured(t *testing.T) {
+	for _, tc := range []struct{ config, want string }{
+		{"vmware: {imc_wait: 0}\n", "no /var/run/vmware-imc/cust.cfg (not waited for)"},
+		{"vmware: {imc_wait: 1s}\n", "no /var/run/vmware-imc/cust.cfg after waiting 1s for it"},
+	} {
+		g := newVMwareGuest(t, "boot: {device_wait: 0}\n"+tc.config)
+		p := filepath.Join(g.root, "usr/lib/open-vm-tools/plugins/vmsvc/libdeployPkgPlugin.so")
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		st, err := agent.Boot(context.Background(), agent.LoadEnv(g.root, "", nil), agent.BootOptions{})
+		if st.ConfigError != "" {
+			t.Fatalf("%q: config error %s", tc.config, st.ConfigError)
+		}
+		if st.Outcome != "no-source" || err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: outcome %q, %v; want no-source, saying %q", tc.config, st.Outcome, err, tc.want)
+		}
+	}
+}
