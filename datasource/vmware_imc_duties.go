@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"time"
 
@@ -138,8 +137,7 @@ func keepIMC(h *sourceduty.Host, vs *sourceduty.VMwareStatus, spec *IMCSpec) {
 	}
 	var b []byte
 	if err == nil {
-		b = make([]byte, env.size)
-		_, err = io.ReadFull(env.reader(), b)
+		b, err = env.bytes()
 	}
 	if err == nil {
 		err = fsutil.WriteFileIn(string(h.Root), paths.VMwareIMCSpec, b, 0o600)

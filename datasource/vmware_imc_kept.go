@@ -82,22 +82,6 @@ func stripIMCPassword(b []byte) []byte {
 	return out.Bytes()
 }
 
-// encodeKeptIMC is the kept file of a spec applied at when, made in one
-// buffer of its exact size (json.Marshal's bytes, without its growing
-// buffer and final copy: at the bounds that is a 24 MiB buffer, not
-// three).
-func encodeKeptIMC(k *keptIMC, when time.Time) ([]byte, error) {
-	env, err := newKeptEnvelope(k, when.UTC().Format(time.RFC3339))
-	if err != nil {
-		return nil, err
-	}
-	b := make([]byte, env.size)
-	if _, err := io.ReadFull(env.reader(), b); err != nil {
-		return nil, err
-	}
-	return b, nil
-}
-
 // keptEnvelope is the kept file of a spec, as json.Marshal writes the
 // keptIMC (its fields in order, the files by name, []byte as standard
 // base64) and a newline, made piece by piece: the base64 is written as
@@ -165,6 +149,17 @@ func (e *keptEnvelope) add(text string, data []byte) {
 	e.pieces = append(e.pieces, data)
 	e.size += base64.StdEncoding.EncodedLen(len(data))
 	e.text(`"`)
+}
+
+// bytes is the file, in one buffer of its exact size (json.Marshal's
+// bytes without its growing buffer and final copy: at the bounds one
+// 24 MiB buffer, not three).
+func (e *keptEnvelope) bytes() ([]byte, error) {
+	b := make([]byte, e.size)
+	if _, err := io.ReadFull(e.reader(), b); err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 // reader reads the file.

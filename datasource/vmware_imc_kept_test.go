@@ -356,3 +356,13 @@ func TestKeepIMCSameSpecLeavesIt(t *testing.T) {
 		}
 	}
 }
+
+// encodeKeptIMC is the kept file of a spec applied at when, as keepIMC
+// writes it.
+func encodeKeptIMC(k *keptIMC, when time.Time) ([]byte, error) {
+	env, err := newKeptEnvelope(k, when.UTC().Format(time.RFC3339))
+	if err != nil {
+		return nil, err
+	}
+	return env.bytes()
+}

@@ -363,7 +363,9 @@ kind at all its bounds at once (cust.cfg 64 KiB, meta-data at the document
 limits, user-data 16 MiB) on a root with empty guestinfo, runs fetch, then a
 boot that applies and keeps it (` + "`--network apply`" + ` in a network namespace,
 cloud-init owning the network, as root), then, with the spec gone from /run,
-boot and status again over the kept copy (about 24 MiB). Each nocloud case
+boot and status again over the kept copy (about 24 MiB); a second one applies
+another spec at its bounds over the kept copy of the first (both compared,
+then the new one written). Each nocloud case
 also runs ` + "`seedkeeper watch --root ROOT --drivers veth`" + ` in a network
 namespace of its own (root only) on a small seed, delivers the case's files
 while it runs and adds a veth NIC, so that it reads the metadata again; its

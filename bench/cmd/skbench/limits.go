@@ -149,6 +149,7 @@ func limitCaseList() []limitCase {
 			return unitDirEntries(65537)
 		}},
 		{"limits/vmware-imc: a spec at its bounds, applied, kept and read again from the kept copy", "vmware-imc", imcSpecAtBounds},
+		{"limits/vmware-imc: a spec at its bounds applied over another one kept at its bounds", "vmware-imc-replace", imcSpecAtBounds},
 	}
 }
 
@@ -310,7 +311,7 @@ func limitsGen(dir, only string) error {
 					return err
 				}
 			}
-		case "vmware-imc":
+		case "vmware-imc", "vmware-imc-replace":
 			// A VMware root whose guestinfo is empty: the spec is
 			// the source.
 			_, root, err := guestinfoRoot(base, nil)
@@ -394,8 +395,8 @@ func limitCases(ctx context.Context, bin, dir, only string, logf func(string, ..
 			c.runStep(ctx, "status", nil, bin, "status", "--root", root)
 			c.runStep(ctx, "image check", nil, bin, "image", "check", "--root", root)
 			c.runStep(ctx, "image seal", nil, bin, "image", "seal", "--root", root)
-		case "vmware-imc":
-			if err := c.imcKeptSteps(ctx, ns, bin, base, logf); err != nil {
+		case "vmware-imc", "vmware-imc-replace":
+			if err := c.imcKeptSteps(ctx, ns, bin, base, lc.kind == "vmware-imc-replace", logf); err != nil {
 				return nil, err
 			}
 		}
@@ -463,9 +464,11 @@ func guestinfoRoot(base string, files map[string]string) (env []string, root str
 // changes the machine: in the network namespace ns, with cloud-init
 // owning the network, so that no link is touched); with the spec gone
 // from /run, as after a reboot, the second boot and status read the
-// kept copy. Without a namespace (not root) boot only plans, keeps
-// nothing, and the kept copy is not measured.
-func (c *hostileCase) imcKeptSteps(ctx context.Context, ns *watchNS, bin, base string, logf func(string, ...any)) error {
+// kept copy. With replace, the second boot applies another spec (its
+// marker changed) over the one kept: the kept copy on disk and the new
+// one compared, then written. Without a namespace (not root) boot only
+// plans, keeps nothing, and the kept copy is not measured.
+func (c *hostileCase) imcKeptSteps(ctx context.Context, ns *watchNS, bin, base string, replace bool, logf func(string, ...any)) error {
 	root := filepath.Join(base, "root")
 	env := []string{"PATH=" + filepath.Join(base, "bin") + ":/usr/bin:/bin", "GUESTINFO_DIR=" + filepath.Join(base, "guestinfo")}
 	c.runStep(ctx, "fetch", env, bin, "fetch", "--root", root, "--source", "vmware")
@@ -482,6 +485,21 @@ func (c *hostileCase) imcKeptSteps(ctx context.Context, ns *watchNS, bin, base s
 		return nil
 	}
 	logf("hostile: %s: kept copy %d bytes", c.name, fi.Size())
+	if replace {
+		cfg := filepath.Join(root, "var/run/vmware-imc/cust.cfg")
+		b, err := os.ReadFile(cfg)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(cfg, bytes.Replace(b, []byte("limits-0001"), []byte("limits-0002"), 1), 0o600); err != nil {
+			return err
+		}
+		c.runStep(ctx, "second boot", env, "ip", "netns", "exec", ns.name, bin, "boot", "--root", root, "--network", "apply")
+		if fi2, err := os.Stat(kept); err != nil || fi2.ModTime().Equal(fi.ModTime()) && fi2.Size() == fi.Size() {
+			c.steps[len(c.steps)-1].bad = "the kept spec was not replaced"
+		}
+		return nil
+	}
 	if err := os.RemoveAll(filepath.Join(root, "var/run/vmware-imc")); err != nil {
 		return err
 	}
