@@ -444,8 +444,9 @@ const MaxDeviceWait = 10 * time.Minute
 const MaxNetworkWait = 10 * time.Minute
 
 // MaxIMCWait bounds vmware.imc_wait: the wait sends no progress to the
-// service manager, so it stays well inside seedkeeper-boot's
-// TimeoutStartSec (3 min).
+// service manager, so with the 30 s it may go on while Tools is seen
+// deploying a package it stays inside seedkeeper-boot's TimeoutStartSec
+// (3 min).
 const MaxIMCWait = 2 * time.Minute
 
 // Duration is a time.Duration written as "90s", "5m" or a number of seconds.
