@@ -154,6 +154,10 @@ func (e Env) SourceOptions() datasource.Options {
 	}
 	o.Mdata.Progress = e.notifyWaiting
 	o.VMware.Redact = e.Config.VMware.Redact
+	o.VMware.IMCWait = time.Duration(e.Config.VMware.IMCWait)
+	if o.VMware.IMCWait == 0 {
+		o.VMware.IMCWait = -1 // vmware.imc_wait 0: no wait (the option's 0 is its default)
+	}
 	// Never read back the seed seedkeeper writes for cloud-init.
 	dir, err := seed.SourceDir(string(e.Root))
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/seedkeeper/seedkeeper/agent"
 	"github.com/seedkeeper/seedkeeper/internal/syncbuf"
@@ -237,5 +238,147 @@ func TestBootVMwareIMCFailed(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(g.root, "var/lib/elsewhere/vmware-imc-spec.json")); !os.IsNotExist(err) {
 		t.Errorf("a failed boot kept the spec: %v", err)
+	}
+}
+
+// One tool budget bounds every tool call of a boot, the reports to
+// vCenter and the info-set calls alike: a guestinfo.gc.status that hangs
+// at the start spends it, and the calls left (the other info-set calls,
+// the report at the end) are not made, each with a note saying so.
+func TestBootVMwareIMCToolCallsShareOneBudget(t *testing.T) {
+	agent.SetGuestinfoSetBudget(t, 500*time.Millisecond)
+	g := newVMwareGuest(t, "")
+	g.spec(t, imcSpec)
+	g.set(t, "gc.status.hang-vmware-rpctool", "")
+	st, err := agent.Boot(context.Background(), agent.LoadEnv(g.root, "", nil), agent.BootOptions{Network: agent.NetworkApply})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"vmware-rpctool|deployPkg.update.state 4 0 journalctl -u seedkeeper-boot",
+		"vmware-rpctool|info-set guestinfo.gc.status Started",
+	}
+	if got := g.calls(t); !slices.Equal(got, want) {
+		t.Errorf("calls\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if got := g.sets(t); len(got) != 1 {
+		t.Errorf("info-set calls %q, want only the one that hung", got)
+	}
+	spent := "not tried, the tool calls of this boot (info-set and reports to vCenter) ran out of their 500ms"
+	for _, n := range []string{
+		"guestinfo.cloudinit.updates.supported not published: " + spent,
+		"not reported to vCenter (deployPkg.update.state 5 0): " + spent,
+		"guestinfo.gc.status not published: " + spent,
+	} {
+		if st.VMware == nil || !slices.Contains(st.VMware.Notes, n) {
+			t.Errorf("no note %q in %+v", n, st.VMware)
+		}
+	}
+	if st.Outcome != "ok" {
+		t.Errorf("outcome %q, want ok", st.Outcome)
+	}
+}
+
+// The marker kept before is read once per boot, at its start: one that
+// cannot be read (here a directory) says so once, not at the start and
+// again at the end.
+func TestBootVMwareIMCReadsTheMarkerOnce(t *testing.T) {
+	g := newVMwareGuest(t, "")
+	g.spec(t, imcSpec)
+	if err := os.MkdirAll(filepath.Join(g.root, "var/lib/seedkeeper/vmware-imc-marker"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	log := &syncbuf.Buffer{}
+	if _, err := agent.Boot(context.Background(), agent.LoadEnv(g.root, "", agent.NewLogger(log)), agent.BootOptions{Network: agent.NetworkApply}); err != nil {
+		t.Fatalf("Boot: %v\n%s", err, log)
+	}
+	if n := strings.Count(log.String(), "reading the customization marker"); n != 1 {
+		t.Errorf("the marker was read %d times, want once:\n%s", n, log)
+	}
+}
+
+// VMware Tools writes its log for a spec it hands over as well as for
+// one it applies itself: a hand-over that seedkeeper applied since (its
+// marker written after the log) is said, not warned of; one it has not
+// applied, a failed hand-over and Tools' own customization are warnings,
+// each saying what it is.
+func TestBootVMwareToolsLogSaysWhoApplied(t *testing.T) {
+	const (
+		handedOver = "[2026-11-30T09:12:01.301Z] [    info] Executing cloud-init workflow.\n[2026-11-30T09:12:01.601Z] [    info] Deployment delegated to Cloud-init. Returning success.\n"
+		failed     = "[2026-11-30T09:12:01.301Z] [    info] Executing cloud-init workflow.\n[2026-11-30T09:12:01.400Z] [   error] Deployment for cloud-init failed.\n"
+		byTools    = "[2026-11-30T09:12:01.301Z] [    info] Executing traditional GOSC workflow.\n"
+	)
+	logTime := time.Date(2026, 11, 30, 9, 12, 2, 0, time.UTC)
+	for _, tc := range []struct {
+		name, log string
+		marker    time.Time // zero: none
+		want      string
+		warn      bool
+	}{
+		{"applied", handedOver, logTime.Add(time.Minute), "VMware Tools handed a customization spec over (/var/log/vmware-imc/toolsDeployPkg.log, last written 2026-11-30T09:12:02Z), and seedkeeper applied it since (/var/lib/seedkeeper/vmware-imc-marker)", false},
+		{"not applied", handedOver, logTime.Add(-time.Hour), "VMware Tools handed a customization spec over (/var/log/vmware-imc/toolsDeployPkg.log, last written 2026-11-30T09:12:02Z), and seedkeeper has not applied it since", true},
+		{"no marker", handedOver, time.Time{}, "VMware Tools handed a customization spec over (/var/log/vmware-imc/toolsDeployPkg.log, last written 2026-11-30T09:12:02Z), and seedkeeper has not applied it since", true},
+		{"failed", failed, time.Time{}, "VMware Tools failed to hand a customization spec over to the guest's agent (/var/log/vmware-imc/toolsDeployPkg.log, last written 2026-11-30T09:12:02Z) and reported the customization to vCenter as failed", true},
+		{"by tools", byTools, logTime.Add(time.Minute), "VMware Tools ran a guest customization itself here (/var/log/vmware-imc/toolsDeployPkg.log, last written 2026-11-30T09:12:02Z, its traditional workflow)", true},
+	} {
+		g := newVMwareGuest(t, "")
+		g.set(t, "metadata", "instance-id: i-tools-log\n")
+		for p, data := range map[string]string{"var/log/vmware-imc/toolsDeployPkg.log": tc.log, "var/lib/seedkeeper/vmware-imc-marker": "m-1\n"} {
+			p = filepath.Join(g.root, p)
+			if strings.HasSuffix(p, "marker") && tc.marker.IsZero() {
+				continue
+			}
+			when := logTime
+			if strings.HasSuffix(p, "marker") {
+				when = tc.marker
+			}
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chtimes(p, when, when); err != nil {
+				t.Fatal(err)
+			}
+		}
+		log := &syncbuf.Buffer{}
+		st, err := agent.Boot(context.Background(), agent.LoadEnv(g.root, "", agent.NewLogger(log)), agent.BootOptions{})
+		if err != nil {
+			t.Fatalf("%s: Boot: %v\n%s", tc.name, err, log)
+		}
+		if st.VMware == nil || len(st.VMware.Customization) != 1 || !strings.HasPrefix(st.VMware.Customization[0], tc.want) {
+			t.Errorf("%s: customization %+v, want one line starting %q", tc.name, st.VMware, tc.want)
+			continue
+		}
+		if warned := strings.Contains(log.String(), `level=WARN msg="vmware: `+tc.want); warned != tc.warn {
+			t.Errorf("%s: warned %v, want %v:\n%s", tc.name, warned, tc.warn, log)
+		}
+	}
+}
+
+// vmware.imc_wait bounds the wait for a spec when guestinfo is empty and
+// Tools' deployPkg plugin is installed: 0 does not wait, another value is
+// the bound the no-source reason names.
+func TestBootVMwareIMCWaitIsConfigured(t *testing.T) {
+	for _, tc := range []struct{ config, want string }{
+		{"vmware: {imc_wait: 0}\n", "no /var/run/vmware-imc/cust.cfg (not waited for)"},
+		{"vmware: {imc_wait: 1s}\n", "no /var/run/vmware-imc/cust.cfg after waiting 1s for it"},
+	} {
+		g := newVMwareGuest(t, "boot: {device_wait: 0}\n"+tc.config)
+		p := filepath.Join(g.root, "usr/lib/open-vm-tools/plugins/vmsvc/libdeployPkgPlugin.so")
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		st, err := agent.Boot(context.Background(), agent.LoadEnv(g.root, "", nil), agent.BootOptions{})
+		if st.ConfigError != "" {
+			t.Fatalf("%q: config error %s", tc.config, st.ConfigError)
+		}
+		if st.Outcome != "no-source" || err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: outcome %q, %v; want no-source, saying %q", tc.config, st.Outcome, err, tc.want)
+		}
 	}
 }

@@ -117,7 +117,7 @@ func TestBootVMwarePlannedAndCustomization(t *testing.T) {
 	g.set(t, "metadata", vmwareMetadata("wait-on-network: {ipv4: true}\n"))
 	for name, data := range map[string]string{
 		"run/vmware-imc/.vmware-imgcust-dAbc123/cust.cfg": "[NETWORK]\n",
-		"var/log/vmware-imc/toolsDeployPkg.log":           "deploy\n",
+		"var/log/vmware-imc/toolsDeployPkg.log":           "[2026-11-30T09:12:01.301Z] [    info] Executing traditional GOSC workflow.\n",
 	} {
 		p := filepath.Join(g.root, name)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -148,7 +148,7 @@ func TestBootVMwarePlannedAndCustomization(t *testing.T) {
 	}
 	if len(v.Customization) != 2 ||
 		!strings.HasPrefix(v.Customization[0], "a VMware customization spec (cust.cfg) is waiting under /run/vmware-imc and is not applied: seedkeeper reads a spec only as /var/run/vmware-imc/cust.cfg, and only when guestinfo holds no metadata") ||
-		!strings.HasPrefix(v.Customization[1], "VMware Tools ran a guest customization here (/var/log/vmware-imc/toolsDeployPkg.log, last written ") ||
+		!strings.HasPrefix(v.Customization[1], "VMware Tools ran a guest customization itself here (/var/log/vmware-imc/toolsDeployPkg.log, last written ") ||
 		!strings.HasSuffix(v.Customization[1], "set [deployPkg] enable-customization = false in /etc/vmware-tools/tools.conf to refuse them") {
 		t.Errorf("customization = %q", v.Customization)
 	}
@@ -244,7 +244,7 @@ func TestBootVMwareSetsShareOneBound(t *testing.T) {
 	}
 	if st.VMware == nil || len(st.VMware.Published) != 0 || len(st.VMware.Notes) != 3 ||
 		!strings.HasPrefix(st.VMware.Notes[1], "publishing guestinfo.cloudinit.updates.supported failed: ") ||
-		st.VMware.Notes[2] != "guestinfo.cloudinit.updates.enabled not published: not tried, the info-set calls of this boot ran out of their 500ms" {
+		st.VMware.Notes[2] != "guestinfo.cloudinit.updates.enabled not published: not tried, the tool calls of this boot (info-set and reports to vCenter) ran out of their 500ms" {
 		t.Errorf("vmware status %+v", st.VMware)
 	}
 	if st.Outcome != "ok" {
@@ -263,7 +263,7 @@ func TestBootVMwareFailedKeepsCustomization(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(g.root, "var/log/vmware-imc/toolsDeployPkg.log"), []byte("deploy\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(g.root, "var/log/vmware-imc/toolsDeployPkg.log"), []byte("[2026-11-30T09:12:01.301Z] [    info] Executing traditional GOSC workflow.\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	// The state directory is a link: boot refuses to write through it.
@@ -278,7 +278,7 @@ func TestBootVMwareFailedKeepsCustomization(t *testing.T) {
 		t.Fatalf("Boot: %v, outcome %q; want it to fail", err, st.Outcome)
 	}
 	if st.VMware == nil || len(st.VMware.Customization) != 1 ||
-		!strings.HasPrefix(st.VMware.Customization[0], "VMware Tools ran a guest customization here (/var/log/vmware-imc/toolsDeployPkg.log") {
+		!strings.HasPrefix(st.VMware.Customization[0], "VMware Tools ran a guest customization itself here (/var/log/vmware-imc/toolsDeployPkg.log") {
 		t.Errorf("vmware status %+v", st.VMware)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
+	"github.com/seedkeeper/seedkeeper/internal/paths"
 	"github.com/seedkeeper/seedkeeper/internal/sourceduty"
 	"github.com/seedkeeper/seedkeeper/internal/vmtools"
 	"github.com/seedkeeper/seedkeeper/netcfg"
@@ -42,16 +43,25 @@ const (
 // the guest's addresses; with its NoCloud, boot does); a spec's report
 // and marker at the end.
 func vmwareDuties(md *Metadata, h *sourceduty.Host) sourceduty.Duties {
+	b := &vmwareBoot{tools: newToolBudget()}
 	return sourceduty.Duties{
-		AfterRead: func(ctx context.Context, x *sourceduty.Extra) { x.VMware = vmwareFindings(ctx, h, md) },
+		AfterRead: func(ctx context.Context, x *sourceduty.Extra) { x.VMware = vmwareFindings(ctx, h, b, md) },
 		AfterNetwork: func(ctx context.Context, net *sourceduty.Net, x *sourceduty.Extra) {
-			vmwareStep(ctx, h, x.VMware, md, net)
+			vmwareStep(ctx, h, b, x.VMware, md, net)
 		},
 		End: func(ctx context.Context, outcome string, x *sourceduty.Extra) {
-			vmwareIMCEnd(ctx, h, outcome, x.VMware, md)
+			vmwareIMCEnd(ctx, h, b, outcome, x.VMware, md)
 		},
 		Redacted: h.Redact,
 	}
+}
+
+// vmwareBoot is what the duties of one boot share: the one budget of
+// its tool calls, and the customization marker kept before it, read
+// once when the boot begins applying a spec.
+type vmwareBoot struct {
+	tools  *toolBudget
+	marker string
 }
 
 // vmwareStep runs after the network step of a boot that read VMware
@@ -59,7 +69,7 @@ func vmwareDuties(md *Metadata, h *sourceduty.Host) sourceduty.Duties {
 // result (nil when the network was not handled); nothing is written to
 // the VMX of a boot that does not change this machine (h.Live). It never
 // fails the boot: what went wrong is in the status.
-func vmwareStep(ctx context.Context, h *sourceduty.Host, vs *sourceduty.VMwareStatus, md *Metadata, res *sourceduty.Net) {
+func vmwareStep(ctx context.Context, h *sourceduty.Host, b *vmwareBoot, vs *sourceduty.VMwareStatus, md *Metadata, res *sourceduty.Net) {
 	live := h.Live
 	want := md.WaitOnNetwork
 	applied := live && res != nil && res.Action == "applied"
@@ -76,12 +86,11 @@ func vmwareStep(ctx context.Context, h *sourceduty.Host, vs *sourceduty.VMwareSt
 		vs.Wait = waitOnNetwork(ctx, h, want, md.Network, res)
 	}
 	if live {
-		w := newGuestinfoWriter(ctx, h, guestinfoToolOf(md), vs)
+		w := newGuestinfoWriter(ctx, h, b.tools, guestinfoToolOf(md), vs)
 		if applied {
 			publishLocalIPs(h, w, md, res.Links, vs)
 		}
 		advertiseUpdates(h, w, md)
-		w.close()
 	}
 	vmwareLog(h, vs)
 }
@@ -89,65 +98,103 @@ func vmwareStep(ctx context.Context, h *sourceduty.Host, vs *sourceduty.VMwareSt
 // vmwareFindings starts the VMware status of a boot with what is found of
 // VMware Tools' guest customization, logged, and begins applying the
 // customization spec md was read from, if it was.
-func vmwareFindings(ctx context.Context, h *sourceduty.Host, md *Metadata) *sourceduty.VMwareStatus {
+func vmwareFindings(ctx context.Context, h *sourceduty.Host, b *vmwareBoot, md *Metadata) *sourceduty.VMwareStatus {
 	vs := &sourceduty.VMwareStatus{}
 	if md.VMwareIMC == nil {
-		vs.Customization = vmwareCustomization(h)
-	}
-	for _, c := range vs.Customization {
-		h.Log.Warn("vmware: " + c)
+		for _, f := range vmwareCustomization(h) {
+			vs.Customization = append(vs.Customization, f.text)
+			if f.warn {
+				h.Log.Warn("vmware: " + f.text)
+			} else {
+				h.Log.Info("vmware: " + f.text)
+			}
+		}
 	}
 	if md.VMwareIMC != nil {
-		vmwareIMCBegin(ctx, h, vs, md)
+		vmwareIMCBegin(ctx, h, b, vs, md)
 	}
 	vmwareFallback(ctx, h, vs, md)
 	return vs
 }
 
-// sourceduty.ToolBudget bounds every info-set call of one boot together
-// (a tool run is bounded by vmtools.DefaultTimeout, the same): four of them,
-// each waiting out the bound on a tool that hangs, would hold back
-// cloud-init by four times as long.
+// sourceduty.ToolBudget bounds every tool call of one boot's duties
+// together, the info-set calls and the customization reports alike (a
+// tool run is bounded by vmtools.DefaultTimeout, the same): the five or so
+// calls of a boot that applies a spec, each waiting out the bound on a
+// tool that hangs, would hold back cloud-init by five times as long.
 func init() { sourceduty.ToolBudget.Store(int64(vmtools.DefaultTimeout)) }
 
-// guestinfoWriter makes the info-set calls of one boot, through the tool
-// that read the guestinfo, within sourceduty.ToolBudget. Once a tool run
-// hangs past the budget or cannot be started (the tool is gone), the
-// calls left are not made: each would end the same way.
+// toolBudget is the tool time of one boot's duties (sourceduty.ToolBudget
+// when the boot begins): each call is bounded by what is left, and what
+// it took is taken off. Once it is spent, or a tool cannot be started
+// (it is gone), the calls left (of that tool) are not made: each would
+// end the same way. The duties of a boot run one after the other, so it
+// needs no lock.
+type toolBudget struct {
+	total, left time.Duration
+	gone        map[string]bool
+}
+
+func newToolBudget() *toolBudget {
+	d := time.Duration(sourceduty.ToolBudget.Load())
+	return &toolBudget{total: d, left: d, gone: map[string]bool{}}
+}
+
+// skip says why a call through tool is not made; "" when it is.
+func (b *toolBudget) skip(tool string) string {
+	switch {
+	case b.left <= 0:
+		return fmt.Sprintf("the tool calls of this boot (info-set and reports to vCenter) ran out of their %s", b.total)
+	case b.gone[tool]:
+		return "since " + tool + " could not be run"
+	}
+	return ""
+}
+
+// run makes one call through tool within what is left of the budget
+// and takes its time off; the caller asks skip first.
+func (b *toolBudget) run(ctx context.Context, tool string, call func(context.Context) error) error {
+	cctx, cancel := context.WithTimeout(ctx, b.left)
+	defer cancel()
+	start := time.Now()
+	err := call(cctx)
+	b.left -= time.Since(start)
+	var te *vmtools.ToolError
+	switch {
+	case err == nil:
+	case cctx.Err() != nil && ctx.Err() == nil:
+		b.left = 0 // the call waited out what was left
+	case errors.As(err, &te) && te.Err != nil:
+		b.gone[tool] = true
+	}
+	return err
+}
+
+// guestinfoWriter makes info-set calls through the tool that read the
+// guestinfo, within the boot's toolBudget.
 type guestinfoWriter struct {
-	h      *sourceduty.Host
-	tool   string
-	vs     *sourceduty.VMwareStatus
-	ctx    context.Context
-	cancel context.CancelFunc
-	broken string // why the calls left are not made; "" while they are
+	h     *sourceduty.Host
+	tools *toolBudget
+	tool  string
+	vs    *sourceduty.VMwareStatus
+	ctx   context.Context
 }
 
-func newGuestinfoWriter(ctx context.Context, h *sourceduty.Host, tool string, vs *sourceduty.VMwareStatus) *guestinfoWriter {
-	ctx, cancel := context.WithTimeout(ctx, time.Duration(sourceduty.ToolBudget.Load()))
-	return &guestinfoWriter{h: h, tool: tool, vs: vs, ctx: ctx, cancel: cancel}
+func newGuestinfoWriter(ctx context.Context, h *sourceduty.Host, tools *toolBudget, tool string, vs *sourceduty.VMwareStatus) *guestinfoWriter {
+	return &guestinfoWriter{h: h, tools: tools, tool: tool, vs: vs, ctx: ctx}
 }
-
-func (w *guestinfoWriter) close() { w.cancel() }
 
 // set writes guestinfo.key and records it in the status: published, or
 // a note saying why not.
 func (w *guestinfoWriter) set(key, value string) bool {
-	if w.broken != "" {
-		w.vs.Notes = append(w.vs.Notes, fmt.Sprintf("guestinfo.%s not published: not tried, %s", key, w.broken))
+	if why := w.tools.skip(w.tool); why != "" {
+		w.vs.Notes = append(w.vs.Notes, fmt.Sprintf("guestinfo.%s not published: not tried, %s", key, why))
 		return false
 	}
-	err := vmtools.Set(w.ctx, nil, w.tool, key, value)
+	err := w.tools.run(w.ctx, w.tool, func(ctx context.Context) error { return vmtools.Set(ctx, nil, w.tool, key, value) })
 	if err != nil {
 		w.vs.Notes = append(w.vs.Notes, fmt.Sprintf("publishing guestinfo.%s failed: %v", key, err))
 		w.h.Log.Warn("vmware: publishing guestinfo."+key+" failed", "err", err)
-		var te *vmtools.ToolError
-		switch {
-		case w.ctx.Err() != nil:
-			w.broken = fmt.Sprintf("the info-set calls of this boot ran out of their %s", time.Duration(sourceduty.ToolBudget.Load()))
-		case errors.As(err, &te) && te.Err != nil:
-			w.broken = "since " + w.tool + " could not be run"
-		}
 		return false
 	}
 	w.vs.Published = append(w.vs.Published, "guestinfo."+key+" "+value)
@@ -374,25 +421,39 @@ func publishLocalIPs(h *sourceduty.Host, w *guestinfoWriter, md *Metadata, names
 }
 
 // Where VMware Tools' guest customization leaves its traces: the spec it
-// hands to cloud-init, and its own log of every customization it ran.
+// hands to the guest's agent, and its own log of the last package it
+// deployed, rewritten for each (open-vm-tools
+// services/plugins/deployPkg/deployPkgLog.c opens it with "w").
 const (
 	vmwareIMCDir = "/run/vmware-imc"
 	vmwareIMCLog = "/var/log/vmware-imc/toolsDeployPkg.log"
 )
 
+// maxToolsDeployLog bounds the read of Tools' log (a deployment writes a
+// few KiB).
+const maxToolsDeployLog = 1 << 20
+
+// A customization finding: its status line, and whether it is logged
+// as a warning (something to act on) or only said.
+type customizationFinding struct {
+	text string
+	warn bool
+}
+
 // vmwareCustomization says what is found of VMware Tools' guest
 // customization under the root (docs/cloud-init.md, "VMware guest
 // customization", says what each means): a spec in vmwareIMCDir or one
 // directory down (cloud-init searches the whole tree; Tools extracts a
-// package into a hidden directory there), and Tools' log.
+// package into a hidden directory there), and what Tools' log says of
+// the last package it deployed.
 // Everything is looked at inside the root, no link followed out of it.
-func vmwareCustomization(h *sourceduty.Host) []string {
+func vmwareCustomization(h *sourceduty.Host) []customizationFinding {
 	root := string(h.Root)
 	regular := func(p string) (fs.FileInfo, bool) {
 		fi, err := fsutil.StatIn(root, p, false)
 		return fi, err == nil && fi.Mode().IsRegular()
 	}
-	var out []string
+	var out []customizationFinding
 	ents, err := fsutil.ReadDirIn(root, vmwareIMCDir)
 	switch {
 	case err == nil:
@@ -410,15 +471,81 @@ func vmwareCustomization(h *sourceduty.Host) []string {
 			}
 		}
 		if spec {
-			out = append(out, "a VMware customization spec (cust.cfg) is waiting under "+vmwareIMCDir+" and is not applied: seedkeeper reads a spec only as "+iMCDir+"/"+iMCSpecFile+", and only when guestinfo holds no metadata, user-data or vendor-data; vCenter will report the customization as not done")
+			out = append(out, customizationFinding{"a VMware customization spec (cust.cfg) is waiting under " + vmwareIMCDir + " and is not applied: seedkeeper reads a spec only as " + iMCDir + "/" + iMCSpecFile + ", and only when guestinfo holds no metadata, user-data or vendor-data; vCenter will report the customization as not done", true})
 		}
 	case !errors.Is(err, fs.ErrNotExist):
-		out = append(out, "cannot look for a VMware customization spec: "+err.Error())
+		out = append(out, customizationFinding{"cannot look for a VMware customization spec: " + err.Error(), true})
 	}
 	if fi, ok := regular(vmwareIMCLog); ok {
-		out = append(out, fmt.Sprintf("VMware Tools ran a guest customization here (%s, last written %s): a traditional spec makes it write the distribution's own network files for its NICs, beside seedkeeper's for the NICs it owns; set [deployPkg] enable-customization = false in /etc/vmware-tools/tools.conf to refuse them", vmwareIMCLog, fi.ModTime().UTC().Format(time.RFC3339)))
+		out = append(out, toolsDeployFinding(h, fi.ModTime()))
 	}
 	return out
+}
+
+// What Tools' log says of who applied its last package.
+const (
+	deployUnknown    = iota
+	deployHandedOver // to the guest's agent (seedkeeper, or cloud-init)
+	deployHandFailed // the hand-over, or the check before it, failed
+	deployByTools    // Tools' own ("traditional") customization
+)
+
+// readToolsDeployLog reads what Tools' log says of its last package, from
+// the lines libDeployPkg (linuxDeployment.c, Deploy and CloudInitSetup)
+// writes, each after the "[time] [level] " prefix of deployPkgLog.c:
+// "Executing cloud-init workflow" when it hands the spec over (since
+// 10.2, with a trailing "." since 10.3), "Deployment for cloud-init
+// failed" when that copy failed, "Deployment failed. use cloud-init work
+// flow return" when it refused the cloud-init kind (the agent too old),
+// "Executing traditional GOSC workflow" when it runs its own. Only those
+// fixed words are looked for; nothing of the log is quoted.
+func readToolsDeployLog(b []byte) int {
+	got := deployUnknown
+	for _, line := range strings.Split(string(b), "\n") {
+		_, msg, ok := strings.Cut(line, "] ")
+		if !ok {
+			continue
+		}
+		_, msg, _ = strings.Cut(msg, "] ") // after the level
+		switch {
+		case strings.HasPrefix(msg, "Executing cloud-init workflow"):
+			got = deployHandedOver
+		case strings.HasPrefix(msg, "Deployment for cloud-init failed"),
+			strings.HasPrefix(msg, "Deployment failed. use cloud-init work flow return"):
+			return deployHandFailed
+		case strings.HasPrefix(msg, "Executing traditional GOSC workflow"):
+			return deployByTools
+		}
+	}
+	return got
+}
+
+// toolsDeployFinding says what Tools' log, last written at mod, says:
+// Tools' own customization (beside seedkeeper's network files: a
+// warning), a spec handed over that seedkeeper applied since (its marker
+// or kept spec written after the log: said, not warned), one handed
+// over and not applied since, a hand-over that failed, or a log that
+// says neither.
+func toolsDeployFinding(h *sourceduty.Host, mod time.Time) customizationFinding {
+	head := fmt.Sprintf("%s, last written %s", vmwareIMCLog, mod.UTC().Format(time.RFC3339))
+	b, err := fsutil.ReadFileInNoFollow(context.Background(), string(h.Root), vmwareIMCLog, maxToolsDeployLog)
+	if err != nil {
+		return customizationFinding{"VMware Tools deployed a customization package here (" + head + "), and its log cannot be read to say who applied it: " + err.Error(), true}
+	}
+	switch readToolsDeployLog(b) {
+	case deployByTools:
+		return customizationFinding{"VMware Tools ran a guest customization itself here (" + head + ", its traditional workflow): it writes the distribution's own network files for the spec's NICs, beside seedkeeper's for the NICs it owns, and reboots the VM; with open-vm-tools before 12.4 set disable_vmware_customization: false in /etc/cloud/cloud.cfg itself so that it hands specs to seedkeeper, or set [deployPkg] enable-customization = false in /etc/vmware-tools/tools.conf to refuse them", true}
+	case deployHandFailed:
+		return customizationFinding{"VMware Tools failed to hand a customization spec over to the guest's agent (" + head + ") and reported the customization to vCenter as failed; its log says why", true}
+	case deployHandedOver:
+		for _, p := range []string{paths.VMwareIMCMarker, paths.VMwareIMCSpec} {
+			if fi, err := fsutil.StatIn(string(h.Root), p, false); err == nil && fi.Mode().IsRegular() && !fi.ModTime().Before(mod) {
+				return customizationFinding{"VMware Tools handed a customization spec over (" + head + "), and seedkeeper applied it since (" + p + ")", false}
+			}
+		}
+		return customizationFinding{"VMware Tools handed a customization spec over (" + head + "), and seedkeeper has not applied it since (no marker or kept spec written after): this boot read the metadata from guestinfo or the environment, which come first; vCenter shows that customization as running until it times out, unless a boot reported it failed", true}
+	}
+	return customizationFinding{"VMware Tools deployed a customization package here (" + head + "); its log says neither that Tools handed the spec over nor that it ran its own customization", false}
 }
 
 // advertiseUpdates sets sourceduty.GuestinfoUpdatesSupported and

@@ -403,9 +403,44 @@ var deployPkgPlugin = []string{
 	"/usr/lib64/vmware-tools/plugins/vmsvc/libdeployPkgPlugin.so",
 }
 
+// imcDeployingMore is how much longer than its bound the wait goes on
+// while Tools is seen deploying a package (imcDeploying): the guest's
+// part of a hand-over (a Python start of cloud-init -v, five cp and mv)
+// is what a loaded machine slows down. With vmware.imc_wait's bound of
+// 2 min it stays inside seedkeeper-boot's 3 min start timeout.
+const imcDeployingMore = 30 * time.Second
+
+// The directories Tools extracts a package into (open-vm-tools
+// libDeployPkg/linuxDeployment.c, Deploy: mkdtemp of this prefix in
+// /var/run/vmware-imc when it exists, else in /var/run), removed once it
+// has handed the spec over or applied it.
+var imcDeployDirs = []string{iMCDir, "/var/run"}
+
+const imcDeployPrefix = ".vmware-imgcust-d"
+
+// imcDeploying reports whether Tools is deploying a package now: one of
+// its extraction directories is there (looked at inside the root, at
+// most 256 entries of each directory).
+func imcDeploying(root sysroot.Root) bool {
+	for _, d := range imcDeployDirs {
+		ents, err := fsutil.ReadDirInMax(string(root), d, 256)
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			if e.IsDir() && strings.HasPrefix(e.Name(), imcDeployPrefix) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // waitIMC waits, at most wait (0: defaultIMCWait), for the spec to appear
 // when Tools' deployPkg plugin is installed under root, and reads it; an
 // error wrapping ErrNoSource says what was waited for when none came.
+// While Tools is seen deploying a package when the bound ends, it waits
+// on until that ends, at most imcDeployingMore longer.
 func waitIMC(ctx context.Context, root sysroot.Root, wait time.Duration, log *slog.Logger) (*Metadata, error) {
 	plugin := ""
 	for _, p := range deployPkgPlugin {
@@ -427,14 +462,37 @@ func waitIMC(ctx context.Context, root sysroot.Root, wait time.Duration, log *sl
 	start := time.Now()
 	tctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
+	more := false // waiting past the bound for a package Tools is deploying
 	for {
 		select {
 		case <-tctx.Done():
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
+			if !more && imcDeploying(root) {
+				more = true
+				log.Info("VMware Tools is deploying a customization package: waiting on for it", "at_most", imcDeployingMore.String())
+				tctx, cancel = context.WithTimeout(ctx, imcDeployingMore)
+				defer cancel()
+				continue
+			}
+			if more {
+				return nil, fmt.Errorf("%w: no %s after waiting %s for it, and %s more while VMware Tools was deploying a package (VMware Tools' deployPkg plugin is installed)", ErrNoSource, imcSpecPath, wait, imcDeployingMore)
+			}
 			return nil, fmt.Errorf("%w: no %s after waiting %s for it (VMware Tools' deployPkg plugin is installed)", ErrNoSource, imcSpecPath, wait)
 		case <-time.After(imcPoll):
+		}
+		if more && !imcDeploying(root) {
+			// Tools is done: a spec it handed over is there now, or
+			// it applied or refused the package itself.
+			md, err := readIMC(ctx, root, log)
+			if errors.Is(err, ErrNoSource) {
+				return nil, fmt.Errorf("%w: no %s after waiting %s for it; VMware Tools deployed a package meanwhile and handed no spec over (VMware Tools' deployPkg plugin is installed)", ErrNoSource, imcSpecPath, time.Since(start).Round(time.Millisecond))
+			}
+			if err == nil {
+				md.VMwareIMC.Waited = time.Since(start).Round(time.Millisecond).String()
+			}
+			return md, err
 		}
 		md, err := readIMC(ctx, root, log)
 		if !errors.Is(err, ErrNoSource) {

@@ -27,10 +27,11 @@ import (
 const imcReportMessage = "journalctl -u seedkeeper-boot"
 
 // vmwareIMCBegin starts the customization of a boot that read a spec:
+// it reads the marker kept before (once: vmwareIMCEnd takes it from b),
 // a marker seen before drops the password (it was set once already), and
 // a live boot reports "running" (and guestinfo.gc.status Started when
 // the spec asks for it).
-func vmwareIMCBegin(ctx context.Context, h *sourceduty.Host, vs *sourceduty.VMwareStatus, md *Metadata) {
+func vmwareIMCBegin(ctx context.Context, h *sourceduty.Host, b *vmwareBoot, vs *sourceduty.VMwareStatus, md *Metadata) {
 	spec := md.VMwareIMC
 	head := fmt.Sprintf("VMware customization spec (%s kind", spec.Kind)
 	if spec.MarkerID != "" {
@@ -52,7 +53,10 @@ func vmwareIMCBegin(ctx context.Context, h *sourceduty.Host, vs *sourceduty.VMwa
 		head += ", after waiting " + spec.Waited + " for VMware Tools to write it"
 	}
 	vs.Customization = append(vs.Customization, head)
-	if spec.MarkerID != "" && imcMarker(h) == spec.MarkerID && !spec.Kept {
+	if !spec.Kept {
+		b.marker = imcMarker(h)
+	}
+	if spec.MarkerID != "" && b.marker == spec.MarkerID && !spec.Kept {
 		msg := "customization " + spec.MarkerID + " was applied on an earlier boot"
 		if dropIMCPassword(md) {
 			msg += ": the root password is not set again"
@@ -65,14 +69,14 @@ func vmwareIMCBegin(ctx context.Context, h *sourceduty.Host, vs *sourceduty.VMwa
 	if !h.Live || spec.Kept {
 		return
 	}
-	imcReport(ctx, h, vs, iMCStateRunning, iMCSuccess, "")
-	imcGCStatus(ctx, h, vs, spec, "Started")
+	imcReport(ctx, h, b, vs, iMCStateRunning, iMCSuccess, "")
+	imcGCStatus(ctx, h, b, vs, spec, "Started")
 }
 
 // vmwareIMCEnd finishes it once boot is over, with its outcome: the
 // marker is kept and "done" reported when the boot went through, a
 // failure with its reason otherwise.
-func vmwareIMCEnd(ctx context.Context, h *sourceduty.Host, outcome string, vs *sourceduty.VMwareStatus, md *Metadata) {
+func vmwareIMCEnd(ctx context.Context, h *sourceduty.Host, b *vmwareBoot, outcome string, vs *sourceduty.VMwareStatus, md *Metadata) {
 	spec := md.VMwareIMC
 	if !h.Live || spec == nil || vs == nil {
 		return
@@ -85,19 +89,19 @@ func vmwareIMCEnd(ctx context.Context, h *sourceduty.Host, outcome string, vs *s
 	}
 	switch {
 	case outcome == "ok" && spec.CustomScript:
-		imcReport(ctx, h, vs, iMCStateRunning, iMCErrScriptDisabled, "script disabled")
-		imcGCStatus(ctx, h, vs, spec, "Custom script is disabled")
+		imcReport(ctx, h, b, vs, iMCStateRunning, iMCErrScriptDisabled, "script disabled")
+		imcGCStatus(ctx, h, b, vs, spec, "Custom script is disabled")
 	case outcome == "ok":
-		imcReport(ctx, h, vs, iMCStateDone, iMCSuccess, "")
-		imcGCStatus(ctx, h, vs, spec, "Successful")
+		imcReport(ctx, h, b, vs, iMCStateDone, iMCSuccess, "")
+		imcGCStatus(ctx, h, b, vs, spec, "Successful")
 	case outcome == "partial":
-		imcReport(ctx, h, vs, iMCStateRunning, iMCEventNetworkFail, "network setup failed")
-		imcGCStatus(ctx, h, vs, spec, "Network setup failed")
+		imcReport(ctx, h, b, vs, iMCStateRunning, iMCEventNetworkFail, "network setup failed")
+		imcGCStatus(ctx, h, b, vs, spec, "Network setup failed")
 	default:
-		imcReport(ctx, h, vs, iMCStateRunning, iMCEventCustomizeFail, "customization failed")
-		imcGCStatus(ctx, h, vs, spec, "Customization failed")
+		imcReport(ctx, h, b, vs, iMCStateRunning, iMCEventCustomizeFail, "customization failed")
+		imcGCStatus(ctx, h, b, vs, spec, "Customization failed")
 	}
-	if (outcome == "ok" || outcome == "partial") && spec.MarkerID != "" && imcMarker(h) != spec.MarkerID {
+	if (outcome == "ok" || outcome == "partial") && spec.MarkerID != "" && b.marker != spec.MarkerID {
 		if err := fsutil.WriteFileIn(string(h.Root), paths.VMwareIMCMarker, []byte(spec.MarkerID+"\n"), 0o600); err != nil {
 			vs.Notes = append(vs.Notes, "keeping the customization marker failed: "+err.Error())
 			h.Log.Error("vmware: keeping the customization marker", "err", err)
@@ -121,13 +125,20 @@ func keepIMC(h *sourceduty.Host, vs *sourceduty.VMwareStatus, spec *IMCSpec) {
 	if spec.keep == nil {
 		return
 	}
-	old, err := fsutil.ReadFileInNoFollow(context.Background(), string(h.Root), paths.VMwareIMCSpec, maxKeptIMC+1)
+	// The kept file is compared as it is on disk with the one this spec
+	// makes, a piece at a time, and made only when they differ: at the
+	// bounds each is 24 MiB, and only one of them is held at a time.
+	env, err := newKeptEnvelope(spec.keep, time.Now().UTC().Format(time.RFC3339))
 	if err == nil {
-		if k, err := decodeKeptIMC(old); err == nil && k.same(spec.keep) {
+		old, rerr := fsutil.ReadFileInNoFollow(context.Background(), string(h.Root), paths.VMwareIMCSpec, maxKeptIMC+1)
+		if rerr == nil && env.sameAs(old) {
 			return
 		}
 	}
-	b, err := encodeKeptIMC(spec.keep, time.Now())
+	var b []byte
+	if err == nil {
+		b, err = env.bytes()
+	}
 	if err == nil {
 		err = fsutil.WriteFileIn(string(h.Root), paths.VMwareIMCSpec, b, 0o600)
 	}
@@ -151,17 +162,21 @@ func imcMarker(h *sourceduty.Host) string {
 	return string(bytes.TrimSpace(b))
 }
 
-// imcReport sends one deployPkg.update.state, bounded as the info-set
-// calls of a boot are; what was sent, or why not, is in the status.
-func imcReport(ctx context.Context, h *sourceduty.Host, vs *sourceduty.VMwareStatus, state, code int, reason string) {
+// imcReport sends one deployPkg.update.state within the boot's tool
+// budget, shared with its info-set calls; what was sent, or why not, is
+// in the status.
+func imcReport(ctx context.Context, h *sourceduty.Host, b *vmwareBoot, vs *sourceduty.VMwareStatus, state, code int, reason string) {
 	msg := imcReportMessage
 	if reason != "" {
 		msg += "@" + reason
 	}
-	ctx, cancel := context.WithTimeout(ctx, time.Duration(sourceduty.ToolBudget.Load()))
-	defer cancel()
 	line := fmt.Sprintf("deployPkg.update.state %d %d %s", state, code, msg)
-	if err := reportIMC(ctx, nil, state, code, msg); err != nil {
+	if why := b.tools.skip(ToolRPCTool); why != "" {
+		vs.Notes = append(vs.Notes, fmt.Sprintf("not reported to vCenter (deployPkg.update.state %d %d): not tried, %s", state, code, why))
+		h.Log.Warn("vmware: not reporting to vCenter", "state", state, "code", code, "why", why)
+		return
+	}
+	if err := b.tools.run(ctx, ToolRPCTool, func(ctx context.Context) error { return reportIMC(ctx, nil, state, code, msg) }); err != nil {
 		vs.Notes = append(vs.Notes, "reporting to vCenter failed: "+err.Error())
 		h.Log.Warn("vmware: reporting to vCenter failed", "err", err)
 		return
@@ -171,13 +186,11 @@ func imcReport(ctx context.Context, h *sourceduty.Host, vs *sourceduty.VMwareSta
 
 // imcGCStatus sets guestinfo.gc.status when the spec asks for it
 // (MISC POST-GC-STATUS = yes).
-func imcGCStatus(ctx context.Context, h *sourceduty.Host, vs *sourceduty.VMwareStatus, spec *IMCSpec, value string) {
+func imcGCStatus(ctx context.Context, h *sourceduty.Host, b *vmwareBoot, vs *sourceduty.VMwareStatus, spec *IMCSpec, value string) {
 	if !spec.PostGCStatus {
 		return
 	}
-	w := newGuestinfoWriter(ctx, h, ToolRPCTool, vs)
-	defer w.close()
-	w.set("gc.status", value)
+	newGuestinfoWriter(ctx, h, b.tools, ToolRPCTool, vs).set("gc.status", value)
 }
 
 // guestinfoToolOf is the tool the guestinfo of md's VMX is written

@@ -3,12 +3,15 @@ package datasource
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -57,12 +60,6 @@ type keptIMC struct {
 	Files map[string][]byte `json:"files,omitempty"`
 }
 
-// same reports whether k keeps the same spec as o.
-func (k *keptIMC) same(o *keptIMC) bool {
-	return k != nil && o != nil && k.MarkerID == o.MarkerID && bytes.Equal(k.CustCfg, o.CustCfg) &&
-		maps.EqualFunc(k.Files, o.Files, bytes.Equal)
-}
-
 // keptIMCHint says, in an error about the kept file, what it is and the
 // way out.
 const keptIMCHint = "(seedkeeper's copy of the customization spec an earlier boot applied; remove it to boot without it)"
@@ -85,18 +82,158 @@ func stripIMCPassword(b []byte) []byte {
 	return out.Bytes()
 }
 
-// encodeKeptIMC is the kept file of a spec applied at when.
-func encodeKeptIMC(k *keptIMC, when time.Time) ([]byte, error) {
-	c := *k
-	c.Format, c.Applied = keptIMCFormat, when.UTC().Format(time.RFC3339)
-	b, err := json.Marshal(&c)
-	if err != nil {
+// keptEnvelope is the kept file of a spec, as json.Marshal writes the
+// keptIMC (its fields in order, the files by name, []byte as standard
+// base64) and a newline, made piece by piece: the base64 is written as
+// it is read, so that the file can be compared with one on disk without
+// holding a second copy.
+type keptEnvelope struct {
+	pieces [][]byte // text as is, or (odd indexes) bytes to base64
+	size   int
+}
+
+func newKeptEnvelope(k *keptIMC, applied string) (*keptEnvelope, error) {
+	str := func(s string) (string, error) {
+		b, err := json.Marshal(s)
+		return string(b), err
+	}
+	var errs []error
+	q := func(s string) string {
+		v, err := str(s)
+		errs = append(errs, err)
+		return v
+	}
+	head := `{"format":` + q(keptIMCFormat)
+	if k.MarkerID != "" {
+		head += `,"marker_id":` + q(k.MarkerID)
+	}
+	head += `,"applied":` + q(applied) + `,"cust_cfg":`
+	e := &keptEnvelope{}
+	e.add(head, k.CustCfg)
+	if len(k.Files) > 0 {
+		sep := `,"files":{`
+		for _, name := range slices.Sorted(maps.Keys(k.Files)) {
+			e.add(sep+q(name)+`:`, k.Files[name])
+			sep = ","
+		}
+		e.text("}")
+	}
+	e.text("}\n")
+	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	if len(b) > maxKeptIMC {
-		return nil, fmt.Errorf("%d bytes, more than %d", len(b), maxKeptIMC)
+	if e.size-1 > maxKeptIMC {
+		return nil, fmt.Errorf("%d bytes, more than %d", e.size-1, maxKeptIMC)
 	}
-	return append(b, '\n'), nil
+	return e, nil
+}
+
+// text appends text as is.
+func (e *keptEnvelope) text(t string) {
+	if n := len(e.pieces); n%2 == 1 {
+		e.pieces[n-1] = append(e.pieces[n-1], t...)
+	} else {
+		e.pieces = append(e.pieces, []byte(t))
+	}
+	e.size += len(t)
+}
+
+// add appends text and then data as json.Marshal writes a []byte: a
+// string of its base64, or null when it is nil.
+func (e *keptEnvelope) add(text string, data []byte) {
+	if data == nil {
+		e.text(text + "null")
+		return
+	}
+	e.text(text + `"`)
+	e.pieces = append(e.pieces, data)
+	e.size += base64.StdEncoding.EncodedLen(len(data))
+	e.text(`"`)
+}
+
+// bytes is the file, in one buffer of its exact size (json.Marshal's
+// bytes without its growing buffer and final copy: at the bounds one
+// 24 MiB buffer, not three).
+func (e *keptEnvelope) bytes() ([]byte, error) {
+	b := make([]byte, e.size)
+	if _, err := io.ReadFull(e.reader(), b); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// reader reads the file.
+func (e *keptEnvelope) reader() io.Reader {
+	rs := make([]io.Reader, len(e.pieces))
+	for i, p := range e.pieces {
+		if i%2 == 0 {
+			rs[i] = bytes.NewReader(p)
+		} else {
+			rs[i] = &base64Reader{src: p}
+		}
+	}
+	return io.MultiReader(rs...)
+}
+
+// sameAs reports whether old is this file but for the time it was
+// applied (the RFC 3339 UTC time, 20 bytes, at the same place in both),
+// reading it against the envelope a piece at a time.
+func (e *keptEnvelope) sameAs(old []byte) bool {
+	if len(old) != e.size {
+		return false
+	}
+	// The applied time is in the first piece, after "applied":".
+	const key = `"applied":"`
+	i := bytes.Index(e.pieces[0], []byte(key))
+	if i < 0 || len(e.pieces[0]) < i+len(key)+20 {
+		return false
+	}
+	at := i + len(key)
+	var buf [4096]byte
+	r := e.reader()
+	for off := 0; off < e.size; {
+		n, err := r.Read(buf[:min(len(buf), e.size-off)])
+		got, want := buf[:n], old[off:off+n]
+		// Mask the applied time of both.
+		for j := range n {
+			if p := off + j; p >= at && p < at+20 {
+				got[j] = want[j]
+			}
+		}
+		if !bytes.Equal(got, want) {
+			return false
+		}
+		off += n
+		if err != nil {
+			return off == e.size
+		}
+	}
+	return true
+}
+
+// base64Reader reads src in standard base64.
+type base64Reader struct {
+	src []byte
+	out []byte // encoded, not yet read
+	buf [4096]byte
+}
+
+func (r *base64Reader) Read(p []byte) (int, error) {
+	if len(r.out) == 0 {
+		if len(r.src) == 0 {
+			return 0, io.EOF
+		}
+		n := min(len(r.src), 3*1024)
+		if n < len(r.src) {
+			n -= n % 3 // padding only at the end
+		}
+		r.out = r.buf[:base64.StdEncoding.EncodedLen(n)]
+		base64.StdEncoding.Encode(r.out, r.src[:n])
+		r.src = r.src[n:]
+	}
+	n := copy(p, r.out)
+	r.out = r.out[n:]
+	return n, nil
 }
 
 // decodeKeptIMC reads a kept file's envelope; an error says what is

@@ -2,6 +2,7 @@ package datasource
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -272,4 +273,96 @@ func TestStripIMCPasswordReadsAsTheParser(t *testing.T) {
 	if bytes.Contains(got, []byte("secret")) || !bytes.Contains(got, []byte("HOSTNAME = h")) || !bytes.Contains(got, []byte("MARKER-ID = m")) {
 		t.Fatalf("stripIMCPassword:\n%s", got)
 	}
+}
+
+// The kept file is made in one buffer of its exact size, byte for byte
+// what json.Marshal writes of the envelope (so that a file kept before
+// reads and compares the same), and compared with one on disk but for
+// the time it was applied.
+func TestKeptEnvelopeIsJSONMarshal(t *testing.T) {
+	big := bytes.Repeat([]byte("#cloud-config\n\x00\xff<&>"), 5000)
+	for _, k := range []*keptIMC{
+		{CustCfg: []byte("[NETWORK]\nHOSTNAME = a\n")},
+		{MarkerID: "m-1", CustCfg: []byte("x"), Files: map[string][]byte{"userdata": big, "metadata": []byte("instance-id: i\n"), "e": nil}},
+		{MarkerID: "m.2_x", CustCfg: big[:3*1024+1], Files: map[string][]byte{"a": big[:3*1024], "b": big[:3*1024-1]}},
+		{CustCfg: nil},
+	} {
+		c := *k
+		c.Format, c.Applied = keptIMCFormat, testTime.UTC().Format(time.RFC3339)
+		want, err := json.Marshal(&c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, '\n')
+		got, err := encodeKeptIMC(k, testTime)
+		if err != nil || !bytes.Equal(got, want) || cap(got) != len(want) {
+			t.Errorf("marker %q: %d bytes (cap %d), %v; want json.Marshal's %d", k.MarkerID, len(got), cap(got), err, len(want))
+			continue
+		}
+		env, err := newKeptEnvelope(k, "2031-01-02T03:04:05Z")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !env.sameAs(want) {
+			t.Errorf("marker %q: not the same as the file it makes at another time", k.MarkerID)
+		}
+		at := bytes.Index(want, []byte(`"applied":"`)) + len(`"applied":"`)
+		for _, i := range []int{0, at - 1, at + 20, (at + 20 + len(want)) / 2, len(want) - 2} {
+			other := bytes.Clone(want)
+			other[i] ^= 1
+			if env.sameAs(other) {
+				t.Errorf("marker %q: the same as a file with byte %d changed", k.MarkerID, i)
+			}
+		}
+		if env.sameAs(want[:len(want)-1]) {
+			t.Errorf("marker %q: the same as a shorter file", k.MarkerID)
+		}
+	}
+}
+
+// The same spec kept again leaves the kept file as it is, with the time
+// it was first applied; another spec (or the same with another marker)
+// replaces it.
+func TestKeepIMCSameSpecLeavesIt(t *testing.T) {
+	root := t.TempDir()
+	h := &sourceduty.Host{Root: sysroot.Root(root), Live: true, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Links: linkaddr.Links{}}
+	p := sysroot.Root(root).Path(paths.VMwareIMCSpec)
+	spec := func(marker, cfg string) *IMCSpec {
+		return &IMCSpec{keep: &keptIMC{MarkerID: marker, CustCfg: []byte(cfg), Files: map[string][]byte{"userdata": []byte("#cloud-config\n")}}}
+	}
+	first := []byte(`{"format":"seedkeeper-vmware-imc-spec/1","marker_id":"m-1","applied":"2020-01-02T03:04:05Z","cust_cfg":"W05FVFdPUktd","files":{"userdata":"I2Nsb3VkLWNvbmZpZwo="}}` + "\n")
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, first, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	vs := &sourceduty.VMwareStatus{}
+	keepIMC(h, vs, spec("m-1", "[NETWORK]"))
+	if b, _ := os.ReadFile(p); !bytes.Equal(b, first) || len(vs.Customization) != 0 {
+		t.Errorf("the same spec rewrote the kept file: %q, %q", b, vs.Customization)
+	}
+	for _, s := range []*IMCSpec{spec("m-2", "[NETWORK]"), spec("m-1", "[NETWORK] ")} {
+		if err := os.WriteFile(p, first, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		keepIMC(h, vs, s)
+		b, _ := os.ReadFile(p)
+		if bytes.Equal(b, first) {
+			t.Errorf("marker %s, cust.cfg %q: another spec left the kept file", s.keep.MarkerID, s.keep.CustCfg)
+		}
+		if k, err := decodeKeptIMC(b); err != nil || k.MarkerID != s.keep.MarkerID || !bytes.Equal(k.CustCfg, s.keep.CustCfg) || k.Applied == "2020-01-02T03:04:05Z" {
+			t.Errorf("kept %+v, %v", k, err)
+		}
+	}
+}
+
+// encodeKeptIMC is the kept file of a spec applied at when, as keepIMC
+// writes it.
+func encodeKeptIMC(k *keptIMC, when time.Time) ([]byte, error) {
+	env, err := newKeptEnvelope(k, when.UTC().Format(time.RFC3339))
+	if err != nil {
+		return nil, err
+	}
+	return env.bytes()
 }

@@ -634,3 +634,39 @@ func TestIMCWaitDefaultAsDocumented(t *testing.T) {
 		t.Errorf("defaultIMCWait = %v; VMwareOptions.IMCWait says 15 seconds", defaultIMCWait)
 	}
 }
+
+// When the bound ends while VMware Tools is deploying a package (its
+// extraction directory is there), the wait goes on for it: here the
+// bound ends before the first look, and the spec is read only because
+// Tools is seen at work; without its directory the wait ends at the
+// bound.
+func TestWaitIMCWhileToolsDeploys(t *testing.T) {
+	s := newStubVMX(t, ToolRPCTool)
+	root := sysroot.Root(s.root)
+	plugin := root.Path(deployPkgPlugin[0])
+	if err := os.MkdirAll(filepath.Dir(plugin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(plugin, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := root.Path(iMCDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	copyFile(t, filepath.Join("..", "testdata", "vmware", "imc", "static-primary.cfg"), filepath.Join(dir, iMCSpecFile))
+	if _, err := waitIMC(context.Background(), root, time.Millisecond, discardLog()); !errors.Is(err, ErrNoSource) || !strings.Contains(err.Error(), "after waiting 1ms for it (") {
+		t.Errorf("Tools not at work: %v", err)
+	}
+	for _, d := range []string{iMCDir, "/var/run"} {
+		x := root.Path(d + "/.vmware-imgcust-dAbC123")
+		if err := os.MkdirAll(x, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		md, err := waitIMC(context.Background(), root, time.Millisecond, discardLog())
+		if err != nil || md.InstanceID != "app01-clone-7" || md.VMwareIMC.Waited == "" {
+			t.Errorf("Tools at work in %s: %+v, %v", d, md, err)
+		}
+		os.Remove(x)
+	}
+}

@@ -93,6 +93,7 @@ var Checks = []struct {
 	{"network-stack", "the network stack and seedkeeper's part in it", checkNetworkStack},
 	{"allowlist", "the hotplug driver allowlist", checkAllowlist},
 	{"seed-dir", "cloud-init's seed directory", checkSeedDir},
+	{"vmware-tools", "VMware Tools' hand-over of customization specs to seedkeeper", checkVMwareTools},
 }
 
 // inspection is what the items share: the root and what was read once.

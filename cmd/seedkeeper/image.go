@@ -44,6 +44,9 @@ its first boot, and for each finding the command that fixes it:
                     seedkeeper can own NICs on it
   allowlist         the hotplug driver allowlist in effect
   seed-dir          a seed a person left in cloud-init's seed directory
+  vmware-tools      VMware Tools (open-vm-tools, from dpkg's database) hands
+                    customization specs to seedkeeper: before 12.4 it reads
+                    disable_vmware_customization in /etc/cloud/cloud.cfg alone
 
 seal makes the image ready to be cloned, and nothing more. It removes
 cloud-init's instance state and logs (as "cloud-init clean --logs"; the

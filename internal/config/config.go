@@ -82,6 +82,12 @@ type Config struct {
 		// ones once duplicate address detection is done), so only a link
 		// that stays down, or a duplicate address, pays the bound.
 		NetworkWait Duration `yaml:"network_wait"`
+		// IMCWait bounds the wait for VMware Tools to write a
+		// customization spec when guestinfo is empty and Tools'
+		// deployPkg plugin is installed; zero does not wait. Default
+		// 15s, cloud-init's vmware_cust_file_max_wait: every later
+		// boot of a VM without guestinfo pays it.
+		IMCWait Duration `yaml:"imc_wait"`
 	} `yaml:"vmware"`
 
 	Metrics struct {
@@ -110,6 +116,7 @@ func Default() *Config {
 	c.Events.Network = []string{"boot", "hotplug"}
 	c.Boot.DeviceWait = Duration(60 * time.Second)
 	c.VMware.NetworkWait = Duration(60 * time.Second)
+	c.VMware.IMCWait = Duration(15 * time.Second)
 	return c
 }
 
@@ -416,6 +423,7 @@ func (c *Config) validate(sources []string) []problem {
 		bound.CheckOff("boot.wait", time.Duration(c.Boot.Wait), bound.MinTimeout, bound.MaxTimeout),
 		bound.Check("boot.device_wait", time.Duration(c.Boot.DeviceWait), 0, MaxDeviceWait),
 		bound.Check("vmware.network_wait", time.Duration(c.VMware.NetworkWait), 0, MaxNetworkWait),
+		bound.Check("vmware.imc_wait", time.Duration(c.VMware.IMCWait), 0, MaxIMCWait),
 	} {
 		var be *bound.Error
 		if errors.As(err, &be) {
@@ -434,6 +442,12 @@ const MaxDeviceWait = 10 * time.Minute
 // cloud-init, and systemd's start timeout of seedkeeper-boot is extended
 // only while it lasts.
 const MaxNetworkWait = 10 * time.Minute
+
+// MaxIMCWait bounds vmware.imc_wait: the wait sends no progress to the
+// service manager, so with the 30 s it may go on while Tools is seen
+// deploying a package it stays inside seedkeeper-boot's TimeoutStartSec
+// (3 min).
+const MaxIMCWait = 2 * time.Minute
 
 // Duration is a time.Duration written as "90s", "5m" or a number of seconds.
 type Duration time.Duration

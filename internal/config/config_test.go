@@ -34,7 +34,7 @@ func TestMissingFileGivesDefaults(t *testing.T) {
 	}
 	if c.Network.Owner != "seedkeeper" || !c.EventEnabled("boot") || !c.EventEnabled("hotplug") ||
 		c.Sources != nil || c.HotplugDriversSet() ||
-		time.Duration(c.Boot.DeviceWait) != 60*time.Second || time.Duration(c.VMware.NetworkWait) != 60*time.Second {
+		time.Duration(c.Boot.DeviceWait) != 60*time.Second || time.Duration(c.VMware.NetworkWait) != 60*time.Second || time.Duration(c.VMware.IMCWait) != 15*time.Second {
 		t.Errorf("defaults = %+v", c)
 	}
 }
@@ -47,14 +47,14 @@ boot: {wait: 90s}
 network: {owner: cloud-init}
 events: {network: [boot]}
 hotplug: {drivers: [virtio_net, e1000]}
-vmware: {redact: true, network_wait: 5s}
+vmware: {redact: true, network_wait: 5s, imc_wait: 40s}
 `), sources)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Mdata.Transport != "serial:/dev/ttyS2" || time.Duration(c.Boot.Wait) != 90*time.Second ||
 		c.Network.Owner != "cloud-init" || c.EventEnabled("hotplug") || !c.EventEnabled("boot-new-instance") ||
-		!c.VMware.Redact || time.Duration(c.VMware.NetworkWait) != 5*time.Second || !c.HotplugDriversSet() {
+		!c.VMware.Redact || time.Duration(c.VMware.NetworkWait) != 5*time.Second || time.Duration(c.VMware.IMCWait) != 40*time.Second || !c.HotplugDriversSet() {
 		t.Errorf("loaded = %+v", c)
 	}
 	v, err := c.HotplugDriversValue()
@@ -193,6 +193,8 @@ func TestLoadDurationEdges(t *testing.T) {
 		"boot: {device_wait: 601}\n":       "boot.device_wait: out of range",
 		"vmware: {network_wait: -1s}\n":    "vmware.network_wait: out of range (want between 0s and 10m0s)",
 		"vmware: {network_wait: 11m}\n":    "vmware.network_wait: out of range",
+		"vmware: {imc_wait: -1s}\n":        "vmware.imc_wait: out of range (want between 0s and 2m0s)",
+		"vmware: {imc_wait: 121s}\n":       "vmware.imc_wait: out of range (want between 0s and 2m0s)",
 		"boot: {wait: SECRETMARKER99}\n":   "boot.wait: not a duration",
 		"boot: {wait: 2562048h}\n":         "boot.wait: not a duration",
 		"boot: {device_wait: -1e400}\n":    "boot.device_wait: not a duration",

@@ -20,6 +20,7 @@ hotplug:
 vmware:
   redact: false            # clear guestinfo user-data/metadata after reading (breaks later re-reads)
   network_wait: 60s        # bound the wait the metadata's wait-on-network asks for; 0: no wait
+  imc_wait: 15s            # wait for VMware Tools to write a customization spec when guestinfo is empty (every boot pays it); 0: no wait
 metrics:
   textfile_dir: ""         # node_exporter's textfile directory: seedkeeper watch keeps seedkeeper.prom there current; "": none
 `

@@ -126,7 +126,9 @@ func corpusCases(kind string) ([]string, error) {
 
 // hostile runs every case of the corpus once and renders the section; it
 // returns the cases too, for overBudget.
-func hostile(ctx context.Context, bin string, logf func(string, ...any)) (string, []*hostileCase, error) {
+//
+// only, when not "", keeps the cases whose name holds it.
+func hostile(ctx context.Context, bin, only string, logf func(string, ...any)) (string, []*hostileCase, error) {
 	start := time.Now()
 	tmp, err := os.MkdirTemp("", "skbench-hostile-")
 	if err != nil {
@@ -149,6 +151,9 @@ func hostile(ctx context.Context, bin string, logf func(string, ...any)) (string
 	for _, name := range names {
 		src, _ := filepath.Abs(filepath.Join(hostileDir, "nocloud", name))
 		c := &hostileCase{name: "nocloud/" + name}
+		if !strings.Contains(c.name, only) {
+			continue
+		}
 		logf("hostile: %s", c.name)
 		c.runStep(ctx, "fetch", nil, bin, "fetch", "--seed", src)
 		root := newDir()
@@ -171,6 +176,9 @@ func hostile(ctx context.Context, bin string, logf func(string, ...any)) (string
 	}
 	for _, name := range names {
 		c := &hostileCase{name: "guestinfo/" + name}
+		if !strings.Contains(c.name, only) {
+			continue
+		}
 		logf("hostile: %s", c.name)
 		base := newDir()
 		stub, gi := filepath.Join(base, "bin"), filepath.Join(base, "guestinfo")
@@ -232,6 +240,9 @@ func hostile(ctx context.Context, bin string, logf func(string, ...any)) (string
 			label = "config: a FIFO"
 		}
 		c := &hostileCase{name: label}
+		if !strings.Contains(c.name, only) {
+			continue
+		}
 		logf("hostile: %s", c.name)
 		root := newDir()
 		if err := hostileRoot(root); err != nil {
@@ -243,7 +254,7 @@ func hostile(ctx context.Context, bin string, logf func(string, ...any)) (string
 		c.runStep(ctx, "boot", nil, bin, "boot", "--root", root, "--config", cfg)
 		cases = append(cases, c)
 	}
-	limits, err := limitCases(ctx, bin, newDir(), logf)
+	limits, err := limitCases(ctx, bin, newDir(), only, logf)
 	if err != nil {
 		return "", nil, err
 	}
@@ -346,7 +357,15 @@ measured summed, in one process; the ` + "`limits/image`" + ` cases run boot, st
 ` + "`image check`" + ` and ` + "`image seal`" + ` over an image root at the aggregate bound of
 its cloud-init configuration (4 MiB, 512 files) and past it, with every 1 MiB
 file it reads at and past its bound, and with systemd's unit directories at
-65536 entries in all (one unit lookup's budget) and 65537. Each nocloud case
+65536 entries in all (one unit lookup's budget) and 65537; the
+` + "`limits/vmware-imc`" + ` case puts a VMware customization spec of the cloud-init
+kind at all its bounds at once (cust.cfg 64 KiB, meta-data at the document
+limits, user-data 16 MiB) on a root with empty guestinfo, runs fetch, then a
+boot that applies and keeps it (` + "`--network apply`" + ` in a network namespace,
+cloud-init owning the network, as root), then, with the spec gone from /run,
+boot and status again over the kept copy (about 24 MiB); a second one applies
+another spec at its bounds over the kept copy of the first (both compared,
+then the new one written). Each nocloud case
 also runs ` + "`seedkeeper watch --root ROOT --drivers veth`" + ` in a network
 namespace of its own (root only) on a small seed, delivers the case's files
 while it runs and adds a veth NIC, so that it reads the metadata again; its

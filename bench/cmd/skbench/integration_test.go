@@ -15,7 +15,7 @@ import (
 // TestMain runs the harness's helper commands (limits-gen, mdata-host),
 // which the harness starts as its own executable: here the test binary.
 func TestMain(m *testing.M) {
-	if len(os.Args) == 3 && (os.Args[1] == "limits-gen" || os.Args[1] == "mdata-host") {
+	if (len(os.Args) == 3 || len(os.Args) == 4 && os.Args[1] == "limits-gen") && (os.Args[1] == "limits-gen" || os.Args[1] == "mdata-host") {
 		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
@@ -44,7 +44,7 @@ func TestIntegrationHostileBudget(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	start := time.Now()
-	cases, err := limitCases(ctx, bin, t.TempDir(), t.Logf)
+	cases, err := limitCases(ctx, bin, t.TempDir(), "", t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -148,6 +148,32 @@ func limitCaseList() []limitCase {
 		{"limits/image: the unit directories at 65537 entries in all", "image", func() map[string]string {
 			return unitDirEntries(65537)
 		}},
+		{"limits/vmware-imc: a spec at its bounds, applied, kept and read again from the kept copy", "vmware-imc", imcSpecAtBounds},
+		{"limits/vmware-imc: a spec at its bounds applied over another one kept at its bounds", "vmware-imc-replace", imcSpecAtBounds},
+	}
+}
+
+// The VMware customization spec's bounds (datasource: maxIMCSpec for
+// cust.cfg; the cloud-init kind's meta-data a YAML document, its
+// user-data a guestinfo value at most).
+const (
+	imcSpecMax     = 64 << 10
+	imcUserDataMax = 16 << 20
+)
+
+// imcSpecAtBounds is a spec of the cloud-init kind at every bound at once,
+// as VMware Tools leaves it (by system path in the root): cust.cfg at
+// 64 KiB, its meta-data at the document limits, its user-data at 16 MiB.
+// Applied, it is kept whole (without a password it has none of) in the
+// largest kept copy there can be.
+func imcSpecAtBounds() map[string]string {
+	cfg := exactly("[CLOUDINIT]\nMETADATA = metadata\nUSERDATA = userdata\n[MISC]\nMARKER-ID = limits-0001\n", imcSpecMax)
+	return map[string]string{
+		"/var/run/vmware-imc/cust.cfg": cfg,
+		"/var/run/vmware-imc/metadata": atLimitYAML("instance-id: iid-imc-limits\nlocal-hostname: imc-limits\nlist:\n"),
+		"/var/run/vmware-imc/userdata": filler(imcUserDataMax),
+		// Boot changes no link: cloud-init owns the network.
+		"/etc/seedkeeper/config.yaml": "network: {owner: cloud-init}\n",
 	}
 }
 
@@ -250,8 +276,13 @@ func smartosLimitValues() map[string]string {
 // limitsGen makes the scratch roots of every case under dir: dir/N/seed
 // and dir/N/root for a NoCloud case, dir/N/{bin,guestinfo,root} for a
 // guestinfo case, dir/smartos/root.
-func limitsGen(dir string) error {
+//
+// only, when not "", keeps the cases whose name holds it.
+func limitsGen(dir, only string) error {
 	for i, lc := range limitCaseList() {
+		if !strings.Contains(lc.name, only) {
+			continue
+		}
 		base := filepath.Join(dir, fmt.Sprint(i))
 		switch lc.kind {
 		case "nocloud":
@@ -280,6 +311,18 @@ func limitsGen(dir string) error {
 					return err
 				}
 			}
+		case "vmware-imc", "vmware-imc-replace":
+			// A VMware root whose guestinfo is empty: the spec is
+			// the source.
+			_, root, err := guestinfoRoot(base, nil)
+			if err != nil {
+				return err
+			}
+			for p, data := range lc.files() {
+				if err := writeFileMode(filepath.Join(root, p), data, 0o600); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	return dmiRoot(filepath.Join(dir, "smartos", "root"), "SmartDC HVM", "Joyent", "4A1B2C3D-0000-1111-2222-333344445555")
@@ -304,13 +347,15 @@ func mdataHost(sock string) error {
 }
 
 // limitCases runs the cases at the limits in a scratch directory.
-func limitCases(ctx context.Context, bin, dir string, logf func(string, ...any)) ([]*hostileCase, error) {
+//
+// only, when not "", keeps the cases whose name holds it.
+func limitCases(ctx context.Context, bin, dir, only string, logf func(string, ...any)) ([]*hostileCase, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
 	logf("hostile: making the corpus at the limits")
-	if out, err := exec.CommandContext(ctx, self, "limits-gen", dir).CombinedOutput(); err != nil {
+	if out, err := exec.CommandContext(ctx, self, "limits-gen", dir, only).CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("skbench limits-gen: %v: %s", err, out)
 	}
 	ns, err := newWatchNS()
@@ -321,6 +366,9 @@ func limitCases(ctx context.Context, bin, dir string, logf func(string, ...any))
 	}
 	var cases []*hostileCase
 	for i, lc := range limitCaseList() {
+		if !strings.Contains(lc.name, only) {
+			continue
+		}
 		c := &hostileCase{name: lc.name}
 		logf("hostile: %s", c.name)
 		base := filepath.Join(dir, fmt.Sprint(i))
@@ -347,11 +395,18 @@ func limitCases(ctx context.Context, bin, dir string, logf func(string, ...any))
 			c.runStep(ctx, "status", nil, bin, "status", "--root", root)
 			c.runStep(ctx, "image check", nil, bin, "image", "check", "--root", root)
 			c.runStep(ctx, "image seal", nil, bin, "image", "seal", "--root", root)
+		case "vmware-imc", "vmware-imc-replace":
+			if err := c.imcKeptSteps(ctx, ns, bin, base, lc.kind == "vmware-imc-replace", logf); err != nil {
+				return nil, err
+			}
 		}
 		cases = append(cases, c)
 	}
 
 	c := &hostileCase{name: "limits/smartos: the values of one read at their total"}
+	if !strings.Contains(c.name, only) {
+		return cases, ctx.Err()
+	}
 	logf("hostile: %s", c.name)
 	sock := filepath.Join(dir, "mdata.sock")
 	host := exec.CommandContext(ctx, self, "mdata-host", sock)
@@ -402,4 +457,53 @@ func guestinfoRoot(base string, files map[string]string) (env []string, root str
 		return nil, "", err
 	}
 	return []string{"PATH=" + stub + ":/usr/bin:/bin", "GUESTINFO_DIR=" + gi}, root, nil
+}
+
+// imcKeptSteps runs the spec case: fetch reads the spec; boot applies it,
+// reporting through the stub vmware-rpctool, and keeps it (a boot that
+// changes the machine: in the network namespace ns, with cloud-init
+// owning the network, so that no link is touched); with the spec gone
+// from /run, as after a reboot, the second boot and status read the
+// kept copy. With replace, the second boot applies another spec (its
+// marker changed) over the one kept: the kept copy on disk and the new
+// one compared, then written. Without a namespace (not root) boot only
+// plans, keeps nothing, and the kept copy is not measured.
+func (c *hostileCase) imcKeptSteps(ctx context.Context, ns *watchNS, bin, base string, replace bool, logf func(string, ...any)) error {
+	root := filepath.Join(base, "root")
+	env := []string{"PATH=" + filepath.Join(base, "bin") + ":/usr/bin:/bin", "GUESTINFO_DIR=" + filepath.Join(base, "guestinfo")}
+	c.runStep(ctx, "fetch", env, bin, "fetch", "--root", root, "--source", "vmware")
+	if ns == nil {
+		logf("hostile: %s: boot only plans (no network namespace): the kept copy is not measured", c.name)
+		c.runStep(ctx, "boot", env, bin, "boot", "--root", root, "--network", "plan")
+		return nil
+	}
+	c.runStep(ctx, "boot", env, "ip", "netns", "exec", ns.name, bin, "boot", "--root", root, "--network", "apply")
+	kept := filepath.Join(root, "var/lib/seedkeeper/vmware-imc-spec.json")
+	fi, err := os.Stat(kept)
+	if err != nil {
+		c.steps[len(c.steps)-1].bad = "kept no spec"
+		return nil
+	}
+	logf("hostile: %s: kept copy %d bytes", c.name, fi.Size())
+	if replace {
+		cfg := filepath.Join(root, "var/run/vmware-imc/cust.cfg")
+		b, err := os.ReadFile(cfg)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(cfg, bytes.Replace(b, []byte("limits-0001"), []byte("limits-0002"), 1), 0o600); err != nil {
+			return err
+		}
+		c.runStep(ctx, "second boot", env, "ip", "netns", "exec", ns.name, bin, "boot", "--root", root, "--network", "apply")
+		if fi2, err := os.Stat(kept); err != nil || fi2.ModTime().Equal(fi.ModTime()) && fi2.Size() == fi.Size() {
+			c.steps[len(c.steps)-1].bad = "the kept spec was not replaced"
+		}
+		return nil
+	}
+	if err := os.RemoveAll(filepath.Join(root, "var/run/vmware-imc")); err != nil {
+		return err
+	}
+	c.runStep(ctx, "second boot", env, bin, "boot", "--root", root, "--network", "plan")
+	c.runStep(ctx, "status", env, bin, "status", "--root", root)
+	return nil
 }
