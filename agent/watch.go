@@ -7,11 +7,13 @@ import (
 	"maps"
 	"path"
 	"slices"
+	"strings"
 
 	"github.com/vishvananda/netns"
 
 	"github.com/seedkeeper/seedkeeper/datasource"
 	"github.com/seedkeeper/seedkeeper/hotplug"
+	"github.com/seedkeeper/seedkeeper/intent"
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 	"github.com/seedkeeper/seedkeeper/internal/sourceduty"
 	"github.com/seedkeeper/seedkeeper/mdata"
@@ -129,7 +131,7 @@ func Watch(ctx context.Context, e Env, o WatchOptions) error {
 		return fail("watch: the network receipt", err)
 	}
 	receipt := e.Root.Path(ReceiptPath)
-	outcome, beside := e.watchRecording(live, decided, o.Recorded)
+	outcome, beside := e.watchRecording(live, decided, o.Recorded, allow, receipt)
 	if beside != nil {
 		bctx, stop := context.WithCancel(ctx)
 		ran := make(chan struct{})
@@ -186,9 +188,12 @@ func (e *Env) watchReaders(found datasource.Detection, opts datasource.Options) 
 // watchRecording is what records the watch's work: what it does to the
 // machine is recorded for seedkeeper status (WatchRecordPath), and what
 // runs beside it for the source of the boot it follows (VMware keeps the
-// addresses boot published current) records there too. A watch that only
-// plans changes nothing, and records nothing. Both are nil then.
-func (e *Env) watchRecording(live bool, decided nosource.Boot, after func()) (func(hotplug.Outcome), sourceduty.Watcher) {
+// addresses boot published current, and applies a customization spec
+// that arrives) records there too. A watch that only plans changes
+// nothing, and records nothing. Both are nil then. What runs beside
+// applies a network through the watch's own apply (allow, receipt), and
+// sets a password as boot's changes do.
+func (e *Env) watchRecording(live bool, decided nosource.Boot, after func(), allow hotplug.Allowlist, receipt string) (func(hotplug.Outcome), sourceduty.Watcher) {
 	if !live {
 		return nil, nil
 	}
@@ -199,11 +204,58 @@ func (e *Env) watchRecording(live bool, decided nosource.Boot, after func()) (fu
 		return rec.hotplug, nil
 	}
 	b := sourceduty.Boot{Source: st.Source, Transport: st.Transport, Extra: st.Extra}
+	if st.Identity != nil {
+		b.ReportedID = st.Identity.ReportedID
+	}
 	if n := st.Network; n != nil {
 		rec.bootLinks = n.Links
 		b.Net = sourceduty.Net{Action: n.Action, Reason: n.Reason, Links: n.Links, Owned: n.Owned}
 	}
-	return rec.hotplug, sourceduty.WatcherFor(e.dutyHost(nil, live), b, rec)
+	h := e.dutyHost(nil, live)
+	h.Unit = "seedkeeper-watch"
+	var beside sourceduty.Watcher
+	h.ApplyNetwork = func(ctx context.Context, cfg *netcfg.Config) ([]string, error) {
+		var owned []string
+		err := e.liveApplier(allow, receipt, beside, func(n []string) { owned = n })(ctx, cfg, configMACs(cfg))
+		return owned, err
+	}
+	h.SetPassword = func(ctx context.Context, user, password string, expire bool) error {
+		return intent.SetPassword(ctx, e.RunCommand, e.Root, intent.Password{User: user, Value: password}, expire)
+	}
+	beside = sourceduty.WatcherFor(h, b, rec)
+	return rec.hotplug, beside
+}
+
+// configMACs are the MACs cfg's interfaces match, lower-case.
+func configMACs(cfg *netcfg.Config) []string {
+	macs := []string{}
+	for _, i := range cfg.Interfaces {
+		if i.MAC != "" && !slices.Contains(macs, strings.ToLower(i.MAC)) {
+			macs = append(macs, strings.ToLower(i.MAC))
+		}
+	}
+	return macs
+}
+
+// liveApplier applies a configuration to the NICs with the MACs given
+// (hotplug's apply), then renders the network files of what is owned,
+// telling beside (may be nil) and owned (may be nil) the owned links.
+func (e *Env) liveApplier(allow hotplug.Allowlist, receipt string, beside sourceduty.Watcher, owned func([]string)) hotplug.ApplyFunc {
+	return hotplug.NetlinkApplierThen(e.Netns, allow, receipt, e.Log,
+		func(ctx context.Context, cfg *netcfg.Config, whole *apply.Plan) error {
+			err := e.render(ctx, cfg, whole, allow, &NetResult{}, true)
+			var names []string
+			for _, id := range slices.Sorted(maps.Keys(whole.OwnedName)) {
+				names = append(names, whole.OwnedName[id])
+			}
+			if beside != nil {
+				beside.SetLinks(names)
+			}
+			if owned != nil {
+				owned(names)
+			}
+			return err
+		})
 }
 
 // watchApplier applies what the watch decided: the new NICs and the
@@ -212,18 +264,7 @@ func (e *Env) watchRecording(live bool, decided nosource.Boot, after func()) (fu
 // would do.
 func (e *Env) watchApplier(live bool, allow hotplug.Allowlist, receipt string, beside sourceduty.Watcher) func(context.Context, *netcfg.Config, []string) error {
 	if live {
-		return hotplug.NetlinkApplierThen(e.Netns, allow, receipt, e.Log,
-			func(ctx context.Context, cfg *netcfg.Config, whole *apply.Plan) error {
-				err := e.render(ctx, cfg, whole, allow, &NetResult{}, true)
-				if beside != nil {
-					var names []string
-					for _, id := range slices.Sorted(maps.Keys(whole.OwnedName)) {
-						names = append(names, whole.OwnedName[id])
-					}
-					beside.SetLinks(names)
-				}
-				return err
-			})
+		return e.liveApplier(allow, receipt, beside, nil)
 	}
 	e.Log.Info("watch: the network is only planned (--root is set, or --network plan)")
 	return func(ctx context.Context, cfg *netcfg.Config, macs []string) error {

@@ -96,7 +96,7 @@ var vmware = Source{
 		return ReadVMware(ctx, *o)
 	},
 	duties:  vmwareDuties,
-	watcher: newLocalIPWatch,
+	watcher: newVMwareWatch,
 }
 
 // detectVMware reports cheaply, without running any tool, whether this

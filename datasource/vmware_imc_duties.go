@@ -22,9 +22,12 @@ import (
 // customization as done or failed, never as timed out
 // (docs/cloud-init.md, "VMware guest customization").
 
-// imcReportMessage is the message of every report: where to look. The
-// reason of a failure is appended after an "@", as cloud-init does.
-const imcReportMessage = "journalctl -u seedkeeper-boot"
+// imcReportMessage is the message of every report of h's flow: where to
+// look. The reason of a failure is appended after an "@", as cloud-init
+// does.
+func imcReportMessage(h *sourceduty.Host) string {
+	return "journalctl -u " + cmp.Or(h.Unit, "seedkeeper-boot")
+}
 
 // vmwareIMCBegin starts the customization of a boot that read a spec:
 // a marker seen before drops the password (it was set once already), and
@@ -45,8 +48,14 @@ func vmwareIMCBegin(ctx context.Context, h *sourceduty.Host, vs *sourceduty.VMwa
 		}
 		head = fmt.Sprintf("no VMware customization spec in %s and guestinfo is empty: the spec applied at %s (%s kind, marker %s) is read again from %s, and nothing is reported to vCenter",
 			iMCDir, cmp.Or(spec.AppliedAt, "an unknown time"), spec.Kind, marker, paths.VMwareIMCSpec)
+		if spec.Live {
+			head += "; it was applied while the VM ran, and its instance ID is the one the VM had then (" + md.InstanceID + "), not the spec's own"
+		}
 	} else {
 		head += ") read from " + iMCDir
+		if spec.Live {
+			head += ", applied while the VM ran; its instance ID is the one the VM had then (" + md.InstanceID + "), not the spec's own"
+		}
 	}
 	if spec.Waited != "" {
 		head += ", after waiting " + spec.Waited + " for VMware Tools to write it"
@@ -83,6 +92,20 @@ func vmwareIMCEnd(ctx context.Context, h *sourceduty.Host, outcome string, vs *s
 		}
 		return
 	}
+	imcFinish(ctx, h, vs, spec, outcome)
+	if outcome == "ok" || outcome == "partial" {
+		keepIMCMarker(h, vs, spec)
+		keepIMC(h, vs, spec)
+	}
+	for _, c := range vs.Customization {
+		h.Log.Info("vmware: " + c)
+	}
+}
+
+// imcFinish reports the end of a customization to vCenter by its
+// outcome: "ok" (done, or "script disabled" for a spec naming a script),
+// "partial" (the network applied in part) or anything else (failed).
+func imcFinish(ctx context.Context, h *sourceduty.Host, vs *sourceduty.VMwareStatus, spec *IMCSpec, outcome string) {
 	switch {
 	case outcome == "ok" && spec.CustomScript:
 		imcReport(ctx, h, vs, iMCStateRunning, iMCErrScriptDisabled, "script disabled")
@@ -97,20 +120,20 @@ func vmwareIMCEnd(ctx context.Context, h *sourceduty.Host, outcome string, vs *s
 		imcReport(ctx, h, vs, iMCStateRunning, iMCEventCustomizeFail, "customization failed")
 		imcGCStatus(ctx, h, vs, spec, "Customization failed")
 	}
-	if (outcome == "ok" || outcome == "partial") && spec.MarkerID != "" && imcMarker(h) != spec.MarkerID {
-		if err := fsutil.WriteFileIn(string(h.Root), paths.VMwareIMCMarker, []byte(spec.MarkerID+"\n"), 0o600); err != nil {
-			vs.Notes = append(vs.Notes, "keeping the customization marker failed: "+err.Error())
-			h.Log.Error("vmware: keeping the customization marker", "err", err)
-		} else {
-			vs.Customization = append(vs.Customization, "customization "+spec.MarkerID+" marked as applied in "+paths.VMwareIMCMarker)
-		}
+}
+
+// keepIMCMarker keeps the spec's marker in paths.VMwareIMCMarker (0600),
+// when it has one not kept already.
+func keepIMCMarker(h *sourceduty.Host, vs *sourceduty.VMwareStatus, spec *IMCSpec) {
+	if spec.MarkerID == "" || imcMarker(h) == spec.MarkerID {
+		return
 	}
-	if outcome == "ok" || outcome == "partial" {
-		keepIMC(h, vs, spec)
+	if err := fsutil.WriteFileIn(string(h.Root), paths.VMwareIMCMarker, []byte(spec.MarkerID+"\n"), 0o600); err != nil {
+		vs.Notes = append(vs.Notes, "keeping the customization marker failed: "+err.Error())
+		h.Log.Error("vmware: keeping the customization marker", "err", err)
+		return
 	}
-	for _, c := range vs.Customization {
-		h.Log.Info("vmware: " + c)
-	}
+	vs.Customization = append(vs.Customization, "customization "+spec.MarkerID+" marked as applied in "+paths.VMwareIMCMarker)
 }
 
 // keepIMC keeps the spec a boot applied in paths.VMwareIMCSpec (0600,
@@ -154,7 +177,7 @@ func imcMarker(h *sourceduty.Host) string {
 // imcReport sends one deployPkg.update.state, bounded as the info-set
 // calls of a boot are; what was sent, or why not, is in the status.
 func imcReport(ctx context.Context, h *sourceduty.Host, vs *sourceduty.VMwareStatus, state, code int, reason string) {
-	msg := imcReportMessage
+	msg := imcReportMessage(h)
 	if reason != "" {
 		msg += "@" + reason
 	}
