@@ -41,9 +41,12 @@ type WatchOptions struct {
 // Watch is the hotplug daemon: it reads the metadata once for the driver
 // allowlist, then runs hotplug.Watch with a re-fetch of the metadata and
 // an apply (apply.Sync for the new NICs, then the networkd files of what is
-// owned, under one receipt lock) until ctx ends. It never writes the
-// instance ID, the identity state or the seed; what it does to the machine
-// it records in WatchRecordPath for "seedkeeper status". It returns nil when ctx
+// owned, under one receipt lock) until ctx ends. Beside it runs what the
+// source of the boot it follows does while the machine runs (VMware: the
+// published addresses kept current, a customization spec that arrives
+// applied). It never writes the instance ID, the identity state or the
+// seed; what it does to the machine it records in WatchRecordPath for
+// "seedkeeper status". It returns nil when ctx
 // ends and when there is nothing to watch (it says why, and tells the
 // service manager READY); errors are logged before they are returned.
 // It applies nothing from a source the last Boot did not decide on (one
