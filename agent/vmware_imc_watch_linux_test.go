@@ -33,8 +33,8 @@ INSTANCE-ID = imc-live-1
 `
 
 // The spec vCenter hands over while the VM runs, once a second NIC was
-// hot-added: both NICs, DNS, a password, a time zone, another hostname
-// and another instance ID.
+// hot-added: both NICs, DNS, a time zone, another hostname and another
+// instance ID.
 const liveSpec = `[NETWORK]
 HOSTNAME = live-b
 DOMAINNAME = example.com
@@ -53,9 +53,6 @@ NETMASK = 255.255.255.0
 GATEWAY = 198.51.100.1
 [DNS]
 NAMESERVER|1 = 192.0.2.53
-[PASSWORD]
--PASS = TGl2ZS1QYTU1Cg==
-RESET = yes
 [DATETIME]
 TIMEZONE = Europe/Oslo
 [MISC]
@@ -63,6 +60,10 @@ MARKER-ID = live-0002
 INSTANCE-ID = imc-live-2
 POST-GC-STATUS = yes
 `
+
+// livePasswordSpec is liveSpec as another customization, with a root
+// password.
+var livePasswordSpec = strings.Replace(liveSpec, "live-0002", "live-0004", 1) + "[PASSWORD]\n-PASS = TGl2ZS1QYTU1Cg==\nRESET = yes\n"
 
 // handOver leaves cfg as VMware Tools does on a hand-over: written
 // under another name, then renamed to cust.cfg.
@@ -93,10 +94,11 @@ func (c *commands) list() []ran {
 // A NIC hot-added and then customized (vCenter's CustomizeGuest_Task on
 // a running VM): seedkeeper watch notices the spec Tools leaves, reports
 // running then done to vCenter, applies its network to the NICs it owns
-// (the NIC added before the spec included), sets the root password, keeps
-// the marker and the spec, and never changes the instance ID, not at once
-// and not at the next boot. The same spec again, and a spec that cannot
-// be read, apply nothing; the second is reported as failed.
+// (the NIC added before the spec included), keeps the marker and the
+// spec, and never changes the instance ID, not at once and not at the
+// next boot. The same spec again, and a spec that cannot be read, apply
+// nothing; the second is reported as failed. A root password is not set
+// while the VM runs: said, reported as a failure, and kept nowhere.
 func TestIntegrationWatchVMwareLiveSpec(t *testing.T) {
 	testenv.Integration(t)
 	poll := sourceduty.SpecPoll.Load()
@@ -175,11 +177,6 @@ func TestIntegrationWatchVMwareLiveSpec(t *testing.T) {
 			t.Errorf("%s was rewritten by the watch", name)
 		}
 	}
-	// The password, set live as cloud-init's set_passwords does.
-	wantCmds := []ran{{[]string{"chpasswd", "-R", g.root}, "root:Live-Pa55\n"}, {[]string{"passwd", "--expire", "-R", g.root, "root"}, ""}}
-	if got := cmds.list(); len(got) != 2 || !slices.Equal(got[0].argv, wantCmds[0].argv) || got[0].stdin != wantCmds[0].stdin || !slices.Equal(got[1].argv, wantCmds[1].argv) {
-		t.Errorf("commands %q, want %q", got, wantCmds)
-	}
 	rec, _, err := agent.ReadWatchRecord(sysroot.Root(g.root))
 	if err != nil {
 		t.Fatal(err)
@@ -188,7 +185,6 @@ func TestIntegrationWatchVMwareLiveSpec(t *testing.T) {
 	for _, s := range []string{
 		"VMware customization spec (traditional kind, marker live-0002) arrived in /var/run/vmware-imc while the VM runs",
 		"network: applied live to the spec's NICs seedkeeper owns (owned links now: eth0, eth1)",
-		"root password: set live, expired (RESET = yes)",
 		"instance ID: stays imc-live-1 (a spec applied while the VM runs never changes it, now or at a later boot: it is kept with the spec); the spec's INSTANCE-ID is not used",
 		"hostname live-b.example.com: at the next boot",
 		"time zone Europe/Oslo: not set",
@@ -232,15 +228,40 @@ func TestIntegrationWatchVMwareLiveSpec(t *testing.T) {
 	if readFile(t, keptFile) != keptBefore {
 		t.Error("the bad spec replaced the kept one")
 	}
-	if got := cmds.list(); len(got) != 2 {
-		t.Errorf("commands after the same spec and the bad one: %q", got)
+
+	// A spec with a root password: all but the password applied, the
+	// password said to be left, vCenter told it failed, the spec kept
+	// without it, and no command run to set it.
+	g.handOver(t, livePasswordSpec)
+	waitFor(t, "the record of the spec with a password", func() bool {
+		r, _, err := agent.ReadWatchRecord(sysroot.Root(g.root))
+		return err == nil && len(r.Customization) == 3
+	})
+	wantPW := []string{
+		"vmware-rpctool|deployPkg.update.state 4 0 journalctl -u seedkeeper-watch",
+		"vmware-rpctool|info-set guestinfo.gc.status Started",
+		"vmware-rpctool|deployPkg.update.state 4 100 journalctl -u seedkeeper-watch@root password not set while the VM runs",
+		"vmware-rpctool|info-set guestinfo.gc.status Customization failed",
+	}
+	if got := g.calls(t)[len(want)+1:]; !slices.Equal(got, wantPW) {
+		t.Errorf("reports of the spec with a password\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(wantPW, "\n"))
+	}
+	rec, _, _ = agent.ReadWatchRecord(sysroot.Root(g.root))
+	if pw := strings.Join(rec.Customization[2].Lines, "\n"); !strings.Contains(pw, "root password: not set: seedkeeper watch sets no password") {
+		t.Errorf("the record of the spec with a password:\n%s", pw)
+	}
+	if got := readFile(t, filepath.Join(state, "vmware-imc-marker")); got != "live-0004\n" {
+		t.Errorf("marker after the spec with a password %q", got)
+	}
+	if got := cmds.list(); len(got) != 0 {
+		t.Errorf("commands run by the watch: %q", got)
 	}
 	w.stop(t)
 
 	// The password reached no log, record or file of seedkeeper's.
 	status, _ := os.ReadFile(filepath.Join(state, "status.json"))
 	record, _ := os.ReadFile(filepath.Join(g.root, agent.WatchRecordPath))
-	for what, s := range map[string]string{"log": w.log.String(), "record": string(record), "kept spec": keptBefore, "status": string(status)} {
+	for what, s := range map[string]string{"log": w.log.String(), "record": string(record), "kept spec": readFile(t, keptFile), "status": string(status)} {
 		if strings.Contains(s, "Live-Pa55") || strings.Contains(s, "TGl2ZS1QYTU1Cg") {
 			t.Errorf("the password reached the %s", what)
 		}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/seedkeeper/seedkeeper/datasource"
 	"github.com/seedkeeper/seedkeeper/hotplug"
-	"github.com/seedkeeper/seedkeeper/intent"
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
 	"github.com/seedkeeper/seedkeeper/internal/sourceduty"
 	"github.com/seedkeeper/seedkeeper/mdata"
@@ -44,8 +43,8 @@ type WatchOptions struct {
 // owned, under one receipt lock) until ctx ends. Beside it runs what the
 // source of the boot it follows does while the machine runs (VMware: the
 // published addresses kept current, a customization spec that arrives
-// applied). It never writes the instance ID, the identity state or the
-// seed; what it does to the machine it records in WatchRecordPath for
+// applied). It never writes the instance ID, the identity state, the
+// seed or a password; what it does to the machine it records in WatchRecordPath for
 // "seedkeeper status". It returns nil when ctx
 // ends and when there is nothing to watch (it says why, and tells the
 // service manager READY); errors are logged before they are returned.
@@ -194,8 +193,7 @@ func (e *Env) watchReaders(found datasource.Detection, opts datasource.Options) 
 // addresses boot published current, and applies a customization spec
 // that arrives) records there too. A watch that only plans changes
 // nothing, and records nothing. Both are nil then. What runs beside
-// applies a network through the watch's own apply (allow, receipt), and
-// sets a password as boot's changes do.
+// applies a network through the watch's own apply (allow, receipt).
 func (e *Env) watchRecording(live bool, decided nosource.Boot, after func(), allow hotplug.Allowlist, receipt string) (func(hotplug.Outcome), sourceduty.Watcher) {
 	if !live {
 		return nil, nil
@@ -221,9 +219,6 @@ func (e *Env) watchRecording(live bool, decided nosource.Boot, after func(), all
 		var owned []string
 		err := e.liveApplier(allow, receipt, beside, func(n []string) { owned = n })(ctx, cfg, configMACs(cfg))
 		return owned, err
-	}
-	h.SetPassword = func(ctx context.Context, user, password string, expire bool) error {
-		return intent.SetPassword(ctx, e.RunCommand, e.Root, intent.Password{User: user, Value: password}, expire)
 	}
 	beside = sourceduty.WatcherFor(h, b, rec)
 	return rec.hotplug, beside

@@ -104,7 +104,9 @@ func vmwareIMCEnd(ctx context.Context, h *sourceduty.Host, outcome string, vs *s
 
 // imcFinish reports the end of a customization to vCenter by its
 // outcome: "ok" (done, or "script disabled" for a spec naming a script),
-// "partial" (the network applied in part) or anything else (failed).
+// "partial" (the network applied in part), "password" (all but the root
+// password of a spec applied while the VM runs) or anything else
+// (failed).
 func imcFinish(ctx context.Context, h *sourceduty.Host, vs *sourceduty.VMwareStatus, spec *IMCSpec, outcome string) {
 	switch {
 	case outcome == "ok" && spec.CustomScript:
@@ -116,6 +118,9 @@ func imcFinish(ctx context.Context, h *sourceduty.Host, vs *sourceduty.VMwareSta
 	case outcome == "partial":
 		imcReport(ctx, h, vs, iMCStateRunning, iMCEventNetworkFail, "network setup failed")
 		imcGCStatus(ctx, h, vs, spec, "Network setup failed")
+	case outcome == "password":
+		imcReport(ctx, h, vs, iMCStateRunning, iMCEventCustomizeFail, "root password not set while the VM runs")
+		imcGCStatus(ctx, h, vs, spec, "Customization failed")
 	default:
 		imcReport(ctx, h, vs, iMCStateRunning, iMCEventCustomizeFail, "customization failed")
 		imcGCStatus(ctx, h, vs, spec, "Customization failed")

@@ -21,10 +21,10 @@ import (
 // instant clone), with no check of the boot, and leaves it in iMCDir as
 // it does at boot. seedkeeper watch applies it (docs/cloud-init.md,
 // "A spec that arrives while the VM runs"): once per MARKER-ID, its
-// network live through the watch's own apply, its root password live,
-// and the rest at the next boot from the kept spec, which holds the
-// instance ID the VM has now so that no later boot is a new instance by
-// it.
+// network live through the watch's own apply, the hostname at the next
+// boot from the kept spec, which holds the instance ID the VM has now so
+// that no later boot is a new instance by it; its root password not at
+// all (a failure reported to vCenter).
 //
 // It looks for the spec with a cheap bounded poll, one stat of cust.cfg
 // every sourceduty.SpecPoll, and reads it (bounded, with the same parser
@@ -187,31 +187,22 @@ func (w *imcWatch) apply(ctx context.Context, md *Metadata) {
 			vs.Customization = append(vs.Customization, "network: applied live to the spec's NICs seedkeeper owns (owned links now: "+orNone(owned)+")")
 		}
 	}
-	// The root password: live, or never (the kept spec never holds it).
-	if user, pw, expire, ok := imcPassword(spec); ok {
-		switch {
-		case h.SetPassword == nil:
-			vs.Notes = append(vs.Notes, "root password: not set, this flow cannot set one")
-			outcome = "failed"
-		default:
-			if err := h.SetPassword(ctx, user, pw, expire); err != nil {
-				vs.Notes = append(vs.Notes, "root password: not set: "+err.Error())
-				outcome = "failed"
-			} else {
-				msg := "root password: set live"
-				if expire {
-					msg += ", expired (RESET = yes)"
-				}
-				vs.Customization = append(vs.Customization, msg)
-			}
+	// The root password: never. The kept spec never holds it, so there
+	// is no later time, and the watch's service may not change
+	// /etc/shadow (it has no CAP_CHOWN, which chpasswd needs).
+	if spec.Password {
+		if outcome == "ok" {
+			outcome = "password" // a network failure is said first
 		}
+		vs.Notes = append(vs.Notes, "root password: not set: seedkeeper watch sets no password (its service may not change /etc/shadow), and the password is kept nowhere for a later boot; reported to vCenter as customization failed. A customization of the powered-off VM sets it at boot")
 	}
 	vs.Customization = append(vs.Customization, w.later(md)...)
 	if spec.CustomScript {
 		vs.Customization = append(vs.Customization, "the spec names a customization script: seedkeeper runs no customization script; reported to vCenter as script disabled")
 	}
 	imcFinish(ctx, h, vs, spec, outcome)
-	if outcome == "ok" || outcome == "partial" {
+	if outcome == "ok" || outcome == "partial" || outcome == "password" {
+		// Applied, but for what cannot be: kept, and not tried again.
 		if spec.keep != nil {
 			spec.keep.InstanceID = w.id
 		}
@@ -257,24 +248,6 @@ func (w *imcWatch) done(vs *sourceduty.VMwareStatus, line string) {
 		w.h.Log.Info("vmware: " + l)
 	}
 	w.rec.Customized(lines)
-}
-
-// imcPassword is the root password a traditional spec sets: the user,
-// the text and whether it is expired; ok is false when it sets none.
-func imcPassword(spec *IMCSpec) (user, pw string, expire, ok bool) {
-	if !spec.Password {
-		return "", "", false, false
-	}
-	c, _ := spec.cloudConfig["chpasswd"].(map[string]any)
-	users, _ := c["users"].([]any)
-	if len(users) != 1 {
-		return "", "", false, false
-	}
-	u, _ := users[0].(map[string]any)
-	user, _ = u["name"].(string)
-	pw, _ = u["password"].(string)
-	expire, _ = c["expire"].(bool)
-	return user, pw, expire, user != "" && pw != ""
 }
 
 func orNone(s []string) string {

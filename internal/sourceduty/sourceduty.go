@@ -54,10 +54,6 @@ type Host struct {
 	// when an operation failed: the error says which, and wraps
 	// apply.ErrPartial when the others were made).
 	ApplyNetwork func(ctx context.Context, cfg *netcfg.Config) (owned []string, err error)
-	// SetPassword sets user's password (text, not a hash) as
-	// cloud-init's set_passwords does, expired when expire is set; the
-	// error never holds the password.
-	SetPassword func(ctx context.Context, user, password string, expire bool) error
 
 	// What the configuration says that the duties read.
 	NetworkByCloudInit bool          // network.owner is cloud-init
