@@ -181,6 +181,9 @@ func TestIntegrationWatchVMwareLiveSpec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if rec.Customization[0].Failed {
+		t.Error("the customization applied whole is recorded as failed")
+	}
 	lines := strings.Join(rec.Customization[0].Lines, "\n")
 	for _, s := range []string{
 		"VMware customization spec (traditional kind, marker live-0002) arrived in /var/run/vmware-imc while the VM runs",
@@ -219,6 +222,9 @@ func TestIntegrationWatchVMwareLiveSpec(t *testing.T) {
 	})
 	rec, _, _ = agent.ReadWatchRecord(sysroot.Root(g.root))
 	bad := strings.Join(rec.Customization[1].Lines, "\n")
+	if !rec.Customization[1].Failed {
+		t.Error("the bad spec is not recorded as failed")
+	}
 	if !strings.Contains(bad, "cannot be read, nothing of it is applied") || !strings.Contains(bad, "[CLOUDINIT] METADATA does not name a file in the spec's directory") || strings.Contains(bad, "secret-name") {
 		t.Errorf("the record of the bad spec:\n%s", bad)
 	}
@@ -247,7 +253,7 @@ func TestIntegrationWatchVMwareLiveSpec(t *testing.T) {
 		t.Errorf("reports of the spec with a password\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(wantPW, "\n"))
 	}
 	rec, _, _ = agent.ReadWatchRecord(sysroot.Root(g.root))
-	if pw := strings.Join(rec.Customization[2].Lines, "\n"); !strings.Contains(pw, "root password: not set: seedkeeper watch sets no password") {
+	if pw := strings.Join(rec.Customization[2].Lines, "\n"); !rec.Customization[2].Failed || !strings.Contains(pw, "root password: not set: seedkeeper watch sets no password") {
 		t.Errorf("the record of the spec with a password:\n%s", pw)
 	}
 	if got := readFile(t, filepath.Join(state, "vmware-imc-marker")); got != "live-0004\n" {

@@ -78,6 +78,9 @@ type WatchCustomization struct {
 	At time.Time `json:"at"`
 	// Lines say what was done, one thing each, in seedkeeper's words.
 	Lines []string `json:"lines"`
+	// Failed says that it was not applied as a whole: its lines say
+	// why.
+	Failed bool `json:"failed,omitempty"`
 }
 
 // WatchGuestinfo is one guestinfo key the watch kept current.
@@ -465,11 +468,11 @@ func (w *watchRecorder) RetryEnded(key string) {
 
 // Customized records a customization handed over while the machine
 // ran, its lines cut to the record's bounds.
-func (w *watchRecorder) Customized(lines []string) {
+func (w *watchRecorder) Customized(lines []string, failed bool) {
 	if w == nil {
 		return
 	}
-	c := WatchCustomization{}
+	c := WatchCustomization{Failed: failed}
 	for _, l := range lines[:min(len(lines), watchCustomizationLines)] {
 		if l = cutText(strings.NewReplacer("\r", " ", "\n", " ").Replace(l), watchLineMax); l != "" {
 			c.Lines = append(c.Lines, l)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -112,7 +111,7 @@ func (w *imcWatch) look(ctx context.Context) {
 func (w *imcWatch) handle(ctx context.Context) {
 	h := w.h
 	if w.guestinfo != "" {
-		w.done(nil, "a VMware customization spec arrived in "+iMCDir+" while the VM runs and is not applied: "+w.guestinfo)
+		w.done(nil, "a VMware customization spec arrived in "+iMCDir+" while the VM runs and is not applied: "+w.guestinfo, true)
 		return
 	}
 	md, err := readIMC(ctx, h.Root, h.Log)
@@ -127,7 +126,7 @@ func (w *imcWatch) handle(ctx context.Context) {
 		vs := &sourceduty.VMwareStatus{}
 		imcReport(ctx, h, vs, iMCStateRunning, iMCEventCustomizeFail, "customization failed")
 		h.Log.Error("vmware: a customization spec arrived while the VM runs and cannot be read; nothing of it is applied", "err", err)
-		w.done(vs, "a VMware customization spec arrived in "+iMCDir+" while the VM runs and cannot be read, nothing of it is applied: "+err.Error())
+		w.done(vs, "a VMware customization spec arrived in "+iMCDir+" while the VM runs and cannot be read, nothing of it is applied: "+err.Error(), true)
 		return
 	}
 	spec := md.VMwareIMC
@@ -211,7 +210,7 @@ func (w *imcWatch) apply(ctx context.Context, md *Metadata) {
 	} else {
 		vs.Customization = append(vs.Customization, "not kept: a later boot does not read this spec, and the watch tries it again only when it is written again or the watch restarts")
 	}
-	w.done(vs, "")
+	w.done(vs, "", outcome != "ok")
 }
 
 // later says what of the spec waits for the next boot, and what becomes
@@ -235,19 +234,20 @@ func (w *imcWatch) later(md *Metadata) []string {
 	return out
 }
 
-// done logs and records what became of a spec: vs's lines, or one line.
-func (w *imcWatch) done(vs *sourceduty.VMwareStatus, line string) {
+// done logs and records what became of a spec: line, then vs's lines
+// (either may be empty), and whether it failed.
+func (w *imcWatch) done(vs *sourceduty.VMwareStatus, line string, failed bool) {
 	var lines []string
-	if vs != nil {
-		lines = append(slices.Clone(vs.Customization), vs.Notes...)
-	}
 	if line != "" {
 		lines = append(lines, line)
+	}
+	if vs != nil {
+		lines = append(append(lines, vs.Customization...), vs.Notes...)
 	}
 	for _, l := range lines {
 		w.h.Log.Info("vmware: " + l)
 	}
-	w.rec.Customized(lines)
+	w.rec.Customized(lines, failed)
 }
 
 func orNone(s []string) string {

@@ -167,8 +167,9 @@ type Recorder interface {
 	RetryEnded(key string)
 	// Customized records a customization handed over while the machine
 	// runs (VMware's spec): what was done with it, one line each, in
-	// seedkeeper's own words (never a secret).
-	Customized(lines []string)
+	// seedkeeper's own words (never a secret), and whether it failed in
+	// part or as a whole.
+	Customized(lines []string, failed bool)
 }
 
 // Watcher runs beside the hotplug watch.
