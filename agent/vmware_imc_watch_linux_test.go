@@ -188,7 +188,7 @@ func TestIntegrationWatchVMwareLiveSpec(t *testing.T) {
 	for _, s := range []string{
 		"VMware customization spec (traditional kind, marker live-0002) arrived in /var/run/vmware-imc while the VM runs",
 		"network: applied live to the spec's NICs seedkeeper owns (owned links now: eth0, eth1)",
-		"instance ID: stays imc-live-1 (a spec applied while the VM runs never changes it, now or at a later boot: it is kept with the spec); the spec's INSTANCE-ID is not used",
+		"instance ID: stays imc-live-1 (a spec applied while the VM runs never changes it, now or at a later boot: it is kept with the spec); the spec's own is not used",
 		"hostname live-b.example.com: at the next boot",
 		"time zone Europe/Oslo: not set",
 		"customization live-0002 marked as applied",

@@ -50,8 +50,10 @@ type imcWatch struct {
 	// id is the instance ID the boot reported: a live spec keeps it.
 	id string
 
-	// Touched only by Run's goroutine: the cust.cfg last looked at.
-	seen fs.FileInfo
+	// Touched only by Run's goroutine: the cust.cfg last looked at, and
+	// whether the last look failed (logged once).
+	seen    fs.FileInfo
+	failing bool
 }
 
 // newIMCWatch returns the watch of the specs that arrive after the boot
@@ -91,20 +93,18 @@ func (w *imcWatch) Run(ctx context.Context) {
 func (w *imcWatch) look(ctx context.Context) {
 	fi, err := fsutil.StatIn(string(w.h.Root), imcSpecPath, false)
 	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) && w.seen != nil {
+		if !errors.Is(err, fs.ErrNotExist) && !w.failing {
 			w.h.Log.Warn("vmware: looking for a customization spec", "err", err)
 		}
-		w.seen = nil
+		w.seen, w.failing = nil, !errors.Is(err, fs.ErrNotExist)
 		return
 	}
+	w.failing = false
 	if p := w.seen; p != nil && os.SameFile(p, fi) && p.Size() == fi.Size() && p.ModTime().Equal(fi.ModTime()) {
 		return
 	}
 	w.seen = fi
-	if !fi.Mode().IsRegular() {
-		return // readIMC would refuse it; a link is never followed
-	}
-	w.handle(ctx)
+	w.handle(ctx) // a link or another kind of file: readIMC says so
 }
 
 // handle reads the spec in iMCDir and applies it when it was not yet.
@@ -218,8 +218,8 @@ func (w *imcWatch) apply(ctx context.Context, md *Metadata) {
 func (w *imcWatch) later(md *Metadata) []string {
 	var out []string
 	id := "instance ID: stays " + w.id + " (a spec applied while the VM runs never changes it, now or at a later boot: it is kept with the spec)"
-	if md.InstanceID != "" && md.InstanceID != w.id && !md.InstanceIDDefaulted {
-		id += "; the spec's INSTANCE-ID is not used"
+	if md.InstanceID != w.id {
+		id += "; the spec's own is not used"
 	}
 	out = append(out, id)
 	if md.Hostname != "" {
