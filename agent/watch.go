@@ -43,11 +43,11 @@ type WatchOptions struct {
 // owned, under one receipt lock) until ctx ends. Beside it runs what the
 // source of the boot it follows does while the machine runs (VMware: the
 // published addresses kept current, a customization spec that arrives
-// applied). It never writes the instance ID, the identity state, the
-// seed or a password; what it does to the machine it records in WatchRecordPath for
-// "seedkeeper status". It returns nil when ctx
-// ends and when there is nothing to watch (it says why, and tells the
-// service manager READY); errors are logged before they are returned.
+// applied). It never writes the instance ID, the identity state, the seed
+// or a password; what it does to the machine it records in
+// WatchRecordPath for "seedkeeper status". It returns nil when ctx ends
+// and when there is nothing to watch (it says why, and tells the service
+// manager READY); errors are logged before they are returned.
 // It applies nothing from a source the last Boot did not decide on (one
 // that appeared after boot): that takes effect on the next boot, and it
 // is recorded for LateSource. On SmartOS every read goes over one mdata
