@@ -80,6 +80,11 @@ func Watch(ctx context.Context, e Env, o WatchOptions) error {
 		return idle("network.owner is cloud-init; nothing to watch")
 	}
 	opts := e.SourceOptions()
+	// A re-fetch does not wait for a VMware customization spec to
+	// appear, as boot does: one that arrives is VMware's watcher's, and
+	// a wait would hold back every hotplug fetch of a VM booted from a
+	// kept spec.
+	opts.VMware.IMCWait = -1
 	found, _, err := datasource.Detect(ctx, opts)
 	source := found.Source
 	if errors.Is(err, datasource.ErrNoSource) {
