@@ -189,7 +189,7 @@ func (e *Env) readMetadata(ctx context.Context, st *Status) (*datasource.Metadat
 // this machine).
 func (e *Env) dutyHost(md *datasource.Metadata, live bool) *sourceduty.Host {
 	return &sourceduty.Host{
-		Root: e.Root, Log: e.Log, Live: live, Netns: e.Netns, Waiting: e.notifyWaiting,
+		Root: e.Root, Log: e.Log, Live: live, Unit: "seedkeeper-boot", Netns: e.Netns, Waiting: e.notifyWaiting,
 		Allowlist: func() (func(string) bool, string) {
 			a := e.Allowlist(md)
 			return a.Allows, a.String()

@@ -109,9 +109,18 @@ type watchRun struct {
 // cleanup if the test did not stop it.
 func startWatch(t *testing.T, n *nstest.NS, root, drivers string) *watchRun {
 	t.Helper()
+	return startWatchWith(t, n, root, drivers, nil)
+}
+
+// startWatchWith is startWatch with the Env changed by with (nil: as is).
+func startWatchWith(t *testing.T, n *nstest.NS, root, drivers string, with func(*agent.Env)) *watchRun {
+	t.Helper()
 	w := &watchRun{log: &syncBuffer{}, notify: &notifyLog{}, done: make(chan struct{})}
 	e := netEnv(root, n, w.log)
 	e.Notify = w.notify.notify
+	if with != nil {
+		with(&e)
+	}
 	o := agent.WatchOptions{Network: agent.NetworkApply}
 	if drivers != "" {
 		a := hotplug.NewAllowlist(hotplug.OriginFlag, strings.Split(drivers, ","))

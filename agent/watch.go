@@ -7,6 +7,7 @@ import (
 	"maps"
 	"path"
 	"slices"
+	"strings"
 
 	"github.com/vishvananda/netns"
 
@@ -39,11 +40,14 @@ type WatchOptions struct {
 // Watch is the hotplug daemon: it reads the metadata once for the driver
 // allowlist, then runs hotplug.Watch with a re-fetch of the metadata and
 // an apply (apply.Sync for the new NICs, then the networkd files of what is
-// owned, under one receipt lock) until ctx ends. It never writes the
-// instance ID, the identity state or the seed; what it does to the machine
-// it records in WatchRecordPath for "seedkeeper status". It returns nil when ctx
-// ends and when there is nothing to watch (it says why, and tells the
-// service manager READY); errors are logged before they are returned.
+// owned, under one receipt lock) until ctx ends. Beside it runs what the
+// source of the boot it follows does while the machine runs (VMware: the
+// published addresses kept current, a customization spec that arrives
+// applied). It never writes the instance ID, the identity state, the seed
+// or a password; what it does to the machine it records in
+// WatchRecordPath for "seedkeeper status". It returns nil when ctx ends
+// and when there is nothing to watch (it says why, and tells the service
+// manager READY); errors are logged before they are returned.
 // It applies nothing from a source the last Boot did not decide on (one
 // that appeared after boot): that takes effect on the next boot, and it
 // is recorded for LateSource. On SmartOS every read goes over one mdata
@@ -76,6 +80,11 @@ func Watch(ctx context.Context, e Env, o WatchOptions) error {
 		return idle("network.owner is cloud-init; nothing to watch")
 	}
 	opts := e.SourceOptions()
+	// A re-fetch does not wait for a VMware customization spec to
+	// appear, as boot does: one that arrives is VMware's watcher's, and
+	// a wait would hold back every hotplug fetch of a VM booted from a
+	// kept spec.
+	opts.VMware.IMCWait = -1
 	found, _, err := datasource.Detect(ctx, opts)
 	source := found.Source
 	if errors.Is(err, datasource.ErrNoSource) {
@@ -129,7 +138,7 @@ func Watch(ctx context.Context, e Env, o WatchOptions) error {
 		return fail("watch: the network receipt", err)
 	}
 	receipt := e.Root.Path(ReceiptPath)
-	outcome, beside := e.watchRecording(live, decided, o.Recorded)
+	outcome, beside := e.watchRecording(live, decided, o.Recorded, allow, receipt)
 	if beside != nil {
 		bctx, stop := context.WithCancel(ctx)
 		ran := make(chan struct{})
@@ -186,9 +195,11 @@ func (e *Env) watchReaders(found datasource.Detection, opts datasource.Options) 
 // watchRecording is what records the watch's work: what it does to the
 // machine is recorded for seedkeeper status (WatchRecordPath), and what
 // runs beside it for the source of the boot it follows (VMware keeps the
-// addresses boot published current) records there too. A watch that only
-// plans changes nothing, and records nothing. Both are nil then.
-func (e *Env) watchRecording(live bool, decided nosource.Boot, after func()) (func(hotplug.Outcome), sourceduty.Watcher) {
+// addresses boot published current, and applies a customization spec
+// that arrives) records there too. A watch that only plans changes
+// nothing, and records nothing. Both are nil then. What runs beside
+// applies a network through the watch's own apply (allow, receipt).
+func (e *Env) watchRecording(live bool, decided nosource.Boot, after func(), allow hotplug.Allowlist, receipt string) (func(hotplug.Outcome), sourceduty.Watcher) {
 	if !live {
 		return nil, nil
 	}
@@ -199,11 +210,55 @@ func (e *Env) watchRecording(live bool, decided nosource.Boot, after func()) (fu
 		return rec.hotplug, nil
 	}
 	b := sourceduty.Boot{Source: st.Source, Transport: st.Transport, Extra: st.Extra}
+	if st.Identity != nil {
+		b.ReportedID = st.Identity.ReportedID
+	}
 	if n := st.Network; n != nil {
 		rec.bootLinks = n.Links
 		b.Net = sourceduty.Net{Action: n.Action, Reason: n.Reason, Links: n.Links, Owned: n.Owned}
 	}
-	return rec.hotplug, sourceduty.WatcherFor(e.dutyHost(nil, live), b, rec)
+	h := e.dutyHost(nil, live)
+	h.Unit = "seedkeeper-watch"
+	var beside sourceduty.Watcher
+	h.ApplyNetwork = func(ctx context.Context, cfg *netcfg.Config) ([]string, error) {
+		var owned []string
+		err := e.liveApplier(allow, receipt, beside, func(n []string) { owned = n })(ctx, cfg, configMACs(cfg))
+		return owned, err
+	}
+	beside = sourceduty.WatcherFor(h, b, rec)
+	return rec.hotplug, beside
+}
+
+// configMACs are the MACs cfg's interfaces match, lower-case.
+func configMACs(cfg *netcfg.Config) []string {
+	macs := []string{}
+	for _, i := range cfg.Interfaces {
+		if i.MAC != "" && !slices.Contains(macs, strings.ToLower(i.MAC)) {
+			macs = append(macs, strings.ToLower(i.MAC))
+		}
+	}
+	return macs
+}
+
+// liveApplier applies a configuration to the NICs with the MACs given
+// (hotplug's apply), then renders the network files of what is owned,
+// telling beside (may be nil) and owned (may be nil) the owned links.
+func (e *Env) liveApplier(allow hotplug.Allowlist, receipt string, beside sourceduty.Watcher, owned func([]string)) hotplug.ApplyFunc {
+	return hotplug.NetlinkApplierThen(e.Netns, allow, receipt, e.Log,
+		func(ctx context.Context, cfg *netcfg.Config, whole *apply.Plan) error {
+			err := e.render(ctx, cfg, whole, allow, &NetResult{}, true)
+			var names []string
+			for _, id := range slices.Sorted(maps.Keys(whole.OwnedName)) {
+				names = append(names, whole.OwnedName[id])
+			}
+			if beside != nil {
+				beside.SetLinks(names)
+			}
+			if owned != nil {
+				owned(names)
+			}
+			return err
+		})
 }
 
 // watchApplier applies what the watch decided: the new NICs and the
@@ -212,18 +267,7 @@ func (e *Env) watchRecording(live bool, decided nosource.Boot, after func()) (fu
 // would do.
 func (e *Env) watchApplier(live bool, allow hotplug.Allowlist, receipt string, beside sourceduty.Watcher) func(context.Context, *netcfg.Config, []string) error {
 	if live {
-		return hotplug.NetlinkApplierThen(e.Netns, allow, receipt, e.Log,
-			func(ctx context.Context, cfg *netcfg.Config, whole *apply.Plan) error {
-				err := e.render(ctx, cfg, whole, allow, &NetResult{}, true)
-				if beside != nil {
-					var names []string
-					for _, id := range slices.Sorted(maps.Keys(whole.OwnedName)) {
-						names = append(names, whole.OwnedName[id])
-					}
-					beside.SetLinks(names)
-				}
-				return err
-			})
+		return e.liveApplier(allow, receipt, beside, nil)
 	}
 	e.Log.Info("watch: the network is only planned (--root is set, or --network plan)")
 	return func(ctx context.Context, cfg *netcfg.Config, macs []string) error {

@@ -43,6 +43,12 @@ const (
 	watchErrorMax = 256
 	// maxWarnings bounds the warnings about one record.
 	maxWarnings = 10
+	// WatchKeepCustomizations is how many customizations are kept, and
+	// watchCustomizationLines how many lines of each, of at most
+	// watchLineMax bytes.
+	WatchKeepCustomizations = 4
+	watchCustomizationLines = 32
+	watchLineMax            = 1024
 )
 
 // watchRecordVersion is the Version of the record this seedkeeper writes.
@@ -60,6 +66,21 @@ type WatchRecord struct {
 	// Hotplug holds, per hot-added NIC, its last WatchKeepEvents events,
 	// sorted by MAC.
 	Hotplug []WatchNIC `json:"hotplug,omitempty"`
+	// Customization holds the last WatchKeepCustomizations
+	// customizations handed over while the machine ran (a VMware spec),
+	// oldest first.
+	Customization []WatchCustomization `json:"customization,omitempty"`
+}
+
+// WatchCustomization is what the watch did with one customization
+// handed over while the machine ran.
+type WatchCustomization struct {
+	At time.Time `json:"at"`
+	// Lines say what was done, one thing each, in seedkeeper's words.
+	Lines []string `json:"lines"`
+	// Failed says that it was not applied as a whole: its lines say
+	// why.
+	Failed bool `json:"failed,omitempty"`
 }
 
 // WatchGuestinfo is one guestinfo key the watch kept current.
@@ -222,6 +243,15 @@ func ParseWatchRecord(b []byte) (*WatchRecord, []string, error) {
 		nics = append(nics, n)
 	}
 	r.Hotplug = nics
+	cs := r.Customization[:0]
+	for i, c := range r.Customization {
+		if why := c.check(); why != "" {
+			warn = append(warn, fmt.Sprintf("customization entry %d: %s; left out", i+1, why))
+			continue
+		}
+		cs = append(cs, c)
+	}
+	r.Customization = cs
 	r.trim()
 	if len(warn) > maxWarnings {
 		warn = append(warn[:maxWarnings], fmt.Sprintf("%d more entries left out", len(warn)-maxWarnings))
@@ -251,6 +281,21 @@ func (g *WatchGuestinfo) check() string {
 		return "neither a value set nor a failure"
 	case g.Value != "" && g.At.IsZero(), g.Failed != nil && g.Failed.At.IsZero():
 		return "no time"
+	}
+	return ""
+}
+
+func (c *WatchCustomization) check() string {
+	switch {
+	case c.At.IsZero():
+		return "no time"
+	case len(c.Lines) == 0 || len(c.Lines) > watchCustomizationLines:
+		return fmt.Sprintf("%d lines, not 1 to %d", len(c.Lines), watchCustomizationLines)
+	}
+	for i, l := range c.Lines {
+		if l == "" || len(l) > watchLineMax || !utf8.ValidString(l) || strings.ContainsAny(l, "\r\n") {
+			return fmt.Sprintf("line %d is not one line of UTF-8 text of 1 to %d bytes", i+1, watchLineMax)
+		}
 	}
 	return ""
 }
@@ -294,8 +339,11 @@ func textCheck(s string) string {
 }
 
 // trim cuts r to WatchKeepNICs, dropping the NICs whose last event is the
-// oldest, and sorts it.
+// oldest, and to WatchKeepCustomizations, and sorts it.
 func (r *WatchRecord) trim() {
+	if n := len(r.Customization); n > WatchKeepCustomizations {
+		r.Customization = slices.Delete(r.Customization, 0, n-WatchKeepCustomizations)
+	}
 	if len(r.Hotplug) > WatchKeepNICs {
 		slices.SortStableFunc(r.Hotplug, func(a, b WatchNIC) int { return b.Last().At.Compare(a.Last().At) })
 		r.Hotplug = r.Hotplug[:WatchKeepNICs]
@@ -330,9 +378,14 @@ func firstLine(err error) string {
 		return ""
 	}
 	s, _, _ := strings.Cut(err.Error(), "\n")
-	s = strings.TrimSuffix(strings.ToValidUTF8(s, "\uFFFD"), "\r")
-	if len(s) > watchErrorMax {
-		cut := watchErrorMax - len("…")
+	return cutText(strings.TrimSuffix(s, "\r"), watchErrorMax)
+}
+
+// cutText is s as valid UTF-8, cut to limit bytes (at a character).
+func cutText(s string, limit int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) > limit {
+		cut := limit - len("…")
 		for cut > 0 && !utf8.RuneStart(s[cut]) {
 			cut--
 		}
@@ -411,6 +464,29 @@ func (w *watchRecorder) RetryEnded(key string) {
 		g.Failed.RetryAt = time.Time{}
 		w.save()
 	}
+}
+
+// Customized records a customization handed over while the machine
+// ran, its lines cut to the record's bounds.
+func (w *watchRecorder) Customized(lines []string, failed bool) {
+	if w == nil {
+		return
+	}
+	c := WatchCustomization{Failed: failed}
+	for _, l := range lines[:min(len(lines), watchCustomizationLines)] {
+		if l = cutText(strings.NewReplacer("\r", " ", "\n", " ").Replace(l), watchLineMax); l != "" {
+			c.Lines = append(c.Lines, l)
+		}
+	}
+	if len(c.Lines) == 0 {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	c.At = w.stamp()
+	w.rec.Customization = append(w.rec.Customization, c)
+	w.rec.trim()
+	w.save()
 }
 
 func (w *watchRecorder) key(key string) *WatchGuestinfo {

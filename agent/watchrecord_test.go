@@ -282,6 +282,60 @@ func TestParseWatchRecord(t *testing.T) {
 	}
 }
 
+// A customization's entry holds one to a bound of lines, each one line
+// of text within its bound, with a time; one that does not is left out
+// whole, said without quoting it. Only the last few are kept.
+func TestParseWatchRecordCustomization(t *testing.T) {
+	line := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+	many := strings.TrimSuffix(strings.Repeat(`"x",`, watchCustomizationLines+1), ",")
+	in := `{"version": 1, "customization": [
+    {"at": "2026-12-01T14:02:11Z", "lines": ["spec arrived", "network: applied"]},
+    {"lines": ["no time"]},
+    {"at": "2026-12-01T14:02:12Z", "lines": []},
+    {"at": "2026-12-01T14:02:13Z", "lines": [` + many + `]},
+    {"at": "2026-12-01T14:02:14Z", "lines": ["ok", ` + line("two\n"+secretMarker) + `]},
+    {"at": "2026-12-01T14:02:15Z", "lines": [` + line(strings.Repeat("y", watchLineMax+1)) + `]},
+    {"at": "2026-12-01T14:02:16Z", "lines": ["failed"], "failed": true}
+  ]}`
+	r, warn, err := ParseWatchRecord([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Customization) != 2 || r.Customization[0].Lines[1] != "network: applied" || !r.Customization[1].Failed {
+		t.Errorf("parsed %+v", r.Customization)
+	}
+	want := []string{
+		"customization entry 2: no time; left out",
+		"customization entry 3: 0 lines, not 1 to 32; left out",
+		"customization entry 4: 33 lines, not 1 to 32; left out",
+		"customization entry 5: line 2 is not one line of UTF-8 text of 1 to 1024 bytes; left out",
+		"customization entry 6: line 1 is not one line of UTF-8 text of 1 to 1024 bytes; left out",
+	}
+	if strings.Join(warn, "\n") != strings.Join(want, "\n") || strings.Contains(strings.Join(warn, ""), secretMarker) {
+		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(warn, "\n"), strings.Join(want, "\n"))
+	}
+
+	// The recorder keeps the last few, each line one line within its
+	// bound.
+	_, w, now, _ := recorderRoot(t, testBootA)
+	for i := range WatchKeepCustomizations + 2 {
+		*now = now.Add(time.Second)
+		w.Customized([]string{fmt.Sprintf("spec %d", i), "a\nb", strings.Repeat("z", watchLineMax+10), ""}, i%2 == 1)
+	}
+	w.Customized(nil, true) // nothing to say: nothing recorded
+	got, _, err := ReadWatchRecord(w.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(got.Customization); n != WatchKeepCustomizations {
+		t.Fatalf("%d customizations kept, want %d", n, WatchKeepCustomizations)
+	}
+	c := got.Customization[0]
+	if c.Lines[0] != "spec 2" || c.Lines[1] != "a b" || len(c.Lines[2]) > watchLineMax || len(c.Lines) != 3 || c.Failed {
+		t.Errorf("oldest kept: %+v", c)
+	}
+}
+
 // A file of many bad entries is a few warnings, not one per entry.
 func TestParseWatchRecordBoundsWarnings(t *testing.T) {
 	in := `{"version": 1, "hotplug": [` + strings.Repeat(`{"mac": "x", "events": []},`, 999) + `{"mac": "x"}]}`
@@ -321,6 +375,7 @@ func FuzzParseWatchRecord(f *testing.F) {
 	f.Add([]byte(`{"version": 1, "hotplug": [{"mac": "52:54:00:00:00:01"}, {"mac": "52:54:00:00:00:01", "events": null}]}`))
 	f.Add([]byte(`{"version": 1, "guestinfo": [{"key": "guestinfo.local-ipv6"}]}`))
 	f.Add([]byte("\x00\xff{"))
+	f.Add([]byte(`{"version": 1, "customization": [{"at": "2026-12-01T14:02:11Z", "lines": ["a", "b"], "failed": true}, {"at": "2026-12-01T14:02:12Z", "lines": ["c"]}]}`))
 	f.Add([]byte(`{"version": 1.` + strings.Repeat("7", 200) + `}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, _, err := ParseWatchRecord(b)
@@ -333,6 +388,14 @@ func FuzzParseWatchRecord(f *testing.F) {
 		}
 		if len(r.Hotplug) > WatchKeepNICs || len(r.Guestinfo) > len(watchKeys) {
 			t.Fatalf("%d NICs, %d keys", len(r.Hotplug), len(r.Guestinfo))
+		}
+		if len(r.Customization) > WatchKeepCustomizations {
+			t.Fatalf("%d customizations", len(r.Customization))
+		}
+		for _, c := range r.Customization {
+			if len(c.Lines) == 0 || len(c.Lines) > watchCustomizationLines {
+				t.Fatalf("%d lines", len(c.Lines))
+			}
 		}
 		for _, n := range r.Hotplug {
 			if len(n.Events) == 0 || len(n.Events) > WatchKeepEvents {

@@ -103,7 +103,7 @@ var vmware = Source{
 		return readVMware(ctx, *o)
 	},
 	duties:  vmwareDuties,
-	watcher: newLocalIPWatch,
+	watcher: newVMwareWatch,
 }
 
 // detectVMware reports cheaply, without running any tool, whether this

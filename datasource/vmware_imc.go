@@ -102,6 +102,10 @@ type IMCSpec struct {
 	// there; AppliedAt is when that boot applied it (RFC 3339).
 	Kept      bool   `json:"kept,omitempty"`
 	AppliedAt string `json:"applied_at,omitempty"`
+	// Live is true when the spec was applied while the VM ran
+	// (seedkeeper watch): its instance ID is the one of the boot it was
+	// applied in, not the spec's own.
+	Live bool `json:"live,omitempty"`
 
 	// cloudConfig is the vendor-data before it is encoded.
 	cloudConfig map[string]any
@@ -534,6 +538,13 @@ func readIMC(ctx context.Context, root sysroot.Root, log *slog.Logger) (*Metadat
 	md.VMwareIMC.keep = &keptIMC{MarkerID: md.VMwareIMC.MarkerID, CustCfg: stripIMCPassword(b)}
 	if len(files) > 0 {
 		md.VMwareIMC.keep.Files = files
+	}
+	// The same customization, applied while the VM ran and still in
+	// /run (seedkeeper boot run again in that boot): its instance ID
+	// is the one kept with it, as on the boots after.
+	if k := keptIMCFor(ctx, root, md.VMwareIMC.keep); k != nil {
+		liveIMCIdentity(md, k.InstanceID)
+		md.VMwareIMC.keep.InstanceID = k.InstanceID
 	}
 	if err := imcIdentity(md, root, imcSpecPath, log); err != nil {
 		return nil, err

@@ -22,9 +22,12 @@ import (
 // customization as done or failed, never as timed out
 // (docs/cloud-init.md, "VMware guest customization").
 
-// imcReportMessage is the message of every report: where to look. The
-// reason of a failure is appended after an "@", as cloud-init does.
-const imcReportMessage = "journalctl -u seedkeeper-boot"
+// imcReportMessage is the message of every report of h's flow: where to
+// look. The reason of a failure is appended after an "@", as cloud-init
+// does.
+func imcReportMessage(h *sourceduty.Host) string {
+	return "journalctl -u " + cmp.Or(h.Unit, "seedkeeper-boot")
+}
 
 // vmwareIMCBegin starts the customization of a boot that read a spec:
 // it reads the marker kept before (once: vmwareIMCEnd takes it from b),
@@ -46,8 +49,14 @@ func vmwareIMCBegin(ctx context.Context, h *sourceduty.Host, b *vmwareBoot, vs *
 		}
 		head = fmt.Sprintf("no VMware customization spec in %s and guestinfo is empty: the spec applied at %s (%s kind, marker %s) is read again from %s, and nothing is reported to vCenter",
 			iMCDir, cmp.Or(spec.AppliedAt, "an unknown time"), spec.Kind, marker, paths.VMwareIMCSpec)
+		if spec.Live {
+			head += "; it was applied while the VM ran, and its instance ID is the one the VM had then (" + md.InstanceID + "), not the spec's own"
+		}
 	} else {
 		head += ") read from " + iMCDir
+		if spec.Live {
+			head += ", applied while the VM ran; its instance ID is the one the VM had then (" + md.InstanceID + "), not the spec's own"
+		}
 	}
 	if spec.Waited != "" {
 		head += ", after waiting " + spec.Waited + " for VMware Tools to write it"
@@ -87,6 +96,22 @@ func vmwareIMCEnd(ctx context.Context, h *sourceduty.Host, b *vmwareBoot, outcom
 		}
 		return
 	}
+	imcFinish(ctx, h, b, vs, spec, outcome)
+	if outcome == "ok" || outcome == "partial" {
+		keepIMCMarker(h, b, vs, spec)
+		keepIMC(h, vs, spec)
+	}
+	for _, c := range vs.Customization {
+		h.Log.Info("vmware: " + c)
+	}
+}
+
+// imcFinish reports the end of a customization to vCenter by its
+// outcome: "ok" (done, or "script disabled" for a spec naming a script),
+// "partial" (the network applied in part), "password" (all but the root
+// password of a spec applied while the VM runs) or anything else
+// (failed).
+func imcFinish(ctx context.Context, h *sourceduty.Host, b *vmwareBoot, vs *sourceduty.VMwareStatus, spec *IMCSpec, outcome string) {
 	switch {
 	case outcome == "ok" && spec.CustomScript:
 		imcReport(ctx, h, b, vs, iMCStateRunning, iMCErrScriptDisabled, "script disabled")
@@ -97,24 +122,28 @@ func vmwareIMCEnd(ctx context.Context, h *sourceduty.Host, b *vmwareBoot, outcom
 	case outcome == "partial":
 		imcReport(ctx, h, b, vs, iMCStateRunning, iMCEventNetworkFail, "network setup failed")
 		imcGCStatus(ctx, h, b, vs, spec, "Network setup failed")
+	case outcome == "password":
+		imcReport(ctx, h, b, vs, iMCStateRunning, iMCEventCustomizeFail, "root password not set while the VM runs")
+		imcGCStatus(ctx, h, b, vs, spec, "Customization failed")
 	default:
 		imcReport(ctx, h, b, vs, iMCStateRunning, iMCEventCustomizeFail, "customization failed")
 		imcGCStatus(ctx, h, b, vs, spec, "Customization failed")
 	}
-	if (outcome == "ok" || outcome == "partial") && spec.MarkerID != "" && b.marker != spec.MarkerID {
-		if err := fsutil.WriteFileIn(string(h.Root), paths.VMwareIMCMarker, []byte(spec.MarkerID+"\n"), 0o600); err != nil {
-			vs.Notes = append(vs.Notes, "keeping the customization marker failed: "+err.Error())
-			h.Log.Error("vmware: keeping the customization marker", "err", err)
-		} else {
-			vs.Customization = append(vs.Customization, "customization "+spec.MarkerID+" marked as applied in "+paths.VMwareIMCMarker)
-		}
+}
+
+// keepIMCMarker keeps the spec's marker in paths.VMwareIMCMarker (0600),
+// when it has one not kept already (b.marker, read when the
+// customization began).
+func keepIMCMarker(h *sourceduty.Host, b *vmwareBoot, vs *sourceduty.VMwareStatus, spec *IMCSpec) {
+	if spec.MarkerID == "" || b.marker == spec.MarkerID {
+		return
 	}
-	if outcome == "ok" || outcome == "partial" {
-		keepIMC(h, vs, spec)
+	if err := fsutil.WriteFileIn(string(h.Root), paths.VMwareIMCMarker, []byte(spec.MarkerID+"\n"), 0o600); err != nil {
+		vs.Notes = append(vs.Notes, "keeping the customization marker failed: "+err.Error())
+		h.Log.Error("vmware: keeping the customization marker", "err", err)
+		return
 	}
-	for _, c := range vs.Customization {
-		h.Log.Info("vmware: " + c)
-	}
+	vs.Customization = append(vs.Customization, "customization "+spec.MarkerID+" marked as applied in "+paths.VMwareIMCMarker)
 }
 
 // keepIMC keeps the spec a boot applied in paths.VMwareIMCSpec (0600,
@@ -162,11 +191,11 @@ func imcMarker(h *sourceduty.Host) string {
 	return string(bytes.TrimSpace(b))
 }
 
-// imcReport sends one deployPkg.update.state within the boot's tool
-// budget, shared with its info-set calls; what was sent, or why not, is
-// in the status.
+// imcReport sends one deployPkg.update.state within the tool budget of
+// b, shared with the info-set calls of its boot; what was sent, or why
+// not, is in the status.
 func imcReport(ctx context.Context, h *sourceduty.Host, b *vmwareBoot, vs *sourceduty.VMwareStatus, state, code int, reason string) {
-	msg := imcReportMessage
+	msg := imcReportMessage(h)
 	if reason != "" {
 		msg += "@" + reason
 	}

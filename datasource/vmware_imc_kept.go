@@ -58,6 +58,20 @@ type keptIMC struct {
 	CustCfg []byte `json:"cust_cfg"`
 	// Files are the files cust.cfg names, by name.
 	Files map[string][]byte `json:"files,omitempty"`
+	// InstanceID is set for a spec applied while the VM ran
+	// (seedkeeper watch): the instance ID the source reported to the
+	// boot it was applied in. A live spec never changes the instance
+	// ID, at once or at a later boot, so that ID holds in place of the
+	// spec's own (INSTANCE-ID, or the DMI product_uuid) whenever this
+	// customization is read again.
+	InstanceID string `json:"instance_id,omitempty"`
+}
+
+// sameSpec reports whether k keeps the customization o does: the same
+// marker and text.
+func (k *keptIMC) sameSpec(o *keptIMC) bool {
+	return k.MarkerID == o.MarkerID && bytes.Equal(k.CustCfg, o.CustCfg) &&
+		maps.EqualFunc(k.Files, o.Files, bytes.Equal)
 }
 
 // keptIMCHint says, in an error about the kept file, what it is and the
@@ -117,6 +131,9 @@ func newKeptEnvelope(k *keptIMC, applied string) (*keptEnvelope, error) {
 			sep = ","
 		}
 		e.text("}")
+	}
+	if k.InstanceID != "" {
+		e.text(`,"instance_id":` + q(k.InstanceID))
 	}
 	e.text("}\n")
 	if err := errors.Join(errs...); err != nil {
@@ -257,6 +274,9 @@ func decodeKeptIMC(b []byte) (*keptIMC, error) {
 			return nil, fmt.Errorf("%w: a file name that is not a plain file name", ErrBadIMCSpec)
 		}
 	}
+	if k.InstanceID != "" && CheckInstanceID(k.InstanceID) != nil {
+		return nil, fmt.Errorf("%w: instance_id is not an instance ID", ErrBadIMCSpec)
+	}
 	return &k, nil
 }
 
@@ -298,6 +318,7 @@ func parseKeptIMC(b []byte, log *slog.Logger) (*Metadata, *keptIMC, error) {
 	dropIMCPassword(md)
 	spec := md.VMwareIMC
 	spec.Kept = true
+	liveIMCIdentity(md, k.InstanceID)
 	if t, err := time.Parse(time.RFC3339, k.Applied); err == nil {
 		spec.AppliedAt = t.UTC().Format(time.RFC3339)
 	} else {
@@ -305,6 +326,36 @@ func parseKeptIMC(b []byte, log *slog.Logger) (*Metadata, *keptIMC, error) {
 	}
 	md.Origin = Origin{Transport: transportIMC, Items: []string{paths.VMwareIMCSpec}}
 	return md, k, nil
+}
+
+// liveIMCIdentity gives md, read from a spec applied while the VM ran,
+// the instance ID of the boot it was applied in (id; "" leaves md as it
+// is).
+func liveIMCIdentity(md *Metadata, id string) {
+	if id == "" {
+		return
+	}
+	md.InstanceID, md.InstanceIDDefaulted = id, false
+	md.VMwareIMC.Live = true
+	if md.MetaData != nil {
+		md.MetaData["instance-id"] = id
+	}
+}
+
+// keptIMCFor is the kept spec when it keeps the same customization as
+// keep (read from iMCDir) and was applied while the VM ran; nil
+// otherwise. A kept file that cannot be read is nil too: readKeptIMC
+// says what is wrong with it when it is read.
+func keptIMCFor(ctx context.Context, root sysroot.Root, keep *keptIMC) *keptIMC {
+	b, err := fsutil.ReadFileInNoFollow(ctx, string(root), paths.VMwareIMCSpec, maxKeptIMC+1)
+	if err != nil {
+		return nil
+	}
+	k, err := decodeKeptIMC(b)
+	if err != nil || k.InstanceID == "" || !k.sameSpec(keep) {
+		return nil
+	}
+	return k
 }
 
 // readKeptIMC reads the kept spec under root: ErrNoSource wrapped when

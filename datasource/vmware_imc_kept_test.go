@@ -244,6 +244,8 @@ func FuzzParseKeptIMC(f *testing.F) {
 	}
 	k, _ := encodeKeptIMC(&keptIMC{CustCfg: []byte("[CLOUDINIT]\nMETADATA = m\nUSERDATA = u\n"), Files: map[string][]byte{"m": []byte("instance-id: x\n"), "u": []byte("#cloud-config\n")}}, testTime)
 	f.Add(k)
+	k, _ = encodeKeptIMC(&keptIMC{MarkerID: "m", CustCfg: []byte("[MISC]\nMARKER-ID = m\nINSTANCE-ID = s\n"), InstanceID: "vm-id"}, testTime)
+	f.Add(k)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		md, k, err := parseKeptIMC(b, nil)
 		if err != nil {
@@ -260,6 +262,9 @@ func FuzzParseKeptIMC(f *testing.F) {
 		}
 		if len(k.Files) > maxKeptIMCFiles {
 			t.Fatalf("%d files", len(k.Files))
+		}
+		if k.InstanceID != "" && (md.InstanceID != k.InstanceID || !md.VMwareIMC.Live) {
+			t.Fatalf("kept instance ID %q, read %q (live %v)", k.InstanceID, md.InstanceID, md.VMwareIMC.Live)
 		}
 	})
 }
@@ -286,6 +291,8 @@ func TestKeptEnvelopeIsJSONMarshal(t *testing.T) {
 		{MarkerID: "m-1", CustCfg: []byte("x"), Files: map[string][]byte{"userdata": big, "metadata": []byte("instance-id: i\n"), "e": nil}},
 		{MarkerID: "m.2_x", CustCfg: big[:3*1024+1], Files: map[string][]byte{"a": big[:3*1024], "b": big[:3*1024-1]}},
 		{CustCfg: nil},
+		{MarkerID: "m-3", CustCfg: []byte("x"), InstanceID: "vm-id"},
+		{CustCfg: []byte("y"), Files: map[string][]byte{"metadata": []byte("z")}, InstanceID: "i-\u2028"},
 	} {
 		c := *k
 		c.Format, c.Applied = keptIMCFormat, testTime.UTC().Format(time.RFC3339)
@@ -365,4 +372,60 @@ func encodeKeptIMC(k *keptIMC, when time.Time) ([]byte, error) {
 		return nil, err
 	}
 	return env.bytes()
+}
+
+// A spec applied while the VM ran is kept with the instance ID the VM
+// had then: read again, from the kept file or as the same spec still in
+// /run, that ID holds in place of the spec's own, so that no later boot
+// is a new instance by it; another spec is read with its own ID. A kept
+// ID that is not one is an error that does not quote it.
+func TestKeptIMCLiveInstanceID(t *testing.T) {
+	spec := []byte("[NETWORK]\nHOSTNAME = h\n[MISC]\nMARKER-ID = m-2\nINSTANCE-ID = spec-id\n")
+	k, err := encodeKeptIMC(&keptIMC{MarkerID: "m-2", CustCfg: spec, InstanceID: "vm-id"}, testTime)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, _, err := parseKeptIMC(k, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if md.InstanceID != "vm-id" || md.InstanceIDDefaulted || !md.VMwareIMC.Live || md.MetaData["instance-id"] != "vm-id" {
+		t.Errorf("kept: instance ID %q (defaulted %v), live %v, meta-data %v", md.InstanceID, md.InstanceIDDefaulted, md.VMwareIMC.Live, md.MetaData)
+	}
+	bad, err := encodeKeptIMC(&keptIMC{CustCfg: spec, InstanceID: "a/secret"}, testTime)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := parseKeptIMC(bad, nil); !errors.Is(err, ErrBadIMCSpec) || !strings.Contains(err.Error(), "instance_id is not an instance ID") || strings.Contains(err.Error(), "secret") {
+		t.Errorf("a kept instance ID that is not one: %v", err)
+	}
+
+	root := sysroot.Root(t.TempDir())
+	for p, b := range map[string][]byte{paths.VMwareIMCSpec: k, imcSpecPath: spec} {
+		if err := os.MkdirAll(filepath.Dir(root.Path(p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(root.Path(p), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	md, err = readIMC(t.Context(), root, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if md.InstanceID != "vm-id" || !md.VMwareIMC.Live || md.VMwareIMC.keep.InstanceID != "vm-id" {
+		t.Errorf("the same spec in /run: instance ID %q, live %v", md.InstanceID, md.VMwareIMC.Live)
+	}
+	other := bytes.Replace(spec, []byte("m-2"), []byte("m-3"), 1)
+	if err := os.WriteFile(root.Path(imcSpecPath), other, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	md, err = readIMC(t.Context(), root, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if md.InstanceID != "spec-id" || md.VMwareIMC.Live || md.VMwareIMC.keep.InstanceID != "" {
+		t.Errorf("another spec in /run: instance ID %q, live %v", md.InstanceID, md.VMwareIMC.Live)
+	}
 }

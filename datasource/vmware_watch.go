@@ -57,18 +57,63 @@ const (
 	retryMax   = 30 * time.Minute
 )
 
-// newLocalIPWatch returns the watch for the boot recorded in b (VMware's
-// watcher), nil when that boot did not publish through a guestinfo tool
-// on this machine. rec may be nil.
-func newLocalIPWatch(h *sourceduty.Host, b sourceduty.Boot, rec sourceduty.Recorder) sourceduty.Watcher {
-	if b.Extra.VMware == nil || (b.Transport != ToolRPCTool && b.Transport != ToolVMToolsd) ||
+// newVMwareWatch is VMware's watcher, beside seedkeeper watch after the
+// boot b: it keeps the published addresses current (localIPWatch) and
+// applies a customization spec that arrives while the VM runs
+// (imcWatch), each when it has something to do; nil when neither has.
+// rec may be nil.
+func newVMwareWatch(h *sourceduty.Host, b sourceduty.Boot, rec sourceduty.Recorder) sourceduty.Watcher {
+	if rec == nil {
+		rec = noRecorder{}
+	}
+	var ws watchers
+	if w := newLocalIPWatch(h, b, rec); w != nil {
+		ws = append(ws, w)
+	}
+	if w := newIMCWatch(h, b, rec); w != nil {
+		ws = append(ws, w)
+	}
+	if len(ws) == 0 {
+		return nil
+	}
+	return ws
+}
+
+// watchers run side by side, each told of every new plan.
+type watchers []sourceduty.Watcher
+
+func (ws watchers) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, w := range ws {
+		wg.Add(1)
+		go func() { defer wg.Done(); w.Run(ctx) }()
+	}
+	wg.Wait()
+}
+
+func (ws watchers) SetLinks(names []string) {
+	for _, w := range ws {
+		w.SetLinks(names)
+	}
+}
+
+// newLocalIPWatch returns the watch for the boot recorded in b, nil when
+// that boot did not publish through a guestinfo tool on this machine
+// (a boot from a customization spec published through vmware-rpctool,
+// as cloud-init does). rec may be nil.
+func newLocalIPWatch(h *sourceduty.Host, b sourceduty.Boot, rec sourceduty.Recorder) *localIPWatch {
+	tool := b.Transport
+	if tool == transportIMC {
+		tool = ToolRPCTool // guestinfoToolOf
+	}
+	if b.Extra.VMware == nil || (tool != ToolRPCTool && tool != ToolVMToolsd) ||
 		b.Net.Action != "applied" {
 		return nil
 	}
 	if rec == nil {
 		rec = noRecorder{}
 	}
-	w := &localIPWatch{h: h, tool: b.Transport, names: slices.Clone(b.Net.Links), rec: rec,
+	w := &localIPWatch{h: h, tool: tool, names: slices.Clone(b.Net.Links), rec: rec,
 		kick: make(chan struct{}, 1), last: map[string]netip.Addr{}, retry: map[string]*backoff{}, now: time.Now, read: h.Links.Addrs}
 	for _, p := range b.Extra.VMware.Published {
 		k, v, _ := strings.Cut(strings.TrimPrefix(p, "guestinfo."), " ")
@@ -224,3 +269,4 @@ type noRecorder struct{}
 func (noRecorder) Published(string, string)                   {}
 func (noRecorder) SetFailed(string, string, error, time.Time) {}
 func (noRecorder) RetryEnded(string)                          {}
+func (noRecorder) Customized([]string, bool)                  {}

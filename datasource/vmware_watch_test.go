@@ -32,6 +32,7 @@ func (r *failures) SetFailed(key, value string, err error, retry time.Time) {
 	}
 	r.m[key] = &failure{value, err.Error(), retry}
 }
+func (r *failures) Customized([]string, bool) {}
 func (r *failures) RetryEnded(key string) {
 	if f := r.m[key]; f != nil {
 		f.retry = time.Time{}
@@ -43,7 +44,7 @@ func (r *failures) RetryEnded(key string) {
 func TestLocalIPWatchBoundsReconciles(t *testing.T) {
 	h := &sourceduty.Host{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Links: linkaddr.Links{}}
 	w := newLocalIPWatch(h, sourceduty.Boot{Source: "vmware", Transport: "vmware-rpctool",
-		Extra: sourceduty.Extra{VMware: &sourceduty.VMwareStatus{}}, Net: sourceduty.Net{Action: "applied"}}, nil).(*localIPWatch)
+		Extra: sourceduty.Extra{VMware: &sourceduty.VMwareStatus{}}, Net: sourceduty.Net{Action: "applied"}}, nil)
 	events := make(chan struct{}) // unbuffered: each send is taken by the loop
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -77,7 +78,7 @@ func TestLocalIPWatchEndsMootRetry(t *testing.T) {
 			h := &sourceduty.Host{Root: sysroot.Root(t.TempDir()), Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Links: linkaddr.Links{}}
 			w := newLocalIPWatch(h, sourceduty.Boot{Source: "vmware", Transport: "vmware-rpctool",
 				Extra: sourceduty.Extra{VMware: &sourceduty.VMwareStatus{Published: []string{"guestinfo.local-ipv6 " + held.String()}}},
-				Net:   sourceduty.Net{Action: "applied", Links: []string{"eth0"}}}, rec).(*localIPWatch)
+				Net:   sourceduty.Net{Action: "applied", Links: []string{"eth0"}}}, rec)
 			now := time.Date(2026, 12, 1, 14, 0, 0, 0, time.UTC)
 			w.now = func() time.Time { return now }
 			addrs := sourceduty.Addrs{Links: []sourceduty.Link{{Name: "eth0", V6: []netip.Addr{failed}}}, Def6: "eth0"}

@@ -54,7 +54,8 @@ func (r *Report) Verdict() Verdict {
 // operations and changed settings that failed, the seed's and cloud-init's
 // warnings, and what seedkeeper watch failed at in this boot (a NIC whose
 // last apply failed, was partial or was given up, a guestinfo key not
-// set, a record that could not be read whole). What the metadata itself
+// set, a customization not applied as a whole, a record that could not
+// be read whole). What the metadata itself
 // leaves out (the dropped fields, the changes' warnings) is not a problem
 // of the machine: boot notes it.
 func (r *Report) Problems() []string {
@@ -88,6 +89,11 @@ func (r *Report) Problems() []string {
 		for _, g := range w.Guestinfo {
 			if g.Failed != nil {
 				p = append(p, g.Key+": setting failed: "+g.Failed.Error)
+			}
+		}
+		for _, c := range w.Customization {
+			if c.Failed {
+				p = append(p, "customization after boot not applied as a whole: "+c.Lines[0])
 			}
 		}
 	}

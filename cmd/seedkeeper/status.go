@@ -348,6 +348,14 @@ func printStatus(w io.Writer, rep *report.Report) {
 			fmt.Fprintf(w, "VMware Tools: %s\n", e(x))
 		}
 	}
+	if rep.Watch != nil {
+		// A spec handed over while the machine ran, after boot's lines.
+		for _, c := range rep.Watch.Customization {
+			for _, x := range c.Lines {
+				fmt.Fprintf(w, "VMware Tools: %s (seedkeeper-watch, %s)\n", e(x), clock(c.At, rep.Time))
+			}
+		}
+	}
 	for _, x := range append(slices.Clone(rep.Warnings), rep.WatchWarnings...) {
 		fmt.Fprintf(w, "Warning:     %s\n", e(x))
 	}

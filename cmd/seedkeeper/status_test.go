@@ -285,6 +285,31 @@ func TestStatusWatchRecord(t *testing.T) {
 	}
 }
 
+// A customization spec seedkeeper watch handled after boot is said
+// after boot's VMware Tools lines, each line with when; one not applied
+// as a whole makes the status degraded.
+func TestStatusWatchCustomization(t *testing.T) {
+	const rec = `{"version": 1, "boot_id": "9b1c4f2e-77a0-4d5c-8e3b-2f6a1d0c9e44", "customization": [
+    {"at": "2026-12-01T14:03:00Z", "lines": ["spec (traditional kind, marker m-2) arrived", "instance ID: stays i-1"]},
+    {"at": "2026-12-01T14:04:00Z", "lines": ["spec arrived and cannot be read \u001b[2J"], "failed": true}]}`
+	root := watchRoot(t, rec)
+	r := runInProcess("status", "--root", root)
+	if r.code != exitStatusDegraded {
+		t.Fatalf("status: %v", r)
+	}
+	want := "VMware Tools: spec (traditional kind, marker m-2) arrived (seedkeeper-watch, 14:03:00)\n" +
+		"VMware Tools: instance ID: stays i-1 (seedkeeper-watch, 14:03:00)\n" +
+		`VMware Tools: spec arrived and cannot be read \x1b[2J (seedkeeper-watch, 14:04:00)` + "\n"
+	if !strings.Contains(r.stdout, want) || strings.Contains(r.stdout, "\x1b") {
+		t.Errorf("status:\n%s\nwant in it:\n%s", r.stdout, want)
+	}
+	// Without the failed one: nothing degraded.
+	ok := watchRoot(t, `{"version": 1, "boot_id": "9b1c4f2e-77a0-4d5c-8e3b-2f6a1d0c9e44", "customization": [{"at": "2026-12-01T14:03:00Z", "lines": ["spec arrived"]}]}`)
+	if r := runInProcess("status", "--root", ok); r.code != 0 {
+		t.Errorf("status with a customization applied whole: %v", r)
+	}
+}
+
 // Without a record of the watch, a record of another boot, status says
 // what boot did, and nothing of the watch.
 func TestStatusWatchRecordAbsentOrStale(t *testing.T) {

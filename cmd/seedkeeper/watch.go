@@ -19,9 +19,13 @@ cost no metadata read. It never writes the instance ID, the identity state
 or the seed; READY is sent after the first reconcile. It applies nothing
 from a source that boot did not decide on (a seed that appeared after
 boot, a late CD-ROM): that takes effect on the next boot, and "seedkeeper
-status" says so. What it applies, and the guestinfo addresses it
-publishes again on VMware, it records for "seedkeeper status" in
-/run/seedkeeper/watch.json (nothing with --network plan). When
+status" says so. On VMware, after a boot from a customization spec, a
+spec VMware Tools hands over while the VM runs is applied once per
+marker: its network live (a NIC hot-added before it included), reported
+to vCenter, kept for later boots with the instance ID the VM has, which
+it never changes. What it applies, the guestinfo addresses it publishes
+again on VMware and the specs it handles, it records for "seedkeeper
+status" in /run/seedkeeper/watch.json (nothing with --network plan). When
 metrics.textfile_dir is set in the configuration it keeps
 seedkeeper.prom there current ("seedkeeper status --format prometheus"),
 for node_exporter's textfile collector: once ready, and after each

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/seedkeeper/seedkeeper/internal/sysroot"
+	"github.com/seedkeeper/seedkeeper/netcfg"
 )
 
 // Host is what the duties get of the flow that runs them.
@@ -30,6 +31,9 @@ type Host struct {
 	// Live says whether the flow changes this machine (not a plan, not
 	// an image root).
 	Live bool
+	// Unit is the systemd unit the flow runs as, where its log is read
+	// ("seedkeeper-boot", "seedkeeper-watch").
+	Unit string
 	// Netns is the network namespace of the links (0: the process's own).
 	Netns int
 	// Waiting sends a progress line of a wait to the service manager.
@@ -39,6 +43,17 @@ type Host struct {
 	Allowlist func() (allows func(driver string) bool, desc string)
 	// Links reads the links the duties look at.
 	Links Links
+
+	// What only the watch gives its watchers (nil in a boot): apply
+	// what a source hands over while the machine runs.
+	//
+	// ApplyNetwork applies cfg to its NICs that are present and whose
+	// driver the watch's allowlist admits, through the watch's own
+	// apply (as a hot-added NIC's), and renders the owned network's
+	// files; it returns the names of the owned links after it (nil
+	// when an operation failed: the error says which, and wraps
+	// apply.ErrPartial when the others were made).
+	ApplyNetwork func(ctx context.Context, cfg *netcfg.Config) (owned []string, err error)
 
 	// What the configuration says that the duties read.
 	NetworkByCloudInit bool          // network.owner is cloud-init
@@ -138,8 +153,11 @@ type Duties struct {
 // Boot is what a watch knows of the boot it follows.
 type Boot struct {
 	Source, Transport string
-	Extra             Extra
-	Net               Net
+	// ReportedID is the instance ID the source reported to that boot
+	// (the decision's ReportedID); "" when it decided none.
+	ReportedID string
+	Extra      Extra
+	Net        Net
 }
 
 // Recorder records what a watcher does to the machine.
@@ -147,6 +165,11 @@ type Recorder interface {
 	Published(key, value string)
 	SetFailed(key, value string, err error, retry time.Time)
 	RetryEnded(key string)
+	// Customized records a customization handed over while the machine
+	// runs (VMware's spec): what was done with it, one line each, in
+	// seedkeeper's own words (never a secret), and whether it failed in
+	// part or as a whole.
+	Customized(lines []string, failed bool)
 }
 
 // Watcher runs beside the hotplug watch.
@@ -198,6 +221,11 @@ func For(md any, h *Host) Duties { return duties(md, h) }
 // WatcherFor returns what runs beside the watch that follows the boot b,
 // nil when nothing does. rec may be nil.
 func WatcherFor(h *Host, b Boot, rec Recorder) Watcher { return watcher(h, b, rec) }
+
+// SpecPoll is how often, in nanoseconds, a watcher looks for a
+// customization handed over while the machine runs (datasource sets it);
+// an atomic so that a test can shorten it.
+var SpecPoll atomic.Int64
 
 // ToolBudget bounds every tool run of a boot's duties together, in
 // nanoseconds (datasource sets it to its DefaultToolTimeout). An atomic
