@@ -17,7 +17,7 @@ import (
 // there goes through the in-root functions of this package.
 var rootPackages = []string{
 	"agent", "cmd/seedkeeper", "datasource", "hotplug", "image",
-	"internal/seedimage", "internal/stacks", "internal/unit", "mdata", "netcfg", "nosource",
+	"internal/seedimage", "internal/stacks", "internal/unit", "internal/vmtools", "mdata", "netcfg", "nosource",
 	"seed",
 }
 
@@ -36,7 +36,7 @@ var plainOS = []string{
 var hostOnly = map[string]string{
 	"datasource/nocloud.go readSeedPath os.Stat":                "an explicit --seed path is the caller's, on the machine, not in a root",
 	"datasource/nocloud.go detectNoCloud os.Stat":               "the same explicit --seed path",
-	"datasource/vmware_guestinfo.go lookPath os.Stat":           "the machine's $PATH, searched for vmware-rpctool to run",
+	"internal/vmtools/vmtools.go lookPath os.Stat":              "the machine's $PATH, searched for vmware-rpctool to run",
 	"image/check.go isRoot os.Stat":                             "the root directory itself, as the caller named it",
 	"cmd/seedkeeper/collectlogs.go runCollectLogs os.WriteFile": "the bundle's --output path, the caller's, on the machine",
 	"cmd/seedkeeper/collectlogs.go runCollectLogs os.Chmod":     "the same --output path",
