@@ -101,7 +101,7 @@ func vmwareStep(ctx context.Context, h *sourceduty.Host, b *vmwareBoot, vs *sour
 func vmwareFindings(ctx context.Context, h *sourceduty.Host, b *vmwareBoot, md *Metadata) *sourceduty.VMwareStatus {
 	vs := &sourceduty.VMwareStatus{}
 	if md.VMwareIMC == nil {
-		for _, f := range vmwareCustomization(h) {
+		for _, f := range vmwareCustomization(ctx, h) {
 			vs.Customization = append(vs.Customization, f.text)
 			if f.warn {
 				h.Log.Warn("vmware: " + f.text)
@@ -445,9 +445,10 @@ type customizationFinding struct {
 // customization", says what each means): a spec in vmwareIMCDir or one
 // directory down (cloud-init searches the whole tree; Tools extracts a
 // package into a hidden directory there), and what Tools' log says of
-// the last package it deployed.
-// Everything is looked at inside the root, no link followed out of it.
-func vmwareCustomization(h *sourceduty.Host) []customizationFinding {
+// the last package it deployed, read within ctx (a boot that ends reads
+// no more of it). Everything is looked at inside the root, no link
+// followed out of it.
+func vmwareCustomization(ctx context.Context, h *sourceduty.Host) []customizationFinding {
 	root := string(h.Root)
 	regular := func(p string) (fs.FileInfo, bool) {
 		fi, err := fsutil.StatIn(root, p, false)
@@ -477,7 +478,7 @@ func vmwareCustomization(h *sourceduty.Host) []customizationFinding {
 		out = append(out, customizationFinding{"cannot look for a VMware customization spec: " + err.Error(), true})
 	}
 	if fi, ok := regular(vmwareIMCLog); ok {
-		out = append(out, toolsDeployFinding(h, fi.ModTime()))
+		out = append(out, toolsDeployFinding(ctx, h, fi.ModTime()))
 	}
 	return out
 }
@@ -526,9 +527,9 @@ func readToolsDeployLog(b []byte) int {
 // or kept spec written after the log: said, not warned), one handed
 // over and not applied since, a hand-over that failed, or a log that
 // says neither.
-func toolsDeployFinding(h *sourceduty.Host, mod time.Time) customizationFinding {
+func toolsDeployFinding(ctx context.Context, h *sourceduty.Host, mod time.Time) customizationFinding {
 	head := fmt.Sprintf("%s, last written %s", vmwareIMCLog, mod.UTC().Format(time.RFC3339))
-	b, err := fsutil.ReadFileInNoFollow(context.Background(), string(h.Root), vmwareIMCLog, maxToolsDeployLog)
+	b, err := fsutil.ReadFileInNoFollow(ctx, string(h.Root), vmwareIMCLog, maxToolsDeployLog)
 	if err != nil {
 		return customizationFinding{"VMware Tools deployed a customization package here (" + head + "), and its log cannot be read to say who applied it: " + err.Error(), true}
 	}

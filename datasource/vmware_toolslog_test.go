@@ -1,8 +1,14 @@
 package datasource
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/seedkeeper/seedkeeper/internal/sourceduty"
+	"github.com/seedkeeper/seedkeeper/internal/sysroot"
 )
 
 // Excerpts of VMware Tools' toolsDeployPkg.log as libDeployPkg writes
@@ -73,4 +79,27 @@ func FuzzReadToolsDeployLog(f *testing.F) {
 			t.Fatalf("%d from a log without Tools' lines", got)
 		}
 	})
+}
+
+// Tools' log is read within the boot's context: a boot that is ending
+// does not read it, and says that it could not.
+func TestToolsDeployLogReadWithinContext(t *testing.T) {
+	root := t.TempDir()
+	p := filepath.Join(root, vmwareIMCLog)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(toolsLogByTools), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := &sourceduty.Host{Root: sysroot.Root(root), Log: discardLog()}
+	if got := vmwareCustomization(t.Context(), h); len(got) != 1 || !strings.HasPrefix(got[0].text, "VMware Tools ran a guest customization itself here") {
+		t.Fatalf("a live context: %+v", got)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	got := vmwareCustomization(ctx, h)
+	if len(got) != 1 || !strings.Contains(got[0].text, "its log cannot be read to say who applied it") || !strings.Contains(got[0].text, context.Canceled.Error()) {
+		t.Errorf("a cancelled context: %+v", got)
+	}
 }
