@@ -221,20 +221,17 @@ func (p *RemovalPlan) Apply() (Removal, error) {
 	for _, s := range p.Steps {
 		switch s.Op {
 		case RemoveFile:
-			if s.hash != "" {
-				cur, err := readOwnIn(root, s.Path)
-				if errors.Is(err, fs.ErrNotExist) {
-					continue
-				}
-				if err != nil || sum(cur) != s.hash {
-					res.Left = append(res.Left, fmt.Sprintf("%s: changed since the plan was made; left in place", s.Path))
-					continue
-				}
-			} else if strings.Contains(path.Base(s.Path), ".tmp-") {
+			if s.hash == "" && strings.Contains(path.Base(s.Path), ".tmp-") {
 				fsutil.RemoveIn(string(root), s.Path, false)
 				continue
 			}
-			if err := removeFile(root, s.Path); err != nil {
+			switch err := removeFile(root, s.Path, s.hash); {
+			case s.hash != "" && errors.Is(err, fs.ErrNotExist):
+				continue
+			case errors.Is(err, fsutil.ErrChanged):
+				res.Left = append(res.Left, fmt.Sprintf("%s: changed since the plan was made; left in place", s.Path))
+				continue
+			case err != nil:
 				return res, err
 			}
 			if s.hash != "" {
@@ -317,9 +314,15 @@ func readImport(root sysroot.Root) (map[string][]byte, error) {
 }
 
 // removeFile removes the system path p under root and syncs its
-// directory.
-func removeFile(root sysroot.Root, p string) error {
-	if err := fsutil.RemoveIn(string(root), p, false); err != nil {
+// directory; with hash, only while p holds content of that hash
+// (fsutil.RemoveInIfSum: otherwise an error wrapping fsutil.ErrChanged,
+// or fs.ErrNotExist when it is gone).
+func removeFile(root sysroot.Root, p, hash string) error {
+	rm := func() error { return fsutil.RemoveIn(string(root), p, false) }
+	if hash != "" {
+		rm = func() error { return fsutil.RemoveInIfSum(string(root), p, hash, maxFile) }
+	}
+	if err := rm(); err != nil {
 		return fmt.Errorf("removing the seed: %w", err)
 	}
 	if err := fsutil.SyncDirIn(string(root), filepath.Dir(p)); err != nil && !errors.Is(err, fs.ErrNotExist) {

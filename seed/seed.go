@@ -3,8 +3,6 @@ package seed
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -511,10 +509,9 @@ func UnwrapNetworkConfig(data []byte) ([]byte, error) {
 	return out, nil
 }
 
-func sum(b []byte) string {
-	h := sha256.Sum256(b)
-	return hex.EncodeToString(h[:])
-}
+// sum is the hash of a file's content the marker keeps, the one
+// fsutil.RemoveInIfSum checks.
+func sum(b []byte) string { return fsutil.Sum(b) }
 
 // same reports whether the system path p under root is a regular file
 // holding data with mode perm. It compares as it reads: a value of many

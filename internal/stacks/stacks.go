@@ -12,8 +12,6 @@ package stacks
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -68,8 +66,8 @@ type File struct {
 }
 
 // ErrChanged is returned by Remove for a file that no longer holds what
-// Walk read.
-var ErrChanged = errors.New("changed since it was read")
+// Walk read (fsutil.ErrChanged).
+var ErrChanged = fsutil.ErrChanged
 
 // Remove removes the file f that Walk found to be Ours under root, only
 // while it still holds what Walk read: it reads the file again right
@@ -79,22 +77,10 @@ var ErrChanged = errors.New("changed since it was read")
 // the removal after Walk (a plan, a dry run) is thereby held to the file
 // it saw.
 func Remove(root string, f File) error {
-	if !f.Ours || f.Sum == "" {
+	if !f.Ours {
 		return fmt.Errorf("removing %s: %w (not found to be seedkeeper's)", f.Path, ErrChanged)
 	}
-	b, err := fsutil.ReadFileInNoFollow(context.Background(), root, f.Path, fsutil.SmallFile)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return err
-	case err != nil || sum(b) != f.Sum:
-		return fmt.Errorf("removing %s: %w", f.Path, ErrChanged)
-	}
-	return fsutil.RemoveIn(root, f.Path, false)
-}
-
-func sum(b []byte) string {
-	h := sha256.Sum256(b)
-	return hex.EncodeToString(h[:])
+	return fsutil.RemoveInIfSum(root, f.Path, f.Sum, fsutil.SmallFile)
 }
 
 // Walk returns the files of seedkeeper's names in the place under root,
@@ -131,7 +117,7 @@ func Walk(root string, pl Place) ([]File, error) {
 		if e.Type().IsRegular() {
 			b, err := fsutil.ReadFileInNoFollow(context.Background(), root, f.Path, fsutil.SmallFile)
 			if f.Ours = err == nil && pl.Ours(e.Name(), b); f.Ours {
-				f.Sum = sum(b)
+				f.Sum = fsutil.Sum(b)
 			}
 		}
 		out = append(out, f)
