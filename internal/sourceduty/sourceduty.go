@@ -228,7 +228,7 @@ func WatcherFor(h *Host, b Boot, rec Recorder) Watcher { return watcher(h, b, re
 var SpecPoll atomic.Int64
 
 // ToolBudget bounds every tool run of a boot's duties together, in
-// nanoseconds (datasource sets it to its DefaultToolTimeout). An atomic
+// nanoseconds (datasource sets it to vmtools.DefaultTimeout). An atomic
 // so that a test can shorten it.
 var ToolBudget atomic.Int64
 
