@@ -54,6 +54,7 @@ func vmwareIMCBegin(ctx context.Context, h *sourceduty.Host, b *vmwareBoot, vs *
 		}
 	} else {
 		head += ") read from " + iMCDir
+		vs.Spec = spec.digest()
 		if spec.Live {
 			head += ", applied while the VM ran; its instance ID is the one the VM had then (" + md.InstanceID + "), not the spec's own"
 		}

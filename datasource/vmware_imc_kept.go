@@ -3,7 +3,10 @@ package datasource
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -72,6 +75,30 @@ type keptIMC struct {
 func (k *keptIMC) sameSpec(o *keptIMC) bool {
 	return k.MarkerID == o.MarkerID && bytes.Equal(k.CustCfg, o.CustCfg) &&
 		maps.EqualFunc(k.Files, o.Files, bytes.Equal)
+}
+
+// digest identifies the spec read from iMCDir by what of it is kept
+// (its marker, cust.cfg without the password, the files it names): a
+// SHA-256, hex; "" for a spec that keeps nothing (the kept copy).
+func (s *IMCSpec) digest() string {
+	k := s.keep
+	if k == nil {
+		return ""
+	}
+	h := sha256.New()
+	field := func(b []byte) {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(b)))
+		h.Write(n[:])
+		h.Write(b)
+	}
+	field([]byte(k.MarkerID))
+	field(k.CustCfg)
+	for _, name := range slices.Sorted(maps.Keys(k.Files)) {
+		field([]byte(name))
+		field(k.Files[name])
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // keptIMCHint says, in an error about the kept file, what it is and the

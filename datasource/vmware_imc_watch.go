@@ -49,6 +49,10 @@ type imcWatch struct {
 	guestinfo string
 	// id is the instance ID the boot reported: a live spec keeps it.
 	id string
+	// bootSpec is the digest of the spec the boot read from iMCDir
+	// (sourceduty.VMwareStatus.Spec): applied, or failed and reported so
+	// by the boot, it is not applied again; "" when the boot read none.
+	bootSpec string
 
 	// Touched only by Run's goroutine: the cust.cfg last looked at, and
 	// whether the last look failed (logged once).
@@ -63,6 +67,9 @@ func newIMCWatch(h *sourceduty.Host, b sourceduty.Boot, rec sourceduty.Recorder)
 		return nil
 	}
 	w := &imcWatch{h: h, rec: rec, id: b.ReportedID}
+	if vs := b.Extra.VMware; vs != nil {
+		w.bootSpec = vs.Spec
+	}
 	if b.Transport != transportIMC {
 		// cloud-init's order, as at boot: a spec is read only when
 		// guestinfo holds nothing.
@@ -130,6 +137,12 @@ func (w *imcWatch) handle(ctx context.Context) {
 		return
 	}
 	spec := md.VMwareIMC
+	if w.bootSpec != "" && spec.digest() == w.bootSpec {
+		// The boot applied it, or failed on it and told vCenter so: a
+		// second go, and a second report, would only contradict it.
+		h.Log.Info("vmware: the customization spec in " + iMCDir + " is the one the boot read; nothing to do")
+		return
+	}
 	if applied := w.applied(ctx, spec); applied != "" {
 		h.Log.Info("vmware: the customization spec in " + iMCDir + " " + applied + "; nothing to do")
 		return

@@ -156,3 +156,37 @@ func TestIMCWatchNoMarker(t *testing.T) {
 		t.Errorf("applied %d, calls %q, recorded %q", len(l.applied), l.s.calls(), l.rec.lines)
 	}
 }
+
+// The spec the boot read from iMCDir is not applied again by the watch,
+// even when the boot failed on it (no marker, nothing kept): the boot
+// told vCenter, and a second go would contradict it. A spec written
+// after it is applied.
+func TestIMCWatchSkipsTheBootsSpec(t *testing.T) {
+	l := newLiveIMC(t, transportIMC, nil)
+	cfg := liveNICSpec + "[MISC]\nMARKER-ID = m-boot\n"
+	p := sysroot.Root(l.s.root).Path(imcSpecPath)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	md, err := readIMC(t.Context(), sysroot.Root(l.s.root), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs := &sourceduty.VMwareStatus{}
+	vmwareIMCBegin(t.Context(), &sourceduty.Host{Root: sysroot.Root(l.s.root), Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, &vmwareBoot{tools: newToolBudget()}, vs, md)
+	if len(vs.Spec) != 64 {
+		t.Fatalf("the boot's status names no spec: %q", vs.Spec)
+	}
+	l.w.bootSpec = vs.Spec
+	l.handOver(t, cfg) // Tools' file, as the boot read it
+	if len(l.applied) != 0 || len(l.s.calls()) != 0 || len(l.rec.lines) != 0 {
+		t.Errorf("the boot's spec again: applied %d, calls %q, recorded %q", len(l.applied), l.s.calls(), l.rec.lines)
+	}
+	l.handOver(t, strings.Replace(cfg, "m-boot", "m-next", 1))
+	if len(l.applied) != 1 || len(l.s.calls()) != 2 {
+		t.Errorf("a new spec: applied %d, calls %q", len(l.applied), l.s.calls())
+	}
+}

@@ -129,6 +129,11 @@ type VMwareStatus struct {
 	// no network configuration (cloud-init's DHCP fallback); "" when it
 	// has one.
 	Fallback string `json:"fallback,omitempty"`
+	// Spec identifies the customization spec the boot read from where
+	// VMware Tools leaves it (a SHA-256 over what of it is kept), so that
+	// seedkeeper watch does not apply again a spec the boot applied or
+	// failed on; "" when the boot read none there.
+	Spec string `json:"spec,omitempty"`
 }
 
 // Duties are what one source does in one boot beyond its read, bound to
