@@ -160,8 +160,7 @@ func keepIMC(h *sourceduty.Host, vs *sourceduty.VMwareStatus, spec *IMCSpec) {
 	// bounds each is 24 MiB, and only one of them is held at a time.
 	env, err := newKeptEnvelope(spec.keep, time.Now().UTC().Format(time.RFC3339))
 	if err == nil {
-		old, rerr := fsutil.ReadFileInNoFollow(context.Background(), string(h.Root), paths.VMwareIMCSpec, maxKeptIMC+1)
-		if rerr == nil && env.sameAs(old) {
+		if keptFileIs(context.Background(), h.Root, env) {
 			return
 		}
 	}

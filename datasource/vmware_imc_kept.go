@@ -223,7 +223,13 @@ func (e *keptEnvelope) reader() io.Reader {
 // applied (the RFC 3339 UTC time, 20 bytes, at the same place in both),
 // reading it against the envelope a piece at a time.
 func (e *keptEnvelope) sameAs(old []byte) bool {
-	if len(old) != e.size {
+	return e.sameAsReader(context.Background(), bytes.NewReader(old), int64(len(old)))
+}
+
+// sameAsReader is sameAs over a file of size bytes read from r, a piece
+// at a time.
+func (e *keptEnvelope) sameAsReader(ctx context.Context, r io.Reader, size int64) bool {
+	if size != int64(e.size) {
 		return false
 	}
 	// The applied time is in the first piece, after "applied":".
@@ -233,24 +239,29 @@ func (e *keptEnvelope) sameAs(old []byte) bool {
 		return false
 	}
 	at := i + len(key)
-	var buf [4096]byte
-	r := e.reader()
+	var got, want [4096]byte
+	env := e.reader()
 	for off := 0; off < e.size; {
-		n, err := r.Read(buf[:min(len(buf), e.size-off)])
-		got, want := buf[:n], old[off:off+n]
+		if ctx.Err() != nil {
+			return false
+		}
+		n, err := io.ReadFull(env, got[:min(len(got), e.size-off)])
+		if err != nil {
+			return false
+		}
+		if _, err := io.ReadFull(r, want[:n]); err != nil {
+			return false
+		}
 		// Mask the applied time of both.
 		for j := range n {
 			if p := off + j; p >= at && p < at+20 {
 				got[j] = want[j]
 			}
 		}
-		if !bytes.Equal(got, want) {
+		if !bytes.Equal(got[:n], want[:n]) {
 			return false
 		}
 		off += n
-		if err != nil {
-			return off == e.size
-		}
 	}
 	return true
 }
@@ -374,15 +385,67 @@ func liveIMCIdentity(md *Metadata, id string) {
 // otherwise. A kept file that cannot be read is nil too: readKeptIMC
 // says what is wrong with it when it is read.
 func keptIMCFor(ctx context.Context, root sysroot.Root, keep *keptIMC) *keptIMC {
-	b, err := fsutil.ReadFileInNoFollow(ctx, string(root), paths.VMwareIMCSpec, maxKeptIMC+1)
+	f, err := fsutil.OpenIn(string(root), paths.VMwareIMCSpec, fsutil.Regular|fsutil.NoFollow)
 	if err != nil {
 		return nil
 	}
-	k, err := decodeKeptIMC(b)
-	if err != nil || k.InstanceID == "" || !k.sameSpec(keep) {
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || fi.Size() > maxKeptIMC {
 		return nil
 	}
-	return k
+	// The instance ID is the envelope's last field: read from its tail,
+	// the file is then compared with the envelope keep makes with it a
+	// piece at a time, not decoded (at the bounds it is 24 MiB, read while
+	// the spec just read is held).
+	id := keptTailInstanceID(f, fi.Size())
+	if id == "" || CheckInstanceID(id) != nil {
+		return nil
+	}
+	c := *keep
+	c.InstanceID = id
+	env, err := newKeptEnvelope(&c, "0000-00-00T00:00:00Z")
+	if err != nil {
+		return nil
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil || !env.sameAsReader(ctx, f, fi.Size()) {
+		return nil
+	}
+	return &c
+}
+
+// keptFileIs reports whether the kept file under root is env's but for
+// the time it was applied, reading it a piece at a time.
+func keptFileIs(ctx context.Context, root sysroot.Root, env *keptEnvelope) bool {
+	f, err := fsutil.OpenIn(string(root), paths.VMwareIMCSpec, fsutil.Regular|fsutil.NoFollow)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	return err == nil && env.sameAsReader(ctx, f, fi.Size())
+}
+
+// keptTailInstanceID is the instance_id at the end of the kept file f of
+// size bytes; "" when it has none there.
+func keptTailInstanceID(f io.ReaderAt, size int64) string {
+	const tail = 1 << 10 // a quoted instance ID of at most 255 bytes, and the key
+	off := max(size-tail, 0)
+	b := make([]byte, size-off)
+	if _, err := f.ReadAt(b, off); err != nil && !errors.Is(err, io.EOF) {
+		return ""
+	}
+	const key = `,"instance_id":`
+	i := bytes.LastIndex(b, []byte(key))
+	rest, ok := bytes.CutSuffix(b[max(i, 0)+len(key):], []byte("}\n"))
+	if i < 0 || !ok {
+		return ""
+	}
+	var id string
+	if json.Unmarshal(rest, &id) != nil {
+		return ""
+	}
+	return id
 }
 
 // readKeptIMC reads the kept spec under root: ErrNoSource wrapped when
