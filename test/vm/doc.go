@@ -56,11 +56,13 @@
 //     a clone of the sealed disk;
 //   - Debian 12: the stacked links (v2's seed once, and with the driver
 //     allowlist leaving the NICs out), the SmartOS host that comes up
-//     late, the VMware guest, the ifupdown and NetworkManager images;
+//     late, the VMware guest (guestinfo; a traditional customization
+//     spec), the ifupdown and NetworkManager images;
 //   - Debian 13: the no-source boot (networkd), the netplan image's first
 //     boot with a hot-added NIC, and netplan over NetworkManager;
 //   - forky: the netplan chain (first with a hot-added NIC, resolver-changed
-//     beside a clone, unchanged) and the VMware guest on cloud-init 26.2.
+//     beside a clone, unchanged) and the VMware guest on cloud-init 26.2,
+//     customized with a spec of the cloud-init kind.
 //
 // make e2e (SEEDKEEPER_VM_MATRIX=full) adds what would only repeat a check
 // of make test's on another image, or on a second boot of the same one:
@@ -80,7 +82,13 @@
 // and MACs); the stacked links' second boot and v1's seed (every boot
 // makes the links in a fresh kernel, and that a boot with nothing changed
 // rewrites no file is forky's unchanged boot, through the same writers;
-// v1 reads to v2's links, plan and files, TestStackedSeedsAgree); the admin chain on Debian 13; and the
+// v1 reads to v2's links, plan and files, TestStackedSeedsAgree); the admin chain on Debian 13;
+// the VMware guest's spec of the cloud-init kind on Debian 12, first
+// customized, then read again from the kept spec (forky's customized boot
+// shows the first with the same stand-in and checks; the second, the
+// kept spec read again, runs only there); forky's VMware guest from guestinfo
+// (Debian 12's guestinfo boot runs the same seedkeeper code, and what
+// forky changes, cloud-init, is forky's customized boot's); and the
 // extra template and stacked-stack scenarios. Every boot logs its QEMU's
 // CPU time, and the run ends with the total.
 //

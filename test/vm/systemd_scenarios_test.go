@@ -136,14 +136,20 @@ func checkSeedkeeperNetwork(t *testing.T, r *sdReport, resolver string) {
 	if got := r.addrs(t, "addr.json", nicDHCP.MAC); !slices.Contains(got, addrDHCP) {
 		t.Errorf("%s: DHCP NIC has %v, want the lease %s\nnetwork files:\n%s", r.name, got, addrDHCP, r.get(t, "netfiles"))
 	}
-	// With systemd-resolved, /etc/resolv.conf names its stub, and the
-	// servers networkd gave it are in its uplink file.
+	checkResolver(t, r, resolver)
+}
+
+// checkResolver asserts that the guest's resolver names server. With
+// systemd-resolved, /etc/resolv.conf names its stub, and the servers
+// networkd gave it are in its uplink file.
+func checkResolver(t *testing.T, r *sdReport, server string) {
+	t.Helper()
 	file, name := "resolv.conf", "/etc/resolv.conf"
 	if strings.HasSuffix(strings.TrimSpace(string(r.files["resolv.conf.link"])), "/stub-resolv.conf") {
 		file, name = "resolved-resolv.conf", "/run/systemd/resolve/resolv.conf (systemd-resolved)"
 	}
-	if rc := r.get(t, file); !strings.Contains(rc, "nameserver "+resolver+"\n") && !strings.HasSuffix(rc, "nameserver "+resolver) {
-		t.Errorf("%s: %s does not name %s:\n%s", r.name, name, resolver, rc)
+	if rc := r.get(t, file); !strings.Contains(rc, "nameserver "+server+"\n") && !strings.HasSuffix(rc, "nameserver "+server) {
+		t.Errorf("%s: %s does not name %s:\n%s", r.name, name, server, rc)
 	}
 }
 

@@ -518,6 +518,10 @@ const (
 	imcCIDNS      = "10.0.2.54"
 	imcCIMarker   = "7c3a5e10-0000-4000-8000-0000000000b2"
 	imcCIUserKey  = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIDmY1lUqW3mNnOa2uJ3x7q3dJcKc5wW0x7Qw6yN5QWmz userdata@imc"
+	// imcCIPassword is root's password as a spec of the cloud-init kind
+	// sets it: in its user-data, for cloud-init to set; it too must
+	// reach no log and no status.
+	imcCIPassword = "imc-ci-Pw-3b9d-never-logged"
 )
 
 // imcPackages are the customization packages, file by file, as vCenter
@@ -594,7 +598,14 @@ network:
         addresses: [%s]
         search: [imc.lan]
 `, imcCIInstance, imcCIHost, nicVMware.MAC, imcCIAddr, imcCIDNS),
-			"userdata": fmt.Sprintf("#cloud-config\nssh_authorized_keys:\n  - %s\n", imcCIUserKey),
+			"userdata": fmt.Sprintf(`#cloud-config
+ssh_authorized_keys:
+  - %s
+chpasswd:
+  expire: false
+  users:
+    - {name: root, password: %s, type: text}
+`, imcCIUserKey, imcCIPassword),
 		},
 	}
 }
@@ -834,9 +845,7 @@ func checkIMCBoot(t *testing.T, r *sdReport, wantReports []string, marker, insta
 	if got := r.addrs(t, "addr.json", nicVMware.MAC); !slices.Equal(got, []string{addr + "/24"}) {
 		t.Errorf("%s: the NIC has %v, want the spec's [%s/24]\nnetwork files:\n%s\njournal:\n%s", r.name, got, addr, r.get(t, "netfiles"), r.get(t, "journal-seedkeeper"))
 	}
-	if rc := r.get(t, "resolv.conf"); !strings.Contains(rc, "nameserver "+dns+"\n") && !strings.HasSuffix(rc, "nameserver "+dns) {
-		t.Errorf("%s: /etc/resolv.conf does not name the spec's %s:\n%s", r.name, dns, rc)
-	}
+	checkResolver(t, r, dns)
 	var st struct {
 		Source, Transport string
 		VMware            *struct{ Customization []string }
@@ -852,6 +861,42 @@ func checkIMCBoot(t *testing.T, r *sdReport, wantReports []string, marker, insta
 	} else {
 		t.Logf("%s: customization in the status:\n%s", r.name, strings.Join(st.VMware.Customization, "\n"))
 	}
+}
+
+// checkRootPassword asserts that the spec's root password was set (root
+// has a hash now) and is said nowhere: in no journal, status, record of
+// the stub's or line of cloud-init's log the report keeps.
+func checkRootPassword(t *testing.T, r *sdReport, password string) {
+	t.Helper()
+	if !strings.Contains(r.get(t, "shadow-hashes"), "root:$") {
+		t.Errorf("%s: root has no password hash:\n%s", r.name, r.get(t, "shadow-hashes"))
+	}
+	for _, f := range []string{"journal", "journal-seedkeeper", "seedkeeper-status", "status.json", "vmware-calls", "cloud-init-cache", "vmware-tools.log"} {
+		if strings.Contains(r.get(t, f), password) {
+			t.Errorf("%s: the spec's password is in the report's %s", r.name, f)
+		}
+	}
+}
+
+// checkIMCCloudInitFirstBoot is the first boot of a clone customized with
+// the spec of the cloud-init kind: every check of checkIMCBoot on its
+// instance, hostname, address and resolver, seedkeeper-boot's reports of
+// a customization that went through (begun, then done: nothing to
+// disable), the user-data's key in authorized_keys, and its root
+// password set and said nowhere.
+func checkIMCCloudInitFirstBoot(t *testing.T, r *sdReport) {
+	t.Helper()
+	const msg = "journalctl -u seedkeeper-boot"
+	checkIMCBoot(t, r, []string{
+		"deployPkg.update.state 4 0 " + msg,
+		"info-set guestinfo.gc.status Started",
+		"deployPkg.update.state 5 0 " + msg,
+		"info-set guestinfo.gc.status Successful",
+	}, imcCIMarker, imcCIInstance, imcCIHost, imcCIAddr, imcCIDNS)
+	if keys := r.get(t, "authorized-keys"); !strings.Contains(keys, imcCIUserKey) {
+		t.Errorf("%s: the spec's user-data key is not in authorized_keys:\n%s", r.name, keys)
+	}
+	checkRootPassword(t, r, imcCIPassword)
 }
 
 // TestIntegrationSystemdVMwareIMC boots the VMware guest once, as a
@@ -879,15 +924,7 @@ func TestIntegrationSystemdVMwareIMC(t *testing.T) {
 	if dir := strings.Fields(r.get(t, "vmware-imc-dir")); !slices.Contains(dir, "script01.bat") || !slices.Contains(dir, "cust.cfg") {
 		t.Errorf("%s: /run/vmware-imc has %v; want the spec and the script Tools handed over", r.name, dir)
 	}
-	// The password: set (root has a hash now), said nowhere.
-	if !strings.Contains(r.get(t, "shadow-hashes"), "root:$") {
-		t.Errorf("%s: root has no password hash:\n%s", r.name, r.get(t, "shadow-hashes"))
-	}
-	for _, f := range []string{"journal", "journal-seedkeeper", "seedkeeper-status", "status.json", "vmware-calls", "cloud-init-cache"} {
-		if strings.Contains(r.get(t, f), imcTradPassword) {
-			t.Errorf("%s: the spec's password is in the report's %s", r.name, f)
-		}
-	}
+	checkRootPassword(t, r, imcTradPassword)
 	if st := r.get(t, "seedkeeper-status"); !strings.Contains(st, imcTradHost+"."+imcTradDomain) {
 		t.Logf("%s: seedkeeper status does not name %s.%s:\n%s", r.name, imcTradHost, imcTradDomain, st)
 	}
@@ -910,16 +947,7 @@ func TestIntegrationSystemdVMwareIMCCloudInit(t *testing.T) {
 	d := newSDDisk(t, img)
 	b := sdBoot{Name: "imc-cloudinit", UUID: vmwareUUID, NICs: []sdNIC{nicVMware}, SMBIOS: []string{vmwareSMBIOS}, Append: []string{"sk.imc=" + imcCIName}}
 	r1 := d.boot(t, b)
-	const msg = "journalctl -u seedkeeper-boot"
-	checkIMCBoot(t, r1, []string{
-		"deployPkg.update.state 4 0 " + msg,
-		"info-set guestinfo.gc.status Started",
-		"deployPkg.update.state 5 0 " + msg,
-		"info-set guestinfo.gc.status Successful",
-	}, imcCIMarker, imcCIInstance, imcCIHost, imcCIAddr, imcCIDNS)
-	if keys := r1.get(t, "authorized-keys"); !strings.Contains(keys, imcCIUserKey) {
-		t.Errorf("%s: the spec's user-data key is not in authorized_keys:\n%s", r1.name, keys)
-	}
+	checkIMCCloudInitFirstBoot(t, r1)
 
 	b.Name, b.Append = "imc-again", nil
 	r2 := d.boot(t, b)
@@ -958,28 +986,65 @@ func TestIntegrationSystemdVMwareIMCCloudInit(t *testing.T) {
 }
 
 // TestIntegrationSystemdVMwareForky boots the VMware guest once on
-// forky's networkd image: cloud-init 26.2, whose VMware datasource knows
-// network events of its own (boot, boot-new-instance, hotplug) and would
-// render the metadata's network, advertise them in guestinfo and apply
-// them. Beside every check of the Debian 12 boot, it shows that the two
-// never both configure the NIC: cloud-init ran NoCloud from seedkeeper's
-// seed with its network configuration disabled, its renderers wrote no
-// file, networkd configured the NIC from seedkeeper's file alone (from
-// the first journal line on), and every guestinfo write, the network
-// events among them, came from seedkeeper's units, none from cloud-init.
+// forky's networkd image, as a vSphere clone customized with the spec of
+// the cloud-init kind (Tools hands it over as in
+// TestIntegrationSystemdVMwareIMCCloudInit's first boot): cloud-init 26.2,
+// whose VMware datasource knows network events of its own (boot,
+// boot-new-instance, hotplug) and would render the spec's network,
+// advertise them in guestinfo and apply them. It shows every check of
+// that first boot (the spec's instance, hostname, address and resolver,
+// the reports to vCenter, the password said nowhere), and that the two
+// never both configure the NIC (checkForkyVMwareNetwork). One boot, in
+// make test: the only one of the cloud-init kind there.
 func TestIntegrationSystemdVMwareForky(t *testing.T) {
 	testenv.Integration(t)
 	t.Parallel()
 	img := needSystemdVariant(t, relForky, "networkd", "vmware")
 	d := newSDDisk(t, img)
+	r := d.boot(t, sdBoot{Name: "vmware-forky-imc", UUID: vmwareUUID, NICs: []sdNIC{nicVMware}, SMBIOS: []string{vmwareSMBIOS},
+		Append: []string{"sk.imc=" + imcCIName}})
+	checkForkyVMwareNetwork(t, r)
+	checkIMCCloudInitFirstBoot(t, r)
+}
+
+// TestIntegrationSystemdVMwareForkyGuestinfo boots the guestinfo guest of
+// TestIntegrationSystemdVMware on forky's networkd image, with the checks
+// of both that boot and checkForkyVMwareNetwork. One boot, in make e2e
+// (SEEDKEEPER_VM_MATRIX=full): make test loses nothing without it, as
+// Debian 12's guestinfo boot runs the same seedkeeper code through the
+// same stub, and what forky changes is cloud-init, whose network and
+// events TestIntegrationSystemdVMwareForky shows left to seedkeeper on a
+// customized boot, on the same image.
+func TestIntegrationSystemdVMwareForkyGuestinfo(t *testing.T) {
+	testenv.Integration(t)
+	if !fullMatrix() {
+		t.Skip("the guestinfo boot on forky runs in make e2e (SEEDKEEPER_VM_MATRIX=full); make test boots guestinfo on Debian 12 and forky's cloud-init 26.2 with a spec")
+	}
+	t.Parallel()
+	img := needSystemdVariant(t, relForky, "networkd", "vmware")
+	d := newSDDisk(t, img)
 	r := d.boot(t, sdBoot{Name: "vmware-forky", UUID: vmwareUUID, NICs: []sdNIC{nicVMware}, SMBIOS: []string{vmwareSMBIOS},
 		Append: vmwareCmdline(vmwareGuestinfo(t))})
+	checkForkyVMwareNetwork(t, r)
+	checkSeedkeeperUnit(t, r)
+	checkVMwareGuest(t, r)
+}
+
+// checkForkyVMwareNetwork is what a VMware boot on cloud-init 26.2 shows
+// whatever seedkeeper read: seedkeeper-boot done before cloud-init's
+// first units started, and the NIC configured by seedkeeper alone:
+// cloud-init ran NoCloud from seedkeeper's seed with its network
+// configuration disabled, its renderers wrote no file, networkd
+// configured the NIC from seedkeeper's file alone (from the first
+// journal line on), and seedkeeper-boot advertised the network events
+// while every guestinfo write came from seedkeeper's units, none from
+// cloud-init.
+func checkForkyVMwareNetwork(t *testing.T, r *sdReport) {
+	t.Helper()
 	if v := r.get(t, "cloud-init-version"); !strings.Contains(v, " 26.") {
 		t.Fatalf("%s: cloud-init is %q, not 26.x: the case is not exercised", r.name, v)
 	}
-	checkSeedkeeperUnit(t, r)
 	checkCloudInitOrder(t, r, relForky)
-	checkVMwareGuest(t, r)
 
 	log := r.get(t, "cloud-init-network")
 	if !strings.Contains(log, "network config is disabled by system_cfg") {
@@ -1005,9 +1070,17 @@ func TestIntegrationSystemdVMwareForky(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%s: the stub's record: %v", r.name, err)
 	}
+	for _, rpc := range []string{"info-set guestinfo.cloudinit.updates.supported network=boot;boot-new-instance;hotplug",
+		"info-set guestinfo.cloudinit.updates.enabled network=boot;boot-new-instance;hotplug"} {
+		if _, ok := findRPC(calls, rpc, "seedkeeper-boot.service"); !ok {
+			t.Errorf("%s: no %q from seedkeeper-boot:\n%s", r.name, rpc, r.get(t, "vmware-calls"))
+		}
+	}
 	for _, c := range calls {
 		if strings.HasPrefix(c.rpc, "info-set guestinfo.cloudinit.") && c.unit != "seedkeeper-boot.service" {
 			t.Errorf("%s: %s advertised network events: %q", r.name, c.unit, c.rpc)
+		} else if strings.HasPrefix(c.rpc, "info-set ") && c.unit != "seedkeeper-boot.service" && c.unit != "seedkeeper-watch.service" {
+			t.Errorf("%s: %s set guestinfo: %q", r.name, c.unit, c.rpc)
 		}
 	}
 	if t.Failed() {
