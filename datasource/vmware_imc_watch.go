@@ -202,9 +202,10 @@ func (w *imcWatch) apply(ctx context.Context, md *Metadata) {
 			vs.Customization = append(vs.Customization, "network: applied live to the spec's NICs seedkeeper owns (owned links now: "+orNone(owned)+")")
 		}
 	}
-	// The root password: never. The kept spec never holds it, so there
-	// is no later time, and the watch's service may not change
-	// /etc/shadow (it has no CAP_CHOWN, which chpasswd needs).
+	// The root password: never. The kept spec never holds the
+	// [PASSWORD] section, so there is no later time, and the watch's
+	// service may not change /etc/shadow (it has no CAP_CHOWN, which
+	// chpasswd needs).
 	if spec.Password {
 		if outcome == "ok" {
 			outcome = "password" // a network failure is said first
