@@ -7,8 +7,8 @@ package vm
 // Debian 13 (relTrixie: cloud-init 25.1.4, systemd 257) and Debian's next,
 // forky (relForky: cloud-init 26.2, systemd 262); stacks networkd,
 // ifupdown, networkmanager and netplan (netplan.io over networkd with a
-// catch-all in /etc/netplan; with systemd-resolved on forky, whose
-// netplan has wait-online wait for DNS).
+// catch-all in /etc/netplan, and systemd-resolved as Debian's netplan
+// images have it; forky's netplan has wait-online wait for DNS).
 //
 // # How it is built
 //
@@ -154,11 +154,14 @@ var sdReleasePackages = map[string][]string{
 }
 
 // sdReleaseStackPackages adds what a stack's image needs on a release
-// beyond sdStackPackages. netplan.io 1.2 has systemd-networkd-wait-online
-// wait for DNS (--dns), which only systemd-resolved answers: its images
-// carry resolved, as Debian's netplan images do.
+// beyond sdStackPackages. netplan images over networkd carry
+// systemd-resolved (a package of its own, not part of systemd), and
+// netplan.io 1.2 has systemd-networkd-wait-online wait for DNS (--dns),
+// which only resolved answers: the test's netplan images carry it too,
+// on Debian 13 as on forky, so that they are what users boot.
 var sdReleaseStackPackages = map[string]map[string][]string{
-	relForky: {"netplan": {"systemd-resolved"}},
+	relTrixie: {"netplan": {"systemd-resolved"}},
+	relForky:  {"netplan": {"systemd-resolved"}},
 }
 
 // Environment knobs of the systemd guest.

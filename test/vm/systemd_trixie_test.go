@@ -12,7 +12,8 @@ import (
 
 // The core scenarios on Debian 13 (cloud-init 25.1.4, systemd 257): on the
 // networkd image and on the netplan image (netplan.io over networkd, with
-// the catch-all image builders leave in /etc/netplan). Boots are chained on
+// the catch-all image builders leave in /etc/netplan, and systemd-resolved
+// as netplan images have it). Boots are chained on
 // one disk so that each carries several checks:
 //
 //	networkd:   no-source [→ first (+ hot-added NIC) → resolver-changed ∥ clone → unchanged]
