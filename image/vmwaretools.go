@@ -2,18 +2,17 @@ package image
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"path"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/seedkeeper/seedkeeper/internal/fsutil"
+	"github.com/seedkeeper/seedkeeper/internal/vmtools"
 )
 
 // What VMware Tools' deployPkg plugin reads to decide whether it hands a
@@ -32,12 +31,6 @@ const (
 	maxDpkgLine   = 1 << 20
 )
 
-// toolsFlagLine is how Tools finds disable_vmware_customization: a line
-// match, not YAML (a POSIX extended expression matched against the line
-// with its newline), the last matching line of a file winning; "true"
-// and "false" only, in lower case.
-var toolsFlagLine = regexp.MustCompile(`(?s)^\s*disable_vmware_customization\s*:\s*(true|false)\s*(\s+#.*)?$`)
-
 // toolsFlag is the key's value in one file as Tools reads it: "true",
 // "false", or "" when unset or the file cannot be read (Tools skips it).
 func (in *inspection) toolsFlag(sys string) string {
@@ -45,13 +38,7 @@ func (in *inspection) toolsFlag(sys string) string {
 	if err != nil {
 		return ""
 	}
-	v := ""
-	for _, line := range bytes.SplitAfter(b, []byte("\n")) {
-		if m := toolsFlagLine.FindSubmatch(line); m != nil {
-			v = string(m[1])
-		}
-	}
-	return v
+	return vmtools.CustomizationFlag(b)
 }
 
 // toolsFlagFile is the file whose value Tools takes, and the value

@@ -2,13 +2,13 @@ package packaging
 
 import (
 	"bufio"
-	"bytes"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/seedkeeper/seedkeeper/internal/vmtools"
 )
 
 // What VMware Tools does with a customization spec vCenter sends, as
@@ -58,28 +58,16 @@ var (
 	tools124 = toolsVersion{"open-vm-tools 12.4 and later", true}
 )
 
-// toolsFlagLine is how Tools finds the key: a line match, not YAML, the
-// last matching line of a file winning; "true" and "false" only, in lower
-// case. It is a POSIX extended expression matched against the line with
-// its newline: "." matches a newline too ((?s)), and Go's \s is the C
-// library's [[:space:]] but for \v.
-var toolsFlagLine = regexp.MustCompile(`(?s)^\s*disable_vmware_customization\s*:\s*(true|false)\s*(\s+#.*)?$`)
-
-// toolsFlag returns the value of the key in one file as Tools reads it:
-// "true", "false", or "" when unset (or the file cannot be read). Tools
-// reads a line at a time into 256 bytes; the drop-in's lines are shorter.
+// toolsFlag returns the value of the key in one file as Tools reads it
+// (vmtools.CustomizationFlag): "true", "false", or "" when unset (or the
+// file cannot be read). Tools reads a line at a time into 256 bytes; the
+// drop-in's lines are shorter.
 func toolsFlag(path string) string {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return ""
 	}
-	v := ""
-	for _, line := range bytes.SplitAfter(b, []byte("\n")) {
-		if m := toolsFlagLine.FindSubmatch(line); m != nil {
-			v = string(m[1])
-		}
-	}
-	return v
+	return vmtools.CustomizationFlag(b)
 }
 
 // toolsCustomizationEnabled is IsCloudInitCustomizationEnabled: in
@@ -245,8 +233,8 @@ func TestVMwareToolsHandOff(t *testing.T) {
 func TestDropInToolsLine(t *testing.T) {
 	var lines []string
 	for _, l := range strings.SplitAfter(readFileT(t, dropIn), "\n") {
-		if m := toolsFlagLine.FindStringSubmatch(l); m != nil {
-			lines = append(lines, m[1])
+		if vmtools.CustomizationFlagLine(l) {
+			lines = append(lines, vmtools.CustomizationFlag([]byte(l)))
 		}
 	}
 	if !slices.Equal(lines, []string{"false"}) {
@@ -263,7 +251,7 @@ func TestDropInToolsLine(t *testing.T) {
 		"disable_vmware_customization: false # x y z\n": true,
 		"disable_vmware_customization: false#x\n":       false,
 	} {
-		if got := toolsFlagLine.MatchString(l); got != want {
+		if got := vmtools.CustomizationFlagLine(l); got != want {
 			t.Errorf("Tools' match of %q: %v, want %v", l, got, want)
 		}
 	}

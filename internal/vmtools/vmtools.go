@@ -7,6 +7,7 @@
 package vmtools
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -253,3 +254,28 @@ func Set(ctx context.Context, r Runner, tool, key, value string) error {
 	}
 	return nil
 }
+
+// customizationFlagLine is how open-vm-tools finds
+// disable_vmware_customization in cloud-init's configuration: a line
+// match, not YAML. It is a POSIX extended expression matched against the
+// line with its newline: "." matches a newline too ((?s)), and Go's \s is
+// the C library's [[:space:]] but for \v; "true" and "false" only, in
+// lower case.
+var customizationFlagLine = regexp.MustCompile(`(?s)^\s*disable_vmware_customization\s*:\s*(true|false)\s*(\s+#.*)?$`)
+
+// CustomizationFlag is disable_vmware_customization in one file of
+// cloud-init's configuration (b) as open-vm-tools reads it: the last
+// matching line wins; "true", "false", or "" when no line sets it.
+func CustomizationFlag(b []byte) string {
+	v := ""
+	for _, line := range bytes.SplitAfter(b, []byte("\n")) {
+		if m := customizationFlagLine.FindSubmatch(line); m != nil {
+			v = string(m[1])
+		}
+	}
+	return v
+}
+
+// CustomizationFlagLine reports whether line (with its newline) is one
+// open-vm-tools takes as setting disable_vmware_customization.
+func CustomizationFlagLine(line string) bool { return customizationFlagLine.MatchString(line) }

@@ -107,3 +107,20 @@ func ExampleSet() {
 	// ["vmtoolsd" "--cmd" "info-set guestinfo.local-ipv6 2001:db8::10"]
 	// ["vmware-rpctool" "info-set guestinfo.metadata.encoding  "]
 }
+
+// The flag is read as open-vm-tools reads it: by line, the last matching
+// line winning, lower-case true/false only, a comment line not read.
+func TestCustomizationFlag(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                                      "",
+		"disable_vmware_customization: false\n": "false",
+		"disable_vmware_customization: false\ndisable_vmware_customization: true\n":   "true",
+		"disable_vmware_customization: true\n# disable_vmware_customization: false\n": "true",
+		"disable_vmware_customization: False\n":                                       "",
+		"datasource: {}\n  disable_vmware_customization :  false  # hand-over\n":      "false",
+	} {
+		if got := CustomizationFlag([]byte(in)); got != want {
+			t.Errorf("CustomizationFlag(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
