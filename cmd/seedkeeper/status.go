@@ -324,6 +324,19 @@ func printStatus(w io.Writer, rep *report.Report) {
 		fmt.Fprintf(w, "Hotplug:     allowlist %s\n", e(n.Allowlist))
 	}
 	printHotplug(w, rep)
+	printVMware(w, rep)
+	for _, x := range append(slices.Clone(rep.Warnings), rep.WatchWarnings...) {
+		fmt.Fprintf(w, "Warning:     %s\n", e(x))
+	}
+}
+
+// printVMware prints what the VMware source did in the last boot (its
+// wait, fallback and guestinfo, then the customization lines) and what
+// seedkeeper watch did since: the guestinfo it set and a customization
+// spec handed over while the machine ran.
+func printVMware(w io.Writer, rep *report.Report) {
+	st := &rep.Status
+	e := safetext.Escape
 	if v := st.VMware; v != nil {
 		if v.Wait != "" {
 			fmt.Fprintf(w, "Waited:      %s\n", e(v.Wait))
@@ -355,9 +368,6 @@ func printStatus(w io.Writer, rep *report.Report) {
 				fmt.Fprintf(w, "VMware Tools: %s (seedkeeper-watch, %s)\n", e(x), clock(c.At, rep.Time))
 			}
 		}
-	}
-	for _, x := range append(slices.Clone(rep.Warnings), rep.WatchWarnings...) {
-		fmt.Fprintf(w, "Warning:     %s\n", e(x))
 	}
 }
 
