@@ -70,13 +70,6 @@ type keptIMC struct {
 	InstanceID string `json:"instance_id,omitempty"`
 }
 
-// sameSpec reports whether k keeps the customization o does: the same
-// marker and text.
-func (k *keptIMC) sameSpec(o *keptIMC) bool {
-	return k.MarkerID == o.MarkerID && bytes.Equal(k.CustCfg, o.CustCfg) &&
-		maps.EqualFunc(k.Files, o.Files, bytes.Equal)
-}
-
 // digest identifies the spec read from iMCDir by what of it is kept
 // (its marker, cust.cfg without the password, the files it names): a
 // SHA-256, hex; "" for a spec that keeps nothing (the kept copy).
@@ -382,36 +375,50 @@ func liveIMCIdentity(md *Metadata, id string) {
 
 // keptIMCFor is the kept spec when it keeps the same customization as
 // keep (read from iMCDir) and was applied while the VM ran; nil
-// otherwise. A kept file that cannot be read is nil too: readKeptIMC
-// says what is wrong with it when it is read.
+// otherwise.
 func keptIMCFor(ctx context.Context, root sysroot.Root, keep *keptIMC) *keptIMC {
+	id, same := keptSameSpec(ctx, root, keep)
+	if !same || id == "" {
+		return nil
+	}
+	c := *keep
+	c.InstanceID = id
+	return &c
+}
+
+// keptSameSpec reports whether the kept file under root keeps the
+// customization keep does (the same marker, cust.cfg and files), and the
+// instance ID kept with it ("" when none). The instance ID is the
+// envelope's last field: read from its tail, the file is then compared
+// with the envelope keep makes with it a piece at a time, never decoded
+// (at the bounds it is 24 MiB, read while the spec just read is held).
+func keptSameSpec(ctx context.Context, root sysroot.Root, keep *keptIMC) (id string, same bool) {
+	if keep == nil {
+		return "", false
+	}
 	f, err := fsutil.OpenIn(string(root), paths.VMwareIMCSpec, fsutil.Regular|fsutil.NoFollow)
 	if err != nil {
-		return nil
+		return "", false
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil || fi.Size() > maxKeptIMC {
-		return nil
+		return "", false
 	}
-	// The instance ID is the envelope's last field: read from its tail,
-	// the file is then compared with the envelope keep makes with it a
-	// piece at a time, not decoded (at the bounds it is 24 MiB, read while
-	// the spec just read is held).
-	id := keptTailInstanceID(f, fi.Size())
-	if id == "" || CheckInstanceID(id) != nil {
-		return nil
+	id = keptTailInstanceID(f, fi.Size())
+	if id != "" && CheckInstanceID(id) != nil {
+		return "", false
 	}
 	c := *keep
 	c.InstanceID = id
 	env, err := newKeptEnvelope(&c, "0000-00-00T00:00:00Z")
 	if err != nil {
-		return nil
+		return "", false
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil || !env.sameAsReader(ctx, f, fi.Size()) {
-		return nil
+		return "", false
 	}
-	return &c
+	return id, true
 }
 
 // keptFileIs reports whether the kept file under root is env's but for

@@ -159,11 +159,7 @@ func (w *imcWatch) applied(ctx context.Context, spec *IMCSpec) string {
 		}
 		return ""
 	}
-	b, err := fsutil.ReadFileInNoFollow(ctx, string(w.h.Root), paths.VMwareIMCSpec, maxKeptIMC+1)
-	if err != nil {
-		return ""
-	}
-	if k, err := decodeKeptIMC(b); err == nil && spec.keep != nil && k.sameSpec(spec.keep) {
+	if _, same := keptSameSpec(ctx, w.h.Root, spec.keep); same {
 		return "has no marker and is the spec kept in " + paths.VMwareIMCSpec + ", applied already"
 	}
 	return ""
