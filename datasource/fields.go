@@ -160,7 +160,7 @@ func boundMetaData(doc string, m map[string]any) []string {
 		n, ok := yamlx.Size(m[k], left-len(k))
 		if !ok {
 			delete(m, k)
-			warnings = append(warnings, fmt.Sprintf("%s key %q dropped: expands to more than %d bytes (YAML aliases?)", doc, k, MaxMetaDataExpanded))
+			warnings = append(warnings, fmt.Sprintf("%s key %s dropped: expands to more than %d bytes (YAML aliases?)", doc, safeName(k), MaxMetaDataExpanded))
 			continue
 		}
 		left -= n + len(k)

@@ -55,7 +55,7 @@ func TestVMwareNetworkAliasBomb(t *testing.T) {
 	if md.InstanceID != "i-bomb" || md.Network != nil || md.NetworkConfigRaw != nil {
 		t.Errorf("ID %q, network %v, raw %d bytes; want the ID read and the network dropped", md.InstanceID, md.Network, len(md.NetworkConfigRaw))
 	}
-	if len(md.Warnings) != 1 || !strings.Contains(md.Warnings[0], `"network" dropped`) || !strings.Contains(md.Warnings[0], "aliases are expanded") {
+	if len(md.Warnings) != 1 || !strings.Contains(md.Warnings[0], `metadata key network dropped`) || !strings.Contains(md.Warnings[0], "aliases are expanded") {
 		t.Errorf("Warnings = %q", md.Warnings)
 	}
 	b, err := json.Marshal(md.MetaData)
@@ -83,7 +83,7 @@ func TestNoCloudPublicKeysAliasBomb(t *testing.T) {
 	if err != nil || len(b) > 2*MaxMetaDataExpanded {
 		t.Errorf("meta-data re-encodes to %d bytes (%v)", len(b), err)
 	}
-	if !strings.Contains(strings.Join(md.Warnings, "\n"), `meta-data key "public-keys" dropped: expands beyond the size limit`) {
+	if !strings.Contains(strings.Join(md.Warnings, "\n"), `meta-data key public-keys dropped: expands beyond the size limit`) {
 		t.Errorf("Warnings = %q", md.Warnings)
 	}
 }

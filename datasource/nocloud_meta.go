@@ -179,11 +179,14 @@ func noCloudKeyOrder(m map[string]any, node *yaml.Node) []string {
 	return names
 }
 
-// droppedKeyName names a key ParseFit left out: quoted when it is a
-// string, else described.
+// droppedKeyName names a key ParseFit left out: by name when it is a
+// plain one, else described with its line.
 func droppedKeyName(k *yaml.Node) string {
+	if k.Kind == yaml.ScalarNode && plainNameRE.MatchString(k.Value) {
+		return k.Value
+	}
 	if k.Kind == yaml.ScalarNode {
-		return fmt.Sprintf("%q", k.Value)
+		return fmt.Sprintf("(a key of %d bytes, line %d)", len(k.Value), k.Line)
 	}
 	return "(" + yamlx.NodeKind(k) + ", line " + fmt.Sprint(k.Line) + ")"
 }

@@ -363,14 +363,14 @@ func parseVMwareDoc(doc []byte) (_ map[string]any, dropped []string, _ error) {
 		// before anything is decoded; the others are kept.
 		n, over, err := yamlx.ParseFit(doc)
 		if err != nil {
-			return nil, nil, fmt.Errorf("not JSON or YAML: %w", err)
+			return nil, nil, fmt.Errorf("not JSON or YAML: %w", yamlx.Describe(err))
 		}
 		for _, d := range over {
 			dropped = append(dropped, fmt.Sprintf("metadata key %s dropped: %v", droppedKeyName(d.Key), d.Err))
 		}
 		if n.Kind != 0 {
 			if err := n.Decode(&v); err != nil {
-				return nil, nil, fmt.Errorf("not JSON or YAML: %w", err)
+				return nil, nil, fmt.Errorf("not JSON or YAML: %w", yamlx.Describe(err))
 			}
 		}
 	}
@@ -615,10 +615,15 @@ func vmwareRedactList(m map[string]any, log *slog.Logger) []string {
 		items = []any{t}
 	}
 	var keys []string
-	for _, e := range items {
+	for i, e := range items {
 		s, ok := e.(string)
 		if !ok || !vmtools.ValidKey(s) {
-			log.Warn("ignoring a key to redact that is not a guestinfo key name", "key", fmt.Sprint(e))
+			// Where and what, never the value: it is the metadata's.
+			got := yamlx.Kind(e)
+			if ok {
+				got = fmt.Sprintf("a string of %d bytes", len(s))
+			}
+			log.Warn("ignoring a key to redact that is not a guestinfo key name", "item", i+1, "got", got)
 			continue
 		}
 		keys = append(keys, s)

@@ -264,8 +264,9 @@ func (g *rawGuestinfo) name(key string) string {
 // limit; v may be overwritten.
 func decodeGuestinfoValue(name, enc string, v []byte, limit int, log *slog.Logger) ([]byte, error) {
 	if enc != "" && !knownGuestinfoEncoding(enc) {
-		log.Warn("unknown guestinfo encoding; using the value as plain text",
-			"key", name, "encoding", enc)
+		// Described, never quoted: the encoding key is the VM's text.
+		log.Warn("unknown guestinfo encoding (not base64, b64, gzip+base64 or gz+b64); using the value as plain text",
+			"key", name, "encoding_bytes", len(enc))
 	}
 	b, err := decodeGuestinfo(enc, v, limit)
 	if err != nil {

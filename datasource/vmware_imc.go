@@ -180,7 +180,7 @@ func parseIMCINI(b []byte) (*imcINI, error) {
 		}
 		if line[0] == ' ' || line[0] == '\t' {
 			if cur != nil && lastKey != "" {
-				cur.bad = append(cur.bad, fmt.Sprintf("key %s continues on line %d", safeIMCName(lastKey), n))
+				cur.bad = append(cur.bad, fmt.Sprintf("key %s continues on line %d", safeName(lastKey), n))
 				delete(cur.keys, lastKey)
 				continue
 			}
@@ -189,7 +189,7 @@ func parseIMCINI(b []byte) (*imcINI, error) {
 			name := trimmed[1 : len(trimmed)-1]
 			lastKey = ""
 			if ini.sections[name] != nil {
-				ini.warnings = append(ini.warnings, fmt.Sprintf("cust.cfg line %d: section %s given again; its keys are dropped", n, safeIMCName(name)))
+				ini.warnings = append(ini.warnings, fmt.Sprintf("cust.cfg line %d: section %s given again; its keys are dropped", n, safeName(name)))
 				cur = &imcSection{name: name, keys: map[string]string{}} // read and dropped
 				ini.lineSection[i] = name
 				continue
@@ -219,12 +219,12 @@ func parseIMCINI(b []byte) (*imcINI, error) {
 		}
 		lastKey = ""
 		if _, dup := cur.keys[key]; dup {
-			cur.bad = append(cur.bad, fmt.Sprintf("key %s given again on line %d", safeIMCName(key), n))
+			cur.bad = append(cur.bad, fmt.Sprintf("key %s given again on line %d", safeName(key), n))
 			delete(cur.keys, key)
 			continue
 		}
 		if len(val) > maxIMCValue {
-			cur.bad = append(cur.bad, fmt.Sprintf("key %s on line %d is %d bytes long, more than %d", safeIMCName(key), n, len(val), maxIMCValue))
+			cur.bad = append(cur.bad, fmt.Sprintf("key %s on line %d is %d bytes long, more than %d", safeName(key), n, len(val), maxIMCValue))
 			continue
 		}
 		cur.keys[key] = val
@@ -233,12 +233,15 @@ func parseIMCINI(b []byte) (*imcINI, error) {
 	return ini, nil
 }
 
-// imcNameRE is what a section or key name of a spec looks like; another
-// name is described, not quoted, in a message.
-var imcNameRE = regexp.MustCompile(`^[A-Za-z0-9_|.-]{1,64}$`)
+// plainNameRE is what a section or key name of a customization spec, or
+// a key of a metadata document, looks like; another name is described,
+// not quoted, in a message.
+var plainNameRE = regexp.MustCompile(`^[A-Za-z0-9_|.-]{1,64}$`)
 
-func safeIMCName(s string) string {
-	if imcNameRE.MatchString(s) {
+// safeName is a name read from outside as a message may show it: the
+// name when it is a plain one, else its length.
+func safeName(s string) string {
+	if plainNameRE.MatchString(s) {
 		return s
 	}
 	return fmt.Sprintf("(a name of %d bytes)", len(s))
@@ -307,7 +310,7 @@ func (r *imcReader) indexed(section, prefix string, check func(string) error) []
 		}
 		i, err := strconv.Atoi(rest)
 		if err != nil || i < 1 || i > imcMaxIndexed || strconv.Itoa(i) != rest {
-			r.warn("cust.cfg %s %s dropped: the index is not a number from 1 to %d", section, safeIMCName(k), imcMaxIndexed)
+			r.warn("cust.cfg %s %s dropped: the index is not a number from 1 to %d", section, safeName(k), imcMaxIndexed)
 			continue
 		}
 		if v, ok := r.value(section, k, check); ok {
@@ -594,7 +597,7 @@ func parseIMC(b []byte, read func(name string, limit int) ([]byte, error), log *
 			continue // said with the NIC
 		}
 		for _, b := range sec.bad {
-			r.warn("cust.cfg [%s]: %s; dropped", safeIMCName(name), b)
+			r.warn("cust.cfg [%s]: %s; dropped", safeName(name), b)
 		}
 	}
 	spec.MarkerID, _ = r.value("MISC", "MARKER-ID", checkMarkerID)
@@ -810,7 +813,7 @@ func (r *imcReader) network() {
 			r.warn("cust.cfg NIC-CONFIG NICS: NICs beyond the first %d dropped", maxIMCNICs)
 			break
 		}
-		if !imcNameRE.MatchString(name) || seen[name] {
+		if !plainNameRE.MatchString(name) || seen[name] {
 			r.warn("cust.cfg NIC-CONFIG NICS item %d dropped: not a section name, or named twice", i+1)
 			r.spec.NICsDropped++
 			continue

@@ -532,7 +532,7 @@ func FuzzParseIMC(f *testing.F) {
 		ini, _ := parseIMCINI(spec)
 		for _, sec := range ini.sections {
 			for _, v := range sec.keys {
-				if len(v) < 12 || imcNameRE.MatchString(v) {
+				if len(v) < 12 || plainNameRE.MatchString(v) {
 					continue
 				}
 				for _, w := range md.Warnings {

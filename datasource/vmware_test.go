@@ -3,6 +3,7 @@ package datasource
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -742,6 +743,58 @@ func TestReadVMwareRedactFailureIsLogged(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "redacting guestinfo key failed") || !strings.Contains(logs.String(), "Permission denied") {
 		t.Errorf("failure not logged:\n%s", logs.String())
+	}
+}
+
+// What the VM hands over is named by where it is and described, never
+// quoted, in a log line or an error: a rejected key to redact, an
+// unknown encoding, a metadata document that is not YAML.
+func TestReadVMwareLogsNoOutsideValue(t *testing.T) {
+	const secret = "SECRET-hunter2"
+	s := newStubVMX(t, ToolRPCTool)
+	s.set("metadata", "instance-id: i-1\nredact: [userdata, \""+secret+"/x\", 7]\n")
+	s.set("userdata", "ud")
+	s.set("userdata.encoding", secret)
+	var logs logBuffer
+	opt := s.options()
+	opt.VMware.Redact = true
+	opt.Logger = logs.logger()
+	if _, err := readVMware(context.Background(), opt); err != nil {
+		t.Fatal(err)
+	}
+	out := logs.String()
+	if strings.Contains(out, secret) {
+		t.Errorf("a log line quotes the VM's text:\n%s", out)
+	}
+	for _, want := range []string{
+		`not a guestinfo key name" item=2 got="a string of 16 bytes"`,
+		`not a guestinfo key name" item=3 got="a number"`,
+		"unknown guestinfo encoding",
+		"encoding_bytes=14",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %q:\n%s", want, out)
+		}
+	}
+
+	// A YAML library error quotes the text (an anchor's name): it is
+	// described.
+	s.set("metadata", "instance-id: *"+secret+"\n")
+	_, err := readVMware(context.Background(), opt)
+	if err == nil || strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), "not JSON or YAML") {
+		t.Errorf("err = %v, want one about the metadata that does not quote it", err)
+	}
+
+	// A key dropped for its size is named when it is a plain name,
+	// else described.
+	big := strings.Repeat("x", MaxMetaDataExpanded+1)
+	got := boundMetaData("metadata", map[string]any{"plain-key": big, secret + " with a space": big})
+	want := []string{
+		fmt.Sprintf("metadata key (a name of 27 bytes) dropped: expands to more than %d bytes (YAML aliases?)", MaxMetaDataExpanded),
+		fmt.Sprintf("metadata key plain-key dropped: expands to more than %d bytes (YAML aliases?)", MaxMetaDataExpanded),
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("boundMetaData warnings = %q, want %q", got, want)
 	}
 }
 
