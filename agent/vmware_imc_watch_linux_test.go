@@ -232,8 +232,8 @@ func TestIntegrationWatchVMwareLiveSpec(t *testing.T) {
 	})
 	rec, _, _ = agent.ReadWatchRecord(sysroot.Root(g.root))
 	bad := strings.Join(rec.Customization[1].Lines, "\n")
-	if !rec.Customization[1].Failed {
-		t.Error("the bad spec is not recorded as failed")
+	if c := rec.Customization[1]; !c.Failed || !strings.Contains(c.Why, "cannot be read, nothing of it is applied") {
+		t.Errorf("the bad spec is not recorded as failed, with why: %+v", c)
 	}
 	if !strings.Contains(bad, "cannot be read, nothing of it is applied") || !strings.Contains(bad, "[CLOUDINIT] METADATA does not name a file in the spec's directory") || strings.Contains(bad, "secret-name") {
 		t.Errorf("the record of the bad spec:\n%s", bad)
@@ -263,7 +263,7 @@ func TestIntegrationWatchVMwareLiveSpec(t *testing.T) {
 		t.Errorf("reports of the spec with a password\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(wantPW, "\n"))
 	}
 	rec, _, _ = agent.ReadWatchRecord(sysroot.Root(g.root))
-	if pw := strings.Join(rec.Customization[2].Lines, "\n"); !rec.Customization[2].Failed || !strings.Contains(pw, "root password: not set: seedkeeper watch sets no password") {
+	if pw := strings.Join(rec.Customization[2].Lines, "\n"); !rec.Customization[2].Failed || !strings.HasPrefix(rec.Customization[2].Why, "root password: not set: seedkeeper watch sets no password") || !strings.Contains(pw, rec.Customization[2].Why) {
 		t.Errorf("the record of the spec with a password:\n%s", pw)
 	}
 	if got := readFile(t, filepath.Join(state, "vmware-imc-marker")); got != "live-0004\n" {

@@ -78,9 +78,11 @@ type WatchCustomization struct {
 	At time.Time `json:"at"`
 	// Lines say what was done, one thing each, in seedkeeper's words.
 	Lines []string `json:"lines"`
-	// Failed says that it was not applied as a whole: its lines say
-	// why.
-	Failed bool `json:"failed,omitempty"`
+	// Failed says that it was not applied as a whole, and Why the first
+	// reason (one of its lines); a record written before Why was kept
+	// has Failed alone.
+	Failed bool   `json:"failed,omitempty"`
+	Why    string `json:"why,omitempty"`
 }
 
 // WatchGuestinfo is one guestinfo key the watch kept current.
@@ -291,6 +293,10 @@ func (c *WatchCustomization) check() string {
 		return "no time"
 	case len(c.Lines) == 0 || len(c.Lines) > watchCustomizationLines:
 		return fmt.Sprintf("%d lines, not 1 to %d", len(c.Lines), watchCustomizationLines)
+	case c.Why != "" && !c.Failed:
+		return "a reason it failed, and not failed"
+	case len(c.Why) > watchLineMax || !utf8.ValidString(c.Why) || strings.ContainsAny(c.Why, "\r\n"):
+		return fmt.Sprintf("why is not one line of UTF-8 text of at most %d bytes", watchLineMax)
 	}
 	for i, l := range c.Lines {
 		if l == "" || len(l) > watchLineMax || !utf8.ValidString(l) || strings.ContainsAny(l, "\r\n") {
@@ -467,14 +473,17 @@ func (w *watchRecorder) RetryEnded(key string) {
 }
 
 // Customized records a customization handed over while the machine
-// ran, its lines cut to the record's bounds.
-func (w *watchRecorder) Customized(lines []string, failed bool) {
+// ran, its lines and why cut to the record's bounds.
+func (w *watchRecorder) Customized(lines []string, why string) {
 	if w == nil {
 		return
 	}
-	c := WatchCustomization{Failed: failed}
+	oneLine := func(l string) string {
+		return cutText(strings.NewReplacer("\r", " ", "\n", " ").Replace(l), watchLineMax)
+	}
+	c := WatchCustomization{Failed: why != "", Why: oneLine(why)}
 	for _, l := range lines[:min(len(lines), watchCustomizationLines)] {
-		if l = cutText(strings.NewReplacer("\r", " ", "\n", " ").Replace(l), watchLineMax); l != "" {
+		if l = oneLine(l); l != "" {
 			c.Lines = append(c.Lines, l)
 		}
 	}

@@ -295,7 +295,9 @@ func TestParseWatchRecordCustomization(t *testing.T) {
     {"at": "2026-12-01T14:02:13Z", "lines": [` + many + `]},
     {"at": "2026-12-01T14:02:14Z", "lines": ["ok", ` + line("two\n"+secretMarker) + `]},
     {"at": "2026-12-01T14:02:15Z", "lines": [` + line(strings.Repeat("y", watchLineMax+1)) + `]},
-    {"at": "2026-12-01T14:02:16Z", "lines": ["failed"], "failed": true}
+    {"at": "2026-12-01T14:02:16Z", "lines": ["failed"], "failed": true},
+    {"at": "2026-12-01T14:02:17Z", "lines": ["ok"], "why": "a reason"},
+    {"at": "2026-12-01T14:02:18Z", "lines": ["failed"], "failed": true, "why": "two\nlines"}
   ]}`
 	r, warn, err := ParseWatchRecord([]byte(in))
 	if err != nil {
@@ -310,6 +312,8 @@ func TestParseWatchRecordCustomization(t *testing.T) {
 		"customization entry 4: 33 lines, not 1 to 32; left out",
 		"customization entry 5: line 2 is not one line of UTF-8 text of 1 to 1024 bytes; left out",
 		"customization entry 6: line 1 is not one line of UTF-8 text of 1 to 1024 bytes; left out",
+		"customization entry 8: a reason it failed, and not failed; left out",
+		"customization entry 9: why is not one line of UTF-8 text of at most 1024 bytes; left out",
 	}
 	if strings.Join(warn, "\n") != strings.Join(want, "\n") || strings.Contains(strings.Join(warn, ""), secretMarker) {
 		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(warn, "\n"), strings.Join(want, "\n"))
@@ -320,9 +324,13 @@ func TestParseWatchRecordCustomization(t *testing.T) {
 	_, w, now, _ := recorderRoot(t, testBootA)
 	for i := range WatchKeepCustomizations + 2 {
 		*now = now.Add(time.Second)
-		w.Customized([]string{fmt.Sprintf("spec %d", i), "a\nb", strings.Repeat("z", watchLineMax+10), ""}, i%2 == 1)
+		why := ""
+		if i%2 == 1 {
+			why = "failed\nfor " + strings.Repeat("w", watchLineMax)
+		}
+		w.Customized([]string{fmt.Sprintf("spec %d", i), "a\nb", strings.Repeat("z", watchLineMax+10), ""}, why)
 	}
-	w.Customized(nil, true) // nothing to say: nothing recorded
+	w.Customized(nil, "failed") // nothing to say: nothing recorded
 	got, _, err := ReadWatchRecord(w.root)
 	if err != nil {
 		t.Fatal(err)
@@ -331,8 +339,11 @@ func TestParseWatchRecordCustomization(t *testing.T) {
 		t.Fatalf("%d customizations kept, want %d", n, WatchKeepCustomizations)
 	}
 	c := got.Customization[0]
-	if c.Lines[0] != "spec 2" || c.Lines[1] != "a b" || len(c.Lines[2]) > watchLineMax || len(c.Lines) != 3 || c.Failed {
+	if c.Lines[0] != "spec 2" || c.Lines[1] != "a b" || len(c.Lines[2]) > watchLineMax || len(c.Lines) != 3 || c.Failed || c.Why != "" {
 		t.Errorf("oldest kept: %+v", c)
+	}
+	if c := got.Customization[1]; !c.Failed || !strings.HasPrefix(c.Why, "failed for www") || len(c.Why) != watchLineMax {
+		t.Errorf("failed one kept: %+v", c)
 	}
 }
 

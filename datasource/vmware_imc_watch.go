@@ -118,7 +118,8 @@ func (w *imcWatch) look(ctx context.Context) {
 func (w *imcWatch) handle(ctx context.Context) {
 	h := w.h
 	if w.guestinfo != "" {
-		w.done(nil, "a VMware customization spec arrived in "+iMCDir+" while the VM runs and is not applied: "+w.guestinfo, true)
+		line := "a VMware customization spec arrived in " + iMCDir + " while the VM runs and is not applied: " + w.guestinfo
+		w.done(nil, line, line)
 		return
 	}
 	md, err := readIMC(ctx, h.Root, h.Log)
@@ -133,7 +134,8 @@ func (w *imcWatch) handle(ctx context.Context) {
 		vs := &sourceduty.VMwareStatus{}
 		imcReport(ctx, h, &vmwareBoot{tools: newToolBudget()}, vs, iMCStateRunning, iMCEventCustomizeFail, "customization failed")
 		h.Log.Error("vmware: a customization spec arrived while the VM runs and cannot be read; nothing of it is applied", "err", err)
-		w.done(vs, "a VMware customization spec arrived in "+iMCDir+" while the VM runs and cannot be read, nothing of it is applied: "+err.Error(), true)
+		line := "a VMware customization spec arrived in " + iMCDir + " while the VM runs and cannot be read, nothing of it is applied: " + err.Error()
+		w.done(vs, line, line)
 		return
 	}
 	spec := md.VMwareIMC
@@ -181,7 +183,9 @@ func (w *imcWatch) apply(ctx context.Context, md *Metadata) {
 	imcReport(ctx, h, b, vs, iMCStateRunning, iMCSuccess, "")
 	imcGCStatus(ctx, h, b, vs, spec, "Started")
 
-	outcome := "ok"
+	// outcome is what vCenter is told, why the first reason it is not
+	// "ok", for the record.
+	outcome, why := "ok", ""
 	// The network: live, on the NICs of the spec seedkeeper owns.
 	if md.Network == nil {
 		vs.Customization = append(vs.Customization, "network: the spec configures no NIC; the network is left as it is")
@@ -189,11 +193,11 @@ func (w *imcWatch) apply(ctx context.Context, md *Metadata) {
 		owned, err := h.ApplyNetwork(ctx, md.Network)
 		switch {
 		case errors.Is(err, apply.ErrPartial):
-			outcome = "partial"
-			vs.Notes = append(vs.Notes, "network: applied in part: "+err.Error())
+			outcome, why = "partial", "network: applied in part: "+err.Error()
+			vs.Notes = append(vs.Notes, why)
 		case err != nil:
-			outcome = "failed"
-			vs.Notes = append(vs.Notes, "network: not applied: "+err.Error())
+			outcome, why = "failed", "network: not applied: "+err.Error()
+			vs.Notes = append(vs.Notes, why)
 		default:
 			vs.Customization = append(vs.Customization, "network: applied live to the spec's NICs seedkeeper owns (owned links now: "+orNone(owned)+")")
 		}
@@ -203,10 +207,11 @@ func (w *imcWatch) apply(ctx context.Context, md *Metadata) {
 	// service may not change /etc/shadow (it has no CAP_CHOWN, which
 	// chpasswd needs).
 	if spec.Password {
+		pw := "root password: not set: seedkeeper watch sets no password (its service may not change /etc/shadow), and the password is kept nowhere for a later boot; reported to vCenter as customization failed. A customization of the powered-off VM sets it at boot"
 		if outcome == "ok" {
-			outcome = "password" // a network failure is said first
+			outcome, why = "password", pw // a network failure is said first
 		}
-		vs.Notes = append(vs.Notes, "root password: not set: seedkeeper watch sets no password (its service may not change /etc/shadow), and the password is kept nowhere for a later boot; reported to vCenter as customization failed. A customization of the powered-off VM sets it at boot")
+		vs.Notes = append(vs.Notes, pw)
 	}
 	vs.Customization = append(vs.Customization, w.later(md)...)
 	if spec.CustomScript {
@@ -223,7 +228,7 @@ func (w *imcWatch) apply(ctx context.Context, md *Metadata) {
 	} else {
 		vs.Customization = append(vs.Customization, "not kept: a later boot does not read this spec, and the watch tries it again only when it is written again or the watch restarts")
 	}
-	w.done(vs, "", outcome != "ok")
+	w.done(vs, "", why)
 }
 
 // later says what of the spec waits for the next boot, and what becomes
@@ -248,8 +253,8 @@ func (w *imcWatch) later(md *Metadata) []string {
 }
 
 // done logs and records what became of a spec: line, then vs's lines
-// (either may be empty), and whether it failed.
-func (w *imcWatch) done(vs *sourceduty.VMwareStatus, line string, failed bool) {
+// (either may be empty), and why it failed ("" when it did not).
+func (w *imcWatch) done(vs *sourceduty.VMwareStatus, line, why string) {
 	var lines []string
 	if line != "" {
 		lines = append(lines, line)
@@ -260,7 +265,7 @@ func (w *imcWatch) done(vs *sourceduty.VMwareStatus, line string, failed bool) {
 	for _, l := range lines {
 		w.h.Log.Info("vmware: " + l)
 	}
-	w.rec.Customized(lines, failed)
+	w.rec.Customized(lines, why)
 }
 
 func orNone(s []string) string {

@@ -23,10 +23,11 @@ type customized struct {
 	failures
 	lines  [][]string
 	failed []bool
+	why    []string
 }
 
-func (r *customized) Customized(lines []string, failed bool) {
-	r.lines, r.failed = append(r.lines, lines), append(r.failed, failed)
+func (r *customized) Customized(lines []string, why string) {
+	r.lines, r.failed, r.why = append(r.lines, lines), append(r.failed, why != ""), append(r.why, why)
 }
 
 // liveIMC is a watch of live specs on a stub VMX whose vmware-rpctool is
@@ -118,8 +119,9 @@ func TestIMCWatchApplyFails(t *testing.T) {
 	if got := l.s.calls(); !slices.Equal(got, want) {
 		t.Errorf("calls %q, want %q", got, want)
 	}
-	if len(l.rec.lines) != 1 || !l.rec.failed[0] || !slices.Contains(l.rec.lines[0], "network: not applied: netlink: busy") {
-		t.Errorf("recorded %q (failed %v)", l.rec.lines, l.rec.failed)
+	// Why is the reason, not the first line (which says what arrived).
+	if len(l.rec.lines) != 1 || !l.rec.failed[0] || l.rec.why[0] != "network: not applied: netlink: busy" || !slices.Contains(l.rec.lines[0], l.rec.why[0]) {
+		t.Errorf("recorded %q (why %q)", l.rec.lines, l.rec.why)
 	}
 	for _, p := range []string{paths.VMwareIMCMarker, paths.VMwareIMCSpec} {
 		if _, err := os.Stat(sysroot.Root(l.s.root).Path(p)); !os.IsNotExist(err) {

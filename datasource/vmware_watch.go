@@ -269,4 +269,4 @@ type noRecorder struct{}
 func (noRecorder) Published(string, string)                   {}
 func (noRecorder) SetFailed(string, string, error, time.Time) {}
 func (noRecorder) RetryEnded(string)                          {}
-func (noRecorder) Customized([]string, bool)                  {}
+func (noRecorder) Customized([]string, string)                {}

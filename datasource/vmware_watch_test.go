@@ -32,7 +32,7 @@ func (r *failures) SetFailed(key, value string, err error, retry time.Time) {
 	}
 	r.m[key] = &failure{value, err.Error(), retry}
 }
-func (r *failures) Customized([]string, bool) {}
+func (r *failures) Customized([]string, string) {}
 func (r *failures) RetryEnded(key string) {
 	if f := r.m[key]; f != nil {
 		f.retry = time.Time{}

@@ -184,3 +184,34 @@ func TestReadPin(t *testing.T) {
 		t.Errorf("JSON form: %s", b)
 	}
 }
+
+// A customization the watch did not apply as a whole is a problem that
+// says why, not what arrived (the first of its lines); a record written
+// before the reason was kept says where the reason is.
+func TestProblemsCustomizationSaysWhy(t *testing.T) {
+	root := t.TempDir()
+	shippedDropIn(t, root)
+	if err := agent.SaveStatus(sysroot.Root(root), &agent.Status{Version: 1, BootID: bootA, Outcome: "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(root, agent.BootIDPath), bootA+"\n")
+	write(t, filepath.Join(root, agent.WatchRecordPath), `{"version": 1, "boot_id": "`+bootA+`", "customization": [
+    {"at": "2026-12-01T14:02:11Z", "lines": ["VMware customization spec (traditional kind) arrived in /var/run/vmware-imc while the VM runs", "network: not applied: netlink: busy"], "failed": true, "why": "network: not applied: netlink: busy"},
+    {"at": "2026-12-01T14:02:12Z", "lines": ["VMware customization spec (traditional kind) arrived in /var/run/vmware-imc while the VM runs", "network: not applied: netlink: busy"], "failed": true},
+    {"at": "2026-12-01T14:02:13Z", "lines": ["VMware customization spec (traditional kind) arrived in /var/run/vmware-imc while the VM runs"]}
+  ]}`)
+	r := read(t, root)
+	var got []string
+	for _, p := range r.Problems() {
+		if strings.HasPrefix(p, "customization") {
+			got = append(got, p)
+		}
+	}
+	want := []string{
+		"customization after boot not applied as a whole: network: not applied: netlink: busy",
+		"customization after boot not applied as a whole (its lines say why)",
+	}
+	if !slices.Equal(got, want) || r.Verdict() != report.Degraded {
+		t.Errorf("problems %q (verdict %v), want %q", got, r.Verdict(), want)
+	}
+}

@@ -92,8 +92,11 @@ func (r *Report) Problems() []string {
 			}
 		}
 		for _, c := range w.Customization {
-			if c.Failed {
-				p = append(p, "customization after boot not applied as a whole: "+c.Lines[0])
+			switch {
+			case c.Why != "":
+				p = append(p, "customization after boot not applied as a whole: "+c.Why)
+			case c.Failed: // recorded before the reason was kept
+				p = append(p, "customization after boot not applied as a whole (its lines say why)")
 			}
 		}
 	}

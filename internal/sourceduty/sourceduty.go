@@ -172,9 +172,10 @@ type Recorder interface {
 	RetryEnded(key string)
 	// Customized records a customization handed over while the machine
 	// runs (VMware's spec): what was done with it, one line each, in
-	// seedkeeper's own words (never a secret), and whether it failed in
-	// part or as a whole.
-	Customized(lines []string, failed bool)
+	// seedkeeper's own words (never a secret), and why it was not
+	// applied as a whole: "" when it was, else the first reason, which
+	// is one of lines.
+	Customized(lines []string, why string)
 }
 
 // Watcher runs beside the hotplug watch.
