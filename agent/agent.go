@@ -154,9 +154,14 @@ func (e Env) SourceOptions() datasource.Options {
 	}
 	o.Mdata.Progress = e.notifyWaiting
 	o.VMware.Redact = e.Config.VMware.Redact
-	o.VMware.IMCWait = time.Duration(e.Config.VMware.IMCWait)
-	if o.VMware.IMCWait == 0 {
-		o.VMware.IMCWait = -1 // vmware.imc_wait 0: no wait (the option's 0 is its default)
+	// vmware.imc_wait 0 is no wait, the option's negative; not set (a
+	// Config not from config.Default or a Load) is the option's 0, its
+	// default.
+	if w := e.Config.VMware.IMCWait; w != nil {
+		o.VMware.IMCWait = time.Duration(*w)
+		if o.VMware.IMCWait == 0 {
+			o.VMware.IMCWait = -1
+		}
 	}
 	// Never read back the seed seedkeeper writes for cloud-init.
 	dir, err := seed.SourceDir(string(e.Root))

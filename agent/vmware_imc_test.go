@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/seedkeeper/seedkeeper/agent"
+	"github.com/seedkeeper/seedkeeper/internal/config"
 	"github.com/seedkeeper/seedkeeper/internal/syncbuf"
 )
 
@@ -379,6 +380,42 @@ func TestBootVMwareIMCWaitIsConfigured(t *testing.T) {
 		}
 		if st.Outcome != "no-source" || err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: outcome %q, %v; want no-source, saying %q", tc.config, st.Outcome, err, tc.want)
+		}
+	}
+}
+
+// The datasource option SourceOptions hands on for vmware.imc_wait: a
+// file's 0 is no wait (negative), a file's bound is that bound, and a
+// configuration that never set the key (the defaults, a file without
+// it, or a Config a library caller built without config.Default) gets
+// the documented 15 s, not no wait.
+func TestSourceOptionsIMCWait(t *testing.T) {
+	load := func(file string) *config.Config {
+		t.Helper()
+		p := filepath.Join(t.TempDir(), "config.yaml")
+		if err := os.WriteFile(p, []byte(file), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c, err := config.Load(p, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	for _, tc := range []struct {
+		name   string
+		config *config.Config
+		want   time.Duration
+	}{
+		{"explicit 0", load("vmware: {imc_wait: 0}\n"), -1},
+		{"explicit 1s", load("vmware: {imc_wait: 1s}\n"), time.Second},
+		{"file without the key", load("vmware: {redact: true}\n"), 15 * time.Second},
+		{"the defaults", config.Default(), 15 * time.Second},
+		{"zero Config", &config.Config{}, 0}, // the datasource's default, 15 s
+	} {
+		got := agent.Env{Root: "/nonexistent", Config: tc.config}.SourceOptions().VMware.IMCWait
+		if got != tc.want {
+			t.Errorf("%s: IMCWait %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

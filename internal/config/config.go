@@ -86,8 +86,10 @@ type Config struct {
 		// customization spec when guestinfo is empty and Tools'
 		// deployPkg plugin is installed; zero does not wait. Default
 		// 15s, cloud-init's vmware_cust_file_max_wait: every later
-		// boot of a VM without guestinfo pays it.
-		IMCWait Duration `yaml:"imc_wait"`
+		// boot of a VM without guestinfo pays it. Nil (a Config not
+		// made by Default or a Load) is not set: the default, told
+		// apart from a file's 0.
+		IMCWait *Duration `yaml:"imc_wait"`
 	} `yaml:"vmware"`
 
 	Metrics struct {
@@ -116,7 +118,8 @@ func Default() *Config {
 	c.Events.Network = []string{"boot", "hotplug"}
 	c.Boot.DeviceWait = Duration(60 * time.Second)
 	c.VMware.NetworkWait = Duration(60 * time.Second)
-	c.VMware.IMCWait = Duration(15 * time.Second)
+	imcWait := Duration(15 * time.Second)
+	c.VMware.IMCWait = &imcWait
 	return c
 }
 
@@ -292,6 +295,9 @@ var (
 // rest decodes and its values are checked too; ok is false when n
 // itself is wrong.
 func checkNode(add func(at *yaml.Node, path, msg string), path string, n *yaml.Node, t reflect.Type) (ok bool) {
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem() // an optional value (IMCWait) is checked as the value
+	}
 	for n.Kind == yaml.AliasNode && n.Alias != nil {
 		n = n.Alias
 	}
@@ -423,7 +429,7 @@ func (c *Config) validate(sources []string) []problem {
 		bound.CheckOff("boot.wait", time.Duration(c.Boot.Wait), bound.MinTimeout, bound.MaxTimeout),
 		bound.Check("boot.device_wait", time.Duration(c.Boot.DeviceWait), 0, MaxDeviceWait),
 		bound.Check("vmware.network_wait", time.Duration(c.VMware.NetworkWait), 0, MaxNetworkWait),
-		bound.Check("vmware.imc_wait", time.Duration(c.VMware.IMCWait), 0, MaxIMCWait),
+		bound.Check("vmware.imc_wait", time.Duration(c.VMware.IMCWait.Or(0)), 0, MaxIMCWait),
 	} {
 		var be *bound.Error
 		if errors.As(err, &be) {
@@ -451,6 +457,14 @@ const MaxIMCWait = 2 * time.Minute
 
 // Duration is a time.Duration written as "90s", "5m" or a number of seconds.
 type Duration time.Duration
+
+// Or is *d, or def when d is nil (not set).
+func (d *Duration) Or(def time.Duration) time.Duration {
+	if d == nil {
+		return def
+	}
+	return time.Duration(*d)
+}
 
 // UnmarshalYAML accepts a Go duration string or a number of seconds. The
 // range of each key is checked by validate, in one place with the flags'.

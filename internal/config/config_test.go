@@ -34,7 +34,7 @@ func TestMissingFileGivesDefaults(t *testing.T) {
 	}
 	if c.Network.Owner != "seedkeeper" || !c.EventEnabled("boot") || !c.EventEnabled("hotplug") ||
 		c.Sources != nil || c.HotplugDriversSet() ||
-		time.Duration(c.Boot.DeviceWait) != 60*time.Second || time.Duration(c.VMware.NetworkWait) != 60*time.Second || time.Duration(c.VMware.IMCWait) != 15*time.Second {
+		time.Duration(c.Boot.DeviceWait) != 60*time.Second || time.Duration(c.VMware.NetworkWait) != 60*time.Second || c.VMware.IMCWait.Or(0) != 15*time.Second {
 		t.Errorf("defaults = %+v", c)
 	}
 }
@@ -54,7 +54,7 @@ vmware: {redact: true, network_wait: 5s, imc_wait: 40s}
 	}
 	if c.Mdata.Transport != "serial:/dev/ttyS2" || time.Duration(c.Boot.Wait) != 90*time.Second ||
 		c.Network.Owner != "cloud-init" || c.EventEnabled("hotplug") || !c.EventEnabled("boot-new-instance") ||
-		!c.VMware.Redact || time.Duration(c.VMware.NetworkWait) != 5*time.Second || time.Duration(c.VMware.IMCWait) != 40*time.Second || !c.HotplugDriversSet() {
+		!c.VMware.Redact || time.Duration(c.VMware.NetworkWait) != 5*time.Second || c.VMware.IMCWait.Or(0) != 40*time.Second || !c.HotplugDriversSet() {
 		t.Errorf("loaded = %+v", c)
 	}
 	v, err := c.HotplugDriversValue()
