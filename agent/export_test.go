@@ -7,9 +7,10 @@ import (
 	"github.com/seedkeeper/seedkeeper/internal/sourceduty"
 )
 
-// SetGuestinfoSetBudget shortens the bound of a boot's info-set calls for
+// SetToolBudget shortens the one budget of every VMware tool call of a
+// boot's duties (info-set calls and the reports to vCenter alike) for
 // the test, so that a tool that hangs costs the test little.
-func SetGuestinfoSetBudget(t testing.TB, d time.Duration) {
+func SetToolBudget(t testing.TB, d time.Duration) {
 	old := sourceduty.ToolBudget.Swap(int64(d))
 	t.Cleanup(func() { sourceduty.ToolBudget.Store(old) })
 }

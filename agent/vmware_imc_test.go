@@ -247,7 +247,7 @@ func TestBootVMwareIMCFailed(t *testing.T) {
 // at the start spends it, and the calls left (the other info-set calls,
 // the report at the end) are not made, each with a note saying so.
 func TestBootVMwareIMCToolCallsShareOneBudget(t *testing.T) {
-	agent.SetGuestinfoSetBudget(t, 500*time.Millisecond)
+	agent.SetToolBudget(t, 500*time.Millisecond)
 	g := newVMwareGuest(t, "")
 	g.spec(t, imcSpec)
 	g.set(t, "gc.status.hang-vmware-rpctool", "")

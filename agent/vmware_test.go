@@ -228,7 +228,7 @@ func TestBootVMwareAdvertisesUpdates(t *testing.T) {
 // first holds boot back once, and the calls left are not made (before,
 // each waited out a tool timeout of its own), with a note for each.
 func TestBootVMwareSetsShareOneBound(t *testing.T) {
-	agent.SetGuestinfoSetBudget(t, 500*time.Millisecond)
+	agent.SetToolBudget(t, 500*time.Millisecond)
 	g := newVMwareGuest(t, "")
 	g.set(t, "metadata", "instance-id: i-hang\n")
 	for _, k := range []string{sourceduty.GuestinfoUpdatesSupported, sourceduty.GuestinfoUpdatesEnabled} {
