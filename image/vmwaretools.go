@@ -25,7 +25,9 @@ import (
 const dpkgStatus = "/var/lib/dpkg/status"
 
 // maxDpkgStatus bounds the read of dpkgStatus (a full system's is a few
-// MiB), read a line at a time; maxDpkgLine bounds a line.
+// MiB), read a line at a time: as fsutil's bounds, a file of exactly
+// maxDpkgStatus bytes is read and a longer one refused. maxDpkgLine
+// bounds a line.
 const (
 	maxDpkgStatus = 64 << 20
 	maxDpkgLine   = 1 << 20
@@ -81,17 +83,24 @@ func (in *inspection) dpkgVersion(pkg string) (string, error) {
 		return "", err
 	}
 	defer f.Close()
-	return readDpkgVersion(io.LimitReader(f, maxDpkgStatus+1), pkg)
+	return readDpkgVersion(f, pkg)
 }
 
 // readDpkgVersion reads a dpkg status file for the version of pkg whose
 // Status says it is installed ("" when none). An error says where the
 // file is past its bounds, never quoting it.
 func readDpkgVersion(r io.Reader, pkg string) (string, error) {
-	sc := bufio.NewScanner(r)
+	sc := bufio.NewScanner(io.LimitReader(r, maxDpkgStatus+1))
 	sc.Buffer(make([]byte, 0, 64<<10), maxDpkgLine)
-	var name, status, version string
+	// read counts the bytes of the lines scanned as they are in the
+	// file: a CRLF is two, a last line without its newline has none.
 	read, line := 0, 0
+	sc.Split(func(data []byte, atEOF bool) (int, []byte, error) {
+		n, tok, err := bufio.ScanLines(data, atEOF)
+		read += n
+		return n, tok, err
+	})
+	var name, status, version string
 	end := func() string {
 		defer func() { name, status, version = "", "", "" }()
 		f := strings.Fields(status)
@@ -102,7 +111,6 @@ func readDpkgVersion(r io.Reader, pkg string) (string, error) {
 	}
 	for sc.Scan() {
 		line++
-		read += len(sc.Bytes()) + 1
 		if read > maxDpkgStatus {
 			return "", fmt.Errorf("%s: more than %d bytes", dpkgStatus, maxDpkgStatus)
 		}

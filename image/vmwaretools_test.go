@@ -1,6 +1,7 @@
 package image
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -64,6 +65,64 @@ func TestCheckVMwareToolsBadDatabase(t *testing.T) {
 	it := expectItem(t, check(t, m), "vmware-tools", Error, dpkgStatus+": line 2: ")
 	if strings.Contains(it.Found, "aaaa") {
 		t.Errorf("the error quotes the file: %.80s", it.Found)
+	}
+}
+
+// dpkgStatusOf is a dpkg status file of exactly n bytes, its lines
+// ending in eol, that installs open-vm-tools 2:12.2.0-1 in its last
+// paragraph, whose last line ends in eol only when terminated.
+func dpkgStatusOf(t *testing.T, n int, eol string, terminated bool) string {
+	t.Helper()
+	head := "Package: filler" + eol + "Description: lines to fill the file" + eol
+	tail := eol + "Package: open-vm-tools" + eol + "Status: install ok installed" + eol + "Version: 2:12.2.0-1"
+	if terminated {
+		tail += eol
+	}
+	var b strings.Builder
+	b.Grow(n)
+	b.WriteString(head)
+	line := func(size int) { b.WriteString(" " + strings.Repeat("a", size-1-len(eol)) + eol) }
+	const chunk = 64 << 10
+	left := n - len(head) - len(tail)
+	for left > 2*chunk {
+		line(chunk)
+		left -= chunk
+	}
+	line(left / 2)
+	line(left - left/2)
+	b.WriteString(tail)
+	if b.Len() != n {
+		t.Fatalf("built %d bytes, want %d", b.Len(), n)
+	}
+	return b.String()
+}
+
+// The status file's bound is read as fsutil's are: a file of exactly
+// maxDpkgStatus bytes is read, one byte more is refused, whatever its
+// line ends (CRLF counted as two bytes, a last line without its newline
+// as what it is).
+func TestReadDpkgVersionBound(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		n          int
+		eol        string
+		terminated bool
+		ok         bool
+	}{
+		{"exactly the bound, last line unterminated", maxDpkgStatus, "\n", false, true},
+		{"exactly the bound", maxDpkgStatus, "\n", true, true},
+		{"exactly the bound, CRLF", maxDpkgStatus, "\r\n", false, true},
+		{"one byte over", maxDpkgStatus + 1, "\n", true, false},
+		{"one byte over, last line unterminated", maxDpkgStatus + 1, "\n", false, false},
+		{"one byte over, CRLF", maxDpkgStatus + 1, "\r\n", true, false},
+	} {
+		v, err := readDpkgVersion(strings.NewReader(dpkgStatusOf(t, tc.n, tc.eol, tc.terminated)), "open-vm-tools")
+		switch {
+		case tc.ok && (err != nil || v != "2:12.2.0-1"):
+			t.Errorf("%s: %q, %v; want the version read", tc.name, v, err)
+		case !tc.ok && (err == nil || err.Error() != fmt.Sprintf("%s: more than %d bytes", dpkgStatus, maxDpkgStatus)):
+			t.Errorf("%s: %q, %v; want it refused as more than %d bytes", tc.name, v, err, maxDpkgStatus)
+		}
 	}
 }
 
