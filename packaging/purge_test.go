@@ -208,3 +208,36 @@ func TestPreinstStaysInDPKGRoot(t *testing.T) {
 		t.Errorf("preinst did not put the drop-in back: %v", err)
 	}
 }
+
+// preinst puts the moved-aside drop-in back only where no file is: one
+// that appears between its test and its move (the admin's, written
+// meanwhile) is kept, and the moved-aside copy stays beside it. The
+// stand-in mv writes that file first, then runs the real one; the second
+// reports the skip as a failure, as mv -n of coreutils 9.2 to 9.4 does.
+func TestPreinstNeverOverwritesTheDropIn(t *testing.T) {
+	for _, tc := range []struct{ name, after string }{
+		{"a skip is success", `exec /bin/mv "$@"`},
+		{"a skip is a failure", `/bin/mv "$@" || exit; [ ! -e "$src" ] || exit 1`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root, bin := t.TempDir(), t.TempDir()
+			cfg := filepath.Join(root, "etc/cloud/cloud.cfg.d/95-seedkeeper.cfg")
+			mkfile(t, cfg+".seedkeeper-removed", "moved aside\n")
+			shim := "#!/bin/sh\nfor a; do src=$last; last=$a; done\necho \"the admin's\" > \"$last\"\n" + tc.after + "\n"
+			if err := os.WriteFile(filepath.Join(bin, "mv"), []byte(shim), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command("/bin/sh", filepath.Join("scripts", "deb-preinst"), "install")
+			cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin", "DPKG_ROOT=" + root}
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("preinst install: %v\n%s", err, out)
+			}
+			if b, err := os.ReadFile(cfg); err != nil || string(b) != "the admin's\n" {
+				t.Errorf("drop-in %q (%v), want the admin's kept", b, err)
+			}
+			if b, err := os.ReadFile(cfg + ".seedkeeper-removed"); err != nil || string(b) != "moved aside\n" {
+				t.Errorf("moved-aside copy %q (%v), want it kept", b, err)
+			}
+		})
+	}
+}
