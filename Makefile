@@ -64,8 +64,10 @@ vet:
 check: vet
 	$(GO) test -short -count=1 ./...
 
+# test/vm is started first, in a go test of its own, and the other packages
+# run beside it (scripts/test.sh says why).
 test: test-deps vet
-	$(GO) test $(TESTFLAGS) ./...
+	@GO=$(GO) sh scripts/test.sh $(TESTFLAGS)
 
 api:
 	$(GO) test -count=1 -v -run 'TestAPICompat$$' ./test/apicompat

@@ -1,0 +1,25 @@
+#!/bin/sh
+# make test: every package's tests, with the QEMU guests (test/vm) started
+# first. Usage: scripts/test.sh GO-TEST-FLAGS...
+#
+# go test ./... runs two packages at a time in import-path order, so
+# test/vm, by far the longest (its images, then two guests at a time for
+# most of the run), would start only when every other package had, and
+# its first minutes (one mmdebstrap at a time) would leave a core idle.
+# Started first, in a go test of its own, the other packages run beside
+# it. Both runs' output goes to stdout as it comes; the exit status is
+# non-zero when either failed.
+set -u
+GO=${GO:-go}
+pkgs=$($GO list ./... | grep -v '/test/vm$') || exit 1
+$GO test "$@" ./test/vm &
+vm=$!
+# shellcheck disable=SC2086 # one argument a package
+$GO test "$@" $pkgs
+rest=$?
+wait $vm
+vmrc=$?
+if [ $rest -ne 0 ] || [ $vmrc -ne 0 ]; then
+	echo "make test: failed (test/vm exit $vmrc, the other packages exit $rest)" >&2
+	exit 1
+fi
