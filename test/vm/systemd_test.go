@@ -213,14 +213,19 @@ type onceImage struct {
 }
 
 var (
-	sdMu      sync.Mutex
-	sdImages  = map[string]*onceImage{}
-	sdTars    = map[string]*onceImage{} // img.disk holds the tar's path
-	sdBuildMu sync.Mutex                // one rootfs build at a time
-	debOnce   sync.Once
-	debPath   string
-	debErr    error
-	sdKernel  struct {
+	sdMu     sync.Mutex
+	sdImages = map[string]*onceImage{}
+	sdTars   = map[string]*onceImage{} // img.disk holds the tar's path
+	// sdBuilds bounds the rootfs builds at once: three, so that the
+	// three releases' bases (minutes each, much of it waiting on the mirror
+	// and on dpkg's writes) are built side by side at the start and the
+	// first guests boot minutes sooner; make test runs the other
+	// packages beside them.
+	sdBuilds = make(chan struct{}, 3)
+	debOnce  sync.Once
+	debPath  string
+	debErr   error
+	sdKernel struct {
 		once    sync.Once
 		k       kernel
 		vmlinux string
@@ -352,8 +357,8 @@ func buildSDImage(release, stack string, withSeedkeeper bool, variant string) (*
 	if err != nil {
 		return nil, "", err
 	}
-	// One rootfs build at a time (sdBuildMu): each is minutes of CPU
-	// and network.
+	// At most three rootfs builds at a time (sdBuilds): each is minutes
+	// of CPU and network.
 	o := onceFor(sdTars, release+"/"+stack)
 	o.once.Do(func() {
 		o.img = &sdImage{}
@@ -473,8 +478,8 @@ func rootfsTar(k kernel, release, stack string) (string, error) {
 	if st, err := os.Stat(out); err == nil && st.Size() > 0 {
 		return out, nil
 	}
-	sdBuildMu.Lock()
-	defer sdBuildMu.Unlock()
+	sdBuilds <- struct{}{}
+	defer func() { <-sdBuilds }()
 	layerPath, err := filepath.Abs(filepath.Join("systemd", "layer.sh"))
 	if err != nil {
 		return "", err
@@ -585,8 +590,8 @@ func buildRootfsBase(k kernel, release string) (string, string, error) {
 	if st, err := os.Stat(out); err == nil && st.Size() > 0 {
 		return out, sum, nil
 	}
-	sdBuildMu.Lock()
-	defer sdBuildMu.Unlock()
+	sdBuilds <- struct{}{}
+	defer func() { <-sdBuilds }()
 	if err := os.MkdirAll(cache, 0o755); err != nil {
 		return "", "", err
 	}
