@@ -84,6 +84,8 @@ func TestMetaDataErrorsDescribeNotQuote(t *testing.T) {
 		"-----BEGIN OPENSSH PRIVATE KEY-----\nSECRETMARKER\n-----END OPENSSH PRIVATE KEY-----\n",
 		"- SECRETMARKER\n",
 		"SECRETMARKER: [1\n",
+		// The library's duplicate-key error names the key.
+		"SECRETMARKER: 1\nSECRETMARKER: 2\n",
 	} {
 		r := newNCRoot(t)
 		r.seed(noCloudSeedDir, map[string]string{"meta-data": md, "user-data": "#\n"})

@@ -80,7 +80,7 @@ func parseNoCloudMeta(data []byte, name string) (noCloudMeta, error) {
 	}
 	top = &kept
 	if err := top.Decode(&md.values); err != nil {
-		return md, fmt.Errorf("%s: meta-data: %w", name, err)
+		return md, fmt.Errorf("%s: meta-data: %w", name, yamlx.Describe(err))
 	}
 	md.warnings = append(md.warnings, boundMetaData(name+": meta-data", md.values)...)
 	for k, v := range md.values {

@@ -119,7 +119,7 @@ func (w *imcWatch) handle(ctx context.Context) {
 	h := w.h
 	if w.guestinfo != "" {
 		line := "a VMware customization spec arrived in " + iMCDir + " while the VM runs and is not applied: " + w.guestinfo
-		w.done(nil, line, line)
+		w.done(nil, line, w.guestinfo)
 		return
 	}
 	md, err := readIMC(ctx, h.Root, h.Log)
@@ -134,8 +134,9 @@ func (w *imcWatch) handle(ctx context.Context) {
 		vs := &sourceduty.VMwareStatus{}
 		imcReport(ctx, h, &vmwareBoot{tools: newToolBudget()}, vs, iMCStateRunning, iMCEventCustomizeFail, "customization failed")
 		h.Log.Error("vmware: a customization spec arrived while the VM runs and cannot be read; nothing of it is applied", "err", err)
+		why := "the spec cannot be read, nothing of it is applied: " + err.Error()
 		line := "a VMware customization spec arrived in " + iMCDir + " while the VM runs and cannot be read, nothing of it is applied: " + err.Error()
-		w.done(vs, line, line)
+		w.done(vs, line, why)
 		return
 	}
 	spec := md.VMwareIMC

@@ -142,6 +142,10 @@ func TestIMCWatchAfterGuestinfo(t *testing.T) {
 	if len(l.rec.lines) != 1 || !l.rec.failed[0] || !strings.Contains(l.rec.lines[0][0], "is not applied: the boot read the metadata from guestinfo (vmware-rpctool), which comes before a spec") {
 		t.Errorf("recorded %q (failed %v)", l.rec.lines, l.rec.failed)
 	}
+	// The reason alone, not the line saying that a spec arrived.
+	if len(l.rec.why) != 1 || strings.Contains(l.rec.why[0], "arrived") || !strings.HasPrefix(l.rec.why[0], "the boot read the metadata from guestinfo") {
+		t.Errorf("recorded why %q", l.rec.why)
+	}
 }
 
 // A spec without a marker that is the spec kept was applied already;

@@ -90,7 +90,12 @@ func (in *inspection) dpkgVersion(pkg string) (string, error) {
 // Status says it is installed ("" when none). An error says where the
 // file is past its bounds, never quoting it.
 func readDpkgVersion(r io.Reader, pkg string) (string, error) {
-	sc := bufio.NewScanner(io.LimitReader(r, maxDpkgStatus+1))
+	return readDpkgVersionMax(r, pkg, maxDpkgStatus)
+}
+
+// readDpkgVersionMax is readDpkgVersion with the file's bound as given.
+func readDpkgVersionMax(r io.Reader, pkg string, max int) (string, error) {
+	sc := bufio.NewScanner(io.LimitReader(r, int64(max)+1))
 	sc.Buffer(make([]byte, 0, 64<<10), maxDpkgLine)
 	// read counts the bytes of the lines scanned as they are in the
 	// file: a CRLF is two, a last line without its newline has none.
@@ -111,8 +116,8 @@ func readDpkgVersion(r io.Reader, pkg string) (string, error) {
 	}
 	for sc.Scan() {
 		line++
-		if read > maxDpkgStatus {
-			return "", fmt.Errorf("%s: more than %d bytes", dpkgStatus, maxDpkgStatus)
+		if read > max {
+			return "", fmt.Errorf("%s: more than %d bytes", dpkgStatus, max)
 		}
 		l := sc.Text()
 		if strings.TrimSpace(l) == "" {

@@ -98,31 +98,49 @@ func dpkgStatusOf(t *testing.T, n int, eol string, terminated bool) string {
 }
 
 // The status file's bound is read as fsutil's are: a file of exactly
-// maxDpkgStatus bytes is read, one byte more is refused, whatever its
-// line ends (CRLF counted as two bytes, a last line without its newline
-// as what it is).
+// the bound's bytes is read, one byte more is refused, whatever its line
+// ends (CRLF counted as two bytes, a last line without its newline as
+// what it is). The cases run at a bound of 1 MiB, and once at the real
+// one (maxDpkgStatus) without -short.
 func TestReadDpkgVersionBound(t *testing.T) {
-	for _, tc := range []struct {
+	type bcase struct {
 		name       string
 		n          int
 		eol        string
 		terminated bool
 		ok         bool
-	}{
-		{"exactly the bound, last line unterminated", maxDpkgStatus, "\n", false, true},
-		{"exactly the bound", maxDpkgStatus, "\n", true, true},
+	}
+	check := func(bound int, cases []bcase) {
+		t.Helper()
+		for _, tc := range cases {
+			v, err := readDpkgVersionMax(strings.NewReader(dpkgStatusOf(t, tc.n, tc.eol, tc.terminated)), "open-vm-tools", bound)
+			switch {
+			case tc.ok && (err != nil || v != "2:12.2.0-1"):
+				t.Errorf("%s (bound %d): %q, %v; want the version read", tc.name, bound, v, err)
+			case !tc.ok && (err == nil || err.Error() != fmt.Sprintf("%s: more than %d bytes", dpkgStatus, bound)):
+				t.Errorf("%s (bound %d): %q, %v; want it refused as more than %d bytes", tc.name, bound, v, err, bound)
+			}
+		}
+	}
+	const small = 1 << 20
+	check(small, []bcase{
+		{"exactly the bound, last line unterminated", small, "\n", false, true},
+		{"exactly the bound", small, "\n", true, true},
+		{"exactly the bound, CRLF", small, "\r\n", false, true},
+		{"one byte over", small + 1, "\n", true, false},
+		{"one byte over, last line unterminated", small + 1, "\n", false, false},
+		{"one byte over, CRLF", small + 1, "\r\n", true, false},
+	})
+	if testing.Short() {
+		t.Log("the cases at the real 64 MiB bound run without -short")
+		return
+	}
+	check(maxDpkgStatus, []bcase{
 		{"exactly the bound, CRLF", maxDpkgStatus, "\r\n", false, true},
 		{"one byte over", maxDpkgStatus + 1, "\n", true, false},
-		{"one byte over, last line unterminated", maxDpkgStatus + 1, "\n", false, false},
-		{"one byte over, CRLF", maxDpkgStatus + 1, "\r\n", true, false},
-	} {
-		v, err := readDpkgVersion(strings.NewReader(dpkgStatusOf(t, tc.n, tc.eol, tc.terminated)), "open-vm-tools")
-		switch {
-		case tc.ok && (err != nil || v != "2:12.2.0-1"):
-			t.Errorf("%s: %q, %v; want the version read", tc.name, v, err)
-		case !tc.ok && (err == nil || err.Error() != fmt.Sprintf("%s: more than %d bytes", dpkgStatus, maxDpkgStatus)):
-			t.Errorf("%s: %q, %v; want it refused as more than %d bytes", tc.name, v, err, maxDpkgStatus)
-		}
+	})
+	if _, err := readDpkgVersion(strings.NewReader(dpkgStatusOf(t, maxDpkgStatus+1, "\n", false)), "open-vm-tools"); err == nil {
+		t.Error("readDpkgVersion read a status file one byte over maxDpkgStatus")
 	}
 }
 

@@ -2,12 +2,11 @@
 # make test: every package's tests, with the QEMU guests (test/vm) started
 # first. Usage: scripts/test.sh GO-TEST-FLAGS...
 #
-# go test ./... runs two packages at a time in import-path order, so
-# test/vm, by far the longest (its images, then two guests at a time for
-# most of the run), would start only when every other package had, and
-# its first minutes (one mmdebstrap at a time) would leave a core idle.
-# Started first, in a go test of its own, the other packages run beside
-# it. Both runs' output goes to stdout as it comes; the exit status is
+# go test ./... runs as many packages at a time as there are cores, in
+# import-path order, so test/vm, by far the longest (its images, then two
+# guests at a time for most of the run), would start only when every
+# other package had. Started first, in a go test of its own, its images
+# are built while the other packages run beside it. Both runs' output goes to stdout as it comes; the exit status is
 # non-zero when either failed.
 set -u
 GO=${GO:-go}
