@@ -64,8 +64,8 @@ vet:
 check: vet
 	$(GO) test -short -count=1 ./...
 
-# test/vm is started first, in a go test of its own, and the other packages
-# run beside it (scripts/test.sh says why).
+# test/vm's guest images are built while the other packages' tests run,
+# and its guests boot after them (scripts/test.sh says why).
 test: test-deps vet
 	@GO=$(GO) sh scripts/test.sh $(TESTFLAGS)
 
