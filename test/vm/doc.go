@@ -59,7 +59,7 @@
 //     late, the VMware guest (guestinfo; a traditional customization
 //     spec), the ifupdown and NetworkManager images;
 //   - Debian 13: the no-source boot (networkd), the netplan image's first
-//     boot with a hot-added NIC, and netplan over NetworkManager;
+//     boot with a hot-added NIC;
 //   - forky: the netplan chain (first with a hot-added NIC, resolver-changed
 //     beside a clone, unchanged) and the VMware guest on cloud-init 26.2,
 //     customized with a spec of the cloud-init kind.
@@ -75,8 +75,11 @@
 // are seedkeeper's, and cloud-init takes the instance ID the seed says:
 // forky's chain shows them on the same stack and cloud-init's same unit
 // layout, Debian 12's admin chain and sealed clone on 22.4); forky's
-// NetworkManager image (NetworkManager runs in make test on Debian 12
-// and 13); the seedless template's two clones and the
+// NetworkManager image and Debian 13's netplan over NetworkManager
+// (seedkeeper's profiles active alone beside an image's catch-all
+// profile, which make test shows on Debian 12's NetworkManager image;
+// netplan only renders that catch-all); the seedless template's two
+// clones and the
 // sealed template's second clone (first runs and clones that the
 // template's own seeded boot and the sealed clone show with other UUIDs
 // and MACs); the stacked links' second boot and v1's seed (every boot

@@ -18,13 +18,15 @@ import (
 //
 //	networkd:   no-source [→ first (+ hot-added NIC) → resolver-changed ∥ clone → unchanged]
 //	netplan:                first (+ hot-added NIC) [→ resolver-changed ∥ clone → unchanged]
-//	netplan-nm:             first (+ hot-added NIC)
+//	netplan-nm:            [first (+ hot-added NIC)]
 //
-// Three boots in make test; the bracketed part runs in make e2e
+// Two boots in make test; the bracketed part runs in make e2e
 // (SEEDKEEPER_VM_MATRIX=full): the netplan image renders through
 // networkd, so its first boot shows networkd 257 with seedkeeper's
 // files, and forky's netplan chain boots the later ones in make test
-// (TestIntegrationSystemdForky) over the same stack.
+// (TestIntegrationSystemdForky) over the same stack; netplan over
+// NetworkManager renders an image's catch-all profile, beside which
+// Debian 12's NetworkManager image boots in make test.
 
 // netplanNetworkPending holds back the network checks on the netplan image
 // (addresses, routes, resolver, the hot-added NIC, and wait-online, masked
@@ -55,6 +57,13 @@ func TestIntegrationSystemdTrixie(t *testing.T) {
 		})
 	}
 	t.Run("netplan-nm", func(t *testing.T) {
+		if !fullMatrix() {
+			// Its check, seedkeeper's profiles active alone over an
+			// image's catch-all NetworkManager profile, runs in make
+			// test on Debian 12's NetworkManager image (nm-catchall);
+			// this image only renders the catch-all through netplan.
+			t.Skip("netplan over NetworkManager boots in make e2e (SEEDKEEPER_VM_MATRIX=full); make test shows the catch-all profile on Debian 12's NetworkManager image")
+		}
 		t.Parallel()
 		netplanNMScenario(t, relTrixie)
 	})
