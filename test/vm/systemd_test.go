@@ -294,10 +294,11 @@ func needSDHost(t *testing.T) {
 func sdImageSet() map[string][]string {
 	set := map[string][]string{
 		relBookworm: {"networkd", "ifupdown", "networkmanager"},
-		relTrixie:   {"networkd", "netplan", "netplan-nm"},
+		relTrixie:   {"networkd", "netplan"},
 		relForky:    {"networkd", "netplan"},
 	}
 	if fullMatrix() {
+		set[relTrixie] = append(set[relTrixie], "netplan-nm")
 		set[relForky] = append(set[relForky], "networkmanager")
 	}
 	return set
