@@ -42,10 +42,13 @@
 //
 // The systemd-booted guests (systemd_test.go: Debian 12, 13 and forky, a
 // disk image booted by systemd with cloud-init and the .deb) cost 50 to
-// 120 seconds of a core per boot under TCG on a quiet 2-core host, and
-// about 1.5 times that on a loaded one (QEMU's CPU time; Debian 12's boots
-// the least, forky's the most), so make test boots every check once and
-// folds checks into chains, one boot carrying several:
+// 130 seconds of a core per boot under TCG on a quiet 2-core host, with
+// the kernel line's sdGuestCost, and up to twice that beside other
+// CPU-bound work (QEMU's CPU time; Debian 12's boots the least, forky's
+// the most). make test (scripts/test.sh) therefore builds the images
+// (TestIntegrationSystemdImages) while the other packages' tests run and
+// boots the guests after them, and boots every check once, folding
+// checks into chains, one boot carrying several:
 //
 //   - Debian 12 networkd, the admin chain (four boots): the first boot
 //     hot-adds a NIC (the identity chain's first boot); the third removes
