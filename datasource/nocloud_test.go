@@ -442,7 +442,7 @@ func TestReadNoCloudMetaData(t *testing.T) {
 		{"a list", "- instance-id\n- x\n", nil, "/var/lib/cloud/seed/nocloud/meta-data: meta-data must be a mapping, not a list"},
 		{"a string", "just text\n", nil, "meta-data must be a mapping, not a string of 9 bytes"},
 		{"bad yaml", "a: [\n", nil, "/var/lib/cloud/seed/nocloud/meta-data: meta-data is not YAML or JSON"},
-		{"duplicate key", "a: 1\na: 2\n", nil, `mapping key "a" already defined`},
+		{"duplicate key", "a: 1\na: 2\n", nil, "line 2: mapping key already defined at line 1"},
 		// One bad field is dropped with a warning naming
 		// it; the rest of the seed is used.
 		{"instance-id a list", "instance-id: [a]\nlocal-hostname: h\n", warned(func(t *testing.T, md *Metadata) {
