@@ -33,9 +33,10 @@ export SOURCE_DATE_EPOCH
 LDFLAGS   := -s -w -X github.com/seedkeeper/seedkeeper/internal/version.stamp=$(VERSION)
 BIN       := bin
 TOOLS     := mdata-get mdata-put mdata-delete mdata-list
-# The timeout is a bound for a hung test, per package: twice what
-# test/vm, the longest, takes on a loaded machine (about four times its
-# 15 minutes on a quiet one).
+# The timeout is a bound for a hung test, per package: more than twice
+# what test/vm, the longest, takes on a loaded machine (its guests took
+# 24 minutes on a quiet 2-core one, and take up to twice that beside
+# other work).
 TESTFLAGS ?= -race -count=1 -timeout 150m
 
 .PHONY: all build demo check test test-deps vet api unit bench bench-report bench-hostile faults skbench fuzz clean
