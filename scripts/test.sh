@@ -1,5 +1,5 @@
 #!/bin/sh
-# make test: every package's tests, in three steps. Usage:
+# make test: every package's tests, in two steps. Usage:
 #   scripts/test.sh GO-TEST-FLAGS...
 #
 #  1. test/vm's guest images (TestIntegrationSystemdImages: three
@@ -29,9 +29,7 @@ $GO test "$@" $pkgs
 rest=$?
 wait $images
 imagesrc=$?
-if [ $imagesrc -ne 0 ]; then
-	cat "$log"
-fi
+cat "$log" # after the other packages' output, not inside it
 $GO test "$@" ./test/vm
 vmrc=$?
 if [ $rest -ne 0 ] || [ $imagesrc -ne 0 ] || [ $vmrc -ne 0 ]; then
