@@ -134,9 +134,8 @@ func (w *imcWatch) handle(ctx context.Context) {
 		vs := &sourceduty.VMwareStatus{}
 		imcReport(ctx, h, &vmwareBoot{tools: newToolBudget()}, vs, iMCStateRunning, iMCEventCustomizeFail, "customization failed")
 		h.Log.Error("vmware: a customization spec arrived while the VM runs and cannot be read; nothing of it is applied", "err", err)
-		why := "the spec cannot be read, nothing of it is applied: " + err.Error()
-		line := "a VMware customization spec arrived in " + iMCDir + " while the VM runs and cannot be read, nothing of it is applied: " + err.Error()
-		w.done(vs, line, why)
+		why := "cannot be read, nothing of it is applied: " + err.Error()
+		w.done(vs, "a VMware customization spec arrived in "+iMCDir+" while the VM runs and "+why, why)
 		return
 	}
 	spec := md.VMwareIMC

@@ -174,7 +174,7 @@ type Recorder interface {
 	// runs (VMware's spec): what was done with it, one line each, in
 	// seedkeeper's own words (never a secret), and why it was not
 	// applied as a whole: "" when it was, else the first reason, which
-	// is one of lines.
+	// lines say too.
 	Customized(lines []string, why string)
 }
 
