@@ -46,9 +46,10 @@
 // the kernel line's sdGuestCost, and up to twice that beside other
 // CPU-bound work (QEMU's CPU time; Debian 12's boots the least, forky's
 // the most). make test (scripts/test.sh) therefore builds the images
-// (TestIntegrationSystemdImages) while the other packages' tests run and
-// boots the guests after them, and boots every check once, folding
-// checks into chains, one boot carrying several:
+// (TestIntegrationSystemdImages) while the other packages' tests run,
+// boots one guest at a time beside them and two after them, and boots
+// every check once, folding checks into chains, one boot carrying
+// several:
 //
 //   - Debian 12 networkd, the admin chain (four boots): the first boot
 //     hot-adds a NIC (the identity chain's first boot); the third removes

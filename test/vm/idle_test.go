@@ -2,6 +2,9 @@ package vm
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -59,5 +62,52 @@ func TestMachineIdle(t *testing.T) {
 	}
 	if m.slot {
 		t.Error("idle holds a slot it could not take")
+	}
+}
+
+// TestVMSlotsGate checks newVMSlots: one slot of two while the gate file
+// exists, both once it is removed, and every slot at once without a gate
+// file or with jobs 1.
+func TestVMSlotsGate(t *testing.T) {
+	gate := filepath.Join(t.TempDir(), "gate")
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	free := func(slots chan struct{}) int { return cap(slots) - len(slots) }
+
+	slots := newVMSlots("2", gate, time.Millisecond)
+	if cap(slots) != 2 || free(slots) != 1 {
+		t.Fatalf("with the gate: %d of %d slots free; want 1 of 2", free(slots), cap(slots))
+	}
+	slots <- struct{}{} // a guest boots
+	if err := os.Remove(gate); err != nil {
+		t.Fatal(err)
+	}
+	// The second slot is given back once the gate is gone, with the first
+	// guest's still held. (A slow machine only makes this wait longer.)
+	select {
+	case slots <- struct{}{}:
+	case <-time.After(time.Minute):
+		t.Fatal("the second slot was not given back a minute after the gate was removed")
+	}
+	if free(slots) != 0 {
+		t.Errorf("two guests booted: %d slots free; want 0", free(slots))
+	}
+
+	for _, c := range []struct{ jobs, gate string }{{"3", gate}, {"", ""}, {"x", ""}, {"1", "/nonexistent"}} {
+		want := 2
+		if n, err := strconv.Atoi(c.jobs); err == nil {
+			want = n
+		}
+		if s := newVMSlots(c.jobs, c.gate, time.Millisecond); cap(s) != want || free(s) != want {
+			t.Errorf("newVMSlots(%q, %q): %d of %d slots free; want %d of %d", c.jobs, c.gate, free(s), cap(s), want, want)
+		}
+	}
+	// jobs 1 with a gate file: the one slot is free.
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if s := newVMSlots("1", gate, time.Millisecond); free(s) != 1 {
+		t.Errorf("jobs 1 with a gate: %d slots free; want 1", free(s))
 	}
 }
