@@ -58,10 +58,9 @@
 //   - Debian 12 networkd, the templates (three boots of one disk): the
 //     template without a seed, the same disk with its seed and sealed,
 //     a clone of the sealed disk;
-//   - Debian 12: the stacked links (v2's seed once, and with the driver
-//     allowlist leaving the NICs out), the SmartOS host that comes up
-//     late, the VMware guest (guestinfo; a traditional customization
-//     spec), the ifupdown and NetworkManager images;
+//   - Debian 12: the stacked links (v2's seed once), the SmartOS host
+//     that comes up late, the VMware guest (guestinfo; a traditional
+//     customization spec), the ifupdown and NetworkManager images;
 //   - Debian 13: the no-source boot (networkd), the netplan image's first
 //     boot with a hot-added NIC;
 //   - forky: the netplan chain (first with a hot-added NIC, resolver-changed
@@ -89,7 +88,10 @@
 // and MACs); the stacked links' second boot and v1's seed (every boot
 // makes the links in a fresh kernel, and that a boot with nothing changed
 // rewrites no file is forky's unchanged boot, through the same writers;
-// v1 reads to v2's links, plan and files, TestStackedSeedsAgree); the admin chain on Debian 13;
+// v1 reads to v2's links, plan and files, TestStackedSeedsAgree) and the
+// boot with the driver allowlist leaving its NICs out (the plan owns no
+// link whose driver is not allowed, for every link kind: netcfg/apply's
+// tests, and cmd/seedkeeper's in a namespace); the admin chain on Debian 13;
 // the VMware guest's spec of the cloud-init kind on Debian 12, first
 // customized, then read again from the kept spec (forky's customized boot
 // shows the first with the same stand-in and checks; the second, the

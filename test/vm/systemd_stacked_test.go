@@ -335,8 +335,8 @@ func checkStackedLinks(t *testing.T, r *sdReport, manager string) []string {
 // and a bridge on the VLAN is applied live by seedkeeper-boot, before
 // systemd-networkd starts; a second boot of the disk (make e2e) makes the
 // same links again and rewrites no file. make test boots v2's seed once;
-// make e2e boots v1's too. With a driver allowlist that leaves virtio_net
-// out, no bond is made.
+// make e2e boots v1's too, and the seed with a driver allowlist that
+// leaves virtio_net out, with which no bond is made.
 func TestIntegrationSystemdStackedLinks(t *testing.T) {
 	testenv.Integration(t)
 	t.Parallel()
@@ -421,6 +421,16 @@ func TestIntegrationSystemdStackedLinks(t *testing.T) {
 	// seed's meta-data sets it), seedkeeper owns neither NIC, so it owns
 	// and makes no bond; nothing else makes one either.
 	t.Run("drivers-excluded", func(t *testing.T) {
+		if !fullMatrix() {
+			// The rule is the plan's, for every link kind: a stacked
+			// member whose driver is not allowed is not owned
+			// (netcfg/apply's TestDiffStackedNotOwned), and the whole
+			// process owns nothing in a namespace where the allowlist
+			// leaves the NIC's driver out (cmd/seedkeeper's net tests).
+			// Every make test boot reads its NICs' real driver to own
+			// them.
+			t.Skip("the boot with virtio_net not allowed runs in make e2e (SEEDKEEPER_VM_MATRIX=full)")
+		}
 		t.Parallel()
 		seed := stackedSeed(2)
 		seed.MetaData = "instance-id: " + seed.instanceID() + "\n\"seedkeeper:network-drivers\": e1000\n"
