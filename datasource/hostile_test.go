@@ -37,11 +37,12 @@ func gzipBase64(t *testing.T, s string) string {
 // mapping names one 1 MiB string a thousand times ran boot out of memory
 // when the mapping was re-encoded as JSON.
 func TestVMwareNetworkAliasBomb(t *testing.T) {
-	doc := "instance-id: i-bomb\nnetwork:\n  version: 2\n  big: &big " + strings.Repeat("x", 1<<20) + "\n  ethernets:\n    e0:\n      dhcp4: true\n      list:\n"
+	var doc strings.Builder
+	doc.WriteString("instance-id: i-bomb\nnetwork:\n  version: 2\n  big: &big " + strings.Repeat("x", 1<<20) + "\n  ethernets:\n    e0:\n      dhcp4: true\n      list:\n")
 	for range 1000 {
-		doc += "      - *big\n"
+		doc.WriteString("      - *big\n")
 	}
-	enc := gzipBase64(t, doc)
+	enc := gzipBase64(t, doc.String())
 	if len(enc) > 8<<10 {
 		t.Fatalf("the encoded metadata is %d bytes; the point is that it is small", len(enc))
 	}

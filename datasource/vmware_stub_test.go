@@ -136,12 +136,20 @@ func (s *stubVMX) mustRead() *Metadata {
 
 func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
 
-func gzb64(s string) string {
+func gzb64(s string) string { return base64.StdEncoding.EncodeToString(gzipped(s)) }
+
+// gzipped is s as one gzip member.
+func gzipped(s string) []byte {
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
 	zw.Write([]byte(s))
 	zw.Close()
-	return base64.StdEncoding.EncodeToString(buf.Bytes())
+	return buf.Bytes()
+}
+
+// b64bytes is b in standard base64, as the bytes a guestinfo value holds.
+func b64bytes(b []byte) []byte {
+	return base64.StdEncoding.AppendEncode(nil, b)
 }
 
 // logBuffer collects slog output for assertions.

@@ -111,6 +111,7 @@ func TestHostileObjectAtEveryPath(t *testing.T) {
 	for name, p := range plants {
 		for _, sys := range touchedPaths {
 			t.Run(name+sys, func(t *testing.T) {
+				t.Parallel() // each case its own image and host file
 				m, secret := hostileImage(t)
 				m.remove(sys)
 				p(t, m, sys, secret)

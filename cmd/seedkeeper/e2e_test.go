@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net"
@@ -60,6 +61,37 @@ func runBinary(t testing.TB, env []string, args ...string) procResult {
 // runCommand runs name (a path or a tool in $PATH) like runBinary.
 func runCommand(t testing.TB, env []string, name string, args ...string) procResult {
 	t.Helper()
+	r, err := execCommand(env, name, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// runBinaries runs the built seedkeeper once for each command line, all at
+// once, each as runBinary does, and returns how each ended, in order. The
+// runs must not depend on one another; a run that waits (a refused
+// seedfrom is tried again for seconds) then costs its wait once.
+func runBinaries(t testing.TB, env []string, cmds ...[]string) []procResult {
+	t.Helper()
+	bin := seedkeeperBinary(t)
+	out := make([]procResult, len(cmds))
+	errs := make([]error, len(cmds))
+	var wg sync.WaitGroup
+	for i, args := range cmds {
+		wg.Go(func() { out[i], errs[i] = execCommand(env, bin, args...) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// execCommand runs name with args and the environment of runBinary. The
+// error says why it did not end on its own: it could not start, or it
+// ran for a minute and was killed.
+func execCommand(env []string, name string, args ...string) (procResult, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
@@ -68,17 +100,17 @@ func runCommand(t testing.TB, env []string, name string, args ...string) procRes
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
 	if ctx.Err() != nil {
-		t.Fatalf("%s %q did not finish within a minute\n%s%s", name, args, out.String(), errb.String())
+		return procResult{}, fmt.Errorf("%s %q did not finish within a minute\n%s%s", name, args, out.String(), errb.String())
 	}
 	r := procResult{stdout: out.String(), stderr: errb.String()}
 	if err != nil {
 		ee, ok := err.(*exec.ExitError)
 		if !ok {
-			t.Fatalf("running %s: %v", name, err)
+			return procResult{}, fmt.Errorf("running %s: %v", name, err)
 		}
 		r.code = ee.ExitCode()
 	}
-	return r
+	return r, nil
 }
 
 // testEnv is this process's environment without the variables that would

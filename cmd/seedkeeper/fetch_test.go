@@ -303,6 +303,7 @@ func TestFetchVMwareIMC(t *testing.T) {
 }
 
 func TestFetchSmartOS(t *testing.T) {
+	t.Parallel()
 	h, transport := smartosHost(t, smartosStore())
 	env := []string{"SEEDKEEPER_MDATA=" + transport}
 	root := scratchRoot(t, "SmartDC HVM", "Joyent", "")

@@ -162,6 +162,15 @@ func bootAndLook(t *testing.T, env []string, root string, args ...string) procRe
 	t.Helper()
 	before := snapshot(t, root)
 	r := runBinary(t, env, append([]string{"boot", "--root", root}, args...)...)
+	lookAfterBoot(t, env, root, before, r)
+	return r
+}
+
+// lookAfterBoot checks boot's run r and the root against what it held
+// before, then runs status (text and JSON) and identity show, which read
+// only what boot left, at once, and checks them.
+func lookAfterBoot(t *testing.T, env []string, root string, before map[string]string, r procResult) {
+	t.Helper()
 	checkOutput(t, "boot", r)
 	checkRoot(t, root, before)
 	if r.code != exitOK && r.code != exitError && r.code != exitNoSource && r.code != exitPartial {
@@ -170,43 +179,57 @@ func bootAndLook(t *testing.T, env []string, root string, args ...string) procRe
 	if st, err := os.Lstat(filepath.Join(root, statusPath)); err == nil && st.Mode().Perm() != 0o600 {
 		t.Errorf("status.json is mode %v, want 0600", st.Mode().Perm())
 	}
-	for _, cmd := range [][]string{{"status", "--root", root}, {"status", "--root", root, "--json"}, {"identity", "show", "--root", root}} {
-		s := runBinary(t, env, cmd...)
+	cmds := [][]string{{"status", "--root", root}, {"status", "--root", root, "--json"}, {"identity", "show", "--root", root}}
+	for i, s := range runBinaries(t, env, cmds...) {
+		cmd := cmds[i]
 		label := strings.Join(slices.DeleteFunc(slices.Clone(cmd), func(a string) bool { return a == root || a == "--root" }), " ")
 		checkOutput(t, label, s)
 		if !slices.Contains(cmd, "--json") {
 			checkTerminal(t, cmd[0], s.stdout+s.stderr)
 		}
 	}
-	return r
 }
 
-// fetchAndLook runs fetch (JSON and text) and checks both.
+// fetchCmds are the fetch runs of fetchAndLook: JSON, then text.
+func fetchCmds(args ...string) [][]string {
+	return [][]string{append([]string{"fetch", "--json"}, args...), append([]string{"fetch"}, args...)}
+}
+
+// fetchAndLook runs fetch (JSON and text) at once and checks both.
 func fetchAndLook(t *testing.T, env []string, args ...string) {
 	t.Helper()
-	r := runBinary(t, env, append([]string{"fetch", "--json"}, args...)...)
-	checkOutput(t, "fetch --json", r)
-	if r.code == exitOK && !json.Valid([]byte(r.stdout)) {
-		t.Errorf("fetch --json exit 0 without a JSON document:\n%s", r)
+	rs := runBinaries(t, env, fetchCmds(args...)...)
+	checkFetches(t, rs[0], rs[1])
+}
+
+// checkFetches checks fetch's runs: js with --json, text without.
+func checkFetches(t *testing.T, js, text procResult) {
+	t.Helper()
+	checkOutput(t, "fetch --json", js)
+	if js.code == exitOK && !json.Valid([]byte(js.stdout)) {
+		t.Errorf("fetch --json exit 0 without a JSON document:\n%s", js)
 	}
-	r = runBinary(t, env, append([]string{"fetch"}, args...)...)
-	checkOutput(t, "fetch", r)
-	checkTerminal(t, "fetch", r.stdout+r.stderr)
+	checkOutput(t, "fetch", text)
+	checkTerminal(t, "fetch", text.stdout+text.stderr)
 }
 
 func TestHostileNoCloudCorpus(t *testing.T) {
+	t.Parallel()
 	for _, name := range hostileCases(t, "nocloud") {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			src := filepath.Join(hostileDir, "nocloud", name)
-			fetchAndLook(t, nil, "--seed", src)
-
 			root := hostileRoot(t)
 			entries, _ := os.ReadDir(src)
 			for _, e := range entries {
 				writeFile(t, filepath.Join(root, "var/lib/cloud/seed/nocloud", e.Name()), readFile(t, filepath.Join(src, e.Name())), 0o600)
 			}
-			bootAndLook(t, nil, root)
+			// fetch --seed reads only the case and boot only the
+			// root: the fetches run beside the first boot.
+			before := snapshot(t, root)
+			rs := runBinaries(t, nil, append(fetchCmds("--seed", src), []string{"boot", "--root", root})...)
+			checkFetches(t, rs[0], rs[1])
+			lookAfterBoot(t, nil, root, before, rs[2])
 			// A second boot reads the imported seed.
 			bootAndLook(t, nil, root)
 		})
@@ -214,8 +237,10 @@ func TestHostileNoCloudCorpus(t *testing.T) {
 }
 
 func TestHostileGuestinfoCorpus(t *testing.T) {
+	t.Parallel()
 	for _, name := range hostileCases(t, "guestinfo") {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			env, gi := vmwareStub(t)
 			src := filepath.Join(hostileDir, "guestinfo", name)
 			entries, _ := os.ReadDir(src)
@@ -230,6 +255,7 @@ func TestHostileGuestinfoCorpus(t *testing.T) {
 }
 
 func TestHostileConfigCorpus(t *testing.T) {
+	t.Parallel()
 	good := filepath.Join(hostileDir, "nocloud", "passwords-in-lists")
 	configs := []string{"/dev/zero"}
 	fifo := filepath.Join(t.TempDir(), "config-fifo")
@@ -242,6 +268,7 @@ func TestHostileConfigCorpus(t *testing.T) {
 	}
 	for _, cfg := range configs {
 		t.Run(filepath.Base(cfg), func(t *testing.T) {
+			t.Parallel()
 			root := hostileRoot(t)
 			for _, f := range []string{"meta-data", "user-data"} {
 				writeFile(t, filepath.Join(root, "var/lib/cloud/seed/nocloud", f), readFile(t, filepath.Join(good, f)), 0o600)
@@ -262,6 +289,7 @@ func TestHostileConfigCorpus(t *testing.T) {
 // A seedfrom naming a FIFO once blocked boot for ever, and
 // s=/etc/ssh/KEY/%s/.. reached the host key.
 func TestHostileSeedfromLocalFiles(t *testing.T) {
+	t.Parallel()
 	for name, seedfrom := range map[string]string{
 		"fifo":    "/srv/fifo-seed/",
 		"dot-dot": "/etc/ssh/ssh_host_rsa_key/%s/..",
@@ -352,6 +380,7 @@ func TestHostileNetConfigDevice(t *testing.T) {
 // largest values at once; one read stops at its total budget and says
 // which key it was reading.
 func TestHostileSmartOSTotal(t *testing.T) {
+	t.Parallel()
 	st := mdatatest.NewStore()
 	st.SetString("sdc:uuid", mdatatest.SampleUUID)
 	big := bytes.Repeat([]byte("x"), datasource.MaxSmartOSTotal/3+1)

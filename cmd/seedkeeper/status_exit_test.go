@@ -102,6 +102,7 @@ func TestStatusExitCodes(t *testing.T) {
 // watch, its unit enabled, has marked itself ready; then it exits as
 // status does.
 func TestStatusWaitFinishes(t *testing.T) {
+	t.Parallel()
 	root := statusRoot(t, &agent.Status{Version: 1, BootID: statusBootB, Outcome: "ok"})
 	// The watch's unit is enabled: its readiness is waited for too.
 	writeFile(t, filepath.Join(root, agent.WatchUnitWants), "", 0o644)
@@ -137,6 +138,7 @@ func TestStatusWaitFinishes(t *testing.T) {
 // A --timeout that runs out says what was still awaited and exits 10;
 // without the watch's unit enabled only boot is waited for.
 func TestStatusWaitTimesOut(t *testing.T) {
+	t.Parallel()
 	root := statusRoot(t, &agent.Status{Version: 1, BootID: statusBootB, Outcome: "ok"})
 	r := runBinary(t, nil, "status", "--root", root, "--wait", "--timeout", "300ms")
 	if r.code != exitTryAgain || r.stdout != "" ||
