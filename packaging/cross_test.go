@@ -23,9 +23,11 @@ func TestCrossBuild(t *testing.T) {
 	if testing.Short() {
 		t.Skip("cross-builds take a while; run without -short")
 	}
+	t.Parallel()
 	dir := t.TempDir()
 	for _, tg := range crossTargets {
 		t.Run(tg.goos+"-"+tg.goarch, func(t *testing.T) {
+			t.Parallel()
 			out := filepath.Join(dir, "seedkeeper-"+tg.goos+"-"+tg.goarch)
 			cmd := exec.Command("go", "build", "-trimpath", "-o", out, "./cmd/seedkeeper")
 			cmd.Dir = repoRoot
