@@ -162,6 +162,7 @@ func readMatching(t *testing.T, dir string, re *regexp.Regexp) []string {
 // that is not linked in. A new or changed dependency fails here until
 // its paragraph is written.
 func TestCopyrightListsEveryModule(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile("copyright")
 	if err != nil {
 		t.Fatal(err)

@@ -32,6 +32,7 @@ var distroDropIns = []string{
 }
 
 func TestDropIn(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile(dropIn)
 	if err != nil {
 		t.Fatal(err)
@@ -77,6 +78,7 @@ func TestDropIn(t *testing.T) {
 // TestPackageInstallsDropIn ties the name the package installs to the file
 // and to the name the other checks use.
 func TestPackageInstallsDropIn(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile("nfpm.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -221,6 +223,7 @@ const ubuntuDpkgCfg = "# to update this file, run dpkg-reconfigure cloud-init\n"
 // called 95-seedkeeper.cfg.
 func TestIntegrationDropInCloudInit(t *testing.T) {
 	testenv.Integration(t)
+	t.Parallel()
 	py := needTool(t, "/usr/bin/python3", "python3")
 	if _, err := os.Stat("/usr/lib/python3/dist-packages/cloudinit/stages.py"); err != nil {
 		t.Skip("needs Debian's cloud-init: apt-get install cloud-init (make test-deps installs it as root)")
@@ -269,32 +272,39 @@ func TestIntegrationDropInCloudInit(t *testing.T) {
 	}
 
 	t.Run("alone", func(t *testing.T) {
+		t.Parallel()
 		wantOurs(t, check(t, map[string]string{dropIn: ours}))
 	})
 	t.Run("after Ubuntu's 90_dpkg.cfg", func(t *testing.T) {
+		t.Parallel()
 		wantOurs(t, check(t, map[string]string{dropIn: ours, "90_dpkg.cfg": ubuntuDpkgCfg}))
 	})
 	t.Run("after curtin's network", func(t *testing.T) {
+		t.Parallel()
 		curtin := "network: {version: 1, config: [{type: physical, name: eth0, subnets: [{type: dhcp}]}]}\n"
 		wantOurs(t, check(t, map[string]string{dropIn: ours, "50-curtin-networking.cfg": curtin}))
 	})
 	vmwareCustOff := "disable_vmware_customization: true\n"
 	t.Run("after a file that turns VMware customization off", func(t *testing.T) {
+		t.Parallel()
 		wantOurs(t, check(t, map[string]string{dropIn: ours, "50-vmware-customization.cfg": vmwareCustOff}))
 	})
 	// The counterfactuals show the checks above can fail.
 	t.Run("without the drop-in that file turns VMware customization off", func(t *testing.T) {
+		t.Parallel()
 		if r := check(t, map[string]string{"50-vmware-customization.cfg": vmwareCustOff}); !r.VMwareCustOff {
 			t.Errorf("disable_vmware_customization read as false; want the file's true to count")
 		}
 	})
 	t.Run("named 90-seedkeeper.cfg it loses to 90_dpkg.cfg", func(t *testing.T) {
+		t.Parallel()
 		r := check(t, map[string]string{"90-seedkeeper.cfg": ours, "90_dpkg.cfg": ubuntuDpkgCfg})
 		if slices.Equal(r.DatasourceList, []string{"NoCloud", "None"}) {
 			t.Errorf("datasource_list = %v; want 90_dpkg.cfg's list to win over 90-seedkeeper.cfg", r.DatasourceList)
 		}
 	})
 	t.Run("without the drop-in", func(t *testing.T) {
+		t.Parallel()
 		r := check(t, map[string]string{})
 		if len(r.LabelSearched) == 0 || r.NetworkSource != "ds" {
 			t.Errorf("label search %v, network from %q; want cloud-init's defaults (label search, the datasource's network)", r.LabelSearched, r.NetworkSource)
@@ -310,6 +320,7 @@ func TestIntegrationDropInCloudInit(t *testing.T) {
 // boot.
 func TestIntegrationDropInDSIdentify(t *testing.T) {
 	testenv.Integration(t)
+	t.Parallel()
 	const dsIdentify = "/usr/lib/cloud-init/ds-identify"
 	if _, err := os.Stat(dsIdentify); err != nil {
 		t.Skip("needs cloud-init's ds-identify: apt-get install cloud-init (make test-deps installs it as root)")
@@ -352,6 +363,7 @@ func TestIntegrationDropInDSIdentify(t *testing.T) {
 		"after Ubuntu's 90_dpkg.cfg": {dropIn: ours, "90_dpkg.cfg": ubuntuDpkgCfg},
 	} {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			res, lg, code := run(t, files)
 			if code != 0 || strings.TrimSpace(res) != "datasource_list: [ NoCloud, None ]" {
 				t.Errorf("ds-identify exit %d, wrote %q; want exit 0 and datasource_list: [ NoCloud, None ]\nlog:\n%s", code, res, lg)
@@ -362,6 +374,7 @@ func TestIntegrationDropInDSIdentify(t *testing.T) {
 		})
 	}
 	t.Run("named 90-seedkeeper.cfg it loses to 90_dpkg.cfg", func(t *testing.T) {
+		t.Parallel()
 		_, lg, _ := run(t, map[string]string{"90-seedkeeper.cfg": ours, "90_dpkg.cfg": ubuntuDpkgCfg})
 		if strings.Contains(lg, "single entry in datasource_list") {
 			t.Errorf("ds-identify took the shortcut although 90_dpkg.cfg sorts after 90-seedkeeper.cfg; log:\n%s", lg)
@@ -378,6 +391,7 @@ func TestIntegrationDropInDSIdentify(t *testing.T) {
 	// held back after seedkeeper-boot decided (seedkeeper-no-source.conf).
 	noNone := strings.Replace(ours, "datasource_list: [NoCloud, None]", "datasource_list: [NoCloud]", 1)
 	t.Run("without None ds-identify adds it back", func(t *testing.T) {
+		t.Parallel()
 		res, lg, code := run(t, map[string]string{dropIn: noNone})
 		if code != 0 || strings.TrimSpace(res) != "datasource_list: [ NoCloud, None ]" {
 			t.Errorf("ds-identify exit %d, wrote %q; want None appended\nlog:\n%s", code, res, lg)
@@ -385,12 +399,14 @@ func TestIntegrationDropInDSIdentify(t *testing.T) {
 	})
 	probing := strings.Replace(ours, "datasource_list: [NoCloud, None]", "datasource_list: [NoCloud, VMware, None]", 1)
 	t.Run("probing before the first seed disables cloud-init", func(t *testing.T) {
+		t.Parallel()
 		res, lg, code := run(t, map[string]string{dropIn: probing})
 		if code != 1 || !strings.Contains(res, "notfound=disabled") {
 			t.Errorf("ds-identify exit %d, wrote %q; want exit 1, not found\nlog:\n%s", code, res, lg)
 		}
 	})
 	t.Run("probing finds a seed an earlier boot wrote", func(t *testing.T) {
+		t.Parallel()
 		res, lg, code := run(t, map[string]string{dropIn: probing},
 			"var/lib/cloud/seed/nocloud/meta-data", "var/lib/cloud/seed/nocloud/user-data")
 		if code != 0 || strings.TrimSpace(res) != "datasource_list: [ NoCloud, None ]" {

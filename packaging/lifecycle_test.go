@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/seedkeeper/seedkeeper/internal/testenv"
@@ -36,13 +37,34 @@ mkdir -p "$1/etc/network/interfaces.d"`
 
 const envChrootCache = "SEEDKEEPER_CHROOT_CACHE"
 
+var (
+	chrootOnce sync.Once
+	chrootPath string
+	chrootSkip string
+	chrootErr  error
+)
+
 // chrootTar returns the cached chroot tar, building it when no tar for the
-// current inputs exists.
+// current inputs exists: once per test binary, as the tests that call it
+// run in parallel.
 func chrootTar(t *testing.T) string {
 	t.Helper()
 	needRoot(t, "mmdebstrap --mode=root and chroot")
 	needTool(t, "mmdebstrap", "mmdebstrap")
 	needTool(t, "chroot", "coreutils")
+	chrootOnce.Do(func() { chrootPath, chrootSkip, chrootErr = buildChrootTar() })
+	if chrootSkip != "" {
+		t.Skip(chrootSkip)
+	}
+	if chrootErr != nil {
+		t.Fatal(chrootErr)
+	}
+	return chrootPath
+}
+
+// buildChrootTar returns the path of the cached tar, or why the tests
+// cannot have one (skip), or the error that stopped its build.
+func buildChrootTar() (path, skip string, err error) {
 	var apt string
 	for _, p := range []string{"/etc/apt/sources.list.d/debian.sources", "/etc/apt/sources.list"} {
 		if st, err := os.Stat(p); err == nil && st.Size() > 0 {
@@ -51,7 +73,7 @@ func chrootTar(t *testing.T) string {
 		}
 	}
 	if apt == "" {
-		t.Skip("no apt sources on this machine for mmdebstrap")
+		return "", "no apt sources on this machine for mmdebstrap", nil
 	}
 	sources, _ := os.ReadFile(apt)
 	ver, _ := exec.Command("mmdebstrap", "--version").Output()
@@ -65,26 +87,26 @@ func chrootTar(t *testing.T) string {
 	}
 	out := filepath.Join(cache, "bookworm-cloud-init-"+hex.EncodeToString(h.Sum(nil))[:16]+".tar")
 	if st, err := os.Stat(out); err == nil && st.Size() > 0 {
-		return out
+		return out, "", nil
 	}
 	if err := os.MkdirAll(cache, 0o755); err != nil {
-		t.Fatal(err)
+		return "", "", err
 	}
 	tmp := out + ".tmp"
 	cmd := exec.Command("mmdebstrap", "--mode=root", "--variant=minbase", "--format=tar", "--quiet",
 		"--include="+strings.Join(chrootPackages, ","), "--customize-hook="+chrootHook, "bookworm", tmp, apt)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		os.Remove(tmp)
-		t.Fatalf("mmdebstrap: %v\n%s", err, b)
+		return "", "", fmt.Errorf("mmdebstrap: %v\n%s", err, b)
 	}
 	old, _ := filepath.Glob(filepath.Join(cache, "bookworm-cloud-init-*.tar"))
 	for _, p := range old {
 		os.Remove(p)
 	}
 	if err := os.Rename(tmp, out); err != nil {
-		t.Fatal(err)
+		return "", "", err
 	}
-	return out
+	return out, "", nil
 }
 
 // newChroot unpacks the cached chroot into a fresh directory.
@@ -290,6 +312,7 @@ func ourStanza(t *testing.T, root string) string {
 // seedkeeper never been installed.
 func TestIntegrationDebLifecycle(t *testing.T) {
 	testenv.Integration(t)
+	t.Parallel()
 	root := newChroot(t)
 	deb := onePackage(t, packages(t), "*.deb")
 	run(t, nil, "cp", deb, filepath.Join(root, "tmp/seedkeeper.deb"))
@@ -382,6 +405,7 @@ func TestIntegrationDebLifecycle(t *testing.T) {
 // install, boot, upgrade, erase.
 func TestIntegrationRPMLifecycle(t *testing.T) {
 	testenv.Integration(t)
+	t.Parallel()
 	needTool(t, "rpm", "rpm")
 	root := newChroot(t)
 	pkg := onePackage(t, packages(t), "*.rpm")

@@ -17,6 +17,7 @@ import (
 // (Root is not needed; lintian only warns about it.)
 func TestIntegrationLintian(t *testing.T) {
 	testenv.Integration(t)
+	t.Parallel()
 	needTool(t, "lintian", "lintian")
 	deb := onePackage(t, packages(t), "*.deb")
 	out, err := exec.Command("lintian", "--fail-on", "error,warning", "--pedantic", "--display-info",
@@ -40,6 +41,7 @@ func TestIntegrationLintian(t *testing.T) {
 // finding may be left.
 func TestIntegrationRPMLint(t *testing.T) {
 	testenv.Integration(t)
+	t.Parallel()
 	needTool(t, "rpmlint", "rpmlint")
 	if _, err := exec.Command("/usr/bin/python3", "-c", "import magic").CombinedOutput(); err != nil {
 		t.Skip("rpmlint needs python3-magic to tell a binary: apt-get install python3-magic (make test-deps installs it as root)")

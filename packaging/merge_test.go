@@ -54,6 +54,7 @@ func leafKeys(prefix string, m map[string]any) []string {
 // table of what seedkeeper writes into files other programs merge names
 // each of them.
 func TestDropInKeysListed(t *testing.T) {
+	t.Parallel()
 	var m map[string]any
 	if err := yaml.Unmarshal([]byte(readFileT(t, dropIn)), &m); err != nil {
 		t.Fatal(err)
@@ -89,6 +90,7 @@ print(json.dumps(cfg, sort_keys=True))
 // wins.
 func TestIntegrationDropInKeepsImageSettings(t *testing.T) {
 	testenv.Integration(t)
+	t.Parallel()
 	py := needTool(t, "/usr/bin/python3", "python3")
 	if _, err := os.Stat("/usr/lib/python3/dist-packages/cloudinit/util.py"); err != nil {
 		t.Skip("needs Debian's cloud-init: apt-get install cloud-init (make test-deps installs it as root)")
@@ -204,6 +206,7 @@ func fmtAny(v any) string {
 // drop-in sorts before or after seedkeeper's.
 func TestIntegrationNoSourceDropInKeepsUnitConditions(t *testing.T) {
 	testenv.Integration(t)
+	t.Parallel()
 	sa := needTool(t, "systemd-analyze", "systemd")
 	if _, err := os.Stat("/lib/systemd/system/cloud-init-local.service"); err != nil {
 		t.Skip("needs Debian's cloud-init units: apt-get install cloud-init (make test-deps installs it as root)")

@@ -34,6 +34,7 @@ var gatedUnits = []string{
 var debianUnits = []string{"cloud-init-local.service", "cloud-init.service", "cloud-config.service", "cloud-final.service"}
 
 func TestNoSourceDropIn(t *testing.T) {
+	t.Parallel()
 	u := parseUnit(t, noSourceDropIn)
 	if got := u.get("Unit", "ConditionPathExists"); got != "!"+nosource.MarkerPath {
 		t.Errorf("ConditionPathExists = %q; want !%s", got, nosource.MarkerPath)
@@ -50,6 +51,7 @@ func TestNoSourceDropIn(t *testing.T) {
 // TestPackageInstallsNoSourceDropIn ties nfpm.yaml to gatedUnits for both
 // package formats.
 func TestPackageInstallsNoSourceDropIn(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile("nfpm.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -89,6 +91,7 @@ func TestPackageInstallsNoSourceDropIn(t *testing.T) {
 // drop-in the marker changes nothing.
 func TestIntegrationNoSourceDropInSkipsCloudInit(t *testing.T) {
 	testenv.Integration(t)
+	t.Parallel()
 	sa := needTool(t, "systemd-analyze", "systemd")
 	if _, err := os.Stat("/lib/systemd/system/cloud-init-local.service"); err != nil {
 		t.Skip("needs Debian's cloud-init units: apt-get install cloud-init (make test-deps installs it as root)")
@@ -179,6 +182,7 @@ print(d.status.value, d.boot_status_code.value)
 // with the generator's "enabled".
 func TestIntegrationHeldCloudInitStatus(t *testing.T) {
 	testenv.Integration(t)
+	t.Parallel()
 	py := needTool(t, "/usr/bin/python3", "python3")
 	if _, err := os.Stat("/usr/lib/python3/dist-packages/cloudinit/cmd/status.py"); err != nil {
 		t.Skip("needs Debian's cloud-init: apt-get install cloud-init (make test-deps installs it as root)")

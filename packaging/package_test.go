@@ -83,6 +83,7 @@ var units = []string{"seedkeeper-boot.service", "seedkeeper-watch.service"}
 // an admin's "disable", and that remove and purge take everything away.
 func TestIntegrationDebInstall(t *testing.T) {
 	testenv.Integration(t)
+	t.Parallel()
 	needRoot(t, "dpkg installs files owned by root")
 	needTool(t, "dpkg", "dpkg")
 	needTool(t, "deb-systemd-helper", "init-system-helpers")
@@ -293,6 +294,7 @@ func checkManPage(t *testing.T, path string) {
 // scriptlets.
 func TestIntegrationRPMContents(t *testing.T) {
 	testenv.Integration(t)
+	t.Parallel()
 	needTool(t, "rpm", "rpm")
 	pkg := onePackage(t, packages(t), "*.rpm")
 	arch := map[string]string{"amd64": "x86_64", "arm64": "aarch64"}[runtime.GOARCH]
@@ -395,6 +397,7 @@ func TestIntegrationRPMContents(t *testing.T) {
 // of this build's packages with its version put in.
 func TestIntegrationReadmePackageNames(t *testing.T) {
 	testenv.Integration(t)
+	t.Parallel()
 	if runtime.GOARCH != "amd64" {
 		t.Skip("README.md's examples name the amd64 packages")
 	}

@@ -104,6 +104,7 @@ func rpmvercmp(t *testing.T, a, b string) string {
 // "version-1", the .deb's) and by rpm's own comparison, and that the
 // release commits are the bare release.
 func TestVersionsSortInOrder(t *testing.T) {
+	t.Parallel()
 	needTool(t, "dpkg", "dpkg")
 	needTool(t, "rpm", "rpm")
 	r := newVersionRepo(t)

@@ -46,6 +46,7 @@ func mkfile(t *testing.T, p, content string) {
 // imported copy stays in /var/lib/seedkeeper/imported-seed") is the only
 // copy of that seed. rpm -e (%postun 0) keeps it the same way.
 func TestPurgeKeepsTheImportedSeed(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	state := filepath.Join(root, "var/lib/seedkeeper")
 	mkfile(t, filepath.Join(state, "identity.json"), "{}\n")
@@ -153,6 +154,7 @@ func stateFiles(t *testing.T) []string {
 // with the image's /var/lib (or /etc/cloud) a link out of it, purge and
 // remove leave what the link leads to alone, and say why.
 func TestRemovalScriptsStayInDPKGRoot(t *testing.T) {
+	t.Parallel()
 	host := t.TempDir()
 	mkfile(t, filepath.Join(host, "lib/seedkeeper/identity.json"), "{}\n")
 	mkfile(t, filepath.Join(host, "cloud/cloud.cfg.d/95-seedkeeper.cfg"), "datasource_list: [NoCloud]\n")
@@ -183,6 +185,7 @@ func TestRemovalScriptsStayInDPKGRoot(t *testing.T) {
 // too: with the image's /etc/cloud a link out of it, the host's moved-aside
 // file is not moved.
 func TestPreinstStaysInDPKGRoot(t *testing.T) {
+	t.Parallel()
 	host := t.TempDir()
 	aside := filepath.Join(host, "cloud/cloud.cfg.d/95-seedkeeper.cfg.seedkeeper-removed")
 	mkfile(t, aside, "x\n")
@@ -215,11 +218,13 @@ func TestPreinstStaysInDPKGRoot(t *testing.T) {
 // stand-in mv writes that file first, then runs the real one; the second
 // reports the skip as a failure, as mv -n of coreutils 9.2 to 9.4 does.
 func TestPreinstNeverOverwritesTheDropIn(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ name, after string }{
 		{"a skip is success", `exec /bin/mv "$@"`},
 		{"a skip is a failure", `/bin/mv "$@" || exit; [ ! -e "$src" ] || exit 1`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			root, bin := t.TempDir(), t.TempDir()
 			cfg := filepath.Join(root, "etc/cloud/cloud.cfg.d/95-seedkeeper.cfg")
 			mkfile(t, cfg+".seedkeeper-removed", "moved aside\n")

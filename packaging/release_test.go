@@ -16,6 +16,7 @@ import (
 // after the current one, a dirty tree and empty notes, changing nothing.
 // The release commit holds the API snapshot of itself (api/).
 func TestReleaseScript(t *testing.T) {
+	t.Parallel()
 	r := newVersionRepo(t)
 	script, err := filepath.Abs(filepath.Join(repoRoot, "scripts", "release.sh"))
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 // built with -trimpath.
 func TestIntegrationReproducible(t *testing.T) {
 	testenv.Integration(t)
+	t.Parallel()
 	first := packages(t)
 	bin := filepath.Join(shared, "again")
 	cmd := exec.Command("make", "--no-print-directory", "package", "BIN="+bin, "VERSION="+testVersion)

@@ -66,6 +66,7 @@ func scriptCalls(t *testing.T, script string, running bool, state string, seedke
 // (the rpm declares the state files %ghost, and rpm removes them). The .deb
 // scripts run for real in TestIntegrationDebInstall and the chroot tests.
 func TestMaintainerScripts(t *testing.T) {
+	t.Parallel()
 	units := "seedkeeper-boot.service seedkeeper-watch.service"
 	cases := []struct {
 		script  string
@@ -101,6 +102,7 @@ func TestMaintainerScripts(t *testing.T) {
 			name += " (running system)"
 		}
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			state := filepath.Join(t.TempDir(), "state")
 			os.Mkdir(state, 0o755)
 			os.WriteFile(filepath.Join(state, "identity.json"), []byte("{}\n"), 0o600)
@@ -124,6 +126,7 @@ func TestMaintainerScripts(t *testing.T) {
 // TestScriptsAreShell checks every maintainer script parses with dash,
 // the /bin/sh of Debian (and is valid POSIX sh for rpm's /bin/sh).
 func TestScriptsAreShell(t *testing.T) {
+	t.Parallel()
 	sh, err := exec.LookPath("dash")
 	if err != nil {
 		sh = "/bin/sh"
@@ -144,6 +147,7 @@ func TestScriptsAreShell(t *testing.T) {
 }
 
 func TestPkgVersion(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"v1.2.3":                  "1.2.3",
 		"v1.2.3-4-gabc1234":       "1.2.3+4.gabc1234",
@@ -184,6 +188,7 @@ func runningSystemFunc(t *testing.T, script string) string {
 // Run in a chroot that saw the host's /run, the old check pinned the build
 // host's UUID into the image.
 func TestRunningSystemFailsSafe(t *testing.T) {
+	t.Parallel()
 	fn := runningSystemFunc(t, "deb-postinst")
 	for _, s := range []string{"deb-prerm", "rpm-post", "rpm-preun", "rpm-postun"} {
 		if other := runningSystemFunc(t, s); other != fn {
@@ -217,6 +222,7 @@ func TestRunningSystemFailsSafe(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			run := filepath.Join(dir, "run-systemd-system")
 			if c.systemd {

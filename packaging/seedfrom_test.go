@@ -59,6 +59,7 @@ func probeNoCloud(t *testing.T, dropIn, cmdline string) map[string]map[string]an
 // seedkeeper's instance ID and user-data, and fetches nothing; without its
 // seedfrom line, cloud-init goes to the network (the test's guard).
 func TestDropInSeedfromKeepsSeedkeepersSeed(t *testing.T) {
+	t.Parallel()
 	const cmdline = "root=/dev/vda1 ds=nocloud;s=http://10.0.2.2:8000/"
 	got := probeNoCloud(t, dropIn, cmdline)
 	local := got["NoCloud"]
@@ -93,6 +94,7 @@ func TestDropInSeedfromKeepsSeedkeepersSeed(t *testing.T) {
 // (first-wins meta-data): the drop-in cannot change that, which is why
 // image check and status call it a finding. This pins the fact.
 func TestDropInCannotOverrideCmdlineInstanceID(t *testing.T) {
+	t.Parallel()
 	got := probeNoCloud(t, dropIn, "root=/dev/vda1 ds=nocloud;i=iid-packer")
 	if got["NoCloud"]["instance_id"] != "iid-packer" {
 		t.Errorf("cloud-init's instance ID with a command-line i=: %v", got)

@@ -16,6 +16,7 @@ import (
 )
 
 func TestBootUnit(t *testing.T) {
+	t.Parallel()
 	u := parseUnit(t, "seedkeeper-boot.service")
 	want := map[[2]string]string{
 		{"Unit", "DefaultDependencies"}: "no",
@@ -55,6 +56,7 @@ func TestBootUnit(t *testing.T) {
 }
 
 func TestWatchUnit(t *testing.T) {
+	t.Parallel()
 	u := parseUnit(t, "seedkeeper-watch.service")
 	want := map[[2]string]string{
 		{"Service", "Type"}:         "notify",
@@ -77,6 +79,7 @@ func TestWatchUnit(t *testing.T) {
 // the cidata disks, vsock, /proc/sys/net) and take the rest away.
 // (Where they differ, below the loop.)
 func TestUnitsHardening(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"seedkeeper-boot.service", "seedkeeper-watch.service"} {
 		t.Run(name, func(t *testing.T) {
 			u := parseUnit(t, name)
@@ -212,6 +215,7 @@ func exposureScore(t *testing.T, path string) float64 {
 // TestUnitsExposure pins the units' exposure scores: a directive dropped
 // or a capability added shows up as a higher score.
 func TestUnitsExposure(t *testing.T) {
+	t.Parallel()
 	needTool(t, "systemd-analyze", "systemd")
 	out, _ := exec.Command("systemd-analyze", "--version").Output()
 	v252 := bytes.HasPrefix(out, []byte("systemd 252 "))
@@ -221,6 +225,7 @@ func TestUnitsExposure(t *testing.T) {
 	}
 	for _, e := range exposure {
 		t.Run(e.unit, func(t *testing.T) {
+			t.Parallel()
 			got := exposureScore(t, e.unit)
 			if got > e.budget {
 				t.Errorf("exposure %.1f; the budget is %.1f", got, e.budget)
@@ -290,10 +295,12 @@ func verify(t *testing.T, files ...string) (string, error) {
 // exists and is executable), and proves the check fails on broken copies.
 func TestIntegrationUnitsVerify(t *testing.T) {
 	testenv.Integration(t)
+	t.Parallel()
 	needTool(t, "systemd-analyze", "systemd")
 	bin := seedkeeperBin(t)
 	dir := t.TempDir()
-	copyUnit := func(name string, edit func(string) string) string {
+	copyUnit := func(t *testing.T, dir, name string, edit func(string) string) string {
+		t.Helper()
 		b, err := os.ReadFile(name)
 		if err != nil {
 			t.Fatal(err)
@@ -308,8 +315,8 @@ func TestIntegrationUnitsVerify(t *testing.T) {
 		}
 		return p
 	}
-	boot := copyUnit("seedkeeper-boot.service", nil)
-	watch := copyUnit("seedkeeper-watch.service", nil)
+	boot := copyUnit(t, dir, "seedkeeper-boot.service", nil)
+	watch := copyUnit(t, dir, "seedkeeper-watch.service", nil)
 	if out, err := verify(t, boot, watch); err != nil || out != "" {
 		t.Fatalf("systemd-analyze verify: err=%v\n%s", err, out)
 	}
@@ -353,12 +360,13 @@ func TestIntegrationUnitsVerify(t *testing.T) {
 	}
 	for _, b := range broken {
 		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
 			if b.need != "" {
 				if _, err := os.Stat(filepath.Join("/lib/systemd/system", b.need)); err != nil {
 					t.Skipf("needs %s installed: apt-get install cloud-init", b.need)
 				}
 			}
-			p := copyUnit("seedkeeper-boot.service", b.edit)
+			p := copyUnit(t, t.TempDir(), "seedkeeper-boot.service", b.edit)
 			if out, err := verify(t, p); err == nil && out == "" {
 				t.Errorf("systemd-analyze verify found nothing wrong with a broken unit (%s)", b.name)
 			}

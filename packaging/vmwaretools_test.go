@@ -150,6 +150,7 @@ const oldDropIn = "datasource_list: [NoCloud, None]\ndisable_vmware_customizatio
 // cloud.cfg and the other cloud.cfg.d files say) and what Tools does with
 // a traditional spec and with one of the cloud-init kind.
 func TestVMwareToolsHandOff(t *testing.T) {
+	t.Parallel()
 	ours := readFileT(t, dropIn)
 	debian12 := [2]int{22, 4}
 	cases := []struct {
@@ -231,6 +232,7 @@ func TestVMwareToolsHandOff(t *testing.T) {
 // The drop-in says false once, on a line of its own that Tools' match
 // takes, and nothing else in it matches.
 func TestDropInToolsLine(t *testing.T) {
+	t.Parallel()
 	var lines []string
 	for _, l := range strings.SplitAfter(readFileT(t, dropIn), "\n") {
 		if vmtools.CustomizationFlagLine(l) {
