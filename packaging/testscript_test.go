@@ -43,7 +43,7 @@ func TestMakeTestScript(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name, vmrc, restrc, want string
-		fail                       bool
+		fail                     bool
 	}{
 		{"pass", "0", "0", "", false},
 		{"vm fails", "1", "0", "the other packages exit 0, test/vm exit 1", true},
