@@ -364,7 +364,7 @@ func TestBootVMwareToolsLogSaysWhoApplied(t *testing.T) {
 func TestBootVMwareIMCWaitIsConfigured(t *testing.T) {
 	for _, tc := range []struct{ config, want string }{
 		{"vmware: {imc_wait: 0}\n", "no /var/run/vmware-imc/cust.cfg (not waited for)"},
-		{"vmware: {imc_wait: 1s}\n", "no /var/run/vmware-imc/cust.cfg after waiting 1s for it"},
+		{"vmware: {imc_wait: 300ms}\n", "no /var/run/vmware-imc/cust.cfg after waiting 300ms for it"},
 	} {
 		g := newVMwareGuest(t, "boot: {device_wait: 0}\n"+tc.config)
 		p := filepath.Join(g.root, "usr/lib/open-vm-tools/plugins/vmsvc/libdeployPkgPlugin.so")

@@ -584,6 +584,7 @@ func TestReportIMC(t *testing.T) {
 // still writing is waited for, within IMCWait; without the plugin nothing
 // is waited for.
 func TestReadVMwareIMCWait(t *testing.T) {
+	t.Parallel() // waits out real timers: overlaps the package's other waits
 	s := newStubVMX(t, ToolRPCTool)
 	plugin := sysroot.Root(s.root).Path(deployPkgPlugin[0])
 	if err := os.MkdirAll(filepath.Dir(plugin), 0o755); err != nil {
@@ -641,6 +642,7 @@ func TestIMCWaitDefaultAsDocumented(t *testing.T) {
 // Tools is seen at work; without its directory the wait ends at the
 // bound.
 func TestWaitIMCWhileToolsDeploys(t *testing.T) {
+	t.Parallel() // waits out real timers: overlaps the package's other waits
 	s := newStubVMX(t, ToolRPCTool)
 	root := sysroot.Root(s.root)
 	plugin := root.Path(deployPkgPlugin[0])

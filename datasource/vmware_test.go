@@ -245,6 +245,7 @@ func TestReadVMwareRPCToolFailsVMToolsdMissing(t *testing.T) {
 }
 
 func TestReadVMwareToolTimeout(t *testing.T) {
+	t.Parallel() // waits out real timers: overlaps the package's other waits
 	s := newStubVMX(t, ToolRPCTool, ToolVMToolsd)
 	s.set("metadata", "instance-id: i-1\n")
 	s.set("metadata.hang-vmware-rpctool", "")

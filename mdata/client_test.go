@@ -426,6 +426,7 @@ func TestReplyCutOffMidLineTimesOutOnIdle(t *testing.T) {
 // A slow line is not cut off: bytes 20ms apart, with an Idle of 100ms and
 // a whole reply that takes far longer than Idle.
 func TestSlowLineIsNotCutOff(t *testing.T) {
+	t.Parallel() // waits out real timers: overlaps the package's other waits
 	client, server := net.Pipe()
 	defer client.Close()
 	s := &session{conn: client, to: fastTimeouts}
@@ -470,6 +471,7 @@ func TestTimeoutRetriesWithFreshID(t *testing.T) {
 // A silent host: the call returns ErrUnavailable when the context ends,
 // wrapping the context's error, and says what it was waiting for.
 func TestSilentHostHonoursDeadline(t *testing.T) {
+	t.Parallel() // waits out real timers: overlaps the package's other waits
 	var scripts [][]step
 	for range 100 {
 		scripts = append(scripts, []step{{expect: "", hang: true}})
@@ -512,6 +514,7 @@ func TestCancelledContextUnblocksRead(t *testing.T) {
 }
 
 func TestProgressWhileWaiting(t *testing.T) {
+	t.Parallel() // waits out real timers: overlaps the package's other waits
 	var scripts [][]step
 	for range 100 {
 		scripts = append(scripts, []step{{expect: "", hang: true}})
