@@ -235,7 +235,7 @@ type machine struct {
 	con     *consoleLog
 	qemuErr syncBuffer
 	exited  chan struct{} // closed when QEMU has exited
-	slots   chan struct{} // the slots the VM holds one of (vmSlots), or nil
+	slots   *slotPool     // the slots the VM holds one of (vmSlots), or nil
 	slot    bool          // whether it holds one now
 }
 
@@ -246,7 +246,7 @@ type machine struct {
 // stopped or the machine's context ended first.
 func (m *machine) idle(d time.Duration) bool {
 	if m.slot {
-		<-m.slots
+		m.slots.release()
 		m.slot = false
 	}
 	select {
@@ -259,14 +259,8 @@ func (m *machine) idle(d time.Duration) bool {
 	if m.slots == nil {
 		return true
 	}
-	select {
-	case m.slots <- struct{}{}:
-		m.slot = true
-		return true
-	case <-m.exited:
-	case <-m.ctx.Done():
-	}
-	return false
+	m.slot = m.slots.acquire(prioResume, m.exited, m.ctx.Done())
+	return m.slot
 }
 
 // startVM boots a VM with the shared guest and cfg's script, and has its

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -14,16 +15,18 @@ import (
 // (after the other guest is done with it), and not held after a guest that
 // stopped meanwhile.
 func TestMachineIdle(t *testing.T) {
-	slots := make(chan struct{}, 1)
+	slots := newSlotPool(1, 0)
 	newMachine := func() *machine {
-		slots <- struct{}{}
+		if !slots.acquire(0, nil, nil) {
+			t.Fatal("no slot for a new machine")
+		}
 		return &machine{t: t, ctx: context.Background(), exited: make(chan struct{}), slots: slots, slot: true}
 	}
 
 	m := newMachine()
 	done := make(chan bool)
 	go func() { done <- m.idle(time.Millisecond) }()
-	slots <- struct{}{} // another guest boots while m idles: the slot is free
+	slots.acquire(0, nil, nil) // another guest boots while m idles: the slot is free
 	// m cannot take its slot back while the other guest holds it. (A
 	// slow machine can only make this miss a defect, never fail.)
 	select {
@@ -31,30 +34,29 @@ func TestMachineIdle(t *testing.T) {
 		t.Fatal("idle returned while another guest held the only slot")
 	case <-time.After(50 * time.Millisecond):
 	}
-	<-slots // the other guest is done
+	slots.release() // the other guest is done
 	if !<-done {
 		t.Fatal("idle reported a stopped guest")
 	}
-	if !m.slot || len(slots) != 1 {
-		t.Errorf("after idle: slot held %v, %d of 1 slots taken", m.slot, len(slots))
+	if free, _ := slots.state(); !m.slot || free != 0 {
+		t.Errorf("after idle: slot held %v, %d of 1 slots free", m.slot, free)
 	}
-	<-slots
+	slots.release()
 
 	m = newMachine()
 	close(m.exited)
 	if m.idle(time.Minute) {
 		t.Error("idle reported a running guest after QEMU exited")
 	}
-	if m.slot || len(slots) != 0 {
-		t.Errorf("a stopped guest: slot held %v, %d of 1 slots taken", m.slot, len(slots))
+	if free, _ := slots.state(); m.slot || free != 1 {
+		t.Errorf("a stopped guest: slot held %v, %d of 1 slots free", m.slot, free)
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	m = newMachine()
 	m.ctx = ctx
-	slots2 := m.slots
 	go func() {
-		slots2 <- struct{}{} // the slot is taken for good
+		slots.acquire(0, nil, nil) // the slot is taken for good
 		cancel()
 	}()
 	if m.idle(10 * time.Millisecond) {
@@ -62,6 +64,70 @@ func TestMachineIdle(t *testing.T) {
 	}
 	if m.slot {
 		t.Error("idle holds a slot it could not take")
+	}
+	if free, waiting := slots.state(); free != 0 || len(waiting) != 0 {
+		t.Errorf("after the context ended: %d slots free, waiters %v; want the one slot taken by the other guest and no waiter", free, waiting)
+	}
+}
+
+// waitQueued waits until the pool has n waiters.
+func waitQueued(t *testing.T, p *slotPool, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
+		if _, w := p.state(); len(w) == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			_, w := p.state()
+			t.Fatalf("waiters %v; want %d", w, n)
+		}
+	}
+}
+
+// TestSlotPoolOrder checks who a freed slot goes to: a guest taking its
+// slot back after idling, then a chain's later boot, then the earlier
+// boots in the order they asked; and that a waiter whose test ends leaves
+// the queue without a slot, and with none lost.
+func TestSlotPoolOrder(t *testing.T) {
+	p := newSlotPool(1, 1)
+	got := make(chan string, 8)
+	ask := func(name string, prio int, stop <-chan struct{}) {
+		_, w := p.state()
+		go func() {
+			if p.acquire(prio, stop, nil) {
+				got <- name
+			} else {
+				got <- name + " stopped"
+			}
+		}()
+		waitQueued(t, p, len(w)+1)
+	}
+	stop := make(chan struct{})
+	ask("first boot A", bootPriority(1), nil)
+	ask("first boot B", bootPriority(1), nil)
+	ask("second boot", bootPriority(2), nil)
+	ask("first boot C, its test ends", bootPriority(1), stop)
+	ask("fourth boot", bootPriority(4), nil)
+	ask("resume", prioResume, nil)
+	if _, w := p.state(); !slices.Equal(w, []int{prioResume, 3, 1, 0, 0, 0}) {
+		t.Fatalf("queue %v", w)
+	}
+	close(stop)
+	if g := <-got; g != "first boot C, its test ends stopped" {
+		t.Fatalf("%q came first; want the stopped waiter", g)
+	}
+	var order []string
+	for range 5 {
+		p.release()
+		order = append(order, <-got)
+	}
+	want := []string{"resume", "fourth boot", "second boot", "first boot A", "first boot B"}
+	if !slices.Equal(order, want) {
+		t.Errorf("served %q; want %q", order, want)
+	}
+	p.release()
+	if free, w := p.state(); free != 1 || len(w) != 0 {
+		t.Errorf("after every guest is done: %d of 1 slots free, waiters %v", free, w)
 	}
 }
 
@@ -73,25 +139,24 @@ func TestVMSlotsGate(t *testing.T) {
 	if err := os.WriteFile(gate, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	free := func(slots chan struct{}) int { return cap(slots) - len(slots) }
-
 	slots := newVMSlots("2", gate, time.Millisecond)
-	if cap(slots) != 2 || free(slots) != 1 {
-		t.Fatalf("with the gate: %d of %d slots free; want 1 of 2", free(slots), cap(slots))
+	if free, _ := slots.state(); slots.size != 2 || free != 1 {
+		t.Fatalf("with the gate: %d of %d slots free; want 1 of 2", free, slots.size)
 	}
-	slots <- struct{}{} // a guest boots
+	slots.acquire(0, nil, nil) // a guest boots
 	if err := os.Remove(gate); err != nil {
 		t.Fatal(err)
 	}
 	// The second slot is given back once the gate is gone, with the first
 	// guest's still held. (A slow machine only makes this wait longer.)
-	select {
-	case slots <- struct{}{}:
-	case <-time.After(time.Minute):
+	timeout := make(chan struct{})
+	timer := time.AfterFunc(time.Minute, func() { close(timeout) })
+	defer timer.Stop()
+	if !slots.acquire(0, timeout, nil) {
 		t.Fatal("the second slot was not given back a minute after the gate was removed")
 	}
-	if free(slots) != 0 {
-		t.Errorf("two guests booted: %d slots free; want 0", free(slots))
+	if free, _ := slots.state(); free != 0 {
+		t.Errorf("two guests booted: %d slots free; want 0", free)
 	}
 
 	for _, c := range []struct{ jobs, gate string }{{"3", gate}, {"", ""}, {"x", ""}, {"1", "/nonexistent"}} {
@@ -99,15 +164,15 @@ func TestVMSlotsGate(t *testing.T) {
 		if n, err := strconv.Atoi(c.jobs); err == nil {
 			want = n
 		}
-		if s := newVMSlots(c.jobs, c.gate, time.Millisecond); cap(s) != want || free(s) != want {
-			t.Errorf("newVMSlots(%q, %q): %d of %d slots free; want %d of %d", c.jobs, c.gate, free(s), cap(s), want, want)
+		if s := newVMSlots(c.jobs, c.gate, time.Millisecond); s.size != want || s.free != want {
+			t.Errorf("newVMSlots(%q, %q): %d of %d slots free; want %d of %d", c.jobs, c.gate, s.free, s.size, want, want)
 		}
 	}
 	// jobs 1 with a gate file: the one slot is free.
 	if err := os.WriteFile(gate, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if s := newVMSlots("1", gate, time.Millisecond); free(s) != 1 {
-		t.Errorf("jobs 1 with a gate: %d slots free; want 1", free(s))
+	if s := newVMSlots("1", gate, time.Millisecond); s.free != 1 {
+		t.Errorf("jobs 1 with a gate: %d slots free; want 1", s.free)
 	}
 }

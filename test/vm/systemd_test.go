@@ -64,7 +64,8 @@ package vm
 // vmware-rpctool that serves guestinfo from the kernel command line
 // (systemd/vmware-rpctool; systemd_vmware_test.go). Boots take a slot of
 // vmSlots, so scenarios written as parallel subtests boot side by side as
-// far as memory and CPU allow. A template booted without a seed and then
+// far as memory and CPU allow; a chain's later boots are served before
+// other chains' first (bootPriority). A template booted without a seed and then
 // cloned is newSDDisk + boot with Seed nil + clone; a sealed image is a
 // boot that runs `seedkeeper image seal` (an sk.run= knob would go in
 // sk-report.sh) followed by clones. A unit change to try is a kernel
@@ -96,7 +97,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -180,40 +180,6 @@ const (
 
 // vmSlots bounds the guests running at once: each takes 1 GiB and a core.
 var vmSlots = newVMSlots(os.Getenv(envVMJobs), os.Getenv(envVMGate), time.Second)
-
-// newVMSlots makes jobs slots (2 when jobs is not a positive number). While
-// the file gate exists, all but one are held, and they are given back
-// once it is gone (looked for every poll): make test (scripts/test.sh)
-// boots one guest beside the other packages' tests, which leave a core
-// idle for minutes near their end, and both once those are done.
-func newVMSlots(jobs, gate string, poll time.Duration) chan struct{} {
-	n, err := strconv.Atoi(jobs)
-	if err != nil || n < 1 {
-		n = 2
-	}
-	slots := make(chan struct{}, n)
-	if gate == "" || n == 1 {
-		return slots
-	}
-	if _, err := os.Stat(gate); err != nil {
-		return slots
-	}
-	for range n - 1 {
-		slots <- struct{}{}
-	}
-	go func() {
-		for {
-			time.Sleep(poll)
-			if _, err := os.Stat(gate); errors.Is(err, fs.ErrNotExist) {
-				break
-			}
-		}
-		for range n - 1 {
-			<-slots
-		}
-	}()
-	return slots
-}
 
 // sdBootTimeout is the host's bound on one boot; the guest's own hang
 // timer (sk-report-late.timer) fires 3 minutes before it. A first boot
@@ -994,15 +960,13 @@ func (d *sdDisk) boot(t *testing.T, b sdBoot) *sdReport {
 
 	// One slot per running guest; During may give it up while the guest
 	// idles (machine.idle).
-	select {
-	case vmSlots <- struct{}{}:
-	case <-t.Context().Done():
+	if !vmSlots.acquire(bootPriority(d.n), t.Context().Done(), nil) {
 		t.Fatal("test ended while waiting for a VM slot")
 	}
 	m.slots, m.slot = vmSlots, true
 	defer func() {
 		if m.slot {
-			<-m.slots
+			m.slots.release()
 		}
 	}()
 
