@@ -6,12 +6,14 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -60,6 +62,9 @@ var (
 
 func TestMain(m *testing.M) {
 	start := time.Now()
+	flag.Parse()
+	defaultParallel(vmSlots.size)
+	prebuildImages()
 	code := m.Run()
 	if workDir != "" {
 		os.RemoveAll(workDir)
@@ -68,6 +73,46 @@ func TestMain(m *testing.M) {
 		fmt.Println(s)
 	}
 	os.Exit(code)
+}
+
+// defaultParallel sets go test's -parallel, unless it was given, to
+// twice the guests that boot at once (vmSlots). Every guest's test holds
+// one of go test's parallel slots from its start to its end, also while
+// it makes its image and disk, checks a report or idles (machine.idle),
+// when its VM slot is free or given to another guest. With as many
+// parallel slots as VM slots, no other test could take that VM slot
+// then; with twice as many, as many tests as there are VM slots prepare
+// their boots while the others' guests run.
+func defaultParallel(vms int) {
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		flag.Set("test.parallel", strconv.Itoa(2*vms))
+	}
+}
+
+// runIncludes reports whether go test's -run and -skip flags let the
+// top-level test name run. Like go test, it matches a pattern's first
+// "/"-separated element against a top-level name: -run drops the test
+// when that element does not match; -skip drops it when the pattern is
+// that one element and it matches (with more, -skip drops subtests).
+func runIncludes(name string) bool {
+	match := func(flagName string) (matched, given, deeper bool) {
+		f := flag.Lookup(flagName)
+		if f == nil || f.Value.String() == "" {
+			return false, false, false
+		}
+		first, rest, _ := strings.Cut(f.Value.String(), "/")
+		re, err := regexp.Compile(first)
+		return err == nil && re.MatchString(name), true, rest != ""
+	}
+	if ok, given, _ := match("test.run"); given && !ok {
+		return false
+	}
+	if ok, _, deeper := match("test.skip"); ok && !deeper {
+		return false
+	}
+	return true
 }
 
 // vmCost adds up what the run's VMs cost. Under TCG a guest's cost is

@@ -2,10 +2,12 @@ package vm
 
 import (
 	"context"
+	"flag"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -85,7 +87,8 @@ func waitQueued(t *testing.T, p *slotPool, n int) {
 }
 
 // TestSlotPoolOrder checks who a freed slot goes to: a guest taking its
-// slot back after idling, then a chain's later boot, then the earlier
+// slot back after idling, then a boot that will idle, then a chain's
+// later boot, then the earlier
 // boots in the order they asked; and that a waiter whose test ends leaves
 // the queue without a slot, and with none lost.
 func TestSlotPoolOrder(t *testing.T) {
@@ -109,7 +112,8 @@ func TestSlotPoolOrder(t *testing.T) {
 	ask("first boot C, its test ends", bootPriority(1), stop)
 	ask("fourth boot", bootPriority(4), nil)
 	ask("resume", prioResume, nil)
-	if _, w := p.state(); !slices.Equal(w, []int{prioResume, 3, 1, 0, 0, 0}) {
+	ask("a boot that will idle", prioIdler, nil)
+	if _, w := p.state(); !slices.Equal(w, []int{prioResume, prioIdler, 3, 1, 0, 0, 0}) {
 		t.Fatalf("queue %v", w)
 	}
 	close(stop)
@@ -117,11 +121,11 @@ func TestSlotPoolOrder(t *testing.T) {
 		t.Fatalf("%q came first; want the stopped waiter", g)
 	}
 	var order []string
-	for range 5 {
+	for range 6 {
 		p.release()
 		order = append(order, <-got)
 	}
-	want := []string{"resume", "fourth boot", "second boot", "first boot A", "first boot B"}
+	want := []string{"resume", "a boot that will idle", "fourth boot", "second boot", "first boot A", "first boot B"}
 	if !slices.Equal(order, want) {
 		t.Errorf("served %q; want %q", order, want)
 	}
@@ -175,4 +179,52 @@ func TestVMSlotsGate(t *testing.T) {
 	if s := newVMSlots("1", gate, time.Millisecond); s.free != 1 {
 		t.Errorf("jobs 1 with a gate: %d slots free; want 1", s.free)
 	}
+}
+
+// TestRunIncludes checks the reading of go test's -run and -skip that
+// decides whether a run builds every image from its start
+// (prebuildImages).
+func TestRunIncludes(t *testing.T) {
+	const name = "TestIntegrationSystemdImages"
+	for _, c := range []struct {
+		run, skip string
+		want      bool
+	}{
+		{"", "", true},
+		{"TestIntegrationSystemd", "", true},
+		{"TestIntegrationSystemd/bookworm", "", true},
+		{"^TestIntegrationSystemdSmartOSHostLate$", "", false},
+		{"TestSlotPool", "", false},
+		{"", "TestIntegrationSystemdImages", false},
+		{"TestIntegrationSystemd", "Images", false},
+		{"", "TestIntegrationSystemdImages/bookworm", true},
+		{"[", "", false},
+	} {
+		for flagName, v := range map[string]string{"test.run": c.run, "test.skip": c.skip} {
+			f := flag.Lookup(flagName)
+			old := f.Value.String()
+			if err := flag.Set(flagName, v); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { flag.Set(flagName, old) })
+		}
+		if got := runIncludes(name); got != c.want {
+			t.Errorf("-run %q -skip %q: runIncludes = %v, want %v", c.run, c.skip, got, c.want)
+		}
+	}
+}
+
+// TestDefaultParallel checks that TestMain set go test's -parallel to
+// twice the VM slots when it was not given (defaultParallel).
+func TestDefaultParallel(t *testing.T) {
+	got, want := flag.Lookup("test.parallel").Value.String(), strconv.Itoa(2*vmSlots.size)
+	if got == want {
+		return
+	}
+	for _, a := range os.Args[1:] {
+		if strings.HasPrefix(a, "-test.parallel") || strings.HasPrefix(a, "--test.parallel") {
+			t.Skipf("-parallel %s was given on the command line", got)
+		}
+	}
+	t.Errorf("-parallel %s; want %s, twice the %d VM slots", got, want, vmSlots.size)
 }

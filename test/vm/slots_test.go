@@ -16,6 +16,11 @@ const (
 	// prioResume is a running guest taking its slot back after it idled
 	// (machine.idle): it holds its memory, and its boot's bound runs.
 	prioResume = math.MaxInt
+	// prioIdler is a boot that will idle for minutes (sdBoot.Idles),
+	// served before every boot that will not: its guest gives its slot to
+	// another while it waits, so the wait costs the run nothing if it
+	// starts early, and its whole length if it starts last.
+	prioIdler = math.MaxInt - 1
 )
 
 // bootPriority is the priority of a disk's boot number n (1 for its

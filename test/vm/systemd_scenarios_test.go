@@ -391,7 +391,7 @@ func TestIntegrationSystemdSmartOSHostLate(t *testing.T) {
 	const down = 200 * time.Second
 	d := newSDDisk(t, img)
 	// No network config: nothing for wait-online to wait for.
-	r := d.boot(t, sdBoot{Name: "smartos", UUID: uuid, Host: h, NICs: []sdNIC{nicStatic},
+	r := d.boot(t, sdBoot{Name: "smartos", UUID: uuid, Host: h, NICs: []sdNIC{nicStatic}, Idles: true,
 		Append: []string{"systemd.mask=systemd-networkd-wait-online.service"},
 		During: func(t *testing.T, m *machine) {
 			if err := h.Wait(m.running(), func(s mdatatest.Stats) bool { return s.Discarded >= 1 }); err != nil {

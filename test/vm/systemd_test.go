@@ -74,7 +74,8 @@ package vm
 // # Knobs
 //
 // SEEDKEEPER_VM_JOBS guests at once (default 2; each takes 1 GiB and a
-// core), SEEDKEEPER_VM_GATE a file that holds them to one while it
+// core; go test's -parallel, unless given, is twice that:
+// defaultParallel), SEEDKEEPER_VM_GATE a file that holds them to one while it
 // exists (make test's, see scripts/test.sh), SEEDKEEPER_VM_BOOT the
 // host's bound on one boot (default 25m), SEEDKEEPER_VM_DEB a prebuilt .deb, SEEDKEEPER_VM_KEEP a directory to
 // keep every report and console in, SEEDKEEPER_VM_CACHE and
@@ -270,18 +271,27 @@ func needSDHost(t *testing.T) {
 	if testing.Short() {
 		t.Skip("systemd guest test skipped in -short mode (each boot takes minutes of TCG)")
 	}
+	if why := sdHostSkip(); why != "" {
+		t.Skip(why)
+	}
+}
+
+// sdHostSkip says why this host cannot build or boot the systemd guest,
+// or "" when it can.
+func sdHostSkip() string {
 	const install = "run `sudo make test` (scripts/test-deps.sh installs qemu-system-x86, mmdebstrap, qemu-utils, e2fsprogs and the pinned kernel linux-image-" + KernelRelease + ")"
 	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
-		t.Skip("the systemd guest runs on linux/amd64 hosts only")
+		return "the systemd guest runs on linux/amd64 hosts only"
 	}
 	if os.Geteuid() != 0 {
-		t.Skip("the systemd guest needs root (mmdebstrap --mode=root, mkfs.ext4 -d keeping ownership): " + install)
+		return "the systemd guest needs root (mmdebstrap --mode=root, mkfs.ext4 -d keeping ownership): " + install
 	}
 	for _, tool := range []string{"qemu-system-x86_64", "qemu-img", "mmdebstrap", "mkfs.ext4", "genisoimage"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("the systemd guest needs %s: %s", tool, install)
+			return fmt.Sprintf("the systemd guest needs %s: %s", tool, install)
 		}
 	}
+	return ""
 }
 
 // sdImageSet is every release's stacks that make test boots (make e2e's
@@ -301,11 +311,44 @@ func sdImageSet() map[string][]string {
 	return set
 }
 
-// TestIntegrationSystemdImages builds the cached rootfs tars of
-// sdImageSet, three at a time (sdBuilds), and boots nothing: every
-// image at the start of a run, beside the other packages' tests in make
-// test (scripts/test.sh), rather than each on its first boot. In a run
-// that finds the tars cached it costs a stat of each.
+// prebuildImages starts, without waiting, the builds of every rootfs tar
+// of sdImageSet (three at a time, sdBuilds) and of the .deb, when the run
+// includes TestIntegrationSystemdImages on a host that can boot the
+// guest: TestMain calls it before any test runs. The tests, and
+// TestIntegrationSystemdImages, wait on the same builds (cachedRootfsTar,
+// debOnce) and report their errors. Left to the tests, a release's base
+// was built once a test of that release held one of go test's parallel
+// slots, which the guests' tests hold while they boot: in make test
+// Debian 13's base was built alone 14 minutes into the run while one VM
+// slot stood idle, where it could have been built beside the others at
+// the start.
+func prebuildImages() {
+	if testing.Short() || !runIncludes("TestIntegrationSystemdImages") || sdHostSkip() != "" {
+		return
+	}
+	if skip, err := sdKernelInit(); skip != "" || err != nil {
+		return
+	}
+	for release, stacks := range sdImageSet() {
+		for _, stack := range stacks {
+			go cachedRootfsTar(release, stack)
+		}
+	}
+	go func() {
+		wd, err := sdWorkDir()
+		if err != nil {
+			return
+		}
+		debOnce.Do(func() { debPath, debErr = buildDeb(wd) })
+	}()
+}
+
+// TestIntegrationSystemdImages waits for the cached rootfs tars of
+// sdImageSet, built from the start of the run (prebuildImages), and
+// boots nothing: every image at the start of a run, beside the other
+// packages' tests in make test (scripts/test.sh), rather than each on its
+// first boot. In a run that finds the tars cached it costs a stat of
+// each.
 func TestIntegrationSystemdImages(t *testing.T) {
 	testenv.Integration(t)
 	t.Parallel()
@@ -833,6 +876,10 @@ type sdBoot struct {
 	// report can be complete. Where it knows the guest idles, it lets
 	// another guest have the slot with m.idle.
 	During func(t *testing.T, m *machine)
+	// Idles says that During gives the slot up for minutes (m.idle): the
+	// boot then takes a slot before every other (prioIdler), so that its
+	// wait runs beside other guests rather than at the end of a run.
+	Idles bool
 }
 
 // seedFiles is a Proxmox-style NoCloud seed: Proxmox's instance-id is the
@@ -960,7 +1007,11 @@ func (d *sdDisk) boot(t *testing.T, b sdBoot) *sdReport {
 
 	// One slot per running guest; During may give it up while the guest
 	// idles (machine.idle).
-	if !vmSlots.acquire(bootPriority(d.n), t.Context().Done(), nil) {
+	prio := bootPriority(d.n)
+	if b.Idles {
+		prio = prioIdler
+	}
+	if !vmSlots.acquire(prio, t.Context().Done(), nil) {
 		t.Fatal("test ended while waiting for a VM slot")
 	}
 	m.slots, m.slot = vmSlots, true
