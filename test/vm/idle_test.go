@@ -88,9 +88,9 @@ func waitQueued(t *testing.T, p *slotPool, n int) {
 
 // TestSlotPoolOrder checks who a freed slot goes to: a guest taking its
 // slot back after idling, then a boot that will idle, then a chain's
-// later boot, then the earlier
-// boots in the order they asked; and that a waiter whose test ends leaves
-// the queue without a slot, and with none lost.
+// later boot, then the earlier boots in the order they asked; and that a
+// waiter whose test ends leaves the queue without a slot, and with none
+// lost.
 func TestSlotPoolOrder(t *testing.T) {
 	p := newSlotPool(1, 1)
 	got := make(chan string, 8)

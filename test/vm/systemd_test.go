@@ -335,12 +335,16 @@ func prebuildImages() {
 		}
 	}
 	go func() {
-		wd, err := sdWorkDir()
-		if err != nil {
-			return
+		if wd, err := sdWorkDir(); err == nil {
+			sharedDeb(wd)
 		}
-		debOnce.Do(func() { debPath, debErr = buildDeb(wd) })
 	}()
+}
+
+// sharedDeb is the run's .deb, built once (buildDeb) by whoever asks first.
+func sharedDeb(wd string) (string, error) {
+	debOnce.Do(func() { debPath, debErr = buildDeb(wd) })
+	return debPath, debErr
 }
 
 // TestIntegrationSystemdImages waits for the cached rootfs tars of
@@ -474,11 +478,9 @@ func buildSDImage(release, stack string, withSeedkeeper bool, variant string) (*
 	}
 	deb := ""
 	if withSeedkeeper {
-		debOnce.Do(func() { debPath, debErr = buildDeb(wd) })
-		if debErr != nil {
-			return nil, "", debErr
+		if deb, err = sharedDeb(wd); err != nil {
+			return nil, "", err
 		}
-		deb = debPath
 	}
 
 	name := release + "-" + stack + "-plain"
